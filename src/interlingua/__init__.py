@@ -1,0 +1,26 @@
+"""interlingua: push-based streaming transcoder between LLM API dialects.
+
+Bytes of one dialect in, cut anywhere; bytes of another out while the body is
+still arriving. See README.md and DESIGN.md.
+"""
+
+from .canonical import (
+    Block, Control, End, Error, Event, Extension, Finish, MessageStart, MessagesEnd, Section,
+    SystemEnd, Usage,
+)
+from .errors import (
+    BudgetExceededError, ControlCharacterError, InvalidUtf8Error, JsonSyntaxError, LossError,
+    NestingTooDeepError, ReorderRefusedError, SchemaError, TranscodeError, TruncatedInputError,
+)
+from .pipeline import Decoder, Transcoder, decode, transcode
+from .session import Loss, Options
+
+__all__ = [
+    "Block", "Control", "End", "Error", "Event", "Extension", "Finish", "MessageStart",
+    "MessagesEnd", "Section", "SystemEnd", "Usage",
+    "TranscodeError", "JsonSyntaxError", "InvalidUtf8Error", "ControlCharacterError",
+    "TruncatedInputError", "NestingTooDeepError", "SchemaError", "LossError",
+    "BudgetExceededError", "ReorderRefusedError",
+    "Decoder", "Transcoder", "decode", "transcode", "Loss", "Options",
+]
+__version__ = "0.1.0"

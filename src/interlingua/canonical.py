@@ -1,0 +1,222 @@
+"""The canonical event stream: the pivot between every pair of dialects.
+
+The unit is the *block*, not the dialect message (DESIGN §3). An Anthropic
+user message holding ``[text, image, tool_result]`` becomes three blocks that
+share one ``message`` index; an encoder rebuilds its own messages from the
+indexes and derives roles from the section types.
+
+Payload bytes are kept in one of two forms, fixed per section (see
+``PAYLOAD_FORM``):
+
+* ``escaped`` -- the inside of a JSON string, still JSON-escaped, no quotes.
+  Text moves between dialects as these bytes, copied, never re-encoded.
+* ``raw`` -- the compact text of a JSON value (object, array, ...).
+
+A large payload arrives as several blocks of the same block: the first has
+``init=True`` and carries the attributes, the last has ``fin=True``; a small
+one is a single event with both set. Fragments of an ``escaped`` payload never
+split an escape sequence or a UTF-8 character, so each decodes on its own.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Any, Union
+
+import msgspec
+
+__all__ = [
+    "Section",
+    "PayloadForm",
+    "PAYLOAD_FORM",
+    "REQUEST_LEVEL",
+    "Block",
+    "Control",
+    "Extension",
+    "MessagesEnd",
+    "SystemEnd",
+    "TOP_LEVEL_SYSTEM",
+    "MessageStart",
+    "Finish",
+    "Usage",
+    "Error",
+    "End",
+    "Event",
+    "decode_escaped",
+    "escape_text",
+]
+
+
+class Section(str, enum.Enum):
+    """The section taxonomy (DESIGN §3); anything else is ``unknown``."""
+
+    SYSTEM_INSTRUCTION = "system-instruction"
+    USER_TEXT = "user-text"
+    USER_IMAGE = "user-image"
+    USER_DOCUMENT = "user-document"
+    USER_AUDIO = "user-audio"
+    USER_VIDEO = "user-video"
+    ASSISTANT_TEXT = "assistant-text"
+    ASSISTANT_REASONING = "assistant-reasoning"
+    ASSISTANT_REFUSAL = "assistant-refusal"
+    TOOL_DEFINITION = "tool-definition"
+    TOOL_CALL = "tool-call"
+    TOOL_RESULT = "tool-result"
+    SERVER_TOOL_RESULT = "server-tool-result"
+    CITATIONS = "citations"
+    UNKNOWN = "unknown"
+
+
+class PayloadForm(str, enum.Enum):
+    ESCAPED = "escaped"  # inside of a JSON string, escapes kept
+    RAW = "raw"  # compact JSON value text
+
+
+_RAW_SECTIONS = {
+    Section.TOOL_DEFINITION,
+    Section.SERVER_TOOL_RESULT,
+    Section.CITATIONS,
+    Section.UNKNOWN,
+}
+PAYLOAD_FORM: dict[Section, PayloadForm] = {
+    s: (PayloadForm.RAW if s in _RAW_SECTIONS else PayloadForm.ESCAPED) for s in Section
+}
+
+#: ``message`` index of blocks that belong to the request, not to a message
+#: (tool definitions).
+REQUEST_LEVEL = -1
+#: ``message`` index of a system instruction given outside the message list
+#: (anthropic's top-level ``system``).
+TOP_LEVEL_SYSTEM = -2
+
+
+class Block(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="block"):
+    """One fragment of one canonical block.
+
+    ``attrs`` (tool id and name, media type, signature, cache control,
+    ``is_error`` ...) is present on the first fragment only.
+    """
+
+    section: Section
+    message: int
+    payload: bytes = b""
+    init: bool = True
+    fin: bool = True
+    attrs: dict[str, Any] | None = None
+
+    @property
+    def form(self) -> PayloadForm:
+        return PAYLOAD_FORM[self.section]
+
+    def text(self) -> str:
+        """The payload decoded: a ``str`` for escaped payloads, else the JSON text."""
+        if PAYLOAD_FORM[self.section] is PayloadForm.ESCAPED:
+            return decode_escaped(self.payload)
+        return self.payload.decode("utf-8")
+
+
+class Control(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="control"):
+    """A request-level setting under its canonical name; ``value`` is plain JSON data.
+
+    Canonical names: model, max_output_tokens, temperature, top_p, top_k,
+    stop, stream, tool_choice, parallel_tool_calls, response_format,
+    reasoning, user, seed, n, ... (see ``interlingua.controls``).
+    """
+
+    name: str
+    value: Any
+    #: where it came from: the source dialect, its key and its raw JSON, so
+    #: the encoder of the same dialect writes it back exactly.
+    dialect: str | None = None
+    key: str | None = None
+    raw: bytes | None = None
+
+
+class Extension(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="extension"):
+    """A dialect field without canonical meaning, kept with where it was found.
+
+    ``path`` is a JSON path (``$.metadata.foo``); ``raw`` its compact JSON text.
+    ``message`` is set when the field sits on a conversation message (the
+    encoder of the same dialect puts it back there). ``lossless`` marks a field
+    whose absence means the same (an explicit ``null``): other dialects drop it
+    without recording a loss.
+    """
+
+    dialect: str
+    path: str
+    raw: bytes
+    message: int | None = None
+    lossless: bool = False
+
+    def value(self) -> Any:
+        return json.loads(self.raw)
+
+
+class SystemEnd(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="system-end"):
+    """No ``TOP_LEVEL_SYSTEM`` block follows.
+
+    Dialects with system messages inside the list emit it first thing;
+    anthropic emits it after its ``system`` key or at the end of the body.
+    Encoders whose system must come first hold messages until they see it.
+    """
+
+
+class MessagesEnd(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="messages-end"):
+    """No block of a conversation message follows (the source's message list closed)."""
+
+
+# --- response lifecycle -----------------------------------------------------
+
+
+class MessageStart(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="message-start"):
+    id: str | None = None
+    model: str | None = None
+    choice: int = 0
+
+
+class Finish(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="finish"):
+    """Why generation stopped, as a canonical reason (see the response table)."""
+
+    reason: str | None
+    stop_sequence: str | None = None
+    choice: int = 0
+
+
+class Usage(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="usage", omit_defaults=True):
+    """Token counts. ``None`` means the source did not say -- absent is not zero."""
+
+    input: int | None = None
+    output: int | None = None
+    cache_read: int | None = None
+    cache_write: int | None = None
+    reasoning: int | None = None
+    total: int | None = None
+
+
+class Error(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="error"):
+    type: str
+    message: str
+    status: int | None = None
+
+
+class End(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="end"):
+    """The source ended (request body closed, or response/stream complete)."""
+
+
+Event = Union[Block, Control, Extension, SystemEnd, MessagesEnd, MessageStart, Finish, Usage, Error, End]
+
+
+def decode_escaped(payload: bytes) -> str:
+    """Decode the inside of a JSON string (escapes kept) to ``str``."""
+    if b"\\" not in payload:
+        return payload.decode("utf-8")
+    return json.loads(b'"' + payload + b'"')
+
+
+_ESCAPE_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
+def escape_text(text: str) -> bytes:
+    """``str`` -> inside of a JSON string (the ``escaped`` payload form)."""
+    return _ESCAPE_ENCODER.encode(text)[1:-1].encode("utf-8")

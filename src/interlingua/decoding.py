@@ -1,0 +1,230 @@
+"""The shared machinery of dialect decoders: a pushdown machine over tokens.
+
+A decoder is a stack of handlers, one per JSON level it is inside; each
+handler is a method ``(kind, value, offset)`` that consumes tokens and pushes
+or pops handlers. The helpers here read the values every dialect needs:
+a small value (parsed), a string streamed as fragments, and a value copied as
+raw JSON text (streamed in fragments too, so nothing grows with the body).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from . import json as tok
+from .canonical import Block, Event, Extension, Section
+from .errors import BudgetExceededError, SchemaError
+from .jsonwriter import RawValue
+from .session import Session
+
+Handler = Callable[[int, Any, int], None]
+FragmentSink = Callable[[bytes, bool, bool], None]  # (bytes, init, fin)
+
+_SCALAR_KINDS = {tok.STRING, tok.NUMBER, tok.TRUE, tok.FALSE, tok.NULL}
+_TYPE_NAMES = {
+    tok.OBJECT_START: "object", tok.ARRAY_START: "array", tok.STRING: "string",
+    tok.STRING_OPEN: "string", tok.NUMBER: "number", tok.TRUE: "boolean", tok.FALSE: "boolean",
+    tok.NULL: "null",
+}
+
+
+def type_name(kind: int) -> str:
+    return _TYPE_NAMES.get(kind, tok.KIND_NAMES.get(kind, "?"))
+
+
+class Decoder:
+    """Base of every dialect decoder. Subclasses push their first handler in ``__init__``."""
+
+    dialect = "?"
+
+    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
+        self.emit = emit
+        self.session = session
+        self.tokenizer: tok.Tokenizer | None = None  # set by the pipeline, for paths
+        self._stack: list[Handler] = []
+        self._raw_streams: list[RawStream] = []
+
+    # -- driving ------------------------------------------------------------
+
+    def on_token(self, kind: int, value: Any, offset: int) -> None:
+        self._stack[-1](kind, value, offset)
+
+    def flush(self) -> None:
+        """Called after each fed chunk: hand on raw text gathered so far."""
+        for raw in self._raw_streams:
+            raw.flush()
+
+    def finish(self) -> None:
+        """Called after the tokenizer closed successfully."""
+
+    def push(self, handler: Handler) -> None:
+        self._stack.append(handler)
+
+    def pop(self) -> None:
+        self._stack.pop()
+
+    def replace(self, handler: Handler) -> None:
+        self._stack[-1] = handler
+
+    # -- errors ---------------------------------------------------------------
+
+    def path(self) -> str:
+        return self.tokenizer.path() if self.tokenizer is not None else "$"
+
+    def error(self, message: str, offset: int, cls=SchemaError) -> Exception:
+        return cls(message, dialect=self.dialect, offset=offset, path=self.path())
+
+    def wrong_type(self, kind: int, expected: str, offset: int) -> Exception:
+        return self.error(f"expected {expected}, got {type_name(kind)}", offset)
+
+    # -- value readers -----------------------------------------------------------
+
+    def read_value(self, kind: int, value: Any, offset: int, done: Callable[[Any], None]) -> None:
+        """Read a whole small value as Python data (bounded by ``max_value_bytes``)."""
+        if kind in _SCALAR_KINDS:
+            done(_scalar(kind, value))
+            return
+        self.read_raw(kind, value, offset, lambda raw: done(json.loads(raw)))
+
+    def read_raw(self, kind: int, value: Any, offset: int, done: Callable[[bytes], None]) -> None:
+        """Read a whole value as compact JSON text (bounded by ``max_value_bytes``)."""
+        parts: list[bytes] = []
+        size = [0]
+        limit = self.session.options.max_value_bytes
+
+        def write(data: bytes) -> None:
+            size[0] += len(data)
+            if size[0] > limit:
+                raise self.error(f"value larger than max_value_bytes ({limit})", offset, BudgetExceededError)
+            parts.append(data)
+
+        raw = RawValue(write)
+        if raw.feed(kind, value, offset):
+            done(b"".join(parts))
+            return
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            if raw.feed(kind, value, offset):
+                self.pop()
+                done(b"".join(parts))
+
+        self.push(handler)
+
+    def read_string(self, kind: int, value: Any, offset: int, sink: FragmentSink, what: str) -> None:
+        """Stream a string value's escaped fragments to ``sink(bytes, init, fin)``."""
+        if kind == tok.STRING:
+            sink(value, True, True)
+            return
+        if kind != tok.STRING_OPEN:
+            raise self.wrong_type(kind, f"a string for {what}", offset)
+        sink(value, True, False)
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            if kind == tok.STRING_PART:
+                sink(value, False, False)
+            else:  # STRING_CLOSE: the tokenizer allows nothing else here
+                self.pop()
+                sink(value, False, True)
+
+        self.push(handler)
+
+    def stream_raw(self, kind: int, value: Any, offset: int, sink: FragmentSink) -> None:
+        """Stream a value's compact JSON text to ``sink`` in fragments (one per fed chunk)."""
+        stream = RawStream(sink)
+        if stream.raw.feed(kind, value, offset):
+            stream.finish()
+            return
+        self._raw_streams.append(stream)
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            if stream.raw.feed(kind, value, offset):
+                self.pop()
+                self._raw_streams.remove(stream)
+                stream.finish()
+
+        self.push(handler)
+
+    # -- canonical output ---------------------------------------------------------
+
+    def extension(self, path: str, raw: bytes, *, message: int | None = None, lossless: bool = False) -> None:
+        self.emit(Extension(self.dialect, path, raw, message=message, lossless=lossless))
+
+
+class RawStream:
+    """Raw JSON text of one value, handed on as fragments: at each chunk end and at the end."""
+
+    __slots__ = ("raw", "_sink", "_pending", "_started")
+
+    def __init__(self, sink: FragmentSink) -> None:
+        self._sink = sink
+        self._pending: list[bytes] = []
+        self._started = False
+        self.raw = RawValue(self._pending.append)
+
+    def flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            self._sink(data, not self._started, False)
+            self._started = True
+
+    def finish(self) -> None:
+        data = b"".join(self._pending)
+        self._pending.clear()
+        self._sink(data, not self._started, True)
+
+
+def _scalar(kind: int, value: Any) -> Any:
+    if kind == tok.STRING:
+        return value.decode("utf-8") if b"\\" not in value else json.loads(b'"' + value + b'"')
+    if kind == tok.NUMBER:
+        return json.loads(value)
+    return {tok.TRUE: True, tok.FALSE: False, tok.NULL: None}[kind]
+
+
+def block(section: Section, message: int, payload: bytes, init: bool, fin: bool,
+          attrs: dict | None = None) -> Block:
+    return Block(section, message, payload, init, fin, attrs or None)
+
+
+class BlockBuilder:
+    """Emits one block's fragments; the last is kept until ``close()``.
+
+    Attributes known when the payload starts ride on the first fragment;
+    those learned after it started (a ``detail`` after the ``url``, a ``name``
+    after ``arguments`` when keys are sorted) ride on the last one. Keeping
+    only the last fragment back costs at most one chunk, and spares holding
+    the whole payload for an attribute that may never come.
+    """
+
+    __slots__ = ("emit", "section", "message", "attrs", "late", "started", "last")
+
+    def __init__(self, emit: Callable[[Block], None], section: Section, message: int,
+                 attrs: dict | None = None) -> None:
+        self.emit = emit
+        self.section = section
+        self.message = message
+        self.attrs = attrs if attrs is not None else {}
+        self.late: dict = {}
+        self.started = False
+        self.last: bytes | None = None
+
+    def fragment(self, data: bytes, init: bool, fin: bool) -> None:
+        if fin:
+            self.last = data if self.last is None else self.last + data
+            return
+        if self.last is not None:  # a payload in several values (raw parts)
+            data = self.last + data
+            self.last = None
+        self.emit(Block(self.section, self.message, data, not self.started, False,
+                        None if self.started else (self.attrs or None)))
+        self.started = True
+
+    def set(self, key: str, value: Any) -> None:
+        (self.late if self.started else self.attrs)[key] = value
+
+    def close(self) -> None:
+        attrs = (self.late or None) if self.started else (self.attrs or None)
+        self.emit(Block(self.section, self.message, self.last or b"", not self.started, True, attrs))
+        self.started = True

@@ -1,0 +1,217 @@
+"""OpenAI request fields <-> canonical controls and tool definitions.
+
+Every parameter of ``openai ... chat.completions.create`` is classified here:
+a control with a canonical name (``CONTROLS``), structural (``messages``,
+``tools``, ``functions``), or an extension (``EXTENSIONS``: openai-only
+fields, passed through to openai targets, a recorded loss elsewhere).
+``tests/test_openai_params.py`` fails when the installed client has a
+parameter that is in none of these.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...canonical import Control
+
+STRUCTURAL = {"messages", "tools", "functions"}
+
+#: openai key -> canonical control name
+CONTROLS = {
+    "model": "model",
+    "max_completion_tokens": "max_output_tokens",
+    "max_tokens": "max_output_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "stop": "stop",
+    "stream": "stream",
+    "tool_choice": "tool_choice",
+    "function_call": "tool_choice",
+    "parallel_tool_calls": "parallel_tool_calls",
+    "response_format": "response_format",
+    "reasoning_effort": "reasoning",
+    "user": "user",
+    "seed": "seed",
+    "n": "n",
+    "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty",
+    "logprobs": "logprobs",
+    "top_logprobs": "top_logprobs",
+    "service_tier": "service_tier",
+    "stream_options": "stream_options",
+    "metadata": "metadata",
+}
+
+#: fields with no canonical meaning (openai-only)
+EXTENSIONS = {
+    "audio", "logit_bias", "modalities", "moderation", "prediction", "prompt_cache_key",
+    "prompt_cache_options", "prompt_cache_retention", "safety_identifier", "store",
+    "verbosity", "web_search_options",
+}
+#: client-side arguments of ``create`` that never reach the body
+CLIENT_ONLY = {"extra_headers", "extra_query", "extra_body", "timeout"}
+
+
+def decode(key: str, raw: bytes) -> Control | None:
+    """A top-level field as a control, or None (the caller makes it an extension)."""
+    name = CONTROLS.get(key)
+    if name is None:
+        return None
+    value = json.loads(raw)
+    return Control(name, _to_canonical(key, value), dialect="openai", key=key, raw=raw)
+
+
+def _to_canonical(key: str, value: Any) -> Any:
+    if key == "stop" and isinstance(value, str):
+        return [value]
+    if key == "tool_choice" or key == "function_call":
+        return tool_choice_to_canonical(value)
+    if key == "reasoning_effort":
+        return {"effort": value}
+    if key == "response_format":
+        return response_format_to_canonical(value)
+    return value
+
+
+def tool_choice_to_canonical(value: Any) -> Any:
+    """``{"type": "auto" | "none" | "required" | "tool", "name"?}``; other shapes kept as given."""
+    if value in ("auto", "none", "required"):
+        return {"type": value}
+    if isinstance(value, dict):
+        if value.get("type") == "function" and isinstance(value.get("function"), dict):
+            return {"type": "tool", "name": value["function"].get("name")}
+        if "name" in value and len(value) == 1:  # legacy function_call {"name": ...}
+            return {"type": "tool", "name": value["name"]}
+    return {"type": "other", "value": value}
+
+
+def tool_choice_from_canonical(choice: Any) -> Any:
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind in ("auto", "none", "required"):
+        return kind
+    if kind == "tool":
+        return {"type": "function", "function": {"name": choice.get("name")}}
+    return None
+
+
+def response_format_to_canonical(value: Any) -> Any:
+    if isinstance(value, dict) and value.get("type") == "json_schema":
+        spec = value.get("json_schema") or {}
+        out = {"type": "json_schema", "schema": spec.get("schema")}
+        for extra in ("name", "strict", "description"):
+            if extra in spec:
+                out[extra] = spec[extra]
+        return out
+    if isinstance(value, dict) and value.get("type") in ("text", "json_object"):
+        return {"type": value["type"]}
+    return {"type": "other", "value": value}
+
+
+def response_format_from_canonical(fmt: Any) -> Any:
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind in ("text", "json_object"):
+        return {"type": kind}
+    if kind == "json_schema":
+        spec = {"name": fmt.get("name", "response")}
+        for extra in ("description", "strict"):
+            if extra in fmt:
+                spec[extra] = fmt[extra]
+        spec["schema"] = fmt.get("schema")
+        return {"type": "json_schema", "json_schema": spec}
+    return None
+
+
+#: canonical control -> openai key, for controls that keep their value as is
+_SAME_VALUE = {
+    "model": "model", "max_output_tokens": "max_completion_tokens", "temperature": "temperature",
+    "top_p": "top_p", "stop": "stop", "stream": "stream", "parallel_tool_calls": "parallel_tool_calls",
+    "user": "user", "seed": "seed", "n": "n", "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty", "logprobs": "logprobs", "top_logprobs": "top_logprobs",
+    "service_tier": "service_tier", "stream_options": "stream_options", "metadata": "metadata",
+}
+
+
+def reasoning_effort(reasoning: Any) -> str | None:
+    """Canonical reasoning -> an openai effort. A token budget maps by a documented
+    table: < 2048 low, < 8192 medium, else high; ``enabled: false`` -> none."""
+    if not isinstance(reasoning, dict):
+        return None
+    if "effort" in reasoning:
+        return reasoning["effort"]
+    if reasoning.get("enabled") is False:
+        return "none"
+    budget = reasoning.get("budget_tokens")
+    if isinstance(budget, int):
+        return "low" if budget < 2048 else "medium" if budget < 8192 else "high"
+    return None
+
+
+def encode_control(control: Control, session) -> tuple[str | None, Any]:
+    """A canonical control as an openai ``(key, value)``; ``(None, None)`` and a recorded loss if none."""
+    name, value = control.name, control.value
+    key = _SAME_VALUE.get(name)
+    mapped: Any = value
+    if name == "tool_choice":
+        key, mapped = "tool_choice", tool_choice_from_canonical(value)
+    elif name == "response_format":
+        key, mapped = "response_format", response_format_from_canonical(value)
+    elif name == "reasoning":
+        key, mapped = "reasoning_effort", reasoning_effort(value)
+    if key is None or mapped is None:
+        where = f"$.{control.key}" if control.key else control.name
+        session.lose(where, f"control {name!r} has no openai equivalent", dialect=control.dialect)
+        return None, None
+    return key, mapped
+
+
+def tool_to_canonical(tool: dict, legacy: bool) -> tuple[dict, Any] | None:
+    """``(attrs, parameters schema)`` of a function tool; None for other tool types.
+
+    attrs: ``name``, ``description``, ``strict`` and, for other function keys,
+    ``openai_extra`` (their JSON members, spliced back for openai targets).
+    """
+    from ...jsonwriter import dumps
+
+    if legacy:
+        function = tool
+    else:
+        if tool.get("type") != "function" or not isinstance(tool.get("function"), dict):
+            return None
+        if set(tool) - {"type", "function"}:
+            return None
+        function = tool["function"]
+    if not isinstance(function.get("name"), str):
+        return None
+    attrs: dict[str, Any] = {"name": function["name"]}
+    extra = []
+    for key, value in function.items():
+        if key in ("description", "strict"):
+            attrs[key] = value
+        elif key not in ("name", "parameters"):
+            extra.append(dumps(key) + b":" + dumps(value))
+    if extra:
+        attrs["openai_extra"] = b",".join(extra).decode()
+    if legacy:
+        attrs["legacy"] = True
+    return attrs, function.get("parameters")
+
+
+def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
+    """The openai tool object for a canonical tool definition (compact JSON)."""
+    from ...jsonwriter import dumps
+
+    body = b'{"name":' + dumps(attrs.get("name"))
+    for key, value in attrs.items():
+        if key in ("description", "strict"):
+            body += b"," + dumps(key) + b":" + dumps(value)
+        elif key == "openai_extra":
+            body += b"," + value.encode()
+        elif key not in ("name", "legacy", "dialect"):
+            session.lose("$.tools", f"tool attribute {key!r} has no openai field")
+    if schema_raw:
+        body += b',"parameters":' + schema_raw
+    body += b"}"
+    if attrs.get("legacy"):
+        return body
+    return b'{"type":"function","function":' + body + b"}"

@@ -1,0 +1,963 @@
+"""OpenAI Chat Completions requests: decoder (tokens -> canonical) and encoder (canonical -> bytes).
+
+Decoder decisions (documented here and pinned by rpt scenarios):
+
+* The message index is the position in ``messages[]``.
+* A ``content`` that arrives before its message's ``role`` (clients that sort
+  keys) is held in the reorder buffer, reason ``openai:content-before-role``,
+  until the role is known; everything after it in that message is held too,
+  so block order is kept. Every other attribute may come late: it rides on
+  the block's last fragment (see ``BlockBuilder``).
+* ``content: null`` is a lossless extension (absent means the same).
+* ``name`` on a message, and any message key without canonical meaning, is
+  an extension bound to the message.
+* An unrecognised role: the message's content becomes ``unknown`` blocks
+  (raw JSON of the content value, attrs ``role``); an unrecognised content-part
+  type: an ``unknown`` block holding the raw part.
+* Data URLs (``data:<type>;base64,<data>``) in ``image_url.url`` and
+  ``file.file_data`` become base64 payloads with ``media_type`` and
+  ``data_url: true``; the encoder writes them back as data URLs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from ... import json as tok
+from ...canonical import (
+    REQUEST_LEVEL, Block, Control, Event, Extension, MessagesEnd, Section, SystemEnd, End,
+    TOP_LEVEL_SYSTEM, decode_escaped,
+)
+from ...decoding import BlockBuilder, Decoder
+from ...encoding import Encoder, MessageAssembler
+from ...jsonwriter import JsonWriter, dumps
+from ...session import Session
+from . import controls
+
+DIALECT = "openai"
+
+ROLE_TEXT_SECTION = {
+    "system": Section.SYSTEM_INSTRUCTION,
+    "developer": Section.SYSTEM_INSTRUCTION,
+    "user": Section.USER_TEXT,
+    "assistant": Section.ASSISTANT_TEXT,
+    "tool": Section.TOOL_RESULT,
+    "function": Section.TOOL_RESULT,
+}
+_DATA_URL_PREFIX_LIMIT = 256
+
+
+class RequestDecoder(Decoder):
+    dialect = DIALECT
+
+    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
+        super().__init__(emit, session)
+        self._message_index = -1
+        self._messages_done = False
+        self.reasoning_key = session.options.openai_reasoning_field
+        self.push(self._body)
+
+    # -- top level -----------------------------------------------------------
+
+    def _body(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "a JSON object (the request body)", offset)
+        self.emit(SystemEnd())  # openai keeps system messages inside messages[]
+        self.replace(self._top_key)
+
+    def _top_key(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.OBJECT_END:
+            self.pop()
+            if not self._messages_done:
+                self.emit(MessagesEnd())
+            self.emit(End())
+            return
+        if value == "messages":
+            self.push(self._messages_start)
+        elif value == "tools" or value == "functions":
+            self.push(self._tools_start(legacy=value == "functions"))
+        else:
+            self.push(self._top_value(value))
+
+    def _top_value(self, key: str):
+        def handler(kind: int, value: Any, offset: int) -> None:
+            self.pop()
+            self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw, offset))
+        return handler
+
+    def _top_field(self, key: str, raw: bytes, offset: int) -> None:
+        control = controls.decode(key, raw)
+        if control is None:
+            self.emit(Extension(DIALECT, "$." + key, raw))
+        else:
+            self.emit(control)
+
+    # -- messages --------------------------------------------------------------
+
+    def _messages_start(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.ARRAY_START:
+            raise self.wrong_type(kind, "an array for messages", offset)
+        self.replace(self._message_start)
+
+    def _message_start(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.pop()
+            self._messages_done = True
+            self.emit(MessagesEnd())
+            return
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object for a message", offset)
+        self._message_index += 1
+        message = MessageReader(self, self._message_index)
+        self.push(message.on_key)
+
+    # -- tools -------------------------------------------------------------------
+
+    def _tools_start(self, legacy: bool):
+        def handler(kind: int, value: Any, offset: int) -> None:
+            if kind != tok.ARRAY_START:
+                raise self.wrong_type(kind, "an array of tools", offset)
+            self.replace(self._tool_element(legacy))
+        return handler
+
+    def _tool_element(self, legacy: bool):
+        def handler(kind: int, value: Any, offset: int) -> None:
+            if kind == tok.ARRAY_END:
+                self.pop()
+                return
+            # A tool definition is small; read it whole and map it.
+            self.read_value(kind, value, offset, lambda tool: self._tool(tool, legacy, offset))
+        return handler
+
+    def _tool(self, tool: Any, legacy: bool, offset: int) -> None:
+        if not isinstance(tool, dict):
+            raise self.error("expected an object for a tool", offset)
+        canonical = controls.tool_to_canonical(tool, legacy)
+        if canonical is None:
+            self.emit(Block(Section.UNKNOWN, REQUEST_LEVEL, dumps(tool), attrs={"dialect": DIALECT, "where": "tool"}))
+            return
+        attrs, schema = canonical
+        self.emit(Block(Section.TOOL_DEFINITION, REQUEST_LEVEL, dumps(schema) if schema is not None else b"",
+                        attrs=attrs))
+
+
+class MessageReader:
+    """Reads one message object.
+
+    While the role is unknown, blocks are held (text is provisionally
+    ``user-text`` and gets its real section when the role arrives). The last
+    block of the message is closed only at the message's end, so a late
+    ``tool_call_id`` can still ride on its last fragment.
+    """
+
+    def __init__(self, decoder: RequestDecoder, index: int) -> None:
+        self.d = decoder
+        self.index = index
+        self.role: str | None = None
+        self.tool_call_id: str | None = None
+        self._held = None  # Hold of blocks waiting for the role
+        self._open: BlockBuilder | None = None  # finished payload, not yet closed
+
+    # -- where blocks go -----------------------------------------------------------
+
+    def emit(self, block: Block) -> None:
+        if self.role is None:
+            if self._held is None:
+                self._held = self.d.session.reorder.hold("openai:content-before-role")
+            self._held.append(block, len(block.payload) + 64)
+        else:
+            self.d.emit(self._resolve(block))
+
+    def _set_role(self, role: Any, offset: int) -> None:
+        if not isinstance(role, str):
+            raise self.d.error("expected a string for role", offset)
+        self.role = role
+        if self._held is not None:
+            for block in self._held.drain():
+                self.d.emit(self._resolve(block))
+            self._held = None
+
+    def _resolve(self, block: Block) -> Block:
+        """Give text (built as provisional ``user-text``) the section its role says.
+
+        An unrecognised role makes its text ``unknown`` blocks whose payload is
+        the raw JSON the text came in (a string, or a text part)."""
+        role = self.role
+        if block.section is not Section.USER_TEXT:
+            if block.init and block.section is Section.UNKNOWN and "role" not in (block.attrs or {}):
+                return Block(block.section, block.message, block.payload, True, block.fin,
+                             {**(block.attrs or {}), "role": role})
+            return block
+        if role == "user":
+            return block
+        section = ROLE_TEXT_SECTION.get(role, Section.UNKNOWN)
+        attrs = block.attrs
+        payload = block.payload
+        if block.init:
+            attrs = dict(attrs or {})
+            if role in ("developer", "function"):
+                attrs["role"] = role
+            if section is Section.TOOL_RESULT and self.tool_call_id is not None:
+                attrs["tool_call_id"] = self.tool_call_id
+        if section is Section.UNKNOWN:
+            in_parts = block.init and attrs.get("in_parts")
+            if block.init:
+                attrs.update(role=role, dialect=DIALECT)
+                self._unknown_parts = bool(in_parts)
+            head, tail = (b'{"type":"text","text":"', b'"}') if self._unknown_parts else (b'"', b'"')
+            payload = (head if block.init else b"") + payload + (tail if block.fin else b"")
+        return Block(section, block.message, payload, block.init, block.fin, attrs or None)
+
+    _unknown_parts = False
+
+    def text_section(self) -> Section:
+        """Text is built as ``user-text``; ``_resolve`` gives it the role's section."""
+        return Section.USER_TEXT
+
+    def text_attrs(self, attrs: dict | None = None) -> dict:
+        return dict(attrs or {})
+
+    def builder(self, section: Section, attrs: dict | None = None) -> BlockBuilder:
+        """A new block of this message; the previous one is closed first."""
+        self.close_open()
+        return BlockBuilder(self.emit, section, self.index, attrs)
+
+    def finished(self, builder: BlockBuilder) -> None:
+        """The block's payload is complete; it closes when the next block starts or the message ends."""
+        self.close_open()
+        self._open = builder
+
+    def close_open(self) -> None:
+        if self._open is not None:
+            self._open.close()
+            self._open = None
+
+    # -- keys of the message object --------------------------------------------
+
+    def on_key(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.OBJECT_END:
+            d.pop()
+            self.close_open()
+            if self.role is None:
+                raise d.error("message without role", offset)
+            return
+        reader = {
+            "role": self._role,
+            "content": self._content,
+            "tool_calls": self._tool_calls,
+            "refusal": self._string_member(Section.ASSISTANT_REFUSAL, "refusal"),
+            "function_call": self._function_call,
+            "tool_call_id": self._tool_call_id,
+        }.get(value)
+        if reader is None:
+            if d.reasoning_key is not None and value == d.reasoning_key:
+                reader = self._string_member(Section.ASSISTANT_REASONING, value)
+            else:
+                reader = self._extension(value)
+        d.push(self._once(reader))
+
+    def _once(self, reader):
+        def handler(kind: int, value: Any, offset: int) -> None:
+            self.d.pop()
+            reader(kind, value, offset)
+        return handler
+
+    def _null(self, key: str) -> None:
+        self.d.extension(f"$.messages[{self.index}].{key}", b"null", message=self.index, lossless=True)
+
+    def _extension(self, key: str):
+        path = f"$.messages[{self.index}].{key}"
+
+        def reader(kind: int, value: Any, offset: int) -> None:
+            lossless = kind == tok.NULL
+            self.d.read_raw(kind, value, offset,
+                            lambda raw: self.d.extension(path, raw, message=self.index, lossless=lossless))
+        return reader
+
+    def _role(self, kind: int, value: Any, offset: int) -> None:
+        self.d.read_value(kind, value, offset, lambda role: self._set_role(role, offset))
+
+    def _tool_call_id(self, kind: int, value: Any, offset: int) -> None:
+        def done(call_id: Any) -> None:
+            if not isinstance(call_id, str):
+                raise self.d.error("expected a string for tool_call_id", offset)
+            self.tool_call_id = call_id
+            if self._open is not None:  # came after the content: a late attribute
+                self._open.set("tool_call_id", call_id)
+        self.d.read_value(kind, value, offset, done)
+
+    def _content(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.NULL:
+            self._null("content")
+        elif kind == tok.ARRAY_START:
+            self.d.push(self._part_start)
+        else:
+            self.string_block(kind, value, offset, self.text_section(), self.text_attrs(), "content")
+
+    def string_block(self, kind: int, value: Any, offset: int, section: Section, attrs: dict | None,
+                     what: str) -> BlockBuilder:
+        builder = self.builder(section, attrs)
+
+        def sink(data: bytes, init: bool, fin: bool) -> None:
+            builder.fragment(data, init, fin)
+            if fin:
+                self.finished(builder)
+
+        self.d.read_string(kind, value, offset, sink, what)
+        return builder
+
+    def _string_member(self, section: Section, key: str):
+        def reader(kind: int, value: Any, offset: int) -> None:
+            if kind == tok.NULL:
+                self._null(key)
+            else:
+                self.string_block(kind, value, offset, section, None, key)
+        return reader
+
+    def _part_start(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.d.pop()
+        elif kind == tok.OBJECT_START:
+            self.d.push(PartReader(self).on_key)
+        else:
+            raise self.d.wrong_type(kind, "an object for a content part", offset)
+
+    def _tool_calls(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.NULL:
+            self._null("tool_calls")
+        elif kind == tok.ARRAY_START:
+            self.d.push(self._tool_call_start)
+        else:
+            raise self.d.wrong_type(kind, "an array for tool_calls", offset)
+
+    def _tool_call_start(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.d.pop()
+        elif kind == tok.OBJECT_START:
+            self.d.push(ToolCallReader(self, legacy=False).on_key)
+        else:
+            raise self.d.wrong_type(kind, "an object for a tool call", offset)
+
+    def _function_call(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.NULL:
+            self._null("function_call")
+        elif kind == tok.OBJECT_START:
+            self.d.push(ToolCallReader(self, legacy=True).on_function_key)
+        else:
+            raise self.d.wrong_type(kind, "an object for function_call", offset)
+
+
+class ToolCallReader:
+    """``{"id", "type": "function", "function": {"name", "arguments"}}`` -> a tool-call block.
+
+    The payload is ``arguments`` as it is on the wire: the escaped text of a
+    JSON string that itself holds JSON. ``id`` and ``name`` coming after the
+    arguments ride on the last fragment. Legacy ``function_call`` has no id
+    (attr ``legacy: true``).
+    """
+
+    def __init__(self, message: MessageReader, legacy: bool) -> None:
+        self.m = message
+        self.d = message.d
+        self.legacy = legacy
+        self.block = message.builder(Section.TOOL_CALL, {"legacy": True} if legacy else {})
+        self.has_arguments = False
+
+    def on_key(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.OBJECT_END:
+            d.pop()
+            self._end()
+            return
+        if value == "id":
+            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, lambda x: self.block.set("id", x))))
+        elif value == "function":
+            d.push(self.m._once(self._function))
+        elif value == "type":
+            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, self._type)))
+        else:
+            d.push(self.m._once(self._extra(value)))
+
+    def _type(self, value: Any) -> None:
+        if value != "function":
+            self.block.set("type", value)
+
+    def _extra(self, key: str):
+        def reader(kind: int, value: Any, offset: int) -> None:
+            self.d.read_raw(kind, value, offset, lambda raw: add_extra(self.block, key, raw))
+        return reader
+
+    def _function(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.OBJECT_START:
+            raise self.d.wrong_type(kind, "an object for function", offset)
+        self.d.push(self.on_function_key)
+
+    def on_function_key(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.OBJECT_END:
+            d.pop()
+            if self.legacy:
+                self._end()
+            return
+        if value == "name":
+            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, lambda x: self.block.set("name", x))))
+        elif value == "arguments":
+            d.push(self.m._once(self._arguments))
+        else:
+            d.push(self.m._once(self._extra(value)))
+
+    def _arguments(self, kind: int, value: Any, offset: int) -> None:
+        self.has_arguments = True
+        self.d.read_string(kind, value, offset, self.block.fragment, "arguments")
+
+    def _end(self) -> None:
+        self.m.finished(self.block)
+
+
+_PART_SECTIONS = {
+    "text": None,  # the message's text section
+    "refusal": Section.ASSISTANT_REFUSAL,
+    "image_url": Section.USER_IMAGE,
+    "file": Section.USER_DOCUMENT,
+    "input_audio": Section.USER_AUDIO,
+}
+
+
+class PartReader:
+    """One content part. Its kind is known from ``type`` or from its payload key,
+    whichever comes first (sorted keys put ``text`` before ``type``)."""
+
+    def __init__(self, message: MessageReader) -> None:
+        self.m = message
+        self.d = message.d
+        self.type: str | None = None
+        self.block: BlockBuilder | None = None
+        self.raw_parts: list[bytes] = []  # an unknown part, re-serialised
+
+    def on_key(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.OBJECT_END:
+            d.pop()
+            self._end(offset)
+            return
+        key = value
+        if key == "type":
+            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, lambda t: self._set_type(t, o))))
+        elif self.type is None or self.type == key:
+            if key in _PART_SECTIONS and (self.type is None or self.type == key):
+                self.type = self.type or key
+                d.push(self.m._once(self._payload(key)))
+            else:
+                d.push(self.m._once(self._raw_member(key)))
+        elif key in ("cache_control",) and self.block is not None:
+            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, lambda x: self.block.set(key, x))))
+        else:
+            d.push(self.m._once(self._raw_member(key)))
+
+    def _set_type(self, part_type: Any, offset: int) -> None:
+        if self.type is not None and self.type != part_type:
+            raise self.d.error(f"content part of type {part_type!r} carries a {self.type!r} payload", offset)
+        self.type = part_type
+
+    def _raw_member(self, key: str):
+        def reader(kind: int, value: Any, offset: int) -> None:
+            self.d.read_raw(kind, value, offset, lambda raw: self.raw_parts.append(
+                dumps(key) + b":" + raw))
+        return reader
+
+    def _payload(self, key: str):
+        m = self.m
+
+        def reader(kind: int, value: Any, offset: int) -> None:
+            if key == "text":
+                attrs = m.text_attrs({"in_parts": True})
+                self.block = m.string_block(kind, value, offset, m.text_section(), attrs, "text")
+            elif key == "refusal":
+                self.block = m.string_block(kind, value, offset, Section.ASSISTANT_REFUSAL, {"in_parts": True}, key)
+            else:
+                if kind != tok.OBJECT_START:
+                    raise self.d.wrong_type(kind, f"an object for {key}", offset)
+                media = MediaReader(self, key)
+                self.d.push(media.on_key)
+        return reader
+
+    def _end(self, offset: int) -> None:
+        if self.type is None:
+            raise self.d.error("content part without type", offset)
+        if self.type not in _PART_SECTIONS or self.block is None:
+            # Unknown part type (or a known type without its payload): carried raw.
+            raw = b"{" + b",".join([b'"type":' + dumps(self.type)] + self.raw_parts) + b"}"
+            attrs = {"dialect": DIALECT, "in_parts": True}
+            if self.m.role is not None:
+                attrs["role"] = self.m.role
+            builder = self.m.builder(Section.UNKNOWN, attrs)
+            builder.fragment(raw, True, True)
+            self.m.finished(builder)
+            return
+        for member in self.raw_parts:  # extra keys on a known part
+            key, _, raw = member.partition(b":")
+            add_extra(self.block, json.loads(key), raw)
+
+
+def add_extra(block: BlockBuilder, key: str, raw: bytes) -> None:
+    """Keep an openai-only member of a part or tool call: ``openai_extra`` holds
+    the members' JSON text (``"k":v,...``), spliced back by the openai encoder."""
+    members = block.late.get(EXTRA_ATTR) or block.attrs.get(EXTRA_ATTR)
+    text = dumps(key).decode() + ":" + raw.decode()
+    block.set(EXTRA_ATTR, members + "," + text if members else text)
+
+
+EXTRA_ATTR = "openai_extra"
+
+_MEDIA_PAYLOAD_KEY = {"image_url": "url", "file": "file_data", "input_audio": "data"}
+
+
+class MediaReader:
+    """The object of an ``image_url`` / ``file`` / ``input_audio`` part.
+
+    The payload string streams; a data URL's prefix is parsed from its first
+    bytes (held back until the comma, at most 256 bytes).
+    """
+
+    def __init__(self, part: PartReader, key: str) -> None:
+        self.part = part
+        self.m = part.m
+        self.d = part.d
+        self.key = key
+        self.payload_key = _MEDIA_PAYLOAD_KEY[key]
+        section = _PART_SECTIONS[key]
+        self.block = self.m.builder(section, {"in_parts": True})
+        part.block = self.block
+        self._prefix = b""  # start of a possible data URL
+        self._prefix_done = key == "input_audio"
+
+    def on_key(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.OBJECT_END:
+            d.pop()
+            if not self._prefix_done and self._prefix:
+                self._flush_prefix(final=True)
+            self.m.finished(self.block)
+            return
+        if value == self.payload_key:
+            d.push(self.m._once(lambda k, v, o: d.read_string(k, v, o, self._fragment, value)))
+        else:
+            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, lambda x: self.block.set(value, x))))
+
+    def _fragment(self, data: bytes, init: bool, fin: bool) -> None:
+        if self._prefix_done:
+            self.block.fragment(data, init, fin)
+            return
+        self._prefix += data
+        if b"," in self._prefix or len(self._prefix) > _DATA_URL_PREFIX_LIMIT or fin:
+            self._flush_prefix(final=fin)
+
+    def _flush_prefix(self, final: bool) -> None:
+        data, self._prefix = self._prefix, b""
+        self._prefix_done = True
+        head, comma, rest = data.partition(b",")
+        if comma:
+            meta = decode_escaped(head)
+            if meta.startswith("data:") and meta.endswith(";base64"):
+                self.block.set("source", "base64")
+                self.block.set("media_type", meta[5:-7])
+                self.block.set("data_url", True)
+                self.block.fragment(rest, True, final)
+                return
+        if self.key == "image_url":
+            self.block.set("source", "url")
+        self.block.fragment(data, True, final)
+
+
+# ---------------------------------------------------------------------------
+# Encoder
+# ---------------------------------------------------------------------------
+
+_USER_SECTIONS = {Section.USER_TEXT, Section.USER_IMAGE, Section.USER_DOCUMENT, Section.USER_AUDIO}
+#: block attributes an openai part or tool call can carry (others are losses)
+_PART_ATTRS = {"detail", "filename", "file_id", "format"}
+
+
+class RequestEncoder(Encoder):
+    """Canonical events -> an OpenAI Chat Completions request body.
+
+    Order rules it enforces (the holds are the reorder buffer's):
+    * system first: until ``SystemEnd``, messages are written into a hold
+      (``openai:messages-before-system``); top-level system blocks open the
+      list, then the held messages follow.
+    * tool messages directly after the assistant's tool calls: the user
+      message that follows tool calls is written into a hold
+      (``openai:user-before-tool-result``) and placed after the tool messages
+      made from the same source message.
+    """
+
+    dialect = DIALECT
+
+    def __init__(self, write, session: Session) -> None:
+        super().__init__(write, session)
+        self.out = JsonWriter(write)
+        self.reasoning_key = session.options.openai_reasoning_field
+        self._top: str | None = None  # top-level array member open on self.out
+        self._system_final = False
+        self._messages_ended = False
+        self._pending = None  # Hold of messages written before SystemEnd
+        self._pending_writer: JsonWriter | None = None
+        self._msg: MessageAssembler | None = None
+        self._msg_index: int | None = None
+        self._msg_role: str | None = None
+        self._msg_has_result_id = False
+        self._msg_had_tool_calls = False
+        self._after_tool_calls = False  # the next source message may hold tool results
+        self._user_hold = None  # Hold of a user message waiting for tool messages
+        self._user_index: int | None = None
+        self._user_writer: JsonWriter | None = None
+        self._block = None  # (fragment writer, closer) of the block in progress
+        self._pending_ext: list[Extension] = []
+        self.out.begin_object()
+
+    # -- top level ---------------------------------------------------------
+
+    def _open_top(self, name: str) -> None:
+        if self._top == name:
+            return
+        self._close_top()
+        self.out.open_member(name, b"[")
+        self._top = name
+
+    def _close_top(self) -> None:
+        if self._top is not None:
+            if self._top == "messages":
+                self._close_message()
+            self.out.end_array()
+            self._top = None
+
+    def on_event(self, event: Event) -> None:
+        if type(event) is Block:
+            self._on_block(event)
+        elif type(event) is Control:
+            self._on_control(event)
+        elif type(event) is Extension:
+            self._on_extension(event)
+        elif type(event) is SystemEnd:
+            self._system_final = True
+            self._flush_pending()
+        elif type(event) is MessagesEnd:
+            self._messages_ended = True
+            self._close_message()
+            if self._system_final:
+                self._flush_pending()
+        elif type(event) is End:
+            self._system_final = self._messages_ended = True
+            self._close_message()
+            self._flush_pending()
+            self._close_top()
+            self.out.end_object()
+
+    def _top_member(self, key: str, raw: bytes) -> None:
+        self._close_top()
+        self.out.raw_member(key, raw)
+
+    def _on_control(self, control: Control) -> None:
+        if control.dialect == DIALECT and control.key is not None:
+            self._top_member(control.key, control.raw)
+            return
+        key, value = controls.encode_control(control, self.session)
+        if key is not None:
+            self._top_member(key, dumps(value))
+
+    def _on_extension(self, ext: Extension) -> None:
+        if ext.dialect != DIALECT:
+            self.foreign_extension(ext)
+        elif ext.message is None:
+            self._top_member(ext.path[2:], ext.raw)
+        elif self._msg is not None and ext.message == self._msg_index:
+            self._msg.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+        else:  # a field of a message whose first block has not come yet
+            self._pending_ext.append(ext)
+
+    # -- messages ------------------------------------------------------------
+
+    def _messages_writer(self, index: int, role: str) -> JsonWriter:
+        """Where the next message element goes (the output, or a hold)."""
+        if index == TOP_LEVEL_SYSTEM:
+            self._open_top("messages")
+            return self.out
+        if not self._system_final:
+            if self._pending is None:
+                self._pending = self.session.reorder.hold("openai:messages-before-system")
+                self._pending_writer = JsonWriter(self._pending.write)
+                self._pending_writer._first.append(True)
+            return self._pending_writer
+        self._open_top("messages")
+        if role == "user" and self._after_tool_calls and self._user_index in (None, index):
+            if self._user_hold is None:
+                self._user_hold = self.session.reorder.hold("openai:user-before-tool-result")
+                self._user_writer = JsonWriter(self._user_hold.write)
+                self._user_writer._first.append(True)
+                self._user_index = index
+            return self._user_writer
+        return self.out if self._user_hold is None else self.out
+
+    def _flush_pending(self) -> None:
+        if self._pending is not None and self._system_final:
+            if self._msg is not None and self._msg.out is self._pending_writer:
+                self._close_message()
+            if self._pending:
+                self._open_top("messages")
+                self.out.raw_element(self._pending.take_bytes())
+            self._pending = None
+            self._pending_writer = None
+
+    def _flush_user_hold(self) -> None:
+        if self._user_hold is not None:
+            if self._user_hold:
+                self.out.raw_element(self._user_hold.take_bytes())
+            self._user_hold = None
+            self._user_writer = None
+            self._user_index = None
+            self._after_tool_calls = False
+
+    def _open_message(self, index: int, role: str, attrs: dict | None) -> None:
+        self._close_message()
+        if self._user_hold is not None and index != self._user_index:
+            self._flush_user_hold()
+        if index != self._msg_index and role != "tool" and self._user_hold is None:
+            self._after_tool_calls = False
+        writer = self._messages_writer(index, role)
+        self._msg = MessageAssembler(writer, self.session, "openai:member-order")
+        self._msg.scalar("role", dumps(role))
+        self._msg_index = index
+        self._msg_role = role
+        self._msg_has_result_id = False
+        self._msg_had_tool_calls = False
+        for ext in [e for e in self._pending_ext if e.message == index]:
+            self._msg.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+        self._pending_ext = [e for e in self._pending_ext if e.message != index]
+
+    def _close_message(self) -> None:
+        if self._msg is not None:
+            self._msg.close()
+            if self._msg_had_tool_calls:
+                self._after_tool_calls = True
+            self._msg = None
+            if self._user_hold is not None and self._msg_role == "user" and self._messages_ended:
+                self._flush_user_hold()
+
+    def _message_for(self, block: Block, role: str) -> MessageAssembler:
+        starts_result = (role == "tool" and block.init and block.attrs is not None
+                         and "tool_call_id" in block.attrs and self._msg_has_result_id)
+        if (self._msg is None or block.message != self._msg_index or role != self._msg_role
+                or starts_result):
+            self._open_message(block.message, role, block.attrs)
+        return self._msg
+
+    # -- blocks ------------------------------------------------------------------
+
+    def _on_block(self, block: Block) -> None:
+        if not block.init:
+            if self._block is not None:
+                write, close = self._block
+                write(block.payload)
+                if block.fin:
+                    self._block = None
+                    close(block.attrs or {})
+            return
+        if block.message == REQUEST_LEVEL:
+            self._tool_definition(block)
+            return
+        placed = self._place(block)
+        if placed is None:
+            self._block = ((lambda data: None), (lambda attrs: None)) if not block.fin else None
+            return
+        write, close = placed
+        write(block.payload)
+        if block.fin:
+            close({})
+        else:
+            self._block = (write, close)
+
+    def _lose_block(self, block: Block, why: str) -> None:
+        where = "$.system" if block.message == TOP_LEVEL_SYSTEM else f"$.messages[{block.message}]"
+        self.session.lose(where, f"{block.section.value} block: {why}")
+
+    def _place(self, block: Block):
+        """Open the block in the right message and member; returns (write, close) or None (lost)."""
+        s = block.section
+        attrs = block.attrs or {}
+        if s is Section.SYSTEM_INSTRUCTION:
+            return self._text(block, attrs.get("role", "system"))
+        if s in _USER_SECTIONS:
+            if s is Section.USER_TEXT:
+                return self._text(block, "user")
+            return self._media(block, attrs)
+        if s is Section.ASSISTANT_TEXT:
+            return self._text(block, "assistant")
+        if s is Section.ASSISTANT_REFUSAL:
+            if attrs.get("in_parts"):
+                return self._text(block, "assistant", part_type="refusal")
+            return self._string_member(block, "assistant", "refusal")
+        if s is Section.ASSISTANT_REASONING:
+            if self.reasoning_key is None:
+                self._lose_block(block, "Chat Completions has no reasoning field (option openai_reasoning_field)")
+                return None
+            if attrs.get("redacted"):
+                self._lose_block(block, "redacted reasoning cannot be carried")
+                return None
+            if attrs.get("signature"):
+                self.session.lose(f"$.messages[{block.message}]", "thinking signature has no openai field")
+            return self._string_member(block, "assistant", self.reasoning_key)
+        if s is Section.TOOL_CALL:
+            return self._tool_call(block, attrs)
+        if s is Section.TOOL_RESULT:
+            return self._tool_result(block, attrs)
+        if s is Section.UNKNOWN and attrs.get("dialect") == DIALECT:
+            return self._unknown(block, attrs)
+        self._lose_block(block, "openai Chat Completions has no equivalent")
+        return None
+
+    def _extra_attrs(self, block: Block, attrs: dict, allowed: set) -> bytes:
+        """Members for the part attributes openai knows; the rest are recorded losses."""
+        out = b""
+        for key, value in attrs.items():
+            if key in allowed:
+                out += b"," + dumps(key) + b":" + dumps(value)
+            elif key == EXTRA_ATTR:
+                out += b"," + value.encode()
+            elif key not in _STRUCTURE_ATTRS:
+                self.session.lose(f"$.messages[{block.message}]",
+                                  f"attribute {key!r} of a {block.section.value} block has no openai field")
+        return out
+
+    def _text(self, block: Block, role: str, part_type: str = "text"):
+        attrs = block.attrs or {}
+        msg = self._message_for(block, role)
+        if role == "tool":
+            self._result_id(msg, attrs)
+        if attrs.get("empty"):
+            if attrs.get("in_parts"):
+                msg.member("content", b"[")
+            return (lambda data: None), (lambda late: None)
+        if not attrs.get("in_parts") and not msg.has("content"):
+            w = msg.member("content", b'"')
+            return w.write, (lambda late: self._result_id(msg, late) if role == "tool" else None)
+        w = msg.member("content", b"[")
+        w._separate()
+        w.write(b'{"type":' + dumps(part_type) + self._extra_attrs(block, attrs, set())
+                + b"," + dumps(part_type) + b':"')
+
+        def close(late: dict) -> None:
+            w.write(b'"' + self._extra_attrs(block, late, set()) + b"}")
+            if role == "tool":
+                self._result_id(msg, late)
+        return w.write, close
+
+    def _string_member(self, block: Block, role: str, key: str):
+        msg = self._message_for(block, role)
+        w = msg.member(key, b'"')
+        return w.write, (lambda late: None)
+
+    def _result_id(self, msg: MessageAssembler, attrs: dict) -> None:
+        call_id = attrs.get("tool_call_id")
+        if call_id is not None and not self._msg_has_result_id:
+            msg.scalar("tool_call_id", dumps(call_id))
+            self._msg_has_result_id = True
+
+    def _tool_result(self, block: Block, attrs: dict):
+        role = attrs.get("role", "tool")
+        if attrs.get("is_error"):
+            self.session.lose(f"$.messages[{block.message}]", "tool result is_error has no openai field")
+        return self._text(block, role)
+
+    def _media(self, block: Block, attrs: dict):
+        s = block.section
+        msg = self._message_for(block, "user")
+        w = msg.member("content", b"[")
+        w._separate()
+        data_prefix = b""
+        if attrs.get("source") == "base64":
+            data_prefix = b"data:" + attrs.get("media_type", "application/octet-stream").encode() + b";base64,"
+        elif attrs.get("source") not in (None, "url"):
+            self._lose_block(block, f"{attrs.get('source')} source has no openai form")
+            return None
+        if s is Section.USER_IMAGE:
+            head, key, inner = b'{"type":"image_url","image_url":{', "url", {"detail"}
+        elif s is Section.USER_DOCUMENT:
+            head, key, inner = b'{"type":"file","file":{', "file_data", {"filename", "file_id"}
+        else:
+            head, key, inner = b'{"type":"input_audio","input_audio":{', "data", {"format"}
+        early = self._extra_attrs(block, {k: v for k, v in attrs.items() if k in inner}, inner)
+        has_payload = not (block.fin and not block.payload)
+        body = early[1:]
+        if has_payload:
+            body += (b"," if body else b"") + dumps(key) + b':"' + data_prefix
+        w.write(head + body)
+        outer = {k: v for k, v in attrs.items() if k not in inner}
+
+        def close(late: dict) -> None:
+            tail = b'"' if has_payload else b""
+            tail += self._extra_attrs(block, {k: v for k, v in late.items() if k in inner}, inner)
+            tail += b"}" + self._extra_attrs(block, {**outer, **{k: v for k, v in late.items() if k not in inner}},
+                                             set()) + b"}"
+            w.write(tail)
+        return w.write, close
+
+    def _tool_call(self, block: Block, attrs: dict):
+        msg = self._message_for(block, "assistant")
+        if attrs.get("legacy"):
+            w = msg.member("function_call", b"{")
+            w.write((dumps("name") + b":" + dumps(attrs["name"]) + b"," if "name" in attrs else b"")
+                    + b'"arguments":"')
+            return w.write, (lambda late: w.write(b'"' + (b',"name":' + dumps(late["name"]) if "name" in late else b"")))
+        self._msg_had_tool_calls = True
+        w = msg.member("tool_calls", b"[")
+        w._separate()
+        head = b"{"
+        if "id" in attrs:
+            head += b'"id":' + dumps(attrs["id"]) + b","
+        head += b'"type":"function","function":{'
+        if "name" in attrs:
+            head += b'"name":' + dumps(attrs["name"]) + b","
+        w.write(head + b'"arguments":"')
+
+        def close(late: dict) -> None:
+            tail = b'"'
+            if "name" in late:
+                tail += b',"name":' + dumps(late["name"])
+            tail += b"}"
+            if "id" in late:
+                tail += b',"id":' + dumps(late["id"])
+            w.write(tail + b"}")
+        return w.write, close
+
+    def _unknown(self, block: Block, attrs: dict):
+        if attrs.get("in_parts"):
+            msg = self._message_for(block, attrs.get("role", "user"))
+            w = msg.member("content", b"[")
+            w._separate()
+            return w.write, (lambda late: None)
+        role = attrs.get("role", "user")
+        msg = self._message_for(block, role)
+        w = msg.member("content", b"")
+        return w.write, (lambda late: None)
+
+    def _tool_definition(self, block: Block) -> None:
+        attrs = block.attrs or {}
+        if block.section is Section.UNKNOWN:
+            if attrs.get("dialect") == DIALECT:
+                self._open_top("tools")
+                self.out.raw_element(block.payload)
+            else:
+                self.session.lose("$.tools", "a tool of another dialect has no openai form")
+            return
+        if block.section is not Section.TOOL_DEFINITION:
+            self._lose_block(block, "not a tool definition")
+            return
+        self._open_top("functions" if attrs.get("legacy") else "tools")
+        self.out.raw_element(controls.tool_from_canonical(attrs, block.payload, self.session))
+
+
+#: attributes that shape the output rather than being output fields
+_STRUCTURE_ATTRS = {"in_parts", "role", "dialect", "source", "media_type", "data_url", "tool_call_id",
+                    "empty", "legacy", "id", "name", "is_error"}

@@ -1,0 +1,92 @@
+"""Typed errors. Each names the dialect, the byte offset and the JSON path.
+
+A proxy turns a ``TranscodeError`` into the caller's dialect error body; the
+``status`` attribute is the HTTP status that fits (400 for bad input, 413 for
+budgets).
+"""
+
+from __future__ import annotations
+
+
+class TranscodeError(Exception):
+    """Base of every error interlingua raises for bad input or exceeded budgets."""
+
+    status = 400
+    kind = "invalid_request_error"
+
+    def __init__(self, message: str, *, dialect: str | None = None, offset: int | None = None,
+                 path: str | None = None) -> None:
+        self.reason = message
+        self.dialect = dialect
+        self.offset = offset
+        self.path = path
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.dialect:
+            where.append(self.dialect)
+        if self.offset is not None:
+            where.append(f"byte {self.offset}")
+        if self.path:
+            where.append(f"at {self.path}")
+        return f"{self.reason} ({', '.join(where)})" if where else self.reason
+
+    def locate(self, *, dialect: str | None = None, path: str | None = None) -> "TranscodeError":
+        """Fill in what the raising stage did not know; returns ``self``."""
+        if dialect and not self.dialect:
+            self.dialect = dialect
+        if path and not self.path:
+            self.path = path
+        self.args = (self._render(),)
+        return self
+
+    def to_dict(self) -> dict:
+        return {
+            "error": type(self).__name__,
+            "message": self.reason,
+            "dialect": self.dialect,
+            "offset": self.offset,
+            "path": self.path,
+        }
+
+
+class JsonSyntaxError(TranscodeError):
+    """Malformed JSON: an unexpected byte, a bad escape, trailing garbage."""
+
+
+class InvalidUtf8Error(JsonSyntaxError):
+    """Bytes that are not UTF-8 (incl. overlong forms and encoded surrogates)."""
+
+
+class ControlCharacterError(JsonSyntaxError):
+    """A raw control character (< 0x20) inside a string."""
+
+
+class TruncatedInputError(JsonSyntaxError):
+    """Input ended (``close()``) before the JSON value was complete."""
+
+
+class NestingTooDeepError(TranscodeError):
+    """Containers nested deeper than the configured limit."""
+
+    status = 413
+
+
+class SchemaError(TranscodeError):
+    """Valid JSON of the wrong shape: wrong type, missing required field."""
+
+
+class LossError(TranscodeError):
+    """Strict mode: a field could not be carried into the target dialect."""
+
+
+class BudgetExceededError(TranscodeError):
+    """Something had to be held (reordering, a key, a number) beyond its byte budget."""
+
+    status = 413
+    kind = "request_too_large"
+
+
+class ReorderRefusedError(BudgetExceededError):
+    """Strict ordering: the input needs reordering and reordering is refused."""

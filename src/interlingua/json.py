@@ -1,0 +1,421 @@
+"""A resumable push tokenizer for JSON, for bodies cut anywhere.
+
+``feed(bytes)`` scans what it can and calls ``handler(kind, value, offset)``
+for each token; whatever is unfinished at the end of a chunk is carried to
+the next one, but only a bounded amount: a string value that has not ended
+is handed on as fragments (``STRING_OPEN`` / ``STRING_PART`` /
+``STRING_CLOSE``), so no string is held whole. Only keys and numbers are held
+until complete, each under its own byte limit.
+
+String payloads stay JSON-escaped (the bytes between the quotes). A fragment
+never ends inside an escape sequence, inside a UTF-8 character, or between the
+two halves of a ``\\uD83D\\uDE00`` surrogate pair, so every fragment decodes
+on its own to the text it stands for.
+
+Modelled on zilla's common-json pipeline (resumable, explicit states) and on
+h11 (sans-IO; errors say which rule broke). ``path()`` gives the JSON path of
+the token being delivered, for the handler's own errors.
+
+Differences from ``json.loads``, documented and tested: ``NaN``/``Infinity``
+are rejected (they are not JSON); duplicate keys are delivered as they come
+(the dialect decoder decides); nesting is limited by ``max_depth``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json as _json
+import re
+from typing import Callable
+
+from .errors import (
+    BudgetExceededError,
+    ControlCharacterError,
+    InvalidUtf8Error,
+    JsonSyntaxError,
+    NestingTooDeepError,
+    TruncatedInputError,
+)
+
+__all__ = [
+    "Tokenizer",
+    "OBJECT_START", "OBJECT_END", "ARRAY_START", "ARRAY_END", "KEY",
+    "STRING", "STRING_OPEN", "STRING_PART", "STRING_CLOSE",
+    "NUMBER", "TRUE", "FALSE", "NULL", "KIND_NAMES", "render_path",
+]
+
+# Token kinds. ``value`` is: the decoded key (KEY); escaped string bytes
+# (STRING*, never containing the quotes); the number's bytes (NUMBER); None.
+OBJECT_START = 1
+OBJECT_END = 2
+ARRAY_START = 3
+ARRAY_END = 4
+KEY = 5
+STRING = 6  # a whole string (first and last fragment at once)
+STRING_OPEN = 7  # first fragment, more follow
+STRING_PART = 8  # a middle fragment
+STRING_CLOSE = 9  # last fragment, an earlier one was STRING_OPEN
+NUMBER = 10
+TRUE = 11
+FALSE = 12
+NULL = 13
+
+KIND_NAMES = {
+    OBJECT_START: "object-start", OBJECT_END: "object-end", ARRAY_START: "array-start",
+    ARRAY_END: "array-end", KEY: "key", STRING: "string", STRING_OPEN: "string-open",
+    STRING_PART: "string-part", STRING_CLOSE: "string-close", NUMBER: "number",
+    TRUE: "true", FALSE: "false", NULL: "null",
+}
+
+Handler = Callable[[int, object, int], None]
+
+# Parser states (what the next significant byte may be).
+_VALUE = 0  # a value
+_FIRST_KEY_OR_END = 1  # after "{"
+_KEY = 2  # after "," in an object
+_COLON = 3
+_FIRST_VALUE_OR_END = 4  # after "["
+_COMMA_OR_END = 5  # after a value inside a container
+_IN_STRING = 6  # inside a string value that has been opened
+_DONE = 7  # the top-level value is complete
+_STATE_NAMES = ["value", "first key or '}'", "key", "':'", "first value or ']'",
+                "',' or a closing bracket", "string", "end of input"]
+
+_WS = re.compile(rb"[ \t\n\r]*")
+# The longest run of well-formed string content: plain bytes and whole escapes.
+_STRING_BODY = re.compile(rb'(?:[^"\\\x00-\x1f]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+')
+_PARTIAL_ESCAPE = re.compile(rb"\\(?:u[0-9a-fA-F]{0,3})?\Z")
+_HIGH_SURROGATE_TAIL = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\Z")
+_NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_NUMBER_PREFIX = re.compile(rb"-?[0-9]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?\Z")
+_LITERALS = {ord("t"): (b"true", TRUE), ord("f"): (b"false", FALSE), ord("n"): (b"null", NULL)}
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def render_path(frames: list) -> str:
+    """``["messages", 3, "content"]`` -> ``$.messages[3].content``."""
+    out = ["$"]
+    for frame in frames:
+        if frame is None:
+            continue
+        if isinstance(frame, int):
+            if frame >= 0:
+                out.append(f"[{frame}]")
+        elif _IDENTIFIER.match(frame):
+            out.append("." + frame)
+        else:
+            out.append("[" + _json.dumps(frame, ensure_ascii=False) + "]")
+    return "".join(out)
+
+
+def _utf8_tail_cut(buf: bytes, start: int, end: int) -> int:
+    """Where to cut ``buf[start:end]`` so no UTF-8 character is split (end if none is)."""
+    lowest = max(start, end - 3)
+    i = end - 1
+    while i >= lowest:
+        byte = buf[i]
+        if byte < 0x80:
+            return end
+        if byte >= 0xC0:  # lead byte: does its sequence fit?
+            need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return end if end - i >= need else i
+        i -= 1
+    return end
+
+
+class Tokenizer:
+    """Push tokenizer. ``feed()`` chunks, then ``close()``.
+
+    ``max_depth`` bounds nesting; ``max_key_bytes`` and ``max_number_bytes``
+    bound the only things held whole.
+    """
+
+    def __init__(self, handler: Handler, *, max_depth: int = 128, max_key_bytes: int = 65536,
+                 max_number_bytes: int = 1024, dialect: str | None = None) -> None:
+        self._handler = handler
+        self.max_depth = max_depth
+        self.max_key_bytes = max_key_bytes
+        self.max_number_bytes = max_number_bytes
+        self.dialect = dialect
+        self._state = _VALUE
+        # One frame per open container: the current key (object; None before
+        # the first) or the current index (array; -1 before the first value).
+        self._frames: list = []
+        self._carry = b""  # unfinished token bytes from the previous chunk
+        self._base = 0  # absolute offset of the carry's first byte
+        self._string_open = False  # a string value has had its first fragment
+        self._string_start = 0  # absolute offset of the open string's quote
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._closed = False
+
+    # -- public -----------------------------------------------------------
+
+    @property
+    def offset(self) -> int:
+        """Bytes consumed so far (absolute)."""
+        return self._base + len(self._carry)
+
+    @property
+    def depth(self) -> int:
+        return len(self._frames)
+
+    def path(self) -> str:
+        """JSON path of the token being delivered (or of the error)."""
+        return render_path(self._frames)
+
+    def feed(self, data: bytes) -> None:
+        if self._closed:
+            raise JsonSyntaxError("data fed after close()", dialect=self.dialect, offset=self.offset)
+        if not data:
+            return
+        bad_at = self._check_utf8(data)
+        if bad_at is not None:
+            # Deliver everything before the bad byte, then fail there.
+            self._scan(data[:bad_at], final=False)
+            self._closed = True
+            raise InvalidUtf8Error("invalid UTF-8", dialect=self.dialect,
+                                   offset=self.offset, path=self.path())
+        self._scan(data, final=False)
+
+    def close(self) -> None:
+        """End of input: flush a trailing number; fail if the value is unfinished."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._utf8_pending():
+            raise InvalidUtf8Error("input ends inside a UTF-8 character", dialect=self.dialect,
+                                   offset=self.offset, path=self.path())
+        self._scan(b"", final=True)
+        if self._state != _DONE:
+            what = "empty input" if self.offset == 0 else f"input ends while expecting {_STATE_NAMES[self._state]}"
+            raise TruncatedInputError(what, dialect=self.dialect, offset=self.offset, path=self.path())
+
+    # -- internals --------------------------------------------------------
+
+    def _utf8_pending(self) -> int:
+        return len(self._utf8.getstate()[0])
+
+    def _check_utf8(self, data: bytes) -> int | None:
+        """Index in ``data`` of the first byte that breaks UTF-8, else None."""
+        if data.isascii() and not self._utf8_pending():
+            return None
+        pending = self._utf8_pending()
+        try:
+            self._utf8.decode(data)
+        except UnicodeDecodeError as exc:
+            return max(0, exc.start - pending)
+        return None
+
+    def _fail(self, cls, message: str, at: int) -> None:
+        raise cls(message, dialect=self.dialect, offset=at, path=self.path())
+
+    def _unexpected(self, buf: bytes, i: int) -> None:
+        shown = bytes(buf[i:i + 1])
+        self._fail(JsonSyntaxError, f"unexpected {shown!r} while expecting {_STATE_NAMES[self._state]}",
+                   self._base + i)
+
+    def _scan(self, data: bytes, *, final: bool) -> None:  # noqa: C901 - one loop, on purpose
+        """The whole lexer in one loop: per-token calls are the cost on message-heavy bodies."""
+        if self._carry:
+            buf = self._carry + data
+        else:
+            buf = data
+        base = self._base
+        n = len(buf)
+        i = 0
+        emit = self._handler
+        frames = self._frames
+        state = self._state
+        ws_match = _WS.match
+        try:
+            while True:
+                if state == _IN_STRING:
+                    i = self._string_body(buf, i, final)
+                    if i < 0:  # chunk ended inside the string
+                        i = -i - 1
+                        break
+                    state = _COMMA_OR_END if frames else _DONE
+                    continue
+                i = ws_match(buf, i).end()
+                if i >= n:
+                    break
+                c = buf[i]
+                if state == _COMMA_OR_END:
+                    if c == 44:  # ,
+                        top = frames[-1]
+                        state = _VALUE if type(top) is int else _KEY
+                        i += 1
+                        continue
+                    if c == 125 or c == 93:  # } ]
+                        top = frames[-1]
+                        if (c == 125) != (type(top) is not int):
+                            self._unexpected(buf, i)
+                        frames.pop()
+                        self._state = state
+                        emit(OBJECT_END if c == 125 else ARRAY_END, None, base + i)
+                        state = _COMMA_OR_END if frames else _DONE
+                        i += 1
+                        continue
+                    self._unexpected(buf, i)
+                if state == _VALUE or state == _FIRST_VALUE_OR_END:
+                    if state == _FIRST_VALUE_OR_END and c == 93:  # ]
+                        frames.pop()
+                        self._state = state
+                        emit(ARRAY_END, None, base + i)
+                        state = _COMMA_OR_END if frames else _DONE
+                        i += 1
+                        continue
+                    if frames and type(frames[-1]) is int:
+                        frames[-1] += 1
+                    if c == 34:  # "
+                        self._string_open = False
+                        self._string_start = base + i
+                        self._state = _IN_STRING
+                        j = self._string_body(buf, i + 1, final)
+                        if j < 0:
+                            i = -j - 1
+                            state = _IN_STRING
+                            break
+                        i = j
+                        state = _COMMA_OR_END if frames else _DONE
+                        continue
+                    if c == 123 or c == 91:  # { [
+                        if len(frames) >= self.max_depth:
+                            self._fail(NestingTooDeepError, f"nesting deeper than {self.max_depth}", base + i)
+                        self._state = state
+                        if c == 123:
+                            emit(OBJECT_START, None, base + i)
+                            frames.append(None)
+                            state = _FIRST_KEY_OR_END
+                        else:
+                            emit(ARRAY_START, None, base + i)
+                            frames.append(-1)
+                            state = _FIRST_VALUE_OR_END
+                        i += 1
+                        continue
+                    if c == 45 or 48 <= c <= 57:  # - 0-9
+                        if not final and _NUMBER_PREFIX.match(buf, i):
+                            # Runs to the chunk end: it may continue in the next one.
+                            if n - i > self.max_number_bytes:
+                                self._fail(BudgetExceededError, "number longer than max_number_bytes", base + i)
+                            self._undo_index(frames)
+                            break
+                        m = _NUMBER.match(buf, i)
+                        if not m:
+                            self._unexpected(buf, i)
+                        end = m.end()
+                        self._state = state
+                        emit(NUMBER, buf[i:end], base + i)
+                        i = end
+                        state = _COMMA_OR_END if frames else _DONE
+                        continue
+                    literal = _LITERALS.get(c)
+                    if literal is not None:
+                        word, kind = literal
+                        if buf.startswith(word, i):
+                            self._state = state
+                            emit(kind, None, base + i)
+                            i += len(word)
+                            state = _COMMA_OR_END if frames else _DONE
+                            continue
+                        if not final and n - i < len(word) and word.startswith(buf[i:]):
+                            self._undo_index(frames)
+                            break
+                    if frames and type(frames[-1]) is int:
+                        frames[-1] -= 1
+                    self._unexpected(buf, i)
+                if state == _FIRST_KEY_OR_END or state == _KEY:
+                    if c == 125 and state == _FIRST_KEY_OR_END:  # }
+                        frames.pop()
+                        self._state = state
+                        emit(OBJECT_END, None, base + i)
+                        state = _COMMA_OR_END if frames else _DONE
+                        i += 1
+                        continue
+                    if c != 34:
+                        self._unexpected(buf, i)
+                    end = self._key_end(buf, i + 1)
+                    if end < 0:  # key not complete in this chunk
+                        if n - i > self.max_key_bytes:
+                            self._fail(BudgetExceededError, "object key longer than max_key_bytes", base + i)
+                        break
+                    raw = buf[i + 1:end]
+                    key = raw.decode("utf-8") if 92 not in raw else _decode_key(raw)
+                    frames[-1] = key
+                    self._state = state
+                    emit(KEY, key, base + i)
+                    i = end + 1
+                    state = _COLON
+                    continue
+                if state == _COLON:
+                    if c != 58:
+                        self._unexpected(buf, i)
+                    i += 1
+                    state = _VALUE
+                    continue
+                # _DONE: only whitespace may follow
+                self._fail(JsonSyntaxError, "trailing data after the JSON value", base + i)
+        finally:
+            self._state = state
+        self._carry = buf[i:]
+        self._base = base + i
+
+    def _undo_index(self, frames: list) -> None:
+        # The value did not start after all (it is carried to the next chunk).
+        if frames and type(frames[-1]) is int:
+            frames[-1] -= 1
+
+    def _key_end(self, buf: bytes, start: int) -> int:
+        """Index of the closing quote of a key starting at ``start``; -1 if not in ``buf``."""
+        j = _STRING_BODY.match(buf, start).end()
+        if j < len(buf):
+            if buf[j] == 34:
+                return j
+            self._bad_string_byte(buf, j)
+        return -1
+
+    def _bad_string_byte(self, buf: bytes, j: int) -> None:
+        if buf[j] < 0x20:
+            self._fail(ControlCharacterError, f"raw control character 0x{buf[j]:02x} in string", self._base + j)
+        if buf[j] == 92 and _PARTIAL_ESCAPE.match(buf, j) and len(buf) - j < 6:
+            return  # an escape cut by the chunk end
+        self._fail(JsonSyntaxError, "invalid escape sequence in string", self._base + j)
+
+    def _string_body(self, buf: bytes, start: int, final: bool) -> int:
+        """Deliver string content from ``start``; index after the closing quote,
+        or ``-(resume index) - 1`` when the chunk ends inside the string."""
+        emit = self._handler
+        j = _STRING_BODY.match(buf, start).end()
+        n = len(buf)
+        if j < n and buf[j] == 34:  # the string ends in this chunk
+            if self._string_open:
+                emit(STRING_CLOSE, buf[start:j], self._base + start)
+            else:
+                emit(STRING, buf[start:j], self._string_start)
+            self._string_open = False
+            return j + 1
+        if j < n:
+            self._bad_string_byte(buf, j)  # raises unless it is a cut escape
+        if final:
+            return -start - 1
+        cut = _utf8_tail_cut(buf, start, j)
+        tail = _HIGH_SURROGATE_TAIL.search(buf, max(start, cut - 6), cut)
+        if tail is not None and _odd_backslashes_before(buf, tail.start(), start):
+            cut = tail.start()  # keep a surrogate pair together
+        if cut > start:
+            emit(STRING_PART if self._string_open else STRING_OPEN, buf[start:cut],
+                 self._base + start if self._string_open else self._string_start)
+            self._string_open = True
+        return -cut - 1
+
+
+def _odd_backslashes_before(buf: bytes, at: int, floor: int) -> bool:
+    """Is the backslash at ``at`` a real escape (preceded by an even run of backslashes)?"""
+    k = at - 1
+    while k >= floor and buf[k] == 92:
+        k -= 1
+    return (at - 1 - k) % 2 == 0
+
+
+def _decode_key(raw: bytes) -> str:
+    return _json.loads(b'"' + raw + b'"')

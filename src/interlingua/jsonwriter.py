@@ -1,0 +1,160 @@
+"""Writing JSON incrementally, for encoders; re-serialising tokens, for decoders.
+
+``JsonWriter`` keeps only the separators' state (one flag per open
+container), so an encoder can write a string it is still receiving fragment by
+fragment. ``RawValue`` turns tokenizer events back into compact JSON text:
+strings and numbers are copied as they arrived (escapes kept), so the result
+is JSON-equal to the input and a string's bytes are never re-encoded.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from . import json as tok
+
+Write = Callable[[bytes], None]
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON of a small Python value (attributes, controls)."""
+    return _dumps(value).encode("utf-8")
+
+
+def key_bytes(key: str) -> bytes:
+    return _dumps(key).encode("utf-8")
+
+
+class JsonWriter:
+    """Writes one JSON document to ``write``, element by element."""
+
+    __slots__ = ("write", "_first")
+
+    def __init__(self, write: Write) -> None:
+        self.write = write
+        self._first: list[bool] = []  # per open container: nothing written in it yet
+
+    @property
+    def depth(self) -> int:
+        return len(self._first)
+
+    def _separate(self) -> None:
+        first = self._first
+        if first:
+            if first[-1]:
+                first[-1] = False
+            else:
+                self.write(b",")
+
+    def begin_object(self) -> None:
+        self._separate()
+        self.write(b"{")
+        self._first.append(True)
+
+    def begin_array(self) -> None:
+        self._separate()
+        self.write(b"[")
+        self._first.append(True)
+
+    def end_object(self) -> None:
+        self._first.pop()
+        self.write(b"}")
+
+    def end_array(self) -> None:
+        self._first.pop()
+        self.write(b"]")
+
+    def member(self, name: str, value: Any) -> None:
+        self._separate()
+        self.write(key_bytes(name) + b":" + dumps(value))
+
+    def raw_member(self, name: str, raw: bytes) -> None:
+        self._separate()
+        self.write(key_bytes(name) + b":" + raw)
+
+    def open_member(self, name: str, opener: bytes) -> None:
+        """``"name":{`` / ``"name":[`` -- a container member written piecewise."""
+        self._separate()
+        self.write(key_bytes(name) + b":" + opener)
+        self._first.append(True)
+
+    def raw_element(self, raw: bytes) -> None:
+        """A whole JSON value as an array element."""
+        self._separate()
+        self.write(raw)
+
+    def value(self, value: Any) -> None:
+        self._separate()
+        self.write(dumps(value))
+
+    # Strings written in fragments: the caller guarantees escaped payload bytes.
+    def string_member_open(self, name: str) -> None:
+        self._separate()
+        self.write(key_bytes(name) + b':"')
+
+    def string_element_open(self) -> None:
+        self._separate()
+        self.write(b'"')
+
+    def string_fragment(self, escaped: bytes) -> None:
+        if escaped:
+            self.write(escaped)
+
+    def string_close(self) -> None:
+        self.write(b'"')
+
+
+class RawValue:
+    """Feeds on tokenizer events of one JSON value; writes its compact text to ``write``.
+
+    ``feed`` returns True once the value is complete.
+    """
+
+    __slots__ = ("write", "_depth", "_after_key", "_first")
+
+    def __init__(self, write: Write) -> None:
+        self.write = write
+        self._depth = 0
+        self._first = True  # nothing written at this level yet (no comma needed)
+
+    def feed(self, kind: int, value: Any, offset: int) -> bool:
+        write = self.write
+        if kind == tok.KEY:
+            write((b"" if self._first else b",") + key_bytes(value) + b":")
+            self._first = True  # the member's value follows without a comma
+            return False
+        if kind == tok.OBJECT_END or kind == tok.ARRAY_END:
+            write(b"}" if kind == tok.OBJECT_END else b"]")
+            self._depth -= 1
+            self._first = False
+            return self._depth == 0
+        if kind == tok.STRING_PART:
+            write(value)
+            return False
+        if kind == tok.STRING_CLOSE:
+            write(value + b'"')
+            self._first = False
+            return self._depth == 0
+        sep = b"" if self._first else b","
+        if kind == tok.OBJECT_START or kind == tok.ARRAY_START:
+            write(sep + (b"{" if kind == tok.OBJECT_START else b"["))
+            self._depth += 1
+            self._first = True
+            return False
+        if kind == tok.STRING_OPEN:
+            write(sep + b'"' + value)
+            return False
+        if kind == tok.STRING:
+            write(sep + b'"' + value + b'"')
+        elif kind == tok.NUMBER:
+            write(sep + value)
+        else:
+            write(sep + _LITERAL[kind])
+        self._first = False
+        return self._depth == 0
+
+
+_LITERAL = {tok.TRUE: b"true", tok.FALSE: b"false", tok.NULL: b"null"}

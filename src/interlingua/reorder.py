@@ -1,0 +1,91 @@
+"""The one reorder-buffer mechanism (DESIGN §5).
+
+Whatever a decoder or encoder must hold back because the target's order
+differs from the source's goes into a ``Hold`` taken from the pipeline's
+``ReorderBuffer``. The buffer counts every held byte against one budget,
+records the high-water mark and the rule (``reason``) that made each hold, and
+raises ``BudgetExceededError`` when the budget would be exceeded -- or
+``ReorderRefusedError`` at the first held byte when reordering is refused
+(``refuse=True``, the strict-order mode).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from .errors import BudgetExceededError, ReorderRefusedError
+
+DEFAULT_BUDGET = 64 * 1024 * 1024
+
+
+class ReorderBuffer:
+    def __init__(self, budget: int = DEFAULT_BUDGET, *, refuse: bool = False) -> None:
+        self.budget = budget
+        self.refuse = refuse
+        self.held = 0
+        self.high_water = 0
+        #: reason -> largest number of bytes held at once under that reason
+        self.high_water_by_reason: dict[str, int] = {}
+        self._held_by_reason: dict[str, int] = {}
+
+    def hold(self, reason: str) -> "Hold":
+        return Hold(self, reason)
+
+    def _add(self, reason: str, size: int) -> None:
+        if self.refuse and size:
+            raise ReorderRefusedError(f"input needs reordering ({reason}) and reordering is refused")
+        if self.held + size > self.budget:
+            raise BudgetExceededError(
+                f"reorder budget of {self.budget} bytes exceeded while holding for {reason!r}")
+        self.held += size
+        if self.held > self.high_water:
+            self.high_water = self.held
+        now = self._held_by_reason.get(reason, 0) + size
+        self._held_by_reason[reason] = now
+        if now > self.high_water_by_reason.get(reason, 0):
+            self.high_water_by_reason[reason] = now
+
+    def _release(self, reason: str, size: int) -> None:
+        self.held -= size
+        self._held_by_reason[reason] -= size
+
+    def report(self) -> dict:
+        return {"high_water": self.high_water, "by_reason": dict(self.high_water_by_reason)}
+
+
+class Hold:
+    """Items held for one rule; each counted with the byte size given."""
+
+    __slots__ = ("_buffer", "reason", "_items", "size")
+
+    def __init__(self, buffer: ReorderBuffer, reason: str) -> None:
+        self._buffer = buffer
+        self.reason = reason
+        self._items: list[Any] = []
+        self.size = 0
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def append(self, item: Any, size: int) -> None:
+        self._buffer._add(self.reason, size)
+        self._items.append(item)
+        self.size += size
+
+    def write(self, data: bytes) -> None:
+        """Hold output bytes (encoders)."""
+        if data:
+            self.append(data, len(data))
+
+    def drain(self) -> Iterator[Any]:
+        """Give back every held item in order, releasing its bytes."""
+        items, self._items = self._items, []
+        size, self.size = self.size, 0
+        self._buffer._release(self.reason, size)
+        return iter(items)
+
+    def take_bytes(self) -> bytes:
+        return b"".join(self.drain())

@@ -1,0 +1,60 @@
+"""What one transcoding run shares between its stages: options, losses, the reorder buffer."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from .errors import LossError
+from .reorder import DEFAULT_BUDGET, ReorderBuffer
+
+
+class Options(msgspec.Struct, frozen=True, kw_only=True):
+    """Caller's choices. Everything a compatible server does differently is an option here.
+
+    * ``strict``: a loss is an error (``LossError``) instead of a recorded warning.
+    * ``reorder_budget``: bytes that may be held for reordering (DESIGN §5).
+    * ``refuse_reorder``: fail at the first byte that would have to be held.
+    * ``openai_reasoning_field``: where the openai side carries reasoning on
+      assistant messages -- ``None`` (the official API: it has no such field, so
+      reasoning is a recorded loss), ``"reasoning_content"`` (DeepSeek, vLLM)
+      or ``"reasoning"`` (OpenRouter and others). Used for encoding and decoding.
+    * ``default_max_tokens``: for targets that require ``max_tokens``
+      (anthropic) when the source has none.
+    * ``max_depth``: JSON nesting limit.
+    """
+
+    strict: bool = False
+    reorder_budget: int = DEFAULT_BUDGET
+    refuse_reorder: bool = False
+    openai_reasoning_field: Literal["reasoning_content", "reasoning"] | None = None
+    default_max_tokens: int = 4096
+    max_depth: int = 128
+    max_value_bytes: int = 1 << 20
+
+
+class Loss(msgspec.Struct, frozen=True):
+    """A field of the input that could not be carried into the target."""
+
+    dialect: str
+    path: str
+    reason: str
+
+
+class Session:
+    """Per-run shared state. Not thread-safe; one per transcoding."""
+
+    def __init__(self, options: Options | None = None, *, source: str = "", target: str = "") -> None:
+        self.options = options or Options()
+        self.source = source
+        self.target = target
+        self.losses: list[Loss] = []
+        self.reorder = ReorderBuffer(self.options.reorder_budget, refuse=self.options.refuse_reorder)
+
+    def lose(self, path: str, reason: str, *, dialect: str | None = None) -> None:
+        """Record that the field at ``path`` (in the source) is not carried; strict raises."""
+        loss = Loss(dialect or self.source, path, reason)
+        if self.options.strict:
+            raise LossError(f"cannot carry {path}: {reason}", dialect=loss.dialect, path=path)
+        self.losses.append(loss)
