@@ -97,6 +97,8 @@ def parse_wire(path: Path) -> WireScript:
         elif word == "body":
             text, i = _read_block(lines, i)
             script.body = substitute(text, script.variables).encode("utf-8")
+        elif word == "body-hex":  # bytes a text file cannot hold (invalid UTF-8)
+            script.body = bytes.fromhex(rest.replace(" ", ""))
         elif word == "from":
             text, i = _read_block(lines, i)
             script.expected_from[rest.strip()] = substitute(text, script.variables).encode("utf-8")
