@@ -323,9 +323,7 @@ class Tokenizer:
                         if not final and n - i < len(word) and word.startswith(buf[i:]):
                             self._undo_index(frames)
                             break
-                    if frames and type(frames[-1]) is int:
-                        frames[-1] -= 1
-                    self._unexpected(buf, i)
+                    self._unexpected(buf, i)  # the path names where a value was expected
                 if state == _FIRST_KEY_OR_END or state == _KEY:
                     if c == 125 and state == _FIRST_KEY_OR_END:  # }
                         frames.pop()
