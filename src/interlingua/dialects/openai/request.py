@@ -606,6 +606,7 @@ class RequestEncoder(Encoder):
         self.out = JsonWriter(write)
         self.reasoning_key = session.options.openai_reasoning_field
         self._top: str | None = None  # top-level array member open on self.out
+        self._messages_opened = False
         self._system_final = False
         self._messages_ended = False
         self._pending = None  # Hold of messages written before SystemEnd
@@ -631,6 +632,7 @@ class RequestEncoder(Encoder):
         self._close_top()
         self.out.open_member(name, b"[")
         self._top = name
+        self._messages_opened |= name == "messages"
 
     def _close_top(self) -> None:
         if self._top is not None:
@@ -654,6 +656,8 @@ class RequestEncoder(Encoder):
             self._close_message()
             if self._system_final:
                 self._flush_pending()
+                if not self._messages_opened:  # an empty list is still a list
+                    self._open_top("messages")
         elif type(event) is End:
             self._system_final = self._messages_ended = True
             self._close_message()
