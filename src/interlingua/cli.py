@@ -59,6 +59,10 @@ def _transcode(args, source) -> int:
                 out.flush()
         out.write(transcoder.close())
         out.flush()
+    except TranscodeError:
+        out.write(transcoder.pending_output())  # the valid prefix produced before the error
+        out.flush()
+        raise
     finally:
         if args.losses:
             for loss in transcoder.losses:
