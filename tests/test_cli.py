@@ -63,7 +63,10 @@ def test_bad_input_one_line_on_stderr_exit_2():
     lines = proc.stderr.decode().strip().splitlines()
     assert len(lines) == 1
     assert "SchemaError" in lines[0] and "byte 56" in lines[0] and "$.messages[0].content" in lines[0]
-    assert proc.stdout.startswith(b'{"model":"m","messages":[{"role":"user"'), "output before the error is a prefix"
+    valid = subprocess.run(CMD + ["transcode", "--from", "openai", "--to", "openai"],
+                           input=b'{"model": "m", "messages": [{"role": "user", "content": "12"}]}',
+                           capture_output=True, check=True).stdout
+    assert proc.stdout and valid.startswith(proc.stdout), "output before the error is a prefix"
 
 
 def test_blocks_prints_one_event_per_line():
