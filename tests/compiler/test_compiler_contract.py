@@ -155,6 +155,19 @@ def test_compiled_instruction_is_a_durable_copy_with_the_same_identity() -> None
     assert record.content.prompt_context[0] is not supplied.content.prompt_context[0]
 
 
+@pytest.mark.parametrize("where", ["current", "history"])
+def test_instruction_content_reassigned_to_a_non_content_is_a_type_error(where) -> None:
+    broken = _instruction("Hi")
+    broken.content = {"instruction": "Hi"}  # records are mutable; coercion ran at construction
+    branch, current = Branch(), broken
+    if where == "history":
+        branch.add_message(broken)
+        current = _instruction("Next")
+    expected = f"Instruction {broken.id} content must be InstructionContent, got dict"
+    with pytest.raises(TypeError, match=expected):
+        compile_chat_request(branch, TurnRequest(instruction=current))
+
+
 def test_compiled_instruction_drops_extra_state_of_a_content_subclass() -> None:
     @dataclasses.dataclass(slots=True)
     class LegacyContent(InstructionContent):

@@ -59,7 +59,9 @@ def test_to_dict_round_trips_only_durable_fields() -> None:
         images=["https://example.com/a.png"], image_detail="high",
     )
     data = content.to_dict()
-    assert set(data) == {"instruction", "guidance", "prompt_context", "plain_content", "images", "image_detail"}
+    assert set(data) == {
+        "instruction", "guidance", "prompt_context", "plain_content", "images", "image_detail"
+    }
     assert InstructionContent.from_dict(data) == content
 
 

@@ -51,6 +51,8 @@ JSONISH = st.recursive(
     lambda children: st.lists(children, max_size=3) | st.dictionaries(TEXT, children, max_size=3),
     max_leaves=6,
 )
+TOOL_SCHEMA = st.dictionaries(TEXT, JSONISH, min_size=1, max_size=2)
+KWARG_NAMES = st.sampled_from(("model", "temperature", "metadata"))
 RECORD_KINDS = ("instruction", "assistant", "action_request", "action_response", "routed")
 
 
@@ -100,10 +102,10 @@ def scenarios(draw) -> Scenario:
         current_text=draw(TEXT),
         current_guidance=draw(st.none() | TEXT),
         current_images=draw(st.lists(st.just("https://example.com/i.png"), max_size=1)),
-        tool_schemas=tuple(draw(st.lists(st.dictionaries(TEXT, JSONISH, min_size=1, max_size=2), max_size=2))),
+        tool_schemas=tuple(draw(st.lists(TOOL_SCHEMA, max_size=2))),
         response_format=draw(st.none() | st.dictionaries(TEXT, JSONISH, max_size=2)),
         context_blocks=tuple(draw(st.lists(st.tuples(TEXT, TEXT), max_size=2))),
-        provider_kwargs=draw(st.dictionaries(st.sampled_from(("model", "temperature", "metadata")), JSONISH, max_size=2)),
+        provider_kwargs=draw(st.dictionaries(KWARG_NAMES, JSONISH, max_size=2)),
     )
 
 
@@ -116,7 +118,8 @@ def _record(kind: str, payload: Any, record_id: UUID) -> Message:
     if kind == "assistant":
         return AssistantResponse(id=record_id, content={"assistant_response": payload})
     if kind == "action_request":
-        return ActionRequest(id=record_id, content={"function": payload["function"], "arguments": payload["arguments"]})
+        request = {"function": payload["function"], "arguments": payload["arguments"]}
+        return ActionRequest(id=record_id, content=request)
     if kind == "action_response":
         return ActionResponse(id=record_id, content=payload)
     return Message(id=record_id, content=payload)
@@ -140,7 +143,10 @@ def build(scenario: Scenario) -> tuple[Branch, TurnRequest]:
     ids = _ids(scenario)
     branch = Branch(
         system=System(id=UUID(int=0)) if scenario.has_system else None,
-        messages=[_record(kind, copy.deepcopy(payload), i) for (kind, payload), i in zip(scenario.records, ids)],
+        messages=[
+            _record(kind, copy.deepcopy(payload), record_id)
+            for (kind, payload), record_id in zip(scenario.records, ids)
+        ],
     )
     selected = _selected_ids(scenario, ids)
     if scenario.use_override:

@@ -162,7 +162,7 @@ def compile_chat_request(branch: Branch, request: TurnRequest) -> CompiledChatRe
     _check_conversation_order(history, has_system=branch.msgs.system is not None)
 
     current = _InstructionTurn(
-        content=request.instruction.content.durable_copy(),
+        content=_durable_content(request.instruction),
         tool_schemas=copy.deepcopy(list(request.tool_schemas)),
         structure=structure,
     )
@@ -271,7 +271,7 @@ def _project_history(records: list[Message]) -> tuple[list[_Turn], list[dict[str
         elif isinstance(record, AssistantResponse):
             turns.append(_AssistantTurn([record.content.rendered]))
         elif isinstance(record, Instruction):
-            content = record.content.durable_copy()
+            content = _durable_content(record)
             _append_action_results(content.prompt_context, pending)
             pending = []
             turns.append(_InstructionTurn(content))
@@ -280,6 +280,17 @@ def _project_history(records: list[Message]) -> tuple[list[_Turn], list[dict[str
         else:
             raise TypeError(_no_case_message(record))
     return turns, pending
+
+
+def _durable_content(instruction: Instruction) -> InstructionContent:
+    # Records are mutable, so content may have been reassigned after construction.
+    content = instruction.content
+    if not isinstance(content, InstructionContent):
+        raise TypeError(
+            f"Instruction {instruction.id} content must be InstructionContent, "
+            f"got {type(content).__name__}"
+        )
+    return content.durable_copy()
 
 
 def _no_case_message(record: Any) -> str:
@@ -376,5 +387,5 @@ def _render_turns(turns: list[_Turn]) -> tuple[CompiledMessage, ...]:
 def _record_ready_instruction(instruction: Instruction) -> Instruction:
     """Deep copy keeping id, created_at, sender, recipient, metadata; durable content only."""
     record = copy.deepcopy(instruction)
-    record.content = instruction.content.durable_copy()
+    record.content = _durable_content(instruction)
     return record
