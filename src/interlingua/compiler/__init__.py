@@ -37,6 +37,7 @@ from .messages import (
 from .rendering import canonical_json, minimal_yaml
 from .structure import JsonStructure, Structure
 from .surfaces import chat_request, run_request, to_chat_payload
+from .transcode import chat_body, compiled_events, encode_compiled, run_body
 from .types import (
     RESERVED_MESSAGES_KEY_ERROR,
     CompiledChatRequest,
@@ -46,6 +47,10 @@ from .types import (
 )
 
 __all__ = (
+    "chat_body",
+    "run_body",
+    "compiled_events",
+    "encode_compiled",
     "ADJACENT_INSTRUCTIONS_ERROR",
     "DEFAULT_SYSTEM_MESSAGE",
     "FIRST_MESSAGE_ERROR",
