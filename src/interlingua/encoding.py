@@ -79,6 +79,13 @@ class MessageAssembler:
             self._late_scalars = self.session.reorder.hold(self.reason)
         self._late_scalars.append((key, value), len(key) + len(value))
 
+    def trailing(self, key: str, value: bytes) -> None:
+        """A small member written when the message closes, whatever else is streaming:
+        its place then does not depend on how the input was cut."""
+        if self._late_scalars is None:
+            self._late_scalars = self.session.reorder.hold(self.reason)
+        self._late_scalars.append((key, value), len(key) + len(value))
+
     def member(self, key: str, opener: bytes) -> JsonWriter:
         """The writer for member ``key`` (``opener`` is ``[``, ``{`` or ``"``), opened on first use.
 

@@ -162,6 +162,7 @@ class MessageReader:
     # -- where blocks go -----------------------------------------------------------
 
     def emit(self, block: Block) -> None:
+        self._emitted = True
         if self.role is None:
             if self._held is None:
                 self._held = self.d.session.reorder.hold("openai:content-before-role")
@@ -247,6 +248,9 @@ class MessageReader:
             self.close_open()
             if self.role is None:
                 raise d.error("message without role", offset)
+            if not self._emitted:  # e.g. {"role": "assistant", "content": null}: still a message
+                attrs = {"empty": True, **({"in_parts": True} if self._empty_parts else {})}
+                self.emit(Block(Section.USER_TEXT, self.index, b"", attrs=attrs))
             return
         reader = {
             "role": self._role,
@@ -294,10 +298,14 @@ class MessageReader:
                 self._id_given = True
         self.d.read_value(kind, value, offset, done)
 
+    _emitted = False  # a block of this message has been emitted
+    _empty_parts = False  # content was an array (it may be empty)
+
     def _content(self, kind: int, value: Any, offset: int) -> None:
         if kind == tok.NULL:
             self._null("content")
         elif kind == tok.ARRAY_START:
+            self._empty_parts = True
             self.d.push(self._part_start)
         else:
             self.string_block(kind, value, offset, self.text_section(), self.text_attrs(), "content")
@@ -574,6 +582,9 @@ class MediaReader:
                 return
         if self.key == "image_url":
             self.block.set("source", "url")
+        else:  # file_data that is not a data URL: base64 as given, written back without a prefix
+            self.block.set("source", "base64")
+            self.block.set("data_url", False)
         self.block.fragment(data, True, final)
 
 
@@ -683,7 +694,7 @@ class RequestEncoder(Encoder):
         elif ext.message is None:
             self._top_member(ext.path[2:], ext.raw)
         elif self._msg is not None and ext.message == self._msg_index:
-            self._msg.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+            self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
         else:  # a field of a message whose first block has not come yet
             self._pending_ext.append(ext)
 
@@ -743,7 +754,7 @@ class RequestEncoder(Encoder):
         self._msg_has_result_id = False
         self._msg_had_tool_calls = False
         for ext in [e for e in self._pending_ext if e.message == index]:
-            self._msg.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+            self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
         self._pending_ext = [e for e in self._pending_ext if e.message != index]
 
     def _close_message(self) -> None:
@@ -886,9 +897,10 @@ class RequestEncoder(Encoder):
         w = msg.member("content", b"[")
         w._separate()
         data_prefix = b""
-        if attrs.get("source") == "base64":
+        if attrs.get("source") == "base64" and attrs.get("data_url", True) and s is not Section.USER_AUDIO:
+            # openai takes inline images and files only as data URLs
             data_prefix = b"data:" + attrs.get("media_type", "application/octet-stream").encode() + b";base64,"
-        elif attrs.get("source") not in (None, "url"):
+        elif attrs.get("source") not in (None, "url", "base64"):
             self._lose_block(block, f"{attrs.get('source')} source has no openai form")
             return None
         if s is Section.USER_IMAGE:
@@ -898,7 +910,7 @@ class RequestEncoder(Encoder):
         else:
             head, key, inner = b'{"type":"input_audio","input_audio":{', "data", {"format"}
         early = self._extra_attrs(block, {k: v for k, v in attrs.items() if k in inner}, inner)
-        has_payload = not (block.fin and not block.payload)
+        has_payload = s is Section.USER_AUDIO or attrs.get("source") is not None
         body = early[1:]
         if has_payload:
             body += (b"," if body else b"") + dumps(key) + b':"' + data_prefix
