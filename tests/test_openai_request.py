@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, strategies as st
 from openai.resources.chat.completions import Completions
 
-from interlingua import Decoder, Options, Transcoder
-from interlingua.canonical import Block
+from interlingua import Decoder, Transcoder
 from interlingua.dialects.openai import controls
 
 from rpt import coalesce

@@ -14,9 +14,9 @@ source put after the first member of the same message.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
-from .canonical import Block, Event, Extension
+from .canonical import Event, Extension
 from .jsonwriter import JsonWriter
 from .reorder import Hold
 from .session import Session

@@ -719,7 +719,7 @@ class RequestEncoder(Encoder):
                 self._user_writer._first.append(True)
                 self._user_index = index
             return self._user_writer
-        return self.out if self._user_hold is None else self.out
+        return self.out
 
     def _flush_pending(self) -> None:
         if self._pending is not None and self._system_final:
