@@ -13,7 +13,7 @@ import json
 from typing import Any, Callable
 
 from . import json as tok
-from .canonical import Event, Extension
+from .canonical import Block, Event, Extension, Section
 from .errors import BudgetExceededError, SchemaError
 from .jsonwriter import RawValue
 from .session import Session
@@ -181,3 +181,55 @@ def _scalar(kind: int, value: Any) -> Any:
     if kind == tok.NUMBER:
         return json.loads(value)
     return {tok.TRUE: True, tok.FALSE: False, tok.NULL: None}[kind]
+
+
+class BlockBuilder:
+    """Emits one block's fragments; the last is kept until ``close()``.
+
+    Attributes set before the payload began ride on the first fragment; those
+    set after it began (a ``detail`` after the ``url``, a ``name`` after
+    ``arguments`` when keys are sorted) ride on the last one. "Began" is the
+    source's key order, not the chunking: the events are the same however the
+    input was cut. Keeping only the last fragment back costs at most one chunk
+    and spares holding a whole payload for an attribute that may never come.
+    """
+
+    __slots__ = ("emit", "section", "message", "attrs", "late", "started", "begun", "last")
+
+    def __init__(self, emit: Callable[[Block], None], section: Section, message: int,
+                 attrs: dict | None = None) -> None:
+        self.emit = emit
+        self.section = section
+        self.message = message
+        self.attrs = attrs if attrs is not None else {}
+        self.late: dict = {}
+        self.begun = False  # the payload has begun (in source order)
+        self.started = False  # the first fragment has been emitted
+        self.last: bytes | None = None
+
+    def fragment(self, data: bytes, init: bool, fin: bool) -> None:
+        self.begun = True
+        if fin:
+            self.last = data if self.last is None else self.last + data
+            return
+        if self.last is not None:  # a payload in several values (raw parts)
+            data = self.last + data
+            self.last = None
+        self.emit(Block(self.section, self.message, data, not self.started, False,
+                        None if self.started else (self.attrs or None)))
+        self.started = True
+
+    def set(self, key: str, value: Any) -> None:
+        (self.late if self.begun else self.attrs)[key] = value
+
+    def close(self) -> None:
+        if not self.started and self.late:
+            # Late attributes stay on a last fragment of their own, as they
+            # would have had the payload arrived in pieces.
+            self.emit(Block(self.section, self.message, self.last or b"", True, False, self.attrs or None))
+            self.emit(Block(self.section, self.message, b"", False, True, self.late))
+        elif not self.started:
+            self.emit(Block(self.section, self.message, self.last or b"", True, True, self.attrs or None))
+        else:
+            self.emit(Block(self.section, self.message, self.last or b"", False, True, self.late or None))
+        self.started = True
