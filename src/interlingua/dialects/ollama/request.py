@@ -743,8 +743,7 @@ class RequestEncoder(Encoder):
 
     def _flush_pending(self) -> None:
         if self._pending is not None and self._system_final:
-            if self._msg is not None and self._msg.asm.out is self._pending_writer:
-                self._close_message()
+            self._close_message()  # a held message, or the last top-level system one
             if self._pending:
                 self._open_top("messages")
                 self.out.raw_element(self._pending.take_bytes())
