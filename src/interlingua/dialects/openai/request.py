@@ -198,8 +198,6 @@ class MessageReader:
             attrs = dict(attrs or {})
             if role in ("developer", "function"):
                 attrs["role"] = role
-            if section is Section.TOOL_RESULT and self.tool_call_id is not None:
-                attrs["tool_call_id"] = self.tool_call_id
         if section is Section.UNKNOWN:
             in_parts = block.init and attrs.get("in_parts")
             if block.init:
@@ -216,7 +214,14 @@ class MessageReader:
         return Section.USER_TEXT
 
     def text_attrs(self, attrs: dict | None = None) -> dict:
-        return dict(attrs or {})
+        """Attributes of a text block: a ``tool_call_id`` already read goes on the first one."""
+        attrs = dict(attrs or {})
+        if self.tool_call_id is not None and not self._id_given:
+            attrs["tool_call_id"] = self.tool_call_id
+            self._id_given = True
+        return attrs
+
+    _id_given = False
 
     def builder(self, section: Section, attrs: dict | None = None) -> BlockBuilder:
         """A new block of this message; the previous one is closed first."""
@@ -284,8 +289,9 @@ class MessageReader:
             if not isinstance(call_id, str):
                 raise self.d.error("expected a string for tool_call_id", offset)
             self.tool_call_id = call_id
-            if self._open is not None:  # came after the content: a late attribute
+            if self._open is not None and not self._id_given:  # after the content: a late attribute
                 self._open.set("tool_call_id", call_id)
+                self._id_given = True
         self.d.read_value(kind, value, offset, done)
 
     def _content(self, kind: int, value: Any, offset: int) -> None:
@@ -600,6 +606,7 @@ class RequestEncoder(Encoder):
         self.out = JsonWriter(write)
         self.reasoning_key = session.options.openai_reasoning_field
         self._top: str | None = None  # top-level array member open on self.out
+        self._messages_opened = False
         self._system_final = False
         self._messages_ended = False
         self._pending = None  # Hold of messages written before SystemEnd
@@ -625,6 +632,7 @@ class RequestEncoder(Encoder):
         self._close_top()
         self.out.open_member(name, b"[")
         self._top = name
+        self._messages_opened |= name == "messages"
 
     def _close_top(self) -> None:
         if self._top is not None:
@@ -648,6 +656,8 @@ class RequestEncoder(Encoder):
             self._close_message()
             if self._system_final:
                 self._flush_pending()
+                if not self._messages_opened:  # an empty list is still a list
+                    self._open_top("messages")
         elif type(event) is End:
             self._system_final = self._messages_ended = True
             self._close_message()
