@@ -254,11 +254,18 @@ class _Base(Decoder):
     def _error(self, value: Any) -> None:
         err = value if isinstance(value, dict) else {"message": str(value)}
         self.gate.release()
+        self.close_open()  # every block gets its last fragment; the error follows it
         self.emit(Error(str(err.get("type") or "api_error"), str(err.get("message") or "")))
         self.errored = True
 
     def block_read(self, block: _ContentBlock) -> None:
         """A content block's object ended."""
+
+    def close_open(self) -> None:
+        block = getattr(self, "block", None)
+        if isinstance(block, _ContentBlock):
+            block.stop()
+            self.block = None
 
 
 class ResponseDecoder(_Base):

@@ -132,6 +132,7 @@ class _Decoder(Decoder):
 
     def _error(self, value: Any) -> None:
         self.gate.release()
+        self._close()  # every block gets its last fragment; the error follows it
         message = value.get("message") if isinstance(value, dict) else value
         self.emit(Error("api_error", str(message)))
         self.errored = True

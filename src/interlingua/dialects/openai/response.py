@@ -123,6 +123,8 @@ class _Base(Decoder):
         if value is None:
             return
         self.start_message_for_error()
+        for c in self.choices.values():  # every block gets its last fragment; the error follows it
+            self.close_block(c)
         err = value if isinstance(value, dict) else {"message": str(value)}
         status = err.get("code") if isinstance(err.get("code"), int) else None
         self.emit(Error(str(err.get("type") or "api_error"), str(err.get("message") or ""), status))
