@@ -365,3 +365,33 @@ def skip_value(decoder, kind: int, value: Any, offset: int) -> None:
     """Consume a value without keeping it (``ping`` bodies, ``object`` tags)."""
     if kind in (tok.OBJECT_START, tok.ARRAY_START, tok.STRING_OPEN):
         decoder.read_raw(kind, value, offset, lambda raw: None)
+
+
+class Deferred:
+    """Fragments of a block whose attributes are not all known yet (sorted keys put a tool
+    call's ``arguments``/``input`` before its ``name``): held in the reorder buffer until
+    ``ready()``, then streamed. A source in the usual order holds nothing."""
+
+    def __init__(self, session: Session, reason: str, open_block: Callable[[], BlockStream],
+                 ready: Callable[[], bool]) -> None:
+        self._session = session
+        self._reason = reason
+        self._open = open_block
+        self._ready = ready
+        self._hold = None
+
+    def fragment(self, data: bytes, init: bool = False, fin: bool = False) -> None:
+        if self._hold is None and self._ready():
+            self._open().fragment(data)
+            return
+        if self._hold is None:
+            self._hold = self._session.reorder.hold(self._reason)
+        self._hold.append(data, len(data))
+
+    def release(self) -> BlockStream:
+        block = self._open()
+        if self._hold is not None:
+            for data in self._hold.drain():
+                block.fragment(data)
+            self._hold = None
+        return block

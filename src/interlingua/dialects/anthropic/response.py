@@ -48,7 +48,7 @@ from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
 from ...lifecycle import (
-    BlockStream, Gate, KeyFirst, OpenFrame, finish_from, finish_to, merge_usage, skip_value, tool_id,
+    BlockStream, Deferred, Gate, KeyFirst, OpenFrame, finish_from, finish_to, merge_usage, skip_value, tool_id,
     usage_from_anthropic, usage_to_anthropic,
 )
 from ...session import Session
@@ -113,7 +113,8 @@ class _ContentBlock:
         if kind == tok.OBJECT_END:
             d.pop()
             if self.type == "tool_use":
-                self._tool_block().announce()
+                deferred = getattr(self, "deferred", None)
+                (deferred.release() if deferred is not None else self._tool_block()).announce()
             self.d.block_read(self)
             return
         key = value
@@ -134,10 +135,10 @@ class _ContentBlock:
         elif t == "tool_use" and key in ("id", "name"):
             d.read_value(kind, value, offset, lambda v: self.attrs.__setitem__(key, v))
         elif t == "tool_use" and key == "input":
-            block = self._tool_block()
-            if kind == tok.OBJECT_START:
-                self.json_parts = True
-            d.stream_raw(kind, value, offset, self._input_fragment(block))
+            # id and name must ride on the first fragment: hold the input until both came
+            self.deferred = Deferred(d.session, "anthropic:input-before-name", self._tool_block,
+                                     lambda: "id" in self.attrs and "name" in self.attrs)
+            d.stream_raw(kind, value, offset, self._input_fragment(self.deferred))
         elif t in ("text", "thinking", "redacted_thinking", "tool_use"):
             d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
                 f"$.content[{self.index}].{key}", "content block member has no canonical field"))
@@ -149,7 +150,7 @@ class _ContentBlock:
             self.block.fragment(b"," + dumps(key) + b":")
             d.stream_raw(kind, value, offset, lambda data, i, f: self.block.fragment(data))
 
-    def _input_fragment(self, block: BlockStream):
+    def _input_fragment(self, block):
         head = [b""]  # the first bytes, kept while they may still be the "{}" placeholder
 
         def sink(data: bytes, init: bool, fin: bool) -> None:

@@ -35,7 +35,7 @@ from ...errors import SchemaError, TruncatedInputError
 from ...framing import FrameEnd, ndjson_line
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
-    BlockStream, Gate, OpenFrame, finish_from, finish_to, merge_usage, skip_value, usage_from_ollama,
+    BlockStream, Deferred, Gate, OpenFrame, finish_from, finish_to, merge_usage, skip_value, usage_from_ollama,
     usage_to_ollama,
 )
 from ...session import Session
@@ -227,9 +227,10 @@ class _Decoder(Decoder):
                 if key == "name":
                     self.read_value(kind, value, offset, lambda v: call["attrs"].__setitem__("name", v))
                 elif key == "arguments":
-                    if call["block"] is None:
-                        call["block"] = self._open(Section.TOOL_CALL, call["attrs"])
-                    block = call["block"]
+                    # the name must ride on the first fragment: hold the arguments until it came
+                    block = call["block"] = Deferred(self.session, "ollama:arguments-before-name",
+                                                     lambda: self._tool_open(call),
+                                                     lambda: "name" in call["attrs"])
                     call["args"] = True
                     if kind == tok.STRING or kind == tok.STRING_OPEN:  # arguments given as JSON text
                         self.read_string(kind, value, offset, lambda d, i, f: block.fragment(d), key)
@@ -241,8 +242,13 @@ class _Decoder(Decoder):
             self.push(member)
         return handler
 
+    def _tool_open(self, call: dict) -> BlockStream:
+        if call.get("open") is None:
+            call["open"] = self._open(Section.TOOL_CALL, call["attrs"])
+        return call["open"]
+
     def _tool_end(self, call: dict) -> None:
-        block = call["block"] or self._open(Section.TOOL_CALL, call["attrs"])
+        block = call["block"].release() if call["block"] is not None else self._tool_open(call)
         if not call["args"]:
             block.fragment(b"{}")
         self._close()
