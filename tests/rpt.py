@@ -127,24 +127,27 @@ def parse_canonical(path: Path, variables: dict[str, str]) -> list[dict]:
 
 
 def coalesce(events) -> list:
-    """Join each block's fragments into one Block (attrs of first and last merged)."""
+    """Join each block's fragments into one Block (attrs of first and last merged).
+
+    Blocks of different ``message`` indexes may interleave (a stream with n > 1
+    choices); each is coalesced on its own and placed where it finished.
+    """
     out: list = []
-    parts: list[bytes] = []
-    first: Block | None = None
-    attrs: dict = {}
+    open_blocks: dict[int, tuple[Block, list[bytes], dict]] = {}
     for event in events:
         if type(event) is not Block:
             out.append(event)
             continue
         if event.init:
-            first, parts, attrs = event, [], dict(event.attrs or {})
-        elif event.attrs:
+            open_blocks[event.message] = (event, [], dict(event.attrs or {}))
+        first, parts, attrs = open_blocks[event.message]
+        if not event.init and event.attrs:
             attrs.update(event.attrs)
         parts.append(event.payload)
         if event.fin:
             out.append(Block(first.section, first.message, b"".join(parts), True, True, attrs or None))
-            first = None
-    assert first is None, "a block was not finished"
+            del open_blocks[event.message]
+    assert not open_blocks, "a block was not finished"
     return out
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator
 
-from .canonical import Event
+from .canonical import Error, Event
 from .dialects import codecs
 from .errors import TranscodeError
+from .framing import FrameEnd, NdjsonDecoder, SseDecoder
 from .json import Tokenizer
 from .session import Options, Session
 
@@ -42,6 +43,87 @@ class _Front:
             raise exc.locate(dialect=self.source, path=self.tokenizer.path())
 
 
+class _StreamFront:
+    """Framed bytes in (SSE or NDJSON, per the decoder's ``framing``), canonical events out.
+
+    Each frame's data is one JSON document: a fresh tokenizer per frame, fed
+    as the data arrives. Data that does not start with ``{`` (openai's
+    ``[DONE]``) is held whole -- bounded by ``max_line`` -- and handed to the
+    decoder's ``frame_text``. After each frame the decoder's ``end_frame``
+    runs and a ``FrameEnd`` marker follows (see ``framing.FrameEnd``).
+    """
+
+    def __init__(self, source: str, kind: str, emit: Callable[[Event], None], session: Session) -> None:
+        decoder_cls, _ = codecs(source, kind)
+        self.source = source
+        self.emit = emit
+        self.session = session
+        self.decoder = decoder_cls(emit, session)
+        self.max_line = session.options.max_value_bytes
+        if decoder_cls.framing == "sse":
+            self.framer = SseDecoder(self, max_line=self.max_line, dialect=source)
+        else:
+            self.framer = NdjsonDecoder(self, dialect=source)
+        self.tokenizer: Tokenizer | None = None
+        self._text: bytes | None = None  # non-JSON-object data being held (bounded)
+
+    # -- sink of the framer ------------------------------------------------------
+
+    def frame_data(self, data: bytes) -> None:
+        if self.tokenizer is None and self._text is None:
+            stripped = data.lstrip(b" \t\r\n")
+            if not stripped:
+                return  # leading whitespace: undecided yet
+            if stripped[:1] == b"{":
+                self.tokenizer = Tokenizer(self.decoder.on_token, max_depth=self.session.options.max_depth,
+                                           dialect=self.source)
+                self.decoder.tokenizer = self.tokenizer
+                self.decoder.begin_frame()
+                data = stripped
+            else:
+                self._text = b""
+        if self.tokenizer is not None:
+            self.tokenizer.feed(data)
+            return
+        self._text += data
+        if len(self._text) > self.max_line:
+            raise TranscodeError(f"non-JSON frame data longer than {self.max_line} bytes", dialect=self.source)
+
+    def frame_end(self, event: str | None) -> None:
+        if self.tokenizer is not None:
+            self.tokenizer.close()
+            self.decoder.flush()
+            self.decoder.end_frame(event)
+            self.tokenizer = None
+        else:
+            text, self._text = self._text, None
+            self.decoder.frame_text(event, (text or b"").strip())
+        self.emit(FrameEnd())
+
+    # -- driving ------------------------------------------------------------------
+
+    def _where(self) -> str | None:
+        return self.tokenizer.path() if self.tokenizer is not None else None
+
+    def feed(self, data: bytes) -> None:
+        try:
+            self.framer.feed(data)
+            self.decoder.flush()
+        except TranscodeError as exc:
+            raise exc.locate(dialect=self.source, path=self._where())
+
+    def close(self) -> None:
+        try:
+            self.framer.close()
+            self.decoder.finish()
+        except TranscodeError as exc:
+            raise exc.locate(dialect=self.source, path=self._where())
+
+
+def _front(source: str, kind: str, emit: Callable[[Event], None], session: Session):
+    return (_StreamFront if kind == "stream" else _Front)(source, kind, emit, session)
+
+
 class Transcoder:
     """Push-style transcoder from one dialect to another.
 
@@ -57,7 +139,7 @@ class Transcoder:
         _, encoder_cls = codecs(target, kind)
         self._out: list[bytes] = []
         self.encoder = encoder_cls(self._out.append, self.session)
-        self._front = _Front(source, kind, self.encoder.on_event, self.session)
+        self._front = _front(source, kind, self.encoder.on_event, self.session)
 
     @property
     def losses(self):
@@ -82,6 +164,23 @@ class Transcoder:
         self._front.close()
         return self._take()
 
+    def abort(self, error: "BaseException | Error | None" = None) -> bytes:
+        """End the output with the target's error event instead of a (truncated) success.
+
+        For a source that failed or was cut mid-stream: returns the output
+        produced so far plus the target dialect's error frame (anthropic
+        ``event: error``, openai an error chunk then ``[DONE]``, ollama an
+        ``{"error": ...}`` line; for a non-streaming body, an error body if
+        nothing was written yet). ``error`` may be an exception (a
+        ``TranscodeError`` keeps its kind and status) or a canonical ``Error``.
+        """
+        if not isinstance(error, Error):
+            error = _error_event(error)
+        abort = getattr(self.encoder, "abort", None)
+        if abort is not None:
+            abort(error)
+        return self._take()
+
     def pending_output(self) -> bytes:
         """After an error: the output produced before it (a prefix of the full output)."""
         return self._take()
@@ -93,7 +192,7 @@ class Decoder:
     def __init__(self, source: str, *, kind: str = "request", options: Options | None = None) -> None:
         self.session = Session(options, source=source)
         self._events: list[Event] = []
-        self._front = _Front(source, kind, self._events.append, self.session)
+        self._front = _front(source, kind, self._events.append, self.session)
 
     def _take(self) -> list[Event]:
         events = self._events[:]
@@ -134,3 +233,12 @@ def decode(chunks: Iterable[bytes], *, source: str, kind: str = "request",
     for chunk in chunks:
         yield from decoder.feed(chunk)
     yield from decoder.close()
+
+
+def _error_event(exc: BaseException | None) -> Error:
+    """A canonical ``Error`` for an exception (or for an unexplained abort)."""
+    if exc is None:
+        return Error("api_error", "the upstream stream ended early", 502)
+    if isinstance(exc, TranscodeError):
+        return Error(exc.kind, str(exc), exc.status)
+    return Error("api_error", str(exc) or type(exc).__name__, 502)

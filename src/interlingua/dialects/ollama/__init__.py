@@ -1,5 +1,10 @@
-"""Ollama chat (``POST /api/chat``): ``request.py`` (and, later, the responses) side by side."""
+"""Ollama chat (``POST /api/chat``): ``request.py`` and ``response.py`` side by side."""
 
 from .request import RequestDecoder, RequestEncoder
+from .response import ResponseDecoder, ResponseEncoder, StreamDecoder, StreamEncoder
 
-CODECS = {"request": (RequestDecoder, RequestEncoder)}
+CODECS = {
+    "request": (RequestDecoder, RequestEncoder),
+    "response": (ResponseDecoder, ResponseEncoder),
+    "stream": (StreamDecoder, StreamEncoder),
+}

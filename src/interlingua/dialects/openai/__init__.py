@@ -1,5 +1,10 @@
-"""OpenAI Chat Completions: ``request.py`` (and, later, ``response.py``) side by side."""
+"""OpenAI Chat Completions: ``request.py`` and ``response.py`` side by side."""
 
 from .request import RequestDecoder, RequestEncoder
+from .response import ResponseDecoder, ResponseEncoder, StreamDecoder, StreamEncoder
 
-CODECS = {"request": (RequestDecoder, RequestEncoder)}
+CODECS = {
+    "request": (RequestDecoder, RequestEncoder),
+    "response": (ResponseDecoder, ResponseEncoder),
+    "stream": (StreamDecoder, StreamEncoder),
+}

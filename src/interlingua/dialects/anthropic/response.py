@@ -1,0 +1,880 @@
+"""Anthropic Messages responses: the ``message`` body (kind ``response``) and the SSE
+lifecycle (kind ``stream``: message_start, content_block_start / _delta / _stop,
+message_delta, message_stop, ping, error).
+
+Decoding
+--------
+* ``text`` -> assistant-text; ``thinking`` -> assistant-reasoning with its
+  ``signature`` as a late attribute (on the last fragment; byte-for-byte);
+  ``redacted_thinking`` -> assistant-reasoning, ``redacted: true``, payload the
+  data; ``tool_use`` -> tool-call (``id``, ``name``; payload the escaped
+  arguments text: ``input_json_delta.partial_json`` as it is on the wire, a
+  whole ``input`` object re-serialised and escaped); any other block
+  (``server_tool_use``, ``web_search_tool_result``, ...) -> server-tool-result
+  whose raw payload is the block as anthropic JSON (``dialect: anthropic``).
+* Citations of a text block (``citations`` or ``citations_delta``) follow the
+  text block as one citations block (raw JSON array). Their objects are held
+  (reorder buffer, ``anthropic:citations-after-text``) until the block stops.
+* message_start usage -> a first ``Usage``; message_delta -> ``Finish`` and
+  the final ``Usage`` (later counts win). ``input_tokens`` is converted to the
+  canonical all-inclusive input count (see ``interlingua.lifecycle``).
+* A stream that ends without message_stop (or an error event) raises
+  ``TruncatedInputError``.
+
+Encoding
+--------
+* Stream: message_start first (deferred until the first content so a first
+  usage can ride on it; schema-required counts unknown by then are 0),
+  content blocks strictly one after another with increasing indexes, one
+  delta event per source frame, message_delta with stop_reason and usage --
+  the finish is held (``anthropic:finish-before-usage``) until the usage or
+  the end arrives -- and message_stop. An error becomes ``event: error`` and
+  the stream ends there.
+* Only choice 0 is carried: blocks of other choices are recorded losses.
+* A tool call without id gets ``call_<n>`` (see ``lifecycle.tool_id``).
+* Refusal text is written as text (a recorded loss: anthropic has no refusal block).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from ... import json as tok
+from ...canonical import Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage, decode_escaped
+from ...decoding import Decoder
+from ...encoding import Encoder
+from ...errors import SchemaError, TruncatedInputError
+from ...framing import SSE_END, FrameEnd, sse_event, sse_open
+from ...jsonwriter import dumps
+from ...lifecycle import (
+    BlockStream, Deferred, Gate, KeyFirst, OpenFrame, finish_from, finish_to, merge_usage, skip_value, tool_id,
+    usage_from_anthropic, usage_to_anthropic,
+)
+from ...session import Session
+
+DIALECT = "anthropic"
+
+
+def _escape_raw(data: bytes) -> bytes:
+    """Compact JSON text -> the inside of a JSON string (it has no control characters)."""
+    return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+
+
+# ---------------------------------------------------------------------------
+# Decoding
+# ---------------------------------------------------------------------------
+
+
+class _ContentBlock:
+    """One content block being decoded (from a ``content`` element or a content_block_start)."""
+
+    def __init__(self, d: "_Base", index: Any) -> None:
+        self.d = d
+        self.index = index
+        self.type: str | None = None
+        self.block: BlockStream | None = None
+        self.late: dict = {}
+        self.citations = None  # Hold of citation JSON texts
+        self.json_seen = False  # a tool_use got input (deltas or a non-empty object)
+        self.deferred_input = False  # a server block whose input comes as deltas
+        self.json_parts = False
+
+    # -- reading the block object (after its "{") --------------------------------------------
+
+    def read(self) -> None:
+        KeyFirst(self.d, "type", self._typed, "anthropic:content-before-type")
+
+    def _typed(self, value: Any) -> None:
+        d = self.d
+        self.type = value if isinstance(value, str) else None
+        t = self.type
+        if t == "text":
+            self.block = BlockStream(d.out, Section.ASSISTANT_TEXT, 0)
+        elif t == "thinking":
+            self.block = BlockStream(d.out, Section.ASSISTANT_REASONING, 0)
+        elif t == "redacted_thinking":
+            self.block = BlockStream(d.out, Section.ASSISTANT_REASONING, 0, {"redacted": True})
+        elif t == "tool_use":
+            self.attrs: dict = {}
+            self.block = None  # opened when id and name are known (or at the input)
+        else:
+            self.block = BlockStream(d.out, Section.SERVER_TOOL_RESULT, 0, {"dialect": DIALECT})
+            self.block.fragment(b'{"type":' + dumps(t))
+        d.push(self.on_key)
+
+    def _tool_block(self) -> BlockStream:
+        if self.block is None:
+            self.block = BlockStream(self.d.out, Section.TOOL_CALL, 0, self.attrs)
+        return self.block
+
+    def on_key(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.OBJECT_END:
+            d.pop()
+            if self.type == "tool_use":
+                deferred = getattr(self, "deferred", None)
+                (deferred.release() if deferred is not None else self._tool_block()).announce()
+            self.d.block_read(self)
+            return
+        key = value
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            d.pop()
+            self._member(key, kind, value, offset)
+        d.push(handler)
+
+    def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        d, t = self.d, self.type
+        if t in ("text", "thinking") and key == t or t == "redacted_thinking" and key == "data":
+            d.read_string(kind, value, offset, self.block.fragment, key)
+        elif t == "thinking" and key == "signature":
+            d.read_value(kind, value, offset, self._signature)
+        elif t == "text" and key == "citations":
+            d.read_value(kind, value, offset, self._citation_list)
+        elif t == "tool_use" and key in ("id", "name"):
+            d.read_value(kind, value, offset, lambda v: self.attrs.__setitem__(key, v))
+        elif t == "tool_use" and key == "input":
+            # id and name must ride on the first fragment: hold the input until both came
+            self.deferred = Deferred(d.session, "anthropic:input-before-name", self._tool_block,
+                                     lambda: "id" in self.attrs and "name" in self.attrs)
+            d.stream_raw(kind, value, offset, self._input_fragment(self.deferred))
+        elif t in ("text", "thinking", "redacted_thinking", "tool_use"):
+            d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
+                f"$.content[{self.index}].{key}", "content block member has no canonical field"))
+        else:  # a server block, copied member by member
+            if key == "input" and kind == tok.OBJECT_START and t == "server_tool_use":
+                # streams send input {} at the start and the JSON in deltas
+                d.read_raw(kind, value, offset, self._server_input)
+                return
+            self.block.fragment(b"," + dumps(key) + b":")
+            d.stream_raw(kind, value, offset, lambda data, i, f: self.block.fragment(data))
+
+    def _input_fragment(self, block):
+        head = [b""]  # the first bytes, kept while they may still be the "{}" placeholder
+
+        def sink(data: bytes, init: bool, fin: bool) -> None:
+            # "{}" alone is the stream's placeholder (deltas bring the input): not a payload
+            if head[0] is not None:
+                head[0] += data
+                if len(head[0]) < 3 and not fin:
+                    return
+                data, head[0] = head[0], None
+                if fin and data == b"{}":
+                    self.empty_input = True
+                    return
+            self.json_seen = True
+            block.fragment(_escape_raw(data))
+        return sink
+
+    empty_input = False
+
+    def _server_input(self, raw: bytes) -> None:
+        if raw == b"{}":
+            self.deferred_input = True
+        else:
+            self.block.fragment(b',"input":' + raw)
+
+    def _signature(self, value: Any) -> None:
+        if value:
+            self.late["signature"] = value
+
+    def _citation_list(self, value: Any) -> None:
+        for citation in value or ():
+            self.citation(json.dumps(citation, ensure_ascii=False, separators=(",", ":")).encode())
+
+    def citation(self, raw: bytes) -> None:
+        if self.citations is None:
+            self.citations = self.d.session.reorder.hold("anthropic:citations-after-text")
+        self.citations.append(raw, len(raw))
+
+    # -- deltas -----------------------------------------------------------------------------
+
+    def partial_json(self, data: bytes) -> None:
+        if self.type == "tool_use":
+            if data:
+                self.json_seen = True
+            self._tool_block().fragment(data)
+        elif self.deferred_input:
+            if not self.json_parts:
+                self.block.fragment(b',"input":')
+                self.json_parts = True
+            self.block.fragment(decode_escaped(data).encode("utf-8"))
+        else:
+            raise SchemaError(f"input_json_delta on a {self.type} block", dialect=DIALECT)
+
+    # -- the end -------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        t = self.type
+        if t == "tool_use":
+            block = self._tool_block()
+            if not self.json_seen:
+                block.fragment(b"{}")  # no input at all: an empty object
+            block.close()
+        elif t in ("text", "thinking", "redacted_thinking"):
+            self.block.close(self.late)
+        else:
+            if self.deferred_input:
+                self.block.fragment(b"}" if self.json_parts else b',"input":{}}')
+            else:
+                self.block.fragment(b"}")
+            self.block.close()
+        if self.citations is not None:
+            raw = b"[" + b",".join(self.citations.drain()) + b"]"
+            self.citations = None
+            self.d.out(Block(Section.CITATIONS, 0, raw, True, True, {"dialect": DIALECT}))
+
+
+class _Base(Decoder):
+    dialect = DIALECT
+    framing = "sse"
+
+    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
+        super().__init__(emit, session)
+        self.gate = Gate(emit, session, "anthropic:content-before-id")
+        self.id: str | None = None
+        self.model: str | None = None
+        self.started = False
+        self.errored = False
+
+    def out(self, event: Event) -> None:
+        self.gate(event)
+
+    def start_message(self) -> None:
+        if not self.started:
+            self.started = True
+            self.emit(MessageStart(self.id, self.model))
+            self.gate.release()
+
+    def _id_model(self, key: str, value: Any) -> None:
+        setattr(self, key, value)
+        if self.id is not None and self.model is not None:
+            self.start_message()
+
+    def _error(self, value: Any) -> None:
+        err = value if isinstance(value, dict) else {"message": str(value)}
+        self.gate.release()
+        self.close_open()  # every block gets its last fragment; the error follows it
+        self.emit(Error(str(err.get("type") or "api_error"), str(err.get("message") or "")))
+        self.errored = True
+
+    def block_read(self, block: _ContentBlock) -> None:
+        """A content block's object ended."""
+
+    def close_open(self) -> None:
+        block = getattr(self, "block", None)
+        if isinstance(block, _ContentBlock):
+            block.stop()
+            self.block = None
+
+
+class ResponseDecoder(_Base):
+    """The ``message`` body -> canonical events."""
+
+    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
+        super().__init__(emit, session)
+        self.stop_reason: Any = None
+        self.stop_sequence: Any = None
+        self.usage: Usage | None = None
+        self.position = 0
+        self.is_error = False
+        self.push(self._document)
+
+    def _document(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object (the response body)", offset)
+        self.replace(self._key)
+
+    def _key(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.OBJECT_END:
+            self.pop()
+            self._end()
+            return
+        key = value
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            self.pop()
+            if key in ("id", "model"):
+                self.read_value(kind, value, offset, lambda v: self._id_model(key, v))
+            elif key == "content":
+                if kind != tok.ARRAY_START:
+                    raise self.wrong_type(kind, "an array for content", offset)
+                self.push(self._element)
+            elif key == "stop_reason":
+                self.read_value(kind, value, offset, lambda v: setattr(self, "stop_reason", v))
+            elif key == "stop_sequence":
+                self.read_value(kind, value, offset, lambda v: setattr(self, "stop_sequence", v))
+            elif key == "usage":
+                self.read_value(kind, value, offset, self._usage)
+            elif key == "type":
+                self.read_value(kind, value, offset, lambda v: setattr(self, "is_error", v == "error"))
+            elif key == "role":
+                skip_value(self, kind, value, offset)
+            elif key == "error":
+                self.read_value(kind, value, offset, self._error)
+            else:
+                self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
+                    "$." + key, "message member has no canonical field"))
+        self.push(handler)
+
+    def _usage(self, value: Any) -> None:
+        if isinstance(value, dict):
+            self.usage = usage_from_anthropic(value, self.session)
+
+    def _element(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.pop()
+            return
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object for a content block", offset)
+        _ContentBlock(self, self.position).read()
+        self.position += 1
+
+    def block_read(self, block: _ContentBlock) -> None:
+        block.stop()
+
+    def _end(self) -> None:
+        if self.errored:
+            self.emit(End())
+            return
+        self.start_message()
+        if self.stop_reason is not None or self.stop_sequence is not None:
+            self.emit(Finish(finish_from(DIALECT, self.stop_reason), self.stop_sequence))
+        if self.usage is not None:
+            self.emit(self.usage)
+        self.emit(End())
+
+
+class StreamDecoder(_Base):
+    """The SSE lifecycle -> canonical events; one event per frame."""
+
+    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
+        super().__init__(emit, session)
+        self.usage: Usage | None = None
+        self.block: _ContentBlock | None = None
+        self.ended = False
+        self._reset_frame()
+
+    def _reset_frame(self) -> None:
+        self.f_type: str | None = None
+        self.f_index: Any = None
+        self.f_usage: Usage | None = None
+        self.f_stop: tuple | None = None
+
+    def begin_frame(self) -> None:
+        self._reset_frame()
+        self._stack = [self._document]
+
+    def frame_text(self, event: str | None, data: bytes) -> None:
+        raise SchemaError(f"SSE data is not a JSON object: {data[:40]!r}", dialect=DIALECT)
+
+    def _document(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object (an event)", offset)
+        if self.ended:
+            raise self.error("event after message_stop", offset)
+        self.replace(self._key)
+
+    def _key(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.OBJECT_END:
+            self.pop()
+            return
+        key = value
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            self.pop()
+            if key == "type":
+                self.read_value(kind, value, offset, lambda v: setattr(self, "f_type", v))
+            elif key == "index":
+                self.read_value(kind, value, offset, lambda v: setattr(self, "f_index", v))
+            elif key == "message":
+                if kind != tok.OBJECT_START:
+                    raise self.wrong_type(kind, "an object for message", offset)
+                self.push(self._message_key)
+            elif key == "content_block":
+                if kind != tok.OBJECT_START:
+                    raise self.wrong_type(kind, "an object for content_block", offset)
+                self._close_block()
+                self.block = _ContentBlock(self, self.f_index)
+                self.block.read()
+            elif key == "delta":
+                if kind != tok.OBJECT_START:
+                    raise self.wrong_type(kind, "an object for delta", offset)
+                self.push(self._delta_key)
+            elif key == "usage":
+                self.read_value(kind, value, offset, self._delta_usage)
+            elif key == "error":
+                self.read_value(kind, value, offset, self._error)
+            else:
+                self.read_raw(kind, value, offset, lambda raw: self.session.lose(
+                    "$." + key, "event member has no canonical field"))
+        self.push(handler)
+
+    # message_start -------------------------------------------------------------------------
+
+    def _message_key(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.OBJECT_END:
+            self.pop()
+            return
+        key = value
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            self.pop()
+            if key in ("id", "model"):
+                self.read_value(kind, value, offset, lambda v: setattr(self, key, v))
+            elif key == "usage":
+                self.read_value(kind, value, offset, lambda v: setattr(
+                    self, "f_usage", usage_from_anthropic(v, self.session) if isinstance(v, dict) else None))
+            elif key == "content":
+                self.read_raw(kind, value, offset, lambda raw: raw != b"[]" and self.session.lose(
+                    "$.message.content", "content in message_start is not read"))
+            else:
+                skip_value(self, kind, value, offset)
+        self.push(handler)
+
+    # deltas ------------------------------------------------------------------------------------
+
+    def _delta_key(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.OBJECT_END:
+            self.pop()
+            return
+        key = value
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            self.pop()
+            b = self.block
+            if key == "type":
+                skip_value(self, kind, value, offset)
+            elif key in ("stop_reason", "stop_sequence"):
+                self.read_value(kind, value, offset, lambda v: self._stop(key, v))
+            elif b is None:
+                raise self.error(f"{key} delta outside a content block", offset)
+            elif key in ("text", "thinking"):
+                if b.type != key:
+                    raise self.error(f"{key} delta on a {b.type} block", offset)
+                self.read_string(kind, value, offset, b.block.fragment, key)
+            elif key == "partial_json":
+                self.read_string(kind, value, offset, lambda data, i, f: b.partial_json(data), key)
+            elif key == "signature":
+                self.read_value(kind, value, offset, b._signature)
+            elif key == "citation":
+                self.read_raw(kind, value, offset, b.citation)
+            else:
+                self.read_raw(kind, value, offset, lambda raw: self.session.lose(
+                    "$.delta." + key, "delta member has no canonical field"))
+        self.push(handler)
+
+    def _stop(self, key: str, value: Any) -> None:
+        reason, seq = self.f_stop or (None, None)
+        self.f_stop = (value, seq) if key == "stop_reason" else (reason, value)
+
+    def _delta_usage(self, value: Any) -> None:
+        if isinstance(value, dict):
+            self.f_usage = usage_from_anthropic(value, self.session)
+
+    def _close_block(self) -> None:
+        if self.block is not None:
+            self.block.stop()
+            self.block = None
+
+    def end_frame(self, event: str | None) -> None:
+        t = self.f_type
+        if t == "message_start":
+            self.start_message()
+            if self.f_usage is not None:
+                self.usage = self.f_usage
+                self.emit(self.f_usage)
+        elif t == "content_block_stop":
+            self._close_block()
+        elif t == "message_delta":
+            self._close_block()
+            reason, seq = self.f_stop or (None, None)
+            self.out(Finish(finish_from(DIALECT, reason), seq))
+            if self.f_usage is not None:
+                self.usage = merge_usage(self.usage, self.f_usage)
+                self.out(self.usage)
+        elif t == "message_stop":
+            self._close_block()
+            self.ended = True
+            self.gate.release()
+            self.emit(End())
+        elif t in ("content_block_start", "content_block_delta", "ping", "error"):
+            pass
+        elif t is None:
+            raise SchemaError("event without type", dialect=DIALECT)
+        else:
+            self.session.lose(f"$[{t}]", "unknown stream event")
+
+    def finish(self) -> None:
+        if self.ended:
+            return
+        if self.errored:
+            self.ended = True
+            self.emit(End())
+            return
+        raise TruncatedInputError("stream ended before message_stop", dialect=DIALECT)
+
+
+# ---------------------------------------------------------------------------
+# Encoding
+# ---------------------------------------------------------------------------
+
+_TEXTUAL = {Section.ASSISTANT_TEXT, Section.ASSISTANT_REFUSAL}
+
+
+class _EncoderBase(Encoder):
+    dialect = DIALECT
+
+    def __init__(self, write, session: Session) -> None:
+        super().__init__(write, session)
+        self.id: str | None = None
+        self.model: str | None = None
+        self.usage: Usage | None = None
+        self.tool_count = 0
+        self.kind: str | None = None  # what the open block is (text, thinking, ...)
+
+    def _lose_block(self, block: Block, why: str) -> None:
+        self.session.lose(f"$.choices[{block.message}]" if block.message else "$.content",
+                          f"{block.section.value} block: {why}")
+
+    def _classify(self, block: Block) -> str | None:
+        """The anthropic block type for a canonical block (None: lost)."""
+        s = block.section
+        attrs = block.attrs or {}
+        if block.message > 0:
+            self._lose_block(block, "anthropic has no choices (n > 1)")
+            return None
+        if s is Section.ASSISTANT_TEXT:
+            return "text"
+        if s is Section.ASSISTANT_REFUSAL:
+            self._lose_block(block, "anthropic has no refusal block; written as text")
+            return "text"
+        if s is Section.ASSISTANT_REASONING:
+            return "redacted_thinking" if attrs.get("redacted") else "thinking"
+        if s is Section.TOOL_CALL:
+            return "tool_use"
+        if s is Section.SERVER_TOOL_RESULT and attrs.get("dialect") == DIALECT:
+            return "server"
+        if s is Section.CITATIONS and attrs.get("dialect") == DIALECT:
+            return "citations"
+        self._lose_block(block, "anthropic has no equivalent")
+        return None
+
+    def _tool_head(self, block: Block) -> bytes:
+        attrs = block.attrs or {}
+        call_id = attrs.get("id") or tool_id(self.tool_count)
+        self.tool_count += 1
+        return b'{"type":"tool_use","id":' + dumps(call_id) + b',"name":' + dumps(attrs.get("name", ""))
+
+    def _message_head(self) -> bytes:
+        return (b'{"id":' + dumps(self.id or "msg_interlingua") + b',"type":"message","role":"assistant","model":'
+                + dumps(self.model or ""))
+
+
+class StreamEncoder(_EncoderBase):
+    """Canonical events -> the anthropic SSE lifecycle."""
+
+    def __init__(self, write, session: Session) -> None:
+        super().__init__(write, session)
+        self.frame = OpenFrame(write)
+        self.have_start = False
+        self.started = False  # message_start written
+        self.index = -1
+        self.block_open = False
+        self.held = None  # Hold of a block written whole at its end (redacted, server)
+        self.held_attrs: dict = {}
+        self.signature: str | None = None
+        self.finish_hold = None  # Hold with the Finish waiting for usage
+        self.done = False
+        self.errored = False
+        self.lost = False  # the current block is not carried
+
+    def _start(self) -> None:
+        if self.started:
+            return
+        self.started = True
+        usage = usage_to_anthropic(self.usage or Usage(), self.session, require_input=True)
+        data = (b'{"type":"message_start","message":' + self._message_head()
+                + b',"content":[],"stop_reason":null,"stop_sequence":null,"usage":' + dumps(usage) + b"}}")
+        self.write(sse_event("message_start", data))
+
+    def on_event(self, event: Event) -> None:
+        t = type(event)
+        if t is FrameEnd:
+            self.frame.close()
+        elif t is Block:
+            if not self.done:
+                self._block(event)
+        elif t is MessageStart:
+            if event.choice == 0:
+                self.id, self.model = event.id, event.model
+        elif t is Extension:
+            if event.dialect != DIALECT:
+                self.foreign_extension(event)
+        elif t is Usage:
+            self.usage = merge_usage(self.usage, event)
+            if self.finish_hold is not None:
+                self._message_delta()
+        elif t is Finish:
+            if event.choice == 0 and not self.done:
+                self._start()
+                self._close_block()
+                if self.finish_hold is None:
+                    self.finish_hold = self.session.reorder.hold("anthropic:finish-before-usage")
+                self.finish_hold.append(event, 64)
+        elif t is Error:
+            self.abort(event)
+        elif t is End:
+            self._end()
+
+    # -- blocks ----------------------------------------------------------------------------------
+
+    def _open(self, content_block: bytes) -> None:
+        self._close_block()
+        self.index += 1
+        self.block_open = True
+        self.write(sse_event("content_block_start", b'{"type":"content_block_start","index":'
+                             + str(self.index).encode() + b',"content_block":' + content_block + b"}"))
+
+    def _close_block(self) -> None:
+        self.frame.close()
+        if not self.block_open:
+            return
+        if self.signature is not None:
+            self._delta(b'{"type":"signature_delta","signature":' + dumps(self.signature) + b"}")
+            self.signature = None
+        self.block_open = False
+        self.kind = None
+        self.write(sse_event("content_block_stop", b'{"type":"content_block_stop","index":'
+                             + str(self.index).encode() + b"}"))
+
+    def _delta(self, delta: bytes) -> None:
+        self.frame.close()
+        self.write(sse_event("content_block_delta", b'{"type":"content_block_delta","index":'
+                             + str(self.index).encode() + b',"delta":' + delta + b"}"))
+
+    def _block(self, block: Block) -> None:
+        if block.init:
+            self._start()
+            self.lost = False
+            kind = self._classify(block)
+            if kind is None:
+                self.lost = True
+                return
+            if kind == "citations":
+                self._citations(block)
+                return
+            attrs = block.attrs or {}
+            if kind in ("redacted_thinking", "server"):
+                self._close_block()
+                self.held = self.session.reorder.hold(f"anthropic:whole-{kind}")
+                self.held_attrs = attrs
+                self.kind = kind
+            elif kind == "text":
+                self._open(b'{"type":"text","text":""}')
+            elif kind == "thinking":
+                self._open(b'{"type":"thinking","thinking":"","signature":""}')
+            else:
+                self._open(self._tool_head(block) + b',"input":{}}')
+            self.kind = kind
+            self.signature = attrs.get("signature")
+        if self.lost:
+            return
+        kind = self.kind
+        if self.held is not None:
+            self.held.write(block.payload)
+            if block.fin:
+                payload = self.held.take_bytes()
+                self.held = None
+                if kind == "server":
+                    self._open(payload)
+                else:
+                    self._open(b'{"type":"redacted_thinking","data":"' + payload + b'"}')
+                self.kind = kind
+        elif kind == "text":
+            self._fragment(b'{"type":"text_delta","text":"', block.payload)
+        elif kind == "thinking":
+            self._fragment(b'{"type":"thinking_delta","thinking":"', block.payload)
+        elif kind == "tool_use":
+            self._fragment(b'{"type":"input_json_delta","partial_json":"', block.payload)
+        if block.fin and block.attrs and "signature" in block.attrs:
+            self.signature = block.attrs["signature"]
+
+    def _fragment(self, delta_head: bytes, payload: bytes) -> None:
+        index = self.index
+        self.frame.fragment(index, lambda: (sse_open("content_block_delta")
+                                            + b'{"type":"content_block_delta","index":' + str(index).encode()
+                                            + b',"delta":' + delta_head),
+                            b'"}}' + SSE_END, payload)
+
+    def _citations(self, block: Block) -> None:
+        if self.kind != "text" or not self.block_open:
+            self._lose_block(block, "citations without the text block they belong to")
+            self.lost = True
+            return
+        for citation in json.loads(block.payload or b"[]"):
+            self._delta(b'{"type":"citations_delta","citation":' + dumps(citation) + b"}")
+        self.lost = True  # nothing more to write for this block
+
+    # -- the end -------------------------------------------------------------------------------
+
+    def _message_delta(self) -> None:
+        finish = None
+        if self.finish_hold is not None:
+            for finish in self.finish_hold.drain():
+                pass
+            self.finish_hold = None
+        reason = finish_to(DIALECT, finish.reason, self.session) if finish else None
+        delta = {"stop_reason": reason, "stop_sequence": finish.stop_sequence if finish else None}
+        usage = usage_to_anthropic(self.usage or Usage(), self.session, require_input=False)
+        self.write(sse_event("message_delta", b'{"type":"message_delta","delta":' + dumps(delta)
+                             + b',"usage":' + dumps(usage) + b"}"))
+        self.delta_written = True
+
+    delta_written = False
+
+    def _end(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        if self.errored:
+            return
+        self._start()
+        self._close_block()
+        if self.finish_hold is not None or not self.delta_written:
+            self._message_delta()
+        self.write(sse_event("message_stop", b'{"type":"message_stop"}'))
+
+    def abort(self, error: Error) -> None:
+        if self.done or self.errored:
+            return
+        self.frame.close()
+        self.errored = True
+        self.write(sse_event("error", b'{"type":"error","error":' + dumps(
+            {"type": _error_type(error), "message": error.message}) + b"}"))
+
+
+def _error_type(error: Error) -> str:
+    return {"invalid_request_error": "invalid_request_error", "request_too_large": "request_too_large",
+            "overloaded_error": "overloaded_error", "rate_limit_error": "rate_limit_error",
+            "authentication_error": "authentication_error", "permission_error": "permission_error",
+            "not_found_error": "not_found_error"}.get(error.type, "api_error")
+
+
+class ResponseEncoder(_EncoderBase):
+    """Canonical events -> one ``message`` body."""
+
+    def __init__(self, write, session: Session) -> None:
+        super().__init__(write, session)
+        self.begun = False
+        self.count = 0
+        self.tail = b""  # what closes the open block (written when the next event shows no citations follow)
+        self.finish: Finish | None = None
+        self.done = False
+        self.lost = False
+        self.json_empty = False
+
+    def _begin(self) -> None:
+        if not self.begun:
+            self.begun = True
+            self.write(self._message_head() + b',"content":[')
+
+    def _seal(self) -> None:
+        if self.tail:
+            self.write(self.tail)
+            self.tail = b""
+
+    def on_event(self, event: Event) -> None:
+        t = type(event)
+        if t is Block:
+            self._block(event)
+        elif t is MessageStart:
+            if event.choice == 0:
+                self.id, self.model = event.id, event.model
+        elif t is Extension:
+            if event.dialect != DIALECT:
+                self.foreign_extension(event)
+        elif t is Usage:
+            self.usage = merge_usage(self.usage, event)
+        elif t is Finish:
+            if event.choice == 0:
+                self.finish = event
+        elif t is Error:
+            self.abort(event)
+        elif t is End:
+            self._end()
+
+    def _block(self, block: Block) -> None:
+        if block.init:
+            self.lost = False
+            kind = self._classify(block)
+            if kind is None:
+                self.lost = True
+                return
+            self._begin()
+            if kind == "citations":
+                if self.kind == "text" and self.tail:
+                    self.write(b',"citations":' + (block.payload or b"[]"))
+                else:
+                    self._lose_block(block, "citations without the text block they belong to")
+                self.lost = True
+                return
+            self._seal()
+            if self.count:
+                self.write(b",")
+            self.count += 1
+            self.kind = kind
+            attrs = block.attrs or {}
+            if kind == "text":
+                self.write(b'{"type":"text","text":"')
+            elif kind == "thinking":
+                self.write(b'{"type":"thinking","thinking":"')
+                self.signature = attrs.get("signature")
+            elif kind == "redacted_thinking":
+                self.write(b'{"type":"redacted_thinking","data":"')
+            elif kind == "tool_use":
+                self.write(self._tool_head(block) + b',"input":')
+                self.json_empty = True
+        if self.lost:
+            return
+        kind = self.kind
+        payload = block.payload
+        if kind == "tool_use":
+            if payload:
+                self.json_empty = False
+                self.write(decode_escaped(payload).encode("utf-8"))
+        else:
+            self.write(payload)
+        if block.fin:
+            if kind == "text":
+                self.write(b'"')
+                self.tail = b"}"
+            elif kind == "thinking":
+                sig = (block.attrs or {}).get("signature") or self.signature or ""
+                self.write(b'","signature":' + dumps(sig) + b"}")
+            elif kind == "redacted_thinking":
+                self.write(b'"}')
+            elif kind == "tool_use":
+                self.write((b"{}" if self.json_empty else b"") + b"}")
+
+    signature = None
+
+    def _end(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        self._begin()
+        self._seal()
+        f = self.finish
+        reason = finish_to(DIALECT, f.reason, self.session) if f else None
+        usage = usage_to_anthropic(self.usage or Usage(), self.session, require_input=True)
+        self.write(b'],"stop_reason":' + dumps(reason) + b',"stop_sequence":'
+                   + dumps(f.stop_sequence if f else None) + b',"usage":' + dumps(usage) + b"}")
+
+    def abort(self, error: Error) -> None:
+        if self.done:
+            return
+        self.done = True
+        if not self.begun:
+            self.write(dumps({"type": "error", "error": {"type": _error_type(error), "message": error.message}}))

@@ -1,0 +1,533 @@
+"""Ollama ``/api/chat`` responses: one JSON object (kind ``response``) or NDJSON
+chunks (kind ``stream``), the last with ``"done": true``.
+
+Decoding
+--------
+* ``message.content`` -> assistant-text, ``message.thinking`` ->
+  assistant-reasoning; consecutive chunks continue the same block.
+* ``message.tool_calls`` come whole: each is a tool-call block (``name``; the
+  ``arguments`` object re-serialised and escaped as the payload). Ollama has
+  no tool-call ids; encoders that need one give ``call_<n>``
+  (``lifecycle.tool_id``), deterministic per response.
+* ``done_reason`` -> ``Finish`` (``stop`` with tool calls -> ``tool_use``),
+  ``prompt_eval_count`` / ``eval_count`` -> ``Usage`` (input / output),
+  the ``*_duration`` fields -> ollama extensions (other dialects: a loss),
+  ``created_at`` -> a lossless extension. ``{"error": ...}`` -> ``Error``.
+* A stream without its ``done: true`` line raises ``TruncatedInputError``.
+
+Encoding
+--------
+* Stream: one line per source frame and block (``done: false``); a tool call is
+  held until complete (``ollama:whole-tool-call``: ollama sends whole calls);
+  the final ``done: true`` line carries ``done_reason``, the counts and the
+  durations. An error becomes an ``{"error": "..."}`` line and ends the stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ... import json as tok
+from ...canonical import Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage, decode_escaped
+from ...decoding import Decoder
+from ...encoding import Encoder, MessageAssembler
+from ...errors import SchemaError, TruncatedInputError
+from ...framing import FrameEnd, ndjson_line
+from ...jsonwriter import JsonWriter, dumps
+from ...lifecycle import (
+    BlockStream, Deferred, Gate, OpenFrame, finish_from, finish_to, merge_usage, skip_value, usage_from_ollama,
+    usage_to_ollama,
+)
+from ...session import Session
+
+DIALECT = "ollama"
+_DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
+_COUNTS = ("prompt_eval_count", "eval_count")
+
+
+def _escape_raw(data: bytes) -> bytes:
+    return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+
+
+class _Decoder(Decoder):
+    dialect = DIALECT
+    framing = "ndjson"
+
+    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
+        super().__init__(emit, session)
+        self.gate = Gate(emit, session, "ollama:content-before-model")
+        self.model: str | None = None
+        self.started = False
+        self.block: BlockStream | None = None
+        self.tools = 0
+        self.ended = False
+        self.errored = False
+        self._reset()
+
+    def _reset(self) -> None:
+        self.done = False
+        self.reason: Any = None
+        self.counts: dict = {}
+
+    def out(self, event: Event) -> None:
+        self.gate(event)
+
+    def start_message(self) -> None:
+        if not self.started:
+            self.started = True
+            self.emit(MessageStart(None, self.model))
+            self.gate.release()
+
+    # -- one document ---------------------------------------------------------------------
+
+    def _document(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object", offset)
+        if self.ended:
+            raise self.error("chunk after the done chunk", offset)
+        self._reset()
+        self.replace(self._key)
+
+    def _key(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.OBJECT_END:
+            self.pop()
+            self._document_end()
+            return
+        key = value
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            self.pop()
+            if key == "model":
+                self.read_value(kind, value, offset, self._model)
+            elif key == "message":
+                if kind != tok.OBJECT_START:
+                    raise self.wrong_type(kind, "an object for message", offset)
+                self.push(self._message_key)
+            elif key == "done":
+                self.read_value(kind, value, offset, lambda v: setattr(self, "done", bool(v)))
+            elif key == "done_reason":
+                self.read_value(kind, value, offset, lambda v: setattr(self, "reason", v))
+            elif key in _COUNTS:
+                self.read_value(kind, value, offset, lambda v: self.counts.__setitem__(key, v))
+            elif key == "error":
+                self.read_value(kind, value, offset, self._error)
+            elif key in _DURATIONS or key == "created_at":
+                self.read_raw(kind, value, offset, lambda raw: self._extension(key, raw))
+            else:
+                self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
+                    "$." + key, "response member has no canonical field"))
+        self.push(handler)
+
+    def _model(self, value: Any) -> None:
+        self.model = value
+        self.start_message()
+
+    def _extension(self, key: str, raw: bytes) -> None:
+        if key == "created_at":
+            if getattr(self, "_created", None) is None:
+                self._created = raw
+                self.emit(Extension(DIALECT, "$.created_at", raw, lossless=True))
+            return
+        self.out(Extension(DIALECT, "$." + key, raw))
+
+    def _error(self, value: Any) -> None:
+        self.gate.release()
+        self._close()  # every block gets its last fragment; the error follows it
+        message = value.get("message") if isinstance(value, dict) else value
+        self.emit(Error("api_error", str(message)))
+        self.errored = True
+
+    def _message_key(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.OBJECT_END:
+            self.pop()
+            return
+        key = value
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            self.pop()
+            if key == "content":
+                self._string(kind, value, offset, Section.ASSISTANT_TEXT, key)
+            elif key == "thinking":
+                self._string(kind, value, offset, Section.ASSISTANT_REASONING, key)
+            elif key == "tool_calls":
+                if kind == tok.NULL:
+                    return
+                if kind != tok.ARRAY_START:
+                    raise self.wrong_type(kind, "an array for tool_calls", offset)
+                self.push(self._tool_element)
+            elif key == "role":
+                skip_value(self, kind, value, offset)
+            else:
+                self.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and self.session.lose(
+                    "$.message." + key, "message member has no canonical field"))
+        self.push(handler)
+
+    def _string(self, kind: int, value: Any, offset: int, section: Section, what: str) -> None:
+        if kind == tok.NULL:
+            return
+
+        def sink(data: bytes, init: bool, fin: bool) -> None:
+            if data:
+                self._open(section).fragment(data)
+        self.read_string(kind, value, offset, sink, what)
+
+    def _open(self, section: Section, attrs: dict | None = None) -> BlockStream:
+        if self.block is not None and self.block.section is section and section is not Section.TOOL_CALL:
+            return self.block
+        self._close()
+        self.block = BlockStream(self.out, section, 0, attrs)
+        return self.block
+
+    def _close(self) -> None:
+        if self.block is not None:
+            self.block.close()
+            self.block = None
+
+    def _tool_element(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.pop()
+            return
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object for a tool call", offset)
+        self._close()
+        self.tools += 1
+        call = {"attrs": {}, "block": None, "args": False}
+        self.push(self._tool_key(call))
+
+    def _tool_key(self, call: dict):
+        def handler(kind: int, value: Any, offset: int) -> None:
+            if kind == tok.OBJECT_END:
+                self.pop()
+                self._tool_end(call)
+                return
+            key = value
+
+            def member(kind: int, value: Any, offset: int) -> None:
+                self.pop()
+                if key == "function":
+                    if kind != tok.OBJECT_START:
+                        raise self.wrong_type(kind, "an object for function", offset)
+                    self.push(self._function_key(call))
+                elif key == "id":
+                    self.read_value(kind, value, offset, lambda v: call["attrs"].__setitem__("id", v))
+                else:
+                    skip_value(self, kind, value, offset)
+            self.push(member)
+        return handler
+
+    def _function_key(self, call: dict):
+        def handler(kind: int, value: Any, offset: int) -> None:
+            if kind == tok.OBJECT_END:
+                self.pop()
+                return
+            key = value
+
+            def member(kind: int, value: Any, offset: int) -> None:
+                self.pop()
+                if key == "name":
+                    self.read_value(kind, value, offset, lambda v: call["attrs"].__setitem__("name", v))
+                elif key == "arguments":
+                    # the name must ride on the first fragment: hold the arguments until it came
+                    block = call["block"] = Deferred(self.session, "ollama:arguments-before-name",
+                                                     lambda: self._tool_open(call),
+                                                     lambda: "name" in call["attrs"])
+                    call["args"] = True
+                    if kind == tok.STRING or kind == tok.STRING_OPEN:  # arguments given as JSON text
+                        self.read_string(kind, value, offset, lambda d, i, f: block.fragment(d), key)
+                    else:
+                        self.stream_raw(kind, value, offset, lambda d, i, f: block.fragment(_escape_raw(d)))
+                else:
+                    self.read_raw(kind, value, offset, lambda raw: self.session.lose(
+                        "$.message.tool_calls.function." + key, "tool call member has no canonical field"))
+            self.push(member)
+        return handler
+
+    def _tool_open(self, call: dict) -> BlockStream:
+        if call.get("open") is None:
+            call["open"] = self._open(Section.TOOL_CALL, call["attrs"])
+        return call["open"]
+
+    def _tool_end(self, call: dict) -> None:
+        block = call["block"].release() if call["block"] is not None else self._tool_open(call)
+        if not call["args"]:
+            block.fragment(b"{}")
+        self._close()
+
+    def _document_end(self) -> None:
+        if self.errored:
+            return
+        if not self.done:
+            return
+        self.start_message()
+        self._close()
+        reason = finish_from(DIALECT, self.reason)
+        if reason == "end_turn" and self.tools:
+            reason = "tool_use"
+        self.out(Finish(reason))
+        if self.counts:
+            self.out(usage_from_ollama(self.counts))
+        self.ended = True
+        self.emit(End())
+
+    def finish(self) -> None:
+        if self.ended:
+            return
+        if self.errored:
+            self.ended = True
+            self.emit(End())
+            return
+        raise TruncatedInputError("ollama response ended before its done chunk", dialect=DIALECT)
+
+
+class StreamDecoder(_Decoder):
+    def begin_frame(self) -> None:
+        self._stack = [self._document]
+
+    def end_frame(self, event: str | None) -> None:
+        if not self.started and self.model is None and not self.errored:
+            self.start_message()
+
+    def frame_text(self, event: str | None, data: bytes) -> None:
+        raise SchemaError(f"NDJSON line is not a JSON object: {data[:40]!r}", dialect=DIALECT)
+
+
+class ResponseDecoder(_Decoder):
+    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
+        super().__init__(emit, session)
+        self.push(self._document)
+
+
+# ---------------------------------------------------------------------------
+# Encoding
+# ---------------------------------------------------------------------------
+
+
+class _EncoderBase(Encoder):
+    dialect = DIALECT
+
+    def __init__(self, write, session: Session) -> None:
+        super().__init__(write, session)
+        self.model: str | None = None
+        self.created: bytes | None = None
+        self.durations: dict[str, bytes] = {}
+        self.usage: Usage | None = None
+        self.finish: Finish | None = None
+        self.done = False
+
+    def _common(self, event: Event) -> bool:
+        t = type(event)
+        if t is MessageStart:
+            if event.choice == 0:
+                self.model = event.model
+        elif t is Extension:
+            if event.dialect == DIALECT and event.path == "$.created_at":
+                self.created = event.raw
+            elif event.dialect == DIALECT and event.path[2:] in _DURATIONS:
+                self.durations[event.path[2:]] = event.raw
+            else:
+                self.foreign_extension(event)
+        elif t is Usage:
+            self.usage = merge_usage(self.usage, event)
+        elif t is Finish:
+            if event.choice == 0:
+                self.finish = event
+        else:
+            return False
+        return True
+
+    def _head(self) -> bytes:
+        out = b'{"model":' + dumps(self.model or "")
+        if self.created is not None:
+            out += b',"created_at":' + self.created
+        return out
+
+    def _tail(self) -> bytes:
+        """``"done":true`` and what comes with it."""
+        reason = finish_to(DIALECT, self.finish.reason, self.session) if self.finish else None
+        out = b',"done":true'
+        if reason is not None:
+            out += b',"done_reason":' + dumps(reason)
+        counts = usage_to_ollama(self.usage, self.session) if self.usage else {}
+        for key in ("total_duration", "load_duration"):
+            if key in self.durations:
+                out += b"," + dumps(key) + b":" + self.durations[key]
+        if "prompt_eval_count" in counts:
+            out += b',"prompt_eval_count":' + dumps(counts["prompt_eval_count"])
+        if "prompt_eval_duration" in self.durations:
+            out += b',"prompt_eval_duration":' + self.durations["prompt_eval_duration"]
+        if "eval_count" in counts:
+            out += b',"eval_count":' + dumps(counts["eval_count"])
+        if "eval_duration" in self.durations:
+            out += b',"eval_duration":' + self.durations["eval_duration"]
+        return out + b"}"
+
+    def _classify(self, block: Block) -> str | None:
+        s = block.section
+        where = f"$.choices[{block.message}]" if block.message else "$.message"
+        if block.message > 0:
+            self.session.lose(where, f"{s.value} block: ollama has no choices (n > 1)")
+            return None
+        if s is Section.ASSISTANT_TEXT:
+            return "content"
+        if s is Section.ASSISTANT_REFUSAL:
+            self.session.lose(where, "ollama has no refusal field; written as content")
+            return "content"
+        if s is Section.ASSISTANT_REASONING:
+            attrs = block.attrs or {}
+            if attrs.get("redacted"):
+                self.session.lose(where, "redacted reasoning has no ollama form")
+                return None
+            if attrs.get("signature"):
+                self.session.lose(where, "thinking signature has no ollama field")
+            return "thinking"
+        if s is Section.TOOL_CALL:
+            if (block.attrs or {}).get("id"):
+                self.session.lose(where, "ollama tool calls have no id")
+            return "tool_calls"
+        self.session.lose(where, f"{s.value} block: ollama has no equivalent")
+        return None
+
+    @staticmethod
+    def _tool_json(attrs: dict, arguments: bytes) -> bytes:
+        return (b'{"function":{"name":' + dumps(attrs.get("name", "")) + b',"arguments":'
+                + (arguments or b"{}") + b"}}")
+
+
+class StreamEncoder(_EncoderBase):
+    def __init__(self, write, session: Session) -> None:
+        super().__init__(write, session)
+        self.frame = OpenFrame(write)
+        self.kind: str | None = None
+        self.seq = 0
+        self.tool = None  # (attrs, Hold of the unescaped arguments)
+        self.errored = False
+
+    def on_event(self, event: Event) -> None:
+        if type(event) is FrameEnd:
+            self.frame.close()
+        elif type(event) is Block:
+            if not self.done:
+                self._block(event)
+        elif type(event) is Error:
+            self.abort(event)
+        elif type(event) is End:
+            self._end()
+        elif type(event) is Finish:
+            self.frame.close()
+            self._common(event)
+        else:
+            self._common(event)
+
+    def _block(self, block: Block) -> None:
+        if block.init:
+            self.frame.close()
+            self.seq += 1
+            self.kind = self._classify(block)
+            if self.kind == "tool_calls":
+                self.tool = (block.attrs or {}, self.session.reorder.hold("ollama:whole-tool-call"))
+        kind = self.kind
+        if kind is None:
+            return
+        if kind == "tool_calls":
+            attrs, hold = self.tool
+            if block.payload:
+                hold.write(decode_escaped(block.payload).encode("utf-8"))
+            if block.fin:
+                self.tool = None
+                self.write(self._head() + b',"message":{"role":"assistant","content":"","tool_calls":['
+                           + self._tool_json(attrs, hold.take_bytes()) + b']},"done":false}\n')
+            return
+        seq = self.seq
+        if kind == "content":
+            head = b',"message":{"role":"assistant","content":"'
+        else:
+            head = b',"message":{"role":"assistant","content":"","thinking":"'
+        self.frame.fragment(seq, lambda: self._head() + head, b'"},"done":false}\n', block.payload)
+
+    def _end(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        if self.errored:
+            return
+        self.frame.close()
+        self.write(self._head() + b',"message":{"role":"assistant","content":""}' + self._tail() + b"\n")
+
+    def abort(self, error: Error) -> None:
+        if self.done or self.errored:
+            return
+        self.frame.close()
+        self.errored = True
+        self.write(ndjson_line(dumps({"error": error.message})))
+
+
+class ResponseEncoder(_EncoderBase):
+    def __init__(self, write, session: Session) -> None:
+        super().__init__(write, session)
+        self.msg: MessageAssembler | None = None
+        self.placed = None
+        self.lost = False
+
+    def on_event(self, event: Event) -> None:
+        if type(event) is Block:
+            self._block(event)
+        elif type(event) is Error:
+            self.abort(event)
+        elif type(event) is End:
+            self._end()
+        elif type(event) is not FrameEnd:
+            self._common(event)
+
+    def _message(self) -> MessageAssembler:
+        if self.msg is None:
+            self.write(self._head() + b',"message":')
+            self.msg = MessageAssembler(JsonWriter(self.write), self.session, "ollama:member-order")
+            self.msg.scalar("role", b'"assistant"')
+        return self.msg
+
+    def _block(self, block: Block) -> None:
+        if block.init:
+            kind = self._classify(block)
+            self.lost = kind is None
+            if self.lost:
+                return
+            msg = self._message()
+            if kind == "tool_calls":
+                w = msg.member("tool_calls", b"[")
+                w._separate()
+                attrs = block.attrs or {}
+                w.write(b'{"function":{"name":' + dumps(attrs.get("name", "")) + b',"arguments":')
+                state = {"empty": True}
+
+                def write(data: bytes) -> None:
+                    if data:
+                        state["empty"] = False
+                        w.write(decode_escaped(data).encode("utf-8"))
+                self.placed = (write, lambda: w.write((b"{}" if state["empty"] else b"") + b"}}"))
+            else:
+                w = msg.member(kind, b'"')
+                self.placed = (w.write, lambda: None)
+        if self.lost:
+            return
+        write, close = self.placed
+        write(block.payload)
+        if block.fin:
+            close()
+            self.placed = None
+
+    def _end(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        msg = self._message()
+        if not msg.has("content"):
+            msg.scalar("content", b'""')
+        msg.close()
+        self.write(self._tail())
+
+    def abort(self, error: Error) -> None:
+        if self.done:
+            return
+        self.done = True
+        if self.msg is None:
+            self.write(dumps({"error": error.message}))

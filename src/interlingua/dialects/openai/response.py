@@ -1,0 +1,856 @@
+"""OpenAI Chat Completions responses: ``chat.completion`` (kind ``response``) and
+``chat.completion.chunk`` SSE streams (kind ``stream``).
+
+Decoding
+--------
+* Blocks carry the choice index as their ``message`` (n > 1 keeps them apart).
+* ``delta.content`` / ``message.content`` -> assistant-text, ``refusal`` ->
+  assistant-refusal, ``reasoning_content`` or ``reasoning`` -> assistant-reasoning
+  (both are read whatever ``openai_reasoning_field`` says), ``tool_calls`` ->
+  tool-call blocks (``id``, ``name``; payload = the escaped arguments text).
+* Streamed tool calls are keyed by ``index`` and may interleave: the call that
+  opened first streams; fragments of another index are held (reorder buffer,
+  ``openai:interleaved-tool-calls``) until the choice's tool calls end (its
+  finish, or content after them), then follow in index order.
+* ``finish_reason`` -> ``Finish`` (see ``interlingua.lifecycle``), ``usage``
+  -> ``Usage`` (the usage chunk after the finish chunk included), ``data: [DONE]``
+  -> ``End``; an ``error`` chunk -> ``Error``. A stream that ends without a
+  finish (or error) raises ``TruncatedInputError``; one that ends after its
+  finish but without ``[DONE]`` ends normally.
+* ``created``, ``system_fingerprint``, ``service_tier`` are extensions (openai
+  writes them back; other dialects record a loss).
+
+Encoding
+--------
+* Stream: a role chunk first (``delta: {role, content: ""}``), one chunk per
+  source frame and block, the finish chunk, the usage chunk (``choices: []``)
+  when the source gave usage, ``data: [DONE]`` always -- after an error
+  chunk too. Reasoning goes into ``Options.openai_reasoning_field`` and
+  nowhere else (no field configured: a recorded loss).
+* Response: one ``chat.completion`` body, choices by block ``message``.
+* A source without an id gets ``chatcmpl-interlingua``; without ``created``, 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ... import json as tok
+from ...canonical import Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage
+from ...decoding import Decoder
+from ...encoding import Encoder, MessageAssembler
+from ...errors import SchemaError, TruncatedInputError
+from ...framing import SSE_END, FrameEnd, sse_event
+from ...jsonwriter import JsonWriter, dumps
+from ...lifecycle import (
+    BlockStream, Gate, KeyFirst, OpenFrame, finish_from, finish_to, merge_usage, skip_value, tool_id,
+    usage_from_openai, usage_to_openai,
+)
+from ...session import Session
+
+DIALECT = "openai"
+_REASONING_KEYS = ("reasoning_content", "reasoning")
+_KEPT = ("created", "system_fingerprint", "service_tier")
+
+
+# ---------------------------------------------------------------------------
+# Decoding
+# ---------------------------------------------------------------------------
+
+
+class _Choice:
+    """What one choice has open across chunks."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.block: BlockStream | None = None
+        self.held: dict[int, tuple[dict, Any]] = {}  # tool index -> (attrs, Hold of fragments)
+        self.closed_tools: set[int] = set()
+        self.finished = False
+
+
+class _Base(Decoder):
+    dialect = DIALECT
+    framing = "sse"
+
+    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
+        super().__init__(emit, session)
+        self.gate = Gate(emit, session, "openai:content-before-id")
+        self.id: str | None = None
+        self.model: str | None = None
+        self.started = False
+        self.kept: dict[str, bytes] = {}
+        self.choices: dict[int, _Choice] = {}
+
+    def out(self, event: Event) -> None:
+        self.gate(event)
+
+    def start_message(self) -> None:
+        if self.started:
+            return
+        self.started = True
+        for key, raw in self.kept.items():
+            self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
+        self.emit(MessageStart(self.id, self.model))
+        self.gate.release()
+
+    def _maybe_start(self) -> None:
+        if self.id is not None and self.model is not None:
+            self.start_message()
+
+    def top_key(self, key: str, kind: int, value: Any, offset: int) -> bool:
+        """Members shared by both kinds; False if ``key`` is not one of them."""
+        if key == "id" or key == "model":
+            self.read_value(kind, value, offset, lambda v: (setattr(self, key, v), self._maybe_start()))
+        elif key in _KEPT:
+            self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
+        elif key == "object":
+            skip_value(self, kind, value, offset)
+        elif key == "error":
+            self.read_value(kind, value, offset, self._error)
+        else:
+            return False
+        return True
+
+    def _keep(self, key: str, raw: bytes) -> None:
+        if self.started:
+            if self.kept.get(key) not in (None, raw):
+                self.session.lose("$." + key, "value changed within the stream")
+            return
+        self.kept[key] = raw
+
+    def _error(self, value: Any) -> None:
+        if value is None:
+            return
+        self.start_message_for_error()
+        for c in self.choices.values():  # every block gets its last fragment; the error follows it
+            self.close_block(c)
+        err = value if isinstance(value, dict) else {"message": str(value)}
+        status = err.get("code") if isinstance(err.get("code"), int) else None
+        self.emit(Error(str(err.get("type") or "api_error"), str(err.get("message") or ""), status))
+        self.errored = True
+
+    errored = False
+
+    def start_message_for_error(self) -> None:
+        self.gate.release()  # an error needs no id
+
+    def choice(self, index: int) -> _Choice:
+        c = self.choices.get(index)
+        if c is None:
+            c = self.choices[index] = _Choice(index)
+        return c
+
+    # -- blocks of a choice --------------------------------------------------------
+
+    def open_block(self, c: _Choice, section: Section, attrs: dict | None = None, key: Any = None) -> BlockStream:
+        if c.block is not None and c.block.section is section and c.block.key == key:
+            return c.block
+        self.close_block(c)
+        c.block = BlockStream(self.out, section, c.index, attrs, key)
+        return c.block
+
+    def close_block(self, c: _Choice) -> None:
+        """Close the open block; held tool calls follow when the tool calls end."""
+        if c.block is not None:
+            was_tool = c.block.section is Section.TOOL_CALL
+            if was_tool:
+                c.closed_tools.add(c.block.key)
+            c.block.close()
+            c.block = None
+            if was_tool:
+                self._flush_held_tools(c)
+
+    def _flush_held_tools(self, c: _Choice) -> None:
+        for index in sorted(c.held):
+            attrs, hold = c.held.pop(index)
+            block = BlockStream(self.out, Section.TOOL_CALL, c.index, attrs, index)
+            for data in hold.drain():
+                block.fragment(data)
+            block.close()
+            c.closed_tools.add(index)
+
+    def text_sink(self, c: _Choice, section: Section, attrs: dict | None = None):
+        def sink(data: bytes, init: bool, fin: bool) -> None:
+            if data:
+                self.open_block(c, section, attrs).fragment(data)
+        return sink
+
+    def string_member(self, c: _Choice, section: Section, what: str):
+        def reader(kind: int, value: Any, offset: int) -> None:
+            if kind == tok.NULL:
+                return
+            self.read_string(kind, value, offset, self.text_sink(c, section), what)
+        return reader
+
+    def finish_choice(self, c: _Choice, reason: Any) -> None:
+        if c.block is not None and c.block.section is Section.TOOL_CALL:
+            self.close_block(c)
+        self.close_block(c)
+        self._flush_held_tools(c)
+        c.finished = True
+        self.out(Finish(finish_from(DIALECT, reason), choice=c.index))
+
+
+class _ToolCallReader:
+    """One ``tool_calls`` element (a whole call, or a stream delta of one)."""
+
+    def __init__(self, d: _Base, c: _Choice, streaming: bool, position: int) -> None:
+        self.d = d
+        self.c = c
+        self.streaming = streaming
+        self.index: int | None = None if streaming else position
+        self.attrs: dict = {}
+        self.pending = None  # Hold of argument fragments while the call's place is unknown
+        self.sink = None
+        d.push(self.on_key)
+
+    def on_key(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.OBJECT_END:
+            d.pop()
+            self._end(offset)
+            return
+        d.push(self._once(value))
+
+    def _once(self, key: str):
+        def handler(kind: int, value: Any, offset: int) -> None:
+            d = self.d
+            d.pop()
+            if key == "index":
+                d.read_value(kind, value, offset, lambda v: setattr(self, "index", v))
+            elif key == "id":
+                d.read_value(kind, value, offset, lambda v: self._attr("id", v))
+            elif key == "type":
+                skip_value(d, kind, value, offset)
+            elif key == "function":
+                if kind == tok.NULL:
+                    return
+                if kind != tok.OBJECT_START:
+                    raise d.wrong_type(kind, "an object for function", offset)
+                d.push(self.on_function_key)
+            else:
+                d.read_raw(kind, value, offset, lambda raw: d.session.lose(
+                    f"$.choices[{self.c.index}].tool_calls.{key}", "tool call member has no canonical field"))
+        return handler
+
+    def _attr(self, key: str, value: Any) -> None:
+        if value is not None:
+            self.attrs[key] = value
+
+    def on_function_key(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.OBJECT_END:
+            d.pop()
+            return
+        key = value
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            d.pop()
+            if key == "name":
+                d.read_value(kind, value, offset, lambda v: self._attr("name", v))
+            elif key == "arguments":
+                if kind != tok.NULL:
+                    d.read_string(kind, value, offset, self._arguments, "arguments")
+            else:
+                d.read_raw(kind, value, offset, lambda raw: None)
+        d.push(handler)
+
+    def _arguments(self, data: bytes, init: bool, fin: bool) -> None:
+        if not data:
+            return
+        if self.sink is None and self.index is not None and ("id" in self.attrs or "name" in self.attrs
+                                                               or self.index in self.c.held
+                                                               or self._is_current()):
+            self.sink = self._route()
+        if self.sink is not None:
+            self.sink(data)
+            return
+        if self.pending is None:  # arguments before index/name (sorted keys): hold till the element ends
+            self.pending = self.d.session.reorder.hold("openai:arguments-before-index")
+        self.pending.append(data, len(data))
+
+    def _is_current(self) -> bool:
+        b = self.c.block
+        return b is not None and b.section is Section.TOOL_CALL and b.key == self.index
+
+    def _route(self):
+        """Where this call's fragments go: the open block, a held call, or a new block."""
+        d, c, index = self.d, self.c, self.index
+        if self._is_current():
+            return c.block.fragment
+        if index in c.closed_tools:
+            raise SchemaError(f"tool call index {index} continued after it ended", dialect=DIALECT)
+        if index in c.held:
+            hold = c.held[index][1]
+            return lambda data: hold.append(data, len(data))
+        if c.block is not None and c.block.section is Section.TOOL_CALL:
+            hold = d.session.reorder.hold("openai:interleaved-tool-calls")
+            c.held[index] = (dict(self.attrs), hold)
+            return lambda data: hold.append(data, len(data))
+        return d.open_block(c, Section.TOOL_CALL, dict(self.attrs), index).fragment
+
+    def _end(self, offset: int) -> None:
+        if self.index is None:
+            raise self.d.error("tool call delta without index", offset)
+        if self.sink is None:
+            self.sink = self._route()
+        if self.pending is not None:
+            for data in self.pending.drain():
+                self.sink(data)
+            self.pending = None
+        if not self.streaming:
+            self.d.close_block(self.c)
+        elif self._is_current():
+            self.c.block.announce()  # id and name go out with the frame that brought them
+
+
+class _ChoiceReader:
+    """One element of ``choices``; ``delta`` (stream) or ``message`` (response).
+
+    ``index`` decides where the content goes; a source that puts it after the
+    content (sorted keys) has the content's tokens held until it comes
+    (``KeyFirst``).
+    """
+
+    def __init__(self, d: _Base, streaming: bool) -> None:
+        self.d = d
+        self.streaming = streaming
+        self.c: _Choice | None = None
+        self.finish: Any = None
+        self.has_finish = False
+        KeyFirst(d, "index", self._start, "openai:content-before-index")
+
+    def _start(self, index: Any) -> None:
+        self.c = self.d.choice(index if isinstance(index, int) else 0)
+        if self.c.index > 0 and not self.d.started:
+            pass
+        self.d.push(self.on_key)
+
+    def on_key(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.OBJECT_END:
+            d.pop()
+            if self.has_finish and self.finish is not None:
+                d.finish_choice(self.c, self.finish)
+            return
+        key = value
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            d.pop()
+            if key in ("delta", "message"):
+                if kind != tok.OBJECT_START:
+                    raise d.wrong_type(kind, f"an object for {key}", offset)
+                d.push(_MessageReader(d, self.c, self.streaming).on_key)
+            elif key == "finish_reason":
+                d.read_value(kind, value, offset, self._finish)
+            elif key == "logprobs":
+                d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
+                    f"$.choices[{self.c.index}].logprobs", "logprobs have no canonical field"))
+            else:
+                d.read_raw(kind, value, offset, lambda raw: d.session.lose(
+                    f"$.choices[{self.c.index}].{key}", "choice member has no canonical field"))
+        d.push(handler)
+
+    def _finish(self, value: Any) -> None:
+        self.has_finish = True
+        self.finish = value
+
+
+class _MessageReader:
+    def __init__(self, d: _Base, c: _Choice, streaming: bool) -> None:
+        self.d = d
+        self.c = c
+        self.streaming = streaming
+        self.tool_position = 0
+
+    def on_key(self, kind: int, value: Any, offset: int) -> None:
+        d, c = self.d, self.c
+        if kind == tok.OBJECT_END:
+            d.pop()
+            return
+        key = value
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            d.pop()
+            if key == "content":
+                if c.block is not None and c.block.section is Section.TOOL_CALL and kind != tok.NULL \
+                        and value:
+                    d.close_block(c)  # text after tool calls: the calls are complete
+                d.string_member(c, Section.ASSISTANT_TEXT, key)(kind, value, offset)
+            elif key == "refusal":
+                d.string_member(c, Section.ASSISTANT_REFUSAL, key)(kind, value, offset)
+            elif key in _REASONING_KEYS:
+                d.string_member(c, Section.ASSISTANT_REASONING, key)(kind, value, offset)
+            elif key == "tool_calls":
+                if kind == tok.NULL:
+                    return
+                if kind != tok.ARRAY_START:
+                    raise d.wrong_type(kind, "an array for tool_calls", offset)
+                d.push(self._tool_element)
+            elif key == "role":
+                skip_value(d, kind, value, offset)
+            else:
+                d.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and d.session.lose(
+                    f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{key}",
+                    "message member has no canonical field"))
+        d.push(handler)
+
+    def _tool_element(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.d.pop()
+            return
+        if kind != tok.OBJECT_START:
+            raise self.d.wrong_type(kind, "an object for a tool call", offset)
+        _ToolCallReader(self.d, self.c, self.streaming, self.tool_position)
+        self.tool_position += 1
+
+
+class StreamDecoder(_Base):
+    """``chat.completion.chunk`` SSE stream -> canonical events (one chunk per frame)."""
+
+    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
+        super().__init__(emit, session)
+        self.usage: Usage | None = None
+        self.ended = False
+        self.frames = 0
+
+    def begin_frame(self) -> None:
+        self._stack = [self._document]
+
+    def _document(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object (a chunk)", offset)
+        if self.ended:
+            raise self.error("chunk after [DONE]", offset)
+        self.replace(self._chunk_key)
+
+    def _chunk_key(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.OBJECT_END:
+            self.pop()
+            return
+        key = value
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            self.pop()
+            if self.top_key(key, kind, value, offset):
+                return
+            if key == "choices":
+                if kind != tok.ARRAY_START:
+                    raise self.wrong_type(kind, "an array for choices", offset)
+                self.push(self._choice_element)
+            elif key == "usage":
+                self.read_value(kind, value, offset, self._usage)
+            else:
+                self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
+        self.push(handler)
+
+    def _choice_element(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.pop()
+            return
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object for a choice", offset)
+        _ChoiceReader(self, streaming=True)
+
+    def _usage(self, value: Any) -> None:
+        if isinstance(value, dict):
+            self.out(usage_from_openai(value, self.session))
+
+    def end_frame(self, event: str | None) -> None:
+        self.frames += 1
+        if not self.started and not self.errored:
+            self.start_message()  # the first chunk ended without id or model
+
+    def frame_text(self, event: str | None, data: bytes) -> None:
+        if data != b"[DONE]":
+            raise SchemaError(f"SSE data is neither a JSON object nor [DONE]: {data[:40]!r}", dialect=DIALECT)
+        self._end()
+
+    def _end(self) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        self.gate.release()
+        for c in self.choices.values():
+            if not c.finished:
+                if self.errored:
+                    break
+                raise TruncatedInputError(f"stream ended before choice {c.index} finished", dialect=DIALECT)
+        self.emit(End())
+
+    def finish(self) -> None:
+        if self.ended:
+            return
+        if not self.errored and (not self.choices or not all(c.finished for c in self.choices.values())):
+            raise TruncatedInputError("stream ended before its finish_reason", dialect=DIALECT)
+        self._end()  # a finish without [DONE] ends normally
+
+
+class ResponseDecoder(_Base):
+    """``chat.completion`` body -> canonical events."""
+
+    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
+        super().__init__(emit, session)
+        self.usage: Usage | None = None
+        self.push(self._document)
+
+    def _document(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object (the response body)", offset)
+        self.replace(self._key)
+
+    def _key(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.OBJECT_END:
+            self.pop()
+            if not self.errored:
+                self.start_message()
+            self.gate.release()
+            if self.usage is not None:
+                self.emit(self.usage)
+            self.emit(End())
+            return
+        key = value
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            self.pop()
+            if self.top_key(key, kind, value, offset):
+                return
+            if key == "choices":
+                if kind != tok.ARRAY_START:
+                    raise self.wrong_type(kind, "an array for choices", offset)
+                self.push(self._choice_element)
+            elif key == "usage":
+                self.read_value(kind, value, offset, self._usage)
+            else:
+                self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
+        self.push(handler)
+
+    def _choice_element(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.pop()
+            return
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object for a choice", offset)
+        _ChoiceReader(self, streaming=False)
+
+    def _usage(self, value: Any) -> None:
+        if isinstance(value, dict):
+            self.usage = usage_from_openai(value, self.session)
+
+
+# ---------------------------------------------------------------------------
+# Encoding
+# ---------------------------------------------------------------------------
+
+
+class _EncoderBase(Encoder):
+    dialect = DIALECT
+
+    def __init__(self, write, session: Session) -> None:
+        super().__init__(write, session)
+        self.reasoning_key = session.options.openai_reasoning_field
+        self.id: str | None = None
+        self.model: str | None = None
+        self.kept: dict[str, bytes] = {}
+        self.usage: Usage | None = None
+        self.tool_count = 0
+        self.lost_blocks: set = set()
+
+    def _extension(self, ext: Extension) -> None:
+        if ext.dialect == DIALECT and ext.path[2:] in _KEPT:
+            self.kept[ext.path[2:]] = ext.raw
+        else:
+            self.foreign_extension(ext)
+
+    def _lose_block(self, block: Block, why: str) -> None:
+        self.session.lose(f"$.content[{block.message}]", f"{block.section.value} block: {why}")
+
+    def _head_members(self) -> bytes:
+        created = self.kept.get("created", b"0")
+        out = (b'"id":' + dumps(self.id or "chatcmpl-interlingua") + b',"object":' + dumps(self.object)
+               + b',"created":' + created + b',"model":' + dumps(self.model or ""))
+        for key in ("service_tier", "system_fingerprint"):
+            if key in self.kept:
+                out += b"," + dumps(key) + b":" + self.kept[key]
+        return out
+
+    def _tool_attrs(self, block: Block) -> tuple[str, str]:
+        attrs = block.attrs or {}
+        call_id = attrs.get("id")
+        if call_id is None:
+            call_id = tool_id(self.tool_count)
+        self.tool_count += 1
+        return call_id, attrs.get("name", "")
+
+    def _section_key(self, block: Block) -> str | None:
+        """The delta/message member for a block's section, or None (lost)."""
+        s = block.section
+        attrs = block.attrs or {}
+        if s is Section.ASSISTANT_TEXT:
+            return "content"
+        if s is Section.ASSISTANT_REFUSAL:
+            return "refusal"
+        if s is Section.ASSISTANT_REASONING:
+            if self.reasoning_key is None:
+                self._lose_block(block, "Chat Completions has no reasoning field (option openai_reasoning_field)")
+                return None
+            if attrs.get("redacted"):
+                self._lose_block(block, "redacted reasoning cannot be carried")
+                return None
+            if attrs.get("signature"):
+                self._lose_block(block, "thinking signature has no openai field")
+            return self.reasoning_key
+        if s is Section.TOOL_CALL:
+            return "tool_calls"
+        self._lose_block(block, "openai Chat Completions has no equivalent")
+        return None
+
+
+class StreamEncoder(_EncoderBase):
+    """Canonical events -> ``chat.completion.chunk`` SSE."""
+
+    object = "chat.completion.chunk"
+
+    def __init__(self, write, session: Session) -> None:
+        super().__init__(write, session)
+        self.frame = OpenFrame(write)
+        self.started = False  # the role chunk is written
+        self.have_start = False
+        self.done = False
+        self.block: tuple | None = None  # (seq, key or None if lost, tool index)
+        self.seq = 0
+        self.roles: set[int] = set()
+        self._late_signature = False
+
+    def _chunk(self, choice_json: bytes, extra: bytes = b"") -> bytes:
+        return b"data: {" + self._head_members() + b',"choices":[' + choice_json + b"]" + extra + b"}" + SSE_END
+
+    def _ensure_role(self, choice: int) -> None:
+        if choice not in self.roles:
+            self.roles.add(choice)
+            self.frame.close()
+            self.write(self._chunk(b'{"index":' + str(choice).encode()
+                                   + b',"delta":{"role":"assistant","content":""},"finish_reason":null}'))
+
+    def on_event(self, event: Event) -> None:
+        t = type(event)
+        if t is Block:
+            self._block(event)
+        elif t is FrameEnd:
+            self.frame.close()
+        elif t is MessageStart:
+            if event.choice == 0:
+                self.id, self.model = event.id, event.model
+                self.have_start = True
+        elif t is Extension:
+            self._extension(event)
+        elif t is Finish:
+            self.frame.close()
+            self._ensure_role(event.choice)
+            reason = finish_to(DIALECT, event.reason, self.session)
+            self.write(self._chunk(b'{"index":' + str(event.choice).encode()
+                                   + b',"delta":{},"finish_reason":' + dumps(reason) + b"}"))
+        elif t is Usage:
+            self.usage = merge_usage(self.usage, event)
+        elif t is Error:
+            self._error(event)
+        elif t is End:
+            self._end()
+
+    def _block(self, block: Block) -> None:
+        if block.init:
+            self.frame.close()
+            self.seq += 1
+            key = None
+            if block.message > 0 and block.message not in self.roles and False:
+                pass
+            key = self._section_key(block)
+            if key is None:
+                self.block = (self.seq, None, None)
+                return
+            self._ensure_role(block.message)
+            if key == "tool_calls":
+                call_id, name = self._tool_attrs(block)
+                index = self._tool_index(block.message)
+                self.block = (self.seq, key, index, block.message)
+                head = self._delta_head(block.message) + (
+                    b'"tool_calls":[{"index":' + str(index).encode() + b',"id":' + dumps(call_id)
+                    + b',"type":"function","function":{"name":' + dumps(name) + b',"arguments":"')
+                self.frame.close()
+                self.write(head)
+                self.frame.key = (self.seq, 0)
+                self.frame._tail = self._tool_tail()
+                self.write(block.payload)
+                return
+            self.block = (self.seq, key, None, block.message)
+        if self.block is None or self.block[1] is None:
+            return
+        seq, key, index, choice = self.block
+        if key == "tool_calls":
+            self.frame.fragment((seq, 1 if self.frame.key != (seq, 0) else 0), lambda: self._delta_head(choice) + (
+                b'"tool_calls":[{"index":' + str(index).encode() + b',"function":{"arguments":"'),
+                self._tool_tail(), block.payload)
+        else:
+            self.frame.fragment((seq, 1), lambda: self._delta_head(choice) + dumps(key) + b':"',
+                                b'"},"finish_reason":null}]}' + SSE_END, block.payload)
+        if block.fin:
+            self.block = None
+
+    def _tool_index(self, choice: int) -> int:
+        counts = self.__dict__.setdefault("_tool_counts", {})
+        n = counts.get(choice, 0)
+        counts[choice] = n + 1
+        return n
+
+    def _delta_head(self, choice: int) -> bytes:
+        return (b"data: {" + self._head_members() + b',"choices":[{"index":' + str(choice).encode()
+                + b',"delta":{')
+
+    @staticmethod
+    def _tool_tail() -> bytes:
+        return b'"}}]},"finish_reason":null}]}' + SSE_END
+
+    def _error(self, error: Error) -> None:
+        self.frame.close()
+        body = {"message": error.message, "type": error.type}
+        if error.status is not None:
+            body["code"] = error.status
+        self.write(sse_event(None, dumps({"error": body})))
+        self.errored = True
+
+    errored = False
+
+    def _end(self) -> None:
+        if self.done:
+            return
+        self.frame.close()
+        if self.usage is not None and not self.errored:
+            self.write(self._chunk(b"", b',"usage":' + usage_to_openai(self.usage, self.session)))
+        self.write(sse_event(None, b"[DONE]"))
+        self.done = True
+
+    def abort(self, error: Error) -> None:
+        if self.done:
+            return
+        self._error(error)
+        self._end()
+
+
+class ResponseEncoder(_EncoderBase):
+    """Canonical events -> one ``chat.completion`` body."""
+
+    object = "chat.completion"
+
+    def __init__(self, write, session: Session) -> None:
+        super().__init__(write, session)
+        self.out = JsonWriter(write)
+        self.begun = False
+        self.choice: int | None = None
+        self.msg: MessageAssembler | None = None
+        self.finish: dict[int, str | None] = {}
+        self.block = None  # (write, close) of the block in progress
+        self.done = False
+
+    def _begin(self) -> None:
+        if not self.begun:
+            self.begun = True
+            self.write(b"{" + self._head_members() + b',"choices":[')
+
+    def _open_choice(self, index: int) -> MessageAssembler:
+        if self.choice != index:
+            self._close_choice()
+            self._begin()
+            if self.choice is not None:
+                self.write(b",")
+            self.write(b'{"index":' + str(index).encode() + b',"message":')
+            self.msg = MessageAssembler(JsonWriter(self.write), self.session, "openai:member-order")
+            self.msg.scalar("role", b'"assistant"')
+            self.choice = index
+        return self.msg
+
+    def _close_choice(self, reason: str | None = None) -> None:
+        if self.msg is not None:
+            if not self.msg.has("content"):
+                self.msg.scalar("content", b"null")
+            self.msg.close()
+            self.msg = None
+            reason = self.finish.pop(self.choice, reason)
+            self.write(b',"finish_reason":' + dumps(reason) + b"}")
+
+    def on_event(self, event: Event) -> None:
+        t = type(event)
+        if t is Block:
+            self._block(event)
+        elif t is MessageStart:
+            if event.choice == 0:
+                self.id, self.model = event.id, event.model
+        elif t is Extension:
+            self._extension(event)
+        elif t is Finish:
+            reason = finish_to(DIALECT, event.reason, self.session)
+            if self.choice == event.choice:
+                self._close_choice(reason)
+            elif self.begun or True:
+                self._open_choice(event.choice)
+                self._close_choice(reason)
+        elif t is Usage:
+            self.usage = merge_usage(self.usage, event)
+        elif t is Error:
+            self.abort(event)
+        elif t is End:
+            self._end()
+
+    def _block(self, block: Block) -> None:
+        if not block.init:
+            if self.block is not None:
+                self.block[0](block.payload)
+                if block.fin:
+                    self.block[1]()
+                    self.block = None
+            return
+        key = self._section_key(block)
+        if key is None:
+            self.block = None
+            return
+        msg = self._open_choice(block.message)
+        if key == "tool_calls":
+            call_id, name = self._tool_attrs(block)
+            w = msg.member("tool_calls", b"[")
+            w._separate()
+            w.write(b'{"id":' + dumps(call_id) + b',"type":"function","function":{"name":' + dumps(name)
+                    + b',"arguments":"')
+            placed = (w.write, lambda: w.write(b'"}}'))
+        else:
+            if msg.has(key):
+                self.session.lose(f"$.content[{block.message}]", f"a second {block.section.value} block "
+                                  "is joined to the first (one openai field)")
+            w = msg.member(key, b'"')
+            placed = (w.write, lambda: None)
+        placed[0](block.payload)
+        if block.fin:
+            placed[1]()
+        else:
+            self.block = placed
+
+    def _end(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        self._begin()
+        self._close_choice()
+        self.write(b"]")
+        if self.usage is not None:
+            self.write(b',"usage":' + usage_to_openai(self.usage, self.session))
+        self.write(b"}")
+
+    def abort(self, error: Error) -> None:
+        """Nothing written yet: an openai error body; otherwise the body cannot be mended."""
+        if self.done:
+            return
+        self.done = True
+        if not self.begun:
+            body = {"message": error.message, "type": error.type}
+            if error.status is not None:
+                body["code"] = error.status
+            self.write(dumps({"error": body}))

@@ -1,0 +1,288 @@
+"""Framing: SSE and NDJSON, push-style, for streamed responses.
+
+A streamed response is a sequence of *frames* -- an SSE event, an NDJSON
+line -- whose data is one JSON document each. The framing decoders split the
+byte stream into frames without holding them: the data of a frame is handed on
+(``sink.frame_data``) as it arrives, so a 100 KB ``data:`` line costs no more
+memory than the chunk that carries it. Only the short things are held whole:
+a field name, the value of an ``event:``/``id:``/``retry:`` line (bounded by
+``max_line``).
+
+The sink protocol (``pipeline`` implements it)::
+
+    sink.frame_data(data: bytes)       # data bytes of the current frame
+    sink.frame_end(event: str | None)  # the frame is complete (SSE: its event name)
+
+SSE rules followed (WHATWG "event stream interpretation"): lines end with CR,
+LF or CRLF (a CRLF cut between two chunks is one line end); a line starting
+with ``:`` is a comment; ``field:value`` with one optional space after the
+colon; several ``data:`` lines of one event are joined with ``\\n``; a blank
+line dispatches the event, an event without data is not dispatched; ``id:``
+and ``retry:`` are kept (``last_event_id``, ``retry``) and do not reach the
+decoders; unknown fields are ignored. At end of input an event that has data
+but no blank line yet is dispatched (the spec discards it; a proxy would
+rather fail loudly in the dialect decoder than lose a frame silently).
+
+The encoders (``sse_event`` / ``ndjson_line`` and the streaming
+``SSE_DATA`` prefix) write compact JSON, which never holds a raw line break,
+so one ``data:`` line per event is always enough.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+import msgspec
+
+from .errors import BudgetExceededError, JsonSyntaxError
+
+__all__ = ["FrameEnd", "SseDecoder", "NdjsonDecoder", "sse_event", "sse_open", "SSE_END",
+           "ndjson_line", "DEFAULT_MAX_LINE"]
+
+DEFAULT_MAX_LINE = 1 << 20
+_MAX_FIELD_NAME = 64
+_EOL = re.compile(rb"[\r\n]")
+_NON_WS = re.compile(rb"[^ \t\r\n]")
+
+
+class FrameEnd(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="frame-end"):
+    """Canonical marker: the source frame (SSE event, NDJSON line) ended.
+
+    Streaming encoders close the output frame they have open, so one source
+    frame makes one output frame whatever the input's chunking was -- the
+    output is byte-identical across chunk sizes. Non-streaming encoders
+    ignore it.
+    """
+
+
+class FrameSink(Protocol):
+    def frame_data(self, data: bytes) -> None: ...
+    def frame_end(self, event: str | None) -> None: ...
+
+
+# SSE line states
+_FIELD = 0  # reading a field name (start of a line)
+_DATA_SPACE = 1  # after "data:", an optional space may follow
+_DATA = 2  # inside a data line: bytes go straight to the sink
+_VALUE = 3  # inside the value of a field held whole (event, id, retry)
+_COMMENT = 4  # inside a comment line (or an unknown field): skipped
+
+
+class SseDecoder:
+    """Server-sent events -> frames. ``feed(bytes)``, then ``close()``."""
+
+    def __init__(self, sink: FrameSink, *, max_line: int = DEFAULT_MAX_LINE, dialect: str | None = None) -> None:
+        self.sink = sink
+        self.max_line = max_line
+        self.dialect = dialect
+        self.last_event_id: str | None = None
+        self.retry: int | None = None
+        self.offset = 0  # bytes consumed, for errors
+        self._state = _FIELD
+        self._name = b""  # field name being read (bounded)
+        self._value = b""  # value of a held field (bounded)
+        self._skip_lf = False  # the last line ended with CR: a following LF belongs to it
+        self._event: str | None = None
+        self._has_data = False  # the current event has had a data line
+        self._line_empty = True  # nothing but the line end so far on this line
+
+    def feed(self, data: bytes) -> None:
+        i, n = 0, len(data)
+        base = self.offset
+        while i < n:
+            if self._skip_lf:
+                self._skip_lf = False
+                if data[i] == 10:
+                    i += 1
+                    continue
+            state = self._state
+            m = _EOL.search(data, i)
+            j = m.start() if m else n
+            if state == _DATA:
+                if j > i:
+                    self.sink.frame_data(data[i:j])
+            elif state == _DATA_SPACE:
+                if j > i:
+                    start = i + 1 if data[i] == 32 else i
+                    self._state = _DATA
+                    if j > start:
+                        self.sink.frame_data(data[start:j])
+            elif state == _VALUE:
+                self._value += data[i:j]
+                if len(self._value) > self.max_line:
+                    raise BudgetExceededError(f"SSE field line longer than max_line ({self.max_line})",
+                                              dialect=self.dialect, offset=base + j)
+            elif state == _FIELD:
+                colon = data.find(b":", i, j)
+                end = colon if colon >= 0 else j
+                if end > i:
+                    self._line_empty = False
+                self._name += data[i:end]
+                if len(self._name) > _MAX_FIELD_NAME:
+                    raise JsonSyntaxError("SSE field name too long", dialect=self.dialect, offset=base + end)
+                if colon >= 0:
+                    self._line_empty = False
+                    self._field_started()
+                    i = colon + 1
+                    continue
+            # _COMMENT: skip
+            if j == n:
+                break
+            self._line_end()
+            if data[j] == 13:
+                self._skip_lf = True
+            i = j + 1
+        self.offset = base + n
+
+    def _field_started(self) -> None:
+        name = self._name
+        self._name = b""
+        if name == b"data":
+            if self._has_data:
+                self.sink.frame_data(b"\n")  # data lines of one event are joined with LF
+            self._has_data = True
+            self._state = _DATA_SPACE
+        elif name in (b"event", b"id", b"retry"):
+            self._state = _VALUE
+            self._value = name + b":"
+        else:  # a comment (empty name) or an unknown field: ignored
+            self._state = _COMMENT
+
+    def _line_end(self) -> None:
+        state = self._state
+        if state == _FIELD:
+            if self._line_empty:
+                self._dispatch()
+            elif self._name:  # a field name without colon: the whole line is the name, value ""
+                self._field_started()
+                if self._state == _DATA_SPACE:
+                    pass  # an empty data line: contributes "" (the join LF was written)
+                elif self._state == _VALUE:
+                    self._held_field()
+        elif state == _VALUE:
+            self._held_field()
+        self._state = _FIELD
+        self._name = b""
+        self._line_empty = True
+
+    def _held_field(self) -> None:
+        name, _, value = self._value.partition(b":")
+        self._value = b""
+        if value.startswith(b" "):
+            value = value[1:]
+        text = value.decode("utf-8", "replace")
+        if name == b"event":
+            self._event = text
+        elif name == b"id":
+            if "\x00" not in text:
+                self.last_event_id = text
+        elif text.isdigit():
+            self.retry = int(text)
+
+    def _dispatch(self) -> None:
+        if self._has_data:
+            event, self._event = self._event, None
+            self._has_data = False
+            self.sink.frame_end(event)
+        else:
+            self._event = None
+
+    def close(self) -> None:
+        """End of input: a pending line ends; an event with data is dispatched."""
+        if not self._line_empty or self._state != _FIELD:
+            self._line_end()
+        self._dispatch()
+
+
+class NdjsonDecoder:
+    """Newline-delimited JSON -> frames: one non-blank line, one frame.
+
+    Whitespace before a line's first byte is skipped, so blank lines (and CRLF
+    line ends) make no frames; a last line without its newline is a frame.
+    """
+
+    def __init__(self, sink: FrameSink, *, dialect: str | None = None) -> None:
+        self.sink = sink
+        self.dialect = dialect
+        self.offset = 0
+        self._in_line = False  # a non-blank line has started
+
+    def feed(self, data: bytes) -> None:
+        i, n = 0, len(data)
+        while i < n:
+            if not self._in_line:
+                m = _NON_WS.search(data, i)
+                if m is None:
+                    break
+                i = m.start()
+                self._in_line = True
+            j = data.find(b"\n", i)
+            if j < 0:
+                self.sink.frame_data(data[i:])
+                break
+            if j > i:
+                self.sink.frame_data(data[i:j])
+            self._in_line = False
+            self.sink.frame_end(None)
+            i = j + 1
+        self.offset += n
+
+    def close(self) -> None:
+        if self._in_line:
+            self._in_line = False
+            self.sink.frame_end(None)
+
+
+# -- encoders ---------------------------------------------------------------------
+
+SSE_END = b"\n\n"
+
+
+def sse_open(event: str | None) -> bytes:
+    """The head of an SSE event up to the start of its data (data and ``SSE_END`` follow)."""
+    if event is None:
+        return b"data: "
+    return b"event: " + event.encode() + b"\ndata: "
+
+
+def sse_event(event: str | None, data: bytes) -> bytes:
+    """One whole SSE event; ``data`` is compact JSON (no line breaks)."""
+    return sse_open(event) + data + SSE_END
+
+
+def ndjson_line(data: bytes) -> bytes:
+    return data + b"\n"
+
+
+def split_stream_events(data: bytes) -> list:
+    """A whole stream -> its frames as ``(event name, JSON value or data text)``, for comparisons (tests).
+
+    NDJSON (the stream starts with ``{``) gives ``(None, value)`` per line.
+    Not for the data path: it holds the whole stream.
+    """
+    import json
+
+    frames: list = []
+
+    class _Collect:
+        def __init__(self) -> None:
+            self.parts: list[bytes] = []
+
+        def frame_data(self, chunk: bytes) -> None:
+            self.parts.append(chunk)
+
+        def frame_end(self, event: str | None) -> None:
+            text = b"".join(self.parts)
+            self.parts = []
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = text.decode("utf-8", "replace")
+            frames.append((event, value))
+
+    sink = _Collect()
+    decoder = NdjsonDecoder(sink) if data.lstrip()[:1] == b"{" else SseDecoder(sink)
+    decoder.feed(data)
+    decoder.close()
+    return frames

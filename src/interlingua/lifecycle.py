@@ -1,0 +1,397 @@
+"""Shared rules of response codecs: finish reasons, usage, output frames, tool-call ids.
+
+Finish reasons (canonical <-> each dialect)
+==========================================
+
+=========================  ==============  ===============================  ==========
+canonical                  openai          anthropic                        ollama
+=========================  ==============  ===============================  ==========
+``end_turn``               stop            end_turn                         stop
+``stop_sequence``          stop            stop_sequence                    stop
+``max_tokens``             length          max_tokens                       length
+``tool_use``               tool_calls      tool_use                         stop
+``content_filter``         content_filter  refusal                          stop
+``refusal``                content_filter  refusal                          stop
+``pause_turn``             stop (loss)     pause_turn                       stop (loss)
+``context_window``         length          model_context_window_exceeded    length
+=========================  ==============  ===============================  ==========
+
+Decoding: openai ``stop`` -> ``end_turn``, ``function_call`` -> ``tool_use``;
+ollama ``stop`` -> ``tool_use`` when the message carried tool calls, else
+``end_turn``. A reason a dialect does not define is kept as
+``"<dialect>:<reason>"``: written back unchanged by that dialect, and by the
+others as their plain stop, with a recorded loss.
+
+Usage (absent is not zero)
+==========================
+
+Canonical ``input`` counts every input token, cached or not (openai's
+``prompt_tokens`` meaning). Anthropic's ``input_tokens`` excludes the tokens
+read from and written to the cache, so decoding adds
+``cache_read_input_tokens`` and ``cache_creation_input_tokens`` to it and
+encoding subtracts them. A count the source did not give is never written as
+0 -- except where the target's schema requires the field (anthropic
+``message_start`` usage and ``message_delta.usage.output_tokens``): there a 0
+placeholder is written, and the real counts follow in ``message_delta``
+whenever the source has them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .canonical import Usage
+from .jsonwriter import dumps
+from .session import Session
+
+FINISH_TO = {
+    "openai": {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls",
+               "content_filter": "content_filter", "refusal": "content_filter", "context_window": "length"},
+    "anthropic": {"end_turn": "end_turn", "stop_sequence": "stop_sequence", "max_tokens": "max_tokens",
+                  "tool_use": "tool_use", "content_filter": "refusal", "refusal": "refusal",
+                  "pause_turn": "pause_turn", "context_window": "model_context_window_exceeded"},
+    "ollama": {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "stop",
+               "content_filter": "stop", "refusal": "stop", "context_window": "length"},
+}
+FINISH_FROM = {
+    "openai": {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "function_call": "tool_use",
+               "content_filter": "content_filter"},
+    "anthropic": {"end_turn": "end_turn", "stop_sequence": "stop_sequence", "max_tokens": "max_tokens",
+                  "tool_use": "tool_use", "pause_turn": "pause_turn", "refusal": "refusal",
+                  "model_context_window_exceeded": "context_window"},
+    "ollama": {"stop": "end_turn", "length": "max_tokens"},
+}
+_PLAIN_STOP = {"openai": "stop", "anthropic": "end_turn", "ollama": "stop"}
+
+
+def finish_from(dialect: str, reason: str | None) -> str | None:
+    if reason is None:
+        return None
+    return FINISH_FROM[dialect].get(reason, f"{dialect}:{reason}")
+
+
+def finish_to(dialect: str, reason: str | None, session: Session) -> str | None:
+    """The target's reason for a canonical one; lossy mappings are recorded."""
+    if reason is None:
+        return None
+    mapped = FINISH_TO[dialect].get(reason)
+    if mapped is not None:
+        return mapped
+    source, _, raw = reason.partition(":")
+    if raw and source == dialect:
+        return raw
+    session.lose("$.finish_reason", f"finish reason {reason!r} has no {dialect} equivalent")
+    return _PLAIN_STOP[dialect]
+
+
+# -- usage ----------------------------------------------------------------------------
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_from_openai(obj: dict, session: Session, path: str = "$.usage") -> Usage:
+    prompt = obj.get("prompt_tokens_details") or {}
+    completion = obj.get("completion_tokens_details") or {}
+    for key, value in list(prompt.items()) + list(completion.items()):
+        if key not in ("cached_tokens", "reasoning_tokens") and value:
+            session.lose(f"{path}.{key}", "usage detail has no canonical field")
+    return Usage(input=_int(obj.get("prompt_tokens")), output=_int(obj.get("completion_tokens")),
+                 cache_read=_int(prompt.get("cached_tokens")),
+                 reasoning=_int(completion.get("reasoning_tokens")), total=_int(obj.get("total_tokens")))
+
+
+def usage_to_openai(u: Usage, session: Session) -> bytes:
+    out: dict[str, Any] = {}
+    if u.input is not None:
+        out["prompt_tokens"] = u.input
+    if u.output is not None:
+        out["completion_tokens"] = u.output
+    total = u.total if u.total is not None else (
+        u.input + u.output if u.input is not None and u.output is not None else None)
+    if total is not None:
+        out["total_tokens"] = total
+    if u.cache_read is not None:
+        out["prompt_tokens_details"] = {"cached_tokens": u.cache_read}
+    if u.reasoning is not None:
+        out["completion_tokens_details"] = {"reasoning_tokens": u.reasoning}
+    if u.cache_write:
+        session.lose("$.usage.cache_write", "openai usage has no cache-write count (it is inside prompt_tokens)")
+    return dumps(out)
+
+
+def usage_from_anthropic(obj: dict, session: Session, path: str = "$.usage") -> Usage:
+    read = _int(obj.get("cache_read_input_tokens"))
+    write = _int(obj.get("cache_creation_input_tokens"))
+    raw_input = _int(obj.get("input_tokens"))
+    total_input = None if raw_input is None else raw_input + (read or 0) + (write or 0)
+    for key, value in obj.items():
+        if key not in ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                       "cache_creation_input_tokens") and value is not None:
+            session.lose(f"{path}.{key}", "usage detail has no canonical field")
+    return Usage(input=total_input, output=_int(obj.get("output_tokens")), cache_read=read, cache_write=write)
+
+
+def usage_to_anthropic(u: Usage, session: Session, *, require_input: bool) -> dict:
+    """Members of an anthropic usage object; ``output_tokens`` always (schema), input when required or known."""
+    out: dict[str, Any] = {}
+    if u.input is not None:
+        out["input_tokens"] = max(0, u.input - (u.cache_read or 0) - (u.cache_write or 0))
+    elif require_input:
+        out["input_tokens"] = 0  # schema placeholder (see module docstring)
+    if u.cache_write is not None:
+        out["cache_creation_input_tokens"] = u.cache_write
+    if u.cache_read is not None:
+        out["cache_read_input_tokens"] = u.cache_read
+    out["output_tokens"] = u.output if u.output is not None else 0
+    if u.reasoning:
+        session.lose("$.usage.reasoning", "anthropic usage has no reasoning-token count (inside output_tokens)")
+    if u.total is not None and u.input is not None and u.output is not None and u.total != u.input + u.output:
+        session.lose("$.usage.total", "anthropic usage has no total that differs from input + output")
+    return out
+
+
+def usage_from_ollama(obj: dict) -> Usage:
+    return Usage(input=_int(obj.get("prompt_eval_count")), output=_int(obj.get("eval_count")))
+
+
+def usage_to_ollama(u: Usage, session: Session) -> dict:
+    out: dict[str, Any] = {}
+    if u.input is not None:
+        out["prompt_eval_count"] = u.input
+    if u.output is not None:
+        out["eval_count"] = u.output
+    for name in ("cache_read", "cache_write", "reasoning"):
+        if getattr(u, name):
+            session.lose(f"$.usage.{name}", f"ollama has no {name} token count")
+    return out
+
+
+def merge_usage(old: Usage | None, new: Usage) -> Usage:
+    """Later counts win; a count the later report lacks keeps its earlier value."""
+    if old is None:
+        return new
+    return Usage(**{f: (getattr(new, f) if getattr(new, f) is not None else getattr(old, f))
+                    for f in ("input", "output", "cache_read", "cache_write", "reasoning", "total")})
+
+
+# -- tool-call ids ---------------------------------------------------------------------
+
+
+def tool_id(n: int) -> str:
+    """The id given to the ``n``-th tool call (from 0) of a response whose source has none (ollama).
+
+    Deterministic, so a transcoded response and a transcoded replay of it agree.
+    """
+    return f"call_{n}"
+
+
+# -- output frames -----------------------------------------------------------------------
+
+
+class OpenFrame:
+    """At most one output frame (SSE event, NDJSON line) open for streaming fragments.
+
+    ``key`` names what the open frame carries (a block); a fragment with the
+    same key continues it, anything else closes it first. One source frame
+    makes one output frame, whatever the chunking (see ``framing.FrameEnd``).
+    """
+
+    __slots__ = ("write", "key", "_tail")
+
+    def __init__(self, write: Callable[[bytes], None]) -> None:
+        self.write = write
+        self.key: Any = None
+        self._tail = b""
+
+    def fragment(self, key: Any, head: Callable[[], bytes], tail: bytes, payload: bytes) -> None:
+        if not payload:
+            return
+        if self.key != key:
+            self.close()
+            self.write(head())
+            self.key = key
+            self._tail = tail
+        self.write(payload)
+
+    def close(self) -> None:
+        if self.key is not None:
+            self.write(self._tail)
+            self.key = None
+            self._tail = b""
+
+
+# -- decoder helpers ------------------------------------------------------------------------
+
+from .canonical import Block, Event, Section  # noqa: E402
+from . import json as tok  # noqa: E402
+
+
+class BlockStream:
+    """One canonical block emitted fragment by fragment, possibly across many frames.
+
+    The first non-empty fragment carries ``attrs``; ``close(late)`` emits the
+    last (empty) fragment with the late attributes (a thinking signature).
+    """
+
+    __slots__ = ("emit", "section", "message", "attrs", "started", "key")
+
+    def __init__(self, emit: Callable[[Event], None], section: Section, message: int,
+                 attrs: dict | None = None, key: Any = None) -> None:
+        self.emit = emit
+        self.section = section
+        self.message = message
+        self.attrs = attrs  # read when the first fragment goes (members may fill it until then)
+        self.started = False
+        self.key = key  # what opened it (a tool-call index, a content-block index)
+
+    def fragment(self, data: bytes, init: bool = False, fin: bool = False) -> None:
+        """A ``FragmentSink``; ``fin`` of one string is not the end of the block."""
+        if not data:
+            return
+        self.emit(Block(self.section, self.message, data, not self.started, False,
+                        None if self.started else (dict(self.attrs) if self.attrs else None)))
+        self.started = True
+
+    def announce(self) -> None:
+        """Emit the first fragment now, even empty (a tool call's id and name, before its arguments)."""
+        if not self.started:
+            self.emit(Block(self.section, self.message, b"", True, False, dict(self.attrs) if self.attrs else None))
+            self.started = True
+
+    def close(self, late: dict | None = None) -> None:
+        if self.started:
+            self.emit(Block(self.section, self.message, b"", False, True, late or None))
+        else:
+            attrs = {**(self.attrs or {}), **(late or {})}
+            self.emit(Block(self.section, self.message, b"", True, True, attrs or None))
+        self.started = True
+
+
+def event_size(event: Event) -> int:
+    return len(getattr(event, "payload", b"")) + 64
+
+
+class Gate:
+    """Events that may not pass before the ``MessageStart`` they follow.
+
+    Until ``release()``, events go into a reorder-buffer hold (a source that
+    puts ``id``/``model`` after the content, e.g. sorted keys).
+    """
+
+    def __init__(self, emit: Callable[[Event], None], session: Session, reason: str) -> None:
+        self._emit = emit
+        self._session = session
+        self._reason = reason
+        self.open = False
+        self._hold = None
+
+    def __call__(self, event: Event) -> None:
+        if self.open:
+            self._emit(event)
+            return
+        if self._hold is None:
+            self._hold = self._session.reorder.hold(self._reason)
+        self._hold.append(event, event_size(event))
+
+    def release(self) -> None:
+        if self.open:
+            return
+        self.open = True
+        if self._hold is not None:
+            for event in self._hold.drain():
+                self._emit(event)
+            self._hold = None
+
+
+class KeyFirst:
+    """Reads an object whose member ``key`` says how to read the others.
+
+    Install after the ``{`` was consumed. While ``key`` has not come, every
+    token is recorded into a reorder-buffer hold; when it comes,
+    ``start(value)`` pushes the reader for the object's members and the
+    recorded tokens are replayed into it (``start(None)`` if the object ends
+    without ``key``). Sources that put ``key`` first cost nothing.
+    """
+
+    def __init__(self, decoder, key: str, start: Callable[[Any], None], reason: str) -> None:
+        self.d = decoder
+        self.key = key
+        self.start = start
+        self.reason = reason
+        self.hold = None
+        self.depth = 0
+        self.want_value = False
+        decoder.push(self.on_token)
+
+    def on_token(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if self.want_value:
+            if kind not in (tok.STRING, tok.STRING_OPEN, tok.NUMBER, tok.NULL, tok.TRUE, tok.FALSE):
+                raise d.error(f"expected a scalar for {self.key}", offset)
+            d.read_value(kind, value, offset, self._found)
+            return
+        if self.depth == 0 and kind == tok.KEY and value == self.key:
+            self.want_value = True
+            return
+        if self.depth == 0 and kind == tok.OBJECT_END:
+            d.pop()
+            self.start(None)
+            self._replay()
+            d.on_token(kind, value, offset)
+            return
+        if kind in (tok.OBJECT_START, tok.ARRAY_START):
+            self.depth += 1
+        elif kind in (tok.OBJECT_END, tok.ARRAY_END):
+            self.depth -= 1
+        if self.hold is None:
+            self.hold = d.session.reorder.hold(self.reason)
+        self.hold.append((kind, value, offset), 16 + (len(value) if isinstance(value, (bytes, str)) else 0))
+
+    def _found(self, value: Any) -> None:
+        self.d.pop()
+        self.start(value)
+        self._replay()
+
+    def _replay(self) -> None:
+        if self.hold is not None:
+            for kind, value, offset in self.hold.drain():
+                self.d.on_token(kind, value, offset)
+            self.hold = None
+
+
+def skip_value(decoder, kind: int, value: Any, offset: int) -> None:
+    """Consume a value without keeping it (``ping`` bodies, ``object`` tags)."""
+    if kind in (tok.OBJECT_START, tok.ARRAY_START, tok.STRING_OPEN):
+        decoder.read_raw(kind, value, offset, lambda raw: None)
+
+
+class Deferred:
+    """Fragments of a block whose attributes are not all known yet (sorted keys put a tool
+    call's ``arguments``/``input`` before its ``name``): held in the reorder buffer until
+    ``ready()``, then streamed. A source in the usual order holds nothing."""
+
+    def __init__(self, session: Session, reason: str, open_block: Callable[[], BlockStream],
+                 ready: Callable[[], bool]) -> None:
+        self._session = session
+        self._reason = reason
+        self._open = open_block
+        self._ready = ready
+        self._hold = None
+
+    def fragment(self, data: bytes, init: bool = False, fin: bool = False) -> None:
+        if self._hold is None and self._ready():
+            self._open().fragment(data)
+            return
+        if self._hold is None:
+            self._hold = self._session.reorder.hold(self._reason)
+        self._hold.append(data, len(data))
+
+    def release(self) -> BlockStream:
+        block = self._open()
+        if self._hold is not None:
+            for data in self._hold.drain():
+                block.fragment(data)
+            self._hold = None
+        return block
