@@ -138,8 +138,7 @@ class RequestDecoder(Decoder):
         if kind == tok.ARRAY_START:
             self.push(reader.block_start(then=self._system_end))
         else:
-            reader.string_content(kind, value, offset)
-            self._system_end()
+            reader.string_content(kind, value, offset, then=self._system_end)
 
     def _system_end(self) -> None:
         self._system_done = True
@@ -286,13 +285,16 @@ class MessageReader:
         else:
             self.string_content(kind, value, offset)
 
-    def string_content(self, kind: int, value: Any, offset: int) -> None:
+    def string_content(self, kind: int, value: Any, offset: int,
+                       then: Callable[[], None] | None = None) -> None:
         builder = self.builder(Section.USER_TEXT)
 
         def sink(data: bytes, init: bool, fin: bool) -> None:
             builder.fragment(data, init, fin)
             if fin:
                 builder.close()
+                if then is not None:
+                    then()
 
         self.d.read_string(kind, value, offset, sink, "content")
 
