@@ -183,22 +183,18 @@ def _scalar(kind: int, value: Any) -> Any:
     return {tok.TRUE: True, tok.FALSE: False, tok.NULL: None}[kind]
 
 
-def block(section: Section, message: int, payload: bytes, init: bool, fin: bool,
-          attrs: dict | None = None) -> Block:
-    return Block(section, message, payload, init, fin, attrs or None)
-
-
 class BlockBuilder:
     """Emits one block's fragments; the last is kept until ``close()``.
 
-    Attributes known when the payload starts ride on the first fragment;
-    those learned after it started (a ``detail`` after the ``url``, a ``name``
-    after ``arguments`` when keys are sorted) ride on the last one. Keeping
-    only the last fragment back costs at most one chunk, and spares holding
-    the whole payload for an attribute that may never come.
+    Attributes set before the payload began ride on the first fragment; those
+    set after it began (a ``detail`` after the ``url``, a ``name`` after
+    ``arguments`` when keys are sorted) ride on the last one. "Began" is the
+    source's key order, not the chunking: the events are the same however the
+    input was cut. Keeping only the last fragment back costs at most one chunk
+    and spares holding a whole payload for an attribute that may never come.
     """
 
-    __slots__ = ("emit", "section", "message", "attrs", "late", "started", "last")
+    __slots__ = ("emit", "section", "message", "attrs", "late", "started", "begun", "last")
 
     def __init__(self, emit: Callable[[Block], None], section: Section, message: int,
                  attrs: dict | None = None) -> None:
@@ -207,10 +203,12 @@ class BlockBuilder:
         self.message = message
         self.attrs = attrs if attrs is not None else {}
         self.late: dict = {}
-        self.started = False
+        self.begun = False  # the payload has begun (in source order)
+        self.started = False  # the first fragment has been emitted
         self.last: bytes | None = None
 
     def fragment(self, data: bytes, init: bool, fin: bool) -> None:
+        self.begun = True
         if fin:
             self.last = data if self.last is None else self.last + data
             return
@@ -222,9 +220,16 @@ class BlockBuilder:
         self.started = True
 
     def set(self, key: str, value: Any) -> None:
-        (self.late if self.started else self.attrs)[key] = value
+        (self.late if self.begun else self.attrs)[key] = value
 
     def close(self) -> None:
-        attrs = (self.late or None) if self.started else (self.attrs or None)
-        self.emit(Block(self.section, self.message, self.last or b"", not self.started, True, attrs))
+        if not self.started and self.late:
+            # Late attributes stay on a last fragment of their own, as they
+            # would have had the payload arrived in pieces.
+            self.emit(Block(self.section, self.message, self.last or b"", True, False, self.attrs or None))
+            self.emit(Block(self.section, self.message, b"", False, True, self.late))
+        elif not self.started:
+            self.emit(Block(self.section, self.message, self.last or b"", True, True, self.attrs or None))
+        else:
+            self.emit(Block(self.section, self.message, self.last or b"", False, True, self.late or None))
         self.started = True

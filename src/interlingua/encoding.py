@@ -14,9 +14,9 @@ source put after the first member of the same message.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
-from .canonical import Block, Event, Extension
+from .canonical import Event, Extension
 from .jsonwriter import JsonWriter
 from .reorder import Hold
 from .session import Session
@@ -75,6 +75,13 @@ class MessageAssembler:
         if self._streaming is None:
             self.out.raw_member(key, value)
             return
+        if self._late_scalars is None:
+            self._late_scalars = self.session.reorder.hold(self.reason)
+        self._late_scalars.append((key, value), len(key) + len(value))
+
+    def trailing(self, key: str, value: bytes) -> None:
+        """A small member written when the message closes, whatever else is streaming:
+        its place then does not depend on how the input was cut."""
         if self._late_scalars is None:
             self._late_scalars = self.session.reorder.hold(self.reason)
         self._late_scalars.append((key, value), len(key) + len(value))

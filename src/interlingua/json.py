@@ -168,13 +168,14 @@ class Tokenizer:
             raise JsonSyntaxError("data fed after close()", dialect=self.dialect, offset=self.offset)
         if not data:
             return
-        bad_at = self._check_utf8(data)
-        if bad_at is not None:
+        bad = self._check_utf8(data)
+        if bad is not None:
             # Deliver everything before the bad byte, then fail there.
+            bad_at, started_before = bad
             self._scan(data[:bad_at], final=False)
             self._closed = True
             raise InvalidUtf8Error("invalid UTF-8", dialect=self.dialect,
-                                   offset=self.offset, path=self.path())
+                                   offset=self.offset - started_before, path=self.path())
         self._scan(data, final=False)
 
     def close(self) -> None:
@@ -195,15 +196,16 @@ class Tokenizer:
     def _utf8_pending(self) -> int:
         return len(self._utf8.getstate()[0])
 
-    def _check_utf8(self, data: bytes) -> int | None:
-        """Index in ``data`` of the first byte that breaks UTF-8, else None."""
-        if data.isascii() and not self._utf8_pending():
-            return None
+    def _check_utf8(self, data: bytes) -> tuple[int, int] | None:
+        """Where UTF-8 breaks: (index in ``data``, bytes of the bad sequence that
+        came in earlier chunks); None if it does not."""
         pending = self._utf8_pending()
+        if not pending and data.isascii():
+            return None
         try:
             self._utf8.decode(data)
         except UnicodeDecodeError as exc:
-            return max(0, exc.start - pending)
+            return max(0, exc.start - pending), max(0, pending - exc.start)
         return None
 
     def _fail(self, cls, message: str, at: int) -> None:
@@ -321,9 +323,7 @@ class Tokenizer:
                         if not final and n - i < len(word) and word.startswith(buf[i:]):
                             self._undo_index(frames)
                             break
-                    if frames and type(frames[-1]) is int:
-                        frames[-1] -= 1
-                    self._unexpected(buf, i)
+                    self._unexpected(buf, i)  # the path names where a value was expected
                 if state == _FIRST_KEY_OR_END or state == _KEY:
                     if c == 125 and state == _FIRST_KEY_OR_END:  # }
                         frames.pop()

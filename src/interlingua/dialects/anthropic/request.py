@@ -774,7 +774,7 @@ class RequestEncoder(Encoder):
         elif ext.message is None:
             self._top_member(ext.path[2:], ext.raw)
         elif self._msg is not None and ext.message == self._msg_index:
-            self._msg.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+            self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)  # chunking-invariant place
         else:
             self._pending_ext.append(ext)
 
@@ -1067,6 +1067,8 @@ class RequestEncoder(Encoder):
     def _media(self, block: Block, attrs: dict, result: _Result | None):
         kind = "image" if block.section is Section.USER_IMAGE else "document"
         source = attrs.get("source")
+        if source is None and not (block.fin and not block.payload) and not self.foreign:
+            source = "data"  # sorted keys: the source type follows its data (a late attr)
         if source is None:
             if attrs.get("file_id") is not None:
                 self._lose_block(block, "a file id of another provider cannot be used")
@@ -1083,7 +1085,7 @@ class RequestEncoder(Encoder):
             w = result.writer
             w.write(result.separator())
         payload_key = b'"url"' if source == "url" else b'"data"'
-        has_payload = not (block.fin and not block.payload) or source in ("base64", "url", "text")
+        has_payload = not (block.fin and not block.payload) or source in ("base64", "url", "text", "data")
         if source in ("file", "content"):
             has_payload = False
         w.write(b'{"type":' + dumps(kind) + b',"source":{' + (payload_key + b':"' if has_payload else b""))

@@ -162,6 +162,7 @@ class MessageReader:
     # -- where blocks go -----------------------------------------------------------
 
     def emit(self, block: Block) -> None:
+        self._emitted = True
         if self.role is None:
             if self._held is None:
                 self._held = self.d.session.reorder.hold("openai:content-before-role")
@@ -198,8 +199,6 @@ class MessageReader:
             attrs = dict(attrs or {})
             if role in ("developer", "function"):
                 attrs["role"] = role
-            if section is Section.TOOL_RESULT and self.tool_call_id is not None:
-                attrs["tool_call_id"] = self.tool_call_id
         if section is Section.UNKNOWN:
             in_parts = block.init and attrs.get("in_parts")
             if block.init:
@@ -216,7 +215,14 @@ class MessageReader:
         return Section.USER_TEXT
 
     def text_attrs(self, attrs: dict | None = None) -> dict:
-        return dict(attrs or {})
+        """Attributes of a text block: a ``tool_call_id`` already read goes on the first one."""
+        attrs = dict(attrs or {})
+        if self.tool_call_id is not None and not self._id_given:
+            attrs["tool_call_id"] = self.tool_call_id
+            self._id_given = True
+        return attrs
+
+    _id_given = False
 
     def builder(self, section: Section, attrs: dict | None = None) -> BlockBuilder:
         """A new block of this message; the previous one is closed first."""
@@ -242,6 +248,9 @@ class MessageReader:
             self.close_open()
             if self.role is None:
                 raise d.error("message without role", offset)
+            if not self._emitted:  # e.g. {"role": "assistant", "content": null}: still a message
+                attrs = {"empty": True, **({"in_parts": True} if self._empty_parts else {})}
+                self.emit(Block(Section.USER_TEXT, self.index, b"", attrs=attrs))
             return
         reader = {
             "role": self._role,
@@ -284,14 +293,19 @@ class MessageReader:
             if not isinstance(call_id, str):
                 raise self.d.error("expected a string for tool_call_id", offset)
             self.tool_call_id = call_id
-            if self._open is not None:  # came after the content: a late attribute
+            if self._open is not None and not self._id_given:  # after the content: a late attribute
                 self._open.set("tool_call_id", call_id)
+                self._id_given = True
         self.d.read_value(kind, value, offset, done)
+
+    _emitted = False  # a block of this message has been emitted
+    _empty_parts = False  # content was an array (it may be empty)
 
     def _content(self, kind: int, value: Any, offset: int) -> None:
         if kind == tok.NULL:
             self._null("content")
         elif kind == tok.ARRAY_START:
+            self._empty_parts = True
             self.d.push(self._part_start)
         else:
             self.string_block(kind, value, offset, self.text_section(), self.text_attrs(), "content")
@@ -568,6 +582,9 @@ class MediaReader:
                 return
         if self.key == "image_url":
             self.block.set("source", "url")
+        else:  # file_data that is not a data URL: base64 as given, written back without a prefix
+            self.block.set("source", "base64")
+            self.block.set("data_url", False)
         self.block.fragment(data, True, final)
 
 
@@ -600,6 +617,7 @@ class RequestEncoder(Encoder):
         self.out = JsonWriter(write)
         self.reasoning_key = session.options.openai_reasoning_field
         self._top: str | None = None  # top-level array member open on self.out
+        self._messages_opened = False
         self._system_final = False
         self._messages_ended = False
         self._pending = None  # Hold of messages written before SystemEnd
@@ -629,6 +647,7 @@ class RequestEncoder(Encoder):
         self._close_top()
         self.out.open_member(name, b"[")
         self._top = name
+        self._messages_opened |= name == "messages"
 
     def _close_top(self) -> None:
         if self._top is not None:
@@ -652,6 +671,8 @@ class RequestEncoder(Encoder):
             self._close_message()
             if self._system_final:
                 self._flush_pending()
+                if not self._messages_opened:  # an empty list is still a list
+                    self._open_top("messages")
         elif type(event) is End:
             self._system_final = self._messages_ended = True
             self._close_message()
@@ -681,7 +702,7 @@ class RequestEncoder(Encoder):
         elif ext.message is None:
             self._top_member(ext.path[2:], ext.raw)
         elif self._msg is not None and ext.message == self._msg_index:
-            self._msg.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+            self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
         else:  # a field of a message whose first block has not come yet
             self._pending_ext.append(ext)
 
@@ -766,7 +787,7 @@ class RequestEncoder(Encoder):
         self._msg_has_result_id = False
         self._msg_had_tool_calls = False
         for ext in [e for e in self._pending_ext if e.message == index]:
-            self._msg.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+            self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
         self._pending_ext = [e for e in self._pending_ext if e.message != index]
 
     def _close_message(self) -> None:
@@ -839,9 +860,12 @@ class RequestEncoder(Encoder):
             if attrs.get("redacted"):
                 self._lose_block(block, "redacted reasoning cannot be carried")
                 return None
-            if attrs.get("signature"):
-                self.session.lose(f"$.messages[{block.message}]", "thinking signature has no openai field")
-            return self._string_member(block, "assistant", self.reasoning_key)
+            def lose_signature(found: dict) -> None:  # a signature may follow the text
+                if found.get("signature"):
+                    self.session.lose(f"$.messages[{block.message}]", "thinking signature has no openai field")
+            lose_signature(attrs)
+            write, _ = self._string_member(block, "assistant", self.reasoning_key)
+            return write, lose_signature
         if s is Section.TOOL_CALL:
             return self._tool_call(block, attrs)
         if s is Section.TOOL_RESULT:
@@ -918,9 +942,11 @@ class RequestEncoder(Encoder):
     def _media(self, block: Block, attrs: dict):
         s = block.section
         data_prefix = b""
-        if attrs.get("source") == "base64":
+        if attrs.get("source") == "base64" and attrs.get("data_url", True) and s is not Section.USER_AUDIO:
+            # openai takes inline images and files only as data URLs
             data_prefix = b"data:" + attrs.get("media_type", "application/octet-stream").encode() + b";base64,"
-        elif attrs.get("source") not in (None, "url") or (s is Section.USER_DOCUMENT and attrs.get("source") == "url"):
+        elif attrs.get("source") not in (None, "url", "base64") or (
+                s is Section.USER_DOCUMENT and attrs.get("source") == "url"):  # a file has no URL form
             self._lose_block(block, f"{attrs.get('source')} source has no openai form")
             return None
         if attrs.get("in_result"):
@@ -936,7 +962,7 @@ class RequestEncoder(Encoder):
         else:
             head, key, inner = b'{"type":"input_audio","input_audio":{', "data", {"format"}
         early = self._extra_attrs(block, {k: v for k, v in attrs.items() if k in inner}, inner)
-        has_payload = not (block.fin and not block.payload)
+        has_payload = s is Section.USER_AUDIO or attrs.get("source") is not None
         body = early[1:]
         if has_payload:
             body += (b"," if body else b"") + dumps(key) + b':"' + data_prefix

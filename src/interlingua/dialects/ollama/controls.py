@@ -1,0 +1,231 @@
+"""Ollama ``/api/chat`` fields <-> canonical controls and tool definitions.
+
+Every field of the installed client's ``ChatRequest`` and every ``Options``
+field is classified here: a control with a canonical name, structural
+(``messages``, ``tools``, ``options`` itself) or an extension (ollama-only,
+passed through to ollama targets, a recorded loss elsewhere).
+``tests/ollama/test_client_fields.py`` fails when the client grows a field
+that is in none of these.
+
+Mapping decisions (documented, pinned by tests):
+
+* ``options.num_predict`` <-> ``max_output_tokens``; ``options.temperature``,
+  ``top_p``, ``top_k``, ``stop``, ``seed``, ``presence_penalty``,
+  ``frequency_penalty`` keep their canonical names. Other options
+  (``num_ctx``, ``mirostat`` ...) are extensions at ``$.options.<name>``.
+* ``format``: ``"json"`` <-> ``{"type": "json_object"}``; a JSON schema <->
+  ``{"type": "json_schema", "schema": ...}`` (a schema's ``name``,
+  ``description``, ``strict`` have no ollama field: recorded losses);
+  ``""`` <-> ``{"type": "text"}``.
+* ``think``: ``true``/``false`` <-> ``{"enabled": bool}``; a level string
+  <-> ``{"effort": level}``. A canonical ``budget_tokens`` becomes
+  ``think: true`` and the budget is a recorded loss.
+* ``stream``: Ollama streams when ``stream`` is absent, the other dialects do
+  not. The decoder therefore emits an *implied* ``stream: true`` control
+  (``key=None``) when the body has no ``stream``; the ollama encoder writes
+  nothing for it (round trip exact) while other encoders write
+  ``stream: true``. Conversely the encoder writes ``"stream": false`` when the
+  source carried no stream control at all (an openai/anthropic body without
+  ``stream`` means a non-streaming request).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...canonical import Control
+
+DIALECT = "ollama"
+
+STRUCTURAL = {"messages", "tools", "options"}
+
+#: top-level key -> canonical control name
+CONTROLS = {
+    "model": "model",
+    "stream": "stream",
+    "format": "response_format",
+    "think": "reasoning",
+    "logprobs": "logprobs",
+    "top_logprobs": "top_logprobs",
+}
+#: top-level ollama-only fields
+EXTENSIONS = {"keep_alive"}
+
+#: ``options`` key -> canonical control name
+OPTION_CONTROLS = {
+    "num_predict": "max_output_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "stop": "stop",
+    "seed": "seed",
+    "presence_penalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty",
+}
+#: ``options`` keys with no canonical meaning (runtime and sampler knobs of llama.cpp)
+OPTION_EXTENSIONS = {
+    "numa", "num_ctx", "num_batch", "num_gpu", "main_gpu", "low_vram", "f16_kv", "logits_all",
+    "vocab_only", "use_mmap", "use_mlock", "embedding_only", "num_thread", "num_keep", "tfs_z",
+    "typical_p", "repeat_last_n", "repeat_penalty", "mirostat", "mirostat_tau", "mirostat_eta",
+    "penalize_newline", "min_p",
+}
+
+_CANONICAL_TO_OPTION = {v: k for k, v in OPTION_CONTROLS.items()}
+_CANONICAL_TO_TOP = {"model": "model", "stream": "stream", "logprobs": "logprobs",
+                     "top_logprobs": "top_logprobs"}
+_THINK_LEVELS = ("low", "medium", "high")
+
+
+def decode(key: str, raw: bytes) -> Control | None:
+    """A top-level field as a control, or None (the caller makes it an extension)."""
+    name = CONTROLS.get(key)
+    if name is None:
+        return None
+    value = json.loads(raw)
+    if key == "format":
+        value = format_to_canonical(value)
+    elif key == "think":
+        value = think_to_canonical(value)
+    return Control(name, value, dialect=DIALECT, key=key, raw=raw)
+
+
+def decode_option(key: str, raw: bytes) -> Control | None:
+    name = OPTION_CONTROLS.get(key)
+    if name is None:
+        return None
+    value = json.loads(raw)
+    if key == "stop" and isinstance(value, str):
+        value = [value]
+    return Control(name, value, dialect=DIALECT, key="options." + key, raw=raw)
+
+
+def format_to_canonical(value: Any) -> Any:
+    if value == "json":
+        return {"type": "json_object"}
+    if value == "" or value is None:
+        return {"type": "text"}
+    if isinstance(value, dict):
+        return {"type": "json_schema", "schema": value}
+    return {"type": "other", "value": value}
+
+
+def think_to_canonical(value: Any) -> Any:
+    if isinstance(value, bool):
+        return {"enabled": value}
+    if isinstance(value, str):
+        return {"effort": value}
+    return {"other": value}
+
+
+def encode_control(control: Control, session) -> list[tuple[str, Any]]:
+    """A canonical control as ollama ``(key, value)`` pairs; ``options.x`` keys go in ``options``.
+
+    An empty list means nothing is written (a recorded loss where something was meant).
+    """
+    name, value = control.name, control.value
+    where = f"$.{control.key}" if control.key else name
+    if name in _CANONICAL_TO_TOP:
+        return [(_CANONICAL_TO_TOP[name], value)]
+    if name in _CANONICAL_TO_OPTION:
+        return [("options." + _CANONICAL_TO_OPTION[name], value)]
+    if name == "response_format":
+        kind = value.get("type") if isinstance(value, dict) else None
+        if kind == "json_object":
+            return [("format", "json")]
+        if kind == "text":
+            return []  # no format is the default
+        if kind == "json_schema":
+            for extra in ("name", "description", "strict"):
+                if extra in value:
+                    session.lose(where, f"json_schema {extra!r} has no ollama field", dialect=control.dialect)
+            return [("format", value.get("schema"))]
+    elif name == "reasoning":
+        think = reasoning_to_think(value, where, control.dialect, session)
+        if think is not None:
+            return [("think", think)]
+        return []
+    session.lose(where, f"control {name!r} has no ollama equivalent", dialect=control.dialect)
+    return []
+
+
+def reasoning_to_think(value: Any, where: str, dialect: str | None, session) -> Any:
+    if not isinstance(value, dict):
+        session.lose(where, "reasoning setting has no ollama form", dialect=dialect)
+        return None
+    if "effort" in value:
+        effort = value["effort"]
+        if effort in _THINK_LEVELS:
+            return effort
+        if effort == "none":
+            return False
+        if effort == "minimal":
+            session.lose(where, "reasoning effort 'minimal' becomes ollama think 'low'", dialect=dialect)
+            return "low"
+        session.lose(where, f"reasoning effort {effort!r} has no ollama level", dialect=dialect)
+        return None
+    if "enabled" in value:
+        if "budget_tokens" in value:
+            session.lose(where, "thinking budget_tokens has no ollama field", dialect=dialect)
+        return bool(value["enabled"])
+    if "budget_tokens" in value:
+        session.lose(where, "thinking budget_tokens has no ollama field", dialect=dialect)
+        return True
+    session.lose(where, "reasoning setting has no ollama form", dialect=dialect)
+    return None
+
+
+def tool_to_canonical(tool: dict) -> tuple[dict, Any] | None:
+    """``(attrs, parameters schema)`` of a function tool; None for other shapes.
+
+    attrs: ``name``, ``description`` and, for other function keys,
+    ``ollama_extra`` (their JSON members, spliced back for ollama targets).
+    A tool without ``type`` (the client always writes it) gets ``ollama_no_type``.
+    """
+    from ...jsonwriter import dumps
+
+    if set(tool) - {"type", "function"} or tool.get("type", "function") != "function":
+        return None
+    function = tool.get("function")
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        return None
+    attrs: dict[str, Any] = {"name": function["name"]}
+    extra = []
+    for key, value in function.items():
+        if key == "description":
+            attrs[key] = value
+        elif key not in ("name", "parameters"):
+            extra.append(dumps(key) + b":" + dumps(value))
+    if extra:
+        attrs["ollama_extra"] = b",".join(extra).decode()
+    if "type" not in tool:
+        attrs["ollama_no_type"] = True
+    if "parameters" in function and function["parameters"] is None:
+        attrs["ollama_null_parameters"] = True
+    return attrs, function.get("parameters")
+
+
+_TOOL_SHAPE_ATTRS = {"name", "description", "ollama_extra", "ollama_no_type", "ollama_null_parameters",
+                     "dialect"}
+
+
+def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
+    """The ollama tool object for a canonical tool definition (compact JSON)."""
+    from ...jsonwriter import dumps
+
+    body = b'{"name":' + dumps(attrs.get("name"))
+    if "description" in attrs:
+        body += b',"description":' + dumps(attrs["description"])
+    if "ollama_extra" in attrs:
+        body += b"," + attrs["ollama_extra"].encode()
+    for key in attrs:
+        if key not in _TOOL_SHAPE_ATTRS:
+            session.lose("$.tools", f"tool attribute {key!r} has no ollama field")
+    if schema_raw:
+        body += b',"parameters":' + schema_raw
+    elif attrs.get("ollama_null_parameters"):
+        body += b',"parameters":null'
+    body += b"}"
+    if attrs.get("ollama_no_type"):
+        return b'{"function":' + body + b"}"
+    return b'{"type":"function","function":' + body + b"}"

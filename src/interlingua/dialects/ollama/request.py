@@ -1,0 +1,1011 @@
+"""Ollama chat requests (``POST /api/chat``): decoder (tokens -> canonical) and encoder.
+
+Wire shape (the installed ``ollama`` client is the authority): a message is
+``{"role", "content": str, "thinking": str, "images": [base64 str],
+"tool_calls": [{"function": {"name", "arguments": {object}, "index"?}}],
+"tool_name": str}``; tools as openai's; sampling settings inside ``options``.
+
+Decoder decisions:
+
+* Message index = position in ``messages[]``. Role ``system`` / ``user`` /
+  ``assistant`` / ``tool`` gives the text section; another role makes the
+  content an ``unknown`` block (raw JSON string, attrs ``role``, ``dialect``,
+  ``key``) and gives the message's other blocks a ``role`` attr.
+* Blocks are emitted in wire order: content, then images (as the client
+  writes them), thinking and tool calls where they come.
+* A user ``content`` is held (reorder buffer, reason
+  ``ollama:text-before-images``) until the next key of the message: if
+  ``images`` follow, the text gets ``in_parts`` (a message holding text and
+  images is a content-part list in openai/anthropic), else it is plain text.
+  Text of other roles streams. Content before ``role`` (sorted keys) is held
+  too (``ollama:content-before-role``).
+* Images are ``user-image`` blocks, ``source: base64``; ``media_type`` is
+  sniffed from the first bytes (png, jpeg, gif, webp) and absent otherwise.
+* Tool calls carry no id in ollama: the decoder generates
+  ``call_ollama_<message>_<position>`` (deterministic). Arguments (a JSON
+  object) become the canonical escaped JSON-string text, re-serialised
+  compactly while streaming. ``index`` rides as attr ``index``.
+* A tool message is matched to the pending calls of the last assistant
+  message: the first not yet answered with the same ``tool_name`` (or the
+  first at all when ``tool_name`` is absent); its id becomes the result's
+  ``tool_call_id``; ``tool_name`` rides as attr ``name``.
+* ``stream`` absent: an implied ``stream: true`` control (see controls.py).
+
+Encoder decisions:
+
+* Several text blocks of one message are joined into one ``content`` with
+  ``"\\n\\n"`` between them (a recorded loss: the block boundaries go).
+  Top-level system blocks each become one system message (no loss).
+* Images go to ``images[]`` in their order, whatever their position among
+  the text blocks (ollama has no position; text order is kept). A
+  ``url`` image cannot be carried without fetching it: a recorded loss,
+  never fetched. ``media_type`` is not written (ollama reads the bytes).
+* Tool-call ids are not written (ollama has none); an id that is not one the
+  ollama decoder generated is a recorded loss. Results get ``tool_name`` from
+  the call their ``tool_call_id`` names.
+* Documents, audio, video, refusals, server-tool results, citations,
+  thinking signatures and redacted thinking: recorded losses.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from typing import Any, Callable
+
+from ... import json as tok
+from ...canonical import (
+    REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Event, Extension, MessagesEnd, Section,
+    SystemEnd, decode_escaped,
+)
+from ...decoding import BlockBuilder, Decoder
+from ...encoding import Encoder, MessageAssembler
+from ...errors import SchemaError, TranscodeError
+from ...jsonwriter import JsonWriter, dumps
+from ...session import Session
+from . import controls
+
+DIALECT = "ollama"
+
+ROLE_TEXT_SECTION = {
+    "system": Section.SYSTEM_INSTRUCTION,
+    "user": Section.USER_TEXT,
+    "assistant": Section.ASSISTANT_TEXT,
+    "tool": Section.TOOL_RESULT,
+}
+#: the role a section naturally belongs to (the ``role`` attr marks exceptions)
+SECTION_ROLE = {
+    Section.SYSTEM_INSTRUCTION: "system",
+    Section.USER_TEXT: "user",
+    Section.USER_IMAGE: "user",
+    Section.ASSISTANT_TEXT: "assistant",
+    Section.ASSISTANT_REASONING: "assistant",
+    Section.TOOL_CALL: "assistant",
+    Section.TOOL_RESULT: "tool",
+}
+GENERATED_ID_PREFIX = "call_ollama_"
+_SNIFF_BYTES = 16  # base64 characters enough to recognise the image formats below
+_EXTRA_ATTR = "ollama_extra"
+
+
+def generated_call_id(message: int, position: int) -> str:
+    """The id of the ``position``-th tool call of ollama message ``message`` (deterministic)."""
+    return f"{GENERATED_ID_PREFIX}{message}_{position}"
+
+
+def sniff_media_type(b64_prefix: bytes) -> str | None:
+    """Media type of an image from the first base64 characters (None if unknown)."""
+    usable = len(b64_prefix) // 4 * 4
+    try:
+        head = base64.b64decode(b64_prefix[:usable])
+    except ValueError:
+        return None
+    if head.startswith(b"\x89PNG"):
+        return "image/png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if head.startswith(b"GIF8"):
+        return "image/gif"
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def escape_raw(data: bytes) -> bytes:
+    """Compact JSON text -> the inside of a JSON string holding it (``\\`` and ``"`` escaped).
+
+    Compact JSON has no raw control characters, so these two are all; each
+    input byte maps on its own, so fragments can be escaped one at a time.
+    """
+    return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+
+
+# ---------------------------------------------------------------------------
+# Decoder
+# ---------------------------------------------------------------------------
+
+
+class RequestDecoder(Decoder):
+    dialect = DIALECT
+
+    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
+        super().__init__(emit, session)
+        self._message_index = -1
+        self._messages_done = False
+        self._stream_seen = False
+        #: [id, name, answered] of the last assistant message's tool calls
+        self.pending_calls: list[list] = []
+        self.push(self._body)
+
+    # -- top level -----------------------------------------------------------
+
+    def _body(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "a JSON object (the request body)", offset)
+        self.emit(SystemEnd())  # system messages live inside messages[]
+        self.replace(self._top_key)
+
+    def _top_key(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.OBJECT_END:
+            self.pop()
+            if not self._messages_done:
+                self.emit(MessagesEnd())
+            if not self._stream_seen:  # ollama streams by default
+                self.emit(Control("stream", True, dialect=DIALECT))
+            self.emit(End())
+            return
+        if value == "messages":
+            self.push(self._messages_start)
+        elif value == "tools":
+            self.push(self._tools_start)
+        elif value == "options":
+            self.push(self._options_start)
+        else:
+            if value == "stream":
+                self._stream_seen = True
+            self.push(self._top_value(value))
+
+    def _top_value(self, key: str):
+        def handler(kind: int, value: Any, offset: int) -> None:
+            self.pop()
+            self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw))
+        return handler
+
+    def _top_field(self, key: str, raw: bytes) -> None:
+        control = controls.decode(key, raw)
+        if control is None:
+            self.emit(Extension(DIALECT, "$." + key, raw, lossless=raw == b"null"))
+        else:
+            self.emit(control)
+
+    # -- options -------------------------------------------------------------
+
+    def _options_start(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.NULL:
+            self.pop()
+            self.extension("$.options", b"null", lossless=True)
+            return
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object for options", offset)
+        self._options_empty = True
+        self.replace(self._option_key)
+
+    def _option_key(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.OBJECT_END:
+            self.pop()
+            if self._options_empty:  # keep "options": {} for the round trip
+                self.extension("$.options", b"{}", lossless=True)
+            return
+        self._options_empty = False
+        key = value
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            self.pop()
+            self.read_raw(kind, value, offset, lambda raw: self._option_field(key, raw))
+        self.push(handler)
+
+    def _option_field(self, key: str, raw: bytes) -> None:
+        control = controls.decode_option(key, raw)
+        if control is None:
+            self.extension("$.options." + key, raw, lossless=raw == b"null")
+        else:
+            self.emit(control)
+
+    # -- messages ------------------------------------------------------------
+
+    def _messages_start(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.ARRAY_START:
+            raise self.wrong_type(kind, "an array for messages", offset)
+        self.replace(self._message_start)
+
+    def _message_start(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.pop()
+            self._messages_done = True
+            self.emit(MessagesEnd())
+            return
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object for a message", offset)
+        self._message_index += 1
+        self.push(MessageReader(self, self._message_index).on_key)
+
+    # -- tools ---------------------------------------------------------------
+
+    def _tools_start(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.NULL:
+            self.pop()
+            self.extension("$.tools", b"null", lossless=True)
+            return
+        if kind != tok.ARRAY_START:
+            raise self.wrong_type(kind, "an array of tools", offset)
+        self._tools_empty = True
+        self.replace(self._tool_element)
+
+    def _tool_element(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.pop()
+            if self._tools_empty:
+                self.extension("$.tools", b"[]", lossless=True)
+            return
+        self._tools_empty = False
+        # A tool definition is small; read it whole and map it.
+        self.read_value(kind, value, offset, lambda tool: self._tool(tool, offset))
+
+    def _tool(self, tool: Any, offset: int) -> None:
+        if not isinstance(tool, dict):
+            raise self.error("expected an object for a tool", offset)
+        canonical = controls.tool_to_canonical(tool)
+        if canonical is None:
+            self.emit(Block(Section.UNKNOWN, REQUEST_LEVEL, dumps(tool), attrs={"dialect": DIALECT, "where": "tool"}))
+            return
+        attrs, schema = canonical
+        self.emit(Block(Section.TOOL_DEFINITION, REQUEST_LEVEL,
+                        dumps(schema) if schema is not None else b"", attrs=attrs))
+
+
+class MessageReader:
+    """Reads one message object; see the module docstring for the decisions.
+
+    The last block is closed only when the next one starts or the message
+    ends, so late attributes (``tool_call_id`` of a result, a tool call's
+    ``name`` after its arguments) ride on its last fragment.
+    """
+
+    def __init__(self, decoder: RequestDecoder, index: int) -> None:
+        self.d = decoder
+        self.index = index
+        self.role: str | None = None
+        self._held = None  # Hold of blocks waiting for the role / the images decision
+        self._text_pending = False  # user text waits: do images follow?
+        self._in_parts = False
+        self._open: BlockBuilder | None = None
+        self._content: BlockBuilder | None = None
+        self._tool_name: str | None = None
+        self._tool_name_raw: bytes | None = None
+        self._emitted = False
+        self._call_position = 0
+
+    # -- where blocks go -------------------------------------------------------
+
+    def emit(self, block: Block) -> None:
+        self._emitted = True
+        if self.role is None or self._text_pending:
+            if self._held is None:
+                reason = "ollama:content-before-role" if self.role is None else "ollama:text-before-images"
+                self._held = self.d.session.reorder.hold(reason)
+            self._held.append(block, len(block.payload) + 64)
+        else:
+            self.d.emit(self._resolve(block))
+
+    def _release(self) -> None:
+        if self.role is None or self._text_pending or self._held is None:
+            return
+        held, self._held = self._held, None
+        for block in held.drain():
+            self.d.emit(self._resolve(block))
+
+    def _decide_text(self, images_follow: bool) -> None:
+        if self._text_pending:
+            self._text_pending = False
+            self._in_parts = images_follow
+            self._release()
+
+    def _resolve(self, block: Block) -> Block:
+        """Content is built as provisional ``user-text``; give it the role's section,
+        and mark blocks whose natural role is not the message's."""
+        role = self.role
+        section = block.section
+        if section is Section.USER_TEXT:
+            section = ROLE_TEXT_SECTION.get(role, Section.UNKNOWN)
+            payload = block.payload
+            attrs = block.attrs
+            if section is Section.UNKNOWN:  # raw JSON of the content string
+                payload = (b'"' if block.init else b"") + payload + (b'"' if block.fin else b"")
+                if block.init:
+                    attrs = {**(attrs or {}), "role": role, "dialect": DIALECT, "key": "content"}
+            elif block.init and section is Section.USER_TEXT and self._in_parts:
+                attrs = {**(attrs or {}), "in_parts": True}
+            return Block(section, block.message, payload, block.init, block.fin, attrs or None)
+        if block.init and SECTION_ROLE.get(section, role) != role:
+            return Block(section, block.message, block.payload, True, block.fin,
+                         {**(block.attrs or {}), "role": role})
+        return block
+
+    def builder(self, section: Section, attrs: dict | None = None) -> BlockBuilder:
+        self.close_open()
+        return BlockBuilder(self.emit, section, self.index, attrs)
+
+    def finished(self, builder: BlockBuilder) -> None:
+        self.close_open()
+        self._open = builder
+
+    def close_open(self) -> None:
+        if self._open is not None:
+            if self._open is self._content and self.role == "tool":
+                self._match_result(self._open)
+            self._open.close()
+            self._open = None
+
+    def _match_result(self, builder: BlockBuilder) -> None:
+        """Link a tool message to the call it answers: by order, and by tool_name when given."""
+        name = self._tool_name
+        for call in self.d.pending_calls:
+            if not call[2] and (name is None or call[1] == name):
+                call[2] = True
+                builder.set("tool_call_id", call[0])
+                break
+        if name is not None:
+            builder.set("name", name)
+
+    # -- keys ----------------------------------------------------------------------
+
+    def on_key(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.OBJECT_END:
+            d.pop()
+            self._end(offset)
+            return
+        if value != "images":
+            self._decide_text(False)
+        reader = {
+            "role": self._role,
+            "content": self._text_member("content"),
+            "thinking": self._text_member("thinking"),
+            "images": self._images,
+            "tool_calls": self._tool_calls,
+            "tool_name": self._tool_name_member,
+        }.get(value) or self._extension(value)
+        d.push(self._once(reader))
+
+    def _end(self, offset: int) -> None:
+        self._decide_text(False)
+        if self.role is None:
+            raise self.d.error("message without role", offset)
+        if self.role == "tool" and self._content is None:
+            # A result without content: still a block, so it links to its call.
+            builder = self.builder(Section.USER_TEXT, {"empty": True})
+            self._content = builder
+            builder.fragment(b"", True, True)
+            self.finished(builder)
+        self.close_open()
+        if self._tool_name_raw is not None and self.role != "tool":
+            self.d.extension(f"$.messages[{self.index}].tool_name", self._tool_name_raw, message=self.index)
+        if not self._emitted:  # e.g. {"role": "assistant"}: the message must still exist
+            section = ROLE_TEXT_SECTION.get(self.role, Section.UNKNOWN)
+            if section is Section.UNKNOWN:
+                self.d.emit(Block(section, self.index, b"", attrs={"role": self.role, "dialect": DIALECT,
+                                                                   "empty": True}))
+            else:
+                self.d.emit(Block(section, self.index, b"", attrs={"empty": True}))
+
+    def _once(self, reader):
+        def handler(kind: int, value: Any, offset: int) -> None:
+            self.d.pop()
+            reader(kind, value, offset)
+        return handler
+
+    def _extension(self, key: str):
+        path = f"$.messages[{self.index}].{key}"
+
+        def reader(kind: int, value: Any, offset: int) -> None:
+            self.d.read_raw(kind, value, offset, lambda raw: self.d.extension(
+                path, raw, message=self.index, lossless=raw == b"null"))
+        return reader
+
+    def _role(self, kind: int, value: Any, offset: int) -> None:
+        def done(role: Any) -> None:
+            if not isinstance(role, str):
+                raise self.d.error("expected a string for role", offset)
+            self.role = role
+            self._release()
+        self.d.read_value(kind, value, offset, done)
+
+    def _tool_name_member(self, kind: int, value: Any, offset: int) -> None:
+        def done(raw: bytes) -> None:
+            self._tool_name_raw = raw
+            name = __import__("json").loads(raw)
+            self._tool_name = name if isinstance(name, str) else None
+        self.d.read_raw(kind, value, offset, done)
+
+    def _text_member(self, key: str):
+        path = f"$.messages[{self.index}].{key}"
+
+        def reader(kind: int, value: Any, offset: int) -> None:
+            if kind == tok.NULL:
+                self.d.extension(path, b"null", message=self.index, lossless=True)
+                return
+            if key == "content":
+                builder = self.builder(Section.USER_TEXT)
+                self._content = builder
+                if self.role is None or self.role == "user":
+                    self._text_pending = True
+            else:
+                builder = self.builder(Section.ASSISTANT_REASONING)
+
+            def sink(data: bytes, init: bool, fin: bool) -> None:
+                builder.fragment(data, init, fin)
+                if fin:
+                    self.finished(builder)
+            self.d.read_string(kind, value, offset, sink, key)
+        return reader
+
+    # -- images ----------------------------------------------------------------------
+
+    def _images(self, kind: int, value: Any, offset: int) -> None:
+        path = f"$.messages[{self.index}].images"
+        if kind == tok.NULL:
+            self._decide_text(False)
+            self.d.extension(path, b"null", message=self.index, lossless=True)
+            return
+        if kind != tok.ARRAY_START:
+            raise self.d.wrong_type(kind, "an array for images", offset)
+        self._image_count = 0
+        self.d.push(self._image_element)
+
+    def _image_element(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.d.pop()
+            if self._image_count == 0:
+                self._decide_text(False)
+                self.d.extension(f"$.messages[{self.index}].images", b"[]", message=self.index, lossless=True)
+            return
+        self._image_count += 1
+        self._decide_text(True)
+        image = ImageReader(self)
+        self.d.read_string(kind, value, offset, image.fragment, "an image (base64)")
+
+    # -- tool calls ------------------------------------------------------------------
+
+    def _tool_calls(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.NULL:
+            self.d.extension(f"$.messages[{self.index}].tool_calls", b"null", message=self.index, lossless=True)
+            return
+        if kind != tok.ARRAY_START:
+            raise self.d.wrong_type(kind, "an array for tool_calls", offset)
+        self.d.pending_calls = []  # a new batch of calls: results that follow answer these
+        self.d.push(self._tool_call_start)
+
+    def _tool_call_start(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.d.pop()
+        elif kind == tok.OBJECT_START:
+            call_id = generated_call_id(self.index, self._call_position)
+            self._call_position += 1
+            self.d.push(ToolCallReader(self, call_id).on_key)
+        else:
+            raise self.d.wrong_type(kind, "an object for a tool call", offset)
+
+
+class ImageReader:
+    """One base64 string of ``images[]``: its first characters are held (at most
+    16) to sniff the media type, then fragments stream."""
+
+    def __init__(self, message: MessageReader) -> None:
+        self.m = message
+        self.block = message.builder(Section.USER_IMAGE, {"source": "base64"})
+        self._prefix: bytes | None = b""
+
+    def fragment(self, data: bytes, init: bool, fin: bool) -> None:
+        if self._prefix is None:
+            self.block.fragment(data, False, fin)
+        else:
+            self._prefix += data
+            if len(self._prefix) < _SNIFF_BYTES and not fin:
+                return
+            media_type = sniff_media_type(self._prefix)
+            if media_type is not None:
+                self.block.set("media_type", media_type)
+            data, self._prefix = self._prefix, None
+            self.block.fragment(data, True, fin)
+        if fin:
+            self.m.finished(self.block)
+
+
+class ToolCallReader:
+    """``{"function": {"name", "arguments": {...}, "index"?}}`` -> a tool-call block."""
+
+    def __init__(self, message: MessageReader, call_id: str) -> None:
+        self.m = message
+        self.d = message.d
+        self.block = message.builder(Section.TOOL_CALL, {"id": call_id})
+        self.call = [call_id, None, False]
+        self.d.pending_calls.append(self.call)
+        self.has_arguments = False
+
+    def on_key(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.OBJECT_END:
+            self.d.pop()
+            if not self.has_arguments:
+                self.block.set("ollama_no_arguments", True)
+            self.m.finished(self.block)
+            return
+        if value == "function":
+            self.d.push(self.m._once(self._function))
+        else:
+            self.d.push(self.m._once(self._extra(value, "ollama_call_extra")))
+
+    def _function(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.OBJECT_START:
+            raise self.d.wrong_type(kind, "an object for function", offset)
+        self.d.push(self.on_function_key)
+
+    def on_function_key(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.OBJECT_END:
+            d.pop()
+            return
+        if value == "name":
+            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, self._name)))
+        elif value == "arguments":
+            d.push(self.m._once(self._arguments))
+        elif value == "index":
+            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, lambda x: self.block.set("index", x))))
+        else:
+            d.push(self.m._once(self._extra(value, _EXTRA_ATTR)))
+
+    def _name(self, name: Any) -> None:
+        self.block.set("name", name)
+        self.call[1] = name
+
+    def _extra(self, key: str, attr: str):
+        def reader(kind: int, value: Any, offset: int) -> None:
+            def done(raw: bytes) -> None:
+                members = self.block.late.get(attr) or self.block.attrs.get(attr)
+                text = dumps(key).decode() + ":" + raw.decode()
+                self.block.set(attr, members + "," + text if members else text)
+            self.d.read_raw(kind, value, offset, done)
+        return reader
+
+    def _arguments(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.OBJECT_START:
+            raise self.d.wrong_type(kind, "an object for arguments", offset)
+        self.has_arguments = True
+        block = self.block
+
+        def sink(data: bytes, init: bool, fin: bool) -> None:
+            block.fragment(escape_raw(data), init, fin)
+        self.d.stream_raw(kind, value, offset, sink)
+
+
+# ---------------------------------------------------------------------------
+# Encoder
+# ---------------------------------------------------------------------------
+
+_TEXT_SECTIONS = {Section.SYSTEM_INSTRUCTION, Section.USER_TEXT, Section.ASSISTANT_TEXT, Section.TOOL_RESULT}
+#: attributes that shape the output (or are handled where they matter)
+_QUIET_ATTRS = {"in_parts", "role", "dialect", "key", "source", "media_type", "data_url", "tool_call_id",
+                "id", "name", "empty", "index", _EXTRA_ATTR, "ollama_call_extra", "ollama_no_arguments",
+                "signature", "redacted", "is_error", "where", "legacy"}
+_SEPARATOR = b"\\n\\n"  # between joined text blocks (escaped form)
+
+
+class _Message:
+    """One ollama message being written."""
+
+    __slots__ = ("asm", "index", "role", "texts", "has_result")
+
+    def __init__(self, asm: MessageAssembler, index: int, role: str) -> None:
+        self.asm = asm
+        self.index = index
+        self.role = role
+        self.texts: dict[str, int] = {}  # member -> blocks written into it
+        self.has_result = False
+
+
+class RequestEncoder(Encoder):
+    """Canonical events -> an Ollama ``/api/chat`` request body.
+
+    Holds (reorder buffer): messages before ``SystemEnd``
+    (``ollama:messages-before-system``, anthropic's system after messages);
+    ``options`` members until the end (``ollama:options``; sources scatter
+    sampling settings across the body, ollama groups them); message members
+    after the first (``ollama:member-order``, MessageAssembler).
+    """
+
+    dialect = DIALECT
+
+    def __init__(self, write, session: Session) -> None:
+        super().__init__(write, session)
+        self.out = JsonWriter(write)
+        self._top: str | None = None
+        self._system_final = False
+        self._pending = None  # Hold of messages written before SystemEnd
+        self._pending_writer: JsonWriter | None = None
+        self._msg: _Message | None = None
+        self._block = None  # (write, close) of the block in progress
+        self._options = None  # Hold of "k":v option members
+        self._options_empty = False
+        self._stream_seen = False
+        self._call_names: dict[str, str] = {}
+        self._pending_ext: list[Extension] = []
+        self.out.begin_object()
+
+    # -- top level -----------------------------------------------------------
+
+    def _open_top(self, name: str) -> None:
+        if self._top == name:
+            return
+        self._close_top()
+        self.out.open_member(name, b"[")
+        self._top = name
+
+    def _close_top(self) -> None:
+        if self._top is not None:
+            if self._top == "messages":
+                self._close_message()
+            self.out.end_array()
+            self._top = None
+
+    def _top_member(self, key: str, raw: bytes) -> None:
+        if key.startswith("options."):
+            if self._options is None:
+                self._options = self.session.reorder.hold("ollama:options")
+            item = dumps(key[8:]) + b":" + raw
+            self._options.append(item, len(item))
+            return
+        if self._top == "messages" and self._msg is not None and self._block is not None:
+            # mid-block: cannot close the array now; a control inside a message
+            # does not happen with the decoders we have, so fail loudly.
+            raise TranscodeError("control arrived inside a block", dialect=DIALECT)
+        self._close_top()
+        self.out.raw_member(key, raw)
+
+    def on_event(self, event: Event) -> None:
+        t = type(event)
+        if t is Block:
+            self._on_block(event)
+        elif t is Control:
+            self._on_control(event)
+        elif t is Extension:
+            self._on_extension(event)
+        elif t is SystemEnd:
+            self._system_final = True
+            self._flush_pending()
+        elif t is MessagesEnd:
+            self._close_message()
+            if self._system_final:
+                self._flush_pending()
+        elif t is End:
+            self._system_final = True
+            self._close_message()
+            self._flush_pending()
+            self._close_top()
+            if self._options is not None or self._options_empty:
+                body = b",".join(self._options.drain()) if self._options is not None else b""
+                self.out.raw_member("options", b"{" + body + b"}")
+                self._options = None
+            if not self._stream_seen:
+                # No stream control: the source meant a non-streaming request,
+                # ollama would stream without this.
+                self.out.raw_member("stream", b"false")
+            self.out.end_object()
+
+    def _on_control(self, control: Control) -> None:
+        if control.name == "stream":
+            self._stream_seen = True
+        if control.dialect == DIALECT:
+            if control.key is None:
+                return  # the implied stream: true of an ollama body without stream
+            self._top_member(control.key, control.raw)
+            return
+        for key, value in controls.encode_control(control, self.session):
+            self._top_member(key, dumps(value))
+
+    def _on_extension(self, ext: Extension) -> None:
+        if ext.dialect != DIALECT:
+            self.foreign_extension(ext)
+        elif ext.message is None:
+            if ext.path == "$.options":
+                if ext.raw == b"{}":
+                    self._options_empty = True
+                else:
+                    self._top_member("options", ext.raw)
+            elif ext.path.startswith("$.options."):
+                self._top_member("options." + ext.path[10:], ext.raw)
+            else:
+                self._top_member(ext.path[2:], ext.raw)
+        elif self._msg is not None and ext.message == self._msg.index:
+            self._msg.asm.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+        else:  # a field of a message whose first block has not come yet
+            self._pending_ext.append(ext)
+
+    # -- messages --------------------------------------------------------------
+
+    def _messages_writer(self, index: int) -> JsonWriter:
+        if index == TOP_LEVEL_SYSTEM or self._system_final:
+            self._open_top("messages")
+            return self.out
+        if self._pending is None:
+            self._pending = self.session.reorder.hold("ollama:messages-before-system")
+            self._pending_writer = JsonWriter(self._pending.write)
+            self._pending_writer._first.append(True)
+        return self._pending_writer
+
+    def _flush_pending(self) -> None:
+        if self._pending is not None and self._system_final:
+            self._close_message()  # a held message, or the last top-level system one
+            if self._pending:
+                self._open_top("messages")
+                self.out.raw_element(self._pending.take_bytes())
+            self._pending = None
+            self._pending_writer = None
+
+    def _open_message(self, index: int, role: str) -> _Message:
+        self._close_message()
+        asm = MessageAssembler(self._messages_writer(index), self.session, "ollama:member-order")
+        asm.scalar("role", dumps(role))
+        self._msg = _Message(asm, index, role)
+        for ext in [e for e in self._pending_ext if e.message == index]:
+            asm.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+        self._pending_ext = [e for e in self._pending_ext if e.message != index]
+        return self._msg
+
+    def _close_message(self) -> None:
+        if self._msg is not None:
+            self._msg.asm.close()
+            self._msg = None
+
+    def _message_for(self, block: Block, role: str) -> _Message:
+        msg = self._msg
+        new_result = block.section is Section.TOOL_RESULT and msg is not None and msg.has_result
+        if (msg is None or block.message != msg.index or role != msg.role or new_result
+                or block.message == TOP_LEVEL_SYSTEM):
+            msg = self._open_message(block.message, role)
+        return msg
+
+    # -- blocks ----------------------------------------------------------------
+
+    def _on_block(self, block: Block) -> None:
+        if not block.init:
+            if self._block is not None:
+                write, close = self._block
+                write(block.payload)
+                if block.fin:
+                    self._block = None
+                    close(block.attrs or {})
+            return
+        if block.message == REQUEST_LEVEL:
+            self._tool_definition(block)
+            return
+        placed = self._place(block)
+        if placed is None:
+            self._block = ((lambda data: None), (lambda attrs: None)) if not block.fin else None
+            return
+        write, close = placed
+        write(block.payload)
+        if block.fin:
+            close(block.attrs if False else {})
+        else:
+            self._block = (write, close)
+
+    def _where(self, block: Block) -> str:
+        return "$.system" if block.message == TOP_LEVEL_SYSTEM else f"$.messages[{block.message}]"
+
+    def _lose_block(self, block: Block, why: str) -> None:
+        self.session.lose(self._where(block), f"{block.section.value} block: {why}")
+
+    def _check_attrs(self, block: Block, attrs: dict) -> None:
+        for key in attrs:
+            if key not in _QUIET_ATTRS and not (key == "cache_control" and attrs[key] is None):
+                self.session.lose(self._where(block),
+                                  f"attribute {key!r} of a {block.section.value} block has no ollama field")
+
+    def _role_of(self, block: Block, attrs: dict) -> str | None:
+        natural = SECTION_ROLE.get(block.section)
+        role = attrs.get("role")
+        if role is None or role == natural:
+            return natural
+        if role == "developer" and block.section is Section.SYSTEM_INSTRUCTION:
+            self.session.lose(self._where(block), "developer role becomes ollama system")
+            return "system"
+        if role == "function" and block.section is Section.TOOL_RESULT:
+            self.session.lose(self._where(block), "function role becomes ollama tool")
+            return "tool"
+        return role  # ollama takes any role string; an ollama body's own odd roles come back
+
+    def _place(self, block: Block):
+        s = block.section
+        attrs = block.attrs or {}
+        self._check_attrs(block, attrs)
+        if s is Section.UNKNOWN:
+            if attrs.get("dialect") == DIALECT and "role" in attrs:
+                return self._unknown(block, attrs)
+            self._lose_block(block, "no ollama equivalent")
+            return None
+        role = self._role_of(block, attrs)
+        if role is None:
+            self._lose_block(block, "ollama has no such section")
+            return None
+        if s in _TEXT_SECTIONS:
+            return self._text(block, attrs, role, "content")
+        if s is Section.ASSISTANT_REASONING:
+            if attrs.get("redacted"):
+                self._lose_block(block, "redacted thinking cannot be carried")
+                return None
+            if attrs.get("signature"):
+                self.session.lose(self._where(block), "thinking signature has no ollama field")
+            return self._text(block, attrs, role, "thinking")
+        if s is Section.USER_IMAGE:
+            return self._image(block, attrs, role)
+        if s is Section.TOOL_CALL:
+            return self._tool_call(block, attrs, role)
+        return None
+
+    def _text(self, block: Block, attrs: dict, role: str, key: str):
+        msg = self._message_for(block, role)
+        if block.section is Section.TOOL_RESULT:
+            msg.has_result = True
+            if attrs.get("is_error"):
+                self.session.lose(self._where(block), "tool result is_error has no ollama field")
+        if attrs.get("empty"):
+            return (lambda data: None), (lambda late: self._text_close(block, msg, attrs, late))
+        count = msg.texts.get(key, 0)
+        w = msg.asm.member(key, b'"')
+        if count:
+            self.session.lose(self._where(block), f"several text blocks joined into one ollama {key}")
+            w.write(_SEPARATOR)
+        msg.texts[key] = count + 1
+        return w.write, (lambda late: self._text_close(block, msg, attrs, late))
+
+    def _text_close(self, block: Block, msg: _Message, attrs: dict, late: dict) -> None:
+        # tool_name is written at the block's end whether it came early or late,
+        # so the output bytes do not depend on how the input was cut.
+        if late:
+            self._check_attrs(block, late)
+        if block.section is Section.TOOL_RESULT:
+            self._result_name(block, msg, {**attrs, **late})
+
+    def _result_name(self, block: Block, msg: _Message, attrs: dict) -> None:
+        if block.section is not Section.TOOL_RESULT:
+            return
+        name = attrs.get("name")
+        call_id = attrs.get("tool_call_id")
+        if name is None and call_id is not None:
+            name = self._call_names.get(call_id)
+            if name is None:
+                self.session.lose(self._where(block), f"tool result for unknown call {call_id!r}: no tool_name")
+        if name is not None:
+            msg.asm.scalar("tool_name", dumps(name))
+
+    def _image(self, block: Block, attrs: dict, role: str):
+        if attrs.get("source", "base64") != "base64":
+            self._lose_block(block, f"a {attrs.get('source')} image cannot become an ollama image "
+                                    "without fetching it (not fetched)")
+            return None
+        if "detail" in attrs:
+            self.session.lose(self._where(block), "image detail has no ollama field")
+        msg = self._message_for(block, role)
+        w = msg.asm.member("images", b"[")
+        w._separate()
+        w.write(b'"')
+        return w.write, (lambda late: w.write(b'"'))
+
+    def _tool_call(self, block: Block, attrs: dict, role: str):
+        msg = self._message_for(block, role)
+        w = msg.asm.member("tool_calls", b"[")
+        w._separate()
+        call_id = attrs.get("id")
+        if call_id is not None and not call_id.startswith(GENERATED_ID_PREFIX):
+            self.session.lose(self._where(block), "ollama tool calls carry no id "
+                                                  "(results are linked by order and tool_name)")
+        # name (and the rest) are written after the arguments whether they came
+        # early or late, so the output bytes do not depend on how the input was cut.
+        w.write(b'{"function":{')
+        args = ArgumentsWriter(w.write) if not attrs.get("ollama_no_arguments") else None
+        if args is not None:
+            w.write(b'"arguments":')
+
+        def write(data: bytes) -> None:
+            if args is not None:
+                args.feed(data)
+
+        def close(late: dict) -> None:
+            if args is not None:
+                args.close()
+            merged = {**attrs, **late}
+            tail = b""
+            members = []
+            if "name" in merged:
+                members.append(b'"name":' + dumps(merged["name"]))
+                if merged.get("id") is not None:
+                    self._call_names[merged["id"]] = merged["name"]
+            if "index" in merged:
+                members.append(b'"index":' + dumps(merged["index"]))
+            if _EXTRA_ATTR in merged:
+                members.append(merged[_EXTRA_ATTR].encode())
+            if members:
+                tail += (b"," if args is not None else b"") + b",".join(members)
+            tail += b"}"
+            if "ollama_call_extra" in merged:
+                tail += b"," + merged["ollama_call_extra"].encode()
+            w.write(tail + b"}")
+            if late:
+                self._check_attrs(block, late)
+        return write, close
+
+    def _unknown(self, block: Block, attrs: dict):
+        msg = self._message_for(block, attrs["role"])
+        if attrs.get("empty"):
+            return (lambda data: None), (lambda late: None)
+        w = msg.asm.member(attrs.get("key", "content"), b"")
+        return w.write, (lambda late: None)
+
+    def _tool_definition(self, block: Block) -> None:
+        attrs = block.attrs or {}
+        if block.section is Section.UNKNOWN:
+            if attrs.get("dialect") == DIALECT:
+                self._open_top("tools")
+                self.out.raw_element(block.payload)
+            else:
+                self.session.lose("$.tools", "a tool of another dialect has no ollama form")
+            return
+        if block.section is not Section.TOOL_DEFINITION:
+            self._lose_block(block, "not a tool definition")
+            return
+        if not block.fin:
+            raise TranscodeError("tool definition in fragments is not supported", dialect=DIALECT)
+        self._open_top("tools")
+        self.out.raw_element(controls.tool_from_canonical(attrs, block.payload, self.session))
+
+
+class ArgumentsWriter:
+    """Tool-call arguments: canonical escaped JSON-string text -> the JSON object ollama wants.
+
+    Each fragment is unescaped on its own (fragments never split an escape) and
+    checked by a push tokenizer as it goes, so text that is not a JSON object
+    fails clearly instead of producing a broken body. Empty arguments are ``{}``.
+    """
+
+    def __init__(self, write: Callable[[bytes], None]) -> None:
+        self.write = write
+        self.started = False
+        self._first = True
+        self._check = tok.Tokenizer(self._token, dialect=DIALECT)
+
+    def _token(self, kind: int, value: Any, offset: int) -> None:
+        if self._first:
+            self._first = False
+            if kind != tok.OBJECT_START:
+                raise SchemaError("tool-call arguments are not a JSON object; ollama needs one",
+                                  dialect=DIALECT)
+
+    def feed(self, escaped: bytes) -> None:
+        if not escaped:
+            return
+        data = decode_escaped(escaped).encode("utf-8") if b"\\" in escaped else escaped
+        if not self.started:
+            data = data.lstrip()
+            if not data:
+                return
+            self.started = True
+        self._check.feed(data)
+        self.write(data)
+
+    def close(self) -> None:
+        if not self.started:
+            self.write(b"{}")
+            return
+        try:
+            self._check.close()
+        except TranscodeError as exc:
+            raise SchemaError(f"tool-call arguments are not valid JSON: {exc.reason}", dialect=DIALECT) from None

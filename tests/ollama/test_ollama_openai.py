@@ -1,0 +1,162 @@
+"""ollama <-> openai, both ways, from bodies the official clients send."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+
+import pytest
+
+from interlingua import LossError, Options
+from ollama_helpers import JPEG_HEAD, PNG_1PX, capture_openai, run, texts_of
+from test_ollama_request import full_client_body
+
+REASONING = Options(openai_reasoning_field="reasoning_content")
+SIZES = (1, 7, 1 << 20)
+
+
+def drop(body: dict, *paths: str) -> dict:
+    body = copy.deepcopy(body)
+    for path in paths:
+        *parents, last = path.split(".")
+        node = body
+        for p in parents:
+            node = node[p]
+        node.pop(last, None)
+    return body
+
+
+def image_bytes_of_ollama(body: dict) -> list[bytes]:
+    return [base64.b64decode(i) for m in body["messages"] for i in m.get("images", [])]
+
+
+def image_bytes_of_openai(body: dict) -> list[bytes]:
+    out = []
+    for m in body["messages"]:
+        if isinstance(m.get("content"), list):
+            for part in m["content"]:
+                if part["type"] == "image_url":
+                    out.append(base64.b64decode(part["image_url"]["url"].split(",", 1)[1]))
+    return out
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_ollama_client_body_to_openai_and_back(size):
+    body = full_client_body()
+    openai_body, losses1 = run(body, "ollama", "openai", size, REASONING)
+    back, losses2 = run(openai_body, "openai", "ollama", size, REASONING)
+    assert {(l.path, l.reason.split(" ")[0]) for l in losses1} == {
+        ("$.options.top_k", "control"), ("$.options.num_ctx", "ollama"),
+        ("$.options.repeat_penalty", "ollama"), ("$.keep_alive", "ollama")}
+    # the openai encoder names the schema; ollama cannot carry the name
+    assert [(l.path, l.reason) for l in losses2] == [("$.response_format", "json_schema 'name' has no ollama field")]
+    original = json.loads(body)
+    expected = drop(original, "keep_alive", "options.top_k", "options.num_ctx", "options.repeat_penalty")
+    assert json.loads(back) == expected  # everything else survives, bit for bit
+    out = json.loads(openai_body)
+    assert image_bytes_of_openai(out) == [PNG_1PX, JPEG_HEAD]
+    assert texts_of(body, "ollama") == texts_of(back, "ollama")
+
+
+def test_ollama_to_openai_shapes():
+    body = full_client_body()
+    out = json.loads(run(body, "ollama", "openai", 3, REASONING)[0])
+    user = out["messages"][1]
+    assert user["content"][0] == {"type": "text", "text": "What is in these images? ü"}
+    assert user["content"][1]["image_url"]["url"].startswith("data:image/png;base64,iVBORw0KGgo")
+    assistant = out["messages"][2]
+    assert assistant["reasoning_content"] == "user wants a sum"
+    assert [c["id"] for c in assistant["tool_calls"]] == ["call_ollama_2_0", "call_ollama_2_1"]
+    assert json.loads(assistant["tool_calls"][1]["function"]["arguments"]) == {"a": "x\"y", "b": [1, {"c": None}]}
+    assert [m.get("tool_call_id") for m in out["messages"][3:5]] == ["call_ollama_2_0", "call_ollama_2_1"]
+    assert out["max_completion_tokens"] == 128 and out["stop"] == ["\n\n"]
+    assert out["reasoning_effort"] == "high"
+    assert out["stream"] is False
+
+
+def test_ollama_thinking_without_reasoning_field_is_a_recorded_loss():
+    body = full_client_body()
+    out, losses = run(body, "ollama", "openai")
+    assert "reasoning_content" not in out.decode()
+    assert any(l.path == "$.messages[2]" and "assistant-reasoning" in l.reason for l in losses)
+
+
+def openai_client_body() -> bytes:
+    png = base64.b64encode(PNG_1PX).decode()
+    return capture_openai(
+        model="gpt-4o",
+        messages=[
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": [
+                {"type": "text", "text": "first"},
+                {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}},
+                {"type": "text", "text": "second"}]},
+            {"role": "assistant", "content": "calling",
+             "tool_calls": [{"id": "call_abc", "type": "function",
+                             "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_abc", "content": "sunny"},
+            {"role": "user", "content": "and now?"},
+        ],
+        tools=[{"type": "function", "function": {"name": "weather", "description": "Weather",
+                                                 "parameters": {"type": "object"}}}],
+        max_tokens=50, stop="END", temperature=0.5, response_format={"type": "json_object"},
+        reasoning_effort="low", seed=3,
+    )
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_openai_client_body_to_ollama(size):
+    body = openai_client_body()
+    out, losses = run(body, "openai", "ollama", size)
+    o = json.loads(out)
+    assert o["messages"][1] == {"role": "user", "content": "first\n\nsecond",
+                                "images": [base64.b64encode(PNG_1PX).decode()]}
+    assert o["messages"][2]["tool_calls"] == [{"function": {"name": "weather", "arguments": {"city": "Paris"}}}]
+    assert o["messages"][3] == {"role": "tool", "content": "sunny", "tool_name": "weather"}
+    assert o["options"] == {"num_predict": 50, "stop": ["END"], "temperature": 0.5, "seed": 3}
+    assert o["format"] == "json" and o["think"] == "low" and o["stream"] is False
+    assert sorted(l.reason for l in losses) == [
+        "ollama tool calls carry no id (results are linked by order and tool_name)",
+        "several text blocks joined into one ollama content"]
+
+
+def test_openai_to_ollama_and_back_keeps_text_and_images():
+    body = openai_client_body()
+    ollama_body, _ = run(body, "openai", "ollama")
+    back, losses = run(ollama_body, "ollama", "openai")
+    b, o = json.loads(back), json.loads(body)
+    assert image_bytes_of_openai(b) == image_bytes_of_openai(o) == [PNG_1PX]
+    # ids are regenerated (loss recorded on the way in), arguments compare as JSON
+    assert b["messages"][2]["tool_calls"][0]["id"] == "call_ollama_2_0"
+    assert b["messages"][3]["tool_call_id"] == "call_ollama_2_0"
+    assert json.loads(b["messages"][2]["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}
+    assert b["messages"][1]["content"][0] == {"type": "text", "text": "first\n\nsecond"}
+    assert b["max_completion_tokens"] == 50 and b["stop"] == ["END"] and b["reasoning_effort"] == "low"
+    assert losses == []
+
+
+def test_http_image_url_is_a_recorded_loss_never_fetched():
+    body = capture_openai(model="m", messages=[{"role": "user", "content": [
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}]}])
+    out, losses = run(body, "openai", "ollama")
+    assert json.loads(out)["messages"] == [{"role": "user", "content": "look"}]
+    assert len(losses) == 1 and "without fetching" in losses[0].reason
+    with pytest.raises(LossError):
+        run(body, "openai", "ollama", options=Options(strict=True))
+
+
+def test_openai_sections_ollama_cannot_carry_are_recorded():
+    body = json.dumps({"model": "m", "messages": [
+        {"role": "developer", "content": "dev"},
+        {"role": "user", "content": [{"type": "file", "file": {"file_data": "data:application/pdf;base64,AAAA"}},
+                                     {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]},
+        {"role": "assistant", "refusal": "no"}],
+        "tool_choice": "auto", "parallel_tool_calls": False, "store": True}).encode()
+    out, losses = run(body, "openai", "ollama")
+    reasons = " | ".join(l.reason for l in losses)
+    for what in ("developer role", "user-document", "user-audio", "assistant-refusal", "'tool_choice'",
+                 "'parallel_tool_calls'", "openai field"):
+        assert what in reasons, what
+    assert json.loads(out)["messages"][0] == {"role": "system", "content": "dev"}

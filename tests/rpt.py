@@ -1,0 +1,204 @@
+"""Reading and running rpt scenario scripts (format: rpt/README.md)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from interlingua import Decoder, Options, Transcoder
+from interlingua.canonical import Block, Control, PayloadForm
+
+RPT_ROOT = Path(__file__).resolve().parent.parent / "rpt"
+DEFAULT_FRAMES = ["1", "7", "64", "whole"]
+_VAR = re.compile(r"\$\{(\w+)\}")
+_TEXT_ALPHABET = (
+    "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789 .,;:!? "
+    "\"\\\n\t/ é中ü€😀"
+)
+
+
+def generate(kind: str, seed: int, size: int) -> str:
+    """Seeded payloads: ``text`` mixes escapes and non-ASCII; ``base64`` is plain base64."""
+    rng = random.Random(seed)
+    if kind == "base64":
+        raw = bytes(rng.getrandbits(8) for _ in range(size * 3 // 4))
+        return base64.b64encode(raw).decode()[:size]
+    chars = rng.choices(_TEXT_ALPHABET, k=size)
+    return "".join(chars)
+
+
+@dataclass
+class WireScript:
+    path: Path
+    dialect: str
+    kind: str
+    frames: list[str] = field(default_factory=lambda: list(DEFAULT_FRAMES))
+    variables: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    error: tuple[str, str, str] | None = None
+    losses: list[str] = field(default_factory=list)
+    expected_from: dict[str, bytes] = field(default_factory=dict)
+    not_from: dict[str, str] = field(default_factory=dict)
+    options: dict = field(default_factory=dict)
+
+    @property
+    def scenario(self) -> str:
+        return self.path.parent.name
+
+    def make_options(self, **overrides) -> Options:
+        return Options(**{**self.options, **overrides})
+
+    def chunks(self, frame: str) -> list[bytes]:
+        if frame == "whole":
+            return [self.body]
+        size = int(frame)
+        return [self.body[i:i + size] for i in range(0, len(self.body), size)]
+
+
+def substitute(text: str, variables: dict[str, str]) -> str:
+    """``${name}`` -> the payload, JSON-escaped (it sits inside a JSON string)."""
+    return _VAR.sub(lambda m: json.dumps(variables[m.group(1)], ensure_ascii=False)[1:-1], text)
+
+
+def _read_block(lines: list[str], i: int) -> tuple[str, int]:
+    out = []
+    while i < len(lines) and lines[i] != "end":
+        out.append(lines[i])
+        i += 1
+    if i == len(lines):
+        raise ValueError("block without `end`")
+    return "\n".join(out), i + 1
+
+
+def parse_wire(path: Path) -> WireScript:
+    dialect, kind, _ = path.name.split(".")
+    script = WireScript(path, dialect, kind)
+    lines = path.read_text(encoding="utf-8").split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        word, _, rest = stripped.partition(" ")
+        if word == "frames":
+            script.frames = rest.split()
+        elif word == "let":
+            name, _, spec = rest.partition("=")
+            gen, seed, size = spec.split()
+            script.variables[name.strip()] = generate(gen, int(seed), int(size))
+        elif word == "body":
+            text, i = _read_block(lines, i)
+            script.body = substitute(text, script.variables).encode("utf-8")
+        elif word == "body-hex":  # bytes a text file cannot hold (invalid UTF-8)
+            script.body = bytes.fromhex(rest.replace(" ", ""))
+        elif word == "from":
+            text, i = _read_block(lines, i)
+            script.expected_from[rest.strip()] = substitute(text, script.variables).encode("utf-8")
+        elif word == "not-from":
+            source, _, why = rest.partition(" ")
+            script.not_from[source] = why
+        elif word == "error":
+            cls, where, offset = rest.split()
+            script.error = (cls, where, offset)
+        elif word == "loss":
+            script.losses.append(rest.strip())
+        elif word == "options":
+            script.options = json.loads(rest)
+        else:
+            raise ValueError(f"{path}:{i}: unknown line {line!r}")
+    return script
+
+
+def parse_canonical(path: Path, variables: dict[str, str]) -> list[dict]:
+    events = []
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            events.append(json.loads(substitute(line, variables)))
+    return events
+
+
+def coalesce(events) -> list:
+    """Join each block's fragments into one Block (attrs of first and last merged)."""
+    out: list = []
+    parts: list[bytes] = []
+    first: Block | None = None
+    attrs: dict = {}
+    for event in events:
+        if type(event) is not Block:
+            out.append(event)
+            continue
+        if event.init:
+            first, parts, attrs = event, [], dict(event.attrs or {})
+        elif event.attrs:
+            attrs.update(event.attrs)
+        parts.append(event.payload)
+        if event.fin:
+            out.append(Block(first.section, first.message, b"".join(parts), True, True, attrs or None))
+            first = None
+    assert first is None, "a block was not finished"
+    return out
+
+
+def decode_all(script: WireScript, frame: str) -> list:
+    decoder = Decoder(script.dialect, kind=script.kind, options=script.make_options())
+    events = []
+    for chunk in script.chunks(frame):
+        events.extend(decoder.feed(chunk))
+    events.extend(decoder.close())
+    return events
+
+
+def transcode_all(source: WireScript, target: str, frame: str, options: Options | None = None):
+    transcoder = Transcoder(source.dialect, target, kind=source.kind,
+                            options=options or source.make_options())
+    out = []
+    for chunk in source.chunks(frame):
+        out.append(transcoder.feed(chunk))
+    out.append(transcoder.close())
+    return b"".join(out), transcoder
+
+
+def matches_canonical(actual: list, expected: list[dict]) -> list[str]:
+    """Differences between decoded events and the canonical script (see rpt/README.md)."""
+    problems = []
+    blocks = [e for e in actual if type(e) is Block]
+    want_blocks = [e for e in expected if "block" in e]
+    if len(blocks) != len(want_blocks):
+        problems.append(f"{len(blocks)} blocks, expected {len(want_blocks)}: "
+                        f"{[b.section.value for b in blocks]}")
+    for n, (got, want) in enumerate(zip(blocks, want_blocks)):
+        if got.section.value != want["block"]:
+            problems.append(f"block {n}: section {got.section.value}, expected {want['block']}")
+            continue
+        if "text" in want:
+            text = got.text() if got.form is PayloadForm.ESCAPED else got.payload.decode()
+            if text != want["text"]:
+                problems.append(f"block {n}: text {text[:80]!r}, expected {want['text'][:80]!r}")
+        if "json" in want and json.loads(got.payload) != want["json"]:
+            problems.append(f"block {n}: json {got.payload[:80]!r}, expected {want['json']!r}")
+        for key, value in want.get("attrs", {}).items():
+            if (got.attrs or {}).get(key) != value:
+                problems.append(f"block {n}: attr {key}={(got.attrs or {}).get(key)!r}, expected {value!r}")
+    controls = {e.name: e.value for e in actual if type(e) is Control}
+    for want in (e for e in expected if "control" in e):
+        if controls.get(want["control"], "<absent>") != want["value"]:
+            problems.append(f"control {want['control']}={controls.get(want['control'], '<absent>')!r}, "
+                            f"expected {want['value']!r}")
+    return problems
+
+
+def all_wire_scripts() -> list[Path]:
+    return sorted(RPT_ROOT.glob("*/*.*.rpt"))
+
+
+def events_as_builtins(events) -> list:
+    return [msgspec.to_builtins(e) for e in events]

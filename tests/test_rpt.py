@@ -1,0 +1,124 @@
+"""Every rpt wire script is a test (rpt/README.md): decode, round trip, cross, error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from interlingua import TranscodeError
+from interlingua.dialects import codecs
+
+from rpt import (
+    all_wire_scripts, coalesce, decode_all, events_as_builtins, matches_canonical, parse_canonical,
+    parse_wire, transcode_all,
+)
+
+
+def _available(dialect: str, kind: str) -> bool:
+    try:
+        codecs(dialect, kind)
+    except ValueError:
+        return False
+    return True
+
+
+def _script(path):
+    script = parse_wire(path)
+    if not _available(script.dialect, script.kind):
+        pytest.skip(f"{script.dialect} {script.kind} codec not available")
+    return script
+
+
+def _json_values(data: bytes, kind: str):
+    """A body as JSON, or a stream as the list of its events' JSON."""
+    if kind != "stream":
+        return json.loads(data)
+    from interlingua.framing import split_stream_events  # streams: compared event by event
+
+    return split_stream_events(data)
+
+
+SCRIPTS = all_wire_scripts()
+IDS = [f"{p.parent.name}/{p.name}" for p in SCRIPTS]
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=IDS)
+def test_decode(path):
+    script = _script(path)
+    if script.error:
+        cls, where, offset = script.error
+        for frame in script.frames:
+            with pytest.raises(TranscodeError) as info:
+                decode_all(script, frame)
+            err = info.value
+            assert type(err).__name__ == cls, f"frame {frame}: {err!r}"
+            assert err.dialect == script.dialect
+            if where != "*":
+                assert err.path == where, f"frame {frame}: {err}"
+            if offset != "*":
+                assert err.offset == int(offset), f"frame {frame}: {err}"
+        return
+    canonical_path = path.parent / "canonical.rpt"
+    reference = None
+    for frame in script.frames:
+        events = coalesce(decode_all(script, frame))
+        if reference is None:
+            reference = events
+            if canonical_path.exists():
+                expected = parse_canonical(canonical_path, script.variables)
+                problems = matches_canonical(events, expected)
+                assert not problems, "\n".join(problems)
+        else:
+            assert events_as_builtins(events) == events_as_builtins(reference), f"frame {frame} differs"
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=IDS)
+def test_round_trip(path):
+    script = _script(path)
+    if script.error:
+        pytest.skip("error scenario")
+    first = None
+    for frame in script.frames:
+        out, _ = transcode_all(script, script.dialect, frame)
+        if first is None:
+            first = out
+            assert _json_values(out, script.kind) == _json_values(script.body, script.kind)
+        else:
+            assert out == first, f"frame {frame}: output differs from frame {script.frames[0]}"
+
+
+def _cross_pairs():
+    pairs = []
+    for path in SCRIPTS:
+        target = parse_wire(path)
+        if target.error:
+            continue
+        for other in sorted(path.parent.glob(f"*.{target.kind}.rpt")):
+            if other == path:
+                continue
+            pairs.append(pytest.param(other, path, id=f"{path.parent.name}/{other.name}->{target.dialect}"))
+    return pairs
+
+
+@pytest.mark.parametrize("source_path,target_path", _cross_pairs())
+def test_cross(source_path, target_path):
+    target = _script(target_path)
+    source = _script(source_path)
+    if source.error:
+        pytest.skip("error scenario")
+    if source.dialect in target.not_from:
+        pytest.skip(f"not-from {source.dialect}: {target.not_from[source.dialect]}")
+    expected = target.expected_from.get(source.dialect, target.body)
+    options = source.make_options(**target.options)
+    first = None
+    for frame in source.frames:
+        out, transcoder = transcode_all(source, target.dialect, frame, options)
+        if first is None:
+            first = out
+            assert _json_values(out, target.kind) == _json_values(expected, target.kind)
+            paths = [loss.path for loss in transcoder.losses]
+            for want in target.losses:
+                assert any(p.startswith(want) for p in paths), f"no loss at {want}: {paths}"
+        else:
+            assert out == first, f"frame {frame} differs"
