@@ -392,7 +392,10 @@ class BlockReader:
         if self.type is None:
             d.push(once(d, lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.deferred.append((key, raw)))))
         elif self.result is not None and key == "content":
-            d.push(once(d, self.result.on_content))
+            if self.result.has_id:
+                d.push(once(d, self.result.on_content))
+            else:  # the id must be on the result's first block: content waits for it (bounded)
+                d.push(once(d, lambda k, v, o: d.read_raw(k, v, o, self.result.defer)))
         else:
             d.push(once(d, self.member(key)))
 
@@ -426,7 +429,7 @@ class BlockReader:
         if key == "input" and t == "tool_use":
             return lambda k, v, o: d.stream_raw(k, v, o, self._input)
         if t == "tool_result" and key == "tool_use_id":
-            return lambda k, v, o: d.read_value(k, v, o, lambda x: self.result.set("tool_call_id", x))
+            return lambda k, v, o: d.read_value(k, v, o, self.result.set_id)
         if t == "tool_result" and key in ("is_error", "cache_control"):
             return lambda k, v, o: d.read_value(k, v, o, lambda x: self.result.set(key, x))
         if t == "tool_result":
@@ -457,6 +460,8 @@ class BlockReader:
             self.slot.done(builder)
             return
         if self.result is not None:
+            if self.result.deferred is not None:
+                self.d.replay(self.result.on_content, self.result.deferred)
             self.result.end()
             return
         builder = self._builder()
@@ -476,13 +481,25 @@ class SourceReader:
         self.d = block.d
         self.builder = builder
 
+    deferred: bytes | None = None  # ``data`` seen before the source's type / media type
+
+    def _known(self) -> bool:
+        attrs = self.builder.attrs
+        return "source" in attrs and ("media_type" in attrs or attrs["source"] in ("url", "file"))
+
     def on_key(self, kind: int, value: Any, offset: int) -> None:
         d = self.d
         if kind == tok.OBJECT_END:
             d.pop()
+            if self.deferred is not None:
+                # sorted keys put data before type and media_type; every target needs those
+                # first (a data URL prefix), so the data (bounded by max_value_bytes) waits
+                d.replay(lambda k, v, o: d.read_string(k, v, o, self.builder.fragment, "data"), self.deferred)
             return
         key = value
-        if key in ("data", "url"):
+        if key == "data" and not self._known():
+            d.push(once(d, lambda k, v, o: d.read_raw(k, v, o, lambda raw: setattr(self, "deferred", raw))))
+        elif key in ("data", "url"):
             if key == "url" and "source" not in self.builder.attrs and "source" not in self.builder.late:
                 self.builder.set("source", "url")  # tells the encoder the payload key early
             d.push(once(d, lambda k, v, o: d.read_string(k, v, o, self.builder.fragment, key)))
@@ -513,6 +530,15 @@ class ResultReader:
     fragment (encoders gather them over the whole result)."""
 
     in_result = True
+    has_id = False
+    deferred: bytes | None = None  # content read before tool_use_id
+
+    def defer(self, raw: bytes) -> None:
+        self.deferred = raw
+
+    def set_id(self, call_id: Any) -> None:
+        self.has_id = True
+        self.set("tool_call_id", call_id)
 
     def __init__(self, block: BlockReader) -> None:
         self.b = block
@@ -600,11 +626,12 @@ _ASSISTANT_SECTIONS = {Section.ASSISTANT_TEXT, Section.ASSISTANT_REASONING, Sect
 class _Result:
     """An open ``tool_result`` being written."""
 
-    __slots__ = ("index", "id", "attrs", "array", "writer", "parts")
+    __slots__ = ("index", "id", "id_written", "attrs", "array", "writer", "parts")
 
     def __init__(self, index: int, attrs: dict, array: bool, writer: JsonWriter) -> None:
         self.index = index
         self.id = attrs.get("tool_call_id")
+        self.id_written = self.id is not None
         self.attrs = dict(attrs)
         self.array = array
         self.writer = writer
@@ -993,7 +1020,7 @@ class RequestEncoder(Encoder):
         w = result.writer
         tail = b"]" if result.array else b""
         attrs = result.attrs
-        if result.id is not None:
+        if result.id is not None and not result.id_written:
             tail += b',"tool_use_id":' + dumps(result.id)
         w.write(tail + self._members_result(attrs) + b"}")
 
@@ -1016,6 +1043,8 @@ class RequestEncoder(Encoder):
         self._msg_has_result = True
         w._separate()
         head = b'{"type":"tool_result"'
+        if call_id is not None:
+            head += b',"tool_use_id":' + dumps(call_id)
         array = bool(attrs.get("in_parts"))
         if array:
             head += b',"content":['
