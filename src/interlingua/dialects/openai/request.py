@@ -637,6 +637,7 @@ class RequestEncoder(Encoder):
         # reasoning controls of other dialects: one source may carry several
         # (anthropic thinking + output_config.effort); merged into one key at the end
         self._reasoning = session.reorder.hold("openai:merge-reasoning")
+        self._later = session.reorder.hold("openai:fields-inside-messages")
         self.out.begin_object()
 
     # -- top level ---------------------------------------------------------
@@ -673,17 +674,46 @@ class RequestEncoder(Encoder):
                 self._flush_pending()
                 if not self._messages_opened:  # an empty list is still a list
                     self._open_top("messages")
+            self._flush_later()
         elif type(event) is End:
             self._system_final = self._messages_ended = True
             self._close_message()
             self._flush_pending()
+            self._flush_later()
             self._close_top()
             self._write_reasoning()
             self.out.end_object()
 
     def _top_member(self, key: str, raw: bytes) -> None:
+        if self._messages_unfinished():
+            self._later.append(("member", key, raw), len(key) + len(raw))
+            return
         self._close_top()
         self.out.raw_member(key, raw)
+
+    def _top_element(self, name: str, raw: bytes) -> None:
+        """An element of the top-level array ``name`` (tools, functions)."""
+        if self._messages_unfinished():
+            self._later.append(("element", name, raw), len(raw))
+            return
+        self._open_top(name)
+        self.out.raw_element(raw)
+
+    def _messages_unfinished(self) -> bool:
+        """The messages array is open on the output and more messages will come.
+
+        Happens when a top-level system (anthropic ``system`` written before the
+        other fields) opened it: closing it for a field in between would make a
+        second ``messages`` key, so those fields wait (``openai:fields-inside-messages``)."""
+        return self._top == "messages" and not self._messages_ended
+
+    def _flush_later(self) -> None:
+        if self._later:
+            for kind, key, raw in self._later.drain():
+                if kind == "member":
+                    self._top_member(key, raw)
+                else:
+                    self._top_element(key, raw)
 
     def _on_control(self, control: Control) -> None:
         if control.dialect == DIALECT and control.key is not None:
@@ -1022,16 +1052,15 @@ class RequestEncoder(Encoder):
         attrs = block.attrs or {}
         if block.section is Section.UNKNOWN:
             if attrs.get("dialect") == DIALECT:
-                self._open_top("tools")
-                self.out.raw_element(block.payload)
+                self._top_element("tools", block.payload)
             else:
                 self.session.lose("$.tools", "a tool of another dialect has no openai form")
             return
         if block.section is not Section.TOOL_DEFINITION:
             self._lose_block(block, "not a tool definition")
             return
-        self._open_top("functions" if attrs.get("legacy") else "tools")
-        self.out.raw_element(controls.tool_from_canonical(attrs, block.payload, self.session))
+        self._top_element("functions" if attrs.get("legacy") else "tools",
+                          controls.tool_from_canonical(attrs, block.payload, self.session))
 
 
 #: attributes that shape the output rather than being output fields
