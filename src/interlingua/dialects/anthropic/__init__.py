@@ -1,5 +1,10 @@
-"""Anthropic Messages."""
+"""Anthropic Messages: ``request.py`` and ``response.py`` side by side."""
 
+from .request import RequestDecoder, RequestEncoder
 from .response import ResponseDecoder, ResponseEncoder, StreamDecoder, StreamEncoder
 
-CODECS = {"response": (ResponseDecoder, ResponseEncoder), "stream": (StreamDecoder, StreamEncoder)}
+CODECS = {
+    "request": (RequestDecoder, RequestEncoder),
+    "response": (ResponseDecoder, ResponseEncoder),
+    "stream": (StreamDecoder, StreamEncoder),
+}

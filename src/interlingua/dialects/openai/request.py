@@ -628,11 +628,16 @@ class RequestEncoder(Encoder):
         self._msg_has_result_id = False
         self._msg_had_tool_calls = False
         self._after_tool_calls = False  # the next source message may hold tool results
+        self._tool_calls_index: int | None = None  # source index of the last message with tool calls
         self._user_hold = None  # Hold of a user message waiting for tool messages
         self._user_index: int | None = None
         self._user_writer: JsonWriter | None = None
         self._block = None  # (fragment writer, closer) of the block in progress
         self._pending_ext: list[Extension] = []
+        # reasoning controls of other dialects: one source may carry several
+        # (anthropic thinking + output_config.effort); merged into one key at the end
+        self._reasoning = session.reorder.hold("openai:merge-reasoning")
+        self._later = session.reorder.hold("openai:fields-inside-messages")
         self.out.begin_object()
 
     # -- top level ---------------------------------------------------------
@@ -669,20 +674,53 @@ class RequestEncoder(Encoder):
                 self._flush_pending()
                 if not self._messages_opened:  # an empty list is still a list
                     self._open_top("messages")
+            self._flush_later()
         elif type(event) is End:
             self._system_final = self._messages_ended = True
             self._close_message()
             self._flush_pending()
+            self._flush_later()
             self._close_top()
+            self._write_reasoning()
             self.out.end_object()
 
     def _top_member(self, key: str, raw: bytes) -> None:
+        if self._messages_unfinished():
+            self._later.append(("member", key, raw), len(key) + len(raw))
+            return
         self._close_top()
         self.out.raw_member(key, raw)
+
+    def _top_element(self, name: str, raw: bytes) -> None:
+        """An element of the top-level array ``name`` (tools, functions)."""
+        if self._messages_unfinished():
+            self._later.append(("element", name, raw), len(raw))
+            return
+        self._open_top(name)
+        self.out.raw_element(raw)
+
+    def _messages_unfinished(self) -> bool:
+        """The messages array is open on the output and more messages will come.
+
+        Happens when a top-level system (anthropic ``system`` written before the
+        other fields) opened it: closing it for a field in between would make a
+        second ``messages`` key, so those fields wait (``openai:fields-inside-messages``)."""
+        return self._top == "messages" and not self._messages_ended
+
+    def _flush_later(self) -> None:
+        if self._later:
+            for kind, key, raw in self._later.drain():
+                if kind == "member":
+                    self._top_member(key, raw)
+                else:
+                    self._top_element(key, raw)
 
     def _on_control(self, control: Control) -> None:
         if control.dialect == DIALECT and control.key is not None:
             self._top_member(control.key, control.raw)
+            return
+        if control.name == "reasoning":
+            self._reasoning.append(control, len(dumps(control.value)))
             return
         key, value = controls.encode_control(control, self.session)
         if key is not None:
@@ -698,6 +736,20 @@ class RequestEncoder(Encoder):
         else:  # a field of a message whose first block has not come yet
             self._pending_ext.append(ext)
 
+    def _write_reasoning(self) -> None:
+        """One ``reasoning_effort`` from every reasoning control: an effort wins over a budget."""
+        if not self._reasoning:
+            return
+        items = list(self._reasoning.drain())
+        merged: dict = {}
+        for control in items:
+            if isinstance(control.value, dict):
+                merged.update(control.value)
+        key, value = controls.encode_control(Control("reasoning", merged, dialect=items[-1].dialect,
+                                                     key=items[-1].key), self.session)
+        if key is not None:
+            self._top_member(key, dumps(value))
+
     # -- messages ------------------------------------------------------------
 
     def _messages_writer(self, index: int, role: str) -> JsonWriter:
@@ -705,13 +757,6 @@ class RequestEncoder(Encoder):
         if index == TOP_LEVEL_SYSTEM:
             self._open_top("messages")
             return self.out
-        if not self._system_final:
-            if self._pending is None:
-                self._pending = self.session.reorder.hold("openai:messages-before-system")
-                self._pending_writer = JsonWriter(self._pending.write)
-                self._pending_writer._first.append(True)
-            return self._pending_writer
-        self._open_top("messages")
         if role == "user" and self._after_tool_calls and self._user_index in (None, index):
             if self._user_hold is None:
                 self._user_hold = self.session.reorder.hold("openai:user-before-tool-result")
@@ -719,11 +764,25 @@ class RequestEncoder(Encoder):
                 self._user_writer._first.append(True)
                 self._user_index = index
             return self._user_writer
+        return self._base_writer()
+
+    def _base_writer(self) -> JsonWriter:
+        """The message list: the output, or the hold of messages waiting for the system."""
+        if not self._system_final:
+            if self._pending is None:
+                self._pending = self.session.reorder.hold("openai:messages-before-system")
+                self._pending_writer = JsonWriter(self._pending.write)
+                self._pending_writer._first.append(True)
+            return self._pending_writer
+        self._open_top("messages")
         return self.out
 
     def _flush_pending(self) -> None:
         if self._pending is not None and self._system_final:
-            if self._msg is not None and self._msg.out is self._pending_writer:
+            if self._msg is not None and (self._msg.out is self._pending_writer
+                                          or self._msg_index == TOP_LEVEL_SYSTEM):
+                # the held messages come after the message being written (a
+                # pending one, or the top-level system message): close it first
                 self._close_message()
             if self._pending:
                 self._open_top("messages")
@@ -734,7 +793,7 @@ class RequestEncoder(Encoder):
     def _flush_user_hold(self) -> None:
         if self._user_hold is not None:
             if self._user_hold:
-                self.out.raw_element(self._user_hold.take_bytes())
+                self._base_writer().raw_element(self._user_hold.take_bytes())
             self._user_hold = None
             self._user_writer = None
             self._user_index = None
@@ -744,7 +803,11 @@ class RequestEncoder(Encoder):
         self._close_message()
         if self._user_hold is not None and index != self._user_index:
             self._flush_user_hold()
-        if index != self._msg_index and role != "tool" and self._user_hold is None:
+        if (index != self._msg_index and role != "tool" and self._user_hold is None
+                and self._msg_index != self._tool_calls_index):
+            # a message that does not directly follow the tool calls: nothing to hold.
+            # (The one that does may start with user text and hold tool results after
+            # it -- anthropic [text, tool_result] -- so its user blocks are held.)
             self._after_tool_calls = False
         writer = self._messages_writer(index, role)
         self._msg = MessageAssembler(writer, self.session, "openai:member-order")
@@ -762,8 +825,9 @@ class RequestEncoder(Encoder):
             self._msg.close()
             if self._msg_had_tool_calls:
                 self._after_tool_calls = True
+                self._tool_calls_index = self._msg_index
             self._msg = None
-            if self._user_hold is not None and self._msg_role == "user" and self._messages_ended:
+            if self._user_hold is not None and self._messages_ended:
                 self._flush_user_hold()
 
     def _message_for(self, block: Block, role: str) -> MessageAssembler:
@@ -826,9 +890,12 @@ class RequestEncoder(Encoder):
             if attrs.get("redacted"):
                 self._lose_block(block, "redacted reasoning cannot be carried")
                 return None
-            if attrs.get("signature"):
-                self.session.lose(f"$.messages[{block.message}]", "thinking signature has no openai field")
-            return self._string_member(block, "assistant", self.reasoning_key)
+            def lose_signature(found: dict) -> None:  # a signature may follow the text
+                if found.get("signature"):
+                    self.session.lose(f"$.messages[{block.message}]", "thinking signature has no openai field")
+            lose_signature(attrs)
+            write, _ = self._string_member(block, "assistant", self.reasoning_key)
+            return write, lose_signature
         if s is Section.TOOL_CALL:
             return self._tool_call(block, attrs)
         if s is Section.TOOL_RESULT:
@@ -887,22 +954,37 @@ class RequestEncoder(Encoder):
 
     def _tool_result(self, block: Block, attrs: dict):
         role = attrs.get("role", "tool")
+        self._lose_is_error(block, attrs)
+        placed = self._text(block, role)
+        if placed is None:
+            return None
+        write, close = placed
+
+        def close_checked(late: dict) -> None:  # is_error may come after the content
+            self._lose_is_error(block, late)
+            close(late)
+        return write, close_checked
+
+    def _lose_is_error(self, block: Block, attrs: dict) -> None:
         if attrs.get("is_error"):
             self.session.lose(f"$.messages[{block.message}]", "tool result is_error has no openai field")
-        return self._text(block, role)
 
     def _media(self, block: Block, attrs: dict):
         s = block.section
-        msg = self._message_for(block, "user")
-        w = msg.member("content", b"[")
-        w._separate()
         data_prefix = b""
         if attrs.get("source") == "base64" and attrs.get("data_url", True) and s is not Section.USER_AUDIO:
             # openai takes inline images and files only as data URLs
             data_prefix = b"data:" + attrs.get("media_type", "application/octet-stream").encode() + b";base64,"
-        elif attrs.get("source") not in (None, "url", "base64"):
+        elif attrs.get("source") not in (None, "url", "base64") or (
+                s is Section.USER_DOCUMENT and attrs.get("source") == "url"):  # a file has no URL form
             self._lose_block(block, f"{attrs.get('source')} source has no openai form")
             return None
+        if attrs.get("in_result"):
+            self.session.lose(f"$.messages[{block.message}]",
+                              f"{s.value} of a tool result moved to a user message after the tool messages")
+        msg = self._message_for(block, "user")
+        w = msg.member("content", b"[")
+        w._separate()
         if s is Section.USER_IMAGE:
             head, key, inner = b'{"type":"image_url","image_url":{', "url", {"detail"}
         elif s is Section.USER_DOCUMENT:
@@ -918,6 +1000,7 @@ class RequestEncoder(Encoder):
         outer = {k: v for k, v in attrs.items() if k not in inner}
 
         def close(late: dict) -> None:
+            self._lose_is_error(block, late)
             tail = b'"' if has_payload else b""
             tail += self._extra_attrs(block, {k: v for k, v in late.items() if k in inner}, inner)
             tail += b"}" + self._extra_attrs(block, {**outer, **{k: v for k, v in late.items() if k not in inner}},
@@ -926,6 +1009,7 @@ class RequestEncoder(Encoder):
         return w.write, close
 
     def _tool_call(self, block: Block, attrs: dict):
+        self._extra_attrs(block, {k: v for k, v in attrs.items() if k != EXTRA_ATTR}, set())
         msg = self._message_for(block, "assistant")
         if attrs.get("legacy"):
             w = msg.member("function_call", b"{")
@@ -968,18 +1052,19 @@ class RequestEncoder(Encoder):
         attrs = block.attrs or {}
         if block.section is Section.UNKNOWN:
             if attrs.get("dialect") == DIALECT:
-                self._open_top("tools")
-                self.out.raw_element(block.payload)
+                self._top_element("tools", block.payload)
             else:
                 self.session.lose("$.tools", "a tool of another dialect has no openai form")
             return
         if block.section is not Section.TOOL_DEFINITION:
             self._lose_block(block, "not a tool definition")
             return
-        self._open_top("functions" if attrs.get("legacy") else "tools")
-        self.out.raw_element(controls.tool_from_canonical(attrs, block.payload, self.session))
+        self._top_element("functions" if attrs.get("legacy") else "tools",
+                          controls.tool_from_canonical(attrs, block.payload, self.session))
 
 
 #: attributes that shape the output rather than being output fields
 _STRUCTURE_ATTRS = {"in_parts", "role", "dialect", "source", "media_type", "data_url", "tool_call_id",
-                    "empty", "legacy", "id", "name", "is_error"}
+                    "empty", "legacy", "id", "name", "is_error",
+                    # anthropic shapes: a mid-list system message, a part of a tool result
+                    "in_messages", "in_result"}

@@ -1,0 +1,304 @@
+"""Anthropic request fields <-> canonical controls and tool definitions.
+
+Every parameter of ``anthropic ... messages.create`` is classified here: a
+control (``CONTROLS``), structural (``STRUCTURAL``), or an extension
+(``EXTENSIONS``: anthropic-only, passed through to anthropic targets, a
+recorded loss elsewhere). ``tests/anthropic/test_params.py`` fails when the
+installed client has a parameter in none of these.
+
+One anthropic field may carry several canonical controls
+(``tool_choice.disable_parallel_tool_use`` is ``parallel_tool_calls``;
+``output_config`` is reasoning effort and response format). The first control
+carries the field's raw JSON (``key``/``raw``: the anthropic encoder writes it
+back verbatim); the others are *derived*: ``raw is None``, skipped by the
+anthropic encoder, mapped by every other one.
+
+Canonical ``reasoning`` values: ``{"effort": e}`` (output_config.effort,
+openai reasoning_effort), ``{"enabled": true, "budget_tokens": n}``,
+``{"enabled": true, "adaptive": true}``, ``{"enabled": false}`` (thinking).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...canonical import Control
+from ...jsonwriter import dumps
+
+DIALECT = "anthropic"
+
+STRUCTURAL = {"messages", "system", "tools"}
+CONTROLS = {
+    "model": "model",
+    "max_tokens": "max_output_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "stop_sequences": "stop",
+    "stream": "stream",
+    "tool_choice": "tool_choice",
+    "thinking": "reasoning",
+    "output_config": "reasoning",  # and response_format
+    "metadata": "user",
+    "service_tier": "service_tier",
+}
+EXTENSIONS = {
+    "cache_control", "container", "diagnostics", "inference_geo", "speed", "user_profile_id",
+    "workspace_id",
+}
+CLIENT_ONLY = {"extra_headers", "extra_query", "extra_body", "timeout"}
+
+
+def decode(key: str, raw: bytes) -> list[Control] | None:
+    """The controls a top-level field means (first carries the raw), or None (an extension)."""
+    if key not in CONTROLS:
+        return None
+    value = json.loads(raw)
+    pairs = _to_canonical(key, value)
+    if not pairs:  # nothing canonical in it (e.g. empty metadata): still written back verbatim
+        return [Control("anthropic:" + key, value, dialect=DIALECT, key=key, raw=raw)]
+    out = []
+    for i, (name, canonical) in enumerate(pairs):
+        out.append(Control(name, canonical, dialect=DIALECT, key=key, raw=raw if i == 0 else None))
+    return out
+
+
+def _to_canonical(key: str, value: Any) -> list[tuple[str, Any]]:
+    if key == "stop_sequences":
+        return [("stop", value)]
+    if key == "tool_choice":
+        return tool_choice_to_canonical(value)
+    if key == "thinking":
+        return [("reasoning", thinking_to_canonical(value))]
+    if key == "output_config":
+        pairs = []
+        if isinstance(value, dict):
+            if value.get("effort") is not None:
+                pairs.append(("reasoning", {"effort": value["effort"]}))
+            fmt = value.get("format")
+            if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+                pairs.append(("response_format", {"type": "json_schema", "schema": fmt.get("schema")}))
+        return pairs
+    if key == "metadata":
+        if isinstance(value, dict) and value.get("user_id") is not None:
+            return [("user", value["user_id"])]
+        return []
+    if key == "service_tier":
+        return [("service_tier", "default" if value == "standard_only" else value)]
+    return [(CONTROLS[key], value)]
+
+
+def tool_choice_to_canonical(value: Any) -> list[tuple[str, Any]]:
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind == "auto" or kind == "none":
+        choice = {"type": kind}
+    elif kind == "any":
+        choice = {"type": "required"}
+    elif kind == "tool":
+        choice = {"type": "tool", "name": value.get("name")}
+    else:
+        choice = {"type": "other", "value": value}
+    pairs = [("tool_choice", choice)]
+    if isinstance(value, dict) and value.get("disable_parallel_tool_use") is not None:
+        pairs.append(("parallel_tool_calls", not value["disable_parallel_tool_use"]))
+    return pairs
+
+
+def thinking_to_canonical(value: Any) -> Any:
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind == "enabled":
+        out = {"enabled": True}
+        if "budget_tokens" in value:
+            out["budget_tokens"] = value["budget_tokens"]
+        return out
+    if kind == "disabled":
+        return {"enabled": False}
+    if kind == "adaptive":
+        return {"enabled": True, "adaptive": True}
+    return {"other": value}
+
+
+# -- encoding: canonical controls of another dialect -> anthropic fields ----------------
+
+_SAME = {"model": "model", "max_output_tokens": "max_tokens", "stream": "stream"}
+#: sampling fields older anthropic bodies carry (decoded, passed through anthropic -> anthropic)
+#: that the installed client's ``messages.create`` no longer declares: a recorded loss
+#: when another dialect's request is encoded (output has only declared keys).
+_UNDECLARED = {"temperature", "top_p", "top_k"}
+#: anthropic's effort scale; openai's other values map as documented in ``encode``
+_EFFORTS = {"low", "medium", "high", "xhigh", "max"}
+#: controls whose canonical default value means "not given": dropped without a loss
+_DEFAULTS = {"n": 1, "frequency_penalty": 0, "presence_penalty": 0, "logprobs": False,
+             "parallel_tool_calls": True}
+
+
+def encode(controls: dict[str, list[Control]], session) -> list[tuple[str, bytes]]:
+    """All foreign controls at once (they merge): ``[(anthropic key, raw JSON)]``.
+
+    Mapping decisions:
+    * ``stop`` -> ``stop_sequences`` (a string becomes a one-element list);
+    * ``tool_choice`` ``required`` -> ``any``; ``parallel_tool_calls: false`` ->
+      ``disable_parallel_tool_use: true`` on the tool choice (``auto`` if none);
+    * ``reasoning``: ``{"effort": e}`` -> ``output_config.effort`` (``minimal`` ->
+      ``low``, a recorded loss) plus ``thinking: {"type": "adaptive"}``; effort
+      ``none`` -> ``thinking: {"type": "disabled"}``; a budget ->
+      ``thinking: {"type": "enabled", "budget_tokens": n}``;
+    * ``response_format`` ``json_schema`` -> ``output_config.format`` (the
+      schema's ``name``/``description``/``strict`` are recorded losses);
+      ``text`` is the default (dropped); ``json_object`` is a loss;
+    * ``user`` -> ``metadata.user_id``; ``service_tier`` ``default`` ->
+      ``standard_only``, ``auto`` -> ``auto``, others are losses;
+    * ``temperature``, ``top_p``, ``top_k``: not declared by the installed client
+      (``messages.create`` has no such parameter): recorded losses;
+    * ``max_tokens`` is required: ``Options.default_max_tokens`` when absent.
+    """
+    out: list[tuple[str, bytes]] = []
+    last = {name: items[-1] for name, items in controls.items()}
+    for name, control in last.items():
+        key = _SAME.get(name)
+        if key is None:
+            continue
+        out.append((key, dumps(control.value)))
+    if "max_output_tokens" not in last:
+        out.append(("max_tokens", dumps(session.options.default_max_tokens)))
+    if "stop" in last:
+        stop = last["stop"].value
+        out.append(("stop_sequences", dumps([stop] if isinstance(stop, str) else stop)))
+    _tool_choice(last, session, out)
+    _reasoning(controls.get("reasoning", []), last, session, out)
+    if "user" in last:
+        out.append(("metadata", dumps({"user_id": last["user"].value})))
+    if "service_tier" in last:
+        tier = {"default": "standard_only", "auto": "auto"}.get(last["service_tier"].value)
+        if tier is None:
+            _lose(session, last["service_tier"], "service tier has no anthropic equivalent")
+        else:
+            out.append(("service_tier", dumps(tier)))
+    handled = set(_SAME) | {"stop", "tool_choice", "parallel_tool_calls", "reasoning", "response_format",
+                            "user", "service_tier"}
+    for name, control in last.items():
+        if name in handled:
+            continue
+        if name in _UNDECLARED:
+            _lose(session, control, f"{name} is not a parameter of anthropic messages.create")
+            continue
+        if name in _DEFAULTS and control.value == _DEFAULTS[name]:
+            continue
+        if name == "stream_options" and set(control.value or {}) <= {"include_usage"}:
+            continue  # anthropic streams always report usage
+        _lose(session, control, f"control {name!r} has no anthropic equivalent")
+    return out
+
+
+def _lose(session, control: Control, reason: str) -> None:
+    where = f"$.{control.key}" if control.key else control.name
+    session.lose(where, reason, dialect=control.dialect)
+
+
+def _tool_choice(last: dict, session, out: list) -> None:
+    choice = None
+    if "tool_choice" in last:
+        value = last["tool_choice"].value or {}
+        kind = value.get("type")
+        if kind in ("auto", "none"):
+            choice = {"type": kind}
+        elif kind == "required":
+            choice = {"type": "any"}
+        elif kind == "tool":
+            choice = {"type": "tool", "name": value.get("name")}
+        else:
+            _lose(session, last["tool_choice"], "tool choice has no anthropic form")
+    parallel = last.get("parallel_tool_calls")
+    if parallel is not None and parallel.value is False:
+        if choice is None:
+            choice = {"type": "auto"}
+        if choice["type"] == "none":
+            pass  # no tool use at all: nothing to disable
+        else:
+            choice["disable_parallel_tool_use"] = True
+    if choice is not None:
+        out.append(("tool_choice", dumps(choice)))
+
+
+def _reasoning(items: list[Control], last: dict, session, out: list) -> None:
+    merged: dict = {}
+    for control in items:
+        if isinstance(control.value, dict):
+            merged.update(control.value)
+    output_config: dict = {}
+    thinking = None
+    effort = merged.get("effort")
+    if effort is not None:
+        if effort == "none":
+            thinking = {"type": "disabled"}
+        else:
+            if effort not in _EFFORTS:
+                _lose(session, items[-1], f"reasoning effort {effort!r} approximated as 'low'")
+                effort = "low"
+            output_config["effort"] = effort
+            thinking = {"type": "adaptive"}
+    elif merged.get("enabled") is False:
+        thinking = {"type": "disabled"}
+    elif merged.get("adaptive"):
+        thinking = {"type": "adaptive"}
+    elif isinstance(merged.get("budget_tokens"), int):
+        thinking = {"type": "enabled", "budget_tokens": merged["budget_tokens"]}
+    elif items:
+        _lose(session, items[-1], "reasoning setting has no anthropic form")
+    if "response_format" in last:
+        fmt = last["response_format"].value or {}
+        kind = fmt.get("type")
+        if kind == "json_schema":
+            output_config["format"] = {"type": "json_schema", "schema": fmt.get("schema")}
+            for extra in ("name", "description", "strict"):
+                if extra in fmt:
+                    _lose(session, last["response_format"],
+                          f"json_schema {extra!r} has no anthropic field")
+        elif kind != "text":
+            _lose(session, last["response_format"], f"response format {kind!r} has no anthropic form")
+    if thinking is not None:
+        out.append(("thinking", dumps(thinking)))
+    if output_config:
+        out.append(("output_config", dumps(output_config)))
+
+
+# -- tools ------------------------------------------------------------------------
+
+#: keys of a custom tool that are canonical tool-definition attrs
+_TOOL_ATTRS = ("description", "strict", "cache_control")
+
+
+def tool_to_canonical(tool: dict) -> tuple[dict, Any] | None:
+    """``(attrs, input_schema)`` of a custom tool; None for server tools (carried raw)."""
+    if tool.get("type") not in (None, "custom") or not isinstance(tool.get("name"), str):
+        return None
+    if "input_schema" not in tool:
+        return None
+    attrs: dict[str, Any] = {"name": tool["name"]}
+    extra = []
+    for key, value in tool.items():
+        if key in _TOOL_ATTRS:
+            attrs[key] = value
+        elif key not in ("name", "input_schema"):
+            extra.append(dumps(key) + b":" + dumps(value))
+    if extra:
+        attrs["anthropic_extra"] = b",".join(extra).decode()
+    return attrs, tool["input_schema"]
+
+
+def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
+    """The anthropic custom tool for a canonical tool definition (compact JSON).
+
+    A tool without a parameter schema gets ``{"type": "object", "properties": {}}``
+    (anthropic requires ``input_schema``)."""
+    body = b'{"name":' + dumps(attrs.get("name"))
+    for key, value in attrs.items():
+        if key in _TOOL_ATTRS:
+            body += b"," + dumps(key) + b":" + dumps(value)
+        elif key == "anthropic_extra":
+            body += b"," + value.encode()
+        elif key not in ("name", "legacy", "dialect"):
+            session.lose("$.tools", f"tool attribute {key!r} has no anthropic field")
+    body += b',"input_schema":' + (schema_raw or b'{"type":"object","properties":{}}')
+    return body + b"}"

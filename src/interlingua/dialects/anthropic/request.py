@@ -1,0 +1,1154 @@
+"""Anthropic Messages requests: decoder (tokens -> canonical) and encoder (canonical -> bytes).
+
+Decoder decisions (pinned by tests and rpt scenarios):
+
+* The message index is the position in ``messages[]``. Top-level ``system``
+  blocks use ``TOP_LEVEL_SYSTEM``; ``SystemEnd`` follows the ``system`` value
+  (or comes at the end of the body when there is none). A ``role: "system"``
+  message inside ``messages`` gives ``system-instruction`` blocks with attr
+  ``in_messages``.
+* ``content`` before ``role`` (sorted keys): blocks are held in the reorder
+  buffer (``anthropic:content-before-role``) until the role is known.
+* A content block's ``type`` may come after its payload (sorted keys). The
+  payload keys ``text``, ``thinking`` and ``data`` name their type and stream
+  at once; other members seen before ``type`` are read whole (bounded by
+  ``max_value_bytes``) and replayed when ``type`` arrives, small attributes
+  first.
+* Block mapping: text -> user-/assistant-text (``citations``,
+  ``cache_control`` attrs); image/document -> user-image/-document (source
+  ``base64``/``url``/``file``/``text``/``content``; payload = ``data`` or
+  ``url``; ``media_type``, ``file_id``, ``title``, ``context``, ``citations``
+  attrs); thinking -> assistant-reasoning (``signature``), redacted_thinking
+  -> assistant-reasoning (``redacted``, payload = the opaque ``data``, byte
+  for byte); tool_use -> tool-call (payload = the ``input`` object's compact
+  text, JSON-string-escaped, streamed); tool_result -> see ``ResultReader``;
+  server_tool_use and ``*_tool_result`` -> server-tool-result, and every other
+  type -> unknown: payload the block's raw JSON, attrs ``dialect``, ``role``.
+* Keys without canonical meaning on a block go to ``anthropic_extra``; on a
+  message, to a message-bound extension.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from ... import json as tok
+from ...canonical import (
+    REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Event, Extension, MessagesEnd, Section,
+    SystemEnd, decode_escaped,
+)
+from ...decoding import BlockBuilder, Decoder
+from ...encoding import Encoder, MessageAssembler
+from ...errors import JsonSyntaxError, SchemaError
+from ...jsonwriter import JsonWriter, dumps
+from ...session import Session
+from . import controls
+
+DIALECT = "anthropic"
+EXTRA_ATTR = "anthropic_extra"
+
+_ROLE_TEXT_SECTION = {
+    "user": Section.USER_TEXT,
+    "assistant": Section.ASSISTANT_TEXT,
+    "system": Section.SYSTEM_INSTRUCTION,
+}
+SERVER_RESULT_TYPES = {
+    "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+    "bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "tool_search_tool_result",
+}
+#: block payload keys that tell the block type on their own
+_TYPE_OF_PAYLOAD = {"text": "text", "thinking": "thinking", "data": "redacted_thinking"}
+#: members replayed last when ``type`` comes late (the big ones)
+_PAYLOAD_KEYS = {"text", "thinking", "data", "source", "input", "content"}
+_BLOCK_ATTRS = {
+    "text": {"cache_control", "citations"},
+    "image": {"cache_control"},
+    "document": {"cache_control", "citations", "title", "context"},
+    "thinking": {"signature"},
+    "redacted_thinking": set(),
+    "tool_use": {"id", "name", "cache_control"},
+    "tool_result": {"cache_control", "is_error"},
+}
+
+
+def _extra(builder: BlockBuilder, key: str, raw: bytes) -> None:
+    members = builder.late.get(EXTRA_ATTR) or builder.attrs.get(EXTRA_ATTR)
+    text = dumps(key).decode() + ":" + raw.decode()
+    builder.set(EXTRA_ATTR, members + "," + text if members else text)
+
+
+def _escape_json_text(data: bytes) -> bytes:
+    """Compact JSON text -> the inside of a JSON string holding it (tool-call payload form)."""
+    return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+
+
+class RequestDecoder(Decoder):
+    dialect = DIALECT
+
+    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
+        super().__init__(emit, session)
+        self._message_index = -1
+        self._messages_done = False
+        self._system_done = False
+        self.push(self._body)
+
+    def _body(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "a JSON object (the request body)", offset)
+        self.replace(self._top_key)
+
+    def _top_key(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.OBJECT_END:
+            self.pop()
+            if not self._system_done:
+                self.emit(SystemEnd())
+            if not self._messages_done:
+                self.emit(MessagesEnd())
+            self.emit(End())
+            return
+        if value == "messages":
+            self.push(self._messages_start)
+        elif value == "system":
+            self.push(self._system)
+        elif value == "tools":
+            self.push(self._tools_start)
+        else:
+            self.push(self._top_value(value))
+
+    def _top_value(self, key: str):
+        def handler(kind: int, value: Any, offset: int) -> None:
+            self.pop()
+            self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw))
+        return handler
+
+    def _top_field(self, key: str, raw: bytes) -> None:
+        found = controls.decode(key, raw)
+        if found is None:
+            self.emit(Extension(DIALECT, "$." + key, raw))
+            return
+        for control in found:
+            self.emit(control)
+
+    # -- system -------------------------------------------------------------
+
+    def _system(self, kind: int, value: Any, offset: int) -> None:
+        self.pop()
+        reader = MessageReader(self, TOP_LEVEL_SYSTEM, role="system")
+        if kind == tok.ARRAY_START:
+            self.push(reader.block_start(then=self._system_end))
+        else:
+            reader.string_content(kind, value, offset, then=self._system_end)
+
+    def _system_end(self) -> None:
+        self._system_done = True
+        self.emit(SystemEnd())
+
+    # -- messages -------------------------------------------------------------
+
+    def _messages_start(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.ARRAY_START:
+            raise self.wrong_type(kind, "an array for messages", offset)
+        self.replace(self._message_start)
+
+    def _message_start(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.pop()
+            self._messages_done = True
+            self.emit(MessagesEnd())
+            return
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object for a message", offset)
+        self._message_index += 1
+        self.push(MessageReader(self, self._message_index).on_key)
+
+    # -- tools --------------------------------------------------------------------
+
+    def _tools_start(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.ARRAY_START:
+            raise self.wrong_type(kind, "an array of tools", offset)
+        self.replace(self._tool_element)
+
+    def _tool_element(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.pop()
+            return
+        self.read_raw(kind, value, offset, lambda raw: self._tool(raw, offset))
+
+    def _tool(self, raw: bytes, offset: int) -> None:
+        tool = json.loads(raw)
+        if not isinstance(tool, dict):
+            raise self.error("expected an object for a tool", offset)
+        canonical = controls.tool_to_canonical(tool)
+        if canonical is None:  # a server tool: carried as it is
+            self.emit(Block(Section.UNKNOWN, REQUEST_LEVEL, raw, attrs={"dialect": DIALECT, "where": "tool"}))
+            return
+        attrs, schema = canonical
+        self.emit(Block(Section.TOOL_DEFINITION, REQUEST_LEVEL, dumps(schema), attrs=attrs))
+
+    # -- replay --------------------------------------------------------------------
+
+    def replay(self, reader, raw: bytes) -> None:
+        """Feed a value read earlier (``raw``) to ``reader(kind, value, offset)`` now."""
+        depth = len(self._stack)
+
+        def once(kind: int, value: Any, offset: int) -> None:
+            self.pop()
+            reader(kind, value, offset)
+
+        self.push(once)
+        inner = tok.Tokenizer(self.on_token, max_depth=self.session.options.max_depth, dialect=DIALECT)
+        inner.feed(raw)
+        inner.close()
+        self.flush()
+        assert len(self._stack) == depth, "replayed value left handlers behind"
+
+
+def once(d: Decoder, reader):
+    def handler(kind: int, value: Any, offset: int) -> None:
+        d.pop()
+        reader(kind, value, offset)
+    return handler
+
+
+class MessageReader:
+    """One message object (or the top-level ``system``, ``role="system"``).
+
+    Blocks are held while the role is unknown; text is built as provisional
+    ``user-text`` and gets its role's section when emitted."""
+
+    def __init__(self, decoder: RequestDecoder, index: int, role: str | None = None) -> None:
+        self.d = decoder
+        self.index = index
+        self.role = role
+        self._held = None
+
+    def emit(self, block: Block) -> None:
+        if self.role is None:
+            if self._held is None:
+                self._held = self.d.session.reorder.hold("anthropic:content-before-role")
+            self._held.append(block, len(block.payload) + 64)
+        else:
+            self.d.emit(self._resolve(block))
+
+    def _set_role(self, role: Any, offset: int) -> None:
+        if role not in _ROLE_TEXT_SECTION:
+            raise self.d.error(f"unknown message role {role!r}", offset)
+        self.role = role
+        if self._held is not None:
+            for block in self._held.drain():
+                self.d.emit(self._resolve(block))
+            self._held = None
+
+    def _resolve(self, block: Block) -> Block:
+        if not block.init:
+            if block.section is Section.USER_TEXT:
+                return Block(_ROLE_TEXT_SECTION[self.role], block.message, block.payload, False,
+                             block.fin, block.attrs)
+            return block
+        attrs = block.attrs
+        section = block.section
+        if section is Section.USER_TEXT:
+            section = _ROLE_TEXT_SECTION[self.role]
+            if section is Section.SYSTEM_INSTRUCTION and self.index != TOP_LEVEL_SYSTEM:
+                attrs = {**(attrs or {}), "in_messages": True}
+        elif section in (Section.UNKNOWN, Section.SERVER_TOOL_RESULT):
+            attrs = {**(attrs or {}), "role": self.role}
+        if section is block.section and attrs is block.attrs:
+            return block
+        return Block(section, block.message, block.payload, True, block.fin, attrs or None)
+
+    def builder(self, section: Section, attrs: dict | None = None) -> BlockBuilder:
+        return BlockBuilder(self.emit, section, self.index, attrs)
+
+    # -- keys ----------------------------------------------------------------------
+
+    def on_key(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.OBJECT_END:
+            d.pop()
+            if self.role is None:
+                raise d.error("message without role", offset)
+            return
+        if value == "role":
+            d.push(once(d, lambda k, v, o: d.read_value(k, v, o, lambda r: self._set_role(r, o))))
+        elif value == "content":
+            d.push(once(d, self._content))
+        else:
+            path = f"$.messages[{self.index}].{value}"
+            d.push(once(d, lambda k, v, o: d.read_raw(
+                k, v, o, lambda raw: d.extension(path, raw, message=self.index, lossless=k == tok.NULL))))
+
+    def _content(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_START:
+            self.d.push(self.block_start())
+        else:
+            self.string_content(kind, value, offset)
+
+    def string_content(self, kind: int, value: Any, offset: int,
+                       then: Callable[[], None] | None = None) -> None:
+        builder = self.builder(Section.USER_TEXT)
+
+        def sink(data: bytes, init: bool, fin: bool) -> None:
+            builder.fragment(data, init, fin)
+            if fin:
+                builder.close()
+                if then is not None:
+                    then()
+
+        self.d.read_string(kind, value, offset, sink, "content")
+
+    def block_start(self, then: Callable[[], None] | None = None):
+        count = [0]
+
+        def handler(kind: int, value: Any, offset: int) -> None:
+            if kind == tok.ARRAY_END:
+                self.d.pop()
+                if not count[0]:  # ``[]``: an empty block keeps the message (and its form)
+                    self.emit(Block(Section.USER_TEXT, self.index, b"", attrs={"in_parts": True, "empty": True}))
+                if then is not None:
+                    then()
+            elif kind == tok.OBJECT_START:
+                count[0] += 1
+                self.d.push(BlockReader(self, MessageSlot(self)).on_key)
+            else:
+                raise self.d.wrong_type(kind, "an object for a content block", offset)
+        return handler
+
+
+class MessageSlot:
+    """Where a top-level content block's canonical block goes: its own block, closed at its end."""
+
+    in_result = False
+
+    def __init__(self, message: MessageReader) -> None:
+        self.m = message
+
+    def make(self, section: Section, attrs: dict) -> BlockBuilder:
+        return self.m.builder(section, attrs)
+
+    def done(self, builder: BlockBuilder) -> None:
+        builder.close()
+
+
+class BlockReader:
+    """One content block object; see the module docstring for the mapping."""
+
+    def __init__(self, message: MessageReader, slot) -> None:
+        self.m = message
+        self.d = message.d
+        self.slot = slot
+        self.type: str | None = None
+        self.block: BlockBuilder | None = None
+        self.deferred: list[tuple[str, bytes]] = []  # members seen before the type
+        self.raw_members: list[bytes] = []  # members of a block carried raw
+        self.result: ResultReader | None = None
+
+    # -- the block ---------------------------------------------------------------
+
+    def _builder(self) -> BlockBuilder:
+        if self.block is None:
+            section, attrs = self._section()
+            self.block = self.slot.make(section, attrs)
+        return self.block
+
+    def _section(self) -> tuple[Section, dict]:
+        t = self.type
+        attrs: dict = {"in_parts": True}
+        if self.slot.in_result:
+            attrs["in_result"] = True
+        if t == "text":
+            return (Section.TOOL_RESULT if self.slot.in_result else Section.USER_TEXT), attrs
+        if t == "image":
+            return Section.USER_IMAGE, attrs
+        if t == "document":
+            return Section.USER_DOCUMENT, attrs
+        if t == "thinking":
+            return Section.ASSISTANT_REASONING, attrs
+        if t == "redacted_thinking":
+            return Section.ASSISTANT_REASONING, {**attrs, "redacted": True}
+        if t == "tool_use":
+            return Section.TOOL_CALL, attrs
+        raise AssertionError(t)
+
+    def is_raw(self) -> bool:
+        t = self.type
+        return t not in _BLOCK_ATTRS or (t == "tool_result" and self.slot.in_result)
+
+    # -- keys ------------------------------------------------------------------------
+
+    def on_key(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.OBJECT_END:
+            d.pop()
+            self._end(offset)
+            return
+        key = value
+        if key == "type":
+            d.push(once(d, lambda k, v, o: d.read_value(k, v, o, lambda t: self._set_type(t, o))))
+            return
+        if self.type is None and key in _TYPE_OF_PAYLOAD and not self.deferred:
+            self.type = _TYPE_OF_PAYLOAD[key]
+        if self.type is None:
+            d.push(once(d, lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.deferred.append((key, raw)))))
+        elif self.result is not None and key == "content":
+            if self.result.has_id:
+                d.push(once(d, self.result.on_content))
+            else:  # the id must be on the result's first block: content waits for it (bounded)
+                d.push(once(d, lambda k, v, o: d.read_raw(k, v, o, self.result.defer)))
+        else:
+            d.push(once(d, self.member(key)))
+
+    def _set_type(self, block_type: Any, offset: int) -> None:
+        if not isinstance(block_type, str):
+            raise self.d.error("expected a string for a content block type", offset)
+        if self.type is not None and self.type != block_type:
+            raise self.d.error(f"content block of type {block_type!r} carries a {self.type!r} payload", offset)
+        self.type = block_type
+        if self.type == "tool_result" and not self.slot.in_result:
+            self.result = ResultReader(self)
+        # small members first: attributes must ride on the first fragment where possible
+        for key, raw in sorted(self.deferred, key=lambda item: item[0] in _PAYLOAD_KEYS):
+            if key == "content" and self.result is not None:
+                self.d.replay(self.result.on_content, raw)
+            else:
+                self.d.replay(self.member(key), raw)
+        self.deferred.clear()
+
+    def member(self, key: str):
+        """The reader of member ``key`` of a block whose type is known."""
+        d = self.d
+        t = self.type
+        if self.is_raw():
+            return lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.raw_members.append(
+                dumps(key) + b":" + raw))
+        if key in ("text", "thinking", "data") and t in ("text", "thinking", "redacted_thinking"):
+            return lambda k, v, o: d.read_string(k, v, o, self._builder().fragment, key)
+        if key == "source" and t in ("image", "document"):
+            return self._source
+        if key == "input" and t == "tool_use":
+            return lambda k, v, o: d.stream_raw(k, v, o, self._input)
+        if t == "tool_result" and key == "tool_use_id":
+            return lambda k, v, o: d.read_value(k, v, o, self.result.set_id)
+        if t == "tool_result" and key in ("is_error", "cache_control"):
+            return lambda k, v, o: d.read_value(k, v, o, lambda x: self.result.set(key, x))
+        if t == "tool_result":
+            return lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.result.extra(key, raw))
+        if key in _BLOCK_ATTRS[t]:
+            return lambda k, v, o: d.read_value(k, v, o, lambda x: self._builder().set(key, x))
+        return lambda k, v, o: d.read_raw(k, v, o, lambda raw: _extra(self._builder(), key, raw))
+
+    def _input(self, data: bytes, init: bool, fin: bool) -> None:
+        self._builder().fragment(_escape_json_text(data), init, fin)
+
+    def _source(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.OBJECT_START:
+            raise self.d.wrong_type(kind, "an object for source", offset)
+        self.d.push(SourceReader(self, self._builder()).on_key)
+
+    def _end(self, offset: int) -> None:
+        if self.type is None:
+            raise self.d.error("content block without type", offset)
+        if self.is_raw():
+            raw = b"{" + b",".join([b'"type":' + dumps(self.type)] + self.raw_members) + b"}"
+            section = Section.SERVER_TOOL_RESULT if self.type in SERVER_RESULT_TYPES else Section.UNKNOWN
+            attrs = {"dialect": DIALECT}
+            if self.slot.in_result:
+                attrs["in_result"] = True
+            builder = self.slot.make(section, attrs)
+            builder.fragment(raw, True, True)
+            self.slot.done(builder)
+            return
+        if self.result is not None:
+            if self.result.deferred is not None:
+                self.d.replay(self.result.on_content, self.result.deferred)
+            self.result.end()
+            return
+        builder = self._builder()
+        if not builder.started and builder.last is None:
+            builder.fragment(b"", True, True)  # a block without payload (a file source)
+        self.slot.done(builder)
+
+
+class SourceReader:
+    """An image/document ``source``: ``data``/``url`` is the payload; the rest are attrs.
+
+    ``type`` -> attr ``source``; ``media_type``, ``file_id`` as they are;
+    a ``content`` source's block list -> attr ``content`` (JSON data)."""
+
+    def __init__(self, block: BlockReader, builder: BlockBuilder) -> None:
+        self.b = block
+        self.d = block.d
+        self.builder = builder
+
+    deferred: bytes | None = None  # ``data`` seen before the source's type / media type
+
+    def _known(self) -> bool:
+        attrs = self.builder.attrs
+        return "source" in attrs and ("media_type" in attrs or attrs["source"] in ("url", "file"))
+
+    def on_key(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.OBJECT_END:
+            d.pop()
+            if self.deferred is not None:
+                # sorted keys put data before type and media_type; every target needs those
+                # first (a data URL prefix), so the data (bounded by max_value_bytes) waits
+                d.replay(lambda k, v, o: d.read_string(k, v, o, self.builder.fragment, "data"), self.deferred)
+            return
+        key = value
+        if key == "data" and not self._known():
+            d.push(once(d, lambda k, v, o: d.read_raw(k, v, o, lambda raw: setattr(self, "deferred", raw))))
+        elif key in ("data", "url"):
+            if key == "url" and "source" not in self.builder.attrs and "source" not in self.builder.late:
+                self.builder.set("source", "url")  # tells the encoder the payload key early
+            d.push(once(d, lambda k, v, o: d.read_string(k, v, o, self.builder.fragment, key)))
+        elif key == "type":
+            d.push(once(d, lambda k, v, o: d.read_value(k, v, o, lambda x: self.builder.set("source", x))))
+        elif key in ("media_type", "file_id", "content"):
+            d.push(once(d, lambda k, v, o: d.read_value(k, v, o, lambda x: self.builder.set(key, x))))
+        else:
+            d.push(once(d, lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.builder.set(
+                "source_extra", (self.builder.late.get("source_extra") or self.builder.attrs.get("source_extra")
+                                 or "") + ("," if (self.builder.late.get("source_extra")
+                                                   or self.builder.attrs.get("source_extra")) else "")
+                + dumps(key).decode() + ":" + raw.decode()))))
+
+
+class ResultReader:
+    """A ``tool_result``: always a leading ``tool-result`` block carrying
+    ``tool_call_id``, ``is_error``, ``cache_control``:
+
+    * ``content`` a string: its payload;
+    * ``content`` an array: a leading text element is its payload (``in_parts``);
+      otherwise it is empty (``in_parts``, ``empty``); every further element is
+      its own block with attr ``in_result`` (text -> ``tool-result``, image,
+      document, others unknown/raw);
+    * no ``content``: empty (``empty``).
+
+    Attributes that come after blocks started ride on the last block's last
+    fragment (encoders gather them over the whole result)."""
+
+    in_result = True
+    has_id = False
+    deferred: bytes | None = None  # content read before tool_use_id
+
+    def defer(self, raw: bytes) -> None:
+        self.deferred = raw
+
+    def set_id(self, call_id: Any) -> None:
+        self.has_id = True
+        self.set("tool_call_id", call_id)
+
+    def __init__(self, block: BlockReader) -> None:
+        self.b = block
+        self.d = block.d
+        self.m = block.m
+        self.head = self.m.builder(Section.TOOL_RESULT, {})
+        self.current = self.head  # the block late attributes go to
+        self.head_used = False
+
+    def set(self, key: str, value: Any) -> None:
+        self.current.set(key, value)
+
+    def extra(self, key: str, raw: bytes) -> None:
+        _extra(self.current, key, raw)
+
+    def on_content(self, kind: int, value: Any, offset: int) -> None:
+        self.head_used = True
+        if kind == tok.ARRAY_START:
+            self.head.set("in_parts", True)
+            self.d.push(self._element)
+        else:
+            self.d.read_string(kind, value, offset, self.head.fragment, "content")
+
+    def _element(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.ARRAY_END:
+            self.d.pop()
+        elif kind == tok.OBJECT_START:
+            self.d.push(BlockReader(self.m, self).on_key)
+        else:
+            raise self.d.wrong_type(kind, "an object for a tool_result content block", offset)
+
+    # -- slot protocol (for the content elements) --------------------------------------
+
+    def make(self, section: Section, attrs: dict) -> BlockBuilder:
+        head = self.head
+        if section is Section.TOOL_RESULT and not head.started and head.last is None:
+            return head  # the leading text element is the head's payload
+        self._close_head_if_empty()
+        if self.current is not head or head.started or head.last is not None:
+            self.current.close()
+        self.current = self.m.builder(section, attrs)
+        return self.current
+
+    def _close_head_if_empty(self) -> None:
+        head = self.head
+        if not head.started and head.last is None:
+            head.set("empty", True)
+            head.fragment(b"", True, True)
+
+    def done(self, builder: BlockBuilder) -> None:
+        pass  # closed when the next one starts or the result ends
+
+    def end(self) -> None:
+        if self.current is self.head and not self.head.started and self.head.last is None:
+            self.head.set("empty", True)
+            self.head.fragment(b"", True, True)
+        self.current.close()
+
+
+# ---------------------------------------------------------------------------
+# Encoder
+# ---------------------------------------------------------------------------
+
+#: block attributes written as members of each anthropic block type
+_OUT_ATTRS = {
+    "text": {"cache_control", "citations"},
+    "image": {"cache_control"},
+    "document": {"cache_control", "citations", "title", "context"},
+    "thinking": {"signature"},
+    "redacted_thinking": set(),
+    "tool_use": {"cache_control"},
+    "tool_result": {"cache_control", "is_error"},
+}
+#: attributes that shape the output rather than being members
+_STRUCTURE_ATTRS = {"in_parts", "role", "dialect", "source", "media_type", "data_url", "tool_call_id", "id",
+                    "name", "redacted", "empty", "in_result", "in_messages", "file_id", "content",
+                    "source_extra", "legacy", "where", "is_error"}
+_TEXT_HEAD = b'{"type":"text","text":"'
+_TEXT_TAIL = b'"}'
+_USER_SECTIONS = {Section.USER_TEXT, Section.USER_IMAGE, Section.USER_DOCUMENT, Section.TOOL_RESULT}
+_ASSISTANT_SECTIONS = {Section.ASSISTANT_TEXT, Section.ASSISTANT_REASONING, Section.TOOL_CALL,
+                       Section.ASSISTANT_REFUSAL}
+
+
+class _Result:
+    """An open ``tool_result`` being written."""
+
+    __slots__ = ("index", "id", "id_written", "attrs", "array", "writer", "parts")
+
+    def __init__(self, index: int, attrs: dict, array: bool, writer: JsonWriter) -> None:
+        self.index = index
+        self.id = attrs.get("tool_call_id")
+        self.id_written = self.id is not None
+        self.attrs = dict(attrs)
+        self.array = array
+        self.writer = writer
+        self.parts = 0 if attrs.get("empty") else 1  # elements in the content array so far
+
+    def separator(self) -> bytes:
+        """``,`` when the content array has an element already; counts the next one."""
+        self.parts += 1
+        return b"," if self.parts > 1 else b""
+
+
+class _Arguments:
+    """Tool-call arguments of another dialect, held until they are known to be a JSON object.
+
+    Outcome (documented): a JSON object is written as ``input``; empty text
+    becomes ``{}``; anything else (invalid JSON, or JSON that is not an
+    object) becomes ``{"_raw_arguments": "<the text>"}`` and a recorded loss.
+    """
+
+    def __init__(self, encoder: "RequestEncoder") -> None:
+        self.hold = encoder.session.reorder.hold("anthropic:tool-arguments")
+        self.first: int | None = None
+        self.bad = False
+        self.tokenizer = tok.Tokenizer(self._token, max_depth=encoder.session.options.max_depth)
+
+    def _token(self, kind: int, value: Any, offset: int) -> None:
+        if self.first is None:
+            self.first = kind
+
+    def feed(self, escaped: bytes) -> None:
+        data = decode_escaped(escaped).encode("utf-8")
+        self.hold.write(data)
+        if not self.bad:
+            try:
+                self.tokenizer.feed(data)
+            except JsonSyntaxError:
+                self.bad = True
+
+    def result(self) -> tuple[bytes, bool]:
+        """(the ``input`` JSON, whether it is faithful)."""
+        text = self.hold.take_bytes()
+        if not text.strip():
+            return b"{}", True
+        if not self.bad:
+            try:
+                self.tokenizer.close()
+            except JsonSyntaxError:
+                self.bad = True
+        if not self.bad and self.first == tok.OBJECT_START:
+            return text, True
+        return b'{"_raw_arguments":' + dumps(text.decode("utf-8")) + b"}", False
+
+
+class RequestEncoder(Encoder):
+    """Canonical events -> an Anthropic Messages request body.
+
+    Decisions (documented, pinned by tests):
+    * top-level ``system`` blocks (``TOP_LEVEL_SYSTEM``) are written in place
+      (as a string if they came as one); ``in_messages`` system blocks become
+      a ``role: "system"`` message in place; system blocks of other dialects
+      (openai system/developer messages, anywhere) are gathered into the
+      top-level ``system`` array: held (``anthropic:system-to-top-level``)
+      until the message list ends. A single plain one is written as a string.
+    * messages of other dialects: a new anthropic message per source message,
+      except that tool results of consecutive source messages, and the user
+      message that follows them, merge into one user message (anthropic wants
+      every tool_result of a turn in the next user message). Other consecutive
+      same-role messages are kept apart (the API merges them itself).
+    * an empty text of another dialect (openai ``content: ""`` next to
+      tool_calls) is not written (anthropic rejects empty text blocks).
+    * reasoning of another dialect without a signature cannot be replayed:
+      a recorded loss. A refusal becomes assistant text plus a recorded loss.
+    * tool-call arguments of another dialect: see ``_Arguments``.
+    * controls of other dialects are gathered (held) and mapped at the end:
+      see ``controls.encode``.
+    """
+
+    dialect = DIALECT
+
+    def __init__(self, write, session: Session) -> None:
+        super().__init__(write, session)
+        self.out = JsonWriter(write)
+        self.foreign = session.source != DIALECT
+        self._top: str | None = None
+        self._msg: MessageAssembler | None = None
+        self._msg_index: int | None = None
+        self._msg_role: str | None = None
+        self._msg_string = False
+        self._msg_has_result = False
+        self._content: JsonWriter | None = None
+        self._result: _Result | None = None
+        self._block = None  # (write, close) of the block in progress
+        self._system_string = False
+        self._system_hold = None
+        self._system_writer: JsonWriter | None = None
+        self._system_count = 0
+        self._system_plain = True
+        self._controls = session.reorder.hold("anthropic:foreign-controls")
+        self._pending_ext: list[Extension] = []
+        self._ended = False
+        self.out.begin_object()
+
+    # -- top level ---------------------------------------------------------------
+
+    def _open_top(self, name: str) -> None:
+        if self._top == name:
+            return
+        self._close_top()
+        self.out.open_member(name, b"[")
+        self._top = name
+
+    def _close_top(self) -> None:
+        if self._top is not None:
+            if self._top == "messages":
+                self._close_message()
+            if self._top == "system" and self._system_string:
+                self.out.write(b'"')
+                self.out._first.pop()
+            else:
+                self.out.end_array()
+            self._top = None
+
+    def _top_member(self, key: str, raw: bytes) -> None:
+        self._close_top()
+        self.out.raw_member(key, raw)
+
+    def on_event(self, event: Event) -> None:
+        kind = type(event)
+        if kind is Block:
+            self._on_block(event)
+        elif kind is Control:
+            self._on_control(event)
+        elif kind is Extension:
+            self._on_extension(event)
+        elif kind is MessagesEnd:
+            if self._top == "messages":
+                self._close_top()
+            else:
+                self._close_message()
+            self._flush_system()
+        elif kind is End:
+            self._close_top()
+            self._flush_system()
+            self._write_controls()
+            self.out.end_object()
+            self._ended = True
+
+    def _on_control(self, control: Control) -> None:
+        if control.dialect == DIALECT:
+            if control.raw is not None and control.key is not None:
+                self._top_member(control.key, control.raw)
+            return  # a derived control: its field is written with the first one
+        self._controls.append(control, len(dumps(control.value)) + len(control.name))
+
+    def _write_controls(self) -> None:
+        gathered: dict[str, list[Control]] = {}
+        for control in (self._controls.drain() if self._controls else ()):
+            gathered.setdefault(control.name, []).append(control)
+        if not self.foreign and not gathered:
+            return
+        for key, raw in controls.encode(gathered, self.session):
+            self.out.raw_member(key, raw)
+
+    def _on_extension(self, ext: Extension) -> None:
+        if ext.dialect != DIALECT:
+            self.foreign_extension(ext)
+        elif ext.message is None:
+            self._top_member(ext.path[2:], ext.raw)
+        elif self._msg is not None and ext.message == self._msg_index:
+            self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)  # chunking-invariant place
+        else:
+            self._pending_ext.append(ext)
+
+    # -- system -------------------------------------------------------------------
+
+    def _system_target(self, block: Block, attrs: dict):
+        """The writer a system block's text object goes to (None: written as the string)."""
+        if block.message == TOP_LEVEL_SYSTEM:
+            if self._top != "system" and not attrs.get("in_parts"):
+                self._close_top()
+                self.out.string_member_open("system")
+                self.out._first.append(True)  # so _close_top pops symmetrically
+                self._top = "system"
+                self._system_string = True
+                return None
+            self._open_top("system")
+            return self.out
+        if self._system_hold is None:
+            self._system_hold = self.session.reorder.hold("anthropic:system-to-top-level")
+            self._system_writer = JsonWriter(self._system_hold.write)
+            self._system_writer._first.append(True)
+        self._system_count += 1
+        if attrs.get("in_parts") or set(attrs) - {"role"}:
+            self._system_plain = False
+        return self._system_writer
+
+    def _flush_system(self) -> None:
+        if self._system_hold is None:
+            return
+        held = self._system_hold.take_bytes()
+        self._system_hold = None
+        if self._system_count == 1 and self._system_plain and held.startswith(_TEXT_HEAD) \
+                and held.endswith(_TEXT_TAIL):
+            self._top_member("system", b'"' + held[len(_TEXT_HEAD):-len(_TEXT_TAIL)] + b'"')
+        else:
+            self._top_member("system", b"[" + held + b"]")
+
+    # -- messages ---------------------------------------------------------------------
+
+    def _open_message(self, block: Block, role: str, string: bool) -> None:
+        self._close_message()
+        self._open_top("messages")
+        msg = self._msg = MessageAssembler(self.out, self.session, "anthropic:member-order")
+        msg.scalar("role", dumps(role))
+        for ext in [e for e in self._pending_ext if e.message == block.message]:
+            msg.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+        self._pending_ext = [e for e in self._pending_ext if e.message != block.message]
+        self._msg_index = block.message
+        self._msg_role = role
+        self._msg_string = string
+        self._msg_has_result = False
+        self._content = msg.member("content", b'"' if string else b"[")
+
+    def _close_message(self) -> None:
+        self._close_result()
+        if self._msg is not None:
+            self._msg.close()
+            self._msg = None
+            self._content = None
+
+    def _message_for(self, block: Block, role: str, attrs: dict, text: bool) -> JsonWriter:
+        """The content writer for a block of ``role``; opens a message when needed."""
+        if self._msg is not None and self._msg_role == role and not self._msg_string:
+            if block.message == self._msg_index:
+                return self._content
+            if role == "user" and self.foreign and self._msg_has_result:
+                self._msg_index = block.message  # tool results and what follows merge
+                return self._content
+        string = text and not attrs.get("in_parts") and (not self.foreign or role != "assistant")
+        self._open_message(block, role, string)
+        return self._content
+
+    # -- blocks -------------------------------------------------------------------------
+
+    def _on_block(self, block: Block) -> None:
+        if not block.init:
+            if self._block is not None:
+                write, close = self._block
+                write(block.payload)
+                if block.fin:
+                    self._block = None
+                    close(block.attrs or {})
+            return
+        if block.message == REQUEST_LEVEL:
+            self._tool_definition(block)
+            return
+        placed = self._place(block)
+        if placed is None:
+            self._block = ((lambda data: None), (lambda late: None)) if not block.fin else None
+            return
+        write, close = placed
+        write(block.payload)
+        if block.fin:
+            close({})
+        else:
+            self._block = (write, close)
+
+    def _where(self, block: Block) -> str:
+        return "$.system" if block.message == TOP_LEVEL_SYSTEM else f"$.messages[{block.message}]"
+
+    def _lose_block(self, block: Block, why: str) -> None:
+        self.session.lose(self._where(block), f"{block.section.value} block: {why}")
+
+    def _members(self, block: Block, kind: str, attrs: dict) -> bytes:
+        """``,"k":v`` for the attributes the anthropic block ``kind`` has; others are losses."""
+        allowed = _OUT_ATTRS.get(kind, set())
+        out = b""
+        for key, value in attrs.items():
+            if key in allowed:
+                out += b"," + dumps(key) + b":" + dumps(value)
+            elif key == EXTRA_ATTR:
+                out += b"," + value.encode()
+            elif key not in _STRUCTURE_ATTRS:
+                self.session.lose(self._where(block),
+                                  f"attribute {key!r} of a {block.section.value} block has no anthropic field")
+        return out
+
+    def _place(self, block: Block):
+        s = block.section
+        attrs = block.attrs or {}
+        if s is not Section.TOOL_RESULT and not attrs.get("in_result"):
+            self._close_result()
+        if s is Section.SYSTEM_INSTRUCTION:
+            if attrs.get("in_messages"):
+                return self._text(block, attrs, self._message_for(block, "system", attrs, True))
+            target = self._system_target(block, attrs)
+            if target is None:
+                return self.out.write, (lambda late: None)
+            return self._text(block, attrs, target)
+        if attrs.get("in_result") and self._result is not None and s is not Section.TOOL_RESULT:
+            return self._in_result(block, attrs)
+        if s is Section.TOOL_RESULT:
+            return self._tool_result(block, attrs)
+        if s is Section.USER_TEXT or s is Section.ASSISTANT_TEXT or s is Section.ASSISTANT_REFUSAL:
+            role = "user" if s is Section.USER_TEXT else "assistant"
+            if s is Section.ASSISTANT_REFUSAL:
+                self._lose_block(block, "anthropic has no refusal block; written as assistant text")
+            if self.foreign and block.fin and not block.payload and not attrs.get("empty"):
+                return None  # empty text: absent means the same, and anthropic rejects it
+            return self._text(block, attrs, self._message_for(block, role, attrs, True))
+        if s is Section.USER_IMAGE or s is Section.USER_DOCUMENT:
+            return self._media(block, attrs, None)
+        if s is Section.ASSISTANT_REASONING:
+            return self._reasoning(block, attrs)
+        if s is Section.TOOL_CALL:
+            return self._tool_call(block, attrs)
+        if s in (Section.UNKNOWN, Section.SERVER_TOOL_RESULT) and attrs.get("dialect") == DIALECT:
+            w = self._message_for(block, attrs.get("role", "user"), attrs, False)
+            w._separate()
+            return w.write, (lambda late: None)
+        self._lose_block(block, "anthropic Messages has no equivalent")
+        return None
+
+    def _text(self, block: Block, attrs: dict, w: JsonWriter | None):
+        if w is self._content and self._msg_string:
+            return w.write, (lambda late: None)
+        if attrs.get("empty"):
+            return (lambda data: None), (lambda late: None)
+        w._separate()
+        w.write(_TEXT_HEAD)
+
+        def close(late: dict) -> None:
+            w.write(b'"' + self._members(block, "text", {**attrs, **late}) + b"}")
+        return w.write, close
+
+    def _reasoning(self, block: Block, attrs: dict):
+        if attrs.get("redacted"):
+            w = self._message_for(block, "assistant", attrs, False)
+            w._separate()
+            w.write(b'{"type":"redacted_thinking","data":"')
+            return w.write, (lambda late: w.write(b'"' + self._members(block, "redacted_thinking",
+                                                                        {**attrs, **late}) + b"}"))
+        if self.foreign and "signature" not in attrs:
+            self._lose_block(block, "reasoning without a signature cannot be replayed to anthropic")
+            return None
+        w = self._message_for(block, "assistant", attrs, False)
+        w._separate()
+        w.write(b'{"type":"thinking","thinking":"')
+        return w.write, (lambda late: w.write(b'"' + self._members(block, "thinking", {**attrs, **late}) + b"}"))
+
+    def _tool_call(self, block: Block, attrs: dict):
+        w = self._message_for(block, "assistant", attrs, False)
+        w._separate()
+        w.write(b'{"type":"tool_use","input":')
+        if not self.foreign:
+            write = lambda data: w.write(decode_escaped(data).encode("utf-8")) if data else None  # noqa: E731
+            args = None
+        else:
+            args = _Arguments(self)
+            write = args.feed
+
+        def close(late: dict) -> None:
+            every = {**attrs, **late}
+            if args is not None:
+                data, faithful = args.result()
+                if not faithful:
+                    self._lose_block(block, "arguments are not a JSON object; carried as {\"_raw_arguments\": text}")
+                w.write(data)
+            tail = b""
+            if "id" in every:
+                tail += b',"id":' + dumps(every["id"])
+            else:
+                self._lose_block(block, "tool call without id; an id is made up")
+                tail += b',"id":' + dumps(f"toolu_missing_{block.message}")
+            tail += b',"name":' + dumps(every.get("name", ""))
+            w.write(tail + self._members(block, "tool_use", every) + b"}")
+        return write, close
+
+    # -- tool results ---------------------------------------------------------------------
+
+    def _close_result(self) -> None:
+        result = self._result
+        if result is None:
+            return
+        self._result = None
+        w = result.writer
+        tail = b"]" if result.array else b""
+        attrs = result.attrs
+        if result.id is not None and not result.id_written:
+            tail += b',"tool_use_id":' + dumps(result.id)
+        w.write(tail + self._members_result(attrs) + b"}")
+
+    def _members_result(self, attrs: dict) -> bytes:
+        out = b""
+        for key in ("is_error", "cache_control"):
+            if key in attrs:
+                out += b"," + dumps(key) + b":" + dumps(attrs[key])
+        if EXTRA_ATTR in attrs:
+            out += b"," + attrs[EXTRA_ATTR].encode()
+        return out
+
+    def _tool_result(self, block: Block, attrs: dict):
+        result = self._result
+        call_id = attrs.get("tool_call_id")
+        if result is not None and result.index == block.message and (call_id is None or call_id == result.id):
+            return self._in_result(block, attrs)  # another part of the same result
+        self._close_result()
+        w = self._message_for(block, "user", {"in_parts": True}, False)
+        self._msg_has_result = True
+        w._separate()
+        head = b'{"type":"tool_result"'
+        if call_id is not None:
+            head += b',"tool_use_id":' + dumps(call_id)
+        array = bool(attrs.get("in_parts"))
+        if array:
+            head += b',"content":['
+        result = self._result = _Result(block.message, attrs, array, w)
+        if attrs.get("empty"):
+            w.write(head)
+            return (lambda data: None), (lambda late: self._result_late(result, late))
+        if not array:
+            w.write(head + b',"content":"')
+            return w.write, (lambda late: (w.write(b'"'), self._result_late(result, late)))
+        w.write(head + _TEXT_HEAD)
+        return w.write, (lambda late: (w.write(b'"}'), self._result_late(result, late)))
+
+    def _result_late(self, result: _Result, late: dict) -> None:
+        for key, value in late.items():
+            if key == "tool_call_id":
+                if result.id is None:
+                    result.id = value
+            elif key in ("is_error", "cache_control", EXTRA_ATTR):
+                result.attrs[key] = value
+
+    def _in_result(self, block: Block, attrs: dict):
+        """A further part of the open tool result."""
+        result = self._result
+        w = result.writer
+        if not result.array:  # cannot happen from our decoders; keep the text
+            self._lose_block(block, "part of a string tool result")
+            return None
+        s = block.section
+        if s is Section.TOOL_RESULT:
+            w.write(result.separator() + _TEXT_HEAD)
+
+            def close(late: dict) -> None:
+                w.write(b'"' + self._members(block, "text", {k: v for k, v in {**attrs, **late}.items()
+                                                             if k not in ("is_error", "tool_call_id")}) + b"}")
+                self._result_late(result, {k: v for k, v in {**attrs, **late}.items()
+                                           if k in ("is_error", "tool_call_id")})
+            return w.write, close
+        if s in (Section.USER_IMAGE, Section.USER_DOCUMENT):
+            return self._media(block, attrs, result)
+        if s in (Section.UNKNOWN, Section.SERVER_TOOL_RESULT) and attrs.get("dialect") == DIALECT:
+            w.write(result.separator())
+            return w.write, (lambda late: None)
+        self._lose_block(block, "cannot be part of an anthropic tool_result")
+        return None
+
+    # -- media ----------------------------------------------------------------------------------
+
+    def _media(self, block: Block, attrs: dict, result: _Result | None):
+        kind = "image" if block.section is Section.USER_IMAGE else "document"
+        source = attrs.get("source")
+        if source is None and not (block.fin and not block.payload) and not self.foreign:
+            source = "data"  # sorted keys: the source type follows its data (a late attr)
+        if source is None:
+            if attrs.get("file_id") is not None:
+                self._lose_block(block, "a file id of another provider cannot be used")
+            else:
+                self._lose_block(block, "no source anthropic can take")
+            return None
+        if self.foreign and source == "file":
+            self._lose_block(block, "a file id of another provider cannot be used")
+            return None
+        if result is None:
+            w = self._message_for(block, "user", attrs, False)
+            w._separate()
+        else:
+            w = result.writer
+            w.write(result.separator())
+        payload_key = b'"url"' if source == "url" else b'"data"'
+        has_payload = not (block.fin and not block.payload) or source in ("base64", "url", "text", "data")
+        if source in ("file", "content"):
+            has_payload = False
+        w.write(b'{"type":' + dumps(kind) + b',"source":{' + (payload_key + b':"' if has_payload else b""))
+
+        def close(late: dict) -> None:
+            every = {**attrs, **late}
+            src = [b'"type":' + dumps(every.get("source"))]
+            if every.get("media_type") is not None and source != "url":
+                src.append(b'"media_type":' + dumps(every["media_type"]))
+            for key in ("file_id", "content"):
+                if key in every:
+                    src.append(dumps(key) + b":" + dumps(every[key]))
+            if every.get("source_extra"):
+                src.append(every["source_extra"].encode())
+            tail = (b'",' if has_payload else b"") + b",".join(src) + b"}"
+            w.write(tail + self._members(block, kind, {k: v for k, v in every.items()
+                                                       if k not in ("is_error",)}) + b"}")
+            if result is not None:
+                self._result_late(result, {k: v for k, v in every.items() if k in ("is_error", "tool_call_id")})
+        return w.write, close
+
+    # -- tools ------------------------------------------------------------------------------------
+
+    def _tool_definition(self, block: Block) -> None:
+        attrs = block.attrs or {}
+        if block.section is Section.UNKNOWN:
+            if attrs.get("dialect") == DIALECT:
+                self._open_top("tools")
+                self.out.raw_element(block.payload)
+            else:
+                self.session.lose("$.tools", f"a {attrs.get('dialect')} tool has no anthropic form")
+            return
+        if block.section is not Section.TOOL_DEFINITION:
+            self._lose_block(block, "not a tool definition")
+            return
+        self._open_top("tools")
+        self.out.raw_element(controls.tool_from_canonical(attrs, block.payload, self.session))
