@@ -46,8 +46,9 @@ class ReorderBuffer:
             self.high_water_by_reason[reason] = now
 
     def _release(self, reason: str, size: int) -> None:
-        self.held -= size
-        self._held_by_reason[reason] -= size
+        if size:
+            self.held -= size
+            self._held_by_reason[reason] -= size
 
     def report(self) -> dict:
         return {"high_water": self.high_water, "by_reason": dict(self.high_water_by_reason)}
