@@ -1,0 +1,129 @@
+"""The bytes the benchmarks run on: rpt scenarios (parsed, never copied) and larger generated shapes.
+
+Every shape is built for every dialect; a benchmark runs interlingua only on
+pairs whose codecs exist (``interlingua.dialects.codecs``), so a dialect that
+lands is benchmarked without edits here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+
+import rpt  # tests/rpt.py (bench/conftest.py puts tests/ on sys.path)
+
+from interlingua.dialects import DIALECTS, codecs
+
+MIB = 1 << 20
+_WORDS = "lorem ipsum \"dolor\" sit amet, é 中 😀\n "
+
+
+@dataclass(frozen=True)
+class Body:
+    shape: str  # large-10k, many-1mb, huge-10mb, ...
+    dialect: str
+    kind: str
+    data: bytes
+    frame: int | None  # how interlingua is fed (None: 64 KiB reads)
+
+    @property
+    def group(self) -> str:
+        cut = f"/{self.frame}B-frames" if self.frame else ""
+        return f"{self.kind}:{self.shape}{cut}:{self.dialect}"
+
+
+def available(dialect: str, kind: str) -> bool:
+    try:
+        codecs(dialect, kind)
+    except ValueError:
+        return False
+    return True
+
+
+def targets(dialect: str, kind: str) -> list[str]:
+    """Every target an interlingua run from ``dialect`` can go to today (ordered pairs)."""
+    if not available(dialect, kind):
+        return []
+    return [t for t in DIALECTS if available(t, kind)]
+
+
+# -- rpt scenarios ------------------------------------------------------------------
+
+
+@cache
+def rpt_bodies(scenario: str) -> dict[tuple[str, str], bytes]:
+    """(dialect, kind) -> body of every wire script in ``rpt/<scenario>/``.
+
+    The large-* scenarios are one system prompt and one generated user text; a
+    dialect without its own script there gets the same conversation (same
+    generated text) in its client's order, so baselines such as LiteLLM's
+    anthropic translation run on the same conversation before that dialect's
+    script exists."""
+    scripts = [rpt.parse_wire(p) for p in sorted((rpt.RPT_ROOT / scenario).glob("*.*.rpt"))]
+    bodies = {(s.dialect, s.kind): s.body for s in scripts}
+    source = next((s for s in scripts if s.kind == "request" and "big" in s.variables), None)
+    if source is not None:
+        for dialect in DIALECTS:
+            bodies.setdefault((dialect, "request"),
+                              _request(dialect, "Summarise.", [("user", source.variables["big"])]))
+    return bodies
+
+
+# -- generated shapes -----------------------------------------------------------------
+
+
+def _text(size: int) -> str:
+    return (_WORDS * (size // len(_WORDS) + 1))[:size]
+
+
+def _request(dialect: str, system: str, turns: list[tuple[str, str]]) -> bytes:
+    """A request in the writer's order of that dialect's official client."""
+    messages = [{"role": role, "content": text} for role, text in turns]
+    if dialect == "anthropic":  # the anthropic client: max_tokens, messages, model, system
+        value = {"max_tokens": 1024, "messages": messages, "model": "claude", "system": system}
+    elif dialect == "ollama":
+        value = {"model": "llama3", "stream": False, "messages": [{"role": "system", "content": system}, *messages]}
+    else:
+        value = {"model": "gpt-4o", "messages": [{"role": "system", "content": system}, *messages]}
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+@cache
+def many_messages(dialect: str, count: int = 1250, size: int = MIB) -> bytes:
+    per = size // count - 40
+    return _request(dialect, "Be brief.",
+                    [("user" if i % 2 == 0 else "assistant", _text(per)) for i in range(count)])
+
+
+@cache
+def huge_text(dialect: str, size: int) -> bytes:
+    return _request(dialect, "Summarise.", [("user", _text(size))])
+
+
+def request_bodies() -> list[Body]:
+    bodies = []
+    for scenario in ("large-10k", "large-100k"):
+        for (dialect, kind), data in rpt_bodies(scenario).items():
+            if kind == "request":
+                bodies += [Body(scenario, dialect, kind, data, frame) for frame in (8192, 64)]
+    for dialect in DIALECTS:
+        bodies.append(Body("many-1mb", dialect, "request", many_messages(dialect), 8192))
+        bodies.append(Body("huge-1mb", dialect, "request", huge_text(dialect, MIB), 65536))
+        bodies.append(Body("huge-10mb", dialect, "request", huge_text(dialect, 10 * MIB), 65536))
+    return bodies
+
+
+def stream_bodies() -> list[Body]:
+    """Streamed responses: rpt stream scenarios, and generated ones, for dialects with a stream codec."""
+    from spike.corpus import STREAMS  # interleaved parallel tool-call deltas, usage after finish
+
+    bodies = []
+    for scenario in ("large-10k", "large-100k"):
+        for (dialect, kind), data in rpt_bodies(scenario).items():
+            if kind == "stream":
+                bodies += [Body(scenario, dialect, kind, data, frame) for frame in (8192, 64)]
+    for dialect, make in STREAMS.items():
+        if available(dialect, "stream"):
+            bodies.append(Body("tools-stream-100k", dialect, "stream", make(100, "client"), 8192))
+    return bodies

@@ -1,0 +1,67 @@
+"""The reorder buffer's contract (DESIGN §5): a budget that fails naming the rule, strict refusal, nothing held when nothing must be."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from interlingua import BudgetExceededError, Options, ReorderRefusedError, Transcoder
+
+# keys sorted: the message's content comes before its role, so its blocks wait for the role
+CONTENT = "x" * 50_000
+SORTED = json.dumps({"messages": [{"content": CONTENT, "role": "user"}], "model": "m"}).encode()
+CLIENT_ORDER = json.dumps({"model": "m", "messages": [{"role": "system", "content": "Be brief."},
+                                                     {"role": "user", "content": CONTENT}]}).encode()
+
+
+def _run(body: bytes, options: Options, frame: int = 1024) -> tuple[bytes, Transcoder]:
+    transcoder = Transcoder("openai", "openai", options=options)
+    out = b"".join(transcoder.feed(body[i:i + frame]) for i in range(0, len(body), frame))
+    return out + transcoder.close(), transcoder
+
+
+def test_over_budget_reorder_raises_naming_the_rule():
+    with pytest.raises(BudgetExceededError) as info:
+        _run(SORTED, Options(reorder_budget=10_000))
+    err = info.value
+    assert type(err) is BudgetExceededError
+    assert "openai:content-before-role" in str(err)
+    assert "10000 bytes" in str(err)
+    assert err.status == 413 and err.dialect == "openai" and err.path.startswith("$.messages[0]")
+
+
+def test_within_budget_the_same_body_is_reordered_and_measured():
+    out, transcoder = _run(SORTED, Options(reorder_budget=100_000))
+    assert json.loads(out) == json.loads(SORTED)
+    report = transcoder.reorder.report()
+    assert report["by_reason"]["openai:content-before-role"] >= len(CONTENT)
+    assert report["high_water"] >= len(CONTENT)
+    assert transcoder.reorder.held == 0, "everything held is given back"
+
+
+def test_refuse_reorder_fails_at_the_first_held_byte():
+    transcoder = Transcoder("openai", "openai", options=Options(refuse_reorder=True))
+    head = SORTED.index(b'"content": "') + len(b'"content": "')
+    # up to the first content byte nothing needs holding
+    transcoder.feed(SORTED[:head])
+    with pytest.raises(ReorderRefusedError) as info:
+        transcoder.feed(SORTED[head:head + 1])
+        transcoder.feed(SORTED[head + 1:])  # a 1-byte fragment may stay in the tokenizer; the rest must fail
+    assert "openai:content-before-role" in str(info.value)
+    assert transcoder.reorder.high_water == 0, "nothing was held before refusing"
+
+
+def test_body_needing_no_reorder_streams_with_nothing_held():
+    out, transcoder = _run(CLIENT_ORDER, Options(refuse_reorder=True), frame=64)
+    assert json.loads(out) == json.loads(CLIENT_ORDER)
+    assert transcoder.reorder.report() == {"high_water": 0, "by_reason": {}}
+
+
+def test_body_needing_no_reorder_emits_while_it_arrives():
+    transcoder = Transcoder("openai", "openai")
+    produced_before_end = 0
+    for i in range(0, len(CLIENT_ORDER) - 1024, 1024):
+        produced_before_end += len(transcoder.feed(CLIENT_ORDER[i:i + 1024]))
+    assert produced_before_end > len(CONTENT) // 2, "output follows input, it is not held"
+    assert transcoder.reorder.high_water == 0
