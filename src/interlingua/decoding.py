@@ -67,6 +67,45 @@ class Decoder:
     def replace(self, handler: Handler) -> None:
         self._stack[-1] = handler
 
+    # -- structure ------------------------------------------------------------
+
+    def then(self, reader: Handler) -> None:
+        """Read the next value with ``reader(kind, value, offset)`` (after a key)."""
+        def once(kind: int, value: Any, offset: int) -> None:
+            self.pop()
+            reader(kind, value, offset)
+        self.push(once)
+
+    def then_value(self, done: Callable[[Any], None]) -> None:
+        """Read the next value as small Python data and pass it to ``done``."""
+        self.then(lambda kind, value, offset: self.read_value(kind, value, offset, done))
+
+    def each_element(self, kind: int, offset: int, what: str, on_element: Handler,
+                     on_end: Callable[[], None] | None = None) -> None:
+        """The value must be an array: ``on_element`` gets each element's first
+        token (and reads the element), ``on_end`` runs after the closing bracket."""
+        if kind != tok.ARRAY_START:
+            raise self.wrong_type(kind, f"an array for {what}", offset)
+
+        def element(kind: int, value: Any, offset: int) -> None:
+            if kind == tok.ARRAY_END:
+                self.pop()
+                if on_end is not None:
+                    on_end()
+            else:
+                on_element(kind, value, offset)
+        self.push(element)
+
+    def each_object(self, kind: int, offset: int, what: str, on_object: Callable[[int], Handler],
+                    on_end: Callable[[], None] | None = None) -> None:
+        """The value must be an array of objects: ``on_object(offset)`` returns the
+        key handler of each one (it is popped at the object's end by that handler)."""
+        def element(kind: int, value: Any, offset: int) -> None:
+            if kind != tok.OBJECT_START:
+                raise self.wrong_type(kind, f"an object in {what}", offset)
+            self.push(on_object(offset))
+        self.each_element(kind, offset, what, element, on_end)
+
     # -- errors ---------------------------------------------------------------
 
     def path(self) -> str:

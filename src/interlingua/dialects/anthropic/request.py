@@ -40,7 +40,7 @@ from ...canonical import (
 )
 from ...decoding import BlockBuilder, Decoder
 from ...encoding import Encoder, MessageAssembler
-from ...errors import JsonSyntaxError, SchemaError
+from ...errors import JsonSyntaxError
 from ...jsonwriter import JsonWriter, dumps
 from ...session import Session
 from . import controls

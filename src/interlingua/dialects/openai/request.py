@@ -73,18 +73,17 @@ class RequestDecoder(Decoder):
                 self.emit(MessagesEnd())
             self.emit(End())
             return
-        if value == "messages":
-            self.push(self._messages_start)
-        elif value == "tools" or value == "functions":
-            self.push(self._tools_start(legacy=value == "functions"))
+        key = value
+        if key == "messages":
+            self.then(lambda kind, value, offset: self.each_object(
+                kind, offset, "messages", self._message, self._messages_end))
+        elif key == "tools" or key == "functions":
+            legacy = key == "functions"
+            self.then(lambda kind, value, offset: self.each_element(
+                kind, offset, key, lambda k, v, o: self.read_value(k, v, o, lambda tool: self._tool(tool, legacy, o))))
         else:
-            self.push(self._top_value(value))
-
-    def _top_value(self, key: str):
-        def handler(kind: int, value: Any, offset: int) -> None:
-            self.pop()
-            self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw, offset))
-        return handler
+            self.then(lambda kind, value, offset: self.read_raw(
+                kind, value, offset, lambda raw: self._top_field(key, raw, offset)))
 
     def _top_field(self, key: str, raw: bytes, offset: int) -> None:
         control = controls.decode(key, raw)
@@ -95,40 +94,13 @@ class RequestDecoder(Decoder):
 
     # -- messages --------------------------------------------------------------
 
-    def _messages_start(self, kind: int, value: Any, offset: int) -> None:
-        if kind != tok.ARRAY_START:
-            raise self.wrong_type(kind, "an array for messages", offset)
-        self.replace(self._message_start)
-
-    def _message_start(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.pop()
-            self._messages_done = True
-            self.emit(MessagesEnd())
-            return
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "an object for a message", offset)
+    def _message(self, offset: int):
         self._message_index += 1
-        message = MessageReader(self, self._message_index)
-        self.push(message.on_key)
+        return MessageReader(self, self._message_index).on_key
 
-    # -- tools -------------------------------------------------------------------
-
-    def _tools_start(self, legacy: bool):
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if kind != tok.ARRAY_START:
-                raise self.wrong_type(kind, "an array of tools", offset)
-            self.replace(self._tool_element(legacy))
-        return handler
-
-    def _tool_element(self, legacy: bool):
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if kind == tok.ARRAY_END:
-                self.pop()
-                return
-            # A tool definition is small; read it whole and map it.
-            self.read_value(kind, value, offset, lambda tool: self._tool(tool, legacy, offset))
-        return handler
+    def _messages_end(self) -> None:
+        self._messages_done = True
+        self.emit(MessagesEnd())
 
     def _tool(self, tool: Any, legacy: bool, offset: int) -> None:
         if not isinstance(tool, dict):
@@ -265,13 +237,7 @@ class MessageReader:
                 reader = self._string_member(Section.ASSISTANT_REASONING, value)
             else:
                 reader = self._extension(value)
-        d.push(self._once(reader))
-
-    def _once(self, reader):
-        def handler(kind: int, value: Any, offset: int) -> None:
-            self.d.pop()
-            reader(kind, value, offset)
-        return handler
+        d.then(reader)
 
     def _null(self, key: str) -> None:
         self.d.extension(f"$.messages[{self.index}].{key}", b"null", message=self.index, lossless=True)
@@ -306,7 +272,7 @@ class MessageReader:
             self._null("content")
         elif kind == tok.ARRAY_START:
             self._empty_parts = True
-            self.d.push(self._part_start)
+            self.d.each_object(kind, offset, "content", lambda o: PartReader(self).on_key)
         else:
             self.string_block(kind, value, offset, self.text_section(), self.text_attrs(), "content")
 
@@ -330,29 +296,11 @@ class MessageReader:
                 self.string_block(kind, value, offset, section, None, key)
         return reader
 
-    def _part_start(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.d.pop()
-        elif kind == tok.OBJECT_START:
-            self.d.push(PartReader(self).on_key)
-        else:
-            raise self.d.wrong_type(kind, "an object for a content part", offset)
-
     def _tool_calls(self, kind: int, value: Any, offset: int) -> None:
         if kind == tok.NULL:
             self._null("tool_calls")
-        elif kind == tok.ARRAY_START:
-            self.d.push(self._tool_call_start)
         else:
-            raise self.d.wrong_type(kind, "an array for tool_calls", offset)
-
-    def _tool_call_start(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.d.pop()
-        elif kind == tok.OBJECT_START:
-            self.d.push(ToolCallReader(self, legacy=False).on_key)
-        else:
-            raise self.d.wrong_type(kind, "an object for a tool call", offset)
+            self.d.each_object(kind, offset, "tool_calls", lambda o: ToolCallReader(self, legacy=False).on_key)
 
     def _function_call(self, kind: int, value: Any, offset: int) -> None:
         if kind == tok.NULL:
@@ -386,13 +334,13 @@ class ToolCallReader:
             self._end()
             return
         if value == "id":
-            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, lambda x: self.block.set("id", x))))
+            d.then_value(lambda x: self.block.set("id", x))
         elif value == "function":
-            d.push(self.m._once(self._function))
+            d.then(self._function)
         elif value == "type":
-            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, self._type)))
+            d.then_value(self._type)
         else:
-            d.push(self.m._once(self._extra(value)))
+            d.then(self._extra(value))
 
     def _type(self, value: Any) -> None:
         if value != "function":
@@ -416,11 +364,11 @@ class ToolCallReader:
                 self._end()
             return
         if value == "name":
-            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, lambda x: self.block.set("name", x))))
+            d.then_value(lambda x: self.block.set("name", x))
         elif value == "arguments":
-            d.push(self.m._once(self._arguments))
+            d.then(self._arguments)
         else:
-            d.push(self.m._once(self._extra(value)))
+            d.then(self._extra(value))
 
     def _arguments(self, kind: int, value: Any, offset: int) -> None:
         self.has_arguments = True
@@ -458,17 +406,17 @@ class PartReader:
             return
         key = value
         if key == "type":
-            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, lambda t: self._set_type(t, o))))
+            d.then_value(lambda t: self._set_type(t, offset))
         elif self.type is None or self.type == key:
             if key in _PART_SECTIONS and (self.type is None or self.type == key):
                 self.type = self.type or key
-                d.push(self.m._once(self._payload(key)))
+                d.then(self._payload(key))
             else:
-                d.push(self.m._once(self._raw_member(key)))
+                d.then(self._raw_member(key))
         elif key in ("cache_control",) and self.block is not None:
-            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, lambda x: self.block.set(key, x))))
+            d.then_value(lambda x: self.block.set(key, x))
         else:
-            d.push(self.m._once(self._raw_member(key)))
+            d.then(self._raw_member(key))
 
     def _set_type(self, part_type: Any, offset: int) -> None:
         if self.type is not None and self.type != part_type:
@@ -556,9 +504,9 @@ class MediaReader:
             self.m.finished(self.block)
             return
         if value == self.payload_key:
-            d.push(self.m._once(lambda k, v, o: d.read_string(k, v, o, self._fragment, value)))
+            d.then(lambda k, v, o: d.read_string(k, v, o, self._fragment, value))
         else:
-            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, lambda x: self.block.set(value, x))))
+            d.then_value(lambda x: self.block.set(value, x))
 
     def _fragment(self, data: bytes, init: bool, fin: bool) -> None:
         if self._prefix_done:
