@@ -107,20 +107,19 @@ class RequestDecoder(Decoder):
                 self.emit(MessagesEnd())
             self.emit(End())
             return
-        if value == "messages":
-            self.push(self._messages_start)
-        elif value == "system":
-            self.push(self._system)
-        elif value == "tools":
-            self.push(self._tools_start)
+        key = value
+        if key == "messages":
+            self.then(lambda kind, value, offset: self.each_object(
+                kind, offset, "messages", self._message, self._messages_end))
+        elif key == "system":
+            self.then(self._system)
+        elif key == "tools":
+            self.then(lambda kind, value, offset: self.each_element(
+                kind, offset, "tools",
+                lambda k, v, o: self.read_raw(k, v, o, lambda raw: self._tool(raw, o))))
         else:
-            self.push(self._top_value(value))
-
-    def _top_value(self, key: str):
-        def handler(kind: int, value: Any, offset: int) -> None:
-            self.pop()
-            self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw))
-        return handler
+            self.then(lambda kind, value, offset: self.read_raw(
+                kind, value, offset, lambda raw: self._top_field(key, raw)))
 
     def _top_field(self, key: str, raw: bytes) -> None:
         found = controls.decode(key, raw)
@@ -133,7 +132,6 @@ class RequestDecoder(Decoder):
     # -- system -------------------------------------------------------------
 
     def _system(self, kind: int, value: Any, offset: int) -> None:
-        self.pop()
         reader = MessageReader(self, TOP_LEVEL_SYSTEM, role="system")
         if kind == tok.ARRAY_START:
             self.push(reader.block_start(then=self._system_end))
@@ -146,34 +144,15 @@ class RequestDecoder(Decoder):
 
     # -- messages -------------------------------------------------------------
 
-    def _messages_start(self, kind: int, value: Any, offset: int) -> None:
-        if kind != tok.ARRAY_START:
-            raise self.wrong_type(kind, "an array for messages", offset)
-        self.replace(self._message_start)
-
-    def _message_start(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.pop()
-            self._messages_done = True
-            self.emit(MessagesEnd())
-            return
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "an object for a message", offset)
+    def _message(self, offset: int):
         self._message_index += 1
-        self.push(MessageReader(self, self._message_index).on_key)
+        return MessageReader(self, self._message_index).on_key
+
+    def _messages_end(self) -> None:
+        self._messages_done = True
+        self.emit(MessagesEnd())
 
     # -- tools --------------------------------------------------------------------
-
-    def _tools_start(self, kind: int, value: Any, offset: int) -> None:
-        if kind != tok.ARRAY_START:
-            raise self.wrong_type(kind, "an array of tools", offset)
-        self.replace(self._tool_element)
-
-    def _tool_element(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.pop()
-            return
-        self.read_raw(kind, value, offset, lambda raw: self._tool(raw, offset))
 
     def _tool(self, raw: bytes, offset: int) -> None:
         tool = json.loads(raw)
@@ -191,24 +170,12 @@ class RequestDecoder(Decoder):
     def replay(self, reader, raw: bytes) -> None:
         """Feed a value read earlier (``raw``) to ``reader(kind, value, offset)`` now."""
         depth = len(self._stack)
-
-        def once(kind: int, value: Any, offset: int) -> None:
-            self.pop()
-            reader(kind, value, offset)
-
-        self.push(once)
+        self.then(reader)
         inner = tok.Tokenizer(self.on_token, max_depth=self.session.options.max_depth, dialect=DIALECT)
         inner.feed(raw)
         inner.close()
         self.flush()
         assert len(self._stack) == depth, "replayed value left handlers behind"
-
-
-def once(d: Decoder, reader):
-    def handler(kind: int, value: Any, offset: int) -> None:
-        d.pop()
-        reader(kind, value, offset)
-    return handler
 
 
 class MessageReader:
@@ -271,13 +238,13 @@ class MessageReader:
                 raise d.error("message without role", offset)
             return
         if value == "role":
-            d.push(once(d, lambda k, v, o: d.read_value(k, v, o, lambda r: self._set_role(r, o))))
+            d.then(lambda k, v, o: d.read_value(k, v, o, lambda r: self._set_role(r, o)))
         elif value == "content":
-            d.push(once(d, self._content))
+            d.then(self._content)
         else:
             path = f"$.messages[{self.index}].{value}"
-            d.push(once(d, lambda k, v, o: d.read_raw(
-                k, v, o, lambda raw: d.extension(path, raw, message=self.index, lossless=k == tok.NULL))))
+            d.then(lambda k, v, o: d.read_raw(
+                k, v, o, lambda raw: d.extension(path, raw, message=self.index, lossless=k == tok.NULL)))
 
     def _content(self, kind: int, value: Any, offset: int) -> None:
         if kind == tok.ARRAY_START:
@@ -385,19 +352,19 @@ class BlockReader:
             return
         key = value
         if key == "type":
-            d.push(once(d, lambda k, v, o: d.read_value(k, v, o, lambda t: self._set_type(t, o))))
+            d.then(lambda k, v, o: d.read_value(k, v, o, lambda t: self._set_type(t, o)))
             return
         if self.type is None and key in _TYPE_OF_PAYLOAD and not self.deferred:
             self.type = _TYPE_OF_PAYLOAD[key]
         if self.type is None:
-            d.push(once(d, lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.deferred.append((key, raw)))))
+            d.then(lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.deferred.append((key, raw))))
         elif self.result is not None and key == "content":
             if self.result.has_id:
-                d.push(once(d, self.result.on_content))
+                d.then(self.result.on_content)
             else:  # the id must be on the result's first block: content waits for it (bounded)
-                d.push(once(d, lambda k, v, o: d.read_raw(k, v, o, self.result.defer)))
+                d.then(lambda k, v, o: d.read_raw(k, v, o, self.result.defer))
         else:
-            d.push(once(d, self.member(key)))
+            d.then(self.member(key))
 
     def _set_type(self, block_type: Any, offset: int) -> None:
         if not isinstance(block_type, str):
@@ -498,21 +465,21 @@ class SourceReader:
             return
         key = value
         if key == "data" and not self._known():
-            d.push(once(d, lambda k, v, o: d.read_raw(k, v, o, lambda raw: setattr(self, "deferred", raw))))
+            d.then(lambda k, v, o: d.read_raw(k, v, o, lambda raw: setattr(self, "deferred", raw)))
         elif key in ("data", "url"):
             if key == "url" and "source" not in self.builder.attrs and "source" not in self.builder.late:
                 self.builder.set("source", "url")  # tells the encoder the payload key early
-            d.push(once(d, lambda k, v, o: d.read_string(k, v, o, self.builder.fragment, key)))
+            d.then(lambda k, v, o: d.read_string(k, v, o, self.builder.fragment, key))
         elif key == "type":
-            d.push(once(d, lambda k, v, o: d.read_value(k, v, o, lambda x: self.builder.set("source", x))))
+            d.then_value(lambda x: self.builder.set("source", x))
         elif key in ("media_type", "file_id", "content"):
-            d.push(once(d, lambda k, v, o: d.read_value(k, v, o, lambda x: self.builder.set(key, x))))
+            d.then_value(lambda x: self.builder.set(key, x))
         else:
-            d.push(once(d, lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.builder.set(
+            d.then(lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.builder.set(
                 "source_extra", (self.builder.late.get("source_extra") or self.builder.attrs.get("source_extra")
                                  or "") + ("," if (self.builder.late.get("source_extra")
                                                    or self.builder.attrs.get("source_extra")) else "")
-                + dumps(key).decode() + ":" + raw.decode()))))
+                + dumps(key).decode() + ":" + raw.decode())))
 
 
 class ResultReader:
