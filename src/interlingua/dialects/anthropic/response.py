@@ -120,9 +120,8 @@ class _ContentBlock:
         key = value
 
         def handler(kind: int, value: Any, offset: int) -> None:
-            d.pop()
             self._member(key, kind, value, offset)
-        d.push(handler)
+        d.then(handler)
 
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d, t = self.d, self.type
@@ -294,7 +293,6 @@ class ResponseDecoder(_Base):
         key = value
 
         def handler(kind: int, value: Any, offset: int) -> None:
-            self.pop()
             if key in ("id", "model"):
                 self.read_value(kind, value, offset, lambda v: self._id_model(key, v))
             elif key == "content":
@@ -316,7 +314,7 @@ class ResponseDecoder(_Base):
             else:
                 self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
                     "$." + key, "message member has no canonical field"))
-        self.push(handler)
+        self.then(handler)
 
     def _usage(self, value: Any) -> None:
         if isinstance(value, dict):
@@ -383,7 +381,6 @@ class StreamDecoder(_Base):
         key = value
 
         def handler(kind: int, value: Any, offset: int) -> None:
-            self.pop()
             if key == "type":
                 self.read_value(kind, value, offset, lambda v: setattr(self, "f_type", v))
             elif key == "index":
@@ -409,7 +406,7 @@ class StreamDecoder(_Base):
             else:
                 self.read_raw(kind, value, offset, lambda raw: self.session.lose(
                     "$." + key, "event member has no canonical field"))
-        self.push(handler)
+        self.then(handler)
 
     # message_start -------------------------------------------------------------------------
 
@@ -420,7 +417,6 @@ class StreamDecoder(_Base):
         key = value
 
         def handler(kind: int, value: Any, offset: int) -> None:
-            self.pop()
             if key in ("id", "model"):
                 self.read_value(kind, value, offset, lambda v: setattr(self, key, v))
             elif key == "usage":
@@ -431,7 +427,7 @@ class StreamDecoder(_Base):
                     "$.message.content", "content in message_start is not read"))
             else:
                 skip_value(self, kind, value, offset)
-        self.push(handler)
+        self.then(handler)
 
     # deltas ------------------------------------------------------------------------------------
 
@@ -442,7 +438,6 @@ class StreamDecoder(_Base):
         key = value
 
         def handler(kind: int, value: Any, offset: int) -> None:
-            self.pop()
             b = self.block
             if key == "type":
                 skip_value(self, kind, value, offset)
@@ -463,7 +458,7 @@ class StreamDecoder(_Base):
             else:
                 self.read_raw(kind, value, offset, lambda raw: self.session.lose(
                     "$.delta." + key, "delta member has no canonical field"))
-        self.push(handler)
+        self.then(handler)
 
     def _stop(self, key: str, value: Any) -> None:
         reason, seq = self.f_stop or (None, None)

@@ -96,7 +96,6 @@ class _Decoder(Decoder):
         key = value
 
         def handler(kind: int, value: Any, offset: int) -> None:
-            self.pop()
             if key == "model":
                 self.read_value(kind, value, offset, self._model)
             elif key == "message":
@@ -116,7 +115,7 @@ class _Decoder(Decoder):
             else:
                 self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
                     "$." + key, "response member has no canonical field"))
-        self.push(handler)
+        self.then(handler)
 
     def _model(self, value: Any) -> None:
         self.model = value
@@ -144,7 +143,6 @@ class _Decoder(Decoder):
         key = value
 
         def handler(kind: int, value: Any, offset: int) -> None:
-            self.pop()
             if key == "content":
                 self._string(kind, value, offset, Section.ASSISTANT_TEXT, key)
             elif key == "thinking":
@@ -160,7 +158,7 @@ class _Decoder(Decoder):
             else:
                 self.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and self.session.lose(
                     "$.message." + key, "message member has no canonical field"))
-        self.push(handler)
+        self.then(handler)
 
     def _string(self, kind: int, value: Any, offset: int, section: Section, what: str) -> None:
         if kind == tok.NULL:

@@ -246,7 +246,6 @@ class _ToolCallReader:
         key = value
 
         def handler(kind: int, value: Any, offset: int) -> None:
-            d.pop()
             if key == "name":
                 d.read_value(kind, value, offset, lambda v: self._attr("name", v))
             elif key == "arguments":
@@ -254,7 +253,7 @@ class _ToolCallReader:
                     d.read_string(kind, value, offset, self._arguments, "arguments")
             else:
                 d.read_raw(kind, value, offset, lambda raw: None)
-        d.push(handler)
+        d.then(handler)
 
     def _arguments(self, data: bytes, init: bool, fin: bool) -> None:
         if not data:
@@ -337,7 +336,6 @@ class _ChoiceReader:
         key = value
 
         def handler(kind: int, value: Any, offset: int) -> None:
-            d.pop()
             if key in ("delta", "message"):
                 if kind != tok.OBJECT_START:
                     raise d.wrong_type(kind, f"an object for {key}", offset)
@@ -350,7 +348,7 @@ class _ChoiceReader:
             else:
                 d.read_raw(kind, value, offset, lambda raw: d.session.lose(
                     f"$.choices[{self.c.index}].{key}", "choice member has no canonical field"))
-        d.push(handler)
+        d.then(handler)
 
     def _finish(self, value: Any) -> None:
         self.has_finish = True
@@ -372,7 +370,6 @@ class _MessageReader:
         key = value
 
         def handler(kind: int, value: Any, offset: int) -> None:
-            d.pop()
             if key == "content":
                 if c.block is not None and c.block.section is Section.TOOL_CALL and kind != tok.NULL \
                         and value:
@@ -394,7 +391,7 @@ class _MessageReader:
                 d.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and d.session.lose(
                     f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{key}",
                     "message member has no canonical field"))
-        d.push(handler)
+        d.then(handler)
 
     def _tool_element(self, kind: int, value: Any, offset: int) -> None:
         if kind == tok.ARRAY_END:
@@ -432,7 +429,6 @@ class StreamDecoder(_Base):
         key = value
 
         def handler(kind: int, value: Any, offset: int) -> None:
-            self.pop()
             if self.top_key(key, kind, value, offset):
                 return
             if key == "choices":
@@ -443,7 +439,7 @@ class StreamDecoder(_Base):
                 self.read_value(kind, value, offset, self._usage)
             else:
                 self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
-        self.push(handler)
+        self.then(handler)
 
     def _choice_element(self, kind: int, value: Any, offset: int) -> None:
         if kind == tok.ARRAY_END:
@@ -513,7 +509,6 @@ class ResponseDecoder(_Base):
         key = value
 
         def handler(kind: int, value: Any, offset: int) -> None:
-            self.pop()
             if self.top_key(key, kind, value, offset):
                 return
             if key == "choices":
@@ -524,7 +519,7 @@ class ResponseDecoder(_Base):
                 self.read_value(kind, value, offset, self._usage)
             else:
                 self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
-        self.push(handler)
+        self.then(handler)
 
     def _choice_element(self, kind: int, value: Any, offset: int) -> None:
         if kind == tok.ARRAY_END:
