@@ -99,11 +99,14 @@ class Decoder:
     def each_object(self, kind: int, offset: int, what: str, on_object: Callable[[int], Handler],
                     on_end: Callable[[], None] | None = None) -> None:
         """The value must be an array of objects: ``on_object(offset)`` returns the
-        key handler of each one (it is popped at the object's end by that handler)."""
+        key handler of each one (popped at the object's end by that handler), or
+        None when it installed its own reader."""
         def element(kind: int, value: Any, offset: int) -> None:
             if kind != tok.OBJECT_START:
                 raise self.wrong_type(kind, f"an object in {what}", offset)
-            self.push(on_object(offset))
+            handler = on_object(offset)
+            if handler is not None:
+                self.push(handler)
         self.each_element(kind, offset, what, element, on_end)
 
     # -- errors ---------------------------------------------------------------

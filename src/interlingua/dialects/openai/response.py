@@ -98,9 +98,15 @@ class _Base(Decoder):
         if self.id is not None and self.model is not None:
             self.start_message()
 
-    def top_key(self, key: str, kind: int, value: Any, offset: int) -> bool:
-        """Members shared by both kinds; False if ``key`` is not one of them."""
-        if key == "id" or key == "model":
+    streaming = False
+
+    def top_value(self, key: str, kind: int, value: Any, offset: int) -> None:
+        """The value of a top-level member of a body or a chunk."""
+        if key == "choices":
+            self.each_object(kind, offset, "choices", self._choice)
+        elif key == "usage":
+            self.read_value(kind, value, offset, self._usage)
+        elif key == "id" or key == "model":
             self.read_value(kind, value, offset, lambda v: (setattr(self, key, v), self._maybe_start()))
         elif key in _KEPT:
             self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
@@ -109,8 +115,10 @@ class _Base(Decoder):
         elif key == "error":
             self.read_value(kind, value, offset, self._error)
         else:
-            return False
-        return True
+            self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
+
+    def _choice(self, offset: int) -> None:
+        _ChoiceReader(self, streaming=self.streaming)  # installs its own reader
 
     def _keep(self, key: str, raw: bytes) -> None:
         if self.started:
@@ -380,11 +388,8 @@ class _MessageReader:
             elif key in _REASONING_KEYS:
                 d.string_member(c, Section.ASSISTANT_REASONING, key)(kind, value, offset)
             elif key == "tool_calls":
-                if kind == tok.NULL:
-                    return
-                if kind != tok.ARRAY_START:
-                    raise d.wrong_type(kind, "an array for tool_calls", offset)
-                d.push(self._tool_element)
+                if kind != tok.NULL:
+                    d.each_object(kind, offset, "tool_calls", self._tool_call)
             elif key == "role":
                 skip_value(d, kind, value, offset)
             else:
@@ -393,18 +398,15 @@ class _MessageReader:
                     "message member has no canonical field"))
         d.then(handler)
 
-    def _tool_element(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.d.pop()
-            return
-        if kind != tok.OBJECT_START:
-            raise self.d.wrong_type(kind, "an object for a tool call", offset)
-        _ToolCallReader(self.d, self.c, self.streaming, self.tool_position)
+    def _tool_call(self, offset: int) -> None:
+        _ToolCallReader(self.d, self.c, self.streaming, self.tool_position)  # installs its own reader
         self.tool_position += 1
 
 
 class StreamDecoder(_Base):
     """``chat.completion.chunk`` SSE stream -> canonical events (one chunk per frame)."""
+
+    streaming = True
 
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         super().__init__(emit, session)
@@ -427,27 +429,7 @@ class StreamDecoder(_Base):
             self.pop()
             return
         key = value
-
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if self.top_key(key, kind, value, offset):
-                return
-            if key == "choices":
-                if kind != tok.ARRAY_START:
-                    raise self.wrong_type(kind, "an array for choices", offset)
-                self.push(self._choice_element)
-            elif key == "usage":
-                self.read_value(kind, value, offset, self._usage)
-            else:
-                self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
-        self.then(handler)
-
-    def _choice_element(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.pop()
-            return
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "an object for a choice", offset)
-        _ChoiceReader(self, streaming=True)
+        self.then(lambda kind, value, offset: self.top_value(key, kind, value, offset))
 
     def _usage(self, value: Any) -> None:
         if isinstance(value, dict):
@@ -507,27 +489,7 @@ class ResponseDecoder(_Base):
             self.emit(End())
             return
         key = value
-
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if self.top_key(key, kind, value, offset):
-                return
-            if key == "choices":
-                if kind != tok.ARRAY_START:
-                    raise self.wrong_type(kind, "an array for choices", offset)
-                self.push(self._choice_element)
-            elif key == "usage":
-                self.read_value(kind, value, offset, self._usage)
-            else:
-                self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
-        self.then(handler)
-
-    def _choice_element(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.pop()
-            return
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "an object for a choice", offset)
-        _ChoiceReader(self, streaming=False)
+        self.then(lambda kind, value, offset: self.top_value(key, kind, value, offset))
 
     def _usage(self, value: Any) -> None:
         if isinstance(value, dict):
