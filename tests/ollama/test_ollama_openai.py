@@ -9,7 +9,7 @@ import json
 import pytest
 
 from interlingua import LossError, Options
-from ollama_helpers import JPEG_HEAD, PNG_1PX, capture_openai, run, texts_of
+from ollama_helpers import JPEG_HEAD, PNG_1PX, capture_ollama, capture_openai, run, texts_of
 from test_ollama_request import full_client_body
 
 REASONING = Options(openai_reasoning_field="reasoning_content")
@@ -160,3 +160,10 @@ def test_openai_sections_ollama_cannot_carry_are_recorded():
                  "'parallel_tool_calls'", "openai field"):
         assert what in reasons, what
     assert json.loads(out)["messages"][0] == {"role": "system", "content": "dev"}
+
+
+def test_think_true_becomes_openai_default_effort_without_loss():
+    body = capture_ollama(model="m", messages=[{"role": "user", "content": "hi"}], think=True)
+    out, losses = run(body, "ollama", "openai")
+    assert json.loads(out)["reasoning_effort"] == "medium"  # openai/controls.py reasoning_effort
+    assert losses == []
