@@ -898,7 +898,12 @@ class RequestEncoder(Encoder):
         w = msg.asm.member("images", b"[")
         w._separate()
         w.write(b'"')
-        return w.write, (lambda late: w.write(b'"'))
+
+        def close(late: dict) -> None:
+            w.write(b'"')
+            if late:  # e.g. openai's detail after the url
+                self._check_attrs(block, late)
+        return w.write, close
 
     def _tool_call(self, block: Block, attrs: dict, role: str):
         msg = self._message_for(block, role)
