@@ -909,10 +909,7 @@ class RequestEncoder(Encoder):
         msg = self._message_for(block, role)
         w = msg.asm.member("tool_calls", b"[")
         w._separate()
-        call_id = attrs.get("id")
-        if call_id is not None and not call_id.startswith(GENERATED_ID_PREFIX):
-            self.session.lose(self._where(block), "ollama tool calls carry no id "
-                                                  "(results are linked by order and tool_name)")
+        self._lose_call_id(block, attrs)
         # name (and the rest) are written after the arguments whether they came
         # early or late, so the output bytes do not depend on how the input was cut.
         w.write(b'{"function":{')
@@ -928,6 +925,7 @@ class RequestEncoder(Encoder):
             if args is not None:
                 args.close()
             merged = {**attrs, **late}
+            self._lose_call_id(block, late)  # an id after the arguments (sorted keys)
             tail = b""
             members = []
             if "name" in merged:
@@ -947,6 +945,12 @@ class RequestEncoder(Encoder):
             if late:
                 self._check_attrs(block, late)
         return write, close
+
+    def _lose_call_id(self, block: Block, attrs: dict) -> None:
+        call_id = attrs.get("id")
+        if call_id is not None and not call_id.startswith(GENERATED_ID_PREFIX):
+            self.session.lose(self._where(block), "ollama tool calls carry no id "
+                                                  "(results are linked by order and tool_name)")
 
     def _unknown(self, block: Block, attrs: dict):
         msg = self._message_for(block, attrs["role"])
