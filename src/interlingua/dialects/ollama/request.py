@@ -628,6 +628,7 @@ class RequestEncoder(Encoder):
         super().__init__(write, session)
         self.out = JsonWriter(write)
         self._top: str | None = None
+        self._messages_opened = False
         self._system_final = False
         self._pending = None  # Hold of messages written before SystemEnd
         self._pending_writer: JsonWriter | None = None
@@ -648,6 +649,7 @@ class RequestEncoder(Encoder):
         self._close_top()
         self.out.open_member(name, b"[")
         self._top = name
+        self._messages_opened |= name == "messages"
 
     def _close_top(self) -> None:
         if self._top is not None:
@@ -685,6 +687,8 @@ class RequestEncoder(Encoder):
             self._close_message()
             if self._system_final:
                 self._flush_pending()
+                if not self._messages_opened:  # an empty list is still a list
+                    self._open_top("messages")
         elif t is End:
             self._system_final = True
             self._close_message()
