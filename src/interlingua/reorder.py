@@ -46,6 +46,8 @@ class ReorderBuffer:
             self.high_water_by_reason[reason] = now
 
     def _release(self, reason: str, size: int) -> None:
+        if not size:  # a hold that never got a byte (e.g. an empty string member)
+            return
         self.held -= size
         self._held_by_reason[reason] -= size
 
