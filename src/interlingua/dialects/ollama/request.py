@@ -28,7 +28,8 @@ Decoder decisions:
 * A tool message is matched to the pending calls of the last assistant
   message: the first not yet answered with the same ``tool_name`` (or the
   first at all when ``tool_name`` is absent); its id becomes the result's
-  ``tool_call_id``; ``tool_name`` rides as attr ``name``.
+  ``tool_call_id``; ``tool_name`` rides as attr ``name`` (absent: attr
+  ``ollama_no_tool_name``, so the ollama encoder does not add one).
 * ``stream`` absent: an implied ``stream: true`` control (see controls.py).
 
 Encoder decisions:
@@ -353,6 +354,8 @@ class MessageReader:
             if not call[2] and (name is None or call[1] == name):
                 call[2] = True
                 builder.set("tool_call_id", call[0])
+                if name is None:  # linked by order only: the name is not written back
+                    builder.set("ollama_no_tool_name", True)
                 break
         if name is not None:
             builder.set("name", name)
@@ -594,7 +597,7 @@ class ToolCallReader:
 _TEXT_SECTIONS = {Section.SYSTEM_INSTRUCTION, Section.USER_TEXT, Section.ASSISTANT_TEXT, Section.TOOL_RESULT}
 #: attributes that shape the output (or are handled where they matter)
 _QUIET_ATTRS = {"in_parts", "role", "dialect", "key", "source", "media_type", "data_url", "tool_call_id",
-                "id", "name", "empty", "index", _EXTRA_ATTR, "ollama_call_extra", "ollama_no_arguments",
+                "id", "name", "empty", "index", _EXTRA_ATTR, "ollama_no_tool_name", "ollama_call_extra", "ollama_no_arguments",
                 "signature", "redacted", "is_error", "where", "legacy"}
 _SEPARATOR = b"\\n\\n"  # between joined text blocks (escaped form)
 
@@ -884,7 +887,7 @@ class RequestEncoder(Encoder):
             return
         name = attrs.get("name")
         call_id = attrs.get("tool_call_id")
-        if name is None and call_id is not None:
+        if name is None and call_id is not None and not attrs.get("ollama_no_tool_name"):
             name = self._call_names.get(call_id)
             if name is None:
                 self.session.lose(self._where(block), f"tool result for unknown call {call_id!r}: no tool_name")
