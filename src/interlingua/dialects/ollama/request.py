@@ -732,7 +732,9 @@ class RequestEncoder(Encoder):
             else:
                 self._top_member(ext.path[2:], ext.raw)
         elif self._msg is not None and ext.message == self._msg.index:
-            self._msg.asm.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+            # written when the message closes: whether the message's first block
+            # came before or after it depends on the cut, its place must not
+            self._msg.asm.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
         else:  # a field of a message whose first block has not come yet
             self._pending_ext.append(ext)
 
@@ -763,7 +765,7 @@ class RequestEncoder(Encoder):
         asm.scalar("role", dumps(role))
         self._msg = _Message(asm, index, role)
         for ext in [e for e in self._pending_ext if e.message == index]:
-            asm.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+            asm.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
         self._pending_ext = [e for e in self._pending_ext if e.message != index]
         return self._msg
 
