@@ -641,6 +641,7 @@ class RequestEncoder(Encoder):
         self._options_empty = False
         self._stream_seen = False
         self._call_names: dict[str, str] = {}
+        self._control_keys: set[str] = set()  # ollama keys written for other dialects' controls
         self._pending_ext: list[Extension] = []
         self.out.begin_object()
 
@@ -716,6 +717,11 @@ class RequestEncoder(Encoder):
             self._top_member(control.key, control.raw)
             return
         for key, value in controls.encode_control(control, self.session):
+            if key in self._control_keys:  # e.g. openai max_tokens beside max_completion_tokens
+                self.session.lose(f"$.{control.key}" if control.key else control.name,
+                                  f"a second value for ollama {key!r} (the first is kept)", dialect=control.dialect)
+                continue
+            self._control_keys.add(key)
             self._top_member(key, dumps(value))
 
     def _on_extension(self, ext: Extension) -> None:
