@@ -37,10 +37,12 @@ Encoder decisions:
 * Several text blocks of one message are joined into one ``content`` with
   ``"\\n\\n"`` between them (a recorded loss: the block boundaries go).
   Top-level system blocks each become one system message (no loss).
-* Images go to ``images[]`` in their order, whatever their position among
-  the text blocks (ollama has no position; text order is kept). A
+* Images go to ``images[]`` in their order; ollama has no position among
+  the text, so a text block after an image is a recorded loss (the text
+  moves before it). A
   ``url`` image cannot be carried without fetching it: a recorded loss,
-  never fetched. ``media_type`` is not written (ollama reads the bytes).
+  never fetched. ``media_type`` is not written (ollama reads the bytes); a declared
+  type the first bytes do not show (png, jpeg, gif, webp) is a recorded loss.
 * Tool-call ids are not written (ollama has none); an id that is not one the
   ollama decoder generated is a recorded loss. Results get ``tool_name`` from
   the call their ``tool_call_id`` names.
@@ -600,12 +602,13 @@ _QUIET_ATTRS = {"in_parts", "role", "dialect", "key", "source", "media_type", "d
                 "id", "name", "empty", "index", _EXTRA_ATTR, "ollama_no_tool_name", "ollama_call_extra", "ollama_no_arguments",
                 "signature", "redacted", "is_error", "where", "legacy"}
 _SEPARATOR = b"\\n\\n"  # between joined text blocks (escaped form)
+_UNNAMED = "application/octet-stream"  # what openai writes for an image nobody named
 
 
 class _Message:
     """One ollama message being written."""
 
-    __slots__ = ("asm", "index", "role", "texts", "has_result")
+    __slots__ = ("asm", "index", "role", "texts", "has_result", "has_image")
 
     def __init__(self, asm: MessageAssembler, index: int, role: str) -> None:
         self.asm = asm
@@ -613,6 +616,7 @@ class _Message:
         self.role = role
         self.texts: dict[str, int] = {}  # member -> blocks written into it
         self.has_result = False
+        self.has_image = False
 
 
 class RequestEncoder(Encoder):
@@ -875,6 +879,8 @@ class RequestEncoder(Encoder):
         if attrs.get("empty"):
             return (lambda data: None), (lambda late: self._text_close(block, msg, attrs, late))
         count = msg.texts.get(key, 0)
+        if msg.has_image and key == "content" and self.session.source != DIALECT:
+            self.session.lose(self._where(block), "text after an image: ollama puts images after the text")
         w = msg.asm.member(key, b'"')
         if count:
             self.session.lose(self._where(block), f"several text blocks joined into one ollama {key}")
@@ -910,15 +916,27 @@ class RequestEncoder(Encoder):
         if "detail" in attrs:
             self.session.lose(self._where(block), "image detail has no ollama field")
         msg = self._message_for(block, role)
+        msg.has_image = True
         w = msg.asm.member("images", b"[")
         w._separate()
         w.write(b'"')
+        head = bytearray()  # the first base64 characters: do they show the declared type?
+
+        def write(data: bytes) -> None:
+            if len(head) < _SNIFF_BYTES:
+                head.extend(data[:_SNIFF_BYTES - len(head)])
+            w.write(data)
 
         def close(late: dict) -> None:
             w.write(b'"')
             if late:  # e.g. openai's detail after the url
                 self._check_attrs(block, late)
-        return w.write, close
+            declared = {**attrs, **late}.get("media_type", _UNNAMED)
+            shown = sniff_media_type(bytes(head)) or _UNNAMED
+            if declared != shown:
+                self.session.lose(self._where(block), f"media type {declared!r}: ollama writes none and the "
+                                                      f"bytes show {shown!r}")
+        return write, close
 
     def _tool_call(self, block: Block, attrs: dict, role: str):
         msg = self._message_for(block, role)
