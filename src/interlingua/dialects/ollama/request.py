@@ -370,7 +370,7 @@ class MessageReader:
             d.pop()
             self._end(offset)
             return
-        if value != "images":
+        if value not in ("images", "role"):  # role says nothing about images (sorted keys put it between)
             self._decide_text(False)
         reader = {
             "role": self._role,
