@@ -859,10 +859,10 @@ class RequestEncoder(Encoder):
         if attrs.get("empty"):
             if attrs.get("in_parts"):
                 msg.member("content", b"[")
-            return (lambda data: None), (lambda late: None)
+            return (lambda data: None), (lambda late: self._result_close(block, msg, role, attrs, late))
         if not attrs.get("in_parts") and not msg.has("content"):
             w = msg.member("content", b'"')
-            return w.write, (lambda late: self._result_id(msg, late) if role == "tool" else None)
+            return w.write, (lambda late: self._result_close(block, msg, role, attrs, late))
         w = msg.member("content", b"[")
         w._separate()
         w.write(b'{"type":' + dumps(part_type) + self._extra_attrs(block, attrs, set())
@@ -884,6 +884,17 @@ class RequestEncoder(Encoder):
         if call_id is not None and not self._msg_has_result_id:
             msg.scalar("tool_call_id", dumps(call_id))
             self._msg_has_result_id = True
+
+    def _result_close(self, block: Block, msg: MessageAssembler, role: str, attrs: dict, late: dict) -> None:
+        """A result's call id may come late (ollama links results when they end); its tool
+        name (ollama tool_name) is carried by that id, and lost without one."""
+        if role != "tool":
+            return
+        self._result_id(msg, late)
+        merged = {**attrs, **late}
+        if merged.get("name") is not None and merged.get("tool_call_id") is None:
+            self.session.lose(f"$.messages[{block.message}]",
+                              "tool result names its tool but answers no known call: openai has no field for it")
 
     def _tool_result(self, block: Block, attrs: dict):
         role = attrs.get("role", "tool")
