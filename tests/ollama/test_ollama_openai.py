@@ -118,7 +118,8 @@ def test_openai_client_body_to_ollama(size):
     assert o["format"] == "json" and o["think"] == "low" and o["stream"] is False
     assert sorted(l.reason for l in losses) == [
         "ollama tool calls carry no id (results are linked by order and tool_name)",
-        "several text blocks joined into one ollama content"]
+        "several text blocks joined into one ollama content",
+        "text after an image: ollama puts images after the text"]
 
 
 def test_openai_to_ollama_and_back_keeps_text_and_images():

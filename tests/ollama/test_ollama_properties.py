@@ -182,9 +182,20 @@ def normalise_ollama(body: dict) -> dict:
     for key, empty in (("options", {}), ("tools", [])):  # empty = absent (lossless extensions)
         if body.get(key) == empty:
             del body[key]
+    pending: list[list] = []  # [name, answered] of the last assistant message's calls
     for message in body.get("messages", []):
-        if isinstance(message, dict) and message.get("images") == []:
+        if not isinstance(message, dict):
+            continue
+        if message.get("images") == []:
             del message["images"]
+        if "tool_calls" in message:
+            pending = [[c["function"]["name"], False] for c in message["tool_calls"]]
+        if message.get("role") == "tool":  # linked as the ollama decoder links (module docstring)
+            name = message.get("tool_name")
+            call = next((c for c in pending if not c[1] and name in (None, c[0])), None)
+            if call is not None:
+                call[1] = True
+                message.setdefault("tool_name", call[0])
     return body
 
 
@@ -244,7 +255,8 @@ def normalise_openai(body: dict) -> dict:
     """The documented differences of openai -> ollama -> openai.
 
     * tool-call ids are regenerated (``call_ollama_<message>_<n>``; the id loss is
-      recorded): ids are renamed ``id0``, ``id1``... in order of appearance.
+      recorded): each call is renamed ``id0``, ``id1``... in order, and a result names
+      the latest call with its id.
     * ``max_tokens`` is written ``max_completion_tokens``; a ``stop`` string is a list.
     * ``stream`` absent means false; ``response_format`` text means none.
     * one text part is the same as a string content; ``content: null`` is absent.
@@ -259,10 +271,8 @@ def normalise_openai(body: dict) -> dict:
         del body["response_format"]
     if body.get("tools") == []:
         del body["tools"]
-    ids: dict[str, str] = {}
-
-    def rename(i):
-        return ids.setdefault(i, f"id{len(ids)}")
+    ids: dict[str, str] = {}  # an id -> the name of the latest call that has it (results link to it)
+    count = 0
 
     for message in body["messages"]:
         if not isinstance(message, dict):
@@ -273,10 +283,11 @@ def normalise_openai(body: dict) -> dict:
         if message.get("content", 0) is None:
             del message["content"]
         for call in message.get("tool_calls", []):
-            call["id"] = rename(call["id"])
+            ids[call["id"]] = call["id"] = f"id{count}"
+            count += 1
             call["function"]["arguments"] = json.loads(call["function"]["arguments"])
         if "tool_call_id" in message:
-            message["tool_call_id"] = rename(message["tool_call_id"])
+            message["tool_call_id"] = ids.get(message["tool_call_id"], "unknown")
     return body
 
 
