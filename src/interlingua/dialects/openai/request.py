@@ -955,6 +955,7 @@ class RequestEncoder(Encoder):
         w.write(head + b'"arguments":"')
 
         def close(late: dict) -> None:
+            self._foreign_call_attrs(block, {**attrs, **late})
             tail = b'"'
             if "name" in late:
                 tail += b',"name":' + dumps(late["name"])
@@ -963,6 +964,13 @@ class RequestEncoder(Encoder):
                 tail += b',"id":' + dumps(late["id"])
             w.write(tail + b"}")
         return w.write, close
+
+    def _foreign_call_attrs(self, block: Block, attrs: dict) -> None:
+        """Another dialect's tool-call fields (ollama ``index``, ``ollama_extra`` ...) are recorded losses."""
+        for key in attrs:
+            if key not in _STRUCTURE_ATTRS and key not in (EXTRA_ATTR, "type"):
+                self.session.lose(f"$.messages[{block.message}]",
+                                  f"attribute {key!r} of a tool-call block has no openai field")
 
     def _unknown(self, block: Block, attrs: dict):
         if attrs.get("in_parts"):
