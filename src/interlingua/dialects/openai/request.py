@@ -250,6 +250,8 @@ class MessageReader:
                 raise d.error("message without role", offset)
             if not self._emitted:  # e.g. {"role": "assistant", "content": null}: still a message
                 attrs = {"empty": True, **({"in_parts": True} if self._empty_parts else {})}
+                if self.tool_call_id is not None and not self._id_given:  # a result without content
+                    attrs["tool_call_id"] = self.tool_call_id
                 self.emit(Block(Section.USER_TEXT, self.index, b"", attrs=attrs))
             return
         reader = {
