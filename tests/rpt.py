@@ -46,6 +46,7 @@ class WireScript:
     expected_from: dict[str, bytes] = field(default_factory=dict)
     not_from: dict[str, str] = field(default_factory=dict)
     options: dict = field(default_factory=dict)
+    canonical: str = "canonical.rpt"
 
     @property
     def scenario(self) -> str:
@@ -112,6 +113,8 @@ def parse_wire(path: Path) -> WireScript:
             script.losses.append(rest.strip())
         elif word == "options":
             script.options = json.loads(rest)
+        elif word == "canonical":  # this dialect carries only part of the scenario
+            script.canonical = rest.strip()
         else:
             raise ValueError(f"{path}:{i}: unknown line {line!r}")
     return script

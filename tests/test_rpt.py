@@ -59,7 +59,7 @@ def test_decode(path):
             if offset != "*":
                 assert err.offset == int(offset), f"frame {frame}: {err}"
         return
-    canonical_path = path.parent / "canonical.rpt"
+    canonical_path = path.parent / script.canonical
     reference = None
     for frame in script.frames:
         events = coalesce(decode_all(script, frame))

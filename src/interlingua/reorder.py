@@ -46,9 +46,10 @@ class ReorderBuffer:
             self.high_water_by_reason[reason] = now
 
     def _release(self, reason: str, size: int) -> None:
-        if size:
-            self.held -= size
-            self._held_by_reason[reason] -= size
+        if not size:  # a hold that never got a byte (e.g. an empty string member)
+            return
+        self.held -= size
+        self._held_by_reason[reason] -= size
 
     def report(self) -> dict:
         return {"high_water": self.high_water, "by_reason": dict(self.high_water_by_reason)}

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from interlingua import LossError, Options
-from ollama_helpers import JPEG_HEAD, PNG_1PX, capture_openai, run, texts_of
+from ollama_helpers import JPEG_HEAD, PNG_1PX, capture_ollama, capture_openai, run, texts_of
 from test_ollama_request import full_client_body
 
 REASONING = Options(openai_reasoning_field="reasoning_content")
@@ -118,7 +118,8 @@ def test_openai_client_body_to_ollama(size):
     assert o["format"] == "json" and o["think"] == "low" and o["stream"] is False
     assert sorted(l.reason for l in losses) == [
         "ollama tool calls carry no id (results are linked by order and tool_name)",
-        "several text blocks joined into one ollama content"]
+        "several text blocks joined into one ollama content",
+        "text after an image: ollama puts images after the text"]
 
 
 def test_openai_to_ollama_and_back_keeps_text_and_images():
@@ -160,3 +161,10 @@ def test_openai_sections_ollama_cannot_carry_are_recorded():
                  "'parallel_tool_calls'", "openai field"):
         assert what in reasons, what
     assert json.loads(out)["messages"][0] == {"role": "system", "content": "dev"}
+
+
+def test_think_true_becomes_openai_default_effort_without_loss():
+    body = capture_ollama(model="m", messages=[{"role": "user", "content": "hi"}], think=True)
+    out, losses = run(body, "ollama", "openai")
+    assert json.loads(out)["reasoning_effort"] == "medium"  # openai/controls.py reasoning_effort
+    assert losses == []

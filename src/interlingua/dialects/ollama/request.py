@@ -28,7 +28,8 @@ Decoder decisions:
 * A tool message is matched to the pending calls of the last assistant
   message: the first not yet answered with the same ``tool_name`` (or the
   first at all when ``tool_name`` is absent); its id becomes the result's
-  ``tool_call_id``; ``tool_name`` rides as attr ``name``.
+  ``tool_call_id``; ``tool_name`` rides as attr ``name`` (absent: attr
+  ``ollama_no_tool_name``, so the ollama encoder does not add one).
 * ``stream`` absent: an implied ``stream: true`` control (see controls.py).
 
 Encoder decisions:
@@ -36,10 +37,12 @@ Encoder decisions:
 * Several text blocks of one message are joined into one ``content`` with
   ``"\\n\\n"`` between them (a recorded loss: the block boundaries go).
   Top-level system blocks each become one system message (no loss).
-* Images go to ``images[]`` in their order, whatever their position among
-  the text blocks (ollama has no position; text order is kept). A
+* Images go to ``images[]`` in their order; ollama has no position among
+  the text, so a text block after an image is a recorded loss (the text
+  moves before it). A
   ``url`` image cannot be carried without fetching it: a recorded loss,
-  never fetched. ``media_type`` is not written (ollama reads the bytes).
+  never fetched. ``media_type`` is not written (ollama reads the bytes); a declared
+  type the first bytes do not show (png, jpeg, gif, webp) is a recorded loss.
 * Tool-call ids are not written (ollama has none); an id that is not one the
   ollama decoder generated is a recorded loss. Results get ``tool_name`` from
   the call their ``tool_call_id`` names.
@@ -353,6 +356,8 @@ class MessageReader:
             if not call[2] and (name is None or call[1] == name):
                 call[2] = True
                 builder.set("tool_call_id", call[0])
+                if name is None:  # linked by order only: the name is not written back
+                    builder.set("ollama_no_tool_name", True)
                 break
         if name is not None:
             builder.set("name", name)
@@ -365,7 +370,7 @@ class MessageReader:
             d.pop()
             self._end(offset)
             return
-        if value != "images":
+        if value not in ("images", "role"):  # role says nothing about images (sorted keys put it between)
             self._decide_text(False)
         reader = {
             "role": self._role,
@@ -594,15 +599,16 @@ class ToolCallReader:
 _TEXT_SECTIONS = {Section.SYSTEM_INSTRUCTION, Section.USER_TEXT, Section.ASSISTANT_TEXT, Section.TOOL_RESULT}
 #: attributes that shape the output (or are handled where they matter)
 _QUIET_ATTRS = {"in_parts", "role", "dialect", "key", "source", "media_type", "data_url", "tool_call_id",
-                "id", "name", "empty", "index", _EXTRA_ATTR, "ollama_call_extra", "ollama_no_arguments",
+                "id", "name", "empty", "index", _EXTRA_ATTR, "ollama_no_tool_name", "ollama_call_extra", "ollama_no_arguments",
                 "signature", "redacted", "is_error", "where", "legacy"}
 _SEPARATOR = b"\\n\\n"  # between joined text blocks (escaped form)
+_UNNAMED = "application/octet-stream"  # what openai writes for an image nobody named
 
 
 class _Message:
     """One ollama message being written."""
 
-    __slots__ = ("asm", "index", "role", "texts", "has_result")
+    __slots__ = ("asm", "index", "role", "texts", "has_result", "has_image")
 
     def __init__(self, asm: MessageAssembler, index: int, role: str) -> None:
         self.asm = asm
@@ -610,6 +616,7 @@ class _Message:
         self.role = role
         self.texts: dict[str, int] = {}  # member -> blocks written into it
         self.has_result = False
+        self.has_image = False
 
 
 class RequestEncoder(Encoder):
@@ -628,6 +635,7 @@ class RequestEncoder(Encoder):
         super().__init__(write, session)
         self.out = JsonWriter(write)
         self._top: str | None = None
+        self._messages_opened = False
         self._system_final = False
         self._pending = None  # Hold of messages written before SystemEnd
         self._pending_writer: JsonWriter | None = None
@@ -637,6 +645,7 @@ class RequestEncoder(Encoder):
         self._options_empty = False
         self._stream_seen = False
         self._call_names: dict[str, str] = {}
+        self._control_keys: set[str] = set()  # ollama keys written for other dialects' controls
         self._pending_ext: list[Extension] = []
         self.out.begin_object()
 
@@ -648,6 +657,7 @@ class RequestEncoder(Encoder):
         self._close_top()
         self.out.open_member(name, b"[")
         self._top = name
+        self._messages_opened |= name == "messages"
 
     def _close_top(self) -> None:
         if self._top is not None:
@@ -685,6 +695,8 @@ class RequestEncoder(Encoder):
             self._close_message()
             if self._system_final:
                 self._flush_pending()
+                if not self._messages_opened:  # an empty list is still a list
+                    self._open_top("messages")
         elif t is End:
             self._system_final = True
             self._close_message()
@@ -709,6 +721,11 @@ class RequestEncoder(Encoder):
             self._top_member(control.key, control.raw)
             return
         for key, value in controls.encode_control(control, self.session):
+            if key in self._control_keys:  # e.g. openai max_tokens beside max_completion_tokens
+                self.session.lose(f"$.{control.key}" if control.key else control.name,
+                                  f"a second value for ollama {key!r} (the first is kept)", dialect=control.dialect)
+                continue
+            self._control_keys.add(key)
             self._top_member(key, dumps(value))
 
     def _on_extension(self, ext: Extension) -> None:
@@ -725,7 +742,9 @@ class RequestEncoder(Encoder):
             else:
                 self._top_member(ext.path[2:], ext.raw)
         elif self._msg is not None and ext.message == self._msg.index:
-            self._msg.asm.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+            # written when the message closes: whether the message's first block
+            # came before or after it depends on the cut, its place must not
+            self._msg.asm.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
         else:  # a field of a message whose first block has not come yet
             self._pending_ext.append(ext)
 
@@ -756,7 +775,7 @@ class RequestEncoder(Encoder):
         asm.scalar("role", dumps(role))
         self._msg = _Message(asm, index, role)
         for ext in [e for e in self._pending_ext if e.message == index]:
-            asm.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+            asm.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
         self._pending_ext = [e for e in self._pending_ext if e.message != index]
         return self._msg
 
@@ -860,6 +879,8 @@ class RequestEncoder(Encoder):
         if attrs.get("empty"):
             return (lambda data: None), (lambda late: self._text_close(block, msg, attrs, late))
         count = msg.texts.get(key, 0)
+        if msg.has_image and key == "content" and self.session.source != DIALECT:
+            self.session.lose(self._where(block), "text after an image: ollama puts images after the text")
         w = msg.asm.member(key, b'"')
         if count:
             self.session.lose(self._where(block), f"several text blocks joined into one ollama {key}")
@@ -880,7 +901,7 @@ class RequestEncoder(Encoder):
             return
         name = attrs.get("name")
         call_id = attrs.get("tool_call_id")
-        if name is None and call_id is not None:
+        if name is None and call_id is not None and not attrs.get("ollama_no_tool_name"):
             name = self._call_names.get(call_id)
             if name is None:
                 self.session.lose(self._where(block), f"tool result for unknown call {call_id!r}: no tool_name")
@@ -895,19 +916,33 @@ class RequestEncoder(Encoder):
         if "detail" in attrs:
             self.session.lose(self._where(block), "image detail has no ollama field")
         msg = self._message_for(block, role)
+        msg.has_image = True
         w = msg.asm.member("images", b"[")
         w._separate()
         w.write(b'"')
-        return w.write, (lambda late: w.write(b'"'))
+        head = bytearray()  # the first base64 characters: do they show the declared type?
+
+        def write(data: bytes) -> None:
+            if len(head) < _SNIFF_BYTES:
+                head.extend(data[:_SNIFF_BYTES - len(head)])
+            w.write(data)
+
+        def close(late: dict) -> None:
+            w.write(b'"')
+            if late:  # e.g. openai's detail after the url
+                self._check_attrs(block, late)
+            declared = {**attrs, **late}.get("media_type", _UNNAMED)
+            shown = sniff_media_type(bytes(head)) or _UNNAMED
+            if declared != shown:
+                self.session.lose(self._where(block), f"media type {declared!r}: ollama writes none and the "
+                                                      f"bytes show {shown!r}")
+        return write, close
 
     def _tool_call(self, block: Block, attrs: dict, role: str):
         msg = self._message_for(block, role)
         w = msg.asm.member("tool_calls", b"[")
         w._separate()
-        call_id = attrs.get("id")
-        if call_id is not None and not call_id.startswith(GENERATED_ID_PREFIX):
-            self.session.lose(self._where(block), "ollama tool calls carry no id "
-                                                  "(results are linked by order and tool_name)")
+        self._lose_call_id(block, attrs)
         # name (and the rest) are written after the arguments whether they came
         # early or late, so the output bytes do not depend on how the input was cut.
         w.write(b'{"function":{')
@@ -923,6 +958,7 @@ class RequestEncoder(Encoder):
             if args is not None:
                 args.close()
             merged = {**attrs, **late}
+            self._lose_call_id(block, late)  # an id after the arguments (sorted keys)
             tail = b""
             members = []
             if "name" in merged:
@@ -942,6 +978,12 @@ class RequestEncoder(Encoder):
             if late:
                 self._check_attrs(block, late)
         return write, close
+
+    def _lose_call_id(self, block: Block, attrs: dict) -> None:
+        call_id = attrs.get("id")
+        if call_id is not None and not call_id.startswith(GENERATED_ID_PREFIX):
+            self.session.lose(self._where(block), "ollama tool calls carry no id "
+                                                  "(results are linked by order and tool_name)")
 
     def _unknown(self, block: Block, attrs: dict):
         msg = self._message_for(block, attrs["role"])

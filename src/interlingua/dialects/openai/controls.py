@@ -134,7 +134,9 @@ _SAME_VALUE = {
 
 def reasoning_effort(reasoning: Any) -> str | None:
     """Canonical reasoning -> an openai effort. A token budget maps by a documented
-    table: < 2048 low, < 8192 medium, else high; ``enabled: false`` -> none."""
+    table: < 2048 low, < 8192 medium, else high; ``enabled: false`` -> none;
+    ``enabled: true`` without a budget (ollama ``think: true``: "think, at the
+    model's default depth") -> ``medium``, openai's own default effort."""
     if not isinstance(reasoning, dict):
         return None
     if "effort" in reasoning:
@@ -144,6 +146,8 @@ def reasoning_effort(reasoning: Any) -> str | None:
     budget = reasoning.get("budget_tokens")
     if isinstance(budget, int):
         return "low" if budget < 2048 else "medium" if budget < 8192 else "high"
+    if reasoning.get("enabled") is True:
+        return "medium"
     return None
 
 

@@ -222,6 +222,8 @@ class MessageReader:
                 raise d.error("message without role", offset)
             if not self._emitted:  # e.g. {"role": "assistant", "content": null}: still a message
                 attrs = {"empty": True, **({"in_parts": True} if self._empty_parts else {})}
+                if self.tool_call_id is not None and not self._id_given:  # a result without content
+                    attrs["tool_call_id"] = self.tool_call_id
                 self.emit(Block(Section.USER_TEXT, self.index, b"", attrs=attrs))
             return
         reader = {
@@ -874,10 +876,10 @@ class RequestEncoder(Encoder):
         if attrs.get("empty"):
             if attrs.get("in_parts"):
                 msg.member("content", b"[")
-            return (lambda data: None), (lambda late: None)
+            return (lambda data: None), (lambda late: self._result_close(block, msg, role, attrs, late))
         if not attrs.get("in_parts") and not msg.has("content"):
             w = msg.member("content", b'"')
-            return w.write, (lambda late: self._result_id(msg, late) if role == "tool" else None)
+            return w.write, (lambda late: self._result_close(block, msg, role, attrs, late))
         w = msg.member("content", b"[")
         w._separate()
         w.write(b'{"type":' + dumps(part_type) + self._extra_attrs(block, attrs, set())
@@ -899,6 +901,17 @@ class RequestEncoder(Encoder):
         if call_id is not None and not self._msg_has_result_id:
             msg.scalar("tool_call_id", dumps(call_id))
             self._msg_has_result_id = True
+
+    def _result_close(self, block: Block, msg: MessageAssembler, role: str, attrs: dict, late: dict) -> None:
+        """A result's call id may come late (ollama links results when they end); its tool
+        name (ollama tool_name) is carried by that id, and lost without one."""
+        if role != "tool":
+            return
+        self._result_id(msg, late)
+        merged = {**attrs, **late}
+        if merged.get("name") is not None and merged.get("tool_call_id") is None:
+            self.session.lose(f"$.messages[{block.message}]",
+                              "tool result names its tool but answers no known call: openai has no field for it")
 
     def _tool_result(self, block: Block, attrs: dict):
         role = attrs.get("role", "tool")
@@ -976,6 +989,7 @@ class RequestEncoder(Encoder):
         w.write(head + b'"arguments":"')
 
         def close(late: dict) -> None:
+            self._foreign_call_attrs(block, {**attrs, **late})
             tail = b'"'
             if "name" in late:
                 tail += b',"name":' + dumps(late["name"])
@@ -984,6 +998,13 @@ class RequestEncoder(Encoder):
                 tail += b',"id":' + dumps(late["id"])
             w.write(tail + b"}")
         return w.write, close
+
+    def _foreign_call_attrs(self, block: Block, attrs: dict) -> None:
+        """Another dialect's tool-call fields (ollama ``index``, ``ollama_extra`` ...) are recorded losses."""
+        for key in attrs:
+            if key not in _STRUCTURE_ATTRS and key not in (EXTRA_ATTR, "type"):
+                self.session.lose(f"$.messages[{block.message}]",
+                                  f"attribute {key!r} of a tool-call block has no openai field")
 
     def _unknown(self, block: Block, attrs: dict):
         if attrs.get("in_parts"):

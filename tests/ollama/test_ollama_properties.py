@@ -1,0 +1,300 @@
+"""Properties of the ollama request dialect (hypothesis; ``ci`` profile by default, ``deep`` by hand).
+
+(a) Chunking invariance: any cut of an ollama body decodes to the same
+    coalesced canonical events and re-encodes to the same bytes as the whole
+    body, and ollama -> ollama is JSON-equal to the input.
+(b) Round trips ollama -> openai -> ollama and openai -> ollama -> openai agree
+    on what both dialects carry: after removing the fields whose path has a
+    recorded loss (from either leg), the documented differences below are the
+    only ones left, and ``normalise`` spells each of them out.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import re
+
+from hypothesis import given, strategies as st
+
+from interlingua import Decoder, Options, Transcoder
+from ollama_helpers import JPEG_HEAD, PNG_1PX
+from rpt import coalesce, events_as_builtins
+
+REASONING = Options(openai_reasoning_field="reasoning_content")
+
+# -- generated ollama requests -------------------------------------------------
+
+texts = st.text(max_size=20)
+names = st.from_regex(r"[a-z_]{1,8}", fullmatch=True)
+json_leaves = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False,
+                                                                                 allow_infinity=False) | texts
+json_values = st.recursive(json_leaves, lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(texts, inner, max_size=3), max_leaves=8)
+json_objects = st.dictionaries(texts, json_values, max_size=4)
+images = st.one_of(
+    st.binary(max_size=30),  # bytes nobody can name: no media type
+    st.binary(max_size=30).map(lambda b: PNG_1PX[:16] + b),
+    st.binary(max_size=30).map(lambda b: JPEG_HEAD[:8] + b),
+).map(lambda b: base64.b64encode(b).decode())
+tool_calls = st.lists(st.builds(lambda n, a: {"function": {"name": n, "arguments": a}}, names, json_objects),
+                      min_size=1, max_size=3)
+
+
+def _message(role: str, **optional) -> st.SearchStrategy:
+    return st.fixed_dictionaries({"role": st.just(role)}, optional=optional)
+
+
+messages = st.one_of(
+    _message("system", content=texts),
+    _message("user", content=texts, images=st.lists(images, max_size=3)),
+    _message("assistant", content=texts, thinking=texts, tool_calls=tool_calls),
+    _message("tool", content=texts, tool_name=names),
+)
+tools = st.lists(st.builds(
+    lambda n, d, props: {"type": "function", "function": {
+        "name": n, "description": d,
+        "parameters": {"type": "object", "properties": {p: {"type": "string"} for p in props}}}},
+    names, texts, st.lists(names, max_size=3)), max_size=2)
+options = st.fixed_dictionaries({}, optional={
+    "num_predict": st.integers(1, 4096), "temperature": st.floats(0, 2), "top_p": st.floats(0, 1),
+    "top_k": st.integers(1, 100), "stop": st.lists(texts, max_size=2), "seed": st.integers(0, 2**31),
+    "num_ctx": st.integers(256, 8192)})
+requests = st.fixed_dictionaries(
+    {"model": names, "messages": st.lists(messages, max_size=6)},
+    optional={"tools": tools, "options": options, "stream": st.booleans(), "keep_alive": st.just("5m") | st.integers(0, 600),
+              "format": st.sampled_from(["json", ""]) | json_objects.map(lambda p: {"type": "object", "properties": p}),
+              "think": st.booleans() | st.sampled_from(["low", "medium", "high"])})
+
+
+def shuffle_keys(value, rng):
+    if isinstance(value, dict):
+        items = list(value.items())
+        rng.shuffle(items)
+        return {k: shuffle_keys(v, rng) for k, v in items}
+    if isinstance(value, list):
+        return [shuffle_keys(v, rng) for v in value]
+    return value
+
+
+def cut(body: bytes, points: list[int]) -> list[bytes]:
+    cuts = sorted({p % (len(body) + 1) for p in points})
+    return [body[a:b] for a, b in zip([0] + cuts, cuts + [len(body)])]
+
+
+def transcode(pieces: list[bytes], source: str, target: str, options: Options | None = None):
+    """(output bytes, losses)"""
+    t = Transcoder(source, target, options=options)
+    out = b"".join(t.feed(p) for p in pieces) + t.close()
+    return out, list(t.losses)
+
+
+# -- (a) chunking invariance -----------------------------------------------------
+
+
+@given(requests, st.lists(st.integers(0, 10**5), max_size=12), st.randoms(use_true_random=False), st.booleans())
+def test_chunking_invariance_and_round_trip(request, points, rng, shuffle):
+    if shuffle:  # any key order: sorted, reversed, random serialisers
+        request = shuffle_keys(request, rng)
+    body = json.dumps(request, ensure_ascii=bool(points) and points[0] % 2 == 0).encode()
+    pieces = cut(body, points)
+
+    def run(chunks):
+        decoder = Decoder("ollama")
+        events = [e for c in chunks for e in decoder.feed(c)] + decoder.close()
+        out, losses = transcode(chunks, "ollama", "ollama")
+        return events_as_builtins(coalesce(events)), out, losses
+
+    whole_events, whole_out, _ = run([body])
+    events, out, losses = run(pieces)
+    assert events == whole_events
+    assert out == whole_out
+    assert json.loads(out) == request
+    assert losses == []
+
+
+# -- (b) round trips through openai ---------------------------------------------------
+
+_INDEX = re.compile(r"\[(\d+)\]")
+#: openai top-level keys -> the ollama field they came from or go to
+_OPENAI_TO_OLLAMA = {"$.response_format": "$.format", "$.reasoning_effort": "$.think",
+                     "$.max_completion_tokens": "$.options.num_predict", "$.max_tokens": "$.options.num_predict",
+                     "$.temperature": "$.options.temperature", "$.top_p": "$.options.top_p",
+                     "$.stop": "$.options.stop", "$.seed": "$.options.seed"}
+_OLLAMA_TO_OPENAI = {v: k for k, v in _OPENAI_TO_OLLAMA.items() if k != "$.max_tokens"}
+
+
+def remove_path(doc: dict, path: str) -> None:
+    """Remove the field at a loss path (``$.a.b``, ``$.messages[3]``); a lost message
+    becomes ``None`` so the other indexes stay put. Absent paths are ignored."""
+    parts = [p for p in re.split(r"\.|(?=\[)", path[2:]) if p]
+    node = doc
+    for n, part in enumerate(parts):
+        last = n == len(parts) - 1
+        m = _INDEX.fullmatch(part)
+        if m:
+            i = int(m.group(1))
+            if not isinstance(node, list) or i >= len(node):
+                return
+            if last:
+                node[i] = None
+                return
+            node = node[i]
+        else:
+            if not isinstance(node, dict) or part not in node:
+                return
+            if last:
+                del node[part]
+                return
+            node = node[part]
+
+
+def _is_id_loss(loss) -> bool:
+    return "carry no id" in loss.reason  # regenerated ids: a documented difference, normalised below
+
+
+def compare(original: dict, back: dict, loss_paths: set[str], normalise) -> None:
+    """Equal after removing the lost fields, then normalising (documented differences)."""
+    a, b = copy.deepcopy(original), copy.deepcopy(back)
+    for path in loss_paths:
+        remove_path(a, path)
+        remove_path(b, path)
+    assert normalise(b) == normalise(a), f"losses: {sorted(loss_paths)}"
+
+
+def normalise_ollama(body: dict) -> dict:
+    """The documented differences of ollama -> openai -> ollama.
+
+    * ``stream`` absent means true in ollama (openai is told ``true``).
+    * ``format: ""`` means no format (openai ``{"type": "text"}`` comes back as nothing).
+    * ``think: true`` goes to openai as ``medium`` (openai/controls.py) and comes back so.
+    * a tool result's ``tool_name`` is what its linked call names (openai links by id, and the
+      ollama encoder writes the name of the call the id points to).
+    * ``options: {}``, ``tools: []`` and ``images: []`` mean what their absence means.
+    """
+    body = copy.deepcopy(body)
+    body.setdefault("stream", True)
+    if body.get("format") == "":
+        del body["format"]
+    if body.get("think") is True:
+        body["think"] = "medium"
+    for key, empty in (("options", {}), ("tools", [])):  # empty = absent (lossless extensions)
+        if body.get(key) == empty:
+            del body[key]
+    pending: list[list] = []  # [name, answered] of the last assistant message's calls
+    for message in body.get("messages", []):
+        if not isinstance(message, dict):
+            continue
+        if message.get("images") == []:
+            del message["images"]
+        if "tool_calls" in message:
+            pending = [[c["function"]["name"], False] for c in message["tool_calls"]]
+        if message.get("role") == "tool":  # linked as the ollama decoder links (module docstring)
+            name = message.get("tool_name")
+            call = next((c for c in pending if not c[1] and name in (None, c[0])), None)
+            if call is not None:
+                call[1] = True
+                message.setdefault("tool_name", call[0])
+    return body
+
+
+@given(requests)
+def test_ollama_openai_ollama_keeps_what_both_carry(request):
+    body = json.dumps(request).encode()
+    openai_body, losses1 = transcode([body], "ollama", "openai", REASONING)
+    back, losses2 = transcode([openai_body], "openai", "ollama", REASONING)
+    paths = {l.path for l in losses1 if not _is_id_loss(l)}
+    paths |= {_OPENAI_TO_OLLAMA.get(l.path, l.path) for l in losses2 if not _is_id_loss(l)}
+    compare(request, json.loads(back), paths, normalise_ollama)
+
+
+# -- openai -> ollama -> openai ----------------------------------------------------------
+
+_MEDIA = st.one_of(
+    st.binary(max_size=24).map(lambda b: ("image/png", PNG_1PX[:16] + b)),
+    st.binary(max_size=24).map(lambda b: ("image/jpeg", JPEG_HEAD[:8] + b)),
+    st.binary(max_size=24).map(lambda b: ("application/octet-stream", b"\0" + b)),
+    st.binary(max_size=24).map(lambda b: ("image/webp", b"\0" + b)),  # bytes do not say webp
+)
+openai_parts = st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t}, texts),
+    st.builds(lambda m: {"type": "image_url", "image_url": {
+        "url": f"data:{m[0]};base64,{base64.b64encode(m[1]).decode()}"}}, _MEDIA),
+    st.builds(lambda u: {"type": "image_url", "image_url": {"url": "https://h/" + u}}, names),
+)
+openai_calls = st.lists(st.builds(
+    lambda i, n, a: {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}},
+    st.integers(0, 99), names, json_objects), min_size=1, max_size=3, unique_by=lambda c: c["id"])
+openai_messages = st.one_of(
+    st.builds(lambda t: {"role": "system", "content": t}, texts),
+    st.builds(lambda t: {"role": "developer", "content": t}, texts),
+    st.builds(lambda t: {"role": "user", "content": t}, texts),
+    # not only https images: a message ollama cannot carry at all would shift the indexes
+    st.builds(lambda p: {"role": "user", "content": p}, st.lists(openai_parts, min_size=1, max_size=4).filter(
+        lambda parts: any("https:" not in json.dumps(p) for p in parts))),
+    st.builds(lambda t: {"role": "assistant", "content": t}, texts),
+    st.builds(lambda t, c: {"role": "assistant", "content": t, "tool_calls": c}, st.none() | texts, openai_calls),
+    st.builds(lambda i, t: {"role": "tool", "tool_call_id": f"call_{i}", "content": t}, st.integers(0, 99), texts),
+)
+openai_requests = st.fixed_dictionaries(
+    {"model": names, "messages": st.lists(openai_messages, max_size=6)},
+    optional={"temperature": st.floats(0, 2), "top_p": st.floats(0, 1), "seed": st.integers(0, 2**31),
+              "max_completion_tokens": st.integers(1, 4096),
+              "stop": texts | st.lists(texts, max_size=2), "stream": st.booleans(),
+              "reasoning_effort": st.sampled_from(["none", "minimal", "low", "medium", "high"]),
+              "response_format": st.sampled_from([{"type": "text"}, {"type": "json_object"}]),
+              "tool_choice": st.sampled_from(["auto", "none", "required"]),
+              "tools": tools}).flatmap(
+    # the legacy max_tokens instead, sometimes (both at once: rpt/max-tokens-twice)
+    lambda r: st.sampled_from([r, {("max_tokens" if k == "max_completion_tokens" else k): v
+                                   for k, v in r.items()}]))
+
+
+def normalise_openai(body: dict) -> dict:
+    """The documented differences of openai -> ollama -> openai.
+
+    * tool-call ids are regenerated (``call_ollama_<message>_<n>``; the id loss is
+      recorded): each call is renamed ``id0``, ``id1``... in order, and a result names
+      the latest call with its id.
+    * ``max_tokens`` is written ``max_completion_tokens``; a ``stop`` string is a list.
+    * ``stream`` absent means false; ``response_format`` text means none.
+    * one text part is the same as a string content; ``content: null`` is absent.
+    """
+    body = copy.deepcopy(body)
+    if "max_tokens" in body:
+        body.setdefault("max_completion_tokens", body.pop("max_tokens"))
+    if isinstance(body.get("stop"), str):
+        body["stop"] = [body["stop"]]
+    body.setdefault("stream", False)
+    if body.get("response_format") == {"type": "text"}:
+        del body["response_format"]
+    if body.get("tools") == []:
+        del body["tools"]
+    ids: dict[str, str] = {}  # an id -> the name of the latest call that has it (results link to it)
+    count = 0
+
+    for message in body["messages"]:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if isinstance(content, list) and len(content) == 1 and content[0].get("type") == "text":
+            message["content"] = content[0]["text"]
+        if message.get("content", 0) is None:
+            del message["content"]
+        for call in message.get("tool_calls", []):
+            ids[call["id"]] = call["id"] = f"id{count}"
+            count += 1
+            call["function"]["arguments"] = json.loads(call["function"]["arguments"])
+        if "tool_call_id" in message:
+            message["tool_call_id"] = ids.get(message["tool_call_id"], "unknown")
+    return body
+
+
+@given(openai_requests)
+def test_openai_ollama_openai_keeps_what_both_carry(request):
+    body = json.dumps(request).encode()
+    ollama_body, losses1 = transcode([body], "openai", "ollama", REASONING)
+    back, losses2 = transcode([ollama_body], "ollama", "openai", REASONING)
+    paths = {_OLLAMA_TO_OPENAI.get(l.path, l.path) for l in losses1 + losses2 if not _is_id_loss(l)}
+    compare(request, json.loads(back), paths, normalise_openai)
