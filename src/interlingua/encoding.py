@@ -126,3 +126,127 @@ class MessageAssembler:
             for key, value in self._late_scalars.drain():
                 out.raw_member(key, value)
         out.end_object()
+
+
+class MessageListBody:
+    """The top level of a request body whose system prompt is a message of the
+    list (openai, ollama), written as events come.
+
+    * One top-level array is open at a time (``messages``, ``tools``); writing
+      any other member closes it.
+    * System first: until ``SystemEnd`` (anthropic writes ``system`` after
+      ``messages``), conversation messages go into a hold
+      (``<dialect>:messages-before-system``); top-level system messages open the
+      list and the held ones follow.
+    * A top-level system that opened the list before other fields came (an
+      anthropic body with ``system`` first): those fields wait
+      (``<dialect>:fields-inside-messages``) until the list is complete, since
+      closing it would make a second ``messages`` key.
+
+    ``close_message`` is the encoder's: it closes the message being written.
+    """
+
+    def __init__(self, out: JsonWriter, session: Session, dialect: str,
+                 close_message: Callable[[], None]) -> None:
+        self.out = out
+        self.session = session
+        self.dialect = dialect
+        self._close_message = close_message
+        self.top: str | None = None  # the top-level array open on ``out``
+        self.messages_opened = False
+        self.system_final = False
+        self.messages_ended = False
+        self._pending: Hold | None = None  # messages written before SystemEnd
+        self._pending_writer: JsonWriter | None = None
+        self._later = session.reorder.hold(f"{dialect}:fields-inside-messages")
+        out.begin_object()
+
+    # -- top-level members ----------------------------------------------------
+
+    def open_array(self, name: str) -> None:
+        if self.top == name:
+            return
+        self.close_array()
+        self.out.open_member(name, b"[")
+        self.top = name
+        self.messages_opened |= name == "messages"
+
+    def close_array(self) -> None:
+        if self.top is not None:
+            if self.top == "messages":
+                self._close_message()
+            self.out.end_array()
+            self.top = None
+
+    def _list_unfinished(self) -> bool:
+        return self.top == "messages" and not self.messages_ended
+
+    def member(self, key: str, raw: bytes) -> None:
+        """A top-level member written whole."""
+        if self._list_unfinished():
+            self._later.append(("member", key, raw), len(key) + len(raw))
+            return
+        self.close_array()
+        self.out.raw_member(key, raw)
+
+    def element(self, name: str, raw: bytes) -> None:
+        """An element of the top-level array ``name`` (tools, functions)."""
+        if self._list_unfinished():
+            self._later.append(("element", name, raw), len(name) + len(raw))
+            return
+        self.open_array(name)
+        self.out.raw_element(raw)
+
+    # -- the message list ---------------------------------------------------------
+
+    def messages_writer(self, system: bool = False) -> JsonWriter:
+        """Where the next message goes: the list on the output, or the hold of
+        messages that wait for the system prompt."""
+        if system or self.system_final:
+            self.open_array("messages")
+            return self.out
+        if self._pending is None:
+            self._pending = self.session.reorder.hold(f"{self.dialect}:messages-before-system")
+            self._pending_writer = JsonWriter(self._pending.write)
+            self._pending_writer._first.append(True)  # its elements sit inside the list
+        return self._pending_writer
+
+    def _flush_pending(self) -> None:
+        if self._pending is not None and self.system_final:
+            self._close_message()  # a held message, or the last top-level system one
+            if self._pending:
+                self.open_array("messages")
+                self.out.raw_element(self._pending.take_bytes())
+            self._pending = None
+            self._pending_writer = None
+
+    def _flush_later(self) -> None:
+        if self._later:
+            for kind, key, raw in self._later.drain():
+                (self.member if kind == "member" else self.element)(key, raw)
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def system_end(self) -> None:
+        self.system_final = True
+        self._flush_pending()
+
+    def messages_end(self) -> None:
+        self.messages_ended = True
+        self._close_message()
+        if self.system_final:
+            self._flush_pending()
+            if not self.messages_opened:  # an empty list is still a list
+                self.open_array("messages")
+        self._flush_later()
+
+    def end(self) -> None:
+        """The source ended: everything held is written; trailing members may follow."""
+        self.system_final = self.messages_ended = True
+        self._close_message()
+        self._flush_pending()
+        self._flush_later()
+        self.close_array()
+
+    def finish(self) -> None:
+        self.out.end_object()

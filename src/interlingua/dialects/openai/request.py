@@ -30,7 +30,7 @@ from ...canonical import (
     TOP_LEVEL_SYSTEM, decode_escaped,
 )
 from ...decoding import BlockBuilder, Decoder
-from ...encoding import Encoder, MessageAssembler
+from ...encoding import Encoder, MessageAssembler, MessageListBody
 from ...jsonwriter import JsonWriter, dumps
 from ...session import Session
 from . import controls
@@ -565,13 +565,8 @@ class RequestEncoder(Encoder):
     def __init__(self, write, session: Session) -> None:
         super().__init__(write, session)
         self.out = JsonWriter(write)
+        self.body = MessageListBody(self.out, session, DIALECT, self._close_message)
         self.reasoning_key = session.options.openai_reasoning_field
-        self._top: str | None = None  # top-level array member open on self.out
-        self._messages_opened = False
-        self._system_final = False
-        self._messages_ended = False
-        self._pending = None  # Hold of messages written before SystemEnd
-        self._pending_writer: JsonWriter | None = None
         self._msg: MessageAssembler | None = None
         self._msg_index: int | None = None
         self._msg_role: str | None = None
@@ -587,25 +582,6 @@ class RequestEncoder(Encoder):
         # reasoning controls of other dialects: one source may carry several
         # (anthropic thinking + output_config.effort); merged into one key at the end
         self._reasoning = session.reorder.hold("openai:merge-reasoning")
-        self._later = session.reorder.hold("openai:fields-inside-messages")
-        self.out.begin_object()
-
-    # -- top level ---------------------------------------------------------
-
-    def _open_top(self, name: str) -> None:
-        if self._top == name:
-            return
-        self._close_top()
-        self.out.open_member(name, b"[")
-        self._top = name
-        self._messages_opened |= name == "messages"
-
-    def _close_top(self) -> None:
-        if self._top is not None:
-            if self._top == "messages":
-                self._close_message()
-            self.out.end_array()
-            self._top = None
 
     def on_event(self, event: Event) -> None:
         if type(event) is Block:
@@ -615,72 +591,30 @@ class RequestEncoder(Encoder):
         elif type(event) is Extension:
             self._on_extension(event)
         elif type(event) is SystemEnd:
-            self._system_final = True
-            self._flush_pending()
+            self.body.system_end()
         elif type(event) is MessagesEnd:
-            self._messages_ended = True
-            self._close_message()
-            if self._system_final:
-                self._flush_pending()
-                if not self._messages_opened:  # an empty list is still a list
-                    self._open_top("messages")
-            self._flush_later()
+            self.body.messages_end()
         elif type(event) is End:
-            self._system_final = self._messages_ended = True
-            self._close_message()
-            self._flush_pending()
-            self._flush_later()
-            self._close_top()
+            self.body.end()
             self._write_reasoning()
-            self.out.end_object()
-
-    def _top_member(self, key: str, raw: bytes) -> None:
-        if self._messages_unfinished():
-            self._later.append(("member", key, raw), len(key) + len(raw))
-            return
-        self._close_top()
-        self.out.raw_member(key, raw)
-
-    def _top_element(self, name: str, raw: bytes) -> None:
-        """An element of the top-level array ``name`` (tools, functions)."""
-        if self._messages_unfinished():
-            self._later.append(("element", name, raw), len(raw))
-            return
-        self._open_top(name)
-        self.out.raw_element(raw)
-
-    def _messages_unfinished(self) -> bool:
-        """The messages array is open on the output and more messages will come.
-
-        Happens when a top-level system (anthropic ``system`` written before the
-        other fields) opened it: closing it for a field in between would make a
-        second ``messages`` key, so those fields wait (``openai:fields-inside-messages``)."""
-        return self._top == "messages" and not self._messages_ended
-
-    def _flush_later(self) -> None:
-        if self._later:
-            for kind, key, raw in self._later.drain():
-                if kind == "member":
-                    self._top_member(key, raw)
-                else:
-                    self._top_element(key, raw)
+            self.body.finish()
 
     def _on_control(self, control: Control) -> None:
         if control.dialect == DIALECT and control.key is not None:
-            self._top_member(control.key, control.raw)
+            self.body.member(control.key, control.raw)
             return
         if control.name == "reasoning":
             self._reasoning.append(control, len(dumps(control.value)))
             return
         key, value = controls.encode_control(control, self.session)
         if key is not None:
-            self._top_member(key, dumps(value))
+            self.body.member(key, dumps(value))
 
     def _on_extension(self, ext: Extension) -> None:
         if ext.dialect != DIALECT:
             self.foreign_extension(ext)
         elif ext.message is None:
-            self._top_member(ext.path[2:], ext.raw)
+            self.body.member(ext.path[2:], ext.raw)
         elif self._msg is not None and ext.message == self._msg_index:
             self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
         else:  # a field of a message whose first block has not come yet
@@ -698,15 +632,14 @@ class RequestEncoder(Encoder):
         key, value = controls.encode_control(Control("reasoning", merged, dialect=items[-1].dialect,
                                                      key=items[-1].key), self.session)
         if key is not None:
-            self._top_member(key, dumps(value))
+            self.body.member(key, dumps(value))
 
     # -- messages ------------------------------------------------------------
 
     def _messages_writer(self, index: int, role: str) -> JsonWriter:
         """Where the next message element goes (the output, or a hold)."""
         if index == TOP_LEVEL_SYSTEM:
-            self._open_top("messages")
-            return self.out
+            return self.body.messages_writer(system=True)
         if role == "user" and self._after_tool_calls and self._user_index in (None, index):
             if self._user_hold is None:
                 self._user_hold = self.session.reorder.hold("openai:user-before-tool-result")
@@ -714,36 +647,12 @@ class RequestEncoder(Encoder):
                 self._user_writer._first.append(True)
                 self._user_index = index
             return self._user_writer
-        return self._base_writer()
-
-    def _base_writer(self) -> JsonWriter:
-        """The message list: the output, or the hold of messages waiting for the system."""
-        if not self._system_final:
-            if self._pending is None:
-                self._pending = self.session.reorder.hold("openai:messages-before-system")
-                self._pending_writer = JsonWriter(self._pending.write)
-                self._pending_writer._first.append(True)
-            return self._pending_writer
-        self._open_top("messages")
-        return self.out
-
-    def _flush_pending(self) -> None:
-        if self._pending is not None and self._system_final:
-            if self._msg is not None and (self._msg.out is self._pending_writer
-                                          or self._msg_index == TOP_LEVEL_SYSTEM):
-                # the held messages come after the message being written (a
-                # pending one, or the top-level system message): close it first
-                self._close_message()
-            if self._pending:
-                self._open_top("messages")
-                self.out.raw_element(self._pending.take_bytes())
-            self._pending = None
-            self._pending_writer = None
+        return self.body.messages_writer()
 
     def _flush_user_hold(self) -> None:
         if self._user_hold is not None:
             if self._user_hold:
-                self._base_writer().raw_element(self._user_hold.take_bytes())
+                self.body.messages_writer().raw_element(self._user_hold.take_bytes())
             self._user_hold = None
             self._user_writer = None
             self._user_index = None
@@ -777,7 +686,7 @@ class RequestEncoder(Encoder):
                 self._after_tool_calls = True
                 self._tool_calls_index = self._msg_index
             self._msg = None
-            if self._user_hold is not None and self._messages_ended:
+            if self._user_hold is not None and self.body.messages_ended:
                 self._flush_user_hold()
 
     def _message_for(self, block: Block, role: str) -> MessageAssembler:
@@ -1021,14 +930,14 @@ class RequestEncoder(Encoder):
         attrs = block.attrs or {}
         if block.section is Section.UNKNOWN:
             if attrs.get("dialect") == DIALECT:
-                self._top_element("tools", block.payload)
+                self.body.element("tools", block.payload)
             else:
                 self.session.lose("$.tools", "a tool of another dialect has no openai form")
             return
         if block.section is not Section.TOOL_DEFINITION:
             self._lose_block(block, "not a tool definition")
             return
-        self._top_element("functions" if attrs.get("legacy") else "tools",
+        self.body.element("functions" if attrs.get("legacy") else "tools",
                           controls.tool_from_canonical(attrs, block.payload, self.session))
 
 
