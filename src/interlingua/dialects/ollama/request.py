@@ -53,7 +53,6 @@ Encoder decisions:
 from __future__ import annotations
 
 import base64
-import re
 from typing import Any, Callable
 
 from ... import json as tok
@@ -62,7 +61,7 @@ from ...canonical import (
     SystemEnd, decode_escaped,
 )
 from ...decoding import BlockBuilder, Decoder
-from ...encoding import Encoder, MessageAssembler
+from ...encoding import Encoder, MessageAssembler, MessageListBody
 from ...errors import SchemaError, TranscodeError
 from ...jsonwriter import JsonWriter, dumps
 from ...session import Session
@@ -634,11 +633,7 @@ class RequestEncoder(Encoder):
     def __init__(self, write, session: Session) -> None:
         super().__init__(write, session)
         self.out = JsonWriter(write)
-        self._top: str | None = None
-        self._messages_opened = False
-        self._system_final = False
-        self._pending = None  # Hold of messages written before SystemEnd
-        self._pending_writer: JsonWriter | None = None
+        self.body = MessageListBody(self.out, session, DIALECT, self._close_message)
         self._msg: _Message | None = None
         self._block = None  # (write, close) of the block in progress
         self._options = None  # Hold of "k":v option members
@@ -647,24 +642,6 @@ class RequestEncoder(Encoder):
         self._call_names: dict[str, str] = {}
         self._control_keys: set[str] = set()  # ollama keys written for other dialects' controls
         self._pending_ext: list[Extension] = []
-        self.out.begin_object()
-
-    # -- top level -----------------------------------------------------------
-
-    def _open_top(self, name: str) -> None:
-        if self._top == name:
-            return
-        self._close_top()
-        self.out.open_member(name, b"[")
-        self._top = name
-        self._messages_opened |= name == "messages"
-
-    def _close_top(self) -> None:
-        if self._top is not None:
-            if self._top == "messages":
-                self._close_message()
-            self.out.end_array()
-            self._top = None
 
     def _top_member(self, key: str, raw: bytes) -> None:
         if key.startswith("options."):
@@ -673,12 +650,7 @@ class RequestEncoder(Encoder):
             item = dumps(key[8:]) + b":" + raw
             self._options.append(item, len(item))
             return
-        if self._top == "messages" and self._msg is not None and self._block is not None:
-            # mid-block: cannot close the array now; a control inside a message
-            # does not happen with the decoders we have, so fail loudly.
-            raise TranscodeError("control arrived inside a block", dialect=DIALECT)
-        self._close_top()
-        self.out.raw_member(key, raw)
+        self.body.member(key, raw)
 
     def on_event(self, event: Event) -> None:
         t = type(event)
@@ -689,19 +661,11 @@ class RequestEncoder(Encoder):
         elif t is Extension:
             self._on_extension(event)
         elif t is SystemEnd:
-            self._system_final = True
-            self._flush_pending()
+            self.body.system_end()
         elif t is MessagesEnd:
-            self._close_message()
-            if self._system_final:
-                self._flush_pending()
-                if not self._messages_opened:  # an empty list is still a list
-                    self._open_top("messages")
+            self.body.messages_end()
         elif t is End:
-            self._system_final = True
-            self._close_message()
-            self._flush_pending()
-            self._close_top()
+            self.body.end()
             if self._options is not None or self._options_empty:
                 body = b",".join(self._options.drain()) if self._options is not None else b""
                 self.out.raw_member("options", b"{" + body + b"}")
@@ -710,7 +674,7 @@ class RequestEncoder(Encoder):
                 # No stream control: the source meant a non-streaming request,
                 # ollama would stream without this.
                 self.out.raw_member("stream", b"false")
-            self.out.end_object()
+            self.body.finish()
 
     def _on_control(self, control: Control) -> None:
         if control.name == "stream":
@@ -750,28 +714,10 @@ class RequestEncoder(Encoder):
 
     # -- messages --------------------------------------------------------------
 
-    def _messages_writer(self, index: int) -> JsonWriter:
-        if index == TOP_LEVEL_SYSTEM or self._system_final:
-            self._open_top("messages")
-            return self.out
-        if self._pending is None:
-            self._pending = self.session.reorder.hold("ollama:messages-before-system")
-            self._pending_writer = JsonWriter(self._pending.write)
-            self._pending_writer._first.append(True)
-        return self._pending_writer
-
-    def _flush_pending(self) -> None:
-        if self._pending is not None and self._system_final:
-            self._close_message()  # a held message, or the last top-level system one
-            if self._pending:
-                self._open_top("messages")
-                self.out.raw_element(self._pending.take_bytes())
-            self._pending = None
-            self._pending_writer = None
-
     def _open_message(self, index: int, role: str) -> _Message:
         self._close_message()
-        asm = MessageAssembler(self._messages_writer(index), self.session, "ollama:member-order")
+        writer = self.body.messages_writer(system=index == TOP_LEVEL_SYSTEM)
+        asm = MessageAssembler(writer, self.session, "ollama:member-order")
         asm.scalar("role", dumps(role))
         self._msg = _Message(asm, index, role)
         for ext in [e for e in self._pending_ext if e.message == index]:
@@ -996,8 +942,7 @@ class RequestEncoder(Encoder):
         attrs = block.attrs or {}
         if block.section is Section.UNKNOWN:
             if attrs.get("dialect") == DIALECT:
-                self._open_top("tools")
-                self.out.raw_element(block.payload)
+                self.body.element("tools", block.payload)
             else:
                 self.session.lose("$.tools", "a tool of another dialect has no ollama form")
             return
@@ -1006,8 +951,7 @@ class RequestEncoder(Encoder):
             return
         if not block.fin:
             raise TranscodeError("tool definition in fragments is not supported", dialect=DIALECT)
-        self._open_top("tools")
-        self.out.raw_element(controls.tool_from_canonical(attrs, block.payload, self.session))
+        self.body.element("tools", controls.tool_from_canonical(attrs, block.payload, self.session))
 
 
 class ArgumentsWriter:
