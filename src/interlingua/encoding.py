@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .canonical import Event, Extension
+from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Event, Extension
 from .jsonwriter import JsonWriter
 from .reorder import Hold
 from .session import Session
@@ -42,11 +42,61 @@ class Encoder:
     def finish(self) -> None:
         """The source ended without an ``End`` event (an error was raised upstream)."""
 
+    # -- blocks (request encoders) ---------------------------------------------
+    #
+    # A block's first fragment is placed by ``_place(block)``, which opens what
+    # it needs in the output and returns ``(write, close)``: ``write(payload)``
+    # for every fragment, ``close(late_attrs)`` after the last. None means the
+    # block is not carried (the loss is recorded by ``_place``).
+
+    _block = None  # (write, close) of the block in progress
+
+    def _on_block(self, block: Block) -> None:
+        if not block.init:
+            if self._block is not None:
+                write, close = self._block
+                write(block.payload)
+                if block.fin:
+                    self._block = None
+                    close(block.attrs or {})
+            return
+        if block.message == REQUEST_LEVEL:
+            self._tool_definition(block)
+            return
+        placed = self._place(block)
+        if placed is None:
+            self._block = (_ignore, _ignore) if not block.fin else None
+            return
+        write, close = placed
+        write(block.payload)
+        if block.fin:
+            close({})
+        else:
+            self._block = (write, close)
+
+    def _place(self, block: Block):
+        raise NotImplementedError
+
+    @staticmethod
+    def _where(block: Block) -> str:
+        """The source path a block came from, for loss records."""
+        return "$.system" if block.message == TOP_LEVEL_SYSTEM else f"$.messages[{block.message}]"
+
+    def _lose_block(self, block: Block, why: str) -> None:
+        self.session.lose(self._where(block), f"{block.section.value} block: {why}")
+
+    def _tool_definition(self, block: Block) -> None:
+        raise NotImplementedError
+
     def foreign_extension(self, ext: Extension) -> None:
         """An extension of another dialect: lossless ones vanish, others are recorded losses."""
         if not ext.lossless:
             self.session.lose(ext.path, f"{ext.dialect} field has no equivalent in {self.dialect}",
                               dialect=ext.dialect)
+
+
+def _ignore(_) -> None:
+    pass
 
 
 class _Member:

@@ -690,7 +690,6 @@ class RequestEncoder(Encoder):
         self._msg_has_result = False
         self._content: JsonWriter | None = None
         self._result: _Result | None = None
-        self._block = None  # (write, close) of the block in progress
         self._system_string = False
         self._system_hold = None
         self._system_writer: JsonWriter | None = None
@@ -843,34 +842,6 @@ class RequestEncoder(Encoder):
 
     # -- blocks -------------------------------------------------------------------------
 
-    def _on_block(self, block: Block) -> None:
-        if not block.init:
-            if self._block is not None:
-                write, close = self._block
-                write(block.payload)
-                if block.fin:
-                    self._block = None
-                    close(block.attrs or {})
-            return
-        if block.message == REQUEST_LEVEL:
-            self._tool_definition(block)
-            return
-        placed = self._place(block)
-        if placed is None:
-            self._block = ((lambda data: None), (lambda late: None)) if not block.fin else None
-            return
-        write, close = placed
-        write(block.payload)
-        if block.fin:
-            close({})
-        else:
-            self._block = (write, close)
-
-    def _where(self, block: Block) -> str:
-        return "$.system" if block.message == TOP_LEVEL_SYSTEM else f"$.messages[{block.message}]"
-
-    def _lose_block(self, block: Block, why: str) -> None:
-        self.session.lose(self._where(block), f"{block.section.value} block: {why}")
 
     def _members(self, block: Block, kind: str, attrs: dict) -> bytes:
         """``,"k":v`` for the attributes the anthropic block ``kind`` has; others are losses."""

@@ -635,7 +635,6 @@ class RequestEncoder(Encoder):
         self.out = JsonWriter(write)
         self.body = MessageListBody(self.out, session, DIALECT, self._close_message)
         self._msg: _Message | None = None
-        self._block = None  # (write, close) of the block in progress
         self._options = None  # Hold of "k":v option members
         self._options_empty = False
         self._stream_seen = False
@@ -740,34 +739,6 @@ class RequestEncoder(Encoder):
 
     # -- blocks ----------------------------------------------------------------
 
-    def _on_block(self, block: Block) -> None:
-        if not block.init:
-            if self._block is not None:
-                write, close = self._block
-                write(block.payload)
-                if block.fin:
-                    self._block = None
-                    close(block.attrs or {})
-            return
-        if block.message == REQUEST_LEVEL:
-            self._tool_definition(block)
-            return
-        placed = self._place(block)
-        if placed is None:
-            self._block = ((lambda data: None), (lambda attrs: None)) if not block.fin else None
-            return
-        write, close = placed
-        write(block.payload)
-        if block.fin:
-            close(block.attrs if False else {})
-        else:
-            self._block = (write, close)
-
-    def _where(self, block: Block) -> str:
-        return "$.system" if block.message == TOP_LEVEL_SYSTEM else f"$.messages[{block.message}]"
-
-    def _lose_block(self, block: Block, why: str) -> None:
-        self.session.lose(self._where(block), f"{block.section.value} block: {why}")
 
     def _check_attrs(self, block: Block, attrs: dict) -> None:
         for key in attrs:

@@ -577,7 +577,6 @@ class RequestEncoder(Encoder):
         self._user_hold = None  # Hold of a user message waiting for tool messages
         self._user_index: int | None = None
         self._user_writer: JsonWriter | None = None
-        self._block = None  # (fragment writer, closer) of the block in progress
         self._pending_ext: list[Extension] = []
         # reasoning controls of other dialects: one source may carry several
         # (anthropic thinking + output_config.effort); merged into one key at the end
@@ -699,32 +698,6 @@ class RequestEncoder(Encoder):
 
     # -- blocks ------------------------------------------------------------------
 
-    def _on_block(self, block: Block) -> None:
-        if not block.init:
-            if self._block is not None:
-                write, close = self._block
-                write(block.payload)
-                if block.fin:
-                    self._block = None
-                    close(block.attrs or {})
-            return
-        if block.message == REQUEST_LEVEL:
-            self._tool_definition(block)
-            return
-        placed = self._place(block)
-        if placed is None:
-            self._block = ((lambda data: None), (lambda attrs: None)) if not block.fin else None
-            return
-        write, close = placed
-        write(block.payload)
-        if block.fin:
-            close({})
-        else:
-            self._block = (write, close)
-
-    def _lose_block(self, block: Block, why: str) -> None:
-        where = "$.system" if block.message == TOP_LEVEL_SYSTEM else f"$.messages[{block.message}]"
-        self.session.lose(where, f"{block.section.value} block: {why}")
 
     def _place(self, block: Block):
         """Open the block in the right message and member; returns (write, close) or None (lost)."""
