@@ -80,6 +80,24 @@ class Decoder:
         """Read the next value as small Python data and pass it to ``done``."""
         self.then(lambda kind, value, offset: self.read_value(kind, value, offset, done))
 
+    def each_member(self, kind: int, offset: int, what: str,
+                    on_member: Callable[[str, int, Any, int], None],
+                    on_end: Callable[[], None] | None = None) -> None:
+        """The value must be an object: ``on_member(key, kind, value, offset)``
+        reads each member's value from its first token; ``on_end`` runs after
+        the closing brace."""
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, f"an object for {what}", offset)
+
+        def member(kind: int, value: Any, offset: int) -> None:
+            if kind == tok.OBJECT_END:
+                self.pop()
+                if on_end is not None:
+                    on_end()
+                return
+            self.then(lambda k, v, o: on_member(value, k, v, o))
+        self.push(member)
+
     def each_element(self, kind: int, offset: int, what: str, on_element: Handler,
                      on_end: Callable[[], None] | None = None) -> None:
         """The value must be an array: ``on_element`` gets each element's first

@@ -91,35 +91,28 @@ class RequestDecoder(Decoder):
         self._message_index = -1
         self._messages_done = False
         self._system_done = False
-        self.push(self._body)
+        self.then(self._body)
 
     def _body(self, kind: int, value: Any, offset: int) -> None:
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "a JSON object (the request body)", offset)
-        self.replace(self._top_key)
+        self.each_member(kind, offset, "the request body", self._top_member, self._body_end)
 
-    def _top_key(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.OBJECT_END:
-            self.pop()
-            if not self._system_done:
-                self.emit(SystemEnd())
-            if not self._messages_done:
-                self.emit(MessagesEnd())
-            self.emit(End())
-            return
-        key = value
+    def _body_end(self) -> None:
+        if not self._system_done:
+            self.emit(SystemEnd())
+        if not self._messages_done:
+            self.emit(MessagesEnd())
+        self.emit(End())
+
+    def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key == "messages":
-            self.then(lambda kind, value, offset: self.each_object(
-                kind, offset, "messages", self._message, self._messages_end))
+            self.each_object(kind, offset, "messages", self._message, self._messages_end)
         elif key == "system":
-            self.then(self._system)
+            self._system(kind, value, offset)
         elif key == "tools":
-            self.then(lambda kind, value, offset: self.each_element(
-                kind, offset, "tools",
-                lambda k, v, o: self.read_raw(k, v, o, lambda raw: self._tool(raw, o))))
+            self.each_element(kind, offset, "tools",
+                              lambda k, v, o: self.read_raw(k, v, o, lambda raw: self._tool(raw, o)))
         else:
-            self.then(lambda kind, value, offset: self.read_raw(
-                kind, value, offset, lambda raw: self._top_field(key, raw)))
+            self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw))
 
     def _top_field(self, key: str, raw: bytes) -> None:
         found = controls.decode(key, raw)

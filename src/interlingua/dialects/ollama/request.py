@@ -137,41 +137,32 @@ class RequestDecoder(Decoder):
         self._stream_seen = False
         #: [id, name, answered] of the last assistant message's tool calls
         self.pending_calls: list[list] = []
-        self.push(self._body)
+        self.then(self._body)
 
     # -- top level -----------------------------------------------------------
 
     def _body(self, kind: int, value: Any, offset: int) -> None:
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "a JSON object (the request body)", offset)
+        self.each_member(kind, offset, "the request body", self._top_member, self._body_end)
         self.emit(SystemEnd())  # system messages live inside messages[]
-        self.replace(self._top_key)
 
-    def _top_key(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.OBJECT_END:
-            self.pop()
-            if not self._messages_done:
-                self.emit(MessagesEnd())
-            if not self._stream_seen:  # ollama streams by default
-                self.emit(Control("stream", True, dialect=DIALECT))
-            self.emit(End())
-            return
-        if value == "messages":
-            self.push(self._messages_start)
-        elif value == "tools":
-            self.push(self._tools_start)
-        elif value == "options":
-            self.push(self._options_start)
+    def _body_end(self) -> None:
+        if not self._messages_done:
+            self.emit(MessagesEnd())
+        if not self._stream_seen:  # ollama streams by default
+            self.emit(Control("stream", True, dialect=DIALECT))
+        self.emit(End())
+
+    def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        if key == "messages":
+            self.each_object(kind, offset, "messages", self._message, self._messages_end)
+        elif key == "tools":
+            self._tools(kind, offset)
+        elif key == "options":
+            self._options(kind, offset)
         else:
-            if value == "stream":
+            if key == "stream":
                 self._stream_seen = True
-            self.push(self._top_value(value))
-
-    def _top_value(self, key: str):
-        def handler(kind: int, value: Any, offset: int) -> None:
-            self.pop()
             self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw))
-        return handler
 
     def _top_field(self, key: str, raw: bytes) -> None:
         control = controls.decode(key, raw)
@@ -182,29 +173,20 @@ class RequestDecoder(Decoder):
 
     # -- options -------------------------------------------------------------
 
-    def _options_start(self, kind: int, value: Any, offset: int) -> None:
+    def _options(self, kind: int, offset: int) -> None:
         if kind == tok.NULL:
-            self.pop()
             self.extension("$.options", b"null", lossless=True)
             return
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "an object for options", offset)
         self._options_empty = True
-        self.replace(self._option_key)
+        self.each_member(kind, offset, "options", self._option, self._options_end)
 
-    def _option_key(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.OBJECT_END:
-            self.pop()
-            if self._options_empty:  # keep "options": {} for the round trip
-                self.extension("$.options", b"{}", lossless=True)
-            return
+    def _option(self, key: str, kind: int, value: Any, offset: int) -> None:
         self._options_empty = False
-        key = value
+        self.read_raw(kind, value, offset, lambda raw: self._option_field(key, raw))
 
-        def handler(kind: int, value: Any, offset: int) -> None:
-            self.pop()
-            self.read_raw(kind, value, offset, lambda raw: self._option_field(key, raw))
-        self.push(handler)
+    def _options_end(self) -> None:
+        if self._options_empty:  # keep "options": {} for the round trip
+            self.extension("$.options", b"{}", lossless=True)
 
     def _option_field(self, key: str, raw: bytes) -> None:
         control = controls.decode_option(key, raw)
@@ -215,43 +197,31 @@ class RequestDecoder(Decoder):
 
     # -- messages ------------------------------------------------------------
 
-    def _messages_start(self, kind: int, value: Any, offset: int) -> None:
-        if kind != tok.ARRAY_START:
-            raise self.wrong_type(kind, "an array for messages", offset)
-        self.replace(self._message_start)
-
-    def _message_start(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.pop()
-            self._messages_done = True
-            self.emit(MessagesEnd())
-            return
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "an object for a message", offset)
+    def _message(self, offset: int):
         self._message_index += 1
-        self.push(MessageReader(self, self._message_index).on_key)
+        return MessageReader(self, self._message_index).on_key
+
+    def _messages_end(self) -> None:
+        self._messages_done = True
+        self.emit(MessagesEnd())
 
     # -- tools ---------------------------------------------------------------
 
-    def _tools_start(self, kind: int, value: Any, offset: int) -> None:
+    def _tools(self, kind: int, offset: int) -> None:
         if kind == tok.NULL:
-            self.pop()
             self.extension("$.tools", b"null", lossless=True)
             return
-        if kind != tok.ARRAY_START:
-            raise self.wrong_type(kind, "an array of tools", offset)
         self._tools_empty = True
-        self.replace(self._tool_element)
+        self.each_element(kind, offset, "tools", self._tool_element, self._tools_end)
 
     def _tool_element(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.pop()
-            if self._tools_empty:
-                self.extension("$.tools", b"[]", lossless=True)
-            return
         self._tools_empty = False
         # A tool definition is small; read it whole and map it.
         self.read_value(kind, value, offset, lambda tool: self._tool(tool, offset))
+
+    def _tools_end(self) -> None:
+        if self._tools_empty:
+            self.extension("$.tools", b"[]", lossless=True)
 
     def _tool(self, tool: Any, offset: int) -> None:
         if not isinstance(tool, dict):

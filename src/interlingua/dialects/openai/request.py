@@ -56,34 +56,28 @@ class RequestDecoder(Decoder):
         self._message_index = -1
         self._messages_done = False
         self.reasoning_key = session.options.openai_reasoning_field
-        self.push(self._body)
+        self.then(self._body)
 
     # -- top level -----------------------------------------------------------
 
     def _body(self, kind: int, value: Any, offset: int) -> None:
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "a JSON object (the request body)", offset)
+        self.each_member(kind, offset, "the request body", self._top_member, self._body_end)
         self.emit(SystemEnd())  # openai keeps system messages inside messages[]
-        self.replace(self._top_key)
 
-    def _top_key(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.OBJECT_END:
-            self.pop()
-            if not self._messages_done:
-                self.emit(MessagesEnd())
-            self.emit(End())
-            return
-        key = value
+    def _body_end(self) -> None:
+        if not self._messages_done:
+            self.emit(MessagesEnd())
+        self.emit(End())
+
+    def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key == "messages":
-            self.then(lambda kind, value, offset: self.each_object(
-                kind, offset, "messages", self._message, self._messages_end))
+            self.each_object(kind, offset, "messages", self._message, self._messages_end)
         elif key == "tools" or key == "functions":
             legacy = key == "functions"
-            self.then(lambda kind, value, offset: self.each_element(
-                kind, offset, key, lambda k, v, o: self.read_value(k, v, o, lambda tool: self._tool(tool, legacy, o))))
+            self.each_element(kind, offset, key, lambda k, v, o: self.read_value(
+                k, v, o, lambda tool: self._tool(tool, legacy, o)))
         else:
-            self.then(lambda kind, value, offset: self.read_raw(
-                kind, value, offset, lambda raw: self._top_field(key, raw, offset)))
+            self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw, offset))
 
     def _top_field(self, key: str, raw: bytes, offset: int) -> None:
         control = controls.decode(key, raw)
