@@ -349,7 +349,7 @@ class MessageReader:
             "tool_calls": self._tool_calls,
             "tool_name": self._tool_name_member,
         }.get(value) or self._extension(value)
-        d.push(self._once(reader))
+        d.then(reader)
 
     def _end(self, offset: int) -> None:
         self._decide_text(False)
@@ -371,12 +371,6 @@ class MessageReader:
                                                                    "empty": True}))
             else:
                 self.d.emit(Block(section, self.index, b"", attrs={"empty": True}))
-
-    def _once(self, reader):
-        def handler(kind: int, value: Any, offset: int) -> None:
-            self.d.pop()
-            reader(kind, value, offset)
-        return handler
 
     def _extension(self, key: str):
         path = f"$.messages[{self.index}].{key}"
@@ -431,18 +425,15 @@ class MessageReader:
             self._decide_text(False)
             self.d.extension(path, b"null", message=self.index, lossless=True)
             return
-        if kind != tok.ARRAY_START:
-            raise self.d.wrong_type(kind, "an array for images", offset)
         self._image_count = 0
-        self.d.push(self._image_element)
+        self.d.each_element(kind, offset, "images", self._image_element, self._images_end)
+
+    def _images_end(self) -> None:
+        if self._image_count == 0:
+            self._decide_text(False)
+            self.d.extension(f"$.messages[{self.index}].images", b"[]", message=self.index, lossless=True)
 
     def _image_element(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.d.pop()
-            if self._image_count == 0:
-                self._decide_text(False)
-                self.d.extension(f"$.messages[{self.index}].images", b"[]", message=self.index, lossless=True)
-            return
         self._image_count += 1
         self._decide_text(True)
         image = ImageReader(self)
@@ -454,20 +445,13 @@ class MessageReader:
         if kind == tok.NULL:
             self.d.extension(f"$.messages[{self.index}].tool_calls", b"null", message=self.index, lossless=True)
             return
-        if kind != tok.ARRAY_START:
-            raise self.d.wrong_type(kind, "an array for tool_calls", offset)
         self.d.pending_calls = []  # a new batch of calls: results that follow answer these
-        self.d.push(self._tool_call_start)
+        self.d.each_object(kind, offset, "tool_calls", self._tool_call)
 
-    def _tool_call_start(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.d.pop()
-        elif kind == tok.OBJECT_START:
-            call_id = generated_call_id(self.index, self._call_position)
-            self._call_position += 1
-            self.d.push(ToolCallReader(self, call_id).on_key)
-        else:
-            raise self.d.wrong_type(kind, "an object for a tool call", offset)
+    def _tool_call(self, offset: int):
+        call_id = generated_call_id(self.index, self._call_position)
+        self._call_position += 1
+        return ToolCallReader(self, call_id).on_key
 
 
 class ImageReader:
@@ -514,9 +498,9 @@ class ToolCallReader:
             self.m.finished(self.block)
             return
         if value == "function":
-            self.d.push(self.m._once(self._function))
+            self.d.then(self._function)
         else:
-            self.d.push(self.m._once(self._extra(value, "ollama_call_extra")))
+            self.d.then(self._extra(value, "ollama_call_extra"))
 
     def _function(self, kind: int, value: Any, offset: int) -> None:
         if kind != tok.OBJECT_START:
@@ -529,13 +513,13 @@ class ToolCallReader:
             d.pop()
             return
         if value == "name":
-            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, self._name)))
+            d.then_value(self._name)
         elif value == "arguments":
-            d.push(self.m._once(self._arguments))
+            d.then(self._arguments)
         elif value == "index":
-            d.push(self.m._once(lambda k, v, o: d.read_value(k, v, o, lambda x: self.block.set("index", x))))
+            d.then_value(lambda x: self.block.set("index", x))
         else:
-            d.push(self.m._once(self._extra(value, _EXTRA_ATTR)))
+            d.then(self._extra(value, _EXTRA_ATTR))
 
     def _name(self, name: Any) -> None:
         self.block.set("name", name)
