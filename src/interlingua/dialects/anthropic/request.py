@@ -127,7 +127,7 @@ class RequestDecoder(Decoder):
     def _system(self, kind: int, value: Any, offset: int) -> None:
         reader = MessageReader(self, TOP_LEVEL_SYSTEM, role="system")
         if kind == tok.ARRAY_START:
-            self.push(reader.block_start(then=self._system_end))
+            reader.content_blocks(kind, offset, then=self._system_end)
         else:
             reader.string_content(kind, value, offset, then=self._system_end)
 
@@ -241,7 +241,7 @@ class MessageReader:
 
     def _content(self, kind: int, value: Any, offset: int) -> None:
         if kind == tok.ARRAY_START:
-            self.d.push(self.block_start())
+            self.content_blocks(kind, offset)
         else:
             self.string_content(kind, value, offset)
 
@@ -258,22 +258,22 @@ class MessageReader:
 
         self.d.read_string(kind, value, offset, sink, "content")
 
-    def block_start(self, then: Callable[[], None] | None = None):
-        count = [0]
+    def content_blocks(self, kind: int, offset: int, then: Callable[[], None] | None = None) -> None:
+        """A list of content blocks; ``then`` runs after it."""
+        count = 0
 
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if kind == tok.ARRAY_END:
-                self.d.pop()
-                if not count[0]:  # ``[]``: an empty block keeps the message (and its form)
-                    self.emit(Block(Section.USER_TEXT, self.index, b"", attrs={"in_parts": True, "empty": True}))
-                if then is not None:
-                    then()
-            elif kind == tok.OBJECT_START:
-                count[0] += 1
-                self.d.push(BlockReader(self, MessageSlot(self)).on_key)
-            else:
-                raise self.d.wrong_type(kind, "an object for a content block", offset)
-        return handler
+        def block(offset: int):
+            nonlocal count
+            count += 1
+            return BlockReader(self, MessageSlot(self)).on_key
+
+        def end() -> None:
+            if not count:  # ``[]``: an empty block keeps the message (and its form)
+                self.emit(Block(Section.USER_TEXT, self.index, b"", attrs={"in_parts": True, "empty": True}))
+            if then is not None:
+                then()
+
+        self.d.each_object(kind, offset, "content", block, end)
 
 
 class MessageSlot:
@@ -518,17 +518,9 @@ class ResultReader:
         self.head_used = True
         if kind == tok.ARRAY_START:
             self.head.set("in_parts", True)
-            self.d.push(self._element)
+            self.d.each_object(kind, offset, "tool_result content", lambda o: BlockReader(self.m, self).on_key)
         else:
             self.d.read_string(kind, value, offset, self.head.fragment, "content")
-
-    def _element(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.d.pop()
-        elif kind == tok.OBJECT_START:
-            self.d.push(BlockReader(self.m, self).on_key)
-        else:
-            raise self.d.wrong_type(kind, "an object for a tool_result content block", offset)
 
     # -- slot protocol (for the content elements) --------------------------------------
 
