@@ -278,55 +278,36 @@ class ResponseDecoder(_Base):
         self.usage: Usage | None = None
         self.position = 0
         self.is_error = False
-        self.push(self._document)
+        self.then(lambda kind, value, offset: self.each_member(
+            kind, offset, "the response body", self._member, self._end))
 
-    def _document(self, kind: int, value: Any, offset: int) -> None:
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "an object (the response body)", offset)
-        self.replace(self._key)
-
-    def _key(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.OBJECT_END:
-            self.pop()
-            self._end()
-            return
-        key = value
-
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if key in ("id", "model"):
-                self.read_value(kind, value, offset, lambda v: self._id_model(key, v))
-            elif key == "content":
-                if kind != tok.ARRAY_START:
-                    raise self.wrong_type(kind, "an array for content", offset)
-                self.push(self._element)
-            elif key == "stop_reason":
-                self.read_value(kind, value, offset, lambda v: setattr(self, "stop_reason", v))
-            elif key == "stop_sequence":
-                self.read_value(kind, value, offset, lambda v: setattr(self, "stop_sequence", v))
-            elif key == "usage":
-                self.read_value(kind, value, offset, self._usage)
-            elif key == "type":
-                self.read_value(kind, value, offset, lambda v: setattr(self, "is_error", v == "error"))
-            elif key == "role":
-                skip_value(self, kind, value, offset)
-            elif key == "error":
-                self.read_value(kind, value, offset, self._error)
-            else:
-                self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
-                    "$." + key, "message member has no canonical field"))
-        self.then(handler)
+    def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        if key in ("id", "model"):
+            self.read_value(kind, value, offset, lambda v: self._id_model(key, v))
+        elif key == "content":
+            self.each_object(kind, offset, "content", self._content_block)
+        elif key == "stop_reason":
+            self.read_value(kind, value, offset, lambda v: setattr(self, "stop_reason", v))
+        elif key == "stop_sequence":
+            self.read_value(kind, value, offset, lambda v: setattr(self, "stop_sequence", v))
+        elif key == "usage":
+            self.read_value(kind, value, offset, self._usage)
+        elif key == "type":
+            self.read_value(kind, value, offset, lambda v: setattr(self, "is_error", v == "error"))
+        elif key == "role":
+            skip_value(self, kind, value, offset)
+        elif key == "error":
+            self.read_value(kind, value, offset, self._error)
+        else:
+            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
+                "$." + key, "message member has no canonical field"))
 
     def _usage(self, value: Any) -> None:
         if isinstance(value, dict):
             self.usage = usage_from_anthropic(value, self.session)
 
-    def _element(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.pop()
-            return
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "an object for a content block", offset)
-        _ContentBlock(self, self.position).read()
+    def _content_block(self, offset: int) -> None:
+        _ContentBlock(self, self.position).read()  # installs its own reader
         self.position += 1
 
     def block_read(self, block: _ContentBlock) -> None:

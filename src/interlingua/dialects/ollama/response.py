@@ -81,41 +81,30 @@ class _Decoder(Decoder):
     # -- one document ---------------------------------------------------------------------
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "an object", offset)
+        self.pop()  # the document's reader takes its place
+        self.each_member(kind, offset, "the response", self._member, self._document_end)
         if self.ended:
             raise self.error("chunk after the done chunk", offset)
         self._reset()
-        self.replace(self._key)
 
-    def _key(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.OBJECT_END:
-            self.pop()
-            self._document_end()
-            return
-        key = value
-
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if key == "model":
-                self.read_value(kind, value, offset, self._model)
-            elif key == "message":
-                if kind != tok.OBJECT_START:
-                    raise self.wrong_type(kind, "an object for message", offset)
-                self.push(self._message_key)
-            elif key == "done":
-                self.read_value(kind, value, offset, lambda v: setattr(self, "done", bool(v)))
-            elif key == "done_reason":
-                self.read_value(kind, value, offset, lambda v: setattr(self, "reason", v))
-            elif key in _COUNTS:
-                self.read_value(kind, value, offset, lambda v: self.counts.__setitem__(key, v))
-            elif key == "error":
-                self.read_value(kind, value, offset, self._error)
-            elif key in _DURATIONS or key == "created_at":
-                self.read_raw(kind, value, offset, lambda raw: self._extension(key, raw))
-            else:
-                self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
-                    "$." + key, "response member has no canonical field"))
-        self.then(handler)
+    def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        if key == "model":
+            self.read_value(kind, value, offset, self._model)
+        elif key == "message":
+            self.each_member(kind, offset, "message", self._message_member)
+        elif key == "done":
+            self.read_value(kind, value, offset, lambda v: setattr(self, "done", bool(v)))
+        elif key == "done_reason":
+            self.read_value(kind, value, offset, lambda v: setattr(self, "reason", v))
+        elif key in _COUNTS:
+            self.read_value(kind, value, offset, lambda v: self.counts.__setitem__(key, v))
+        elif key == "error":
+            self.read_value(kind, value, offset, self._error)
+        elif key in _DURATIONS or key == "created_at":
+            self.read_raw(kind, value, offset, lambda raw: self._extension(key, raw))
+        else:
+            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
+                "$." + key, "response member has no canonical field"))
 
     def _model(self, value: Any) -> None:
         self.model = value
@@ -136,29 +125,19 @@ class _Decoder(Decoder):
         self.emit(Error("api_error", str(message)))
         self.errored = True
 
-    def _message_key(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.OBJECT_END:
-            self.pop()
-            return
-        key = value
-
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if key == "content":
-                self._string(kind, value, offset, Section.ASSISTANT_TEXT, key)
-            elif key == "thinking":
-                self._string(kind, value, offset, Section.ASSISTANT_REASONING, key)
-            elif key == "tool_calls":
-                if kind == tok.NULL:
-                    return
-                if kind != tok.ARRAY_START:
-                    raise self.wrong_type(kind, "an array for tool_calls", offset)
-                self.push(self._tool_element)
-            elif key == "role":
-                skip_value(self, kind, value, offset)
-            else:
-                self.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and self.session.lose(
-                    "$.message." + key, "message member has no canonical field"))
-        self.then(handler)
+    def _message_member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        if key == "content":
+            self._string(kind, value, offset, Section.ASSISTANT_TEXT, key)
+        elif key == "thinking":
+            self._string(kind, value, offset, Section.ASSISTANT_REASONING, key)
+        elif key == "tool_calls":
+            if kind != tok.NULL:
+                self.each_object(kind, offset, "tool_calls", self._tool_call)
+        elif key == "role":
+            skip_value(self, kind, value, offset)
+        else:
+            self.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and self.session.lose(
+                "$.message." + key, "message member has no canonical field"))
 
     def _string(self, kind: int, value: Any, offset: int, section: Section, what: str) -> None:
         if kind == tok.NULL:
@@ -181,16 +160,10 @@ class _Decoder(Decoder):
             self.block.close()
             self.block = None
 
-    def _tool_element(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.ARRAY_END:
-            self.pop()
-            return
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "an object for a tool call", offset)
+    def _tool_call(self, offset: int):
         self._close()
         self.tools += 1
-        call = {"attrs": {}, "block": None, "args": False}
-        self.push(self._tool_key(call))
+        return self._tool_key({"attrs": {}, "block": None, "args": False})
 
     def _tool_key(self, call: dict):
         def handler(kind: int, value: Any, offset: int) -> None:
