@@ -101,7 +101,7 @@ class _Base(Decoder):
     streaming = False
 
     def top_value(self, key: str, kind: int, value: Any, offset: int) -> None:
-        """The value of a top-level member of a body or a chunk."""
+        """The value of a top-level member of a body or a chunk (same members)."""
         if key == "choices":
             self.each_object(kind, offset, "choices", self._choice)
         elif key == "usage":
@@ -418,18 +418,10 @@ class StreamDecoder(_Base):
         self._stack = [self._document]
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "an object (a chunk)", offset)
+        self.pop()  # the chunk's reader takes its place
+        self.each_member(kind, offset, "a chunk", self.top_value)
         if self.ended:
             raise self.error("chunk after [DONE]", offset)
-        self.replace(self._chunk_key)
-
-    def _chunk_key(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.OBJECT_END:
-            self.pop()
-            return
-        key = value
-        self.then(lambda kind, value, offset: self.top_value(key, kind, value, offset))
 
     def _usage(self, value: Any) -> None:
         if isinstance(value, dict):
@@ -471,25 +463,16 @@ class ResponseDecoder(_Base):
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         super().__init__(emit, session)
         self.usage: Usage | None = None
-        self.push(self._document)
+        self.then(lambda kind, value, offset: self.each_member(
+            kind, offset, "the response body", self.top_value, self._body_end))
 
-    def _document(self, kind: int, value: Any, offset: int) -> None:
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "an object (the response body)", offset)
-        self.replace(self._key)
-
-    def _key(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.OBJECT_END:
-            self.pop()
-            if not self.errored:
-                self.start_message()
-            self.gate.release()
-            if self.usage is not None:
-                self.emit(self.usage)
-            self.emit(End())
-            return
-        key = value
-        self.then(lambda kind, value, offset: self.top_value(key, kind, value, offset))
+    def _body_end(self) -> None:
+        if not self.errored:
+            self.start_message()
+        self.gate.release()
+        if self.usage is not None:
+            self.emit(self.usage)
+        self.emit(End())
 
     def _usage(self, value: Any) -> None:
         if isinstance(value, dict):
