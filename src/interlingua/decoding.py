@@ -293,3 +293,39 @@ class BlockBuilder:
         else:
             self.emit(Block(self.section, self.message, self.last or b"", False, True, self.late or None))
         self.started = True
+
+
+def event_size(event: Event) -> int:
+    return len(getattr(event, "payload", b"")) + 64
+
+
+class Gate:
+    """Events that wait for what decides them: a message's ``role``, a
+    response's ``id``/``model`` (sources that sort keys put them after the
+    content). Until ``release()`` they go into a reorder-buffer hold, then
+    straight through ``emit``.
+    """
+
+    def __init__(self, emit: Callable[[Event], None], session: Session, reason: str) -> None:
+        self._emit = emit
+        self._session = session
+        self._reason = reason
+        self.open = False
+        self._hold = None
+
+    def __call__(self, event: Event) -> None:
+        if self.open:
+            self._emit(event)
+            return
+        if self._hold is None:
+            self._hold = self._session.reorder.hold(self._reason)
+        self._hold.append(event, event_size(event))
+
+    def release(self) -> None:
+        if self.open:
+            return
+        self.open = True
+        if self._hold is not None:
+            for event in self._hold.drain():
+                self._emit(event)
+            self._hold = None

@@ -40,7 +40,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .canonical import Usage
+from . import json as tok
+from .canonical import Block, Event, Section, Usage
 from .jsonwriter import dumps
 from .session import Session
 
@@ -224,8 +225,6 @@ class OpenFrame:
 
 # -- decoder helpers ------------------------------------------------------------------------
 
-from .canonical import Block, Event, Section  # noqa: E402
-from . import json as tok  # noqa: E402
 
 
 class BlockStream:
@@ -267,42 +266,6 @@ class BlockStream:
             attrs = {**(self.attrs or {}), **(late or {})}
             self.emit(Block(self.section, self.message, b"", True, True, attrs or None))
         self.started = True
-
-
-def event_size(event: Event) -> int:
-    return len(getattr(event, "payload", b"")) + 64
-
-
-class Gate:
-    """Events that may not pass before the ``MessageStart`` they follow.
-
-    Until ``release()``, events go into a reorder-buffer hold (a source that
-    puts ``id``/``model`` after the content, e.g. sorted keys).
-    """
-
-    def __init__(self, emit: Callable[[Event], None], session: Session, reason: str) -> None:
-        self._emit = emit
-        self._session = session
-        self._reason = reason
-        self.open = False
-        self._hold = None
-
-    def __call__(self, event: Event) -> None:
-        if self.open:
-            self._emit(event)
-            return
-        if self._hold is None:
-            self._hold = self._session.reorder.hold(self._reason)
-        self._hold.append(event, event_size(event))
-
-    def release(self) -> None:
-        if self.open:
-            return
-        self.open = True
-        if self._hold is not None:
-            for event in self._hold.drain():
-                self._emit(event)
-            self._hold = None
 
 
 class KeyFirst:

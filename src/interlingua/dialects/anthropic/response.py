@@ -42,13 +42,13 @@ from typing import Any, Callable
 
 from ... import json as tok
 from ...canonical import Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage, decode_escaped
-from ...decoding import Decoder
+from ...decoding import Gate, Decoder
 from ...encoding import Encoder
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
 from ...lifecycle import (
-    BlockStream, Deferred, Gate, KeyFirst, OpenFrame, finish_from, finish_to, merge_usage, skip_value, tool_id,
+    BlockStream, Deferred, KeyFirst, OpenFrame, finish_from, finish_to, merge_usage, skip_value, tool_id,
     usage_from_anthropic, usage_to_anthropic,
 )
 from ...session import Session

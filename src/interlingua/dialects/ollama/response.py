@@ -29,13 +29,13 @@ from typing import Any, Callable
 
 from ... import json as tok
 from ...canonical import Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage, decode_escaped
-from ...decoding import Decoder
+from ...decoding import Gate, Decoder
 from ...encoding import Encoder, MessageAssembler
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import FrameEnd, ndjson_line
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
-    BlockStream, Deferred, Gate, OpenFrame, finish_from, finish_to, merge_usage, skip_value, usage_from_ollama,
+    BlockStream, Deferred, OpenFrame, finish_from, finish_to, merge_usage, skip_value, usage_from_ollama,
     usage_to_ollama,
 )
 from ...session import Session

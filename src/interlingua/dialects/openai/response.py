@@ -37,13 +37,13 @@ from typing import Any, Callable
 
 from ... import json as tok
 from ...canonical import Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage
-from ...decoding import Decoder
+from ...decoding import Gate, Decoder
 from ...encoding import Encoder, MessageAssembler
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
-    BlockStream, Gate, KeyFirst, OpenFrame, finish_from, finish_to, merge_usage, skip_value, tool_id,
+    BlockStream, KeyFirst, OpenFrame, finish_from, finish_to, merge_usage, skip_value, tool_id,
     usage_from_openai, usage_to_openai,
 )
 from ...session import Session
