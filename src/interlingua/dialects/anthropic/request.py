@@ -38,7 +38,7 @@ from ...canonical import (
     REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, decode_escaped,
 )
-from ...decoding import BlockBuilder, Decoder
+from ...decoding import BlockBuilder, Decoder, Gate
 from ...encoding import Encoder, MessageAssembler
 from ...errors import JsonSyntaxError
 from ...jsonwriter import JsonWriter, dumps
@@ -181,24 +181,20 @@ class MessageReader:
         self.d = decoder
         self.index = index
         self.role = role
-        self._held = None
+        # blocks wait for the role (content before role: sorted keys)
+        self._gate = Gate(lambda block: decoder.emit(self._resolve(block)), decoder.session,
+                          "anthropic:content-before-role")
+        if role is not None:
+            self._gate.release()
 
     def emit(self, block: Block) -> None:
-        if self.role is None:
-            if self._held is None:
-                self._held = self.d.session.reorder.hold("anthropic:content-before-role")
-            self._held.append(block, len(block.payload) + 64)
-        else:
-            self.d.emit(self._resolve(block))
+        self._gate(block)
 
     def _set_role(self, role: Any, offset: int) -> None:
         if role not in _ROLE_TEXT_SECTION:
             raise self.d.error(f"unknown message role {role!r}", offset)
         self.role = role
-        if self._held is not None:
-            for block in self._held.drain():
-                self.d.emit(self._resolve(block))
-            self._held = None
+        self._gate.release()
 
     def _resolve(self, block: Block) -> Block:
         if not block.init:

@@ -29,7 +29,7 @@ from ...canonical import (
     REQUEST_LEVEL, Block, Control, Event, Extension, MessagesEnd, Section, SystemEnd, End,
     TOP_LEVEL_SYSTEM, decode_escaped,
 )
-from ...decoding import BlockBuilder, Decoder
+from ...decoding import BlockBuilder, Decoder, Gate
 from ...encoding import Encoder, MessageAssembler, MessageListBody
 from ...jsonwriter import JsonWriter, dumps
 from ...session import Session
@@ -122,28 +122,22 @@ class MessageReader:
         self.index = index
         self.role: str | None = None
         self.tool_call_id: str | None = None
-        self._held = None  # Hold of blocks waiting for the role
+        # blocks wait for the role (content before role: sorted keys)
+        self._gate = Gate(lambda block: decoder.emit(self._resolve(block)), decoder.session,
+                          "openai:content-before-role")
         self._open: BlockBuilder | None = None  # finished payload, not yet closed
 
     # -- where blocks go -----------------------------------------------------------
 
     def emit(self, block: Block) -> None:
         self._emitted = True
-        if self.role is None:
-            if self._held is None:
-                self._held = self.d.session.reorder.hold("openai:content-before-role")
-            self._held.append(block, len(block.payload) + 64)
-        else:
-            self.d.emit(self._resolve(block))
+        self._gate(block)
 
     def _set_role(self, role: Any, offset: int) -> None:
         if not isinstance(role, str):
             raise self.d.error("expected a string for role", offset)
         self.role = role
-        if self._held is not None:
-            for block in self._held.drain():
-                self.d.emit(self._resolve(block))
-            self._held = None
+        self._gate.release()
 
     def _resolve(self, block: Block) -> Block:
         """Give text (built as provisional ``user-text``) the section its role says.
