@@ -106,7 +106,7 @@ def test_decoded_events_of_the_full_client_body():
     # results are linked to calls by order and tool_name
     assert blocks[8][3] == {"tool_call_id": "call_ollama_2_0", "name": "add_two_numbers"}
     assert blocks[9][3] == {"tool_call_id": "call_ollama_2_1", "name": "add_two_numbers"}
-    assert blocks[10][3] == {}  # plain user text (no images follow)
+    assert blocks[10][3] == {"in_parts": True}  # user text is always in_parts: images may follow
     controls = {e.name: e.value for e in evs if type(e) is Control}
     assert controls["reasoning"] == {"effort": "high"}
     assert controls["max_output_tokens"] == 128
@@ -173,15 +173,17 @@ def test_big_text_and_image_stream_with_bounded_holds():
     assert t.reorder.high_water < 1024  # assistant text and images stream, nothing big is held
 
 
-def test_user_text_is_held_until_images_are_known():
+def test_user_text_streams_whatever_follows():
+    """User text is not held to learn whether images follow (it is always in_parts)."""
     text = "x" * 50000
     body = json.dumps({"model": "m", "messages": [{"role": "user", "content": text, "images": []}]}).encode()
     from interlingua import Transcoder
-    t = Transcoder("ollama", "ollama")
-    for piece in chunks(body, 4096):
-        t.feed(piece)
-    t.close()
-    assert t.reorder.report()["by_reason"]["ollama:text-before-images"] > 45000  # all but the last chunk (kept by the block builder)
+    t = Transcoder("ollama", "openai")
+    out = [t.feed(piece) for piece in chunks(body, 4096)]
+    out.append(t.close())
+    assert t.reorder.report()["high_water"] < 200
+    assert sum(len(o) for o in out[:-1]) > 45000  # written while the body arrives
+    assert json.loads(b"".join(out))["messages"][0]["content"] == [{"type": "text", "text": text}]
 
 
 def test_arguments_must_be_an_object():

@@ -13,12 +13,14 @@ Decoder decisions:
   ``key``) and gives the message's other blocks a ``role`` attr.
 * Blocks are emitted in wire order: content, then images (as the client
   writes them), thinking and tool calls where they come.
-* A user ``content`` is held (reorder buffer, reason
-  ``ollama:text-before-images``) until the next key of the message: if
-  ``images`` follow, the text gets ``in_parts`` (a message holding text and
-  images is a content-part list in openai/anthropic), else it is plain text.
-  Text of other roles streams. Content before ``role`` (sorted keys) is held
-  too (``ollama:content-before-role``).
+* User text always carries ``in_parts``: ``images`` may follow it (the
+  client writes them after ``content``) and a message holding text and
+  images is a content-part list in openai/anthropic. Marking every user
+  text so, rather than holding it until the message's next key shows
+  whether images follow, keeps the text streaming (the spike measured that
+  hold at 100 % of a long-text body); the cost is that an openai target gets
+  ``[{"type": "text", ...}]`` where a string would do. Content before
+  ``role`` (sorted keys) is held (``ollama:content-before-role``).
 * Images are ``user-image`` blocks, ``source: base64``; ``media_type`` is
   sniffed from the first bytes (png, jpeg, gif, webp) and absent otherwise.
 * Tool calls carry no id in ollama: the decoder generates
@@ -60,7 +62,7 @@ from ...canonical import (
     REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, decode_escaped,
 )
-from ...decoding import BlockBuilder, Decoder
+from ...decoding import BlockBuilder, Decoder, Gate
 from ...encoding import Encoder, MessageAssembler, MessageListBody
 from ...errors import SchemaError, TranscodeError
 from ...jsonwriter import JsonWriter, dumps
@@ -247,9 +249,9 @@ class MessageReader:
         self.d = decoder
         self.index = index
         self.role: str | None = None
-        self._held = None  # Hold of blocks waiting for the role / the images decision
-        self._text_pending = False  # user text waits: do images follow?
-        self._in_parts = False
+        # blocks wait for the role (content before role: sorted keys)
+        self._gate = Gate(lambda block: decoder.emit(self._resolve(block)), decoder.session,
+                          "ollama:content-before-role")
         self._open: BlockBuilder | None = None
         self._content: BlockBuilder | None = None
         self._tool_name: str | None = None
@@ -261,26 +263,7 @@ class MessageReader:
 
     def emit(self, block: Block) -> None:
         self._emitted = True
-        if self.role is None or self._text_pending:
-            if self._held is None:
-                reason = "ollama:content-before-role" if self.role is None else "ollama:text-before-images"
-                self._held = self.d.session.reorder.hold(reason)
-            self._held.append(block, len(block.payload) + 64)
-        else:
-            self.d.emit(self._resolve(block))
-
-    def _release(self) -> None:
-        if self.role is None or self._text_pending or self._held is None:
-            return
-        held, self._held = self._held, None
-        for block in held.drain():
-            self.d.emit(self._resolve(block))
-
-    def _decide_text(self, images_follow: bool) -> None:
-        if self._text_pending:
-            self._text_pending = False
-            self._in_parts = images_follow
-            self._release()
+        self._gate(block)
 
     def _resolve(self, block: Block) -> Block:
         """Content is built as provisional ``user-text``; give it the role's section,
@@ -295,7 +278,7 @@ class MessageReader:
                 payload = (b'"' if block.init else b"") + payload + (b'"' if block.fin else b"")
                 if block.init:
                     attrs = {**(attrs or {}), "role": role, "dialect": DIALECT, "key": "content"}
-            elif block.init and section is Section.USER_TEXT and self._in_parts:
+            elif block.init and section is Section.USER_TEXT:
                 attrs = {**(attrs or {}), "in_parts": True}
             return Block(section, block.message, payload, block.init, block.fin, attrs or None)
         if block.init and SECTION_ROLE.get(section, role) != role:
@@ -339,8 +322,6 @@ class MessageReader:
             d.pop()
             self._end(offset)
             return
-        if value not in ("images", "role"):  # role says nothing about images (sorted keys put it between)
-            self._decide_text(False)
         reader = {
             "role": self._role,
             "content": self._text_member("content"),
@@ -352,7 +333,6 @@ class MessageReader:
         d.then(reader)
 
     def _end(self, offset: int) -> None:
-        self._decide_text(False)
         if self.role is None:
             raise self.d.error("message without role", offset)
         if self.role == "tool" and self._content is None:
@@ -385,7 +365,7 @@ class MessageReader:
             if not isinstance(role, str):
                 raise self.d.error("expected a string for role", offset)
             self.role = role
-            self._release()
+            self._gate.release()
         self.d.read_value(kind, value, offset, done)
 
     def _tool_name_member(self, kind: int, value: Any, offset: int) -> None:
@@ -405,8 +385,6 @@ class MessageReader:
             if key == "content":
                 builder = self.builder(Section.USER_TEXT)
                 self._content = builder
-                if self.role is None or self.role == "user":
-                    self._text_pending = True
             else:
                 builder = self.builder(Section.ASSISTANT_REASONING)
 
@@ -422,7 +400,6 @@ class MessageReader:
     def _images(self, kind: int, value: Any, offset: int) -> None:
         path = f"$.messages[{self.index}].images"
         if kind == tok.NULL:
-            self._decide_text(False)
             self.d.extension(path, b"null", message=self.index, lossless=True)
             return
         self._image_count = 0
@@ -430,12 +407,10 @@ class MessageReader:
 
     def _images_end(self) -> None:
         if self._image_count == 0:
-            self._decide_text(False)
             self.d.extension(f"$.messages[{self.index}].images", b"[]", message=self.index, lossless=True)
 
     def _image_element(self, kind: int, value: Any, offset: int) -> None:
         self._image_count += 1
-        self._decide_text(True)
         image = ImageReader(self)
         self.d.read_string(kind, value, offset, image.fragment, "an image (base64)")
 
