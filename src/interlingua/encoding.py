@@ -117,6 +117,7 @@ class MessageAssembler:
         self.reason = reason
         self._members: dict[str, _Member] = {}
         self._streaming: _Member | None = None
+        self._ended: set[str] = set()  # members closed early (end_member)
         self._late_scalars: Hold | None = None
         out.begin_object()
 
@@ -142,6 +143,8 @@ class MessageAssembler:
         Arrays and objects: write elements/members with the writer's methods.
         Strings: write escaped fragments with ``writer.write``.
         """
+        if key in self._ended:
+            raise RuntimeError(f"member {key!r} was ended; the encoder must not write to it again")
         member = self._members.get(key)
         if member is None:
             if self._streaming is None:
@@ -161,6 +164,21 @@ class MessageAssembler:
 
     def has(self, key: str) -> bool:
         return key in self._members
+
+    def ended(self, key: str) -> bool:
+        return key in self._ended
+
+    def end_member(self, key: str) -> None:
+        """No more data goes to ``key``: if it is the streaming member, close it
+        now, so that the next member streams instead of being held."""
+        member = self._members.get(key)
+        if member is None or member is not self._streaming:
+            return
+        if member.opener in _CONTAINERS:
+            self.out._first.pop()
+        self.out.write(_CLOSERS[member.opener])
+        self._streaming = None
+        self._ended.add(key)
 
     def close(self) -> None:
         out = self.out

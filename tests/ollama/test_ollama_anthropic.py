@@ -85,7 +85,9 @@ def test_anthropic_events_to_ollama():
     assert body["messages"] == [
         {"role": "system", "content": "Be brief."},
         {"role": "system", "content": "Use tools."},  # top-level system blocks: one message each
-        {"role": "user", "content": "Look at this\n\nand this", "images": [PNG_B64.decode()]},
+        # text after an image goes on in a following message (the images stream)
+        {"role": "user", "content": "Look at this", "images": [PNG_B64.decode()]},
+        {"role": "user", "content": "and this"},
         {"role": "assistant", "thinking": "thinking hard", "content": "Calling tools",
          "tool_calls": [{"function": {"arguments": {"city": "Paris"}, "name": "weather"}},
                         {"function": {"arguments": {"city": "Tokyo"}, "name": "weather"}}]},
@@ -99,7 +101,7 @@ def test_anthropic_events_to_ollama():
                                                                "parameters": {"type": "object"}}}]
     reasons = [l.reason for l in session.losses]
     for what in ("without fetching", "thinking signature", "redacted thinking", "carry no id",
-                 "is_error", "user-document", "cache_control", "budget_tokens", "joined"):
+                 "is_error", "user-document", "cache_control", "budget_tokens", "text after an image"):
         assert any(what in r for r in reasons), what
     assert session.reorder.report()["by_reason"]["ollama:messages-before-system"] > 0
 

@@ -110,16 +110,17 @@ def test_openai_client_body_to_ollama(size):
     body = openai_client_body()
     out, losses = run(body, "openai", "ollama", size)
     o = json.loads(out)
-    assert o["messages"][1] == {"role": "user", "content": "first\n\nsecond",
+    # the images stream after the text; text after an image goes on in a following message
+    assert o["messages"][1] == {"role": "user", "content": "first",
                                 "images": [base64.b64encode(PNG_1PX).decode()]}
-    assert o["messages"][2]["tool_calls"] == [{"function": {"name": "weather", "arguments": {"city": "Paris"}}}]
-    assert o["messages"][3] == {"role": "tool", "content": "sunny", "tool_name": "weather"}
+    assert o["messages"][2] == {"role": "user", "content": "second"}
+    assert o["messages"][3]["tool_calls"] == [{"function": {"name": "weather", "arguments": {"city": "Paris"}}}]
+    assert o["messages"][4] == {"role": "tool", "content": "sunny", "tool_name": "weather"}
     assert o["options"] == {"num_predict": 50, "stop": ["END"], "temperature": 0.5, "seed": 3}
     assert o["format"] == "json" and o["think"] == "low" and o["stream"] is False
     assert sorted(l.reason for l in losses) == [
         "ollama tool calls carry no id (results are linked by order and tool_name)",
-        "several text blocks joined into one ollama content",
-        "text after an image: ollama puts images after the text"]
+        "text after an image: moved to a following ollama message"]
 
 
 def test_openai_to_ollama_and_back_keeps_text_and_images():
@@ -129,10 +130,11 @@ def test_openai_to_ollama_and_back_keeps_text_and_images():
     b, o = json.loads(back), json.loads(body)
     assert image_bytes_of_openai(b) == image_bytes_of_openai(o) == [PNG_1PX]
     # ids are regenerated (loss recorded on the way in), arguments compare as JSON
-    assert b["messages"][2]["tool_calls"][0]["id"] == "call_ollama_2_0"
-    assert b["messages"][3]["tool_call_id"] == "call_ollama_2_0"
-    assert json.loads(b["messages"][2]["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}
-    assert b["messages"][1]["content"][0] == {"type": "text", "text": "first\n\nsecond"}
+    assert b["messages"][3]["tool_calls"][0]["id"] == "call_ollama_3_0"
+    assert b["messages"][4]["tool_call_id"] == "call_ollama_3_0"
+    assert json.loads(b["messages"][3]["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}
+    assert b["messages"][1]["content"][0] == {"type": "text", "text": "first"}
+    assert b["messages"][2]["content"] == [{"type": "text", "text": "second"}]
     assert b["max_completion_tokens"] == 50 and b["stop"] == ["END"] and b["reasoning_effort"] == "low"
     assert losses == []
 

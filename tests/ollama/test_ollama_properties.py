@@ -223,6 +223,11 @@ openai_parts = st.one_of(
         "url": f"data:{m[0]};base64,{base64.b64encode(m[1]).decode()}"}}, _MEDIA),
     st.builds(lambda u: {"type": "image_url", "image_url": {"url": "https://h/" + u}}, names),
 )
+def _text_after_image(parts: list) -> bool:
+    kinds = [p["type"] for p in parts if not (p["type"] == "image_url" and "https:" in p["image_url"]["url"])]
+    return "image_url" in kinds and "text" in kinds[kinds.index("image_url"):]
+
+
 openai_calls = st.lists(st.builds(
     lambda i, n, a: {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}},
     st.integers(0, 99), names, json_objects), min_size=1, max_size=3, unique_by=lambda c: c["id"])
@@ -230,9 +235,11 @@ openai_messages = st.one_of(
     st.builds(lambda t: {"role": "system", "content": t}, texts),
     st.builds(lambda t: {"role": "developer", "content": t}, texts),
     st.builds(lambda t: {"role": "user", "content": t}, texts),
-    # not only https images: a message ollama cannot carry at all would shift the indexes
+    # not only https images: a message ollama cannot carry at all would shift the indexes;
+    # no text after an image: it goes on in a following ollama message, which shifts them
+    # too (pinned by rpt/mixed-content and rpt/image-before-text instead)
     st.builds(lambda p: {"role": "user", "content": p}, st.lists(openai_parts, min_size=1, max_size=4).filter(
-        lambda parts: any("https:" not in json.dumps(p) for p in parts))),
+        lambda parts: any("https:" not in json.dumps(p) for p in parts) and not _text_after_image(parts))),
     st.builds(lambda t: {"role": "assistant", "content": t}, texts),
     st.builds(lambda t, c: {"role": "assistant", "content": t, "tool_calls": c}, st.none() | texts, openai_calls),
     st.builds(lambda i, t: {"role": "tool", "tool_call_id": f"call_{i}", "content": t}, st.integers(0, 99), texts),

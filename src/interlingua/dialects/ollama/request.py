@@ -555,6 +555,13 @@ class RequestEncoder(Encoder):
     ``options`` members until the end (``ollama:options``; sources scatter
     sampling settings across the body, ollama groups them); message members
     after the first (``ollama:member-order``, MessageAssembler).
+
+    Images never wait for the text: the first image ends ``content`` (it is
+    complete when images follow it in every source's order) and the images
+    stream. Text after an image (an openai/anthropic part list ``[text,
+    image, text]``) goes on in a following message of the same role, a
+    recorded loss; text that comes only after the images (``[image, text]``)
+    is held instead -- it is usually the smaller of the two.
     """
 
     dialect = DIALECT
@@ -724,9 +731,14 @@ class RequestEncoder(Encoder):
                 self.session.lose(self._where(block), "tool result is_error has no ollama field")
         if attrs.get("empty"):
             return (lambda data: None), (lambda late: self._text_close(block, msg, attrs, late))
-        count = msg.texts.get(key, 0)
-        if msg.has_image and key == "content" and self.session.source != DIALECT:
+        if key == "content" and msg.asm.ended("content"):
+            # content ended when the images began (so that they stream): more text
+            # goes on in a following message of the same role
+            self.session.lose(self._where(block), "text after an image: moved to a following ollama message")
+            msg = self._open_message(block.message, role)
+        elif msg.has_image and key == "content" and self.session.source != DIALECT:
             self.session.lose(self._where(block), "text after an image: ollama puts images after the text")
+        count = msg.texts.get(key, 0)
         w = msg.asm.member(key, b'"')
         if count:
             self.session.lose(self._where(block), f"several text blocks joined into one ollama {key}")
@@ -762,6 +774,8 @@ class RequestEncoder(Encoder):
         if "detail" in attrs:
             self.session.lose(self._where(block), "image detail has no ollama field")
         msg = self._message_for(block, role)
+        if not msg.has_image:
+            msg.asm.end_member("content")  # the text is complete: let the images stream
         msg.has_image = True
         w = msg.asm.member("images", b"[")
         w._separate()
