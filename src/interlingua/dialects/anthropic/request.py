@@ -296,7 +296,8 @@ class BlockReader:
         self.slot = slot
         self.type: str | None = None
         self.block: BlockBuilder | None = None
-        self.deferred: list[tuple[str, bytes]] = []  # members seen before the type
+        # members seen before the type (sorted keys), held until it comes
+        self.deferred = self.d.session.reorder.hold("anthropic:members-before-type")
         self.raw_members: list[bytes] = []  # members of a block carried raw
         self.result: ResultReader | None = None
 
@@ -346,7 +347,7 @@ class BlockReader:
         if self.type is None and key in _TYPE_OF_PAYLOAD and not self.deferred:
             self.type = _TYPE_OF_PAYLOAD[key]
         if self.type is None:
-            d.then(lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.deferred.append((key, raw))))
+            d.then(lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.deferred.append((key, raw), len(raw))))
         elif self.result is not None and key == "content":
             if self.result.has_id:
                 d.then(self.result.on_content)
@@ -364,12 +365,11 @@ class BlockReader:
         if self.type == "tool_result" and not self.slot.in_result:
             self.result = ResultReader(self)
         # small members first: attributes must ride on the first fragment where possible
-        for key, raw in sorted(self.deferred, key=lambda item: item[0] in _PAYLOAD_KEYS):
+        for key, raw in sorted(self.deferred.drain(), key=lambda item: item[0] in _PAYLOAD_KEYS):
             if key == "content" and self.result is not None:
                 self.d.replay(self.result.on_content, raw)
             else:
                 self.d.replay(self.member(key), raw)
-        self.deferred.clear()
 
     def member(self, key: str):
         """The reader of member ``key`` of a block whose type is known."""
@@ -417,7 +417,7 @@ class BlockReader:
             return
         if self.result is not None:
             if self.result.deferred is not None:
-                self.d.replay(self.result.on_content, self.result.deferred)
+                self.d.replay(self.result.on_content, self.result.deferred.take_bytes())
             self.result.end()
             return
         builder = self._builder()
@@ -437,7 +437,11 @@ class SourceReader:
         self.d = block.d
         self.builder = builder
 
-    deferred: bytes | None = None  # ``data`` seen before the source's type / media type
+    deferred = None  # Hold of ``data`` seen before the source's type / media type
+
+    def _defer(self, raw: bytes) -> None:
+        self.deferred = self.d.session.reorder.hold("anthropic:data-before-media-type")
+        self.deferred.write(raw)
 
     def _known(self) -> bool:
         attrs = self.builder.attrs
@@ -449,12 +453,13 @@ class SourceReader:
             d.pop()
             if self.deferred is not None:
                 # sorted keys put data before type and media_type; every target needs those
-                # first (a data URL prefix), so the data (bounded by max_value_bytes) waits
-                d.replay(lambda k, v, o: d.read_string(k, v, o, self.builder.fragment, "data"), self.deferred)
+                # first (a data URL prefix), so the data waits (in the reorder buffer)
+                d.replay(lambda k, v, o: d.read_string(k, v, o, self.builder.fragment, "data"),
+                         self.deferred.take_bytes())
             return
         key = value
         if key == "data" and not self._known():
-            d.then(lambda k, v, o: d.read_raw(k, v, o, lambda raw: setattr(self, "deferred", raw)))
+            d.then(lambda k, v, o: d.read_raw(k, v, o, self._defer))
         elif key in ("data", "url"):
             if key == "url" and "source" not in self.builder.attrs and "source" not in self.builder.late:
                 self.builder.set("source", "url")  # tells the encoder the payload key early
@@ -487,10 +492,11 @@ class ResultReader:
 
     in_result = True
     has_id = False
-    deferred: bytes | None = None  # content read before tool_use_id
+    deferred = None  # Hold of the content read before tool_use_id
 
     def defer(self, raw: bytes) -> None:
-        self.deferred = raw
+        self.deferred = self.d.session.reorder.hold("anthropic:content-before-tool-use-id")
+        self.deferred.write(raw)
 
     def set_id(self, call_id: Any) -> None:
         self.has_id = True
