@@ -4,6 +4,7 @@
     python3 dev.py demo     # transcode the shipped sample request, show its canonical blocks
     python3 dev.py test     # the whole test suite
     python3 dev.py bench    # the benchmarks (bench/)
+    python3 dev.py spike    # the buffering measurement (spike/REPORT.md)
 """
 
 import os
@@ -15,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PYTHON = VENV / "bin" / "python"
-EXTRAS = {"demo": "", "test": "[test]", "bench": "[test,bench]"}
+EXTRAS = {"demo": "", "test": "[test]", "bench": "[test,bench]", "spike": "[test,bench]"}
 
 
 def ensure_venv(extra: str) -> None:
@@ -40,6 +41,8 @@ def main() -> int:
         return subprocess.call([str(PYTHON), "-m", "interlingua", "demo"])
     if command == "test":
         return subprocess.call([str(PYTHON), "-m", "pytest", "tests", *sys.argv[2:]])
+    if command == "spike":
+        return subprocess.call([str(PYTHON), "-m", "spike", *sys.argv[2:]])
     return subprocess.call([str(PYTHON), "-m", "pytest", "bench", "--benchmark-only", *sys.argv[2:]])
 
 
