@@ -39,7 +39,7 @@ def _lines(data: bytes) -> list[bytes]:
     for line in data.split(b"\n"):
         if line.startswith(b"data: "):
             line = line[6:]
-        if line and line[:1] in (b"{", b"["):
+        if line[:1] in (b"{", b"[") and line != b"[DONE]":  # openai's end marker is not JSON
             out.append(line)
     return out
 
