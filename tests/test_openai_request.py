@@ -5,8 +5,6 @@ from __future__ import annotations
 import inspect
 import json
 
-import httpx2
-import openai
 import pytest
 from hypothesis import given, strategies as st
 from openai.resources.chat.completions import Completions
@@ -14,6 +12,7 @@ from openai.resources.chat.completions import Completions
 from interlingua import Decoder, Transcoder
 from interlingua.dialects.openai import controls
 
+from official_clients import openai_request
 from rpt import coalesce
 
 
@@ -24,20 +23,7 @@ def test_every_create_parameter_is_classified():
     assert params - known == set(), "classify these in dialects/openai/controls.py"
 
 
-def capture_openai(**create_kwargs) -> bytes:
-    """The exact body the official client sends."""
-    seen = []
-
-    def handler(request):
-        seen.append(request.read())
-        return httpx2.Response(200, json={
-            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]})
-
-    client = openai.OpenAI(api_key="k", base_url="http://test/v1",
-                           http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
-    client.chat.completions.create(**create_kwargs)
-    return seen[0]
+capture_openai = openai_request
 
 
 CLIENT_REQUESTS = {

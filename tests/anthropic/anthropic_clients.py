@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-import anthropic
-import httpx2
-import openai
+from official_clients import anthropic_request, openai_request
+
 
 _ANTHROPIC_REPLY = {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m",
                     "stop_reason": "end_turn", "stop_sequence": None,
@@ -16,30 +15,8 @@ _OPENAI_REPLY = {"id": "c1", "object": "chat.completion", "created": 0, "model":
                               "message": {"role": "assistant", "content": "ok"}}]}
 
 
-def anthropic_body(**kwargs) -> bytes:
-    """The exact bytes ``anthropic.Anthropic().messages.create(**kwargs)`` sends."""
-    bodies: list[bytes] = []
-
-    def handler(request):
-        bodies.append(request.content)
-        return httpx2.Response(200, json=_ANTHROPIC_REPLY)
-
-    client = anthropic.Anthropic(api_key="k", http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
-    client.messages.create(**kwargs)
-    return bodies[0]
-
-
-def openai_body(**kwargs) -> bytes:
-    """The exact bytes ``openai.OpenAI().chat.completions.create(**kwargs)`` sends."""
-    bodies: list[bytes] = []
-
-    def handler(request):
-        bodies.append(request.content)
-        return httpx2.Response(200, json=_OPENAI_REPLY)
-
-    client = openai.OpenAI(api_key="k", http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
-    client.chat.completions.create(**kwargs)
-    return bodies[0]
+anthropic_body = anthropic_request
+openai_body = openai_request
 
 
 def send_anthropic(body: bytes) -> dict:

@@ -13,7 +13,6 @@ import json
 
 from hypothesis import given, strategies as st
 
-from anthropic_util import run
 from interlingua import Transcoder
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30)

@@ -6,13 +6,12 @@ import inspect
 import json
 import typing
 
-import anthropic
 import pytest
 from anthropic.resources.messages import Messages
 from anthropic.types import MessageCreateParams
 from pydantic import TypeAdapter
 
-from interlingua import LossError, Options, Section, decode
+from interlingua import Section, decode
 from interlingua.canonical import TOP_LEVEL_SYSTEM, Block, Control, SystemEnd
 from interlingua.dialects.anthropic import controls
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from official_clients import ollama_request, openai_request
+
 import json
 
-import httpx
-import httpx2
 
 from interlingua import Options, decode, transcode
 from interlingua.canonical import Block, PAYLOAD_FORM, PayloadForm
@@ -16,39 +16,8 @@ PNG_1PX = bytes.fromhex(
 JPEG_HEAD = bytes.fromhex("ffd8ffe000104a46494600010100000100010000ffdb0043000302020302020303")
 
 
-def capture_ollama(**kwargs) -> bytes:
-    """The exact body ``ollama.Client.chat(**kwargs)`` sends (httpx MockTransport)."""
-    import ollama
-
-    bodies: list[bytes] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        bodies.append(request.content)
-        return httpx.Response(200, json={"model": "m", "created_at": "2024-01-01T00:00:00Z",
-                                         "message": {"role": "assistant", "content": "ok"}, "done": True})
-
-    client = ollama.Client(transport=httpx.MockTransport(handler))  # kwargs reach httpx.Client
-    result = client.chat(**kwargs)
-    if kwargs.get("stream"):
-        list(result)  # the request is sent when the stream is consumed
-    return bodies[0]
-
-
-def capture_openai(**kwargs) -> bytes:
-    import openai
-
-    bodies: list[bytes] = []
-
-    def handler(request):
-        bodies.append(request.content)
-        return httpx2.Response(200, json={
-            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": "ok"}}]})
-
-    client = openai.OpenAI(api_key="k", http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
-    client.chat.completions.create(**kwargs)
-    return bodies[0]
+capture_ollama = ollama_request
+capture_openai = openai_request
 
 
 def chunks(body: bytes, size: int) -> list[bytes]:

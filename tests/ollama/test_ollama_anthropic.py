@@ -16,7 +16,7 @@ from interlingua.canonical import (
     REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, MessagesEnd, Section, SystemEnd, escape_text,
 )
 from interlingua.dialects.ollama import RequestEncoder
-from interlingua.session import Options, Session
+from interlingua.session import Session
 from ollama_helpers import PNG_1PX, events
 from test_ollama_request import full_client_body
 

@@ -8,7 +8,6 @@ tests check the semantics."""
 import json, sys
 _HERE = __import__("pathlib").Path(__file__).resolve().parent
 sys.path[:0] = [str(_HERE.parent.parent / "src"), str(_HERE.parent), str(_HERE)]
-from pathlib import Path
 from interlingua import Transcoder, Options
 import clients as C
 from rpt import generate
@@ -101,7 +100,6 @@ for size, label, frames in ((10240, "10k", ["1", "7", "64", "whole"]), (102400, 
     # a stream whose deltas are exactly the pieces
     body = C.anthropic_stream(text="".join(parts), piece=10**9)
     # rebuild with one delta per piece
-    import re
     start = body.index(b"event: content_block_delta")
     end = body.index(b"event: content_block_stop")
     deltas = "".join(C._sse("content_block_delta", {"type": "content_block_delta", "index": 0,

@@ -9,7 +9,7 @@ from interlingua import Decoder, Transcoder
 from interlingua.canonical import Block, Section
 from interlingua.framing import split_stream_events
 
-from clients import FINALS, _sse
+from clients import _sse
 
 CITATION = {"type": "web_search_result_location", "url": "https://e.x/a", "title": "A",
             "encrypted_index": "Eo8B", "cited_text": "sky is blue"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from interlingua import Options, Transcoder
+from interlingua import Transcoder
 
 from clients import FINALS, SOURCES, anthropic_stream
 

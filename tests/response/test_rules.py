@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from interlingua import Decoder, Options, Transcoder, TranscodeError, TruncatedInputError
-from interlingua.canonical import Block, End, Error, Finish, Section, Usage
+from interlingua.canonical import Block, Usage
 from interlingua.framing import split_stream_events
 
 from clients import FINALS, anthropic_stream, openai_stream, ollama_stream
