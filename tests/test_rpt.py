@@ -118,7 +118,30 @@ def test_cross(source_path, target_path):
             first = out
             assert _json_values(out, target.kind) == _json_values(expected, target.kind)
             paths = [loss.path for loss in transcoder.losses]
-            for want in target.losses:
+            for want in target.losses_from(source.dialect):
                 assert any(p.startswith(want) for p in paths), f"no loss at {want}: {paths}"
         else:
             assert out == first, f"frame {frame} differs"
+
+
+# -- the runner's own rules (rpt/README.md) ------------------------------------------------------
+
+
+def test_loss_lines_apply_to_their_source(tmp_path):
+    from rpt import parse_wire
+
+    path = tmp_path / "anthropic.request.rpt"
+    path.write_text("body\n{}\nend\nloss $.a\nloss from ollama $.b\n", encoding="utf-8")
+    script = parse_wire(path)
+    assert script.losses_from("ollama") == ["$.a", "$.b"]
+    assert script.losses_from("openai") == ["$.a"]
+
+
+def test_tool_call_arguments_compare_as_json():
+    from interlingua.canonical import Block, Section
+
+    got = [Block(Section.TOOL_CALL, 0, b'{\\"a\\":1}', True, True, {"id": "c"})]
+    assert matches_canonical(got, [{"block": "tool-call", "text": '{"a": 1}'}]) == []
+    assert matches_canonical(got, [{"block": "tool-call", "text": '{"a": 2}'}]) != []
+    text = [Block(Section.USER_TEXT, 0, b'{\\"a\\":1}', True, True, None)]
+    assert matches_canonical(text, [{"block": "user-text", "text": '{"a": 1}'}]) != []
