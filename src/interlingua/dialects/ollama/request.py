@@ -714,14 +714,19 @@ class RequestEncoder(Encoder):
             if attrs.get("redacted"):
                 self._lose_block(block, "redacted thinking cannot be carried")
                 return None
-            if attrs.get("signature"):
-                self.session.lose(self._where(block), "thinking signature has no ollama field")
+            self._lose_signature(block, attrs)
             return self._text(block, attrs, role, "thinking")
         if s is Section.USER_IMAGE:
             return self._image(block, attrs, role)
         if s is Section.TOOL_CALL:
             return self._tool_call(block, attrs, role)
         return None
+
+    def _lose_signature(self, block: Block, attrs: dict) -> None:
+        # anthropic writes the signature after the thinking: it usually comes
+        # as a late attr on the block's last fragment, so both places check
+        if block.section is Section.ASSISTANT_REASONING and attrs.get("signature"):
+            self.session.lose(self._where(block), "thinking signature has no ollama field")
 
     def _text(self, block: Block, attrs: dict, role: str, key: str):
         msg = self._message_for(block, role)
@@ -751,6 +756,7 @@ class RequestEncoder(Encoder):
         # so the output bytes do not depend on how the input was cut.
         if late:
             self._check_attrs(block, late)
+            self._lose_signature(block, late)
         if block.section is Section.TOOL_RESULT:
             self._result_name(block, msg, {**attrs, **late})
 
