@@ -152,32 +152,35 @@ def encode(controls: dict[str, list[Control]], session) -> list[tuple[str, bytes
     * ``temperature``, ``top_p``, ``top_k``: not declared by the installed client
       (``messages.create`` has no such parameter): recorded losses;
     * ``max_tokens`` is required: ``Options.default_max_tokens`` when absent.
+    * a control given twice (openai ``max_completion_tokens`` and the legacy
+      ``max_tokens``): the first value wins, another value is a recorded loss
+      (as in the ollama encoder); ``reasoning`` values merge instead.
     """
     out: list[tuple[str, bytes]] = []
-    last = {name: items[-1] for name, items in controls.items()}
-    for name, control in last.items():
+    given = {name: _first(items, session) for name, items in controls.items() if name != "reasoning"}
+    for name, control in given.items():
         key = _SAME.get(name)
         if key is None:
             continue
         out.append((key, dumps(control.value)))
-    if "max_output_tokens" not in last:
+    if "max_output_tokens" not in given:
         out.append(("max_tokens", dumps(session.options.default_max_tokens)))
-    if "stop" in last:
-        stop = last["stop"].value
+    if "stop" in given:
+        stop = given["stop"].value
         out.append(("stop_sequences", dumps([stop] if isinstance(stop, str) else stop)))
-    _tool_choice(last, session, out)
-    _reasoning(controls.get("reasoning", []), last, session, out)
-    if "user" in last:
-        out.append(("metadata", dumps({"user_id": last["user"].value})))
-    if "service_tier" in last:
-        tier = {"default": "standard_only", "auto": "auto"}.get(last["service_tier"].value)
+    _tool_choice(given, session, out)
+    _reasoning(controls.get("reasoning", []), given, session, out)
+    if "user" in given:
+        out.append(("metadata", dumps({"user_id": given["user"].value})))
+    if "service_tier" in given:
+        tier = {"default": "standard_only", "auto": "auto"}.get(given["service_tier"].value)
         if tier is None:
-            _lose(session, last["service_tier"], "service tier has no anthropic equivalent")
+            _lose(session, given["service_tier"], "service tier has no anthropic equivalent")
         else:
             out.append(("service_tier", dumps(tier)))
     handled = set(_SAME) | {"stop", "tool_choice", "parallel_tool_calls", "reasoning", "response_format",
                             "user", "service_tier"}
-    for name, control in last.items():
+    for name, control in given.items():
         if name in handled:
             continue
         if name in _UNDECLARED:
@@ -191,15 +194,23 @@ def encode(controls: dict[str, list[Control]], session) -> list[tuple[str, bytes
     return out
 
 
+def _first(items: list[Control], session) -> Control:
+    """The control written of several with one name; the others are losses unless equal."""
+    for other in items[1:]:
+        if other.value != items[0].value:
+            _lose(session, other, f"a second value for {other.name!r} (the first is kept)")
+    return items[0]
+
+
 def _lose(session, control: Control, reason: str) -> None:
     where = f"$.{control.key}" if control.key else control.name
     session.lose(where, reason, dialect=control.dialect)
 
 
-def _tool_choice(last: dict, session, out: list) -> None:
+def _tool_choice(given: dict, session, out: list) -> None:
     choice = None
-    if "tool_choice" in last:
-        value = last["tool_choice"].value or {}
+    if "tool_choice" in given:
+        value = given["tool_choice"].value or {}
         kind = value.get("type")
         if kind in ("auto", "none"):
             choice = {"type": kind}
@@ -208,8 +219,8 @@ def _tool_choice(last: dict, session, out: list) -> None:
         elif kind == "tool":
             choice = {"type": "tool", "name": value.get("name")}
         else:
-            _lose(session, last["tool_choice"], "tool choice has no anthropic form")
-    parallel = last.get("parallel_tool_calls")
+            _lose(session, given["tool_choice"], "tool choice has no anthropic form")
+    parallel = given.get("parallel_tool_calls")
     if parallel is not None and parallel.value is False:
         if choice is None:
             choice = {"type": "auto"}
@@ -221,7 +232,7 @@ def _tool_choice(last: dict, session, out: list) -> None:
         out.append(("tool_choice", dumps(choice)))
 
 
-def _reasoning(items: list[Control], last: dict, session, out: list) -> None:
+def _reasoning(items: list[Control], given: dict, session, out: list) -> None:
     merged: dict = {}
     for control in items:
         if isinstance(control.value, dict):
@@ -246,17 +257,17 @@ def _reasoning(items: list[Control], last: dict, session, out: list) -> None:
         thinking = {"type": "enabled", "budget_tokens": merged["budget_tokens"]}
     elif items:
         _lose(session, items[-1], "reasoning setting has no anthropic form")
-    if "response_format" in last:
-        fmt = last["response_format"].value or {}
+    if "response_format" in given:
+        fmt = given["response_format"].value or {}
         kind = fmt.get("type")
         if kind == "json_schema":
             output_config["format"] = {"type": "json_schema", "schema": fmt.get("schema")}
             for extra in ("name", "description", "strict"):
                 if extra in fmt:
-                    _lose(session, last["response_format"],
+                    _lose(session, given["response_format"],
                           f"json_schema {extra!r} has no anthropic field")
         elif kind != "text":
-            _lose(session, last["response_format"], f"response format {kind!r} has no anthropic form")
+            _lose(session, given["response_format"], f"response format {kind!r} has no anthropic form")
     if thinking is not None:
         out.append(("thinking", dumps(thinking)))
     if output_config:
