@@ -658,7 +658,9 @@ class RequestEncoder(Encoder):
       tool_calls) is not written (anthropic rejects empty text blocks).
     * reasoning of another dialect without a signature cannot be replayed:
       a recorded loss. A refusal becomes assistant text plus a recorded loss.
-    * tool-call arguments of another dialect: see ``_Arguments``.
+    * tool-call arguments of another dialect: see ``_Arguments``. A call
+      without id (openai legacy ``function_call``) gets a made-up id (a
+      recorded loss); a result without id answers the oldest such call.
     * controls of other dialects are gathered (held) and mapped at the end:
       see ``controls.encode``.
     """
@@ -684,6 +686,7 @@ class RequestEncoder(Encoder):
         self._system_plain = True
         self._controls = session.reorder.hold("anthropic:foreign-controls")
         self._pending_ext: list[Extension] = []
+        self._unanswered: list[str] = []  # ids made up for calls without one, not yet answered
         self._ended = False
         self.out.begin_object()
 
@@ -930,7 +933,9 @@ class RequestEncoder(Encoder):
                 tail += b',"id":' + dumps(every["id"])
             else:
                 self._lose_block(block, "tool call without id; an id is made up")
-                tail += b',"id":' + dumps(f"toolu_missing_{block.message}")
+                made_up = f"toolu_missing_{block.message}"
+                self._unanswered.append(made_up)
+                tail += b',"id":' + dumps(made_up)
             tail += b',"name":' + dumps(every.get("name", ""))
             w.write(tail + self._members(block, "tool_use", every) + b"}")
         return write, close
@@ -945,6 +950,10 @@ class RequestEncoder(Encoder):
         w = result.writer
         tail = b"]" if result.array else b""
         attrs = result.attrs
+        if result.id is None and self._unanswered:
+            # a result without id (openai legacy function message) answers the
+            # oldest call without id (legacy function_call): anthropic links by id
+            result.id = self._unanswered.pop(0)
         if result.id is not None and not result.id_written:
             tail += b',"tool_use_id":' + dumps(result.id)
         w.write(tail + self._members_result(attrs) + b"}")
