@@ -954,7 +954,12 @@ class RequestEncoder(Encoder):
             # a result without id (openai legacy function message) answers the
             # oldest call without id (legacy function_call): anthropic links by id
             result.id = self._unanswered.pop(0)
-        if result.id is not None and not result.id_written:
+        elif result.id is None:
+            # anthropic requires tool_use_id: write a placeholder, and say so
+            result.id = f"toolu_unlinked_{result.index}"
+            self.session.lose(f"$.messages[{result.index}]",
+                              "tool result linked to no call: anthropic requires tool_use_id (placeholder written)")
+        if not result.id_written:
             tail += b',"tool_use_id":' + dumps(result.id)
         w.write(tail + self._members_result(attrs) + b"}")
 
