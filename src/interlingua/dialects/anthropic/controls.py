@@ -16,6 +16,7 @@ anthropic encoder, mapped by every other one.
 Canonical ``reasoning`` values: ``{"effort": e}`` (output_config.effort,
 openai reasoning_effort), ``{"enabled": true, "budget_tokens": n}``,
 ``{"enabled": true, "adaptive": true}``, ``{"enabled": false}`` (thinking).
+Reasoning on without a budget (ollama ``think: true``) is adaptive thinking.
 """
 
 from __future__ import annotations
@@ -251,8 +252,8 @@ def _reasoning(items: list[Control], given: dict, session, out: list) -> None:
             thinking = {"type": "adaptive"}
     elif merged.get("enabled") is False:
         thinking = {"type": "disabled"}
-    elif merged.get("adaptive"):
-        thinking = {"type": "adaptive"}
+    elif merged.get("adaptive") or (merged.get("enabled") is True and "budget_tokens" not in merged):
+        thinking = {"type": "adaptive"}  # on, no budget given (ollama think: true): the model decides
     elif isinstance(merged.get("budget_tokens"), int):
         thinking = {"type": "enabled", "budget_tokens": merged["budget_tokens"]}
     elif items:
