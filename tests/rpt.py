@@ -44,6 +44,7 @@ class WireScript:
     error: tuple[str, str, str] | None = None
     #: (source dialect or None for every source, JSON path prefix)
     losses: list[tuple[str | None, str]] = field(default_factory=list)
+    no_losses: bool = False  # cross outputs into this script must record no loss at all
     expected_from: dict[str, bytes] = field(default_factory=dict)
     not_from: dict[str, str] = field(default_factory=dict)
     options: dict = field(default_factory=dict)
@@ -120,6 +121,8 @@ def parse_wire(path: Path) -> WireScript:
                 script.losses.append((parts[1], parts[2]))
             else:
                 script.losses.append((None, parts[0]))
+        elif word == "no-losses":
+            script.no_losses = True
         elif word == "options":
             script.options = json.loads(rest)
         elif word == "canonical":  # this dialect carries only part of the scenario
