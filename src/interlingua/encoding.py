@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Event, Extension
+from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, Extension
 from .jsonwriter import JsonWriter
 from .reorder import Hold
 from .session import Session
@@ -93,6 +93,17 @@ class Encoder:
         if not ext.lossless:
             self.session.lose(ext.path, f"{ext.dialect} field has no equivalent in {self.dialect}",
                               dialect=ext.dialect)
+
+
+def merged_reasoning(items: list[Control]) -> Control:
+    """One ``reasoning`` control from several: a source may say it in two fields
+    (anthropic ``thinking`` and ``output_config.effort``). Their values merge; each
+    target's mapping then decides (an effort wins over a budget)."""
+    merged: dict = {}
+    for control in items:
+        if isinstance(control.value, dict):
+            merged.update(control.value)
+    return Control("reasoning", merged, dialect=items[-1].dialect, key=items[-1].key)
 
 
 def _ignore(_) -> None:

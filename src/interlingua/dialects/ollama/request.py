@@ -63,7 +63,7 @@ from ...canonical import (
     SystemEnd, decode_escaped,
 )
 from ...decoding import BlockBuilder, Decoder, Gate
-from ...encoding import Encoder, MessageAssembler, MessageListBody
+from ...encoding import Encoder, MessageAssembler, MessageListBody, merged_reasoning
 from ...errors import SchemaError, TranscodeError
 from ...jsonwriter import JsonWriter, dumps
 from ...session import Session
@@ -577,6 +577,7 @@ class RequestEncoder(Encoder):
         self._call_names: dict[str, str] = {}
         self._control_keys: set[str] = set()  # ollama keys written for other dialects' controls
         self._pending_ext: list[Extension] = []
+        self._reasoning = session.reorder.hold("ollama:merge-reasoning")
 
     def _top_member(self, key: str, raw: bytes) -> None:
         if key.startswith("options."):
@@ -601,6 +602,8 @@ class RequestEncoder(Encoder):
             self.body.messages_end()
         elif t is End:
             self.body.end()
+            if self._reasoning:
+                self._write_control(merged_reasoning(list(self._reasoning.drain())))
             if self._options is not None or self._options_empty:
                 body = b",".join(self._options.drain()) if self._options is not None else b""
                 self.out.raw_member("options", b"{" + body + b"}")
@@ -619,6 +622,12 @@ class RequestEncoder(Encoder):
                 return  # the implied stream: true of an ollama body without stream
             self._top_member(control.key, control.raw)
             return
+        if control.name == "reasoning":  # merged with its siblings at the end (one think)
+            self._reasoning.append(control, len(dumps(control.value)))
+            return
+        self._write_control(control)
+
+    def _write_control(self, control: Control) -> None:
         for key, value in controls.encode_control(control, self.session):
             if key in self._control_keys:  # e.g. openai max_tokens beside max_completion_tokens
                 self.session.lose(f"$.{control.key}" if control.key else control.name,

@@ -30,7 +30,7 @@ from ...canonical import (
     TOP_LEVEL_SYSTEM, decode_escaped,
 )
 from ...decoding import BlockBuilder, Decoder, Gate
-from ...encoding import Encoder, MessageAssembler, MessageListBody
+from ...encoding import Encoder, MessageAssembler, MessageListBody, merged_reasoning
 from ...jsonwriter import JsonWriter, dumps
 from ...session import Session
 from . import controls
@@ -611,13 +611,7 @@ class RequestEncoder(Encoder):
         """One ``reasoning_effort`` from every reasoning control: an effort wins over a budget."""
         if not self._reasoning:
             return
-        items = list(self._reasoning.drain())
-        merged: dict = {}
-        for control in items:
-            if isinstance(control.value, dict):
-                merged.update(control.value)
-        key, value = controls.encode_control(Control("reasoning", merged, dialect=items[-1].dialect,
-                                                     key=items[-1].key), self.session)
+        key, value = controls.encode_control(merged_reasoning(list(self._reasoning.drain())), self.session)
         if key is not None:
             self.body.member(key, dumps(value))
 
