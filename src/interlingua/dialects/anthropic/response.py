@@ -349,97 +349,71 @@ class StreamDecoder(_Base):
         raise SchemaError(f"SSE data is not a JSON object: {data[:40]!r}", dialect=DIALECT)
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "an object (an event)", offset)
+        self.pop()  # the event's reader takes its place
+        self.each_member(kind, offset, "an event", self._member)
         if self.ended:
             raise self.error("event after message_stop", offset)
-        self.replace(self._key)
 
-    def _key(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.OBJECT_END:
-            self.pop()
-            return
-        key = value
-
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if key == "type":
-                self.read_value(kind, value, offset, lambda v: setattr(self, "f_type", v))
-            elif key == "index":
-                self.read_value(kind, value, offset, lambda v: setattr(self, "f_index", v))
-            elif key == "message":
-                if kind != tok.OBJECT_START:
-                    raise self.wrong_type(kind, "an object for message", offset)
-                self.push(self._message_key)
-            elif key == "content_block":
-                if kind != tok.OBJECT_START:
-                    raise self.wrong_type(kind, "an object for content_block", offset)
-                self._close_block()
-                self.block = _ContentBlock(self, self.f_index)
-                self.block.read()
-            elif key == "delta":
-                if kind != tok.OBJECT_START:
-                    raise self.wrong_type(kind, "an object for delta", offset)
-                self.push(self._delta_key)
-            elif key == "usage":
-                self.read_value(kind, value, offset, self._delta_usage)
-            elif key == "error":
-                self.read_value(kind, value, offset, self._error)
-            else:
-                self.read_raw(kind, value, offset, lambda raw: self.session.lose(
-                    "$." + key, "event member has no canonical field"))
-        self.then(handler)
+    def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        if key == "type":
+            self.read_value(kind, value, offset, lambda v: setattr(self, "f_type", v))
+        elif key == "index":
+            self.read_value(kind, value, offset, lambda v: setattr(self, "f_index", v))
+        elif key == "message":
+            self.each_member(kind, offset, "message", self._message_member)
+        elif key == "content_block":
+            if kind != tok.OBJECT_START:
+                raise self.wrong_type(kind, "an object for content_block", offset)
+            self._close_block()
+            self.block = _ContentBlock(self, self.f_index)
+            self.block.read()
+        elif key == "delta":
+            self.each_member(kind, offset, "delta", self._delta_member)
+        elif key == "usage":
+            self.read_value(kind, value, offset, self._delta_usage)
+        elif key == "error":
+            self.read_value(kind, value, offset, self._error)
+        else:
+            self.read_raw(kind, value, offset, lambda raw: self.session.lose(
+                "$." + key, "event member has no canonical field"))
 
     # message_start -------------------------------------------------------------------------
 
-    def _message_key(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.OBJECT_END:
-            self.pop()
-            return
-        key = value
-
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if key in ("id", "model"):
-                self.read_value(kind, value, offset, lambda v: setattr(self, key, v))
-            elif key == "usage":
-                self.read_value(kind, value, offset, lambda v: setattr(
-                    self, "f_usage", usage_from_anthropic(v, self.session) if isinstance(v, dict) else None))
-            elif key == "content":
-                self.read_raw(kind, value, offset, lambda raw: raw != b"[]" and self.session.lose(
-                    "$.message.content", "content in message_start is not read"))
-            else:
-                skip_value(self, kind, value, offset)
-        self.then(handler)
+    def _message_member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        if key in ("id", "model"):
+            self.read_value(kind, value, offset, lambda v: setattr(self, key, v))
+        elif key == "usage":
+            self.read_value(kind, value, offset, lambda v: setattr(
+                self, "f_usage", usage_from_anthropic(v, self.session) if isinstance(v, dict) else None))
+        elif key == "content":
+            self.read_raw(kind, value, offset, lambda raw: raw != b"[]" and self.session.lose(
+                "$.message.content", "content in message_start is not read"))
+        else:
+            skip_value(self, kind, value, offset)
 
     # deltas ------------------------------------------------------------------------------------
 
-    def _delta_key(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.OBJECT_END:
-            self.pop()
-            return
-        key = value
-
-        def handler(kind: int, value: Any, offset: int) -> None:
-            b = self.block
-            if key == "type":
-                skip_value(self, kind, value, offset)
-            elif key in ("stop_reason", "stop_sequence"):
-                self.read_value(kind, value, offset, lambda v: self._stop(key, v))
-            elif b is None:
-                raise self.error(f"{key} delta outside a content block", offset)
-            elif key in ("text", "thinking"):
-                if b.type != key:
-                    raise self.error(f"{key} delta on a {b.type} block", offset)
-                self.read_string(kind, value, offset, b.block.fragment, key)
-            elif key == "partial_json":
-                self.read_string(kind, value, offset, lambda data, i, f: b.partial_json(data), key)
-            elif key == "signature":
-                self.read_value(kind, value, offset, b._signature)
-            elif key == "citation":
-                self.read_raw(kind, value, offset, b.citation)
-            else:
-                self.read_raw(kind, value, offset, lambda raw: self.session.lose(
-                    "$.delta." + key, "delta member has no canonical field"))
-        self.then(handler)
+    def _delta_member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        b = self.block
+        if key == "type":
+            skip_value(self, kind, value, offset)
+        elif key in ("stop_reason", "stop_sequence"):
+            self.read_value(kind, value, offset, lambda v: self._stop(key, v))
+        elif b is None:
+            raise self.error(f"{key} delta outside a content block", offset)
+        elif key in ("text", "thinking"):
+            if b.type != key:
+                raise self.error(f"{key} delta on a {b.type} block", offset)
+            self.read_string(kind, value, offset, b.block.fragment, key)
+        elif key == "partial_json":
+            self.read_string(kind, value, offset, lambda data, i, f: b.partial_json(data), key)
+        elif key == "signature":
+            self.read_value(kind, value, offset, b._signature)
+        elif key == "citation":
+            self.read_raw(kind, value, offset, b.citation)
+        else:
+            self.read_raw(kind, value, offset, lambda raw: self.session.lose(
+                "$.delta." + key, "delta member has no canonical field"))
 
     def _stop(self, key: str, value: Any) -> None:
         reason, seq = self.f_stop or (None, None)
