@@ -45,6 +45,7 @@ __all__ = [
     "Event",
     "decode_escaped",
     "escape_text",
+    "escape_raw_json",
 ]
 
 
@@ -220,3 +221,12 @@ _ESCAPE_ENCODER = json.JSONEncoder(ensure_ascii=False)
 def escape_text(text: str) -> bytes:
     """``str`` -> inside of a JSON string (the ``escaped`` payload form)."""
     return _ESCAPE_ENCODER.encode(text)[1:-1].encode("utf-8")
+
+
+def escape_raw_json(data: bytes) -> bytes:
+    """Compact JSON text -> the inside of a JSON string holding it: the tool-call
+    payload form of arguments a dialect carries as an object. Compact JSON has
+    no control characters, so only ``\\`` and ``"`` need escaping; each byte maps
+    on its own, so fragments can be escaped one at a time.
+    """
+    return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"')

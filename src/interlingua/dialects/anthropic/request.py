@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 from ... import json as tok
 from ...canonical import (
+    escape_raw_json,
     REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, decode_escaped,
 )
@@ -77,10 +78,6 @@ def _extra(builder: BlockBuilder, key: str, raw: bytes) -> None:
     text = dumps(key).decode() + ":" + raw.decode()
     builder.set(EXTRA_ATTR, members + "," + text if members else text)
 
-
-def _escape_json_text(data: bytes) -> bytes:
-    """Compact JSON text -> the inside of a JSON string holding it (tool-call payload form)."""
-    return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
 
 
 class RequestDecoder(Decoder):
@@ -395,7 +392,7 @@ class BlockReader:
         return lambda k, v, o: d.read_raw(k, v, o, lambda raw: _extra(self._builder(), key, raw))
 
     def _input(self, data: bytes, init: bool, fin: bool) -> None:
-        self._builder().fragment(_escape_json_text(data), init, fin)
+        self._builder().fragment(escape_raw_json(data), init, fin)
 
     def _source(self, kind: int, value: Any, offset: int) -> None:
         if kind != tok.OBJECT_START:

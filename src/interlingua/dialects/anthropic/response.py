@@ -41,7 +41,7 @@ import json
 from typing import Any, Callable
 
 from ... import json as tok
-from ...canonical import Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage, decode_escaped
+from ...canonical import escape_raw_json, Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage, decode_escaped
 from ...decoding import Gate, Decoder
 from ...encoding import Encoder
 from ...errors import SchemaError, TruncatedInputError
@@ -55,10 +55,6 @@ from ...session import Session
 
 DIALECT = "anthropic"
 
-
-def _escape_raw(data: bytes) -> bytes:
-    """Compact JSON text -> the inside of a JSON string (it has no control characters)."""
-    return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
 
 
 # ---------------------------------------------------------------------------
@@ -163,7 +159,7 @@ class _ContentBlock:
                     self.empty_input = True
                     return
             self.json_seen = True
-            block.fragment(_escape_raw(data))
+            block.fragment(escape_raw_json(data))
         return sink
 
     empty_input = False

@@ -59,6 +59,7 @@ from typing import Any, Callable
 
 from ... import json as tok
 from ...canonical import (
+    escape_raw_json,
     REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, decode_escaped,
 )
@@ -114,14 +115,6 @@ def sniff_media_type(b64_prefix: bytes) -> str | None:
         return "image/webp"
     return None
 
-
-def escape_raw(data: bytes) -> bytes:
-    """Compact JSON text -> the inside of a JSON string holding it (``\\`` and ``"`` escaped).
-
-    Compact JSON has no raw control characters, so these two are all; each
-    input byte maps on its own, so fragments can be escaped one at a time.
-    """
-    return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
 
 
 # ---------------------------------------------------------------------------
@@ -516,7 +509,7 @@ class ToolCallReader:
         block = self.block
 
         def sink(data: bytes, init: bool, fin: bool) -> None:
-            block.fragment(escape_raw(data), init, fin)
+            block.fragment(escape_raw_json(data), init, fin)
         self.d.stream_raw(kind, value, offset, sink)
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ... import json as tok
-from ...canonical import Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage, decode_escaped
+from ...canonical import escape_raw_json, Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage, decode_escaped
 from ...decoding import Gate, Decoder
 from ...encoding import Encoder, MessageAssembler
 from ...errors import SchemaError, TruncatedInputError
@@ -44,9 +44,6 @@ DIALECT = "ollama"
 _DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
 _COUNTS = ("prompt_eval_count", "eval_count")
 
-
-def _escape_raw(data: bytes) -> bytes:
-    return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
 
 
 class _Decoder(Decoder):
@@ -206,7 +203,7 @@ class _Decoder(Decoder):
                     if kind == tok.STRING or kind == tok.STRING_OPEN:  # arguments given as JSON text
                         self.read_string(kind, value, offset, lambda d, i, f: block.fragment(d), key)
                     else:
-                        self.stream_raw(kind, value, offset, lambda d, i, f: block.fragment(_escape_raw(d)))
+                        self.stream_raw(kind, value, offset, lambda d, i, f: block.fragment(escape_raw_json(d)))
                 else:
                     self.read_raw(kind, value, offset, lambda raw: self.session.lose(
                         "$.message.tool_calls.function." + key, "tool call member has no canonical field"))
