@@ -35,9 +35,8 @@ from typing import Any, Callable
 
 from ... import json as tok
 from ...canonical import (
-    escape_raw_json,
     REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Event, Extension, MessagesEnd, Section,
-    SystemEnd, decode_escaped,
+    SystemEnd, decode_escaped, escape_raw_json,
 )
 from ...decoding import BlockBuilder, Decoder, Gate
 from ...encoding import Encoder, MessageAssembler

@@ -59,9 +59,8 @@ from typing import Any, Callable
 
 from ... import json as tok
 from ...canonical import (
-    escape_raw_json,
     REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Event, Extension, MessagesEnd, Section,
-    SystemEnd, decode_escaped,
+    SystemEnd, decode_escaped, escape_raw_json,
 )
 from ...decoding import BlockBuilder, Decoder, Gate
 from ...encoding import Encoder, MessageAssembler, MessageListBody, merged_reasoning
@@ -520,8 +519,8 @@ class ToolCallReader:
 _TEXT_SECTIONS = {Section.SYSTEM_INSTRUCTION, Section.USER_TEXT, Section.ASSISTANT_TEXT, Section.TOOL_RESULT}
 #: attributes that shape the output (or are handled where they matter)
 _QUIET_ATTRS = {"in_parts", "role", "dialect", "key", "source", "media_type", "data_url", "tool_call_id",
-                "id", "name", "empty", "index", _EXTRA_ATTR, "ollama_no_tool_name", "ollama_call_extra", "ollama_no_arguments",
-                "signature", "redacted", "is_error", "where", "legacy"}
+                "id", "name", "empty", "index", _EXTRA_ATTR, "ollama_no_tool_name", "ollama_call_extra",
+                "ollama_no_arguments", "signature", "redacted", "is_error", "where", "legacy"}
 _SEPARATOR = b"\\n\\n"  # between joined text blocks (escaped form)
 _UNNAMED = "application/octet-stream"  # what openai writes for an image nobody named
 

@@ -28,8 +28,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ... import json as tok
-from ...canonical import escape_raw_json, Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage, decode_escaped
-from ...decoding import Gate, Decoder
+from ...canonical import (
+    Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage, decode_escaped,
+    escape_raw_json,
+)
+from ...decoding import Decoder, Gate
 from ...encoding import Encoder, MessageAssembler
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import FrameEnd, ndjson_line

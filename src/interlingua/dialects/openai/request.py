@@ -836,11 +836,14 @@ class RequestEncoder(Encoder):
     def _tool_call(self, block: Block, attrs: dict):
         self._extra_attrs(block, {k: v for k, v in attrs.items() if k != EXTRA_ATTR}, set())
         msg = self._message_for(block, "assistant")
-        if attrs.get("legacy"):
+        if attrs.get("legacy"):  # function_call: {"name", "arguments"}, no id
             w = msg.member("function_call", b"{")
-            w.write((dumps("name") + b":" + dumps(attrs["name"]) + b"," if "name" in attrs else b"")
-                    + b'"arguments":"')
-            return w.write, (lambda late: w.write(b'"' + (b',"name":' + dumps(late["name"]) if "name" in late else b"")))
+            name = b'"name":' + dumps(attrs["name"]) + b"," if "name" in attrs else b""
+            w.write(name + b'"arguments":"')
+
+            def close_legacy(late: dict) -> None:
+                w.write(b'"' + (b',"name":' + dumps(late["name"]) if "name" in late else b""))
+            return w.write, close_legacy
         self._msg_had_tool_calls = True
         w = msg.member("tool_calls", b"[")
         w._separate()
