@@ -37,10 +37,6 @@ class JsonWriter:
         self.write = write
         self._first: list[bool] = []  # per open container: nothing written in it yet
 
-    @property
-    def depth(self) -> int:
-        return len(self._first)
-
     def _separate(self) -> None:
         first = self._first
         if first:
@@ -54,11 +50,6 @@ class JsonWriter:
         self.write(b"{")
         self._first.append(True)
 
-    def begin_array(self) -> None:
-        self._separate()
-        self.write(b"[")
-        self._first.append(True)
-
     def end_object(self) -> None:
         self._first.pop()
         self.write(b"}")
@@ -66,10 +57,6 @@ class JsonWriter:
     def end_array(self) -> None:
         self._first.pop()
         self.write(b"]")
-
-    def member(self, name: str, value: Any) -> None:
-        self._separate()
-        self.write(key_bytes(name) + b":" + dumps(value))
 
     def raw_member(self, name: str, raw: bytes) -> None:
         self._separate()
@@ -86,25 +73,10 @@ class JsonWriter:
         self._separate()
         self.write(raw)
 
-    def value(self, value: Any) -> None:
-        self._separate()
-        self.write(dumps(value))
-
-    # Strings written in fragments: the caller guarantees escaped payload bytes.
     def string_member_open(self, name: str) -> None:
+        """``"name":"`` -- a string member whose escaped fragments the caller writes."""
         self._separate()
         self.write(key_bytes(name) + b':"')
-
-    def string_element_open(self) -> None:
-        self._separate()
-        self.write(b'"')
-
-    def string_fragment(self, escaped: bytes) -> None:
-        if escaped:
-            self.write(escaped)
-
-    def string_close(self) -> None:
-        self.write(b'"')
 
 
 class RawValue:
