@@ -67,6 +67,10 @@ class Decoder:
     def replace(self, handler: Handler) -> None:
         self._stack[-1] = handler
 
+    def restart(self, handler: Handler) -> None:
+        """A new document (a stream's next frame): ``handler`` reads its first token."""
+        self._stack = [handler]
+
     # -- structure ------------------------------------------------------------
 
     def then(self, reader: Handler) -> None:

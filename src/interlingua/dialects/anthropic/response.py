@@ -342,7 +342,7 @@ class StreamDecoder(_Base):
 
     def begin_frame(self) -> None:
         self._reset_frame()
-        self._stack = [self._document]
+        self.restart(self._document)
 
     def frame_text(self, event: str | None, data: bytes) -> None:
         raise SchemaError(f"SSE data is not a JSON object: {data[:40]!r}", dialect=DIALECT)

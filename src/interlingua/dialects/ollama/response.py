@@ -252,7 +252,7 @@ class _Decoder(Decoder):
 
 class StreamDecoder(_Decoder):
     def begin_frame(self) -> None:
-        self._stack = [self._document]
+        self.restart(self._document)
 
     def end_frame(self, event: str | None) -> None:
         if not self.started and self.model is None and not self.errored:

@@ -415,7 +415,7 @@ class StreamDecoder(_Base):
         self.frames = 0
 
     def begin_frame(self) -> None:
-        self._stack = [self._document]
+        self.restart(self._document)
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
         self.pop()  # the chunk's reader takes its place
