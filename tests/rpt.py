@@ -13,6 +13,7 @@ import msgspec
 
 from interlingua import Decoder, Options, Transcoder
 from interlingua.canonical import Block, Control, PayloadForm
+from interlingua.framing import NdjsonDecoder, SseDecoder
 
 RPT_ROOT = Path(__file__).resolve().parent.parent / "rpt"
 DEFAULT_FRAMES = ["1", "7", "64", "whole"]
@@ -237,3 +238,34 @@ def all_wire_scripts() -> list[Path]:
 
 def events_as_builtins(events) -> list:
     return [msgspec.to_builtins(e) for e in events]
+
+
+def split_stream_events(data: bytes) -> list:
+    """A whole stream -> its frames as ``(event name, JSON value or data text)``, to compare
+    streams event by event (an oracle: it holds the whole stream).
+
+    NDJSON (the stream starts with ``{``) gives ``(None, value)`` per line.
+    """
+    frames: list = []
+
+    class _Collect:
+        def __init__(self) -> None:
+            self.parts: list[bytes] = []
+
+        def frame_data(self, chunk: bytes) -> None:
+            self.parts.append(chunk)
+
+        def frame_end(self, event: str | None) -> None:
+            text = b"".join(self.parts)
+            self.parts = []
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = text.decode("utf-8", "replace")
+            frames.append((event, value))
+
+    sink = _Collect()
+    decoder = NdjsonDecoder(sink) if data.lstrip()[:1] == b"{" else SseDecoder(sink)
+    decoder.feed(data)
+    decoder.close()
+    return frames

@@ -10,6 +10,7 @@ from interlingua import TranscodeError
 from interlingua.dialects import codecs
 
 from rpt import (
+    split_stream_events,
     all_wire_scripts, coalesce, decode_all, events_as_builtins, matches_canonical, parse_canonical,
     parse_wire, transcode_all,
 )
@@ -34,7 +35,6 @@ def _json_values(data: bytes, kind: str):
     """A body as JSON, or a stream as the list of its events' JSON."""
     if kind != "stream":
         return json.loads(data)
-    from interlingua.framing import split_stream_events  # streams: compared event by event
 
     return split_stream_events(data)
 

@@ -253,36 +253,3 @@ def sse_event(event: str | None, data: bytes) -> bytes:
 
 def ndjson_line(data: bytes) -> bytes:
     return data + b"\n"
-
-
-def split_stream_events(data: bytes) -> list:
-    """A whole stream -> its frames as ``(event name, JSON value or data text)``, for comparisons (tests).
-
-    NDJSON (the stream starts with ``{``) gives ``(None, value)`` per line.
-    Not for the data path: it holds the whole stream.
-    """
-    import json
-
-    frames: list = []
-
-    class _Collect:
-        def __init__(self) -> None:
-            self.parts: list[bytes] = []
-
-        def frame_data(self, chunk: bytes) -> None:
-            self.parts.append(chunk)
-
-        def frame_end(self, event: str | None) -> None:
-            text = b"".join(self.parts)
-            self.parts = []
-            try:
-                value = json.loads(text)
-            except ValueError:
-                value = text.decode("utf-8", "replace")
-            frames.append((event, value))
-
-    sink = _Collect()
-    decoder = NdjsonDecoder(sink) if data.lstrip()[:1] == b"{" else SseDecoder(sink)
-    decoder.feed(data)
-    decoder.close()
-    return frames

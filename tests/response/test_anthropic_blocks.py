@@ -7,7 +7,7 @@ import json
 
 from interlingua import Decoder, Transcoder
 from interlingua.canonical import Block, Section
-from interlingua.framing import split_stream_events
+from rpt import split_stream_events
 
 from clients import _sse
 

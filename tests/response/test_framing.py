@@ -6,7 +6,8 @@ from hypothesis import given, strategies as st
 
 from interlingua import Decoder
 from interlingua.errors import BudgetExceededError
-from interlingua.framing import NdjsonDecoder, SseDecoder, split_stream_events
+from interlingua.framing import NdjsonDecoder, SseDecoder
+from rpt import split_stream_events
 
 import pytest
 

@@ -8,7 +8,7 @@ import pytest
 
 from interlingua import Decoder
 from interlingua.canonical import Block
-from interlingua.framing import split_stream_events
+from rpt import split_stream_events
 
 from clients import SOURCES
 

@@ -12,7 +12,7 @@ import pytest
 
 from interlingua import Decoder, Options, Transcoder, TranscodeError, TruncatedInputError
 from interlingua.canonical import Block, Usage
-from interlingua.framing import split_stream_events
+from rpt import split_stream_events
 
 from clients import FINALS, anthropic_stream, openai_stream, ollama_stream
 
