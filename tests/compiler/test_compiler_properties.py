@@ -43,8 +43,10 @@ PROPERTY_SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 
+# Plain spaces only: PyYAML writes "0\xa0" unquoted but reads it back as the int 0, so
+# the YAML oracle below could not read such a text back (the rendering itself is lionagi's).
 TEXT = st.text(
-    alphabet=st.characters(categories=("L", "N", "P", "Zs")), min_size=1, max_size=12
+    alphabet=st.characters(categories=("L", "N", "P"), include_characters=" "), min_size=1, max_size=12
 ).filter(lambda text: text.strip())
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 5) | TEXT,
