@@ -37,7 +37,9 @@ def main(mode, path=None, *pair):
     if mode == "measure":
         measure(path, *pair)
     elif mode == "baseline-interlingua":
-        import interlingua  # noqa: F401
+        from interlingua import Transcoder
+
+        Transcoder(*pair)  # imports the pair's codecs (loaded on first use), feeds nothing
     elif mode == "interlingua":
         _stream(path, *pair)
     elif mode == "baseline-json":

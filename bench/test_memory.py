@@ -62,7 +62,7 @@ def test_peak_memory_10mb(benchmark, body_files, dialect, mode, pair, baseline):
     result = {}
 
     def measure():
-        result["base"] = _peak_kib(baseline, path)
+        result["base"] = _peak_kib(baseline, path, *pair)
         result["peak"] = _peak_kib(mode, path, *pair)
 
     benchmark.group = f"memory:huge-10mb:{dialect}"
