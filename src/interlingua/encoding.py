@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, Extension
+from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, Extension, Section
+from .errors import TranscodeError
 from .jsonwriter import JsonWriter
 from .reorder import Hold
 from .session import Session
@@ -86,6 +87,28 @@ class Encoder:
         self.session.lose(self._where(block), f"{block.section.value} block: {why}")
 
     def _tool_definition(self, block: Block) -> None:
+        """A tool definition (or a tool of this dialect carried raw) -> an element of the tools array."""
+        attrs = block.attrs or {}
+        if block.section is Section.UNKNOWN and attrs.get("dialect") == self.dialect:
+            self._tool_element("tools", block.payload)
+        elif block.section is Section.UNKNOWN:
+            self.session.lose("$.tools", f"a {attrs.get('dialect')} tool has no {self.dialect} form")
+        elif block.section is not Section.TOOL_DEFINITION:
+            self._lose_block(block, "not a tool definition")
+        elif not block.fin:  # decoders read a definition whole (bounded); never in fragments
+            raise TranscodeError("tool definition in fragments", dialect=self.dialect)
+        else:
+            self._tool_element(self._tools_key(attrs), self._tool_json(attrs, block.payload))
+
+    def _tools_key(self, attrs: dict) -> str:
+        return "tools"
+
+    def _tool_json(self, attrs: dict, schema: bytes) -> bytes:
+        """The dialect's tool object for a canonical definition (its controls module)."""
+        raise NotImplementedError
+
+    def _tool_element(self, key: str, raw: bytes) -> None:
+        """Write ``raw`` as an element of the top-level array ``key``."""
         raise NotImplementedError
 
     def foreign_extension(self, ext: Extension) -> None:

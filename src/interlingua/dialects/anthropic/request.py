@@ -1073,17 +1073,9 @@ class RequestEncoder(Encoder):
 
     # -- tools ------------------------------------------------------------------------------------
 
-    def _tool_definition(self, block: Block) -> None:
-        attrs = block.attrs or {}
-        if block.section is Section.UNKNOWN:
-            if attrs.get("dialect") == DIALECT:
-                self._open_top("tools")
-                self.out.raw_element(block.payload)
-            else:
-                self.session.lose("$.tools", f"a {attrs.get('dialect')} tool has no anthropic form")
-            return
-        if block.section is not Section.TOOL_DEFINITION:
-            self._lose_block(block, "not a tool definition")
-            return
-        self._open_top("tools")
-        self.out.raw_element(controls.tool_from_canonical(attrs, block.payload, self.session))
+    def _tool_json(self, attrs: dict, schema: bytes) -> bytes:
+        return controls.tool_from_canonical(attrs, schema, self.session)
+
+    def _tool_element(self, key: str, raw: bytes) -> None:
+        self._open_top(key)
+        self.out.raw_element(raw)

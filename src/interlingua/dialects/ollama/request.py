@@ -859,20 +859,11 @@ class RequestEncoder(Encoder):
         w = msg.asm.member(attrs.get("key", "content"), b"")
         return w.write, (lambda late: None)
 
-    def _tool_definition(self, block: Block) -> None:
-        attrs = block.attrs or {}
-        if block.section is Section.UNKNOWN:
-            if attrs.get("dialect") == DIALECT:
-                self.body.element("tools", block.payload)
-            else:
-                self.session.lose("$.tools", "a tool of another dialect has no ollama form")
-            return
-        if block.section is not Section.TOOL_DEFINITION:
-            self._lose_block(block, "not a tool definition")
-            return
-        if not block.fin:
-            raise TranscodeError("tool definition in fragments is not supported", dialect=DIALECT)
-        self.body.element("tools", controls.tool_from_canonical(attrs, block.payload, self.session))
+    def _tool_json(self, attrs: dict, schema: bytes) -> bytes:
+        return controls.tool_from_canonical(attrs, schema, self.session)
+
+    def _tool_element(self, key: str, raw: bytes) -> None:
+        self.body.element(key, raw)
 
 
 class ArgumentsWriter:

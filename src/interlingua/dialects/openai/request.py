@@ -884,19 +884,14 @@ class RequestEncoder(Encoder):
         w = msg.member("content", b"")
         return w.write, (lambda late: None)
 
-    def _tool_definition(self, block: Block) -> None:
-        attrs = block.attrs or {}
-        if block.section is Section.UNKNOWN:
-            if attrs.get("dialect") == DIALECT:
-                self.body.element("tools", block.payload)
-            else:
-                self.session.lose("$.tools", "a tool of another dialect has no openai form")
-            return
-        if block.section is not Section.TOOL_DEFINITION:
-            self._lose_block(block, "not a tool definition")
-            return
-        self.body.element("functions" if attrs.get("legacy") else "tools",
-                          controls.tool_from_canonical(attrs, block.payload, self.session))
+    def _tools_key(self, attrs: dict) -> str:
+        return "functions" if attrs.get("legacy") else "tools"
+
+    def _tool_json(self, attrs: dict, schema: bytes) -> bytes:
+        return controls.tool_from_canonical(attrs, schema, self.session)
+
+    def _tool_element(self, key: str, raw: bytes) -> None:
+        self.body.element(key, raw)
 
 
 #: attributes that shape the output rather than being output fields
