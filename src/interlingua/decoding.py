@@ -13,7 +13,7 @@ import json
 from typing import Any, Callable
 
 from . import json as tok
-from .canonical import Block, Event, Extension, Section
+from .canonical import Block, End, Event, Extension, MessagesEnd, Section, SystemEnd
 from .errors import BudgetExceededError, SchemaError
 from .jsonwriter import RawValue
 from .session import Session
@@ -214,6 +214,61 @@ class Decoder:
     def extension(self, path: str, raw: bytes, *, message: int | None = None, lossless: bool = False) -> None:
         self.emit(Extension(self.dialect, path, raw, message=message, lossless=lossless))
 
+
+
+class RequestBodyDecoder(Decoder):
+    """The frame every request decoder shares: a body object whose members the
+    dialect reads (``_top_member``), a message list numbered by position, and the
+    markers -- ``SystemEnd`` (at the body's start for dialects whose system is a
+    list message, else when the dialect says), ``MessagesEnd``, ``End``.
+    """
+
+    system_in_list = True  # False: a top-level system may come anywhere (anthropic)
+
+    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
+        super().__init__(emit, session)
+        self._message_index = -1
+        self._system_done = False
+        self._messages_done = False
+        self.then(self._body)
+
+    def _body(self, kind: int, value: Any, offset: int) -> None:
+        self.each_member(kind, offset, "the request body", self._top_member, self._body_end)
+        if self.system_in_list:
+            self.system_end()
+
+    def _body_end(self) -> None:
+        self.system_end()
+        self.messages_end()
+        self._body_ending()
+        self.emit(End())
+
+    def _body_ending(self) -> None:
+        """Hook: events the dialect adds when the body ends (before ``End``)."""
+
+    def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        raise NotImplementedError
+
+    def system_end(self) -> None:
+        if not self._system_done:
+            self._system_done = True
+            self.emit(SystemEnd())
+
+    def read_messages(self, kind: int, offset: int) -> None:
+        self.each_object(kind, offset, "messages", self._message, self.messages_end)
+
+    def _message(self, offset: int) -> Handler:
+        self._message_index += 1
+        return self._message_reader(self._message_index).on_key
+
+    def _message_reader(self, index: int):
+        """The dialect's reader of message ``index`` (it has ``on_key``)."""
+        raise NotImplementedError
+
+    def messages_end(self) -> None:
+        if not self._messages_done:
+            self._messages_done = True
+            self.emit(MessagesEnd())
 
 class RawStream:
     """Raw JSON text of one value, handed on as fragments: at each chunk end and at the end."""

@@ -36,9 +36,9 @@ from typing import Any, Callable
 from ... import json as tok
 from ...canonical import (
     REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Event, Extension, MessagesEnd, Section,
-    SystemEnd, decode_escaped, escape_raw_json,
+    decode_escaped, escape_raw_json,
 )
-from ...decoding import BlockBuilder, Decoder, Gate
+from ...decoding import BlockBuilder, Gate, RequestBodyDecoder
 from ...encoding import Encoder, MessageAssembler
 from ...errors import JsonSyntaxError
 from ...jsonwriter import JsonWriter, dumps
@@ -79,29 +79,13 @@ def _extra(builder: BlockBuilder, key: str, raw: bytes) -> None:
 
 
 
-class RequestDecoder(Decoder):
+class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
-
-    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
-        super().__init__(emit, session)
-        self._message_index = -1
-        self._messages_done = False
-        self._system_done = False
-        self.then(self._body)
-
-    def _body(self, kind: int, value: Any, offset: int) -> None:
-        self.each_member(kind, offset, "the request body", self._top_member, self._body_end)
-
-    def _body_end(self) -> None:
-        if not self._system_done:
-            self.emit(SystemEnd())
-        if not self._messages_done:
-            self.emit(MessagesEnd())
-        self.emit(End())
+    system_in_list = False  # top-level ``system``: SystemEnd after it, or at the body's end
 
     def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key == "messages":
-            self.each_object(kind, offset, "messages", self._message, self._messages_end)
+            self.read_messages(kind, offset)
         elif key == "system":
             self._system(kind, value, offset)
         elif key == "tools":
@@ -123,23 +107,15 @@ class RequestDecoder(Decoder):
     def _system(self, kind: int, value: Any, offset: int) -> None:
         reader = MessageReader(self, TOP_LEVEL_SYSTEM, role="system")
         if kind == tok.ARRAY_START:
-            reader.content_blocks(kind, offset, then=self._system_end)
+            reader.content_blocks(kind, offset, then=self.system_end)
         else:
-            reader.string_content(kind, value, offset, then=self._system_end)
+            reader.string_content(kind, value, offset, then=self.system_end)
 
-    def _system_end(self) -> None:
-        self._system_done = True
-        self.emit(SystemEnd())
 
     # -- messages -------------------------------------------------------------
 
-    def _message(self, offset: int):
-        self._message_index += 1
-        return MessageReader(self, self._message_index).on_key
-
-    def _messages_end(self) -> None:
-        self._messages_done = True
-        self.emit(MessagesEnd())
+    def _message_reader(self, index: int) -> "MessageReader":
+        return MessageReader(self, index)
 
     # -- tools --------------------------------------------------------------------
 

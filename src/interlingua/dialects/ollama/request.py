@@ -62,7 +62,7 @@ from ...canonical import (
     REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, decode_escaped, escape_raw_json,
 )
-from ...decoding import BlockBuilder, Decoder, Gate
+from ...decoding import BlockBuilder, Gate, RequestBodyDecoder
 from ...encoding import Encoder, MessageAssembler, MessageListBody, merged_reasoning
 from ...errors import SchemaError, TranscodeError
 from ...jsonwriter import JsonWriter, dumps
@@ -121,34 +121,24 @@ def sniff_media_type(b64_prefix: bytes) -> str | None:
 # ---------------------------------------------------------------------------
 
 
-class RequestDecoder(Decoder):
+class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
 
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         super().__init__(emit, session)
-        self._message_index = -1
-        self._messages_done = False
         self._stream_seen = False
         #: [id, name, answered] of the last assistant message's tool calls
         self.pending_calls: list[list] = []
-        self.then(self._body)
 
     # -- top level -----------------------------------------------------------
 
-    def _body(self, kind: int, value: Any, offset: int) -> None:
-        self.each_member(kind, offset, "the request body", self._top_member, self._body_end)
-        self.emit(SystemEnd())  # system messages live inside messages[]
-
-    def _body_end(self) -> None:
-        if not self._messages_done:
-            self.emit(MessagesEnd())
+    def _body_ending(self) -> None:
         if not self._stream_seen:  # ollama streams by default
             self.emit(Control("stream", True, dialect=DIALECT))
-        self.emit(End())
 
     def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key == "messages":
-            self.each_object(kind, offset, "messages", self._message, self._messages_end)
+            self.read_messages(kind, offset)
         elif key == "tools":
             self._tools(kind, offset)
         elif key == "options":
@@ -191,13 +181,8 @@ class RequestDecoder(Decoder):
 
     # -- messages ------------------------------------------------------------
 
-    def _message(self, offset: int):
-        self._message_index += 1
-        return MessageReader(self, self._message_index).on_key
-
-    def _messages_end(self) -> None:
-        self._messages_done = True
-        self.emit(MessagesEnd())
+    def _message_reader(self, index: int) -> "MessageReader":
+        return MessageReader(self, index)
 
     # -- tools ---------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from ...canonical import (
     REQUEST_LEVEL, Block, Control, Event, Extension, MessagesEnd, Section, SystemEnd, End,
     TOP_LEVEL_SYSTEM, decode_escaped,
 )
-from ...decoding import BlockBuilder, Decoder, Gate
+from ...decoding import BlockBuilder, Gate, RequestBodyDecoder
 from ...encoding import Encoder, MessageAssembler, MessageListBody, merged_reasoning
 from ...jsonwriter import JsonWriter, dumps
 from ...session import Session
@@ -48,30 +48,18 @@ ROLE_TEXT_SECTION = {
 _DATA_URL_PREFIX_LIMIT = 256
 
 
-class RequestDecoder(Decoder):
+class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
 
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
-        super().__init__(emit, session)
-        self._message_index = -1
-        self._messages_done = False
         self.reasoning_key = session.options.openai_reasoning_field
-        self.then(self._body)
+        super().__init__(emit, session)
 
     # -- top level -----------------------------------------------------------
 
-    def _body(self, kind: int, value: Any, offset: int) -> None:
-        self.each_member(kind, offset, "the request body", self._top_member, self._body_end)
-        self.emit(SystemEnd())  # openai keeps system messages inside messages[]
-
-    def _body_end(self) -> None:
-        if not self._messages_done:
-            self.emit(MessagesEnd())
-        self.emit(End())
-
     def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key == "messages":
-            self.each_object(kind, offset, "messages", self._message, self._messages_end)
+            self.read_messages(kind, offset)
         elif key == "tools" or key == "functions":
             legacy = key == "functions"
             self.each_element(kind, offset, key, lambda k, v, o: self.read_value(
@@ -88,13 +76,8 @@ class RequestDecoder(Decoder):
 
     # -- messages --------------------------------------------------------------
 
-    def _message(self, offset: int):
-        self._message_index += 1
-        return MessageReader(self, self._message_index).on_key
-
-    def _messages_end(self) -> None:
-        self._messages_done = True
-        self.emit(MessagesEnd())
+    def _message_reader(self, index: int) -> "MessageReader":
+        return MessageReader(self, index)
 
     def _tool(self, tool: Any, legacy: bool, offset: int) -> None:
         if not isinstance(tool, dict):
