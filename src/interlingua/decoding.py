@@ -13,7 +13,7 @@ import json
 from typing import Any, Callable
 
 from . import json as tok
-from .canonical import Block, End, Event, Extension, MessagesEnd, Section, SystemEnd
+from .canonical import Block, End, Event, Extension, MessageStart, MessagesEnd, Section, SystemEnd
 from .errors import BudgetExceededError, SchemaError
 from .jsonwriter import RawValue
 from .session import Session
@@ -269,6 +269,39 @@ class RequestBodyDecoder(Decoder):
         if not self._messages_done:
             self._messages_done = True
             self.emit(MessagesEnd())
+
+
+class ResponseDecoderBase(Decoder):
+    """What the response decoders share: content waits (``Gate``) until the message
+    can start -- a source that sorts keys puts ``id``/``model`` after it -- and the
+    ``MessageStart`` goes out first.
+    """
+
+    framing = "sse"  # or "ndjson": the pipeline's framing stage for the stream kind
+    wait_for = "id"  # what the message start waits for, named in the hold's rule
+
+    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
+        super().__init__(emit, session)
+        self.gate = Gate(emit, session, f"{self.dialect}:content-before-{self.wait_for}")
+        self.id: str | None = None
+        self.model: str | None = None
+        self.started = False
+        self.errored = False
+
+    def out(self, event: Event) -> None:
+        """An event that must follow the message start."""
+        self.gate(event)
+
+    def start_message(self) -> None:
+        if self.started:
+            return
+        self.started = True
+        self._starting()
+        self.emit(MessageStart(self.id, self.model))
+        self.gate.release()
+
+    def _starting(self) -> None:
+        """Hook: what goes out just before ``MessageStart``."""
 
 class RawStream:
     """Raw JSON text of one value, handed on as fragments: at each chunk end and at the end."""

@@ -42,17 +42,35 @@ from typing import Any, Callable
 
 from ... import json as tok
 from ...canonical import (
-    Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage, decode_escaped,
+    Block,
+    End,
+    Error,
+    Event,
+    Extension,
+    Finish,
+    MessageStart,
+    Section,
+    Usage,
+    decode_escaped,
     escape_raw_json,
 )
-from ...decoding import Decoder, Gate
+from ...decoding import ResponseDecoderBase
 from ...encoding import Encoder
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
 from ...lifecycle import (
-    BlockStream, Deferred, KeyFirst, OpenFrame, finish_from, finish_to, merge_usage, skip_value, tool_id,
-    usage_from_anthropic, usage_to_anthropic,
+    BlockStream,
+    Deferred,
+    KeyFirst,
+    OpenFrame,
+    finish_from,
+    finish_to,
+    merge_usage,
+    skip_value,
+    tool_id,
+    usage_from_anthropic,
+    usage_to_anthropic,
 )
 from ...session import Session
 
@@ -224,26 +242,8 @@ class _ContentBlock:
             self.d.out(Block(Section.CITATIONS, 0, raw, True, True, {"dialect": DIALECT}))
 
 
-class _Base(Decoder):
+class _Base(ResponseDecoderBase):
     dialect = DIALECT
-    framing = "sse"
-
-    def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
-        super().__init__(emit, session)
-        self.gate = Gate(emit, session, "anthropic:content-before-id")
-        self.id: str | None = None
-        self.model: str | None = None
-        self.started = False
-        self.errored = False
-
-    def out(self, event: Event) -> None:
-        self.gate(event)
-
-    def start_message(self) -> None:
-        if not self.started:
-            self.started = True
-            self.emit(MessageStart(self.id, self.model))
-            self.gate.release()
 
     def _id_model(self, key: str, value: Any) -> None:
         setattr(self, key, value)

@@ -29,16 +29,32 @@ from typing import Any, Callable
 
 from ... import json as tok
 from ...canonical import (
-    Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage, decode_escaped,
+    Block,
+    End,
+    Error,
+    Event,
+    Extension,
+    Finish,
+    MessageStart,
+    Section,
+    Usage,
+    decode_escaped,
     escape_raw_json,
 )
-from ...decoding import Decoder, Gate
+from ...decoding import ResponseDecoderBase
 from ...encoding import Encoder, MessageAssembler
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import FrameEnd, ndjson_line
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
-    BlockStream, Deferred, OpenFrame, finish_from, finish_to, merge_usage, skip_value, usage_from_ollama,
+    BlockStream,
+    Deferred,
+    OpenFrame,
+    finish_from,
+    finish_to,
+    merge_usage,
+    skip_value,
+    usage_from_ollama,
     usage_to_ollama,
 )
 from ...session import Session
@@ -49,19 +65,16 @@ _COUNTS = ("prompt_eval_count", "eval_count")
 
 
 
-class _Decoder(Decoder):
+class _Decoder(ResponseDecoderBase):
     dialect = DIALECT
     framing = "ndjson"
+    wait_for = "model"  # ollama responses carry no id
 
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         super().__init__(emit, session)
-        self.gate = Gate(emit, session, "ollama:content-before-model")
-        self.model: str | None = None
-        self.started = False
         self.block: BlockStream | None = None
         self.tools = 0
         self.ended = False
-        self.errored = False
         self._reset()
 
     def _reset(self) -> None:
@@ -69,14 +82,6 @@ class _Decoder(Decoder):
         self.reason: Any = None
         self.counts: dict = {}
 
-    def out(self, event: Event) -> None:
-        self.gate(event)
-
-    def start_message(self) -> None:
-        if not self.started:
-            self.started = True
-            self.emit(MessageStart(None, self.model))
-            self.gate.release()
 
     # -- one document ---------------------------------------------------------------------
 

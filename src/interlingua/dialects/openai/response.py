@@ -36,15 +36,33 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ... import json as tok
-from ...canonical import Block, End, Error, Event, Extension, Finish, MessageStart, Section, Usage
-from ...decoding import Gate, Decoder
+from ...canonical import (
+    Block,
+    End,
+    Error,
+    Event,
+    Extension,
+    Finish,
+    MessageStart,
+    Section,
+    Usage,
+)
+from ...decoding import ResponseDecoderBase
 from ...encoding import Encoder, MessageAssembler
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
-    BlockStream, KeyFirst, OpenFrame, finish_from, finish_to, merge_usage, skip_value, tool_id,
-    usage_from_openai, usage_to_openai,
+    BlockStream,
+    KeyFirst,
+    OpenFrame,
+    finish_from,
+    finish_to,
+    merge_usage,
+    skip_value,
+    tool_id,
+    usage_from_openai,
+    usage_to_openai,
 )
 from ...session import Session
 
@@ -69,30 +87,17 @@ class _Choice:
         self.finished = False
 
 
-class _Base(Decoder):
+class _Base(ResponseDecoderBase):
     dialect = DIALECT
-    framing = "sse"
 
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         super().__init__(emit, session)
-        self.gate = Gate(emit, session, "openai:content-before-id")
-        self.id: str | None = None
-        self.model: str | None = None
-        self.started = False
         self.kept: dict[str, bytes] = {}
         self.choices: dict[int, _Choice] = {}
 
-    def out(self, event: Event) -> None:
-        self.gate(event)
-
-    def start_message(self) -> None:
-        if self.started:
-            return
-        self.started = True
-        for key, raw in self.kept.items():
+    def _starting(self) -> None:
+        for key, raw in self.kept.items():  # created, system_fingerprint ... (openai only)
             self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
-        self.emit(MessageStart(self.id, self.model))
-        self.gate.release()
 
     def _maybe_start(self) -> None:
         if self.id is not None and self.model is not None:
