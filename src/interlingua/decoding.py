@@ -43,12 +43,18 @@ class Decoder:
         self.session = session
         self.tokenizer: tok.Tokenizer | None = None  # set by the pipeline, for paths
         self._stack: list[Handler] = []
+        self._next: Handler | None = None  # reads the next token only (``then``)
         self._raw_streams: list[RawStream] = []
 
     # -- driving ------------------------------------------------------------
 
     def on_token(self, kind: int, value: Any, offset: int) -> None:
-        self._stack[-1](kind, value, offset)
+        reader = self._next
+        if reader is None:
+            self._stack[-1](kind, value, offset)
+        else:  # the first token of a value announced by ``then``
+            self._next = None
+            reader(kind, value, offset)
 
     def flush(self) -> None:
         """Called after each fed chunk: hand on raw text gathered so far."""
@@ -70,15 +76,17 @@ class Decoder:
     def restart(self, handler: Handler) -> None:
         """A new document (a stream's next frame): ``handler`` reads its first token."""
         self._stack = [handler]
+        self._next = None
 
     # -- structure ------------------------------------------------------------
 
     def then(self, reader: Handler) -> None:
-        """Read the next value with ``reader(kind, value, offset)`` (after a key)."""
-        def once(kind: int, value: Any, offset: int) -> None:
-            self.pop()
-            reader(kind, value, offset)
-        self.push(once)
+        """Read the next value with ``reader(kind, value, offset)`` (after a key).
+
+        ``reader`` gets the value's first token only, ahead of the handler on
+        top of the stack: no stack entry, no closure per member."""
+        assert self._next is None, "then() twice before a token"
+        self._next = reader
 
     def then_value(self, done: Callable[[Any], None]) -> None:
         """Read the next value as small Python data and pass it to ``done``."""
