@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from interlingua import BudgetExceededError, Options, ReorderRefusedError, Transcoder
+from interlingua import Block, BudgetExceededError, Options, ReorderRefusedError, Transcoder, decode
 
 # keys sorted: the message's content comes before its role, so its blocks wait for the role
 CONTENT = "x" * 50_000
@@ -65,3 +65,44 @@ def test_body_needing_no_reorder_emits_while_it_arrives():
         produced_before_end += len(transcoder.feed(CLIENT_ORDER[i:i + 1024]))
     assert produced_before_end > len(CONTENT) // 2, "output follows input, it is not held"
     assert transcoder.reorder.high_water == 0
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic", "ollama"])
+def test_content_before_role_is_held_per_message_and_resolved_by_its_role(dialect):
+    """Each message reader holds its blocks until its role: only the messages whose
+    role comes late are held, and the events are those of the role-first body."""
+    messages = [{"role": "user", "content": "first " * 20},
+                {"content": "second " * 20, "role": "assistant"},  # sorted keys: held
+                {"role": "user", "content": "third " * 20}]
+    reordered = [{"role": m["role"], "content": m["content"]} for m in messages]
+    late = json.dumps({"model": "m", "max_tokens": 5, "messages": messages}).encode()
+    early = json.dumps({"model": "m", "max_tokens": 5, "messages": reordered}).encode()
+
+    def merged(body: bytes, frame: int) -> list:
+        """The events, each block's fragments joined (their cut follows the input's)."""
+        out = []
+        for event in decode([body[i:i + frame] for i in range(0, len(body), frame)], source=dialect):
+            if type(event) is not Block:
+                out.append(event)
+            elif event.init:
+                out.append([event.section, event.message, event.payload, event.attrs, event.fin])
+            else:
+                out[-1][2] += event.payload
+                out[-1][4] = event.fin
+        return out
+
+    for frame in (7, 64, 4096):
+        assert merged(late, frame) == merged(early, 1 << 20)
+    transcoder = Transcoder(dialect, dialect)
+    for i in range(0, len(late), 16):  # small frames: the content arrives in several fragments
+        transcoder.feed(late[i:i + 16])
+    transcoder.close()
+    assert set(transcoder.reorder.report()["by_reason"]) >= {f"{dialect}:content-before-role"}
+    assert transcoder.reorder.report()["by_reason"][f"{dialect}:content-before-role"] >= len("second " * 20)
+    with pytest.raises(ReorderRefusedError, match=f"{dialect}:content-before-role"):
+        strict = Transcoder(dialect, dialect, options=Options(refuse_reorder=True))
+        for i in range(0, len(late), 16):
+            strict.feed(late[i:i + 16])
+        strict.close()
+    strict = Transcoder(dialect, dialect, options=Options(refuse_reorder=True))
+    assert json.loads(strict.feed(early) + strict.close())["messages"]

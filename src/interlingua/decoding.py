@@ -279,6 +279,56 @@ class RequestBodyDecoder(Decoder):
             self.emit(MessagesEnd())
 
 
+class MessageReaderBase:
+    """What the request decoders' message readers share: a message's blocks wait
+    for its ``role`` (sources that sort keys put it after ``content``).
+
+    Until the role is known, blocks go into a ``Gate`` (reason
+    ``<dialect>:content-before-role``); ``_resolve`` gives each block its role's
+    form on the way out. Most sources put the role first: then no gate is made
+    and blocks go straight out.
+    """
+
+    def __init__(self, decoder: Decoder, index: int, role: str | None = None) -> None:
+        self.d = decoder
+        self.index = index
+        self.role = role
+        self._gate: Gate | None = None  # only while blocks came before the role
+        self._emitted = False  # a block of this message has gone out (or is held)
+
+    def emit(self, block: Block) -> None:
+        self._emitted = True
+        if self._gate is None:
+            if self.role is not None:
+                self.d.emit(self._resolve(block))
+                return
+            self._gate = Gate(self._emit_resolved, self.d.session, f"{self.d.dialect}:content-before-role")
+        self._gate(block)
+
+    def _emit_resolved(self, block: Block) -> None:
+        self.d.emit(self._resolve(block))
+
+    def _resolve(self, block: Block) -> Block:
+        """The block as its role makes it (text is built as provisional ``user-text``)."""
+        return block
+
+    def _role(self, kind: int, value: Any, offset: int) -> None:
+        """Reads the ``role`` member."""
+        self.d.read_value(kind, value, offset, lambda role: self._set_role(role, offset))
+
+    def _set_role(self, role: Any, offset: int) -> None:
+        if not isinstance(role, str):
+            raise self.d.error("expected a string for role", offset)
+        self.role_known(role)
+
+    def role_known(self, role: str) -> None:
+        """The role is read (and checked): held blocks go out, later ones go straight."""
+        self.role = role
+        if self._gate is not None:
+            self._gate.release()
+            self._gate = None
+
+
 class ResponseDecoderBase(Decoder):
     """What the response decoders share: content waits (``Gate``) until the message
     can start -- a source that sorts keys puts ``id``/``model`` after it -- and the

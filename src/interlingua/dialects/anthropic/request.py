@@ -38,7 +38,7 @@ from ...canonical import (
     REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Event, Extension, MessagesEnd, Section,
     decode_escaped, escape_raw_json,
 )
-from ...decoding import BlockBuilder, Gate, RequestBodyDecoder
+from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import Encoder, MessageAssembler
 from ...errors import JsonSyntaxError
 from ...jsonwriter import JsonWriter, dumps
@@ -143,30 +143,16 @@ class RequestDecoder(RequestBodyDecoder):
         assert len(self._stack) == depth, "replayed value left handlers behind"
 
 
-class MessageReader:
+class MessageReader(MessageReaderBase):
     """One message object (or the top-level ``system``, ``role="system"``).
 
     Blocks are held while the role is unknown; text is built as provisional
     ``user-text`` and gets its role's section when emitted."""
 
-    def __init__(self, decoder: RequestDecoder, index: int, role: str | None = None) -> None:
-        self.d = decoder
-        self.index = index
-        self.role = role
-        # blocks wait for the role (content before role: sorted keys)
-        self._gate = Gate(lambda block: decoder.emit(self._resolve(block)), decoder.session,
-                          "anthropic:content-before-role")
-        if role is not None:
-            self._gate.release()
-
-    def emit(self, block: Block) -> None:
-        self._gate(block)
-
     def _set_role(self, role: Any, offset: int) -> None:
         if role not in _ROLE_TEXT_SECTION:
             raise self.d.error(f"unknown message role {role!r}", offset)
-        self.role = role
-        self._gate.release()
+        self.role_known(role)
 
     def _resolve(self, block: Block) -> Block:
         if not block.init:
@@ -199,7 +185,7 @@ class MessageReader:
                 raise d.error("message without role", offset)
             return
         if value == "role":
-            d.then(lambda k, v, o: d.read_value(k, v, o, lambda r: self._set_role(r, o)))
+            d.then(self._role)
         elif value == "content":
             d.then(self._content)
         else:

@@ -62,7 +62,7 @@ from ...canonical import (
     REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, decode_escaped, escape_raw_json,
 )
-from ...decoding import BlockBuilder, Gate, RequestBodyDecoder
+from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import Encoder, MessageAssembler, MessageListBody, merged_reasoning
 from ...errors import SchemaError, TranscodeError
 from ...jsonwriter import JsonWriter, dumps
@@ -214,7 +214,7 @@ class RequestDecoder(RequestBodyDecoder):
                         dumps(schema) if schema is not None else b"", attrs=attrs))
 
 
-class MessageReader:
+class MessageReader(MessageReaderBase):
     """Reads one message object; see the module docstring for the decisions.
 
     The last block is closed only when the next one starts or the message
@@ -223,24 +223,12 @@ class MessageReader:
     """
 
     def __init__(self, decoder: RequestDecoder, index: int) -> None:
-        self.d = decoder
-        self.index = index
-        self.role: str | None = None
-        # blocks wait for the role (content before role: sorted keys)
-        self._gate = Gate(lambda block: decoder.emit(self._resolve(block)), decoder.session,
-                          "ollama:content-before-role")
+        super().__init__(decoder, index)
         self._open: BlockBuilder | None = None
         self._content: BlockBuilder | None = None
         self._tool_name: str | None = None
         self._tool_name_raw: bytes | None = None
-        self._emitted = False
         self._call_position = 0
-
-    # -- where blocks go -------------------------------------------------------
-
-    def emit(self, block: Block) -> None:
-        self._emitted = True
-        self._gate(block)
 
     def _resolve(self, block: Block) -> Block:
         """Content is built as provisional ``user-text``; give it the role's section,
@@ -299,14 +287,18 @@ class MessageReader:
             d.pop()
             self._end(offset)
             return
-        reader = {
-            "role": self._role,
-            "content": self._text_member("content"),
-            "thinking": self._text_member("thinking"),
-            "images": self._images,
-            "tool_calls": self._tool_calls,
-            "tool_name": self._tool_name_member,
-        }.get(value) or self._extension(value)
+        if value == "role":
+            reader = self._role
+        elif value == "content" or value == "thinking":
+            reader = self._text_member(value)
+        elif value == "images":
+            reader = self._images
+        elif value == "tool_calls":
+            reader = self._tool_calls
+        elif value == "tool_name":
+            reader = self._tool_name_member
+        else:
+            reader = self._extension(value)
         d.then(reader)
 
     def _end(self, offset: int) -> None:
@@ -337,14 +329,6 @@ class MessageReader:
                 path, raw, message=self.index, lossless=raw == b"null"))
         return reader
 
-    def _role(self, kind: int, value: Any, offset: int) -> None:
-        def done(role: Any) -> None:
-            if not isinstance(role, str):
-                raise self.d.error("expected a string for role", offset)
-            self.role = role
-            self._gate.release()
-        self.d.read_value(kind, value, offset, done)
-
     def _tool_name_member(self, kind: int, value: Any, offset: int) -> None:
         def done(raw: bytes) -> None:
             self._tool_name_raw = raw
@@ -353,11 +337,9 @@ class MessageReader:
         self.d.read_raw(kind, value, offset, done)
 
     def _text_member(self, key: str):
-        path = f"$.messages[{self.index}].{key}"
-
         def reader(kind: int, value: Any, offset: int) -> None:
             if kind == tok.NULL:
-                self.d.extension(path, b"null", message=self.index, lossless=True)
+                self.d.extension(f"$.messages[{self.index}].{key}", b"null", message=self.index, lossless=True)
                 return
             if key == "content":
                 builder = self.builder(Section.USER_TEXT)

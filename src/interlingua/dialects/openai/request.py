@@ -29,7 +29,7 @@ from ...canonical import (
     REQUEST_LEVEL, Block, Control, Event, Extension, MessagesEnd, Section, SystemEnd, End,
     TOP_LEVEL_SYSTEM, decode_escaped,
 )
-from ...decoding import BlockBuilder, Gate, RequestBodyDecoder
+from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import Encoder, MessageAssembler, MessageListBody, merged_reasoning
 from ...jsonwriter import JsonWriter, dumps
 from ...session import Session
@@ -91,7 +91,7 @@ class RequestDecoder(RequestBodyDecoder):
                         attrs=attrs))
 
 
-class MessageReader:
+class MessageReader(MessageReaderBase):
     """Reads one message object.
 
     While the role is unknown, blocks are held (text is provisionally
@@ -101,26 +101,9 @@ class MessageReader:
     """
 
     def __init__(self, decoder: RequestDecoder, index: int) -> None:
-        self.d = decoder
-        self.index = index
-        self.role: str | None = None
+        super().__init__(decoder, index)
         self.tool_call_id: str | None = None
-        # blocks wait for the role (content before role: sorted keys)
-        self._gate = Gate(lambda block: decoder.emit(self._resolve(block)), decoder.session,
-                          "openai:content-before-role")
         self._open: BlockBuilder | None = None  # finished payload, not yet closed
-
-    # -- where blocks go -----------------------------------------------------------
-
-    def emit(self, block: Block) -> None:
-        self._emitted = True
-        self._gate(block)
-
-    def _set_role(self, role: Any, offset: int) -> None:
-        if not isinstance(role, str):
-            raise self.d.error("expected a string for role", offset)
-        self.role = role
-        self._gate.release()
 
     def _resolve(self, block: Block) -> Block:
         """Give text (built as provisional ``user-text``) the section its role says.
@@ -197,19 +180,22 @@ class MessageReader:
                     attrs["tool_call_id"] = self.tool_call_id
                 self.emit(Block(Section.USER_TEXT, self.index, b"", attrs=attrs))
             return
-        reader = {
-            "role": self._role,
-            "content": self._content,
-            "tool_calls": self._tool_calls,
-            "refusal": self._string_member(Section.ASSISTANT_REFUSAL, "refusal"),
-            "function_call": self._function_call,
-            "tool_call_id": self._tool_call_id,
-        }.get(value)
-        if reader is None:
-            if d.reasoning_key is not None and value == d.reasoning_key:
-                reader = self._string_member(Section.ASSISTANT_REASONING, value)
-            else:
-                reader = self._extension(value)
+        if value == "role":
+            reader = self._role
+        elif value == "content":
+            reader = self._content
+        elif value == "tool_calls":
+            reader = self._tool_calls
+        elif value == "refusal":
+            reader = self._string_member(Section.ASSISTANT_REFUSAL, "refusal")
+        elif value == "function_call":
+            reader = self._function_call
+        elif value == "tool_call_id":
+            reader = self._tool_call_id
+        elif d.reasoning_key is not None and value == d.reasoning_key:
+            reader = self._string_member(Section.ASSISTANT_REASONING, value)
+        else:
+            reader = self._extension(value)
         d.then(reader)
 
     def _null(self, key: str) -> None:
@@ -224,9 +210,6 @@ class MessageReader:
                             lambda raw: self.d.extension(path, raw, message=self.index, lossless=lossless))
         return reader
 
-    def _role(self, kind: int, value: Any, offset: int) -> None:
-        self.d.read_value(kind, value, offset, lambda role: self._set_role(role, offset))
-
     def _tool_call_id(self, kind: int, value: Any, offset: int) -> None:
         def done(call_id: Any) -> None:
             if not isinstance(call_id, str):
@@ -237,7 +220,6 @@ class MessageReader:
                 self._id_given = True
         self.d.read_value(kind, value, offset, done)
 
-    _emitted = False  # a block of this message has been emitted
     _empty_parts = False  # content was an array (it may be empty)
 
     def _content(self, kind: int, value: Any, offset: int) -> None:
