@@ -18,7 +18,7 @@ from typing import Callable
 
 from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, Extension, Section
 from .errors import TranscodeError
-from .jsonwriter import JsonWriter
+from .jsonwriter import JsonWriter, key_bytes
 from .reorder import Hold
 from .session import Session
 
@@ -26,6 +26,7 @@ Write = Callable[[bytes], None]
 
 _CLOSERS = {b"[": b"]", b"{": b"}", b'"': b'"', b"": b""}
 _CONTAINERS = (b"[", b"{")
+_NONE_ENDED: frozenset = frozenset()  # shared until a message ends a member early
 
 
 class Encoder:
@@ -145,15 +146,16 @@ class _Member:
 class MessageAssembler:
     """One target message object being written; see the module docstring."""
 
-    def __init__(self, out: JsonWriter, session: Session, reason: str) -> None:
+    def __init__(self, out: JsonWriter, session: Session, reason: str, head: bytes = b"") -> None:
+        """``head``: the first members as JSON text (``"role":"user"``), written with the brace."""
         self.out = out
         self.session = session
         self.reason = reason
         self._members: dict[str, _Member] = {}
         self._streaming: _Member | None = None
-        self._ended: set[str] = set()  # members closed early (end_member)
+        self._ended: set[str] = _NONE_ENDED  # members closed early (end_member)
         self._late_scalars: Hold | None = None
-        out.begin_object()
+        out.begin_object(head)
 
     def scalar(self, key: str, value: bytes) -> None:
         """A small member written whole (role, an id): now, or at close if a member is mid-stream."""
@@ -212,22 +214,30 @@ class MessageAssembler:
             self.out._first.pop()
         self.out.write(_CLOSERS[member.opener])
         self._streaming = None
+        if self._ended is _NONE_ENDED:
+            self._ended = set()
         self._ended.add(key)
 
     def close(self) -> None:
+        """The rest of the object -- the streaming member's closer, the held members,
+        the brace -- written in one piece."""
         out = self.out
+        tail: list[bytes] = []
         if self._streaming is not None:
             opener = self._streaming.opener
             if opener in _CONTAINERS:
                 out._first.pop()
-            out.write(_CLOSERS[opener])
+            tail.append(_CLOSERS[opener])
         for key, member in self._members.items():
             if member.hold is not None:
-                out.raw_member(key, member.opener + member.hold.take_bytes() + _CLOSERS[member.opener])
+                tail += (out._sep(), key_bytes(key), b":", member.opener, member.hold.take_bytes(),
+                         _CLOSERS[member.opener])
         if self._late_scalars is not None:
             for key, value in self._late_scalars.drain():
-                out.raw_member(key, value)
-        out.end_object()
+                tail += (out._sep(), key_bytes(key), b":", value)
+        out._first.pop()
+        tail.append(b"}")
+        out.write(b"".join(tail))
 
 
 class MessageListBody:

@@ -10,6 +10,7 @@ is JSON-equal to the input and a string's bytes are never re-encoded.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any, Callable
 
 from . import json as tok
@@ -24,7 +25,9 @@ def dumps(value: Any) -> bytes:
     return _dumps(value).encode("utf-8")
 
 
+@lru_cache(maxsize=512)  # member names repeat (role, content ...); bounded, whatever the input
 def key_bytes(key: str) -> bytes:
+    """A member name (or any short name, a role) as a JSON string."""
     return _dumps(key).encode("utf-8")
 
 
@@ -37,18 +40,27 @@ class JsonWriter:
         self.write = write
         self._first: list[bool] = []  # per open container: nothing written in it yet
 
-    def _separate(self) -> None:
+    def _sep(self) -> bytes:
+        """What goes before the next item of the open container: ``,`` or nothing.
+
+        Written with the item, in one call: writes may go into a hold, each counted."""
         first = self._first
         if first:
             if first[-1]:
                 first[-1] = False
-            else:
-                self.write(b",")
+                return b""
+            return b","
+        return b""
 
-    def begin_object(self) -> None:
-        self._separate()
-        self.write(b"{")
-        self._first.append(True)
+    def _separate(self) -> None:
+        sep = self._sep()
+        if sep:
+            self.write(sep)
+
+    def begin_object(self, head: bytes = b"") -> None:
+        """``{``, and ``head``: the object's first members as JSON text (``"k":v``), if any."""
+        self.write(self._sep() + b"{" + head)
+        self._first.append(not head)
 
     def end_object(self) -> None:
         self._first.pop()
@@ -59,24 +71,20 @@ class JsonWriter:
         self.write(b"]")
 
     def raw_member(self, name: str, raw: bytes) -> None:
-        self._separate()
-        self.write(key_bytes(name) + b":" + raw)
+        self.write(self._sep() + key_bytes(name) + b":" + raw)
 
     def open_member(self, name: str, opener: bytes) -> None:
         """``"name":{`` / ``"name":[`` -- a container member written piecewise."""
-        self._separate()
-        self.write(key_bytes(name) + b":" + opener)
+        self.write(self._sep() + key_bytes(name) + b":" + opener)
         self._first.append(True)
 
     def raw_element(self, raw: bytes) -> None:
         """A whole JSON value as an array element."""
-        self._separate()
-        self.write(raw)
+        self.write(self._sep() + raw)
 
     def string_member_open(self, name: str) -> None:
         """``"name":"`` -- a string member whose escaped fragments the caller writes."""
-        self._separate()
-        self.write(key_bytes(name) + b':"')
+        self.write(self._sep() + key_bytes(name) + b':"')
 
 
 class RawValue:

@@ -41,7 +41,7 @@ from ...canonical import (
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import Encoder, MessageAssembler
 from ...errors import JsonSyntaxError
-from ...jsonwriter import JsonWriter, dumps
+from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...session import Session
 from . import controls
 
@@ -758,11 +758,12 @@ class RequestEncoder(Encoder):
     def _open_message(self, block: Block, role: str, string: bool) -> None:
         self._close_message()
         self._open_top("messages")
-        msg = self._msg = MessageAssembler(self.out, self.session, "anthropic:member-order")
-        msg.scalar("role", dumps(role))
-        for ext in [e for e in self._pending_ext if e.message == block.message]:
-            msg.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
-        self._pending_ext = [e for e in self._pending_ext if e.message != block.message]
+        msg = self._msg = MessageAssembler(self.out, self.session, "anthropic:member-order",
+                                           b'"role":' + key_bytes(role))
+        if self._pending_ext:
+            for ext in [e for e in self._pending_ext if e.message == block.message]:
+                msg.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+            self._pending_ext = [e for e in self._pending_ext if e.message != block.message]
         self._msg_index = block.message
         self._msg_role = role
         self._msg_string = string

@@ -65,7 +65,7 @@ from ...canonical import (
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import Encoder, MessageAssembler, MessageListBody, merged_reasoning
 from ...errors import SchemaError, TranscodeError
-from ...jsonwriter import JsonWriter, dumps
+from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...session import Session
 from . import controls
 
@@ -620,12 +620,12 @@ class RequestEncoder(Encoder):
     def _open_message(self, index: int, role: str) -> _Message:
         self._close_message()
         writer = self.body.messages_writer(system=index == TOP_LEVEL_SYSTEM)
-        asm = MessageAssembler(writer, self.session, "ollama:member-order")
-        asm.scalar("role", dumps(role))
+        asm = MessageAssembler(writer, self.session, "ollama:member-order", b'"role":' + key_bytes(role))
         self._msg = _Message(asm, index, role)
-        for ext in [e for e in self._pending_ext if e.message == index]:
-            asm.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
-        self._pending_ext = [e for e in self._pending_ext if e.message != index]
+        if self._pending_ext:
+            for ext in [e for e in self._pending_ext if e.message == index]:
+                asm.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
+            self._pending_ext = [e for e in self._pending_ext if e.message != index]
         return self._msg
 
     def _close_message(self) -> None:

@@ -31,7 +31,7 @@ from ...canonical import (
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import Encoder, MessageAssembler, MessageListBody, merged_reasoning
-from ...jsonwriter import JsonWriter, dumps
+from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...session import Session
 from . import controls
 
@@ -615,15 +615,15 @@ class RequestEncoder(Encoder):
             # it -- anthropic [text, tool_result] -- so its user blocks are held.)
             self._after_tool_calls = False
         writer = self._messages_writer(index, role)
-        self._msg = MessageAssembler(writer, self.session, "openai:member-order")
-        self._msg.scalar("role", dumps(role))
+        self._msg = MessageAssembler(writer, self.session, "openai:member-order", b'"role":' + key_bytes(role))
         self._msg_index = index
         self._msg_role = role
         self._msg_has_result_id = False
         self._msg_had_tool_calls = False
-        for ext in [e for e in self._pending_ext if e.message == index]:
-            self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
-        self._pending_ext = [e for e in self._pending_ext if e.message != index]
+        if self._pending_ext:
+            for ext in [e for e in self._pending_ext if e.message == index]:
+                self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
+            self._pending_ext = [e for e in self._pending_ext if e.message != index]
 
     def _close_message(self) -> None:
         if self._msg is not None:
