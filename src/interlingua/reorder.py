@@ -34,14 +34,15 @@ class ReorderBuffer:
     def _add(self, reason: str, size: int) -> None:
         if self.refuse and size:
             raise ReorderRefusedError(f"input needs reordering ({reason}) and reordering is refused")
-        if self.held + size > self.budget:
+        held = self.held + size
+        if held > self.budget:
             raise BudgetExceededError(
                 f"reorder budget of {self.budget} bytes exceeded while holding for {reason!r}")
-        self.held += size
-        if self.held > self.high_water:
-            self.high_water = self.held
-        now = self._held_by_reason.get(reason, 0) + size
-        self._held_by_reason[reason] = now
+        self.held = held
+        if held > self.high_water:
+            self.high_water = held
+        by_reason = self._held_by_reason
+        now = by_reason[reason] = by_reason.get(reason, 0) + size
         if now > self.high_water_by_reason.get(reason, 0):
             self.high_water_by_reason[reason] = now
 
@@ -78,9 +79,12 @@ class Hold:
         self.size += size
 
     def write(self, data: bytes) -> None:
-        """Hold output bytes (encoders)."""
+        """Hold output bytes (encoders): ``append`` with the size taken from the bytes."""
         if data:
-            self.append(data, len(data))
+            size = len(data)
+            self._buffer._add(self.reason, size)
+            self._items.append(data)
+            self.size += size
 
     def drain(self) -> Iterator[Any]:
         """Give back every held item in order, releasing its bytes."""
