@@ -131,13 +131,21 @@ class Decoder:
         """The value must be an array of objects: ``on_object(offset)`` returns the
         key handler of each one (popped at the object's end by that handler), or
         None when it installed its own reader."""
-        def element(kind: int, value: Any, offset: int) -> None:
-            if kind != tok.OBJECT_START:
+        if kind != tok.ARRAY_START:
+            raise self.wrong_type(kind, f"an array for {what}", offset)
+
+        def element(kind: int, value: Any, offset: int) -> None:  # once per message: kept flat
+            if kind == tok.OBJECT_START:
+                handler = on_object(offset)
+                if handler is not None:
+                    self._stack.append(handler)
+            elif kind == tok.ARRAY_END:
+                self.pop()
+                if on_end is not None:
+                    on_end()
+            else:
                 raise self.wrong_type(kind, f"an object in {what}", offset)
-            handler = on_object(offset)
-            if handler is not None:
-                self.push(handler)
-        self.each_element(kind, offset, what, element, on_end)
+        self.push(element)
 
     # -- errors ---------------------------------------------------------------
 
@@ -313,8 +321,11 @@ class MessageReaderBase:
         return block
 
     def _role(self, kind: int, value: Any, offset: int) -> None:
-        """Reads the ``role`` member."""
-        self.d.read_value(kind, value, offset, lambda role: self._set_role(role, offset))
+        """Reads the ``role`` member (a string, mostly: taken on the spot)."""
+        if kind == tok.STRING:
+            self._set_role(_scalar(kind, value), offset)
+        else:
+            self.d.read_value(kind, value, offset, lambda role: self._set_role(role, offset))
 
     def _set_role(self, role: Any, offset: int) -> None:
         if not isinstance(role, str):
@@ -404,10 +415,10 @@ class BlockBuilder:
     and spares holding a whole payload for an attribute that may never come.
     """
 
-    __slots__ = ("emit", "section", "message", "attrs", "late", "started", "begun", "last")
+    __slots__ = ("emit", "section", "message", "attrs", "late", "started", "begun", "last", "done")
 
     def __init__(self, emit: Callable[[Block], None], section: Section, message: int,
-                 attrs: dict | None = None) -> None:
+                 attrs: dict | None = None, done: Callable[[BlockBuilder], None] | None = None) -> None:
         self.emit = emit
         self.section = section
         self.message = message
@@ -416,11 +427,16 @@ class BlockBuilder:
         self.begun = False  # the payload has begun (in source order)
         self.started = False  # the first fragment has been emitted
         self.last: bytes | None = None
+        # called with the builder after the last fragment: ``fragment`` can then be
+        # a string's sink itself, with no wrapper called per fragment
+        self.done = done
 
     def fragment(self, data: bytes, init: bool, fin: bool) -> None:
         self.begun = True
         if fin:
             self.last = data if self.last is None else self.last + data
+            if self.done is not None:
+                self.done(self)
             return
         if self.last is not None:  # a payload in several values (raw parts)
             data = self.last + data

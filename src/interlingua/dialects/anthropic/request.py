@@ -39,7 +39,7 @@ from ...canonical import (
     decode_escaped, escape_raw_json,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import Encoder, MessageAssembler
+from ...encoding import Encoder, MessageAssembler, _ignore
 from ...errors import JsonSyntaxError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...session import Session
@@ -172,8 +172,8 @@ class MessageReader(MessageReaderBase):
             return block
         return Block(section, block.message, block.payload, True, block.fin, attrs or None)
 
-    def builder(self, section: Section, attrs: dict | None = None) -> BlockBuilder:
-        return BlockBuilder(self.emit, section, self.index, attrs)
+    def builder(self, section: Section, attrs: dict | None = None, done=None) -> BlockBuilder:
+        return BlockBuilder(self.emit, section, self.index, attrs, done)
 
     # -- keys ----------------------------------------------------------------------
 
@@ -201,16 +201,12 @@ class MessageReader(MessageReaderBase):
 
     def string_content(self, kind: int, value: Any, offset: int,
                        then: Callable[[], None] | None = None) -> None:
-        builder = self.builder(Section.USER_TEXT)
+        def done(builder: BlockBuilder) -> None:
+            builder.close()
+            if then is not None:
+                then()
 
-        def sink(data: bytes, init: bool, fin: bool) -> None:
-            builder.fragment(data, init, fin)
-            if fin:
-                builder.close()
-                if then is not None:
-                    then()
-
-        self.d.read_string(kind, value, offset, sink, "content")
+        self.d.read_string(kind, value, offset, self.builder(Section.USER_TEXT, None, done).fragment, "content")
 
     def content_blocks(self, kind: int, offset: int, then: Callable[[], None] | None = None) -> None:
         """A list of content blocks; ``then`` runs after it."""
@@ -844,7 +840,7 @@ class RequestEncoder(Encoder):
 
     def _text(self, block: Block, attrs: dict, w: JsonWriter | None):
         if w is self._content and self._msg_string:
-            return w.write, (lambda late: None)
+            return w.write, _ignore
         if attrs.get("empty"):
             return (lambda data: None), (lambda late: None)
         w._separate()

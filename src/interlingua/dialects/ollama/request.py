@@ -251,9 +251,9 @@ class MessageReader(MessageReaderBase):
                          {**(block.attrs or {}), "role": role})
         return block
 
-    def builder(self, section: Section, attrs: dict | None = None) -> BlockBuilder:
+    def builder(self, section: Section, attrs: dict | None = None, done=None) -> BlockBuilder:
         self.close_open()
-        return BlockBuilder(self.emit, section, self.index, attrs)
+        return BlockBuilder(self.emit, section, self.index, attrs, done)
 
     def finished(self, builder: BlockBuilder) -> None:
         self.close_open()
@@ -342,16 +342,11 @@ class MessageReader(MessageReaderBase):
                 self.d.extension(f"$.messages[{self.index}].{key}", b"null", message=self.index, lossless=True)
                 return
             if key == "content":
-                builder = self.builder(Section.USER_TEXT)
+                builder = self.builder(Section.USER_TEXT, None, self.finished)
                 self._content = builder
             else:
-                builder = self.builder(Section.ASSISTANT_REASONING)
-
-            def sink(data: bytes, init: bool, fin: bool) -> None:
-                builder.fragment(data, init, fin)
-                if fin:
-                    self.finished(builder)
-            self.d.read_string(kind, value, offset, sink, key)
+                builder = self.builder(Section.ASSISTANT_REASONING, None, self.finished)
+            self.d.read_string(kind, value, offset, builder.fragment, key)
         return reader
 
     # -- images ----------------------------------------------------------------------

@@ -30,7 +30,7 @@ from ...canonical import (
     TOP_LEVEL_SYSTEM, decode_escaped,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import Encoder, MessageAssembler, MessageListBody, merged_reasoning
+from ...encoding import Encoder, MessageAssembler, MessageListBody, _ignore, merged_reasoning
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...session import Session
 from . import controls
@@ -150,10 +150,10 @@ class MessageReader(MessageReaderBase):
 
     _id_given = False
 
-    def builder(self, section: Section, attrs: dict | None = None) -> BlockBuilder:
+    def builder(self, section: Section, attrs: dict | None = None, done=None) -> BlockBuilder:
         """A new block of this message; the previous one is closed first."""
         self.close_open()
-        return BlockBuilder(self.emit, section, self.index, attrs)
+        return BlockBuilder(self.emit, section, self.index, attrs, done)
 
     def finished(self, builder: BlockBuilder) -> None:
         """The block's payload is complete; it closes when the next block starts or the message ends."""
@@ -233,14 +233,8 @@ class MessageReader(MessageReaderBase):
 
     def string_block(self, kind: int, value: Any, offset: int, section: Section, attrs: dict | None,
                      what: str) -> BlockBuilder:
-        builder = self.builder(section, attrs)
-
-        def sink(data: bytes, init: bool, fin: bool) -> None:
-            builder.fragment(data, init, fin)
-            if fin:
-                self.finished(builder)
-
-        self.d.read_string(kind, value, offset, sink, what)
+        builder = self.builder(section, attrs, self.finished)
+        self.d.read_string(kind, value, offset, builder.fragment, what)
         return builder
 
     def _string_member(self, section: Section, key: str):
@@ -708,6 +702,8 @@ class RequestEncoder(Encoder):
             return (lambda data: None), (lambda late: self._result_close(block, msg, role, attrs, late))
         if not attrs.get("in_parts") and not msg.has("content"):
             w = msg.member("content", b'"')
+            if role != "tool":
+                return w.write, _ignore
             return w.write, (lambda late: self._result_close(block, msg, role, attrs, late))
         w = msg.member("content", b"[")
         w._separate()
