@@ -67,7 +67,7 @@ class Encoder:
             return
         placed = self._place(block)
         if placed is None:
-            self._block = (_ignore, _ignore) if not block.fin else None
+            self._block = (ignore, ignore) if not block.fin else None
             return
         write, close = placed
         write(block.payload)
@@ -130,7 +130,8 @@ def merged_reasoning(items: list[Control]) -> Control:
     return Control("reasoning", merged, dialect=items[-1].dialect, key=items[-1].key)
 
 
-def _ignore(_) -> None:
+def ignore(_) -> None:
+    """A write or close with nothing to do (shared: no closure made per block)."""
     pass
 
 

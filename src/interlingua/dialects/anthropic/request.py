@@ -39,7 +39,7 @@ from ...canonical import (
     decode_escaped, escape_raw_json,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import Encoder, MessageAssembler, _ignore
+from ...encoding import Encoder, MessageAssembler, ignore
 from ...errors import JsonSyntaxError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...session import Session
@@ -840,7 +840,7 @@ class RequestEncoder(Encoder):
 
     def _text(self, block: Block, attrs: dict, w: JsonWriter | None):
         if w is self._content and self._msg_string:
-            return w.write, _ignore
+            return w.write, ignore
         if attrs.get("empty"):
             return (lambda data: None), (lambda late: None)
         w._separate()

@@ -30,7 +30,7 @@ from ...canonical import (
     TOP_LEVEL_SYSTEM, decode_escaped,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import Encoder, MessageAssembler, MessageListBody, _ignore, merged_reasoning
+from ...encoding import Encoder, MessageAssembler, MessageListBody, ignore, merged_reasoning
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...session import Session
 from . import controls
@@ -703,7 +703,7 @@ class RequestEncoder(Encoder):
         if not attrs.get("in_parts") and not msg.has("content"):
             w = msg.member("content", b'"')
             if role != "tool":
-                return w.write, _ignore
+                return w.write, ignore
             return w.write, (lambda late: self._result_close(block, msg, role, attrs, late))
         w = msg.member("content", b"[")
         w._separate()
