@@ -25,9 +25,19 @@ def dumps(value: Any) -> bytes:
     return _dumps(value).encode("utf-8")
 
 
-@lru_cache(maxsize=512)  # member names repeat (role, content ...); bounded, whatever the input
 def key_bytes(key: str) -> bytes:
-    """A member name (or any short name, a role) as a JSON string."""
+    """A member name (or a role) as a JSON string.
+
+    Encoders write the same few names for every message: short ones come from
+    a small cache. Long names (input keys may have up to ``max_key_bytes``) are
+    encoded each time, so what the cache keeps stays small whatever the input."""
+    if type(key) is str and len(key) <= 32:
+        return _short_name(key)
+    return _dumps(key).encode("utf-8")
+
+
+@lru_cache(maxsize=256)
+def _short_name(key: str) -> bytes:
     return _dumps(key).encode("utf-8")
 
 
