@@ -168,3 +168,18 @@ def test_errors_name_offset_and_path(data, error, offset, path):
     assert info.value.offset == offset
     if path is not None:
         assert info.value.path == path
+
+
+def test_member_name_cache_keeps_only_short_names():
+    """Encoders write the same names for every message (cached); input keys may be
+    long (up to max_key_bytes): those are never kept, so the cache stays small."""
+    from interlingua.jsonwriter import _short_name, key_bytes
+
+    assert key_bytes("content") == b'"content"'
+    assert key_bytes('a "quoted" é') == b'"a \\"quoted\\" \xc3\xa9"'
+    before = _short_name.cache_info().currsize
+    for i in range(50):
+        name = f"{i}" + "k" * 5000
+        assert key_bytes(name) == b'"' + name.encode() + b'"'
+    assert _short_name.cache_info().currsize == before
+    assert _short_name.cache_info().maxsize <= 256
