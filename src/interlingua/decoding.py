@@ -134,11 +134,11 @@ class Decoder:
         if kind != tok.ARRAY_START:
             raise self.wrong_type(kind, f"an array for {what}", offset)
 
-        def element(kind: int, value: Any, offset: int) -> None:  # once per message: kept flat
+        def element(kind: int, value: Any, offset: int) -> None:  # its own handler: one call less per object
             if kind == tok.OBJECT_START:
                 handler = on_object(offset)
                 if handler is not None:
-                    self._stack.append(handler)
+                    self.push(handler)
             elif kind == tok.ARRAY_END:
                 self.pop()
                 if on_end is not None:

@@ -132,7 +132,6 @@ def merged_reasoning(items: list[Control]) -> Control:
 
 def ignore(_) -> None:
     """A write or close with nothing to do (shared: no closure made per block)."""
-    pass
 
 
 class _Member:
