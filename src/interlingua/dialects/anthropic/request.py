@@ -150,9 +150,9 @@ class MessageReader(MessageReaderBase):
     ``user-text`` and gets its role's section when emitted."""
 
     def _set_role(self, role: Any, offset: int) -> None:
-        if role not in _ROLE_TEXT_SECTION:
+        if isinstance(role, str) and role not in _ROLE_TEXT_SECTION:
             raise self.d.error(f"unknown message role {role!r}", offset)
-        self.role_known(role)
+        super()._set_role(role, offset)  # a non-string: "expected a string for role"
 
     def _resolve(self, block: Block) -> Block:
         if not block.init:
