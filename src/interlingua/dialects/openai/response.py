@@ -53,6 +53,8 @@ from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
+    MemberReader,
+    read_members,
     BlockStream,
     KeyFirst,
     OpenFrame,
@@ -205,68 +207,50 @@ class _Base(ResponseDecoderBase):
         self.out(Finish(finish_from(DIALECT, reason), choice=c.index))
 
 
-class _ToolCallReader:
+class _ToolCallReader(MemberReader):
     """One ``tool_calls`` element (a whole call, or a stream delta of one)."""
 
     def __init__(self, d: _Base, c: _Choice, streaming: bool, position: int) -> None:
-        self.d = d
+        super().__init__(d)
         self.c = c
         self.streaming = streaming
         self.index: int | None = None if streaming else position
         self.attrs: dict = {}
         self.pending = None  # Hold of argument fragments while the call's place is unknown
         self.sink = None
-        d.push(self.on_key)
+        d.push(self.on_token)
 
-    def on_key(self, kind: int, value: Any, offset: int) -> None:
+    def member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d = self.d
-        if kind == tok.OBJECT_END:
-            d.pop()
-            self._end(offset)
-            return
-        d.push(self._once(value))
+        if key == "index":
+            d.read_value(kind, value, offset, self._index)
+        elif key == "id":
+            d.read_value(kind, value, offset, lambda v: self._attr("id", v))
+        elif key == "type":
+            skip_value(d, kind, value, offset)
+        elif key == "function":
+            if kind != tok.NULL:
+                read_members(d, kind, offset, "function", self._function_member)
+        else:
+            d.read_raw(kind, value, offset, lambda raw: d.session.lose(
+                f"$.choices[{self.c.index}].tool_calls.{key}", "tool call member has no canonical field"))
 
-    def _once(self, key: str):
-        def handler(kind: int, value: Any, offset: int) -> None:
-            d = self.d
-            d.pop()
-            if key == "index":
-                d.read_value(kind, value, offset, lambda v: setattr(self, "index", v))
-            elif key == "id":
-                d.read_value(kind, value, offset, lambda v: self._attr("id", v))
-            elif key == "type":
-                skip_value(d, kind, value, offset)
-            elif key == "function":
-                if kind == tok.NULL:
-                    return
-                if kind != tok.OBJECT_START:
-                    raise d.wrong_type(kind, "an object for function", offset)
-                d.push(self.on_function_key)
-            else:
-                d.read_raw(kind, value, offset, lambda raw: d.session.lose(
-                    f"$.choices[{self.c.index}].tool_calls.{key}", "tool call member has no canonical field"))
-        return handler
+    def _index(self, value: Any) -> None:
+        self.index = value
 
     def _attr(self, key: str, value: Any) -> None:
         if value is not None:
             self.attrs[key] = value
 
-    def on_function_key(self, kind: int, value: Any, offset: int) -> None:
+    def _function_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d = self.d
-        if kind == tok.OBJECT_END:
-            d.pop()
-            return
-        key = value
-
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if key == "name":
-                d.read_value(kind, value, offset, lambda v: self._attr("name", v))
-            elif key == "arguments":
-                if kind != tok.NULL:
-                    d.read_string(kind, value, offset, self._arguments, "arguments")
-            else:
-                d.read_raw(kind, value, offset, lambda raw: None)
-        d.then(handler)
+        if key == "name":
+            d.read_value(kind, value, offset, lambda v: self._attr("name", v))
+        elif key == "arguments":
+            if kind != tok.NULL:
+                d.read_string(kind, value, offset, self._arguments, "arguments")
+        else:
+            d.read_raw(kind, value, offset, lambda raw: None)
 
     def _arguments(self, data: bytes, init: bool, fin: bool) -> None:
         if not data:
@@ -302,7 +286,7 @@ class _ToolCallReader:
             return lambda data: hold.append(data, len(data))
         return d.open_block(c, Section.TOOL_CALL, dict(self.attrs), index).fragment
 
-    def _end(self, offset: int) -> None:
+    def end(self, offset: int) -> None:
         if self.index is None:
             raise self.d.error("tool call delta without index", offset)
         if self.sink is None:
@@ -317,7 +301,7 @@ class _ToolCallReader:
             self.c.block.announce()  # id and name go out with the frame that brought them
 
 
-class _ChoiceReader:
+class _ChoiceReader(MemberReader):
     """One element of ``choices``; ``delta`` (stream) or ``message`` (response).
 
     ``index`` decides where the content goes; a source that puts it after the
@@ -326,7 +310,7 @@ class _ChoiceReader:
     """
 
     def __init__(self, d: _Base, streaming: bool) -> None:
-        self.d = d
+        super().__init__(d)
         self.streaming = streaming
         self.c: _Choice | None = None
         self.finish: Any = None
@@ -337,71 +321,59 @@ class _ChoiceReader:
         self.c = self.d.choice(index if isinstance(index, int) else 0)
         if self.c.index > 0 and not self.d.started:
             pass
-        self.d.push(self.on_key)
+        self.d.push(self.on_token)
 
-    def on_key(self, kind: int, value: Any, offset: int) -> None:
+    def end(self, offset: int) -> None:
+        if self.has_finish and self.finish is not None:
+            self.d.finish_choice(self.c, self.finish)
+
+    def member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d = self.d
-        if kind == tok.OBJECT_END:
-            d.pop()
-            if self.has_finish and self.finish is not None:
-                d.finish_choice(self.c, self.finish)
-            return
-        key = value
-
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if key in ("delta", "message"):
-                if kind != tok.OBJECT_START:
-                    raise d.wrong_type(kind, f"an object for {key}", offset)
-                d.push(_MessageReader(d, self.c, self.streaming).on_key)
-            elif key == "finish_reason":
-                d.read_value(kind, value, offset, self._finish)
-            elif key == "logprobs":
-                d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
-                    f"$.choices[{self.c.index}].logprobs", "logprobs have no canonical field"))
-            else:
-                d.read_raw(kind, value, offset, lambda raw: d.session.lose(
-                    f"$.choices[{self.c.index}].{key}", "choice member has no canonical field"))
-        d.then(handler)
+        if key in ("delta", "message"):
+            if kind != tok.OBJECT_START:
+                raise d.wrong_type(kind, f"an object for {key}", offset)
+            d.push(_MessageReader(d, self.c, self.streaming).on_token)
+        elif key == "finish_reason":
+            d.read_value(kind, value, offset, self._finish)
+        elif key == "logprobs":
+            d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
+                f"$.choices[{self.c.index}].logprobs", "logprobs have no canonical field"))
+        else:
+            d.read_raw(kind, value, offset, lambda raw: d.session.lose(
+                f"$.choices[{self.c.index}].{key}", "choice member has no canonical field"))
 
     def _finish(self, value: Any) -> None:
         self.has_finish = True
         self.finish = value
 
 
-class _MessageReader:
+class _MessageReader(MemberReader):
     def __init__(self, d: _Base, c: _Choice, streaming: bool) -> None:
-        self.d = d
+        super().__init__(d)
         self.c = c
         self.streaming = streaming
         self.tool_position = 0
 
-    def on_key(self, kind: int, value: Any, offset: int) -> None:
+    def member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d, c = self.d, self.c
-        if kind == tok.OBJECT_END:
-            d.pop()
-            return
-        key = value
-
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if key == "content":
-                if c.block is not None and c.block.section is Section.TOOL_CALL and kind != tok.NULL \
-                        and value:
-                    d.close_block(c)  # text after tool calls: the calls are complete
-                d.string_member(c, Section.ASSISTANT_TEXT, key)(kind, value, offset)
-            elif key == "refusal":
-                d.string_member(c, Section.ASSISTANT_REFUSAL, key)(kind, value, offset)
-            elif key in _REASONING_KEYS:
-                d.string_member(c, Section.ASSISTANT_REASONING, key)(kind, value, offset)
-            elif key == "tool_calls":
-                if kind != tok.NULL:
-                    d.each_object(kind, offset, "tool_calls", self._tool_call)
-            elif key == "role":
-                skip_value(d, kind, value, offset)
-            else:
-                d.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and d.session.lose(
-                    f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{key}",
-                    "message member has no canonical field"))
-        d.then(handler)
+        if key == "content":
+            if c.block is not None and c.block.section is Section.TOOL_CALL and kind != tok.NULL \
+                    and value:
+                d.close_block(c)  # text after tool calls: the calls are complete
+            d.string_member(c, Section.ASSISTANT_TEXT, key)(kind, value, offset)
+        elif key == "refusal":
+            d.string_member(c, Section.ASSISTANT_REFUSAL, key)(kind, value, offset)
+        elif key in _REASONING_KEYS:
+            d.string_member(c, Section.ASSISTANT_REASONING, key)(kind, value, offset)
+        elif key == "tool_calls":
+            if kind != tok.NULL:
+                d.each_object(kind, offset, "tool_calls", self._tool_call)
+        elif key == "role":
+            skip_value(d, kind, value, offset)
+        else:
+            d.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and d.session.lose(
+                f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{key}",
+                "message member has no canonical field"))
 
     def _tool_call(self, offset: int) -> None:
         _ToolCallReader(self.d, self.c, self.streaming, self.tool_position)  # installs its own reader
@@ -424,7 +396,7 @@ class StreamDecoder(_Base):
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
         self.pop()  # the chunk's reader takes its place
-        self.each_member(kind, offset, "a chunk", self.top_value)
+        read_members(self, kind, offset, "a chunk", self.top_value)
         if self.ended:
             raise self.error("chunk after [DONE]", offset)
 
@@ -468,8 +440,8 @@ class ResponseDecoder(_Base):
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         super().__init__(emit, session)
         self.usage: Usage | None = None
-        self.then(lambda kind, value, offset: self.each_member(
-            kind, offset, "the response body", self.top_value, self._body_end))
+        self.then(lambda kind, value, offset: read_members(
+            self, kind, offset, "the response body", self.top_value, self._body_end))
 
     def _body_end(self) -> None:
         if not self.errored:
