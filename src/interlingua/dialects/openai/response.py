@@ -473,10 +473,17 @@ class _EncoderBase(Encoder):
         self.usage: Usage | None = None
         self.tool_count = 0
         self.lost_blocks: set = set()
+        self._head: bytes | None = None  # _head_members(), until id, model or a kept field changes
+
+    def _message_start(self, event: MessageStart) -> None:
+        if event.choice == 0:
+            self.id, self.model = event.id, event.model
+            self._head = None
 
     def _extension(self, ext: Extension) -> None:
         if ext.dialect == DIALECT and ext.path[2:] in _KEPT:
             self.kept[ext.path[2:]] = ext.raw
+            self._head = None
         else:
             self.foreign_extension(ext)
 
@@ -484,13 +491,16 @@ class _EncoderBase(Encoder):
         self.session.lose(f"$.content[{block.message}]", f"{block.section.value} block: {why}")
 
     def _head_members(self) -> bytes:
-        created = self.kept.get("created", b"0")
-        out = (b'"id":' + dumps(self.id or "chatcmpl-interlingua") + b',"object":' + dumps(self.object)
-               + b',"created":' + created + b',"model":' + dumps(self.model or ""))
-        for key in ("service_tier", "system_fingerprint"):
-            if key in self.kept:
-                out += b"," + dumps(key) + b":" + self.kept[key]
-        return out
+        """``"id":...,"object":...,"created":...,"model":...``: every chunk starts with them."""
+        if self._head is None:
+            created = self.kept.get("created", b"0")
+            out = (b'"id":' + dumps(self.id or "chatcmpl-interlingua") + b',"object":' + dumps(self.object)
+                   + b',"created":' + created + b',"model":' + dumps(self.model or ""))
+            for key in ("service_tier", "system_fingerprint"):
+                if key in self.kept:
+                    out += b"," + dumps(key) + b":" + self.kept[key]
+            self._head = out
+        return self._head
 
     def _tool_attrs(self, block: Block) -> tuple[str, str]:
         attrs = block.attrs or {}
@@ -522,6 +532,10 @@ class _EncoderBase(Encoder):
             return "tool_calls"
         self._lose_block(block, "openai Chat Completions has no equivalent")
         return None
+
+
+_TEXT_TAIL = b'"},"finish_reason":null}]}' + SSE_END  # closes a chunk of a text delta
+_TOOL_TAIL = b'"}}]},"finish_reason":null}]}' + SSE_END  # closes a chunk of a tool-call delta
 
 
 class StreamEncoder(_EncoderBase):
@@ -557,8 +571,8 @@ class StreamEncoder(_EncoderBase):
         elif t is FrameEnd:
             self.frame.close()
         elif t is MessageStart:
+            self._message_start(event)
             if event.choice == 0:
-                self.id, self.model = event.id, event.model
                 self.have_start = True
         elif t is Extension:
             self._extension(event)
@@ -579,9 +593,6 @@ class StreamEncoder(_EncoderBase):
         if block.init:
             self.frame.close()
             self.seq += 1
-            key = None
-            if block.message > 0 and block.message not in self.roles and False:
-                pass
             key = self._section_key(block)
             if key is None:
                 self.block = (self.seq, None, None)
@@ -590,27 +601,26 @@ class StreamEncoder(_EncoderBase):
             if key == "tool_calls":
                 call_id, name = self._tool_attrs(block)
                 index = self._tool_index(block.message)
-                self.block = (self.seq, key, index, block.message)
+                self.block = (self.seq, key, index, block.message,
+                              b'"tool_calls":[{"index":' + str(index).encode() + b',"function":{"arguments":"',
+                              _TOOL_TAIL)
                 head = self._delta_head(block.message) + (
                     b'"tool_calls":[{"index":' + str(index).encode() + b',"id":' + dumps(call_id)
                     + b',"type":"function","function":{"name":' + dumps(name) + b',"arguments":"')
                 self.frame.close()
                 self.write(head)
                 self.frame.key = (self.seq, 0)
-                self.frame._tail = self._tool_tail()
+                self.frame._tail = _TOOL_TAIL
                 self.write(block.payload)
                 return
-            self.block = (self.seq, key, None, block.message)
+            self.block = (self.seq, key, None, block.message, dumps(key) + b':"', _TEXT_TAIL)
         if self.block is None or self.block[1] is None:
             return
-        seq, key, index, choice = self.block
-        if key == "tool_calls":
-            self.frame.fragment((seq, 1 if self.frame.key != (seq, 0) else 0), lambda: self._delta_head(choice) + (
-                b'"tool_calls":[{"index":' + str(index).encode() + b',"function":{"arguments":"'),
-                self._tool_tail(), block.payload)
-        else:
-            self.frame.fragment((seq, 1), lambda: self._delta_head(choice) + dumps(key) + b':"',
-                                b'"},"finish_reason":null}]}' + SSE_END, block.payload)
+        # member: what follows the delta head in a frame that continues the block
+        seq, key, index, choice, member, tail = self.block
+        # a tool call continues the frame its head opened (key (seq, 0)), else it opens (seq, 1)
+        frame_key = (seq, 0) if key == "tool_calls" and self.frame.key == (seq, 0) else (seq, 1)
+        self.frame.fragment(frame_key, lambda: self._delta_head(choice) + member, tail, block.payload)
         if block.fin:
             self.block = None
 
@@ -623,10 +633,6 @@ class StreamEncoder(_EncoderBase):
     def _delta_head(self, choice: int) -> bytes:
         return (b"data: {" + self._head_members() + b',"choices":[{"index":' + str(choice).encode()
                 + b',"delta":{')
-
-    @staticmethod
-    def _tool_tail() -> bytes:
-        return b'"}}]},"finish_reason":null}]}' + SSE_END
 
     def _error(self, error: Error) -> None:
         self.frame.close()
@@ -700,8 +706,7 @@ class ResponseEncoder(_EncoderBase):
         if t is Block:
             self._block(event)
         elif t is MessageStart:
-            if event.choice == 0:
-                self.id, self.model = event.id, event.model
+            self._message_start(event)
         elif t is Extension:
             self._extension(event)
         elif t is Finish:
