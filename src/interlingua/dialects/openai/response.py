@@ -86,6 +86,7 @@ class _Choice:
         self.block: BlockStream | None = None
         self.held: dict[int, tuple[dict, Any]] = {}  # tool index -> (attrs, Hold of fragments)
         self.closed_tools: set[int] = set()
+        self.sinks: dict = {}  # Section -> fragment sink into this choice's block (read_text)
         self.finished = False
 
 
@@ -101,6 +102,14 @@ class _Base(ResponseDecoderBase):
         for key, raw in self.kept.items():  # created, system_fingerprint ... (openai only)
             self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
 
+    def _id(self, value: Any) -> None:
+        self.id = value
+        self._maybe_start()
+
+    def _model(self, value: Any) -> None:
+        self.model = value
+        self._maybe_start()
+
     def _maybe_start(self) -> None:
         if self.id is not None and self.model is not None:
             self.start_message()
@@ -113,8 +122,10 @@ class _Base(ResponseDecoderBase):
             self.each_object(kind, offset, "choices", self._choice)
         elif key == "usage":
             self.read_value(kind, value, offset, self._usage)
-        elif key == "id" or key == "model":
-            self.read_value(kind, value, offset, lambda v: (setattr(self, key, v), self._maybe_start()))
+        elif key == "id":
+            self.read_value(kind, value, offset, self._id)
+        elif key == "model":
+            self.read_value(kind, value, offset, self._model)
         elif key in _KEPT:
             self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
         elif key == "object":
@@ -185,18 +196,17 @@ class _Base(ResponseDecoderBase):
             block.close()
             c.closed_tools.add(index)
 
-    def text_sink(self, c: _Choice, section: Section, attrs: dict | None = None):
-        def sink(data: bytes, init: bool, fin: bool) -> None:
-            if data:
-                self.open_block(c, section, attrs).fragment(data)
-        return sink
-
-    def string_member(self, c: _Choice, section: Section, what: str):
-        def reader(kind: int, value: Any, offset: int) -> None:
-            if kind == tok.NULL:
-                return
-            self.read_string(kind, value, offset, self.text_sink(c, section), what)
-        return reader
+    def read_text(self, c: _Choice, section: Section, kind: int, value: Any, offset: int, what: str) -> None:
+        """A string member (null: none) streamed into the choice's block of ``section``."""
+        if kind == tok.NULL:
+            return
+        sink = c.sinks.get(section)
+        if sink is None:  # one per choice and section: a stream has one such member a frame
+            def sink(data: bytes, init: bool, fin: bool) -> None:
+                if data:
+                    self.open_block(c, section).fragment(data)
+            c.sinks[section] = sink
+        self.read_string(kind, value, offset, sink, what)
 
     def finish_choice(self, c: _Choice, reason: Any) -> None:
         if c.block is not None and c.block.section is Section.TOOL_CALL:
@@ -360,11 +370,11 @@ class _MessageReader(MemberReader):
             if c.block is not None and c.block.section is Section.TOOL_CALL and kind != tok.NULL \
                     and value:
                 d.close_block(c)  # text after tool calls: the calls are complete
-            d.string_member(c, Section.ASSISTANT_TEXT, key)(kind, value, offset)
+            d.read_text(c, Section.ASSISTANT_TEXT, kind, value, offset, key)
         elif key == "refusal":
-            d.string_member(c, Section.ASSISTANT_REFUSAL, key)(kind, value, offset)
+            d.read_text(c, Section.ASSISTANT_REFUSAL, kind, value, offset, key)
         elif key in _REASONING_KEYS:
-            d.string_member(c, Section.ASSISTANT_REASONING, key)(kind, value, offset)
+            d.read_text(c, Section.ASSISTANT_REASONING, kind, value, offset, key)
         elif key == "tool_calls":
             if kind != tok.NULL:
                 d.each_object(kind, offset, "tool_calls", self._tool_call)
