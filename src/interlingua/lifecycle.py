@@ -235,6 +235,7 @@ class MemberReader:
     calls ``end(offset)``. The contract of ``Decoder.each_member``, with one
     handler for the whole object and no closure per member: on a stream's small
     frames the per-member closures were a good part of the decoding cost.
+    (``each_member`` itself could take this form; ``read_members`` would then be it.)
     """
 
     def __init__(self, d) -> None:

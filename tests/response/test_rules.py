@@ -266,7 +266,7 @@ def test_openai_chunk_head_follows_a_late_start_and_late_fields():
     _, encoder_cls = codecs("openai", "stream")
     out = []
     encoder = encoder_cls(out.append, Session(None, source="openai", target="openai"))
-    text = lambda data, init=False, fin=False: Block(Section.ASSISTANT_TEXT, 0, data, init, fin)  # noqa: E731
+    text = lambda data, init=False, fin=False: Block(Section.ASSISTANT_TEXT, 0, data, init, fin)
     for event in (MessageStart("a", "m1"), text(b"x", init=True), FrameEnd(),
                   Extension("openai", "$.system_fingerprint", b'"fp"', lossless=True), text(b"y"), FrameEnd(),
                   MessageStart("b", "m2"), Extension("openai", "$.created", b"7", lossless=True),

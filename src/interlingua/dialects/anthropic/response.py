@@ -60,15 +60,15 @@ from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
 from ...lifecycle import (
-    MemberReader,
-    read_members,
     BlockStream,
     Deferred,
     KeyFirst,
+    MemberReader,
     OpenFrame,
     finish_from,
     finish_to,
     merge_usage,
+    read_members,
     skip_value,
     tool_id,
     usage_from_anthropic,

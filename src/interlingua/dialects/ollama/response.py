@@ -47,13 +47,13 @@ from ...errors import SchemaError, TruncatedInputError
 from ...framing import FrameEnd, ndjson_line
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
-    read_members,
     BlockStream,
     Deferred,
     OpenFrame,
     finish_from,
     finish_to,
     merge_usage,
+    read_members,
     skip_value,
     usage_from_ollama,
     usage_to_ollama,

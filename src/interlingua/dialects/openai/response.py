@@ -53,14 +53,14 @@ from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
-    MemberReader,
-    read_members,
     BlockStream,
     KeyFirst,
+    MemberReader,
     OpenFrame,
     finish_from,
     finish_to,
     merge_usage,
+    read_members,
     skip_value,
     tool_id,
     usage_from_openai,
