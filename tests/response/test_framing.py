@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 
 from interlingua import Decoder
-from interlingua.errors import BudgetExceededError
+from interlingua.errors import BudgetExceededError, JsonSyntaxError
 from interlingua.framing import NdjsonDecoder, SseDecoder
 from rpt import split_stream_events
 
@@ -120,3 +120,38 @@ def _coalesced(events):
         else:
             out.append(e)
     return out
+
+
+
+# Lines whole in a chunk take a one-step path, lines cut by a chunk end go
+# through the states: both give the same frames and fields, and the errors
+# (class, offset) the state machine gave before the one-step path existed.
+ODD_SSE = [
+    (SSE, (EXPECTED, "7", 1500)),
+    (b"data\nevent\nid\nretry\ndata:\ndata:  two spaces\n\n", ([("", b"\n\n two spaces")], "", None)),
+    (b"event:\x00\nid: a\x00b\nretry: x1\nretry:25\ndata:x\n\n:\n\n", ([("\x00", b"x")], None, 25)),
+    (b"data: a\n" + b"n" * 70 + b": too long a field name\n", (JsonSyntaxError, 78)),
+    (b"data: a\n" + b"n" * 70 + b"\n", (JsonSyntaxError, 78)),
+    (b"data: a\nevent: " + b"e" * 80 + b"\n\n", (BudgetExceededError, 95)),
+    (b"data: a\nid: " + b"e" * 80 + b"\r\n\r\n", (BudgetExceededError, 92)),
+]
+
+
+def _sse_outcome(body, cuts):
+    try:
+        sink, dec = feed_cut(SseDecoder, body, cuts, max_line=60)
+    except (JsonSyntaxError, BudgetExceededError) as exc:
+        return type(exc), exc.offset
+    return sink.frames, dec.last_event_id, dec.retry
+
+
+@pytest.mark.parametrize("body,expected", ODD_SSE)
+def test_sse_whole_lines(body, expected):
+    assert _sse_outcome(body, []) == expected
+
+
+@given(st.data())
+def test_sse_whole_lines_and_cut_lines_agree(data):
+    for body, expected in ODD_SSE[:3]:
+        cuts = data.draw(st.lists(st.integers(min_value=0, max_value=len(body)), max_size=6))
+        assert _sse_outcome(body, cuts) == expected

@@ -253,3 +253,26 @@ def test_truncated_stream_is_an_error_not_a_success():
         cut = body[: len(body) * 2 // 3]
         with pytest.raises(TranscodeError):
             run(source, "openai", "stream", cut)
+
+
+def test_openai_chunk_head_follows_a_late_start_and_late_fields():
+    """The stream encoder keeps each chunk's head bytes; a MessageStart or a kept
+    field arriving mid-stream still shows in the chunks after it."""
+    from interlingua.canonical import End, Extension, Finish, MessageStart, Section
+    from interlingua.dialects import codecs
+    from interlingua.framing import FrameEnd
+    from interlingua.session import Session
+
+    _, encoder_cls = codecs("openai", "stream")
+    out = []
+    encoder = encoder_cls(out.append, Session(None, source="openai", target="openai"))
+    text = lambda data, init=False, fin=False: Block(Section.ASSISTANT_TEXT, 0, data, init, fin)
+    for event in (MessageStart("a", "m1"), text(b"x", init=True), FrameEnd(),
+                  Extension("openai", "$.system_fingerprint", b'"fp"', lossless=True), text(b"y"), FrameEnd(),
+                  MessageStart("b", "m2"), Extension("openai", "$.created", b"7", lossless=True),
+                  text(b"z", fin=True), FrameEnd(), Finish("end_turn"), End()):
+        encoder.on_event(event)
+    chunks = [d for _, d in split_stream_events(b"".join(out)) if d != "[DONE]"]
+    heads = [(c["id"], c["model"], c["created"], c.get("system_fingerprint")) for c in chunks]
+    assert heads == [("a", "m1", 0, None)] * 2 + [("a", "m1", 0, "fp")] + [("b", "m2", 7, "fp")] * 2
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == "xyz"

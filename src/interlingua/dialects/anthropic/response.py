@@ -63,10 +63,12 @@ from ...lifecycle import (
     BlockStream,
     Deferred,
     KeyFirst,
+    MemberReader,
     OpenFrame,
     finish_from,
     finish_to,
     merge_usage,
+    read_members,
     skip_value,
     tool_id,
     usage_from_anthropic,
@@ -83,11 +85,11 @@ DIALECT = "anthropic"
 # ---------------------------------------------------------------------------
 
 
-class _ContentBlock:
+class _ContentBlock(MemberReader):
     """One content block being decoded (from a ``content`` element or a content_block_start)."""
 
     def __init__(self, d: "_Base", index: Any) -> None:
-        self.d = d
+        super().__init__(d)
         self.index = index
         self.type: str | None = None
         self.block: BlockStream | None = None
@@ -118,29 +120,20 @@ class _ContentBlock:
         else:
             self.block = BlockStream(d.out, Section.SERVER_TOOL_RESULT, 0, {"dialect": DIALECT})
             self.block.fragment(b'{"type":' + dumps(t))
-        d.push(self.on_key)
+        d.push(self.on_token)
 
     def _tool_block(self) -> BlockStream:
         if self.block is None:
             self.block = BlockStream(self.d.out, Section.TOOL_CALL, 0, self.attrs)
         return self.block
 
-    def on_key(self, kind: int, value: Any, offset: int) -> None:
-        d = self.d
-        if kind == tok.OBJECT_END:
-            d.pop()
-            if self.type == "tool_use":
-                deferred = getattr(self, "deferred", None)
-                (deferred.release() if deferred is not None else self._tool_block()).announce()
-            self.d.block_read(self)
-            return
-        key = value
+    def end(self, offset: int) -> None:
+        if self.type == "tool_use":
+            deferred = getattr(self, "deferred", None)
+            (deferred.release() if deferred is not None else self._tool_block()).announce()
+        self.d.block_read(self)
 
-        def handler(kind: int, value: Any, offset: int) -> None:
-            self._member(key, kind, value, offset)
-        d.then(handler)
-
-    def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
+    def member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d, t = self.d, self.type
         if t in ("text", "thinking") and key == t or t == "redacted_thinking" and key == "data":
             d.read_string(kind, value, offset, self.block.fragment, key)
@@ -277,8 +270,8 @@ class ResponseDecoder(_Base):
         self.usage: Usage | None = None
         self.position = 0
         self.is_error = False
-        self.then(lambda kind, value, offset: self.each_member(
-            kind, offset, "the response body", self._member, self._end))
+        self.then(lambda kind, value, offset: read_members(
+            self, kind, offset, "the response body", self._member, self._end))
 
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key in ("id", "model"):
@@ -349,7 +342,7 @@ class StreamDecoder(_Base):
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
         self.pop()  # the event's reader takes its place
-        self.each_member(kind, offset, "an event", self._member)
+        read_members(self, kind, offset, "an event", self._member)
         if self.ended:
             raise self.error("event after message_stop", offset)
 
@@ -359,7 +352,7 @@ class StreamDecoder(_Base):
         elif key == "index":
             self.read_value(kind, value, offset, lambda v: setattr(self, "f_index", v))
         elif key == "message":
-            self.each_member(kind, offset, "message", self._message_member)
+            read_members(self, kind, offset, "message", self._message_member)
         elif key == "content_block":
             if kind != tok.OBJECT_START:
                 raise self.wrong_type(kind, "an object for content_block", offset)
@@ -367,7 +360,7 @@ class StreamDecoder(_Base):
             self.block = _ContentBlock(self, self.f_index)
             self.block.read()
         elif key == "delta":
-            self.each_member(kind, offset, "delta", self._delta_member)
+            read_members(self, kind, offset, "delta", self._delta_member)
         elif key == "usage":
             self.read_value(kind, value, offset, self._delta_usage)
         elif key == "error":

@@ -55,10 +55,12 @@ from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
     BlockStream,
     KeyFirst,
+    MemberReader,
     OpenFrame,
     finish_from,
     finish_to,
     merge_usage,
+    read_members,
     skip_value,
     tool_id,
     usage_from_openai,
@@ -84,6 +86,7 @@ class _Choice:
         self.block: BlockStream | None = None
         self.held: dict[int, tuple[dict, Any]] = {}  # tool index -> (attrs, Hold of fragments)
         self.closed_tools: set[int] = set()
+        self.sinks: dict = {}  # Section -> fragment sink into this choice's block (read_text)
         self.finished = False
 
 
@@ -99,6 +102,14 @@ class _Base(ResponseDecoderBase):
         for key, raw in self.kept.items():  # created, system_fingerprint ... (openai only)
             self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
 
+    def _id(self, value: Any) -> None:
+        self.id = value
+        self._maybe_start()
+
+    def _model(self, value: Any) -> None:
+        self.model = value
+        self._maybe_start()
+
     def _maybe_start(self) -> None:
         if self.id is not None and self.model is not None:
             self.start_message()
@@ -111,8 +122,10 @@ class _Base(ResponseDecoderBase):
             self.each_object(kind, offset, "choices", self._choice)
         elif key == "usage":
             self.read_value(kind, value, offset, self._usage)
-        elif key == "id" or key == "model":
-            self.read_value(kind, value, offset, lambda v: (setattr(self, key, v), self._maybe_start()))
+        elif key == "id":
+            self.read_value(kind, value, offset, self._id)
+        elif key == "model":
+            self.read_value(kind, value, offset, self._model)
         elif key in _KEPT:
             self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
         elif key == "object":
@@ -183,18 +196,17 @@ class _Base(ResponseDecoderBase):
             block.close()
             c.closed_tools.add(index)
 
-    def text_sink(self, c: _Choice, section: Section, attrs: dict | None = None):
-        def sink(data: bytes, init: bool, fin: bool) -> None:
-            if data:
-                self.open_block(c, section, attrs).fragment(data)
-        return sink
-
-    def string_member(self, c: _Choice, section: Section, what: str):
-        def reader(kind: int, value: Any, offset: int) -> None:
-            if kind == tok.NULL:
-                return
-            self.read_string(kind, value, offset, self.text_sink(c, section), what)
-        return reader
+    def read_text(self, c: _Choice, section: Section, kind: int, value: Any, offset: int, what: str) -> None:
+        """A string member (null: none) streamed into the choice's block of ``section``."""
+        if kind == tok.NULL:
+            return
+        sink = c.sinks.get(section)
+        if sink is None:  # one per choice and section: a stream has one such member a frame
+            def sink(data: bytes, init: bool, fin: bool) -> None:
+                if data:
+                    self.open_block(c, section).fragment(data)
+            c.sinks[section] = sink
+        self.read_string(kind, value, offset, sink, what)
 
     def finish_choice(self, c: _Choice, reason: Any) -> None:
         if c.block is not None and c.block.section is Section.TOOL_CALL:
@@ -205,68 +217,50 @@ class _Base(ResponseDecoderBase):
         self.out(Finish(finish_from(DIALECT, reason), choice=c.index))
 
 
-class _ToolCallReader:
+class _ToolCallReader(MemberReader):
     """One ``tool_calls`` element (a whole call, or a stream delta of one)."""
 
     def __init__(self, d: _Base, c: _Choice, streaming: bool, position: int) -> None:
-        self.d = d
+        super().__init__(d)
         self.c = c
         self.streaming = streaming
         self.index: int | None = None if streaming else position
         self.attrs: dict = {}
         self.pending = None  # Hold of argument fragments while the call's place is unknown
         self.sink = None
-        d.push(self.on_key)
+        d.push(self.on_token)
 
-    def on_key(self, kind: int, value: Any, offset: int) -> None:
+    def member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d = self.d
-        if kind == tok.OBJECT_END:
-            d.pop()
-            self._end(offset)
-            return
-        d.push(self._once(value))
+        if key == "index":
+            d.read_value(kind, value, offset, self._index)
+        elif key == "id":
+            d.read_value(kind, value, offset, lambda v: self._attr("id", v))
+        elif key == "type":
+            skip_value(d, kind, value, offset)
+        elif key == "function":
+            if kind != tok.NULL:
+                read_members(d, kind, offset, "function", self._function_member)
+        else:
+            d.read_raw(kind, value, offset, lambda raw: d.session.lose(
+                f"$.choices[{self.c.index}].tool_calls.{key}", "tool call member has no canonical field"))
 
-    def _once(self, key: str):
-        def handler(kind: int, value: Any, offset: int) -> None:
-            d = self.d
-            d.pop()
-            if key == "index":
-                d.read_value(kind, value, offset, lambda v: setattr(self, "index", v))
-            elif key == "id":
-                d.read_value(kind, value, offset, lambda v: self._attr("id", v))
-            elif key == "type":
-                skip_value(d, kind, value, offset)
-            elif key == "function":
-                if kind == tok.NULL:
-                    return
-                if kind != tok.OBJECT_START:
-                    raise d.wrong_type(kind, "an object for function", offset)
-                d.push(self.on_function_key)
-            else:
-                d.read_raw(kind, value, offset, lambda raw: d.session.lose(
-                    f"$.choices[{self.c.index}].tool_calls.{key}", "tool call member has no canonical field"))
-        return handler
+    def _index(self, value: Any) -> None:
+        self.index = value
 
     def _attr(self, key: str, value: Any) -> None:
         if value is not None:
             self.attrs[key] = value
 
-    def on_function_key(self, kind: int, value: Any, offset: int) -> None:
+    def _function_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d = self.d
-        if kind == tok.OBJECT_END:
-            d.pop()
-            return
-        key = value
-
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if key == "name":
-                d.read_value(kind, value, offset, lambda v: self._attr("name", v))
-            elif key == "arguments":
-                if kind != tok.NULL:
-                    d.read_string(kind, value, offset, self._arguments, "arguments")
-            else:
-                d.read_raw(kind, value, offset, lambda raw: None)
-        d.then(handler)
+        if key == "name":
+            d.read_value(kind, value, offset, lambda v: self._attr("name", v))
+        elif key == "arguments":
+            if kind != tok.NULL:
+                d.read_string(kind, value, offset, self._arguments, "arguments")
+        else:
+            d.read_raw(kind, value, offset, lambda raw: None)
 
     def _arguments(self, data: bytes, init: bool, fin: bool) -> None:
         if not data:
@@ -302,7 +296,7 @@ class _ToolCallReader:
             return lambda data: hold.append(data, len(data))
         return d.open_block(c, Section.TOOL_CALL, dict(self.attrs), index).fragment
 
-    def _end(self, offset: int) -> None:
+    def end(self, offset: int) -> None:
         if self.index is None:
             raise self.d.error("tool call delta without index", offset)
         if self.sink is None:
@@ -317,7 +311,7 @@ class _ToolCallReader:
             self.c.block.announce()  # id and name go out with the frame that brought them
 
 
-class _ChoiceReader:
+class _ChoiceReader(MemberReader):
     """One element of ``choices``; ``delta`` (stream) or ``message`` (response).
 
     ``index`` decides where the content goes; a source that puts it after the
@@ -326,7 +320,7 @@ class _ChoiceReader:
     """
 
     def __init__(self, d: _Base, streaming: bool) -> None:
-        self.d = d
+        super().__init__(d)
         self.streaming = streaming
         self.c: _Choice | None = None
         self.finish: Any = None
@@ -337,71 +331,59 @@ class _ChoiceReader:
         self.c = self.d.choice(index if isinstance(index, int) else 0)
         if self.c.index > 0 and not self.d.started:
             pass
-        self.d.push(self.on_key)
+        self.d.push(self.on_token)
 
-    def on_key(self, kind: int, value: Any, offset: int) -> None:
+    def end(self, offset: int) -> None:
+        if self.has_finish and self.finish is not None:
+            self.d.finish_choice(self.c, self.finish)
+
+    def member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d = self.d
-        if kind == tok.OBJECT_END:
-            d.pop()
-            if self.has_finish and self.finish is not None:
-                d.finish_choice(self.c, self.finish)
-            return
-        key = value
-
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if key in ("delta", "message"):
-                if kind != tok.OBJECT_START:
-                    raise d.wrong_type(kind, f"an object for {key}", offset)
-                d.push(_MessageReader(d, self.c, self.streaming).on_key)
-            elif key == "finish_reason":
-                d.read_value(kind, value, offset, self._finish)
-            elif key == "logprobs":
-                d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
-                    f"$.choices[{self.c.index}].logprobs", "logprobs have no canonical field"))
-            else:
-                d.read_raw(kind, value, offset, lambda raw: d.session.lose(
-                    f"$.choices[{self.c.index}].{key}", "choice member has no canonical field"))
-        d.then(handler)
+        if key in ("delta", "message"):
+            if kind != tok.OBJECT_START:
+                raise d.wrong_type(kind, f"an object for {key}", offset)
+            d.push(_MessageReader(d, self.c, self.streaming).on_token)
+        elif key == "finish_reason":
+            d.read_value(kind, value, offset, self._finish)
+        elif key == "logprobs":
+            d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
+                f"$.choices[{self.c.index}].logprobs", "logprobs have no canonical field"))
+        else:
+            d.read_raw(kind, value, offset, lambda raw: d.session.lose(
+                f"$.choices[{self.c.index}].{key}", "choice member has no canonical field"))
 
     def _finish(self, value: Any) -> None:
         self.has_finish = True
         self.finish = value
 
 
-class _MessageReader:
+class _MessageReader(MemberReader):
     def __init__(self, d: _Base, c: _Choice, streaming: bool) -> None:
-        self.d = d
+        super().__init__(d)
         self.c = c
         self.streaming = streaming
         self.tool_position = 0
 
-    def on_key(self, kind: int, value: Any, offset: int) -> None:
+    def member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d, c = self.d, self.c
-        if kind == tok.OBJECT_END:
-            d.pop()
-            return
-        key = value
-
-        def handler(kind: int, value: Any, offset: int) -> None:
-            if key == "content":
-                if c.block is not None and c.block.section is Section.TOOL_CALL and kind != tok.NULL \
-                        and value:
-                    d.close_block(c)  # text after tool calls: the calls are complete
-                d.string_member(c, Section.ASSISTANT_TEXT, key)(kind, value, offset)
-            elif key == "refusal":
-                d.string_member(c, Section.ASSISTANT_REFUSAL, key)(kind, value, offset)
-            elif key in _REASONING_KEYS:
-                d.string_member(c, Section.ASSISTANT_REASONING, key)(kind, value, offset)
-            elif key == "tool_calls":
-                if kind != tok.NULL:
-                    d.each_object(kind, offset, "tool_calls", self._tool_call)
-            elif key == "role":
-                skip_value(d, kind, value, offset)
-            else:
-                d.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and d.session.lose(
-                    f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{key}",
-                    "message member has no canonical field"))
-        d.then(handler)
+        if key == "content":
+            if c.block is not None and c.block.section is Section.TOOL_CALL and kind != tok.NULL \
+                    and value:
+                d.close_block(c)  # text after tool calls: the calls are complete
+            d.read_text(c, Section.ASSISTANT_TEXT, kind, value, offset, key)
+        elif key == "refusal":
+            d.read_text(c, Section.ASSISTANT_REFUSAL, kind, value, offset, key)
+        elif key in _REASONING_KEYS:
+            d.read_text(c, Section.ASSISTANT_REASONING, kind, value, offset, key)
+        elif key == "tool_calls":
+            if kind != tok.NULL:
+                d.each_object(kind, offset, "tool_calls", self._tool_call)
+        elif key == "role":
+            skip_value(d, kind, value, offset)
+        else:
+            d.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and d.session.lose(
+                f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{key}",
+                "message member has no canonical field"))
 
     def _tool_call(self, offset: int) -> None:
         _ToolCallReader(self.d, self.c, self.streaming, self.tool_position)  # installs its own reader
@@ -424,7 +406,7 @@ class StreamDecoder(_Base):
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
         self.pop()  # the chunk's reader takes its place
-        self.each_member(kind, offset, "a chunk", self.top_value)
+        read_members(self, kind, offset, "a chunk", self.top_value)
         if self.ended:
             raise self.error("chunk after [DONE]", offset)
 
@@ -468,8 +450,8 @@ class ResponseDecoder(_Base):
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         super().__init__(emit, session)
         self.usage: Usage | None = None
-        self.then(lambda kind, value, offset: self.each_member(
-            kind, offset, "the response body", self.top_value, self._body_end))
+        self.then(lambda kind, value, offset: read_members(
+            self, kind, offset, "the response body", self.top_value, self._body_end))
 
     def _body_end(self) -> None:
         if not self.errored:
@@ -501,10 +483,17 @@ class _EncoderBase(Encoder):
         self.usage: Usage | None = None
         self.tool_count = 0
         self.lost_blocks: set = set()
+        self._head: bytes | None = None  # _head_members(), until id, model or a kept field changes
+
+    def _message_start(self, event: MessageStart) -> None:
+        if event.choice == 0:
+            self.id, self.model = event.id, event.model
+            self._head = None
 
     def _extension(self, ext: Extension) -> None:
         if ext.dialect == DIALECT and ext.path[2:] in _KEPT:
             self.kept[ext.path[2:]] = ext.raw
+            self._head = None
         else:
             self.foreign_extension(ext)
 
@@ -512,13 +501,16 @@ class _EncoderBase(Encoder):
         self.session.lose(f"$.content[{block.message}]", f"{block.section.value} block: {why}")
 
     def _head_members(self) -> bytes:
-        created = self.kept.get("created", b"0")
-        out = (b'"id":' + dumps(self.id or "chatcmpl-interlingua") + b',"object":' + dumps(self.object)
-               + b',"created":' + created + b',"model":' + dumps(self.model or ""))
-        for key in ("service_tier", "system_fingerprint"):
-            if key in self.kept:
-                out += b"," + dumps(key) + b":" + self.kept[key]
-        return out
+        """``"id":...,"object":...,"created":...,"model":...``: every chunk starts with them."""
+        if self._head is None:
+            created = self.kept.get("created", b"0")
+            out = (b'"id":' + dumps(self.id or "chatcmpl-interlingua") + b',"object":' + dumps(self.object)
+                   + b',"created":' + created + b',"model":' + dumps(self.model or ""))
+            for key in ("service_tier", "system_fingerprint"):
+                if key in self.kept:
+                    out += b"," + dumps(key) + b":" + self.kept[key]
+            self._head = out
+        return self._head
 
     def _tool_attrs(self, block: Block) -> tuple[str, str]:
         attrs = block.attrs or {}
@@ -550,6 +542,10 @@ class _EncoderBase(Encoder):
             return "tool_calls"
         self._lose_block(block, "openai Chat Completions has no equivalent")
         return None
+
+
+_TEXT_TAIL = b'"},"finish_reason":null}]}' + SSE_END  # closes a chunk of a text delta
+_TOOL_TAIL = b'"}}]},"finish_reason":null}]}' + SSE_END  # closes a chunk of a tool-call delta
 
 
 class StreamEncoder(_EncoderBase):
@@ -585,8 +581,8 @@ class StreamEncoder(_EncoderBase):
         elif t is FrameEnd:
             self.frame.close()
         elif t is MessageStart:
+            self._message_start(event)
             if event.choice == 0:
-                self.id, self.model = event.id, event.model
                 self.have_start = True
         elif t is Extension:
             self._extension(event)
@@ -607,9 +603,6 @@ class StreamEncoder(_EncoderBase):
         if block.init:
             self.frame.close()
             self.seq += 1
-            key = None
-            if block.message > 0 and block.message not in self.roles and False:
-                pass
             key = self._section_key(block)
             if key is None:
                 self.block = (self.seq, None, None)
@@ -618,27 +611,26 @@ class StreamEncoder(_EncoderBase):
             if key == "tool_calls":
                 call_id, name = self._tool_attrs(block)
                 index = self._tool_index(block.message)
-                self.block = (self.seq, key, index, block.message)
+                self.block = (self.seq, key, index, block.message,
+                              b'"tool_calls":[{"index":' + str(index).encode() + b',"function":{"arguments":"',
+                              _TOOL_TAIL)
                 head = self._delta_head(block.message) + (
                     b'"tool_calls":[{"index":' + str(index).encode() + b',"id":' + dumps(call_id)
                     + b',"type":"function","function":{"name":' + dumps(name) + b',"arguments":"')
                 self.frame.close()
                 self.write(head)
                 self.frame.key = (self.seq, 0)
-                self.frame._tail = self._tool_tail()
+                self.frame._tail = _TOOL_TAIL
                 self.write(block.payload)
                 return
-            self.block = (self.seq, key, None, block.message)
+            self.block = (self.seq, key, None, block.message, dumps(key) + b':"', _TEXT_TAIL)
         if self.block is None or self.block[1] is None:
             return
-        seq, key, index, choice = self.block
-        if key == "tool_calls":
-            self.frame.fragment((seq, 1 if self.frame.key != (seq, 0) else 0), lambda: self._delta_head(choice) + (
-                b'"tool_calls":[{"index":' + str(index).encode() + b',"function":{"arguments":"'),
-                self._tool_tail(), block.payload)
-        else:
-            self.frame.fragment((seq, 1), lambda: self._delta_head(choice) + dumps(key) + b':"',
-                                b'"},"finish_reason":null}]}' + SSE_END, block.payload)
+        # member: what follows the delta head in a frame that continues the block
+        seq, key, index, choice, member, tail = self.block
+        # a tool call continues the frame its head opened (key (seq, 0)), else it opens (seq, 1)
+        frame_key = (seq, 0) if key == "tool_calls" and self.frame.key == (seq, 0) else (seq, 1)
+        self.frame.fragment(frame_key, lambda: self._delta_head(choice) + member, tail, block.payload)
         if block.fin:
             self.block = None
 
@@ -651,10 +643,6 @@ class StreamEncoder(_EncoderBase):
     def _delta_head(self, choice: int) -> bytes:
         return (b"data: {" + self._head_members() + b',"choices":[{"index":' + str(choice).encode()
                 + b',"delta":{')
-
-    @staticmethod
-    def _tool_tail() -> bytes:
-        return b'"}}]},"finish_reason":null}]}' + SSE_END
 
     def _error(self, error: Error) -> None:
         self.frame.close()
@@ -728,8 +716,7 @@ class ResponseEncoder(_EncoderBase):
         if t is Block:
             self._block(event)
         elif t is MessageStart:
-            if event.choice == 0:
-                self.id, self.model = event.id, event.model
+            self._message_start(event)
         elif t is Extension:
             self._extension(event)
         elif t is Finish:
