@@ -15,7 +15,7 @@ from typing import Any, Callable
 from . import json as tok
 from .canonical import Block, End, Event, Extension, MessageStart, MessagesEnd, Section, SystemEnd
 from .errors import BudgetExceededError, SchemaError
-from .jsonwriter import RawValue
+from .jsonwriter import LITERAL_TEXT, RawValue
 from .session import Session
 
 Handler = Callable[[int, Any, int], None]
@@ -169,9 +169,18 @@ class Decoder:
 
     def read_raw(self, kind: int, value: Any, offset: int, done: Callable[[bytes], None]) -> None:
         """Read a whole value as compact JSON text (bounded by ``max_value_bytes``)."""
+        limit = self.session.options.max_value_bytes
+        if kind in _SCALAR_KINDS:  # one token: its text as it came (most members of a stream frame)
+            if kind == tok.STRING:
+                text = b'"' + value + b'"'
+            else:
+                text = value if kind == tok.NUMBER else LITERAL_TEXT[kind]
+            if len(text) > limit:
+                raise self.error(f"value larger than max_value_bytes ({limit})", offset, BudgetExceededError)
+            done(text)
+            return
         parts: list[bytes] = []
         size = [0]
-        limit = self.session.options.max_value_bytes
 
         def write(data: bytes) -> None:
             size[0] += len(data)
@@ -400,7 +409,7 @@ def _scalar(kind: int, value: Any) -> Any:
     if kind == tok.STRING:
         return value.decode("utf-8") if b"\\" not in value else json.loads(b'"' + value + b'"')
     if kind == tok.NUMBER:
-        return json.loads(value)
+        return int(value) if value.isdigit() else json.loads(value)  # indexes and counts: mostly digits
     return {tok.TRUE: True, tok.FALSE: False, tok.NULL: None}[kind]
 
 

@@ -142,9 +142,9 @@ class RawValue:
         elif kind == tok.NUMBER:
             write(sep + value)
         else:
-            write(sep + _LITERAL[kind])
+            write(sep + LITERAL_TEXT[kind])
         self._first = False
         return self._depth == 0
 
 
-_LITERAL = {tok.TRUE: b"true", tok.FALSE: b"false", tok.NULL: b"null"}
+LITERAL_TEXT = {tok.TRUE: b"true", tok.FALSE: b"false", tok.NULL: b"null"}
