@@ -11,13 +11,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from bodies import MIB, huge_text, targets
-from contenders import interlingua_run, json_run, litellm_adapter, orjson_run
+from contenders import json_run, litellm_adapter, orjson_run
 from bodies import Body
 
 WORKER = Path(__file__).resolve().parent / "memory_worker.py"

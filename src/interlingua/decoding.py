@@ -100,15 +100,7 @@ class Decoder:
         the closing brace."""
         if kind != tok.OBJECT_START:
             raise self.wrong_type(kind, f"an object for {what}", offset)
-
-        def member(kind: int, value: Any, offset: int) -> None:
-            if kind == tok.OBJECT_END:
-                self.pop()
-                if on_end is not None:
-                    on_end()
-                return
-            self.then(lambda k, v, o: on_member(value, k, v, o))
-        self.push(member)
+        self.push(_Members(self, on_member, on_end).on_token)
 
     def each_element(self, kind: int, offset: int, what: str, on_element: Handler,
                      on_end: Callable[[], None] | None = None) -> None:
@@ -240,6 +232,49 @@ class Decoder:
         self.emit(Extension(self.dialect, path, raw, message=message, lossless=lossless))
 
 
+
+
+class MemberReader:
+    """Reads the members of one object: push ``on_token`` after its ``{``.
+
+    A key is remembered; the member's value -- its first token -- goes to
+    ``member(key, kind, value, offset)``, which reads it (pushing a reader for a
+    container or a string in fragments); the closing brace pops the reader and
+    calls ``end(offset)``. One handler for the whole object and no closure per
+    member: on a stream's small frames per-member closures were a good part of
+    the decoding cost. ``Decoder.each_member`` is this with callbacks.
+    """
+
+    def __init__(self, d: Decoder) -> None:
+        self.d = d
+        self.key: Any = None
+
+    def on_token(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.KEY:
+            self.key = value
+        elif kind == tok.OBJECT_END:
+            self.d.pop()
+            self.end(offset)
+        else:
+            self.member(self.key, kind, value, offset)
+
+    def member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        raise NotImplementedError
+
+    def end(self, offset: int) -> None:
+        """Hook: the object ended."""
+
+
+class _Members(MemberReader):
+    def __init__(self, d: Decoder, member: Callable[[str, int, Any, int], None],
+                 on_end: Callable[[], None] | None) -> None:
+        super().__init__(d)
+        self.member = member  # the caller's reader stands in for the method
+        self.on_end = on_end
+
+    def end(self, offset: int) -> None:
+        if self.on_end is not None:
+            self.on_end()
 
 class RequestBodyDecoder(Decoder):
     """The frame every request decoder shares: a body object whose members the

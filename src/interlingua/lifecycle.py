@@ -226,58 +226,6 @@ class OpenFrame:
 # -- decoder helpers ------------------------------------------------------------------------
 
 
-class MemberReader:
-    """Reads the members of one object: push ``on_token`` after its ``{``.
-
-    A key is remembered; the member's value -- its first token -- goes to
-    ``member(key, kind, value, offset)``, which reads it (pushing a reader for a
-    container or a string in fragments); the closing brace pops the reader and
-    calls ``end(offset)``. The contract of ``Decoder.each_member``, with one
-    handler for the whole object and no closure per member: on a stream's small
-    frames the per-member closures were a good part of the decoding cost.
-    (``each_member`` itself could take this form; ``read_members`` would then be it.)
-    """
-
-    def __init__(self, d) -> None:
-        self.d = d
-        self.key: Any = None
-
-    def on_token(self, kind: int, value: Any, offset: int) -> None:
-        if kind == tok.KEY:
-            self.key = value
-        elif kind == tok.OBJECT_END:
-            self.d.pop()
-            self.end(offset)
-        else:
-            self.member(self.key, kind, value, offset)
-
-    def member(self, key: str, kind: int, value: Any, offset: int) -> None:
-        raise NotImplementedError
-
-    def end(self, offset: int) -> None:
-        """Hook: the object ended."""
-
-
-class _Members(MemberReader):
-    def __init__(self, d, member: Callable[[str, int, Any, int], None], on_end: Callable[[], None] | None) -> None:
-        super().__init__(d)
-        self.member = member  # the caller's reader stands in for the method
-        self.on_end = on_end
-
-    def end(self, offset: int) -> None:
-        if self.on_end is not None:
-            self.on_end()
-
-
-def read_members(d, kind: int, offset: int, what: str, member: Callable[[str, int, Any, int], None],
-                 on_end: Callable[[], None] | None = None) -> None:
-    """``Decoder.each_member`` through a ``MemberReader``: the value must be an object."""
-    if kind != tok.OBJECT_START:
-        raise d.wrong_type(kind, f"an object for {what}", offset)
-    d.push(_Members(d, member, on_end).on_token)
-
-
-
 class BlockStream:
     """One canonical block emitted fragment by fragment, possibly across many frames.
 

@@ -54,7 +54,7 @@ from ...canonical import (
     decode_escaped,
     escape_raw_json,
 )
-from ...decoding import ResponseDecoderBase
+from ...decoding import MemberReader, ResponseDecoderBase
 from ...encoding import Encoder
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event, sse_open
@@ -63,12 +63,10 @@ from ...lifecycle import (
     BlockStream,
     Deferred,
     KeyFirst,
-    MemberReader,
     OpenFrame,
     finish_from,
     finish_to,
     merge_usage,
-    read_members,
     skip_value,
     tool_id,
     usage_from_anthropic,
@@ -270,8 +268,7 @@ class ResponseDecoder(_Base):
         self.usage: Usage | None = None
         self.position = 0
         self.is_error = False
-        self.then(lambda kind, value, offset: read_members(
-            self, kind, offset, "the response body", self._member, self._end))
+        self.then(lambda kind, value, offset: self.each_member(kind, offset, "the response body", self._member, self._end))
 
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key in ("id", "model"):
@@ -342,7 +339,7 @@ class StreamDecoder(_Base):
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
         self.pop()  # the event's reader takes its place
-        read_members(self, kind, offset, "an event", self._member)
+        self.each_member(kind, offset, "an event", self._member)
         if self.ended:
             raise self.error("event after message_stop", offset)
 
@@ -352,7 +349,7 @@ class StreamDecoder(_Base):
         elif key == "index":
             self.read_value(kind, value, offset, lambda v: setattr(self, "f_index", v))
         elif key == "message":
-            read_members(self, kind, offset, "message", self._message_member)
+            self.each_member(kind, offset, "message", self._message_member)
         elif key == "content_block":
             if kind != tok.OBJECT_START:
                 raise self.wrong_type(kind, "an object for content_block", offset)
@@ -360,7 +357,7 @@ class StreamDecoder(_Base):
             self.block = _ContentBlock(self, self.f_index)
             self.block.read()
         elif key == "delta":
-            read_members(self, kind, offset, "delta", self._delta_member)
+            self.each_member(kind, offset, "delta", self._delta_member)
         elif key == "usage":
             self.read_value(kind, value, offset, self._delta_usage)
         elif key == "error":

@@ -53,7 +53,6 @@ from ...lifecycle import (
     finish_from,
     finish_to,
     merge_usage,
-    read_members,
     skip_value,
     usage_from_ollama,
     usage_to_ollama,
@@ -88,7 +87,7 @@ class _Decoder(ResponseDecoderBase):
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
         self.pop()  # the document's reader takes its place
-        read_members(self, kind, offset, "the response", self._member, self._document_end)
+        self.each_member(kind, offset, "the response", self._member, self._document_end)
         if self.ended:
             raise self.error("chunk after the done chunk", offset)
         self._reset()
@@ -97,7 +96,7 @@ class _Decoder(ResponseDecoderBase):
         if key == "model":
             self.read_value(kind, value, offset, self._model)
         elif key == "message":
-            read_members(self, kind, offset, "message", self._message_member)
+            self.each_member(kind, offset, "message", self._message_member)
         elif key == "done":
             self.read_value(kind, value, offset, lambda v: setattr(self, "done", bool(v)))
         elif key == "done_reason":

@@ -47,7 +47,7 @@ from ...canonical import (
     Section,
     Usage,
 )
-from ...decoding import ResponseDecoderBase
+from ...decoding import MemberReader, ResponseDecoderBase
 from ...encoding import Encoder, MessageAssembler
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event
@@ -55,12 +55,10 @@ from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
     BlockStream,
     KeyFirst,
-    MemberReader,
     OpenFrame,
     finish_from,
     finish_to,
     merge_usage,
-    read_members,
     skip_value,
     tool_id,
     usage_from_openai,
@@ -240,7 +238,7 @@ class _ToolCallReader(MemberReader):
             skip_value(d, kind, value, offset)
         elif key == "function":
             if kind != tok.NULL:
-                read_members(d, kind, offset, "function", self._function_member)
+                d.each_member(kind, offset, "function", self._function_member)
         else:
             d.read_raw(kind, value, offset, lambda raw: d.session.lose(
                 f"$.choices[{self.c.index}].tool_calls.{key}", "tool call member has no canonical field"))
@@ -406,7 +404,7 @@ class StreamDecoder(_Base):
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
         self.pop()  # the chunk's reader takes its place
-        read_members(self, kind, offset, "a chunk", self.top_value)
+        self.each_member(kind, offset, "a chunk", self.top_value)
         if self.ended:
             raise self.error("chunk after [DONE]", offset)
 
@@ -450,8 +448,7 @@ class ResponseDecoder(_Base):
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         super().__init__(emit, session)
         self.usage: Usage | None = None
-        self.then(lambda kind, value, offset: read_members(
-            self, kind, offset, "the response body", self.top_value, self._body_end))
+        self.then(lambda kind, value, offset: self.each_member(kind, offset, "the response body", self.top_value, self._body_end))
 
     def _body_end(self) -> None:
         if not self.errored:
