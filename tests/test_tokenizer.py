@@ -183,3 +183,152 @@ def test_member_name_cache_keeps_only_short_names():
         assert key_bytes(name) == b'"' + name.encode() + b'"'
     assert _short_name.cache_info().currsize == before
     assert _short_name.cache_info().maxsize <= 256
+
+
+# -- the string scan (scanstring over the chunk read as latin-1, the regex where it fails) --
+
+# Escape-heavy text: every escape, surrogate pairs, lone surrogates, multi-byte characters,
+# backslash runs (an even run before a quote, a cut escape, a cut pair at every chunk end).
+escape_heavy = st.lists(st.sampled_from(
+    ["a", " ", "é", "中", "😀", "\\", "\\\\", '"', "\n", "\t", "\x01", "\x1f", "\x7f", "/",
+     "\ud83d", "\ude00", "\u2028", "u", "d83d"]), max_size=30).map("".join)
+
+
+def body_text(text: str, ascii_only: bool) -> str:
+    """Raw (not escaped) surrogates are not UTF-8: only ``ensure_ascii`` writes them, as escapes."""
+    return text if ascii_only else "".join(ch for ch in text if not "\ud800" <= ch <= "\udfff")
+
+
+def fragments_of(chunks: list[bytes]) -> list[bytes]:
+    pieces = []
+
+    def handler(kind, value, offset):
+        if kind in (tok.STRING, tok.STRING_OPEN, tok.STRING_PART, tok.STRING_CLOSE):
+            pieces.append(value)
+
+    tokenizer = tok.Tokenizer(handler)
+    for chunk in chunks:
+        tokenizer.feed(chunk)
+    tokenizer.close()
+    return pieces
+
+
+@given(escape_heavy, st.lists(st.integers(0, 10**6), max_size=12), st.booleans())
+def test_fragments_decode_on_their_own_under_any_chunking(text, points, ascii_only):
+    data = json.dumps({"k": body_text(text, ascii_only)}, ensure_ascii=ascii_only).encode()
+    pieces = fragments_of(cut(data, points))
+    # each fragment alone (a pair split between two would decode to two lone halves)
+    assert "".join(json.loads(b'"' + p + b'"') for p in pieces) == json.loads(data)["k"]
+    assert len(pieces) <= len(cut(data, points))
+
+
+@given(st.dictionaries(escape_heavy, escape_heavy, max_size=4), st.lists(st.integers(0, 10**6), max_size=12),
+       st.booleans(), st.sampled_from([(",", ":"), (", ", ": "), None]))
+def test_keys_are_decoded_like_json_loads(value, points, ascii_only, separators):
+    value = {body_text(k, ascii_only): body_text(v, ascii_only) for k, v in value.items()}
+    data = json.dumps(value, ensure_ascii=ascii_only, separators=separators,
+                      indent=None if separators else 2).encode()
+    keys = []
+    tokenizer = tok.Tokenizer(lambda kind, v, offset: keys.append(v) if kind == tok.KEY else None)
+    for chunk in cut(data, points):
+        tokenizer.feed(chunk)
+    tokenizer.close()
+    assert keys == list(json.loads(data))
+
+
+def _error(chunks: list[bytes]):
+    tokenizer = tok.Tokenizer(lambda *a: None)
+    try:
+        for chunk in chunks:
+            tokenizer.feed(chunk)
+        tokenizer.close()
+    except TranscodeError as exc:
+        return type(exc), exc.offset, exc.path
+    return None
+
+
+@given(escape_heavy, st.sampled_from(["\x01", "\x1f", "\\q", "\\u12x4", "\\ud83d\\uzzzz", "\\\\\\x", "\n"]),
+       st.booleans(), st.lists(st.integers(0, 10**6), max_size=8))
+def test_string_errors_do_not_depend_on_chunking(text, bad, in_key, points):
+    inner = json.dumps(text).encode("utf-8", "surrogatepass")[:-1] + bad.encode() + b'"'
+    data = b'{' + inner + b': 1}' if in_key else b'{"k": [' + inner + b']}'
+    whole = _error([data])
+    assert whole is not None and whole[1] >= 1
+    assert _error(cut(data, points)) == whole
+
+
+# The state a syntax error names is the one before the last token delivered, as this
+# tokenizer has always reported it (pinned: the messages are part of the errors).
+@pytest.mark.parametrize("data,message", [
+    (b'{D', "unexpected b'D' while expecting value (byte 1, at $)"),
+    (b'[1 2]', "unexpected b'2' while expecting first value or ']' (byte 3, at $[0])"),
+    (b'{"a" 1}', "unexpected b'1' while expecting first key or '}' (byte 5, at $.a)"),
+    (b'[1, "x" "y"]', "unexpected b'\"' while expecting string (byte 8, at $[1])"),
+    (b'[1,\x012]', "unexpected b'\\x01' while expecting first value or ']' (byte 3, at $[1])"),
+])
+def test_syntax_error_messages(data, message):
+    tokenizer = tok.Tokenizer(lambda *a: None)
+    with pytest.raises(JsonSyntaxError) as info:
+        tokenizer.feed(data)
+        tokenizer.close()
+    assert str(info.value) == message
+
+
+@given(json_values, st.lists(st.integers(0, 10**6), max_size=12))
+def test_without_the_c_scanner_the_regex_gives_the_same_tokens(value, points):
+    data = json.dumps(value, ensure_ascii=False).encode()
+    chunks = cut(data, points)
+    _, expected = reserialise(chunks)
+    saved = tok._scanstring
+    tok._scanstring = tok._regex_scanstring  # as where the _json accelerator is missing
+    try:
+        _, events = reserialise(chunks)
+    finally:
+        tok._scanstring = saved
+    assert events == expected
+
+
+@pytest.mark.parametrize("separators", [(",", ":"), (", ", ": ")])
+def test_compact_and_spaced_bodies_give_the_same_tokens(separators):
+    value = {"model": "m", "messages": [{"role": "user", "content": "a \"b\" é\n"}] * 3,
+             "n": [1, -2.5e3, True, False, None, {}, []]}
+    data = json.dumps(value, separators=separators, ensure_ascii=False).encode()
+    _, events = reserialise([data])
+    _, compact = reserialise([json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()])
+    assert events == compact
+
+
+@given(escape_heavy, st.sampled_from([b"\xff", b"\xc3(", b"\xed\xa0\x80", b"\xf0\x9f\x98", b"\xc3\xa9\x80", b"\xe4\xb8"]),
+       st.lists(st.integers(0, 10**6), max_size=8))
+def test_bad_utf8_in_a_string_under_any_chunking(text, bad, points):
+    """The error is where the whole body puts it; what came before arrives as fragments that
+    each decode on their own (a character cut by a chunk end, then found bad, is not delivered)."""
+    inner = json.dumps(body_text(text, False), ensure_ascii=False).encode()[:-1]
+    data = b'{"k": ' + inner + bad + b'x"}'
+    pieces = []
+
+    def handler(kind, value, offset):
+        if kind in (tok.STRING, tok.STRING_OPEN, tok.STRING_PART, tok.STRING_CLOSE):
+            pieces.append(value)
+
+    tokenizer = tok.Tokenizer(handler)
+    with pytest.raises(InvalidUtf8Error) as info:
+        for chunk in cut(data, points):
+            tokenizer.feed(chunk)
+        tokenizer.close()
+    assert (info.value.offset, info.value.path) == _error([data])[1:]
+    delivered = "".join(json.loads(b'"' + p + b'"') for p in pieces)
+    try:
+        (inner + bad).decode()
+    except UnicodeDecodeError as exc:
+        valid = (inner + bad)[:exc.start]  # the string's text up to the bad sequence
+    assert json.loads(valid + b'"').startswith(delivered)
+
+
+@pytest.mark.parametrize("data,offset", [
+    (b'[1,\x012]', 3), (b'{"a":\x0b1}', 5), (b'[\x0c]', 1), (b'[1 ,\x00 2]', 4), (b'{"a" :\x1f1}', 6),
+])
+def test_only_json_whitespace_is_skipped(data, offset):
+    """A control byte outside a string is an error wherever the chunks are cut."""
+    for at in range(len(data) + 1):
+        assert _error([data[:at], data[at:]])[:2] == (JsonSyntaxError, offset)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import codecs
 import json as _json
 import re
+from json.decoder import c_scanstring
 from typing import Callable
 
 from .errors import (
@@ -90,6 +91,24 @@ _NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _NUMBER_PREFIX = re.compile(rb"-?[0-9]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?\Z")
 _LITERALS = {ord("t"): (b"true", TRUE), ord("f"): (b"false", FALSE), ord("n"): (b"null", NULL)}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# _STRING_BODY over text (see _regex_scanstring).
+_STRING_TEXT = re.compile(r'(?:[^"\\\x00-\x1f]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+')
+
+
+def _regex_scanstring(text: str, start: int) -> tuple[str, int]:
+    """``scanstring`` as far as ``Tokenizer`` uses it, where ``_json`` is missing. The
+    content is not decoded: a non-ASCII stand-in has the caller decode the bytes."""
+    j = _STRING_TEXT.match(text, start).end()
+    if j < len(text) and text[j] == '"':
+        return "\x80", j + 1
+    raise ValueError("not a well-formed string")
+
+
+# The C string scanner of json.loads: content and escapes checked, raw control
+# characters refused (strict); returns the decoded text and the index after the
+# closing quote, raises ValueError at the first fault. The same rule as
+# _STRING_BODY, at a fraction of the cost on escape-heavy text.
+_scanstring = c_scanstring or _regex_scanstring
 
 
 def render_path(frames: list) -> str:
@@ -217,13 +236,32 @@ class Tokenizer:
                    self._base + i)
 
     def _scan(self, data: bytes, *, final: bool) -> None:  # noqa: C901 - one loop, on purpose
-        """The whole lexer in one loop: per-token calls are the cost on message-heavy bodies."""
+        """The whole lexer in one loop: per-token calls are the cost on message-heavy bodies.
+
+        Strings (values and keys) are scanned by the C ``scanstring`` of the
+        ``json`` module over ``text``: the chunk read as latin-1 (one character
+        per byte, so indices are byte offsets; UTF-8 bytes are all >= 0x80 and
+        so plain content to it), cut at ``limit`` and ended with a sentinel
+        quote. ``limit`` is the chunk end, or where an escape cut by the chunk
+        end begins. A scan that ends at the sentinel means the string goes on
+        past the chunk, its content well-formed up to ``limit``; a scan that
+        fails is redone by the regex (``_string_body``/``_key_end``), which
+        names the error exactly.
+        """
         if self._carry:
             buf = self._carry + data
         else:
             buf = data
         base = self._base
         n = len(buf)
+        limit = n
+        k = buf.rfind(b"\\", n - 5 if n > 5 else 0)
+        if k >= 0 and _PARTIAL_ESCAPE.match(buf, k) and _odd_backslashes_before(buf, k, 0):
+            limit = k
+            text = buf[:k].decode("latin-1") + '"'
+        else:
+            text = buf.decode("latin-1") + '"'
+        scan = _scanstring
         i = 0
         emit = self._handler
         frames = self._frames
@@ -232,7 +270,7 @@ class Tokenizer:
         try:
             while True:
                 if state == _IN_STRING:
-                    i = self._string_body(buf, i, final)
+                    i = self._string(buf, i, text, limit, final)
                     if i < 0:  # chunk ended inside the string
                         i = -i - 1
                         break
@@ -273,7 +311,7 @@ class Tokenizer:
                         self._string_open = False
                         self._string_start = base + i
                         self._state = _IN_STRING
-                        j = self._string_body(buf, i + 1, final)
+                        j = self._string(buf, i + 1, text, limit, final)
                         if j < 0:
                             i = -j - 1
                             state = _IN_STRING
@@ -334,13 +372,23 @@ class Tokenizer:
                         continue
                     if c != 34:
                         self._unexpected(buf, i)
-                    end = self._key_end(buf, i + 1)
-                    if end < 0:  # key not complete in this chunk
-                        if n - i > self.max_key_bytes:
-                            self._fail(BudgetExceededError, "object key longer than max_key_bytes", base + i)
-                        break
-                    raw = buf[i + 1:end]
-                    key = raw.decode("utf-8") if 92 not in raw else _decode_key(raw)
+                    try:
+                        key, e = scan(text, i + 1)
+                    except Exception:  # an error: _key_end names it
+                        e = 0
+                    if 0 < e <= limit:  # the closing quote at e - 1
+                        end = e - 1
+                        if not key.isascii():  # read as latin-1: decode the bytes
+                            raw = buf[i + 1:end]
+                            key = raw.decode("utf-8") if 92 not in raw else _decode_key(raw)
+                    else:
+                        end = -1 if e else self._key_end(buf, i + 1)
+                        if end < 0:  # key not complete in this chunk
+                            if n - i > self.max_key_bytes:
+                                self._fail(BudgetExceededError, "object key longer than max_key_bytes", base + i)
+                            break
+                        raw = buf[i + 1:end]
+                        key = raw.decode("utf-8") if 92 not in raw else _decode_key(raw)
                     frames[-1] = key
                     self._state = state
                     emit(KEY, key, base + i)
@@ -364,6 +412,43 @@ class Tokenizer:
         # The value did not start after all (it is carried to the next chunk).
         if frames and type(frames[-1]) is int:
             frames[-1] -= 1
+
+    def _string(self, buf: bytes, start: int, text: str, limit: int, final: bool) -> int:
+        """``_string_body`` by ``scanstring`` over ``text`` (see ``_scan``)."""
+        try:
+            e = _scanstring(text, start)[1]
+        except Exception:  # an error: _string_body names it
+            return self._string_body(buf, start, final)
+        if e > limit:
+            return self._string_cut(buf, start, limit, final)
+        if self._string_open:
+            self._handler(STRING_CLOSE, buf[start:e - 1], self._base + start)
+        else:
+            self._handler(STRING, buf[start:e - 1], self._string_start)
+        self._string_open = False
+        return e
+
+    def _string_cut(self, buf: bytes, start: int, j: int, final: bool) -> int:
+        """The string goes on past the chunk, its content well-formed from
+        ``start`` to ``j``: deliver what can be; ``-(resume index) - 1``."""
+        if final:
+            return -start - 1
+        cut = j
+        if cut > start and buf[cut - 1] >= 0x80:
+            cut = _utf8_tail_cut(buf, start, cut)
+        if (cut - start >= 6 and buf[cut - 6] == 92 and _HIGH_SURROGATE_TAIL.match(buf, cut - 6, cut)
+                and _odd_backslashes_before(buf, cut - 6, start)):
+            cut -= 6  # keep a surrogate pair together
+        if cut > start:
+            if self._string_open:
+                self._handler(STRING_PART, buf[start:cut], self._base + start)
+            else:
+                self._handler(STRING_OPEN, buf[start:cut], self._string_start)
+                self._string_open = True
+        return -cut - 1
+
+    # The regex scan: the reference rule, used where ``scanstring`` failed, to
+    # name the error exactly (or to find the escape cut by the chunk end).
 
     def _key_end(self, buf: bytes, start: int) -> int:
         """Index of the closing quote of a key starting at ``start``; -1 if not in ``buf``."""
@@ -396,17 +481,7 @@ class Tokenizer:
             return j + 1
         if j < n:
             self._bad_string_byte(buf, j)  # raises unless it is a cut escape
-        if final:
-            return -start - 1
-        cut = _utf8_tail_cut(buf, start, j)
-        tail = _HIGH_SURROGATE_TAIL.search(buf, max(start, cut - 6), cut)
-        if tail is not None and _odd_backslashes_before(buf, tail.start(), start):
-            cut = tail.start()  # keep a surrogate pair together
-        if cut > start:
-            emit(STRING_PART if self._string_open else STRING_OPEN, buf[start:cut],
-                 self._base + start if self._string_open else self._string_start)
-            self._string_open = True
-        return -cut - 1
+        return self._string_cut(buf, start, j, final)
 
 
 def _odd_backslashes_before(buf: bytes, at: int, floor: int) -> bool:
