@@ -23,9 +23,9 @@ are rejected (they are not JSON); duplicate keys are delivered as they come
 
 from __future__ import annotations
 
-import codecs
 import json as _json
 import re
+from codecs import utf_8_decode as _utf8_decode
 from json.decoder import c_scanstring
 from typing import Callable
 
@@ -164,7 +164,7 @@ class Tokenizer:
         self._base = 0  # absolute offset of the carry's first byte
         self._string_open = False  # a string value has had its first fragment
         self._string_start = 0  # absolute offset of the open string's quote
-        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._utf8_held = b""  # the start of a UTF-8 character the last chunk ended inside
         self._closed = False
 
     # -- public -----------------------------------------------------------
@@ -187,14 +187,19 @@ class Tokenizer:
             raise JsonSyntaxError("data fed after close()", dialect=self.dialect, offset=self.offset)
         if not data:
             return
-        bad = self._check_utf8(data)
-        if bad is not None:
-            # Deliver everything before the bad byte, then fail there.
-            bad_at, started_before = bad
-            self._scan(data[:bad_at], final=False)
-            self._closed = True
-            raise InvalidUtf8Error("invalid UTF-8", dialect=self.dialect,
-                                   offset=self.offset - started_before, path=self.path())
+        held = self._utf8_held
+        if held or not data.isascii():
+            # UTF-8 check: the incremental decoder's own step, without its wrapper.
+            whole = held + data if held else data
+            try:
+                used = _utf8_decode(whole, "strict", False)[1]
+            except UnicodeDecodeError as exc:
+                bad = exc.start
+            else:
+                bad = -1
+                self._utf8_held = whole[used:] if used < len(whole) else b""
+            if bad >= 0:
+                self._bad_utf8(data, bad, len(held))
         self._scan(data, final=False)
 
     def close(self) -> None:
@@ -202,7 +207,7 @@ class Tokenizer:
         if self._closed:
             return
         self._closed = True
-        if self._utf8_pending():
+        if self._utf8_held:
             raise InvalidUtf8Error("input ends inside a UTF-8 character", dialect=self.dialect,
                                    offset=self.offset, path=self.path())
         self._scan(b"", final=True)
@@ -212,20 +217,13 @@ class Tokenizer:
 
     # -- internals --------------------------------------------------------
 
-    def _utf8_pending(self) -> int:
-        return len(self._utf8.getstate()[0])
-
-    def _check_utf8(self, data: bytes) -> tuple[int, int] | None:
-        """Where UTF-8 breaks: (index in ``data``, bytes of the bad sequence that
-        came in earlier chunks); None if it does not."""
-        pending = self._utf8_pending()
-        if not pending and data.isascii():
-            return None
-        try:
-            self._utf8.decode(data)
-        except UnicodeDecodeError as exc:
-            return max(0, exc.start - pending), max(0, pending - exc.start)
-        return None
+    def _bad_utf8(self, data: bytes, bad: int, held: int) -> None:
+        """UTF-8 breaks ``bad`` bytes into ``held + data``: deliver everything
+        before the bad sequence (which may have begun in earlier chunks), then fail there."""
+        self._scan(data[:max(0, bad - held)], final=False)
+        self._closed = True
+        raise InvalidUtf8Error("invalid UTF-8", dialect=self.dialect,
+                               offset=self.offset - max(0, held - bad), path=self.path())
 
     def _fail(self, cls, message: str, at: int) -> None:
         raise cls(message, dialect=self.dialect, offset=at, path=self.path())
