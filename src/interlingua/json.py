@@ -90,6 +90,7 @@ _HIGH_SURROGATE_TAIL = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\Z")
 _NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _NUMBER_PREFIX = re.compile(rb"-?[0-9]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?\Z")
 _LITERALS = {ord("t"): (b"true", TRUE), ord("f"): (b"false", FALSE), ord("n"): (b"null", NULL)}
+_NUMBER_BYTES = frozenset(b"0123456789+-.eE")  # may follow a number's longest match inside its prefix
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # _STRING_BODY over text (see _regex_scanstring).
 _STRING_TEXT = re.compile(r'(?:[^"\\\x00-\x1f]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+')
@@ -228,9 +229,9 @@ class Tokenizer:
     def _fail(self, cls, message: str, at: int) -> None:
         raise cls(message, dialect=self.dialect, offset=at, path=self.path())
 
-    def _unexpected(self, buf: bytes, i: int) -> None:
-        shown = bytes(buf[i:i + 1])
-        self._fail(JsonSyntaxError, f"unexpected {shown!r} while expecting {_STATE_NAMES[self._state]}",
+    def _unexpected(self, buf: bytes, i: int, shown: int) -> None:
+        byte = bytes(buf[i:i + 1])
+        self._fail(JsonSyntaxError, f"unexpected {byte!r} while expecting {_STATE_NAMES[shown]}",
                    self._base + i)
 
     def _scan(self, data: bytes, *, final: bool) -> None:  # noqa: C901 - one loop, on purpose
@@ -246,12 +247,10 @@ class Tokenizer:
         fails is redone by the regex (``_string_body``/``_key_end``), which
         names the error exactly.
         """
-        if self._carry:
-            buf = self._carry + data
-        else:
-            buf = data
-        base = self._base
+        carry = self._carry
+        buf = carry + data if carry else data
         n = len(buf)
+        base = self._base
         limit = n
         k = buf.rfind(b"\\", n - 5 if n > 5 else 0)
         if k >= 0 and _PARTIAL_ESCAPE.match(buf, k) and _odd_backslashes_before(buf, k, 0):
@@ -259,125 +258,172 @@ class Tokenizer:
             text = buf[:k].decode("latin-1") + '"'
         else:
             text = buf.decode("latin-1") + '"'
-        scan = _scanstring
-        i = 0
-        emit = self._handler
         frames = self._frames
         state = self._state
+        emit = self._handler
+        scan = _scanstring
+        i = 0
+        if state == _IN_STRING:  # the chunk starts inside a string
+            try:
+                e = scan(text, 0)[1]
+            except ValueError:  # an error: _string_body names it
+                e = 0
+            if e > limit and not final:  # and goes on past it (the common case, inline)
+                cut = limit
+                if cut and buf[cut - 1] >= 0x80:
+                    cut = _utf8_tail_cut(buf, 0, cut)
+                if (cut >= 6 and buf[cut - 6] == 92 and _HIGH_SURROGATE_TAIL.match(buf, cut - 6, cut)
+                        and _odd_backslashes_before(buf, cut - 6, 0)):
+                    cut -= 6  # keep a surrogate pair together
+                if cut:
+                    if self._string_open:
+                        emit(STRING_PART, buf[:cut], base)
+                    else:
+                        emit(STRING_OPEN, buf[:cut], self._string_start)
+                        self._string_open = True
+                self._carry = buf[cut:]
+                self._base = base + cut
+                return
+            i = self._string_end(buf, e, limit, final)
+            if i < 0:  # the chunk ended inside the string
+                i = -i - 1
+                self._carry = buf[i:]
+                self._base = base + i
+                return
+            state = _COMMA_OR_END if frames else _DONE
         ws_match = _WS.match
+        arr = bool(frames) and type(frames[-1]) is int  # the innermost container is an array
+        # The state a syntax error names: the one the last token was delivered in
+        # (after a string value: "string"), as the tokenizer has always reported it.
+        shown = self._state
         try:
-            while True:
-                if state == _IN_STRING:
-                    i = self._string(buf, i, text, limit, final)
-                    if i < 0:  # chunk ended inside the string
-                        i = -i - 1
-                        break
-                    state = _COMMA_OR_END if frames else _DONE
-                    continue
-                i = ws_match(buf, i).end()
-                if i >= n:
-                    break
+            while i < n:
                 c = buf[i]
-                if state == _COMMA_OR_END:
-                    if c == 44:  # ,
-                        top = frames[-1]
-                        state = _VALUE if type(top) is int else _KEY
+                if c <= 32:  # whitespace (or a control character, refused below)
+                    if c == 32 and i + 1 < n and buf[i + 1] > 32:  # one space: ", " and ": "
                         i += 1
-                        continue
-                    if c == 125 or c == 93:  # } ]
-                        top = frames[-1]
-                        if (c == 125) != (type(top) is not int):
-                            self._unexpected(buf, i)
-                        frames.pop()
-                        self._state = state
-                        emit(OBJECT_END if c == 125 else ARRAY_END, None, base + i)
-                        state = _COMMA_OR_END if frames else _DONE
-                        i += 1
-                        continue
-                    self._unexpected(buf, i)
-                if state == _VALUE or state == _FIRST_VALUE_OR_END:
-                    if state == _FIRST_VALUE_OR_END and c == 93:  # ]
-                        frames.pop()
-                        self._state = state
-                        emit(ARRAY_END, None, base + i)
-                        state = _COMMA_OR_END if frames else _DONE
-                        i += 1
-                        continue
-                    if frames and type(frames[-1]) is int:
-                        frames[-1] += 1
-                    if c == 34:  # "
-                        self._string_open = False
-                        self._string_start = base + i
-                        self._state = _IN_STRING
-                        j = self._string(buf, i + 1, text, limit, final)
-                        if j < 0:
-                            i = -j - 1
-                            state = _IN_STRING
+                    else:
+                        i = ws_match(buf, i).end()
+                        if i >= n:
                             break
-                        i = j
-                        state = _COMMA_OR_END if frames else _DONE
-                        continue
-                    if c == 123 or c == 91:  # { [
+                    c = buf[i]
+                if state == _VALUE or state == _FIRST_VALUE_OR_END:
+                    if c == 34:  # "
+                        if arr:
+                            frames[-1] += 1
+                        shown = _IN_STRING
+                        try:
+                            e = scan(text, i + 1)[1]
+                        except ValueError:  # an error: _string_body names it
+                            e = 0
+                        if 0 < e <= limit:  # ends in this chunk (the quote at e - 1)
+                            emit(STRING, buf[i + 1:e - 1], base + i)
+                            i = e
+                        else:
+                            self._string_open = False
+                            self._string_start = base + i
+                            if e:
+                                j = self._string_cut(buf, i + 1, limit, final)
+                            else:
+                                j = self._string_body(buf, i + 1, final)
+                            if j < 0:  # chunk ended inside the string
+                                i = -j - 1
+                                state = _IN_STRING
+                                break
+                            i = j
+                    elif c == 123 or c == 91:  # { [
+                        if arr:
+                            frames[-1] += 1
                         if len(frames) >= self.max_depth:
                             self._fail(NestingTooDeepError, f"nesting deeper than {self.max_depth}", base + i)
-                        self._state = state
+                        i += 1
+                        shown = state
                         if c == 123:
-                            emit(OBJECT_START, None, base + i)
+                            emit(OBJECT_START, None, base + i - 1)
                             frames.append(None)
+                            arr = False
                             state = _FIRST_KEY_OR_END
                         else:
-                            emit(ARRAY_START, None, base + i)
+                            emit(ARRAY_START, None, base + i - 1)
                             frames.append(-1)
+                            arr = True
                             state = _FIRST_VALUE_OR_END
-                        i += 1
                         continue
-                    if c == 45 or 48 <= c <= 57:  # - 0-9
-                        if not final and _NUMBER_PREFIX.match(buf, i):
-                            # Runs to the chunk end: it may continue in the next one.
+                    elif c == 93 and state == _FIRST_VALUE_OR_END:  # ]
+                        frames.pop()
+                        shown = state
+                        emit(ARRAY_END, None, base + i)
+                        i += 1
+                        arr = bool(frames) and type(frames[-1]) is int
+                    elif c == 45 or 48 <= c <= 57:  # - 0-9
+                        if arr:
+                            frames[-1] += 1
+                        m = _NUMBER.match(buf, i)
+                        end = m.end() if m is not None else i
+                        # Runs to the chunk end: it may continue in the next one.
+                        if (not final and (end == n or buf[end] in _NUMBER_BYTES)
+                                and _NUMBER_PREFIX.match(buf, i)):
                             if n - i > self.max_number_bytes:
                                 self._fail(BudgetExceededError, "number longer than max_number_bytes", base + i)
-                            self._undo_index(frames)
+                            if arr:
+                                frames[-1] -= 1  # it did not start after all (carried)
                             break
-                        m = _NUMBER.match(buf, i)
-                        if not m:
-                            self._unexpected(buf, i)
-                        end = m.end()
-                        self._state = state
+                        if m is None:
+                            self._unexpected(buf, i, shown)
+                        shown = state
                         emit(NUMBER, buf[i:end], base + i)
                         i = end
-                        state = _COMMA_OR_END if frames else _DONE
-                        continue
-                    literal = _LITERALS.get(c)
-                    if literal is not None:
+                    else:
+                        if arr:
+                            frames[-1] += 1
+                        literal = _LITERALS.get(c)
+                        if literal is None:
+                            self._unexpected(buf, i, shown)  # the path names where a value was expected
                         word, kind = literal
                         if buf.startswith(word, i):
-                            self._state = state
+                            shown = state
                             emit(kind, None, base + i)
                             i += len(word)
-                            state = _COMMA_OR_END if frames else _DONE
-                            continue
-                        if not final and n - i < len(word) and word.startswith(buf[i:]):
-                            self._undo_index(frames)
-                            break
-                    self._unexpected(buf, i)  # the path names where a value was expected
-                if state == _FIRST_KEY_OR_END or state == _KEY:
-                    if c == 125 and state == _FIRST_KEY_OR_END:  # }
-                        frames.pop()
-                        self._state = state
-                        emit(OBJECT_END, None, base + i)
-                        state = _COMMA_OR_END if frames else _DONE
+                        else:
+                            if not final and n - i < len(word) and word.startswith(buf[i:]):
+                                if arr:
+                                    frames[-1] -= 1  # it did not start after all (carried)
+                                break
+                            self._unexpected(buf, i, shown)
+                    # A value ended: a comma that follows at once is taken here.
+                    if not frames:
+                        state = _DONE
+                    elif i < n and buf[i] == 44:
                         i += 1
-                        continue
+                        state = _VALUE if arr else _KEY
+                    else:
+                        state = _COMMA_OR_END
+                    continue
+                if state == _KEY or state == _FIRST_KEY_OR_END:
                     if c != 34:
-                        self._unexpected(buf, i)
+                        if c == 125 and state == _FIRST_KEY_OR_END:  # }
+                            frames.pop()
+                            shown = state
+                            emit(OBJECT_END, None, base + i)
+                            i += 1
+                            if not frames:
+                                state = _DONE
+                                continue
+                            arr = type(frames[-1]) is int
+                            if i < n and buf[i] == 44:
+                                i += 1
+                                state = _VALUE if arr else _KEY
+                            else:
+                                state = _COMMA_OR_END
+                            continue
+                        self._unexpected(buf, i, shown)
                     try:
                         key, e = scan(text, i + 1)
-                    except Exception:  # an error: _key_end names it
+                    except ValueError:  # an error: _key_end names it
                         e = 0
                     if 0 < e <= limit:  # the closing quote at e - 1
-                        end = e - 1
                         if not key.isascii():  # read as latin-1: decode the bytes
-                            raw = buf[i + 1:end]
+                            raw = buf[i + 1:e - 1]
                             key = raw.decode("utf-8") if 92 not in raw else _decode_key(raw)
                     else:
                         end = -1 if e else self._key_end(buf, i + 1)
@@ -387,15 +433,41 @@ class Tokenizer:
                             break
                         raw = buf[i + 1:end]
                         key = raw.decode("utf-8") if 92 not in raw else _decode_key(raw)
+                        e = end + 1
                     frames[-1] = key
-                    self._state = state
+                    shown = state
                     emit(KEY, key, base + i)
-                    i = end + 1
-                    state = _COLON
+                    i = e
+                    if i < n and buf[i] == 58:  # the colon, when it follows at once
+                        i += 1
+                        state = _VALUE
+                    else:
+                        state = _COLON
                     continue
+                if state == _COMMA_OR_END:
+                    if c == 44:  # ,
+                        state = _VALUE if arr else _KEY
+                        i += 1
+                        continue
+                    if c == 125 or c == 93:  # } ]
+                        if (c == 93) != arr:
+                            self._unexpected(buf, i, shown)
+                        frames.pop()
+                        shown = state
+                        emit(OBJECT_END if c == 125 else ARRAY_END, None, base + i)
+                        i += 1
+                        if not frames:
+                            state = _DONE
+                            continue
+                        arr = type(frames[-1]) is int
+                        if i < n and buf[i] == 44:
+                            i += 1
+                            state = _VALUE if arr else _KEY
+                        continue  # (or still _COMMA_OR_END)
+                    self._unexpected(buf, i, shown)
                 if state == _COLON:
                     if c != 58:
-                        self._unexpected(buf, i)
+                        self._unexpected(buf, i, shown)
                     i += 1
                     state = _VALUE
                     continue
@@ -406,23 +478,17 @@ class Tokenizer:
         self._carry = buf[i:]
         self._base = base + i
 
-    def _undo_index(self, frames: list) -> None:
-        # The value did not start after all (it is carried to the next chunk).
-        if frames and type(frames[-1]) is int:
-            frames[-1] -= 1
-
-    def _string(self, buf: bytes, start: int, text: str, limit: int, final: bool) -> int:
-        """``_string_body`` by ``scanstring`` over ``text`` (see ``_scan``)."""
-        try:
-            e = _scanstring(text, start)[1]
-        except Exception:  # an error: _string_body names it
-            return self._string_body(buf, start, final)
+    def _string_end(self, buf: bytes, e: int, limit: int, final: bool) -> int:
+        """``_string_body`` from the chunk start, given ``scanstring``'s answer ``e``
+        (0: it failed) -- see ``_scan``."""
+        if not e:
+            return self._string_body(buf, 0, final)
         if e > limit:
-            return self._string_cut(buf, start, limit, final)
+            return self._string_cut(buf, 0, limit, final)
         if self._string_open:
-            self._handler(STRING_CLOSE, buf[start:e - 1], self._base + start)
+            self._handler(STRING_CLOSE, buf[:e - 1], self._base)
         else:
-            self._handler(STRING, buf[start:e - 1], self._string_start)
+            self._handler(STRING, buf[:e - 1], self._string_start)
         self._string_open = False
         return e
 
