@@ -257,14 +257,15 @@ def test_string_errors_do_not_depend_on_chunking(text, bad, in_key, points):
     assert _error(cut(data, points)) == whole
 
 
-# The state a syntax error names is the one before the last token delivered, as this
-# tokenizer has always reported it (pinned: the messages are part of the errors).
+# A syntax error names what was expected at the offending byte.
 @pytest.mark.parametrize("data,message", [
-    (b'{D', "unexpected b'D' while expecting value (byte 1, at $)"),
-    (b'[1 2]', "unexpected b'2' while expecting first value or ']' (byte 3, at $[0])"),
-    (b'{"a" 1}', "unexpected b'1' while expecting first key or '}' (byte 5, at $.a)"),
-    (b'[1, "x" "y"]', "unexpected b'\"' while expecting string (byte 8, at $[1])"),
-    (b'[1,\x012]', "unexpected b'\\x01' while expecting first value or ']' (byte 3, at $[1])"),
+    (b'{D', "unexpected b'D' while expecting first key or '}' (byte 1, at $)"),
+    (b'[1 2]', "unexpected b'2' while expecting ',' or a closing bracket (byte 3, at $[0])"),
+    (b'{"a" 1}', "unexpected b'1' while expecting ':' (byte 5, at $.a)"),
+    (b'[1, "x" "y"]', "unexpected b'\"' while expecting ',' or a closing bracket (byte 8, at $[1])"),
+    (b'[1,\x012]', "unexpected b'\\x01' while expecting value (byte 3, at $[1])"),
+    (b'{"a": 1 "b": 2}', "unexpected b'\"' while expecting ',' or a closing bracket (byte 8, at $.a)"),
+    (b'[}', "unexpected b'}' while expecting first value or ']' (byte 1, at $[0])"),  # where a value was due
 ])
 def test_syntax_error_messages(data, message):
     tokenizer = tok.Tokenizer(lambda *a: None)

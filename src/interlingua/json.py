@@ -229,9 +229,9 @@ class Tokenizer:
     def _fail(self, cls, message: str, at: int) -> None:
         raise cls(message, dialect=self.dialect, offset=at, path=self.path())
 
-    def _unexpected(self, buf: bytes, i: int, shown: int) -> None:
+    def _unexpected(self, buf: bytes, i: int, state: int) -> None:
         byte = bytes(buf[i:i + 1])
-        self._fail(JsonSyntaxError, f"unexpected {byte!r} while expecting {_STATE_NAMES[shown]}",
+        self._fail(JsonSyntaxError, f"unexpected {byte!r} while expecting {_STATE_NAMES[state]}",
                    self._base + i)
 
     def _scan(self, data: bytes, *, final: bool) -> None:  # noqa: C901 - one loop, on purpose
@@ -293,9 +293,6 @@ class Tokenizer:
             state = _COMMA_OR_END if frames else _DONE
         ws_match = _WS.match
         arr = bool(frames) and type(frames[-1]) is int  # the innermost container is an array
-        # The state a syntax error names: the one the last token was delivered in
-        # (after a string value: "string"), as the tokenizer has always reported it.
-        shown = self._state
         try:
             while i < n:
                 c = buf[i]
@@ -311,7 +308,6 @@ class Tokenizer:
                     if c == 34:  # "
                         if arr:
                             frames[-1] += 1
-                        shown = _IN_STRING
                         try:
                             e = scan(text, i + 1)[1]
                         except ValueError:  # an error: _string_body names it
@@ -337,7 +333,6 @@ class Tokenizer:
                         if len(frames) >= self.max_depth:
                             self._fail(NestingTooDeepError, f"nesting deeper than {self.max_depth}", base + i)
                         i += 1
-                        shown = state
                         if c == 123:
                             emit(OBJECT_START, None, base + i - 1)
                             frames.append(None)
@@ -351,7 +346,6 @@ class Tokenizer:
                         continue
                     elif c == 93 and state == _FIRST_VALUE_OR_END:  # ]
                         frames.pop()
-                        shown = state
                         emit(ARRAY_END, None, base + i)
                         i += 1
                         arr = bool(frames) and type(frames[-1]) is int
@@ -369,8 +363,7 @@ class Tokenizer:
                                 frames[-1] -= 1  # it did not start after all (carried)
                             break
                         if m is None:
-                            self._unexpected(buf, i, shown)
-                        shown = state
+                            self._unexpected(buf, i, state)
                         emit(NUMBER, buf[i:end], base + i)
                         i = end
                     else:
@@ -378,10 +371,9 @@ class Tokenizer:
                             frames[-1] += 1
                         literal = _LITERALS.get(c)
                         if literal is None:
-                            self._unexpected(buf, i, shown)  # the path names where a value was expected
+                            self._unexpected(buf, i, state)  # the path names where a value was expected
                         word, kind = literal
                         if buf.startswith(word, i):
-                            shown = state
                             emit(kind, None, base + i)
                             i += len(word)
                         else:
@@ -389,7 +381,7 @@ class Tokenizer:
                                 if arr:
                                     frames[-1] -= 1  # it did not start after all (carried)
                                 break
-                            self._unexpected(buf, i, shown)
+                            self._unexpected(buf, i, state)
                     # A value ended: a comma that follows at once is taken here.
                     if not frames:
                         state = _DONE
@@ -403,7 +395,6 @@ class Tokenizer:
                     if c != 34:
                         if c == 125 and state == _FIRST_KEY_OR_END:  # }
                             frames.pop()
-                            shown = state
                             emit(OBJECT_END, None, base + i)
                             i += 1
                             if not frames:
@@ -416,7 +407,7 @@ class Tokenizer:
                             else:
                                 state = _COMMA_OR_END
                             continue
-                        self._unexpected(buf, i, shown)
+                        self._unexpected(buf, i, state)
                     try:
                         key, e = scan(text, i + 1)
                     except ValueError:  # an error: _key_end names it
@@ -435,7 +426,6 @@ class Tokenizer:
                         key = raw.decode("utf-8") if 92 not in raw else _decode_key(raw)
                         e = end + 1
                     frames[-1] = key
-                    shown = state
                     emit(KEY, key, base + i)
                     i = e
                     if i < n and buf[i] == 58:  # the colon, when it follows at once
@@ -451,9 +441,8 @@ class Tokenizer:
                         continue
                     if c == 125 or c == 93:  # } ]
                         if (c == 93) != arr:
-                            self._unexpected(buf, i, shown)
+                            self._unexpected(buf, i, state)
                         frames.pop()
-                        shown = state
                         emit(OBJECT_END if c == 125 else ARRAY_END, None, base + i)
                         i += 1
                         if not frames:
@@ -464,10 +453,10 @@ class Tokenizer:
                             i += 1
                             state = _VALUE if arr else _KEY
                         continue  # (or still _COMMA_OR_END)
-                    self._unexpected(buf, i, shown)
+                    self._unexpected(buf, i, state)
                 if state == _COLON:
                     if c != 58:
-                        self._unexpected(buf, i, shown)
+                        self._unexpected(buf, i, state)
                     i += 1
                     state = _VALUE
                     continue
