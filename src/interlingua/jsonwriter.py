@@ -18,11 +18,15 @@ from . import json as tok
 Write = Callable[[bytes], None]
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_dumps_ascii = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def dumps(value: Any) -> bytes:
     """Compact JSON of a small Python value (attributes, controls)."""
-    return _dumps(value).encode("utf-8")
+    try:
+        return _dumps(value).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (from a "\ud83d" escape): written escaped, as it came
+        return _dumps_ascii(value).encode("ascii")
 
 
 def key_bytes(key: str) -> bytes:
@@ -33,12 +37,12 @@ def key_bytes(key: str) -> bytes:
     encoded each time, so what the cache keeps stays small whatever the input."""
     if type(key) is str and len(key) <= 32:
         return _short_name(key)
-    return _dumps(key).encode("utf-8")
+    return dumps(key)
 
 
 @lru_cache(maxsize=256)
 def _short_name(key: str) -> bytes:
-    return _dumps(key).encode("utf-8")
+    return dumps(key)
 
 
 class JsonWriter:
