@@ -754,17 +754,18 @@ class RequestEncoder(Encoder):
     def _open_message(self, block: Block, role: str, string: bool) -> None:
         self._close_message()
         self._open_top("messages")
-        msg = self._msg = MessageAssembler(self.out, self.session, "anthropic:member-order",
-                                           b'"role":' + key_bytes(role))
-        if self._pending_ext:
+        head = b'"role":' + key_bytes(role)
+        if self._pending_ext:  # fields of this message that came before its first block
             for ext in [e for e in self._pending_ext if e.message == block.message]:
-                msg.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+                head += b"," + key_bytes(ext.path.rsplit(".", 1)[1]) + b":" + ext.raw
             self._pending_ext = [e for e in self._pending_ext if e.message != block.message]
+        self._msg = MessageAssembler(self.out, self.session, "anthropic:member-order", head,
+                                     first=("content", b'"' if string else b"["))
         self._msg_index = block.message
         self._msg_role = role
         self._msg_string = string
         self._msg_has_result = False
-        self._content = msg.member("content", b'"' if string else b"[")
+        self._content = self.out  # the first member streams straight to the output
 
     def _close_message(self) -> None:
         self._close_result()

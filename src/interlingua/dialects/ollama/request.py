@@ -612,10 +612,11 @@ class RequestEncoder(Encoder):
 
     # -- messages --------------------------------------------------------------
 
-    def _open_message(self, index: int, role: str) -> _Message:
+    def _open_message(self, index: int, role: str, first: tuple[str, bytes] | None = None) -> _Message:
+        """``first``: the member that streams first, opened with the message (``MessageAssembler``)."""
         self._close_message()
         writer = self.body.messages_writer(system=index == TOP_LEVEL_SYSTEM)
-        asm = MessageAssembler(writer, self.session, "ollama:member-order", b'"role":' + key_bytes(role))
+        asm = MessageAssembler(writer, self.session, "ollama:member-order", b'"role":' + key_bytes(role), first)
         self._msg = _Message(asm, index, role)
         if self._pending_ext:
             for ext in [e for e in self._pending_ext if e.message == index]:
@@ -628,13 +629,17 @@ class RequestEncoder(Encoder):
             self._msg.asm.close()
             self._msg = None
 
-    def _message_for(self, block: Block, role: str) -> _Message:
+    def _starts_message(self, block: Block, role: str) -> bool:
+        """Whether ``block`` goes into a new message rather than the open one."""
         msg = self._msg
         new_result = block.section is Section.TOOL_RESULT and msg is not None and msg.has_result
-        if (msg is None or block.message != msg.index or role != msg.role or new_result
-                or block.message == TOP_LEVEL_SYSTEM):
-            msg = self._open_message(block.message, role)
-        return msg
+        return (msg is None or block.message != msg.index or role != msg.role or new_result
+                or block.message == TOP_LEVEL_SYSTEM)
+
+    def _message_for(self, block: Block, role: str) -> _Message:
+        if self._starts_message(block, role):
+            return self._open_message(block.message, role)
+        return self._msg
 
     # -- blocks ----------------------------------------------------------------
 
@@ -692,7 +697,10 @@ class RequestEncoder(Encoder):
             self.session.lose(self._where(block), "thinking signature has no ollama field")
 
     def _text(self, block: Block, attrs: dict, role: str, key: str):
-        msg = self._message_for(block, role)
+        if self._starts_message(block, role) and not attrs.get("empty"):
+            msg = self._open_message(block.message, role, (key, b'"'))  # the text member opens with it
+        else:
+            msg = self._message_for(block, role)
         if block.section is Section.TOOL_RESULT:
             msg.has_result = True
             if attrs.get("is_error"):

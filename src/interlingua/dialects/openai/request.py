@@ -490,6 +490,7 @@ class MediaReader:
 # ---------------------------------------------------------------------------
 
 _USER_SECTIONS = {Section.USER_TEXT, Section.USER_IMAGE, Section.USER_DOCUMENT, Section.USER_AUDIO}
+_STRING_CONTENT = ("content", b'"')  # a message's first member, when it is a string content
 #: block attributes an openai part or tool call can carry (others are losses)
 _PART_ATTRS = {"detail", "filename", "file_id", "format"}
 
@@ -598,7 +599,9 @@ class RequestEncoder(Encoder):
             self._user_index = None
             self._after_tool_calls = False
 
-    def _open_message(self, index: int, role: str, attrs: dict | None) -> None:
+    def _open_message(self, index: int, role: str, attrs: dict | None,
+                      first: tuple[str, bytes] | None = None) -> None:
+        """``first``: the member that streams first, opened with the message (``MessageAssembler``)."""
         self._close_message()
         if self._user_hold is not None and index != self._user_index:
             self._flush_user_hold()
@@ -609,7 +612,8 @@ class RequestEncoder(Encoder):
             # it -- anthropic [text, tool_result] -- so its user blocks are held.)
             self._after_tool_calls = False
         writer = self._messages_writer(index, role)
-        self._msg = MessageAssembler(writer, self.session, "openai:member-order", b'"role":' + key_bytes(role))
+        self._msg = MessageAssembler(writer, self.session, "openai:member-order", b'"role":' + key_bytes(role),
+                                     first)
         self._msg_index = index
         self._msg_role = role
         self._msg_has_result_id = False
@@ -629,11 +633,15 @@ class RequestEncoder(Encoder):
             if self._user_hold is not None and self.body.messages_ended:
                 self._flush_user_hold()
 
-    def _message_for(self, block: Block, role: str) -> MessageAssembler:
+    def _starts_message(self, block: Block, role: str) -> bool:
+        """Whether ``block`` goes into a new message rather than the open one."""
         starts_result = (role == "tool" and block.init and block.attrs is not None
                          and "tool_call_id" in block.attrs and self._msg_has_result_id)
-        if (self._msg is None or block.message != self._msg_index or role != self._msg_role
-                or starts_result):
+        return (self._msg is None or block.message != self._msg_index or role != self._msg_role
+                or starts_result)
+
+    def _message_for(self, block: Block, role: str) -> MessageAssembler:
+        if self._starts_message(block, role):
             self._open_message(block.message, role, block.attrs)
         return self._msg
 
@@ -693,6 +701,10 @@ class RequestEncoder(Encoder):
 
     def _text(self, block: Block, role: str, part_type: str = "text"):
         attrs = block.attrs or {}
+        if not attrs and role != "tool" and self._starts_message(block, role):
+            # the common case, a plain text that starts its message: "content" opens with it
+            self._open_message(block.message, role, None, _STRING_CONTENT)
+            return self._msg.out.write, ignore
         msg = self._message_for(block, role)
         if role == "tool":
             self._result_id(msg, attrs)
