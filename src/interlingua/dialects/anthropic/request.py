@@ -844,8 +844,7 @@ class RequestEncoder(Encoder):
             return w.write, ignore
         if attrs.get("empty"):
             return (lambda data: None), (lambda late: None)
-        w._separate()
-        w.write(_TEXT_HEAD)
+        w.write(w._sep() + _TEXT_HEAD)
 
         def close(late: dict) -> None:
             w.write(b'"' + self._members(block, "text", {**attrs, **late}) + b"}")

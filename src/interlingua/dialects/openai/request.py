@@ -490,7 +490,10 @@ class MediaReader:
 # ---------------------------------------------------------------------------
 
 _USER_SECTIONS = {Section.USER_TEXT, Section.USER_IMAGE, Section.USER_DOCUMENT, Section.USER_AUDIO}
-_STRING_CONTENT = ("content", b'"')  # a message's first member, when it is a string content
+#: a message's first member: a string content, a content-part list
+_STRING_CONTENT = ("content", b'"')
+_PARTS_CONTENT = ("content", b"[")
+_NO_ATTRS: frozenset = frozenset()
 #: block attributes an openai part or tool call can carry (others are losses)
 _PART_ATTRS = {"detail", "filename", "file_id", "format"}
 
@@ -701,29 +704,32 @@ class RequestEncoder(Encoder):
 
     def _text(self, block: Block, role: str, part_type: str = "text"):
         attrs = block.attrs or {}
-        if not attrs and role != "tool" and self._starts_message(block, role):
-            # the common case, a plain text that starts its message: "content" opens with it
-            self._open_message(block.message, role, None, _STRING_CONTENT)
-            return self._msg.out.write, ignore
-        msg = self._message_for(block, role)
+        in_parts = attrs.get("in_parts")
+        if role != "tool" and not attrs.get("empty") and self._starts_message(block, role):
+            # the common case, a text that starts its message: "content" opens with the message
+            self._open_message(block.message, role, None, _PARTS_CONTENT if in_parts else _STRING_CONTENT)
+            msg = self._msg
+            if not in_parts:
+                return msg.out.write, ignore
+        else:
+            msg = self._message_for(block, role)
         if role == "tool":
             self._result_id(msg, attrs)
         if attrs.get("empty"):
             if attrs.get("in_parts"):
                 msg.member("content", b"[")
             return (lambda data: None), (lambda late: self._result_close(block, msg, role, attrs, late))
-        if not attrs.get("in_parts") and not msg.has("content"):
+        if not in_parts and not msg.has("content"):
             w = msg.member("content", b'"')
             if role != "tool":
                 return w.write, ignore
             return w.write, (lambda late: self._result_close(block, msg, role, attrs, late))
         w = msg.member("content", b"[")
-        w._separate()
-        w.write(b'{"type":' + dumps(part_type) + self._extra_attrs(block, attrs, set())
-                + b"," + dumps(part_type) + b':"')
+        name = key_bytes(part_type)
+        w.write(w._sep() + b'{"type":' + name + self._extra_attrs(block, attrs, _NO_ATTRS) + b"," + name + b':"')
 
         def close(late: dict) -> None:
-            w.write(b'"' + self._extra_attrs(block, late, set()) + b"}")
+            w.write(b'"' + self._extra_attrs(block, late, _NO_ATTRS) + b"}")
             if role == "tool":
                 self._result_id(msg, late)
         return w.write, close
