@@ -143,14 +143,27 @@ class _Member:
         self.opener = opener
 
 
+def first_member(key: str, opener: bytes) -> tuple[str, bytes, bytes]:
+    """The ``first`` of a ``MessageAssembler``: key, opener and their JSON text
+    (``"content":"``); encoders make the ones they use once."""
+    return key, opener, key_bytes(key) + b":" + opener
+
+
+#: the usual first members: a string content, a content-part list
+STRING_CONTENT = first_member("content", b'"')
+PARTS_CONTENT = first_member("content", b"[")
+
+
 class MessageAssembler:
     """One target message object being written; see the module docstring."""
 
+    __slots__ = ("out", "session", "reason", "_members", "_streaming", "_ended", "_late_scalars", "_held")
+
     def __init__(self, out: JsonWriter, session: Session, reason: str, head: bytes = b"",
-                 first: tuple[str, bytes] | None = None) -> None:
+                 first: tuple[str, bytes, bytes] | None = None) -> None:
         """``head``: the first members as JSON text (``"role":"user"``), written with the brace.
 
-        ``first``: ``(key, opener)`` of the member that streams first, when the
+        ``first``: the member that streams first (``first_member``), when the
         encoder knows it already: opened with the brace, in the same write (one
         write per message less; a message's writes may each go into a hold)."""
         self.out = out
@@ -164,10 +177,9 @@ class MessageAssembler:
             self._streaming: _Member | None = None
             out.begin_object(head)
             return
-        key, opener = first
+        key, opener, opening = first
         self._streaming = _Member(out, None, opener)
         self._members = {key: self._streaming}
-        opening = key_bytes(key) + b":" + opener
         out.begin_object(head + b"," + opening if head else opening)
         if opener in _CONTAINERS:
             out._first.append(True)

@@ -39,7 +39,7 @@ from ...canonical import (
     decode_escaped, escape_raw_json,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import Encoder, MessageAssembler, ignore
+from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, ignore
 from ...errors import JsonSyntaxError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...session import Session
@@ -760,7 +760,7 @@ class RequestEncoder(Encoder):
                 head += b"," + key_bytes(ext.path.rsplit(".", 1)[1]) + b":" + ext.raw
             self._pending_ext = [e for e in self._pending_ext if e.message != block.message]
         self._msg = MessageAssembler(self.out, self.session, "anthropic:member-order", head,
-                                     first=("content", b'"' if string else b"["))
+                                     first=STRING_CONTENT if string else PARTS_CONTENT)
         self._msg_index = block.message
         self._msg_role = role
         self._msg_string = string

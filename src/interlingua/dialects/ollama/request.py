@@ -63,7 +63,7 @@ from ...canonical import (
     SystemEnd, decode_escaped, escape_raw_json,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import Encoder, MessageAssembler, MessageListBody, merged_reasoning
+from ...encoding import STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, first_member, merged_reasoning
 from ...errors import SchemaError, TranscodeError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...session import Session
@@ -483,6 +483,7 @@ _TEXT_SECTIONS = {Section.SYSTEM_INSTRUCTION, Section.USER_TEXT, Section.ASSISTA
 _QUIET_ATTRS = {"in_parts", "role", "dialect", "key", "source", "media_type", "data_url", "tool_call_id",
                 "id", "name", "empty", "index", _EXTRA_ATTR, "ollama_no_tool_name", "ollama_call_extra",
                 "ollama_no_arguments", "signature", "redacted", "is_error", "where", "legacy"}
+_TEXT_MEMBERS = {"content": STRING_CONTENT, "thinking": first_member("thinking", b'"')}
 _SEPARATOR = b"\\n\\n"  # between joined text blocks (escaped form)
 _UNNAMED = "application/octet-stream"  # what openai writes for an image nobody named
 
@@ -612,7 +613,7 @@ class RequestEncoder(Encoder):
 
     # -- messages --------------------------------------------------------------
 
-    def _open_message(self, index: int, role: str, first: tuple[str, bytes] | None = None) -> _Message:
+    def _open_message(self, index: int, role: str, first: tuple[str, bytes, bytes] | None = None) -> _Message:
         """``first``: the member that streams first, opened with the message (``MessageAssembler``)."""
         self._close_message()
         writer = self.body.messages_writer(system=index == TOP_LEVEL_SYSTEM)
@@ -698,7 +699,7 @@ class RequestEncoder(Encoder):
 
     def _text(self, block: Block, attrs: dict, role: str, key: str):
         if self._starts_message(block, role) and not attrs.get("empty"):
-            msg = self._open_message(block.message, role, (key, b'"'))  # the text member opens with it
+            msg = self._open_message(block.message, role, _TEXT_MEMBERS[key])  # the text opens with it
         else:
             msg = self._message_for(block, role)
         if block.section is Section.TOOL_RESULT:

@@ -30,7 +30,9 @@ from ...canonical import (
     TOP_LEVEL_SYSTEM, decode_escaped,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import Encoder, MessageAssembler, MessageListBody, ignore, merged_reasoning
+from ...encoding import (
+    PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, ignore, merged_reasoning,
+)
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...session import Session
 from . import controls
@@ -490,9 +492,6 @@ class MediaReader:
 # ---------------------------------------------------------------------------
 
 _USER_SECTIONS = {Section.USER_TEXT, Section.USER_IMAGE, Section.USER_DOCUMENT, Section.USER_AUDIO}
-#: a message's first member: a string content, a content-part list
-_STRING_CONTENT = ("content", b'"')
-_PARTS_CONTENT = ("content", b"[")
 _NO_ATTRS: frozenset = frozenset()
 #: block attributes an openai part or tool call can carry (others are losses)
 _PART_ATTRS = {"detail", "filename", "file_id", "format"}
@@ -603,7 +602,7 @@ class RequestEncoder(Encoder):
             self._after_tool_calls = False
 
     def _open_message(self, index: int, role: str, attrs: dict | None,
-                      first: tuple[str, bytes] | None = None) -> None:
+                      first: tuple[str, bytes, bytes] | None = None) -> None:
         """``first``: the member that streams first, opened with the message (``MessageAssembler``)."""
         self._close_message()
         if self._user_hold is not None and index != self._user_index:
@@ -707,7 +706,7 @@ class RequestEncoder(Encoder):
         in_parts = attrs.get("in_parts")
         if role != "tool" and not attrs.get("empty") and self._starts_message(block, role):
             # the common case, a text that starts its message: "content" opens with the message
-            self._open_message(block.message, role, None, _PARTS_CONTENT if in_parts else _STRING_CONTENT)
+            self._open_message(block.message, role, None, PARTS_CONTENT if in_parts else STRING_CONTENT)
             msg = self._msg
             if not in_parts:
                 return msg.out.write, ignore
