@@ -26,8 +26,9 @@ from typing import Any, Callable
 
 from ... import json as tok
 from ...canonical import (
-    REQUEST_LEVEL, Block, Control, Event, Extension, MessagesEnd, Section, SystemEnd, End,
-    TOP_LEVEL_SYSTEM, decode_escaped,
+    ASSISTANT_REASONING, ASSISTANT_REFUSAL, ASSISTANT_TEXT, REQUEST_LEVEL, SYSTEM_INSTRUCTION, TOOL_CALL,
+    TOOL_DEFINITION, TOOL_RESULT, TOP_LEVEL_SYSTEM, UNKNOWN, USER_AUDIO, USER_DOCUMENT, USER_IMAGE, USER_TEXT,
+    Block, Control, End, Event, Extension, MessagesEnd, Section, SystemEnd, decode_escaped,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
@@ -40,12 +41,12 @@ from . import controls
 DIALECT = "openai"
 
 ROLE_TEXT_SECTION = {
-    "system": Section.SYSTEM_INSTRUCTION,
-    "developer": Section.SYSTEM_INSTRUCTION,
-    "user": Section.USER_TEXT,
-    "assistant": Section.ASSISTANT_TEXT,
-    "tool": Section.TOOL_RESULT,
-    "function": Section.TOOL_RESULT,
+    "system": SYSTEM_INSTRUCTION,
+    "developer": SYSTEM_INSTRUCTION,
+    "user": USER_TEXT,
+    "assistant": ASSISTANT_TEXT,
+    "tool": TOOL_RESULT,
+    "function": TOOL_RESULT,
 }
 _DATA_URL_PREFIX_LIMIT = 256
 
@@ -86,10 +87,10 @@ class RequestDecoder(RequestBodyDecoder):
             raise self.error("expected an object for a tool", offset)
         canonical = controls.tool_to_canonical(tool, legacy)
         if canonical is None:
-            self.emit(Block(Section.UNKNOWN, REQUEST_LEVEL, dumps(tool), attrs={"dialect": DIALECT, "where": "tool"}))
+            self.emit(Block(UNKNOWN, REQUEST_LEVEL, dumps(tool), attrs={"dialect": DIALECT, "where": "tool"}))
             return
         attrs, schema = canonical
-        self.emit(Block(Section.TOOL_DEFINITION, REQUEST_LEVEL, dumps(schema) if schema is not None else b"",
+        self.emit(Block(TOOL_DEFINITION, REQUEST_LEVEL, dumps(schema) if schema is not None else b"",
                         attrs=attrs))
 
 
@@ -113,21 +114,21 @@ class MessageReader(MessageReaderBase):
         An unrecognised role makes its text ``unknown`` blocks whose payload is
         the raw JSON the text came in (a string, or a text part)."""
         role = self.role
-        if block.section is not Section.USER_TEXT:
-            if block.init and block.section is Section.UNKNOWN and "role" not in (block.attrs or {}):
+        if block.section is not USER_TEXT:
+            if block.init and block.section is UNKNOWN and "role" not in (block.attrs or {}):
                 return Block(block.section, block.message, block.payload, True, block.fin,
                              {**(block.attrs or {}), "role": role})
             return block
         if role == "user":
             return block
-        section = ROLE_TEXT_SECTION.get(role, Section.UNKNOWN)
+        section = ROLE_TEXT_SECTION.get(role, UNKNOWN)
         attrs = block.attrs
         payload = block.payload
         if block.init:
             attrs = dict(attrs or {})
             if role in ("developer", "function"):
                 attrs["role"] = role
-        if section is Section.UNKNOWN:
+        if section is UNKNOWN:
             in_parts = block.init and attrs.get("in_parts")
             if block.init:
                 attrs.update(role=role, dialect=DIALECT)
@@ -140,7 +141,7 @@ class MessageReader(MessageReaderBase):
 
     def text_section(self) -> Section:
         """Text is built as ``user-text``; ``_resolve`` gives it the role's section."""
-        return Section.USER_TEXT
+        return USER_TEXT
 
     def text_attrs(self, attrs: dict | None = None) -> dict:
         """Attributes of a text block: a ``tool_call_id`` already read goes on the first one."""
@@ -180,7 +181,7 @@ class MessageReader(MessageReaderBase):
                 attrs = {"empty": True, **({"in_parts": True} if self._empty_parts else {})}
                 if self.tool_call_id is not None and not self._id_given:  # a result without content
                     attrs["tool_call_id"] = self.tool_call_id
-                self.emit(Block(Section.USER_TEXT, self.index, b"", attrs=attrs))
+                self.emit(Block(USER_TEXT, self.index, b"", attrs=attrs))
             return
         if value == "role":
             reader = self._role
@@ -189,13 +190,13 @@ class MessageReader(MessageReaderBase):
         elif value == "tool_calls":
             reader = self._tool_calls
         elif value == "refusal":
-            reader = self._string_member(Section.ASSISTANT_REFUSAL, "refusal")
+            reader = self._string_member(ASSISTANT_REFUSAL, "refusal")
         elif value == "function_call":
             reader = self._function_call
         elif value == "tool_call_id":
             reader = self._tool_call_id
         elif d.reasoning_key is not None and value == d.reasoning_key:
-            reader = self._string_member(Section.ASSISTANT_REASONING, value)
+            reader = self._string_member(ASSISTANT_REASONING, value)
         else:
             reader = self._extension(value)
         d.then(reader)
@@ -275,7 +276,7 @@ class ToolCallReader:
         self.m = message
         self.d = message.d
         self.legacy = legacy
-        self.block = message.builder(Section.TOOL_CALL, {"legacy": True} if legacy else {})
+        self.block = message.builder(TOOL_CALL, {"legacy": True} if legacy else {})
         self.has_arguments = False
 
     def on_key(self, kind: int, value: Any, offset: int) -> None:
@@ -331,10 +332,10 @@ class ToolCallReader:
 
 _PART_SECTIONS = {
     "text": None,  # the message's text section
-    "refusal": Section.ASSISTANT_REFUSAL,
-    "image_url": Section.USER_IMAGE,
-    "file": Section.USER_DOCUMENT,
-    "input_audio": Section.USER_AUDIO,
+    "refusal": ASSISTANT_REFUSAL,
+    "image_url": USER_IMAGE,
+    "file": USER_DOCUMENT,
+    "input_audio": USER_AUDIO,
 }
 
 
@@ -388,7 +389,7 @@ class PartReader:
                 attrs = m.text_attrs({"in_parts": True})
                 self.block = m.string_block(kind, value, offset, m.text_section(), attrs, "text")
             elif key == "refusal":
-                self.block = m.string_block(kind, value, offset, Section.ASSISTANT_REFUSAL, {"in_parts": True}, key)
+                self.block = m.string_block(kind, value, offset, ASSISTANT_REFUSAL, {"in_parts": True}, key)
             else:
                 if kind != tok.OBJECT_START:
                     raise self.d.wrong_type(kind, f"an object for {key}", offset)
@@ -405,7 +406,7 @@ class PartReader:
             attrs = {"dialect": DIALECT, "in_parts": True}
             if self.m.role is not None:
                 attrs["role"] = self.m.role
-            builder = self.m.builder(Section.UNKNOWN, attrs)
+            builder = self.m.builder(UNKNOWN, attrs)
             builder.fragment(raw, True, True)
             self.m.finished(builder)
             return
@@ -491,7 +492,7 @@ class MediaReader:
 # Encoder
 # ---------------------------------------------------------------------------
 
-_USER_SECTIONS = {Section.USER_TEXT, Section.USER_IMAGE, Section.USER_DOCUMENT, Section.USER_AUDIO}
+_USER_SECTIONS = {USER_TEXT, USER_IMAGE, USER_DOCUMENT, USER_AUDIO}
 _NO_ATTRS: frozenset = frozenset()
 #: block attributes an openai part or tool call can carry (others are losses)
 _PART_ATTRS = {"detail", "filename", "file_id", "format"}
@@ -654,19 +655,19 @@ class RequestEncoder(Encoder):
         """Open the block in the right message and member; returns (write, close) or None (lost)."""
         s = block.section
         attrs = block.attrs or {}
-        if s is Section.SYSTEM_INSTRUCTION:
+        if s is SYSTEM_INSTRUCTION:
             return self._text(block, attrs.get("role", "system"))
         if s in _USER_SECTIONS:
-            if s is Section.USER_TEXT:
+            if s is USER_TEXT:
                 return self._text(block, "user")
             return self._media(block, attrs)
-        if s is Section.ASSISTANT_TEXT:
+        if s is ASSISTANT_TEXT:
             return self._text(block, "assistant")
-        if s is Section.ASSISTANT_REFUSAL:
+        if s is ASSISTANT_REFUSAL:
             if attrs.get("in_parts"):
                 return self._text(block, "assistant", part_type="refusal")
             return self._string_member(block, "assistant", "refusal")
-        if s is Section.ASSISTANT_REASONING:
+        if s is ASSISTANT_REASONING:
             if self.reasoning_key is None:
                 self._lose_block(block, "Chat Completions has no reasoning field (option openai_reasoning_field)")
                 return None
@@ -679,11 +680,11 @@ class RequestEncoder(Encoder):
             lose_signature(attrs)
             write, _ = self._string_member(block, "assistant", self.reasoning_key)
             return write, lose_signature
-        if s is Section.TOOL_CALL:
+        if s is TOOL_CALL:
             return self._tool_call(block, attrs)
-        if s is Section.TOOL_RESULT:
+        if s is TOOL_RESULT:
             return self._tool_result(block, attrs)
-        if s is Section.UNKNOWN and attrs.get("dialect") == DIALECT:
+        if s is UNKNOWN and attrs.get("dialect") == DIALECT:
             return self._unknown(block, attrs)
         self._lose_block(block, "openai Chat Completions has no equivalent")
         return None
@@ -775,11 +776,11 @@ class RequestEncoder(Encoder):
     def _media(self, block: Block, attrs: dict):
         s = block.section
         data_prefix = b""
-        if attrs.get("source") == "base64" and attrs.get("data_url", True) and s is not Section.USER_AUDIO:
+        if attrs.get("source") == "base64" and attrs.get("data_url", True) and s is not USER_AUDIO:
             # openai takes inline images and files only as data URLs
             data_prefix = b"data:" + attrs.get("media_type", "application/octet-stream").encode() + b";base64,"
         elif attrs.get("source") not in (None, "url", "base64") or (
-                s is Section.USER_DOCUMENT and attrs.get("source") == "url"):  # a file has no URL form
+                s is USER_DOCUMENT and attrs.get("source") == "url"):  # a file has no URL form
             self._lose_block(block, f"{attrs.get('source')} source has no openai form")
             return None
         if attrs.get("in_result"):
@@ -788,14 +789,14 @@ class RequestEncoder(Encoder):
         msg = self._message_for(block, "user")
         w = msg.member("content", b"[")
         w._separate()
-        if s is Section.USER_IMAGE:
+        if s is USER_IMAGE:
             head, key, inner = b'{"type":"image_url","image_url":{', "url", {"detail"}
-        elif s is Section.USER_DOCUMENT:
+        elif s is USER_DOCUMENT:
             head, key, inner = b'{"type":"file","file":{', "file_data", {"filename", "file_id"}
         else:
             head, key, inner = b'{"type":"input_audio","input_audio":{', "data", {"format"}
         early = self._extra_attrs(block, {k: v for k, v in attrs.items() if k in inner}, inner)
-        has_payload = s is Section.USER_AUDIO or attrs.get("source") is not None
+        has_payload = s is USER_AUDIO or attrs.get("source") is not None
         body = early[1:]
         if has_payload:
             body += (b"," if body else b"") + dumps(key) + b':"' + data_prefix
