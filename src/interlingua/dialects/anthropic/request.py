@@ -150,10 +150,7 @@ class MessageReader(MessageReaderBase):
     Blocks are held while the role is unknown; text is built as provisional
     ``user-text`` and gets its role's section when emitted."""
 
-    def _set_role(self, role: Any, offset: int) -> None:
-        if isinstance(role, str) and role not in _ROLE_TEXT_SECTION:
-            raise self.d.error(f"unknown message role {role!r}", offset)
-        super()._set_role(role, offset)  # a non-string: "expected a string for role"
+    known_roles = _ROLE_TEXT_SECTION
 
     def _resolve(self, block: Block) -> Block:
         if not block.init:
@@ -202,9 +199,11 @@ class MessageReader(MessageReaderBase):
 
     def string_content(self, kind: int, value: Any, offset: int,
                        then: Callable[[], None] | None = None) -> None:
-        def done(builder: BlockBuilder) -> None:
-            builder.close()
-            if then is not None:
+        if then is None:  # a message's content: the block closes at its end (no closure per message)
+            done = BlockBuilder.close
+        else:
+            def done(builder: BlockBuilder) -> None:
+                builder.close()
                 then()
 
         self.d.read_string(kind, value, offset, self.builder(USER_TEXT, None, done).fragment, "content")

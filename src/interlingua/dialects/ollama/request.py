@@ -253,11 +253,13 @@ class MessageReader(MessageReaderBase):
         return block
 
     def builder(self, section: Section, attrs: dict | None = None, done=None) -> BlockBuilder:
-        self.close_open()
+        if self._open is not None:
+            self.close_open()
         return BlockBuilder(self.emit, section, self.index, attrs, done)
 
     def finished(self, builder: BlockBuilder) -> None:
-        self.close_open()
+        if self._open is not None:
+            self.close_open()
         self._open = builder
 
     def close_open(self) -> None:
@@ -290,8 +292,10 @@ class MessageReader(MessageReaderBase):
             return
         if value == "role":
             reader = self._role
-        elif value == "content" or value == "thinking":
-            reader = self._text_member(value)
+        elif value == "content":
+            reader = self._content_member
+        elif value == "thinking":
+            reader = self._thinking_member
         elif value == "images":
             reader = self._images
         elif value == "tool_calls":
@@ -337,18 +341,22 @@ class MessageReader(MessageReaderBase):
             self._tool_name = name if isinstance(name, str) else None
         self.d.read_raw(kind, value, offset, done)
 
-    def _text_member(self, key: str):
-        def reader(kind: int, value: Any, offset: int) -> None:
-            if kind == tok.NULL:
-                self.d.extension(f"$.messages[{self.index}].{key}", b"null", message=self.index, lossless=True)
-                return
-            if key == "content":
-                builder = self.builder(USER_TEXT, None, self.finished)
-                self._content = builder
-            else:
-                builder = self.builder(ASSISTANT_REASONING, None, self.finished)
-            self.d.read_string(kind, value, offset, builder.fragment, key)
-        return reader
+    def _content_member(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.NULL:
+            self._null_member("content")
+            return
+        builder = self._content = self.builder(USER_TEXT, None, self.finished)
+        self.d.read_string(kind, value, offset, builder.fragment, "content")
+
+    def _thinking_member(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.NULL:
+            self._null_member("thinking")
+            return
+        builder = self.builder(ASSISTANT_REASONING, None, self.finished)
+        self.d.read_string(kind, value, offset, builder.fragment, "thinking")
+
+    def _null_member(self, key: str) -> None:
+        self.d.extension(f"$.messages[{self.index}].{key}", b"null", message=self.index, lossless=True)
 
     # -- images ----------------------------------------------------------------------
 
