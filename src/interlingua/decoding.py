@@ -364,6 +364,9 @@ class MessageReaderBase:
         """The block as its role makes it (text is built as provisional ``user-text``)."""
         return block
 
+    #: the roles the dialect accepts (None: any string)
+    known_roles: Any = None
+
     def _role(self, kind: int, value: Any, offset: int) -> None:
         """Reads the ``role`` member (a string, mostly: taken on the spot)."""
         if kind == tok.STRING:
@@ -372,12 +375,11 @@ class MessageReaderBase:
             self.d.read_value(kind, value, offset, lambda role: self._set_role(role, offset))
 
     def _set_role(self, role: Any, offset: int) -> None:
+        """The role is read: checked, then held blocks go out, later ones go straight."""
         if not isinstance(role, str):
             raise self.d.error("expected a string for role", offset)
-        self.role_known(role)
-
-    def role_known(self, role: str) -> None:
-        """The role is read (and checked): held blocks go out, later ones go straight."""
+        if self.known_roles is not None and role not in self.known_roles:
+            raise self.d.error(f"unknown message role {role!r}", offset)
         self.role = role
         if self._gate is not None:
             self._gate.release()

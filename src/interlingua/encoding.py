@@ -143,19 +143,46 @@ class _Member:
         self.opener = opener
 
 
+def first_member(key: str, opener: bytes) -> tuple[str, bytes, bytes]:
+    """The ``first`` of a ``MessageAssembler``: key, opener and their JSON text
+    (``"content":"``); encoders make the ones they use once."""
+    return key, opener, key_bytes(key) + b":" + opener
+
+
+#: the usual first members: a string content, a content-part list
+STRING_CONTENT = first_member("content", b'"')
+PARTS_CONTENT = first_member("content", b"[")
+
+
 class MessageAssembler:
     """One target message object being written; see the module docstring."""
 
-    def __init__(self, out: JsonWriter, session: Session, reason: str, head: bytes = b"") -> None:
-        """``head``: the first members as JSON text (``"role":"user"``), written with the brace."""
+    __slots__ = ("out", "session", "reason", "_members", "_streaming", "_ended", "_late_scalars", "_held")
+
+    def __init__(self, out: JsonWriter, session: Session, reason: str, head: bytes = b"",
+                 first: tuple[str, bytes, bytes] | None = None) -> None:
+        """``head``: the first members as JSON text (``"role":"user"``), written with the brace.
+
+        ``first``: the member that streams first (``first_member``), when the
+        encoder knows it already: opened with the brace, in the same write (one
+        write per message less; a message's writes may each go into a hold)."""
         self.out = out
         self.session = session
         self.reason = reason
-        self._members: dict[str, _Member] = {}
-        self._streaming: _Member | None = None
         self._ended: set[str] = _NONE_ENDED  # members closed early (end_member)
         self._late_scalars: Hold | None = None
-        out.begin_object(head)
+        self._held = False  # a member is written into a hold (close appends it)
+        if first is None:
+            self._members: dict[str, _Member] = {}
+            self._streaming: _Member | None = None
+            out.begin_object(head)
+            return
+        key, opener, opening = first
+        self._streaming = _Member(out, None, opener)
+        self._members = {key: self._streaming}
+        out.begin_object(head + b"," + opening if head else opening)
+        if opener in _CONTAINERS:
+            out._first.append(True)
 
     def scalar(self, key: str, value: bytes) -> None:
         """A small member written whole (role, an id): now, or at close if a member is mid-stream."""
@@ -195,6 +222,7 @@ class MessageAssembler:
                 if opener in _CONTAINERS:
                     writer._first.append(True)
                 member = _Member(writer, hold, opener)
+                self._held = True
             self._members[key] = member
         return member.writer
 
@@ -222,12 +250,17 @@ class MessageAssembler:
         """The rest of the object -- the streaming member's closer, the held members,
         the brace -- written in one piece."""
         out = self.out
-        tail: list[bytes] = []
+        closer = b""
         if self._streaming is not None:
             opener = self._streaming.opener
             if opener in _CONTAINERS:
                 out._first.pop()
-            tail.append(_CLOSERS[opener])
+            closer = _CLOSERS[opener]
+        if not self._held and self._late_scalars is None:  # the common case: nothing held
+            out._first.pop()
+            out.write(closer + b"}")
+            return
+        tail = [closer]
         for key, member in self._members.items():
             if member.hold is not None:
                 tail += (out._sep(), key_bytes(key), b":", member.opener, member.hold.take_bytes(),

@@ -18,6 +18,17 @@ from .errors import BudgetExceededError, ReorderRefusedError
 DEFAULT_BUDGET = 64 * 1024 * 1024
 
 
+class _Tally:
+    """The bytes held under one reason: now, and at most."""
+
+    __slots__ = ("reason", "held", "high")
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.held = 0
+        self.high = 0
+
+
 class ReorderBuffer:
     def __init__(self, budget: int = DEFAULT_BUDGET, *, refuse: bool = False) -> None:
         self.budget = budget
@@ -26,31 +37,38 @@ class ReorderBuffer:
         self.high_water = 0
         #: reason -> largest number of bytes held at once under that reason
         self.high_water_by_reason: dict[str, int] = {}
-        self._held_by_reason: dict[str, int] = {}
+        # reason -> its tally, found once per hold rather than once per held item
+        # (an encoder may write every message of a body into a hold)
+        self._tallies: dict[str, _Tally] = {}
 
     def hold(self, reason: str) -> "Hold":
         return Hold(self, reason)
 
-    def _add(self, reason: str, size: int) -> None:
+    def _tally(self, reason: str) -> _Tally:
+        tally = self._tallies.get(reason)
+        if tally is None:
+            tally = self._tallies[reason] = _Tally(reason)
+        return tally
+
+    def _add(self, tally: _Tally, size: int) -> None:
         if self.refuse and size:
-            raise ReorderRefusedError(f"input needs reordering ({reason}) and reordering is refused")
+            raise ReorderRefusedError(f"input needs reordering ({tally.reason}) and reordering is refused")
         held = self.held + size
         if held > self.budget:
             raise BudgetExceededError(
-                f"reorder budget of {self.budget} bytes exceeded while holding for {reason!r}")
+                f"reorder budget of {self.budget} bytes exceeded while holding for {tally.reason!r}")
         self.held = held
         if held > self.high_water:
             self.high_water = held
-        by_reason = self._held_by_reason
-        now = by_reason[reason] = by_reason.get(reason, 0) + size
-        if now > self.high_water_by_reason.get(reason, 0):
-            self.high_water_by_reason[reason] = now
+        now = tally.held + size
+        tally.held = now
+        if now > tally.high:
+            tally.high = now
+            self.high_water_by_reason[tally.reason] = now
 
-    def _release(self, reason: str, size: int) -> None:
-        if not size:  # a hold that never got a byte (e.g. an empty string member)
-            return
+    def _release(self, tally: _Tally, size: int) -> None:
         self.held -= size
-        self._held_by_reason[reason] -= size
+        tally.held -= size
 
     def report(self) -> dict:
         return {"high_water": self.high_water, "by_reason": dict(self.high_water_by_reason)}
@@ -59,11 +77,12 @@ class ReorderBuffer:
 class Hold:
     """Items held for one rule; each counted with the byte size given."""
 
-    __slots__ = ("_buffer", "reason", "_items", "size")
+    __slots__ = ("_buffer", "reason", "_tally", "_items", "size")
 
     def __init__(self, buffer: ReorderBuffer, reason: str) -> None:
         self._buffer = buffer
         self.reason = reason
+        self._tally = buffer._tally(reason)
         self._items: list[Any] = []
         self.size = 0
 
@@ -74,7 +93,7 @@ class Hold:
         return len(self._items)
 
     def append(self, item: Any, size: int) -> None:
-        self._buffer._add(self.reason, size)
+        self._buffer._add(self._tally, size)
         self._items.append(item)
         self.size += size
 
@@ -82,7 +101,7 @@ class Hold:
         """Hold output bytes (encoders): ``append`` with the size taken from the bytes."""
         if data:
             size = len(data)
-            self._buffer._add(self.reason, size)
+            self._buffer._add(self._tally, size)
             self._items.append(data)
             self.size += size
 
@@ -90,7 +109,7 @@ class Hold:
         """Give back every held item in order, releasing its bytes."""
         items, self._items = self._items, []
         size, self.size = self.size, 0
-        self._buffer._release(self.reason, size)
+        self._buffer._release(self._tally, size)
         return iter(items)
 
     def take_bytes(self) -> bytes:

@@ -35,11 +35,12 @@ from typing import Any, Callable
 
 from ... import json as tok
 from ...canonical import (
-    REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Event, Extension, MessagesEnd, Section,
-    decode_escaped, escape_raw_json,
+    ASSISTANT_REASONING, ASSISTANT_REFUSAL, ASSISTANT_TEXT, REQUEST_LEVEL, SERVER_TOOL_RESULT, SYSTEM_INSTRUCTION,
+    TOOL_CALL, TOOL_DEFINITION, TOOL_RESULT, TOP_LEVEL_SYSTEM, UNKNOWN, USER_DOCUMENT, USER_IMAGE, USER_TEXT,
+    Block, Control, End, Event, Extension, MessagesEnd, Section, decode_escaped, escape_raw_json,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import Encoder, MessageAssembler, ignore
+from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, ignore
 from ...errors import JsonSyntaxError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...session import Session
@@ -49,9 +50,9 @@ DIALECT = "anthropic"
 EXTRA_ATTR = "anthropic_extra"
 
 _ROLE_TEXT_SECTION = {
-    "user": Section.USER_TEXT,
-    "assistant": Section.ASSISTANT_TEXT,
-    "system": Section.SYSTEM_INSTRUCTION,
+    "user": USER_TEXT,
+    "assistant": ASSISTANT_TEXT,
+    "system": SYSTEM_INSTRUCTION,
 }
 SERVER_RESULT_TYPES = {
     "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
@@ -125,10 +126,10 @@ class RequestDecoder(RequestBodyDecoder):
             raise self.error("expected an object for a tool", offset)
         canonical = controls.tool_to_canonical(tool)
         if canonical is None:  # a server tool: carried as it is
-            self.emit(Block(Section.UNKNOWN, REQUEST_LEVEL, raw, attrs={"dialect": DIALECT, "where": "tool"}))
+            self.emit(Block(UNKNOWN, REQUEST_LEVEL, raw, attrs={"dialect": DIALECT, "where": "tool"}))
             return
         attrs, schema = canonical
-        self.emit(Block(Section.TOOL_DEFINITION, REQUEST_LEVEL, dumps(schema), attrs=attrs))
+        self.emit(Block(TOOL_DEFINITION, REQUEST_LEVEL, dumps(schema), attrs=attrs))
 
     # -- replay --------------------------------------------------------------------
 
@@ -149,24 +150,21 @@ class MessageReader(MessageReaderBase):
     Blocks are held while the role is unknown; text is built as provisional
     ``user-text`` and gets its role's section when emitted."""
 
-    def _set_role(self, role: Any, offset: int) -> None:
-        if isinstance(role, str) and role not in _ROLE_TEXT_SECTION:
-            raise self.d.error(f"unknown message role {role!r}", offset)
-        super()._set_role(role, offset)  # a non-string: "expected a string for role"
+    known_roles = _ROLE_TEXT_SECTION
 
     def _resolve(self, block: Block) -> Block:
         if not block.init:
-            if block.section is Section.USER_TEXT:
+            if block.section is USER_TEXT:
                 return Block(_ROLE_TEXT_SECTION[self.role], block.message, block.payload, False,
                              block.fin, block.attrs)
             return block
         attrs = block.attrs
         section = block.section
-        if section is Section.USER_TEXT:
+        if section is USER_TEXT:
             section = _ROLE_TEXT_SECTION[self.role]
-            if section is Section.SYSTEM_INSTRUCTION and self.index != TOP_LEVEL_SYSTEM:
+            if section is SYSTEM_INSTRUCTION and self.index != TOP_LEVEL_SYSTEM:
                 attrs = {**(attrs or {}), "in_messages": True}
-        elif section in (Section.UNKNOWN, Section.SERVER_TOOL_RESULT):
+        elif section in (UNKNOWN, SERVER_TOOL_RESULT):
             attrs = {**(attrs or {}), "role": self.role}
         if section is block.section and attrs is block.attrs:
             return block
@@ -201,12 +199,14 @@ class MessageReader(MessageReaderBase):
 
     def string_content(self, kind: int, value: Any, offset: int,
                        then: Callable[[], None] | None = None) -> None:
-        def done(builder: BlockBuilder) -> None:
-            builder.close()
-            if then is not None:
+        if then is None:  # a message's content: the block closes at its end (no closure per message)
+            done = BlockBuilder.close
+        else:
+            def done(builder: BlockBuilder) -> None:
+                builder.close()
                 then()
 
-        self.d.read_string(kind, value, offset, self.builder(Section.USER_TEXT, None, done).fragment, "content")
+        self.d.read_string(kind, value, offset, self.builder(USER_TEXT, None, done).fragment, "content")
 
     def content_blocks(self, kind: int, offset: int, then: Callable[[], None] | None = None) -> None:
         """A list of content blocks; ``then`` runs after it."""
@@ -219,7 +219,7 @@ class MessageReader(MessageReaderBase):
 
         def end() -> None:
             if not count:  # ``[]``: an empty block keeps the message (and its form)
-                self.emit(Block(Section.USER_TEXT, self.index, b"", attrs={"in_parts": True, "empty": True}))
+                self.emit(Block(USER_TEXT, self.index, b"", attrs={"in_parts": True, "empty": True}))
             if then is not None:
                 then()
 
@@ -269,17 +269,17 @@ class BlockReader:
         if self.slot.in_result:
             attrs["in_result"] = True
         if t == "text":
-            return (Section.TOOL_RESULT if self.slot.in_result else Section.USER_TEXT), attrs
+            return (TOOL_RESULT if self.slot.in_result else USER_TEXT), attrs
         if t == "image":
-            return Section.USER_IMAGE, attrs
+            return USER_IMAGE, attrs
         if t == "document":
-            return Section.USER_DOCUMENT, attrs
+            return USER_DOCUMENT, attrs
         if t == "thinking":
-            return Section.ASSISTANT_REASONING, attrs
+            return ASSISTANT_REASONING, attrs
         if t == "redacted_thinking":
-            return Section.ASSISTANT_REASONING, {**attrs, "redacted": True}
+            return ASSISTANT_REASONING, {**attrs, "redacted": True}
         if t == "tool_use":
-            return Section.TOOL_CALL, attrs
+            return TOOL_CALL, attrs
         raise AssertionError(t)
 
     def is_raw(self) -> bool:
@@ -361,7 +361,7 @@ class BlockReader:
             raise self.d.error("content block without type", offset)
         if self.is_raw():
             raw = b"{" + b",".join([b'"type":' + dumps(self.type)] + self.raw_members) + b"}"
-            section = Section.SERVER_TOOL_RESULT if self.type in SERVER_RESULT_TYPES else Section.UNKNOWN
+            section = SERVER_TOOL_RESULT if self.type in SERVER_RESULT_TYPES else UNKNOWN
             attrs = {"dialect": DIALECT}
             if self.slot.in_result:
                 attrs["in_result"] = True
@@ -460,7 +460,7 @@ class ResultReader:
         self.b = block
         self.d = block.d
         self.m = block.m
-        self.head = self.m.builder(Section.TOOL_RESULT, {})
+        self.head = self.m.builder(TOOL_RESULT, {})
         self.current = self.head  # the block late attributes go to
         self.head_used = False
 
@@ -482,7 +482,7 @@ class ResultReader:
 
     def make(self, section: Section, attrs: dict) -> BlockBuilder:
         head = self.head
-        if section is Section.TOOL_RESULT and not head.started and head.last is None:
+        if section is TOOL_RESULT and not head.started and head.last is None:
             return head  # the leading text element is the head's payload
         self._close_head_if_empty()
         if self.current is not head or head.started or head.last is not None:
@@ -526,9 +526,9 @@ _STRUCTURE_ATTRS = {"in_parts", "role", "dialect", "source", "media_type", "data
                     "source_extra", "legacy", "where", "is_error"}
 _TEXT_HEAD = b'{"type":"text","text":"'
 _TEXT_TAIL = b'"}'
-_USER_SECTIONS = {Section.USER_TEXT, Section.USER_IMAGE, Section.USER_DOCUMENT, Section.TOOL_RESULT}
-_ASSISTANT_SECTIONS = {Section.ASSISTANT_TEXT, Section.ASSISTANT_REASONING, Section.TOOL_CALL,
-                       Section.ASSISTANT_REFUSAL}
+_USER_SECTIONS = {USER_TEXT, USER_IMAGE, USER_DOCUMENT, TOOL_RESULT}
+_ASSISTANT_SECTIONS = {ASSISTANT_TEXT, ASSISTANT_REASONING, TOOL_CALL,
+                       ASSISTANT_REFUSAL}
 
 
 class _Result:
@@ -754,17 +754,18 @@ class RequestEncoder(Encoder):
     def _open_message(self, block: Block, role: str, string: bool) -> None:
         self._close_message()
         self._open_top("messages")
-        msg = self._msg = MessageAssembler(self.out, self.session, "anthropic:member-order",
-                                           b'"role":' + key_bytes(role))
-        if self._pending_ext:
+        head = b'"role":' + key_bytes(role)
+        if self._pending_ext:  # fields of this message that came before its first block
             for ext in [e for e in self._pending_ext if e.message == block.message]:
-                msg.scalar(ext.path.rsplit(".", 1)[1], ext.raw)
+                head += b"," + key_bytes(ext.path.rsplit(".", 1)[1]) + b":" + ext.raw
             self._pending_ext = [e for e in self._pending_ext if e.message != block.message]
+        self._msg = MessageAssembler(self.out, self.session, "anthropic:member-order", head,
+                                     first=STRING_CONTENT if string else PARTS_CONTENT)
         self._msg_index = block.message
         self._msg_role = role
         self._msg_string = string
         self._msg_has_result = False
-        self._content = msg.member("content", b'"' if string else b"[")
+        self._content = self.out  # the first member streams straight to the output
 
     def _close_message(self) -> None:
         self._close_result()
@@ -805,33 +806,33 @@ class RequestEncoder(Encoder):
     def _place(self, block: Block):
         s = block.section
         attrs = block.attrs or {}
-        if s is not Section.TOOL_RESULT and not attrs.get("in_result"):
+        if s is not TOOL_RESULT and not attrs.get("in_result"):
             self._close_result()
-        if s is Section.SYSTEM_INSTRUCTION:
+        if s is SYSTEM_INSTRUCTION:
             if attrs.get("in_messages"):
                 return self._text(block, attrs, self._message_for(block, "system", attrs, True))
             target = self._system_target(block, attrs)
             if target is None:
                 return self.out.write, (lambda late: None)
             return self._text(block, attrs, target)
-        if attrs.get("in_result") and self._result is not None and s is not Section.TOOL_RESULT:
+        if attrs.get("in_result") and self._result is not None and s is not TOOL_RESULT:
             return self._in_result(block, attrs)
-        if s is Section.TOOL_RESULT:
+        if s is TOOL_RESULT:
             return self._tool_result(block, attrs)
-        if s is Section.USER_TEXT or s is Section.ASSISTANT_TEXT or s is Section.ASSISTANT_REFUSAL:
-            role = "user" if s is Section.USER_TEXT else "assistant"
-            if s is Section.ASSISTANT_REFUSAL:
+        if s is USER_TEXT or s is ASSISTANT_TEXT or s is ASSISTANT_REFUSAL:
+            role = "user" if s is USER_TEXT else "assistant"
+            if s is ASSISTANT_REFUSAL:
                 self._lose_block(block, "anthropic has no refusal block; written as assistant text")
             if self.foreign and block.fin and not block.payload and not attrs.get("empty"):
                 return None  # empty text: absent means the same, and anthropic rejects it
             return self._text(block, attrs, self._message_for(block, role, attrs, True))
-        if s is Section.USER_IMAGE or s is Section.USER_DOCUMENT:
+        if s is USER_IMAGE or s is USER_DOCUMENT:
             return self._media(block, attrs, None)
-        if s is Section.ASSISTANT_REASONING:
+        if s is ASSISTANT_REASONING:
             return self._reasoning(block, attrs)
-        if s is Section.TOOL_CALL:
+        if s is TOOL_CALL:
             return self._tool_call(block, attrs)
-        if s in (Section.UNKNOWN, Section.SERVER_TOOL_RESULT) and attrs.get("dialect") == DIALECT:
+        if s in (UNKNOWN, SERVER_TOOL_RESULT) and attrs.get("dialect") == DIALECT:
             w = self._message_for(block, attrs.get("role", "user"), attrs, False)
             w._separate()
             return w.write, (lambda late: None)
@@ -843,8 +844,7 @@ class RequestEncoder(Encoder):
             return w.write, ignore
         if attrs.get("empty"):
             return (lambda data: None), (lambda late: None)
-        w._separate()
-        w.write(_TEXT_HEAD)
+        w.write(w._sep() + _TEXT_HEAD)
 
         def close(late: dict) -> None:
             w.write(b'"' + self._members(block, "text", {**attrs, **late}) + b"}")
@@ -968,7 +968,7 @@ class RequestEncoder(Encoder):
             self._lose_block(block, "part of a string tool result")
             return None
         s = block.section
-        if s is Section.TOOL_RESULT:
+        if s is TOOL_RESULT:
             w.write(result.separator() + _TEXT_HEAD)
 
             def close(late: dict) -> None:
@@ -977,9 +977,9 @@ class RequestEncoder(Encoder):
                 self._result_late(result, {k: v for k, v in {**attrs, **late}.items()
                                            if k in ("is_error", "tool_call_id")})
             return w.write, close
-        if s in (Section.USER_IMAGE, Section.USER_DOCUMENT):
+        if s in (USER_IMAGE, USER_DOCUMENT):
             return self._media(block, attrs, result)
-        if s in (Section.UNKNOWN, Section.SERVER_TOOL_RESULT) and attrs.get("dialect") == DIALECT:
+        if s in (UNKNOWN, SERVER_TOOL_RESULT) and attrs.get("dialect") == DIALECT:
             w.write(result.separator())
             return w.write, (lambda late: None)
         self._lose_block(block, "cannot be part of an anthropic tool_result")
@@ -988,7 +988,7 @@ class RequestEncoder(Encoder):
     # -- media ----------------------------------------------------------------------------------
 
     def _media(self, block: Block, attrs: dict, result: _Result | None):
-        kind = "image" if block.section is Section.USER_IMAGE else "document"
+        kind = "image" if block.section is USER_IMAGE else "document"
         source = attrs.get("source")
         if source is None and not (block.fin and not block.payload) and not self.foreign:
             source = "data"  # sorted keys: the source type follows its data (a late attr)

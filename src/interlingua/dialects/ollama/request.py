@@ -59,11 +59,12 @@ from typing import Any, Callable
 
 from ... import json as tok
 from ...canonical import (
-    REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Event, Extension, MessagesEnd, Section,
+    ASSISTANT_REASONING, ASSISTANT_TEXT, REQUEST_LEVEL, SYSTEM_INSTRUCTION, TOOL_CALL, TOOL_DEFINITION, TOOL_RESULT,
+    TOP_LEVEL_SYSTEM, UNKNOWN, USER_IMAGE, USER_TEXT, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, decode_escaped, escape_raw_json,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import Encoder, MessageAssembler, MessageListBody, merged_reasoning
+from ...encoding import STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, first_member, merged_reasoning
 from ...errors import SchemaError, TranscodeError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...session import Session
@@ -72,20 +73,20 @@ from . import controls
 DIALECT = "ollama"
 
 ROLE_TEXT_SECTION = {
-    "system": Section.SYSTEM_INSTRUCTION,
-    "user": Section.USER_TEXT,
-    "assistant": Section.ASSISTANT_TEXT,
-    "tool": Section.TOOL_RESULT,
+    "system": SYSTEM_INSTRUCTION,
+    "user": USER_TEXT,
+    "assistant": ASSISTANT_TEXT,
+    "tool": TOOL_RESULT,
 }
 #: the role a section naturally belongs to (the ``role`` attr marks exceptions)
 SECTION_ROLE = {
-    Section.SYSTEM_INSTRUCTION: "system",
-    Section.USER_TEXT: "user",
-    Section.USER_IMAGE: "user",
-    Section.ASSISTANT_TEXT: "assistant",
-    Section.ASSISTANT_REASONING: "assistant",
-    Section.TOOL_CALL: "assistant",
-    Section.TOOL_RESULT: "tool",
+    SYSTEM_INSTRUCTION: "system",
+    USER_TEXT: "user",
+    USER_IMAGE: "user",
+    ASSISTANT_TEXT: "assistant",
+    ASSISTANT_REASONING: "assistant",
+    TOOL_CALL: "assistant",
+    TOOL_RESULT: "tool",
 }
 GENERATED_ID_PREFIX = "call_ollama_"
 _SNIFF_BYTES = 16  # base64 characters enough to recognise the image formats below
@@ -207,10 +208,10 @@ class RequestDecoder(RequestBodyDecoder):
             raise self.error("expected an object for a tool", offset)
         canonical = controls.tool_to_canonical(tool)
         if canonical is None:
-            self.emit(Block(Section.UNKNOWN, REQUEST_LEVEL, dumps(tool), attrs={"dialect": DIALECT, "where": "tool"}))
+            self.emit(Block(UNKNOWN, REQUEST_LEVEL, dumps(tool), attrs={"dialect": DIALECT, "where": "tool"}))
             return
         attrs, schema = canonical
-        self.emit(Block(Section.TOOL_DEFINITION, REQUEST_LEVEL,
+        self.emit(Block(TOOL_DEFINITION, REQUEST_LEVEL,
                         dumps(schema) if schema is not None else b"", attrs=attrs))
 
 
@@ -235,15 +236,15 @@ class MessageReader(MessageReaderBase):
         and mark blocks whose natural role is not the message's."""
         role = self.role
         section = block.section
-        if section is Section.USER_TEXT:
-            section = ROLE_TEXT_SECTION.get(role, Section.UNKNOWN)
+        if section is USER_TEXT:
+            section = ROLE_TEXT_SECTION.get(role, UNKNOWN)
             payload = block.payload
             attrs = block.attrs
-            if section is Section.UNKNOWN:  # raw JSON of the content string
+            if section is UNKNOWN:  # raw JSON of the content string
                 payload = (b'"' if block.init else b"") + payload + (b'"' if block.fin else b"")
                 if block.init:
                     attrs = {**(attrs or {}), "role": role, "dialect": DIALECT, "key": "content"}
-            elif block.init and section is Section.USER_TEXT:
+            elif block.init and section is USER_TEXT:
                 attrs = {**(attrs or {}), "in_parts": True}
             return Block(section, block.message, payload, block.init, block.fin, attrs or None)
         if block.init and SECTION_ROLE.get(section, role) != role:
@@ -252,11 +253,13 @@ class MessageReader(MessageReaderBase):
         return block
 
     def builder(self, section: Section, attrs: dict | None = None, done=None) -> BlockBuilder:
-        self.close_open()
+        if self._open is not None:
+            self.close_open()
         return BlockBuilder(self.emit, section, self.index, attrs, done)
 
     def finished(self, builder: BlockBuilder) -> None:
-        self.close_open()
+        if self._open is not None:
+            self.close_open()
         self._open = builder
 
     def close_open(self) -> None:
@@ -289,8 +292,10 @@ class MessageReader(MessageReaderBase):
             return
         if value == "role":
             reader = self._role
-        elif value == "content" or value == "thinking":
-            reader = self._text_member(value)
+        elif value == "content":
+            reader = self._content_member
+        elif value == "thinking":
+            reader = self._thinking_member
         elif value == "images":
             reader = self._images
         elif value == "tool_calls":
@@ -306,7 +311,7 @@ class MessageReader(MessageReaderBase):
             raise self.d.error("message without role", offset)
         if self.role == "tool" and self._content is None:
             # A result without content: still a block, so it links to its call.
-            builder = self.builder(Section.USER_TEXT, {"empty": True})
+            builder = self.builder(USER_TEXT, {"empty": True})
             self._content = builder
             builder.fragment(b"", True, True)
             self.finished(builder)
@@ -314,8 +319,8 @@ class MessageReader(MessageReaderBase):
         if self._tool_name_raw is not None and self.role != "tool":
             self.d.extension(f"$.messages[{self.index}].tool_name", self._tool_name_raw, message=self.index)
         if not self._emitted:  # e.g. {"role": "assistant"}: the message must still exist
-            section = ROLE_TEXT_SECTION.get(self.role, Section.UNKNOWN)
-            if section is Section.UNKNOWN:
+            section = ROLE_TEXT_SECTION.get(self.role, UNKNOWN)
+            if section is UNKNOWN:
                 self.d.emit(Block(section, self.index, b"", attrs={"role": self.role, "dialect": DIALECT,
                                                                    "empty": True}))
             else:
@@ -336,18 +341,22 @@ class MessageReader(MessageReaderBase):
             self._tool_name = name if isinstance(name, str) else None
         self.d.read_raw(kind, value, offset, done)
 
-    def _text_member(self, key: str):
-        def reader(kind: int, value: Any, offset: int) -> None:
-            if kind == tok.NULL:
-                self.d.extension(f"$.messages[{self.index}].{key}", b"null", message=self.index, lossless=True)
-                return
-            if key == "content":
-                builder = self.builder(Section.USER_TEXT, None, self.finished)
-                self._content = builder
-            else:
-                builder = self.builder(Section.ASSISTANT_REASONING, None, self.finished)
-            self.d.read_string(kind, value, offset, builder.fragment, key)
-        return reader
+    def _content_member(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.NULL:
+            self._null_member("content")
+            return
+        builder = self._content = self.builder(USER_TEXT, None, self.finished)
+        self.d.read_string(kind, value, offset, builder.fragment, "content")
+
+    def _thinking_member(self, kind: int, value: Any, offset: int) -> None:
+        if kind == tok.NULL:
+            self._null_member("thinking")
+            return
+        builder = self.builder(ASSISTANT_REASONING, None, self.finished)
+        self.d.read_string(kind, value, offset, builder.fragment, "thinking")
+
+    def _null_member(self, key: str) -> None:
+        self.d.extension(f"$.messages[{self.index}].{key}", b"null", message=self.index, lossless=True)
 
     # -- images ----------------------------------------------------------------------
 
@@ -389,7 +398,7 @@ class ImageReader:
 
     def __init__(self, message: MessageReader) -> None:
         self.m = message
-        self.block = message.builder(Section.USER_IMAGE, {"source": "base64"})
+        self.block = message.builder(USER_IMAGE, {"source": "base64"})
         self._prefix: bytes | None = b""
 
     def fragment(self, data: bytes, init: bool, fin: bool) -> None:
@@ -414,7 +423,7 @@ class ToolCallReader:
     def __init__(self, message: MessageReader, call_id: str) -> None:
         self.m = message
         self.d = message.d
-        self.block = message.builder(Section.TOOL_CALL, {"id": call_id})
+        self.block = message.builder(TOOL_CALL, {"id": call_id})
         self.call = [call_id, None, False]
         self.d.pending_calls.append(self.call)
         self.has_arguments = False
@@ -478,11 +487,12 @@ class ToolCallReader:
 # Encoder
 # ---------------------------------------------------------------------------
 
-_TEXT_SECTIONS = {Section.SYSTEM_INSTRUCTION, Section.USER_TEXT, Section.ASSISTANT_TEXT, Section.TOOL_RESULT}
+_TEXT_SECTIONS = {SYSTEM_INSTRUCTION, USER_TEXT, ASSISTANT_TEXT, TOOL_RESULT}
 #: attributes that shape the output (or are handled where they matter)
 _QUIET_ATTRS = {"in_parts", "role", "dialect", "key", "source", "media_type", "data_url", "tool_call_id",
                 "id", "name", "empty", "index", _EXTRA_ATTR, "ollama_no_tool_name", "ollama_call_extra",
                 "ollama_no_arguments", "signature", "redacted", "is_error", "where", "legacy"}
+_TEXT_MEMBERS = {"content": STRING_CONTENT, "thinking": first_member("thinking", b'"')}
 _SEPARATOR = b"\\n\\n"  # between joined text blocks (escaped form)
 _UNNAMED = "application/octet-stream"  # what openai writes for an image nobody named
 
@@ -612,10 +622,11 @@ class RequestEncoder(Encoder):
 
     # -- messages --------------------------------------------------------------
 
-    def _open_message(self, index: int, role: str) -> _Message:
+    def _open_message(self, index: int, role: str, first: tuple[str, bytes, bytes] | None = None) -> _Message:
+        """``first``: the member that streams first, opened with the message (``MessageAssembler``)."""
         self._close_message()
         writer = self.body.messages_writer(system=index == TOP_LEVEL_SYSTEM)
-        asm = MessageAssembler(writer, self.session, "ollama:member-order", b'"role":' + key_bytes(role))
+        asm = MessageAssembler(writer, self.session, "ollama:member-order", b'"role":' + key_bytes(role), first)
         self._msg = _Message(asm, index, role)
         if self._pending_ext:
             for ext in [e for e in self._pending_ext if e.message == index]:
@@ -628,13 +639,17 @@ class RequestEncoder(Encoder):
             self._msg.asm.close()
             self._msg = None
 
-    def _message_for(self, block: Block, role: str) -> _Message:
+    def _starts_message(self, block: Block, role: str) -> bool:
+        """Whether ``block`` goes into a new message rather than the open one."""
         msg = self._msg
-        new_result = block.section is Section.TOOL_RESULT and msg is not None and msg.has_result
-        if (msg is None or block.message != msg.index or role != msg.role or new_result
-                or block.message == TOP_LEVEL_SYSTEM):
-            msg = self._open_message(block.message, role)
-        return msg
+        new_result = block.section is TOOL_RESULT and msg is not None and msg.has_result
+        return (msg is None or block.message != msg.index or role != msg.role or new_result
+                or block.message == TOP_LEVEL_SYSTEM)
+
+    def _message_for(self, block: Block, role: str) -> _Message:
+        if self._starts_message(block, role):
+            return self._open_message(block.message, role)
+        return self._msg
 
     # -- blocks ----------------------------------------------------------------
 
@@ -650,10 +665,10 @@ class RequestEncoder(Encoder):
         role = attrs.get("role")
         if role is None or role == natural:
             return natural
-        if role == "developer" and block.section is Section.SYSTEM_INSTRUCTION:
+        if role == "developer" and block.section is SYSTEM_INSTRUCTION:
             self.session.lose(self._where(block), "developer role becomes ollama system")
             return "system"
-        if role == "function" and block.section is Section.TOOL_RESULT:
+        if role == "function" and block.section is TOOL_RESULT:
             self.session.lose(self._where(block), "function role becomes ollama tool")
             return "tool"
         return role  # ollama takes any role string; an ollama body's own odd roles come back
@@ -662,7 +677,7 @@ class RequestEncoder(Encoder):
         s = block.section
         attrs = block.attrs or {}
         self._check_attrs(block, attrs)
-        if s is Section.UNKNOWN:
+        if s is UNKNOWN:
             if attrs.get("dialect") == DIALECT and "role" in attrs:
                 return self._unknown(block, attrs)
             self._lose_block(block, "no ollama equivalent")
@@ -673,27 +688,30 @@ class RequestEncoder(Encoder):
             return None
         if s in _TEXT_SECTIONS:
             return self._text(block, attrs, role, "content")
-        if s is Section.ASSISTANT_REASONING:
+        if s is ASSISTANT_REASONING:
             if attrs.get("redacted"):
                 self._lose_block(block, "redacted thinking cannot be carried")
                 return None
             self._lose_signature(block, attrs)
             return self._text(block, attrs, role, "thinking")
-        if s is Section.USER_IMAGE:
+        if s is USER_IMAGE:
             return self._image(block, attrs, role)
-        if s is Section.TOOL_CALL:
+        if s is TOOL_CALL:
             return self._tool_call(block, attrs, role)
         return None
 
     def _lose_signature(self, block: Block, attrs: dict) -> None:
         # anthropic writes the signature after the thinking: it usually comes
         # as a late attr on the block's last fragment, so both places check
-        if block.section is Section.ASSISTANT_REASONING and attrs.get("signature"):
+        if block.section is ASSISTANT_REASONING and attrs.get("signature"):
             self.session.lose(self._where(block), "thinking signature has no ollama field")
 
     def _text(self, block: Block, attrs: dict, role: str, key: str):
-        msg = self._message_for(block, role)
-        if block.section is Section.TOOL_RESULT:
+        if self._starts_message(block, role) and not attrs.get("empty"):
+            msg = self._open_message(block.message, role, _TEXT_MEMBERS[key])  # the text opens with it
+        else:
+            msg = self._message_for(block, role)
+        if block.section is TOOL_RESULT:
             msg.has_result = True
             if attrs.get("is_error"):
                 self.session.lose(self._where(block), "tool result is_error has no ollama field")
@@ -720,11 +738,11 @@ class RequestEncoder(Encoder):
         if late:
             self._check_attrs(block, late)
             self._lose_signature(block, late)
-        if block.section is Section.TOOL_RESULT:
+        if block.section is TOOL_RESULT:
             self._result_name(block, msg, {**attrs, **late})
 
     def _result_name(self, block: Block, msg: _Message, attrs: dict) -> None:
-        if block.section is not Section.TOOL_RESULT:
+        if block.section is not TOOL_RESULT:
             return
         name = attrs.get("name")
         call_id = attrs.get("tool_call_id")

@@ -26,11 +26,14 @@ from typing import Any, Callable
 
 from ... import json as tok
 from ...canonical import (
-    REQUEST_LEVEL, Block, Control, Event, Extension, MessagesEnd, Section, SystemEnd, End,
-    TOP_LEVEL_SYSTEM, decode_escaped,
+    ASSISTANT_REASONING, ASSISTANT_REFUSAL, ASSISTANT_TEXT, REQUEST_LEVEL, SYSTEM_INSTRUCTION, TOOL_CALL,
+    TOOL_DEFINITION, TOOL_RESULT, TOP_LEVEL_SYSTEM, UNKNOWN, USER_AUDIO, USER_DOCUMENT, USER_IMAGE, USER_TEXT,
+    Block, Control, End, Event, Extension, MessagesEnd, Section, SystemEnd, decode_escaped,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import Encoder, MessageAssembler, MessageListBody, ignore, merged_reasoning
+from ...encoding import (
+    PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, ignore, merged_reasoning,
+)
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...session import Session
 from . import controls
@@ -38,12 +41,12 @@ from . import controls
 DIALECT = "openai"
 
 ROLE_TEXT_SECTION = {
-    "system": Section.SYSTEM_INSTRUCTION,
-    "developer": Section.SYSTEM_INSTRUCTION,
-    "user": Section.USER_TEXT,
-    "assistant": Section.ASSISTANT_TEXT,
-    "tool": Section.TOOL_RESULT,
-    "function": Section.TOOL_RESULT,
+    "system": SYSTEM_INSTRUCTION,
+    "developer": SYSTEM_INSTRUCTION,
+    "user": USER_TEXT,
+    "assistant": ASSISTANT_TEXT,
+    "tool": TOOL_RESULT,
+    "function": TOOL_RESULT,
 }
 _DATA_URL_PREFIX_LIMIT = 256
 
@@ -84,10 +87,10 @@ class RequestDecoder(RequestBodyDecoder):
             raise self.error("expected an object for a tool", offset)
         canonical = controls.tool_to_canonical(tool, legacy)
         if canonical is None:
-            self.emit(Block(Section.UNKNOWN, REQUEST_LEVEL, dumps(tool), attrs={"dialect": DIALECT, "where": "tool"}))
+            self.emit(Block(UNKNOWN, REQUEST_LEVEL, dumps(tool), attrs={"dialect": DIALECT, "where": "tool"}))
             return
         attrs, schema = canonical
-        self.emit(Block(Section.TOOL_DEFINITION, REQUEST_LEVEL, dumps(schema) if schema is not None else b"",
+        self.emit(Block(TOOL_DEFINITION, REQUEST_LEVEL, dumps(schema) if schema is not None else b"",
                         attrs=attrs))
 
 
@@ -111,21 +114,21 @@ class MessageReader(MessageReaderBase):
         An unrecognised role makes its text ``unknown`` blocks whose payload is
         the raw JSON the text came in (a string, or a text part)."""
         role = self.role
-        if block.section is not Section.USER_TEXT:
-            if block.init and block.section is Section.UNKNOWN and "role" not in (block.attrs or {}):
+        if block.section is not USER_TEXT:
+            if block.init and block.section is UNKNOWN and "role" not in (block.attrs or {}):
                 return Block(block.section, block.message, block.payload, True, block.fin,
                              {**(block.attrs or {}), "role": role})
             return block
         if role == "user":
             return block
-        section = ROLE_TEXT_SECTION.get(role, Section.UNKNOWN)
+        section = ROLE_TEXT_SECTION.get(role, UNKNOWN)
         attrs = block.attrs
         payload = block.payload
         if block.init:
             attrs = dict(attrs or {})
             if role in ("developer", "function"):
                 attrs["role"] = role
-        if section is Section.UNKNOWN:
+        if section is UNKNOWN:
             in_parts = block.init and attrs.get("in_parts")
             if block.init:
                 attrs.update(role=role, dialect=DIALECT)
@@ -138,7 +141,7 @@ class MessageReader(MessageReaderBase):
 
     def text_section(self) -> Section:
         """Text is built as ``user-text``; ``_resolve`` gives it the role's section."""
-        return Section.USER_TEXT
+        return USER_TEXT
 
     def text_attrs(self, attrs: dict | None = None) -> dict:
         """Attributes of a text block: a ``tool_call_id`` already read goes on the first one."""
@@ -178,7 +181,7 @@ class MessageReader(MessageReaderBase):
                 attrs = {"empty": True, **({"in_parts": True} if self._empty_parts else {})}
                 if self.tool_call_id is not None and not self._id_given:  # a result without content
                     attrs["tool_call_id"] = self.tool_call_id
-                self.emit(Block(Section.USER_TEXT, self.index, b"", attrs=attrs))
+                self.emit(Block(USER_TEXT, self.index, b"", attrs=attrs))
             return
         if value == "role":
             reader = self._role
@@ -187,13 +190,13 @@ class MessageReader(MessageReaderBase):
         elif value == "tool_calls":
             reader = self._tool_calls
         elif value == "refusal":
-            reader = self._string_member(Section.ASSISTANT_REFUSAL, "refusal")
+            reader = self._string_member(ASSISTANT_REFUSAL, "refusal")
         elif value == "function_call":
             reader = self._function_call
         elif value == "tool_call_id":
             reader = self._tool_call_id
         elif d.reasoning_key is not None and value == d.reasoning_key:
-            reader = self._string_member(Section.ASSISTANT_REASONING, value)
+            reader = self._string_member(ASSISTANT_REASONING, value)
         else:
             reader = self._extension(value)
         d.then(reader)
@@ -273,7 +276,7 @@ class ToolCallReader:
         self.m = message
         self.d = message.d
         self.legacy = legacy
-        self.block = message.builder(Section.TOOL_CALL, {"legacy": True} if legacy else {})
+        self.block = message.builder(TOOL_CALL, {"legacy": True} if legacy else {})
         self.has_arguments = False
 
     def on_key(self, kind: int, value: Any, offset: int) -> None:
@@ -329,10 +332,10 @@ class ToolCallReader:
 
 _PART_SECTIONS = {
     "text": None,  # the message's text section
-    "refusal": Section.ASSISTANT_REFUSAL,
-    "image_url": Section.USER_IMAGE,
-    "file": Section.USER_DOCUMENT,
-    "input_audio": Section.USER_AUDIO,
+    "refusal": ASSISTANT_REFUSAL,
+    "image_url": USER_IMAGE,
+    "file": USER_DOCUMENT,
+    "input_audio": USER_AUDIO,
 }
 
 
@@ -386,7 +389,7 @@ class PartReader:
                 attrs = m.text_attrs({"in_parts": True})
                 self.block = m.string_block(kind, value, offset, m.text_section(), attrs, "text")
             elif key == "refusal":
-                self.block = m.string_block(kind, value, offset, Section.ASSISTANT_REFUSAL, {"in_parts": True}, key)
+                self.block = m.string_block(kind, value, offset, ASSISTANT_REFUSAL, {"in_parts": True}, key)
             else:
                 if kind != tok.OBJECT_START:
                     raise self.d.wrong_type(kind, f"an object for {key}", offset)
@@ -403,7 +406,7 @@ class PartReader:
             attrs = {"dialect": DIALECT, "in_parts": True}
             if self.m.role is not None:
                 attrs["role"] = self.m.role
-            builder = self.m.builder(Section.UNKNOWN, attrs)
+            builder = self.m.builder(UNKNOWN, attrs)
             builder.fragment(raw, True, True)
             self.m.finished(builder)
             return
@@ -489,7 +492,8 @@ class MediaReader:
 # Encoder
 # ---------------------------------------------------------------------------
 
-_USER_SECTIONS = {Section.USER_TEXT, Section.USER_IMAGE, Section.USER_DOCUMENT, Section.USER_AUDIO}
+_USER_SECTIONS = {USER_TEXT, USER_IMAGE, USER_DOCUMENT, USER_AUDIO}
+_NO_ATTRS: frozenset = frozenset()
 #: block attributes an openai part or tool call can carry (others are losses)
 _PART_ATTRS = {"detail", "filename", "file_id", "format"}
 
@@ -598,7 +602,9 @@ class RequestEncoder(Encoder):
             self._user_index = None
             self._after_tool_calls = False
 
-    def _open_message(self, index: int, role: str, attrs: dict | None) -> None:
+    def _open_message(self, index: int, role: str, attrs: dict | None,
+                      first: tuple[str, bytes, bytes] | None = None) -> None:
+        """``first``: the member that streams first, opened with the message (``MessageAssembler``)."""
         self._close_message()
         if self._user_hold is not None and index != self._user_index:
             self._flush_user_hold()
@@ -609,7 +615,8 @@ class RequestEncoder(Encoder):
             # it -- anthropic [text, tool_result] -- so its user blocks are held.)
             self._after_tool_calls = False
         writer = self._messages_writer(index, role)
-        self._msg = MessageAssembler(writer, self.session, "openai:member-order", b'"role":' + key_bytes(role))
+        self._msg = MessageAssembler(writer, self.session, "openai:member-order", b'"role":' + key_bytes(role),
+                                     first)
         self._msg_index = index
         self._msg_role = role
         self._msg_has_result_id = False
@@ -629,11 +636,15 @@ class RequestEncoder(Encoder):
             if self._user_hold is not None and self.body.messages_ended:
                 self._flush_user_hold()
 
-    def _message_for(self, block: Block, role: str) -> MessageAssembler:
+    def _starts_message(self, block: Block, role: str) -> bool:
+        """Whether ``block`` goes into a new message rather than the open one."""
         starts_result = (role == "tool" and block.init and block.attrs is not None
                          and "tool_call_id" in block.attrs and self._msg_has_result_id)
-        if (self._msg is None or block.message != self._msg_index or role != self._msg_role
-                or starts_result):
+        return (self._msg is None or block.message != self._msg_index or role != self._msg_role
+                or starts_result)
+
+    def _message_for(self, block: Block, role: str) -> MessageAssembler:
+        if self._starts_message(block, role):
             self._open_message(block.message, role, block.attrs)
         return self._msg
 
@@ -644,19 +655,19 @@ class RequestEncoder(Encoder):
         """Open the block in the right message and member; returns (write, close) or None (lost)."""
         s = block.section
         attrs = block.attrs or {}
-        if s is Section.SYSTEM_INSTRUCTION:
+        if s is SYSTEM_INSTRUCTION:
             return self._text(block, attrs.get("role", "system"))
         if s in _USER_SECTIONS:
-            if s is Section.USER_TEXT:
+            if s is USER_TEXT:
                 return self._text(block, "user")
             return self._media(block, attrs)
-        if s is Section.ASSISTANT_TEXT:
+        if s is ASSISTANT_TEXT:
             return self._text(block, "assistant")
-        if s is Section.ASSISTANT_REFUSAL:
+        if s is ASSISTANT_REFUSAL:
             if attrs.get("in_parts"):
                 return self._text(block, "assistant", part_type="refusal")
             return self._string_member(block, "assistant", "refusal")
-        if s is Section.ASSISTANT_REASONING:
+        if s is ASSISTANT_REASONING:
             if self.reasoning_key is None:
                 self._lose_block(block, "Chat Completions has no reasoning field (option openai_reasoning_field)")
                 return None
@@ -669,11 +680,11 @@ class RequestEncoder(Encoder):
             lose_signature(attrs)
             write, _ = self._string_member(block, "assistant", self.reasoning_key)
             return write, lose_signature
-        if s is Section.TOOL_CALL:
+        if s is TOOL_CALL:
             return self._tool_call(block, attrs)
-        if s is Section.TOOL_RESULT:
+        if s is TOOL_RESULT:
             return self._tool_result(block, attrs)
-        if s is Section.UNKNOWN and attrs.get("dialect") == DIALECT:
+        if s is UNKNOWN and attrs.get("dialect") == DIALECT:
             return self._unknown(block, attrs)
         self._lose_block(block, "openai Chat Completions has no equivalent")
         return None
@@ -693,25 +704,32 @@ class RequestEncoder(Encoder):
 
     def _text(self, block: Block, role: str, part_type: str = "text"):
         attrs = block.attrs or {}
-        msg = self._message_for(block, role)
+        in_parts = attrs.get("in_parts")
+        if role != "tool" and not attrs.get("empty") and self._starts_message(block, role):
+            # the common case, a text that starts its message: "content" opens with the message
+            self._open_message(block.message, role, None, PARTS_CONTENT if in_parts else STRING_CONTENT)
+            msg = self._msg
+            if not in_parts:
+                return msg.out.write, ignore
+        else:
+            msg = self._message_for(block, role)
         if role == "tool":
             self._result_id(msg, attrs)
         if attrs.get("empty"):
             if attrs.get("in_parts"):
                 msg.member("content", b"[")
             return (lambda data: None), (lambda late: self._result_close(block, msg, role, attrs, late))
-        if not attrs.get("in_parts") and not msg.has("content"):
+        if not in_parts and not msg.has("content"):
             w = msg.member("content", b'"')
             if role != "tool":
                 return w.write, ignore
             return w.write, (lambda late: self._result_close(block, msg, role, attrs, late))
         w = msg.member("content", b"[")
-        w._separate()
-        w.write(b'{"type":' + dumps(part_type) + self._extra_attrs(block, attrs, set())
-                + b"," + dumps(part_type) + b':"')
+        name = key_bytes(part_type)
+        w.write(w._sep() + b'{"type":' + name + self._extra_attrs(block, attrs, _NO_ATTRS) + b"," + name + b':"')
 
         def close(late: dict) -> None:
-            w.write(b'"' + self._extra_attrs(block, late, set()) + b"}")
+            w.write(b'"' + self._extra_attrs(block, late, _NO_ATTRS) + b"}")
             if role == "tool":
                 self._result_id(msg, late)
         return w.write, close
@@ -758,11 +776,11 @@ class RequestEncoder(Encoder):
     def _media(self, block: Block, attrs: dict):
         s = block.section
         data_prefix = b""
-        if attrs.get("source") == "base64" and attrs.get("data_url", True) and s is not Section.USER_AUDIO:
+        if attrs.get("source") == "base64" and attrs.get("data_url", True) and s is not USER_AUDIO:
             # openai takes inline images and files only as data URLs
             data_prefix = b"data:" + attrs.get("media_type", "application/octet-stream").encode() + b";base64,"
         elif attrs.get("source") not in (None, "url", "base64") or (
-                s is Section.USER_DOCUMENT and attrs.get("source") == "url"):  # a file has no URL form
+                s is USER_DOCUMENT and attrs.get("source") == "url"):  # a file has no URL form
             self._lose_block(block, f"{attrs.get('source')} source has no openai form")
             return None
         if attrs.get("in_result"):
@@ -771,14 +789,14 @@ class RequestEncoder(Encoder):
         msg = self._message_for(block, "user")
         w = msg.member("content", b"[")
         w._separate()
-        if s is Section.USER_IMAGE:
+        if s is USER_IMAGE:
             head, key, inner = b'{"type":"image_url","image_url":{', "url", {"detail"}
-        elif s is Section.USER_DOCUMENT:
+        elif s is USER_DOCUMENT:
             head, key, inner = b'{"type":"file","file":{', "file_data", {"filename", "file_id"}
         else:
             head, key, inner = b'{"type":"input_audio","input_audio":{', "data", {"format"}
         early = self._extra_attrs(block, {k: v for k, v in attrs.items() if k in inner}, inner)
-        has_payload = s is Section.USER_AUDIO or attrs.get("source") is not None
+        has_payload = s is USER_AUDIO or attrs.get("source") is not None
         body = early[1:]
         if has_payload:
             body += (b"," if body else b"") + dumps(key) + b':"' + data_prefix
