@@ -120,10 +120,10 @@ class _Base(ResponseDecoderBase):
             self.each_object(kind, offset, "choices", self._choice)
         elif key == "usage":
             self.read_value(kind, value, offset, self._usage)
-        elif key == "id":
-            self.read_value(kind, value, offset, self._id)
-        elif key == "model":
-            self.read_value(kind, value, offset, self._model)
+        elif key == "id" or key == "model":
+            if kind == tok.STRING and self.started:
+                return  # every chunk repeats them: once the message started they change nothing
+            self.read_value(kind, value, offset, self._id if key == "id" else self._model)
         elif key in _KEPT:
             self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
         elif key == "object":
@@ -388,6 +388,14 @@ class _MessageReader(MemberReader):
         self.tool_position += 1
 
 
+class _ChunkReader(MemberReader):
+    """The members of a stream's chunks (``top_value`` reads each): one reader for all of them."""
+
+    def __init__(self, d: _Base) -> None:
+        super().__init__(d)
+        self.member = d.top_value
+
+
 class StreamDecoder(_Base):
     """``chat.completion.chunk`` SSE stream -> canonical events (one chunk per frame)."""
 
@@ -398,13 +406,15 @@ class StreamDecoder(_Base):
         self.usage: Usage | None = None
         self.ended = False
         self.frames = 0
+        self._chunk_reader = _ChunkReader(self).on_token  # one for every chunk
 
     def begin_frame(self) -> None:
         self.restart(self._document)
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
-        self.pop()  # the chunk's reader takes its place
-        self.each_member(kind, offset, "a chunk", self.top_value)
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object for a chunk", offset)
+        self.replace(self._chunk_reader)  # the chunk's reader takes its place
         if self.ended:
             raise self.error("chunk after [DONE]", offset)
 
