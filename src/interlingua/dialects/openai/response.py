@@ -55,6 +55,7 @@ from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
     BlockStream,
     KeyFirst,
+    Members,
     OpenFrame,
     finish_from,
     finish_to,
@@ -388,14 +389,6 @@ class _MessageReader(MemberReader):
         self.tool_position += 1
 
 
-class _ChunkReader(MemberReader):
-    """The members of a stream's chunks (``top_value`` reads each): one reader for all of them."""
-
-    def __init__(self, d: _Base) -> None:
-        super().__init__(d)
-        self.member = d.top_value
-
-
 class StreamDecoder(_Base):
     """``chat.completion.chunk`` SSE stream -> canonical events (one chunk per frame)."""
 
@@ -406,15 +399,14 @@ class StreamDecoder(_Base):
         self.usage: Usage | None = None
         self.ended = False
         self.frames = 0
-        self._chunk_reader = _ChunkReader(self).on_token  # one for every chunk
+        self._chunk = Members(self, self.top_value)  # reads every chunk
 
     def begin_frame(self) -> None:
         self.restart(self._document)
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, "an object for a chunk", offset)
-        self.replace(self._chunk_reader)  # the chunk's reader takes its place
+        self.pop()  # the chunk's reader takes its place
+        self._chunk.read(kind, offset, "a chunk")
         if self.ended:
             raise self.error("chunk after [DONE]", offset)
 
