@@ -87,6 +87,7 @@ class _Choice:
         self.closed_tools: set[int] = set()
         self.sinks: dict = {}  # Section -> fragment sink into this choice's block (read_text)
         self.finished = False
+        self.delta = None  # the reader of this choice's deltas (a stream)
 
 
 class _Base(ResponseDecoderBase):
@@ -341,9 +342,19 @@ class _ChoiceReader(MemberReader):
         if key in ("delta", "message"):
             if kind != tok.OBJECT_START:
                 raise d.wrong_type(kind, f"an object for {key}", offset)
-            d.push(_MessageReader(d, self.c, self.streaming).on_token)
+            c = self.c
+            if not self.streaming:
+                d.push(_MessageReader(d, c, False).on_token)
+            else:  # every chunk has a delta: one reader per choice (its state is per member)
+                if c.delta is None:
+                    c.delta = _MessageReader(d, c, True).on_token
+                d.push(c.delta)
         elif key == "finish_reason":
-            d.read_value(kind, value, offset, self._finish)
+            if kind == tok.NULL:  # every chunk but the last: _finish(None), inline
+                self.has_finish = True
+                self.finish = None
+            else:
+                d.read_value(kind, value, offset, self._finish)
         elif key == "logprobs":
             d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
                 f"$.choices[{self.c.index}].logprobs", "logprobs have no canonical field"))
