@@ -268,6 +268,9 @@ class BlockStream:
         self.started = True
 
 
+_KEY_KINDS = (tok.STRING, tok.STRING_OPEN, tok.NUMBER, tok.NULL, tok.TRUE, tok.FALSE)
+
+
 class KeyFirst:
     """Reads an object whose member ``key`` says how to read the others.
 
@@ -291,9 +294,7 @@ class KeyFirst:
     def on_token(self, kind: int, value: Any, offset: int) -> None:
         d = self.d
         if self.want_value:
-            if kind not in (tok.STRING, tok.STRING_OPEN, tok.NUMBER, tok.NULL, tok.TRUE, tok.FALSE):
-                raise d.error(f"expected a scalar for {self.key}", offset)
-            d.read_value(kind, value, offset, self._found)
+            self.read_key(d, self.key, kind, value, offset, self._found)
             return
         if self.depth == 0 and kind == tok.KEY and value == self.key:
             self.want_value = True
@@ -311,6 +312,13 @@ class KeyFirst:
         if self.hold is None:
             self.hold = d.session.reorder.hold(self.reason)
         self.hold.append((kind, value, offset), 16 + (len(value) if isinstance(value, (bytes, str)) else 0))
+
+    @staticmethod
+    def read_key(decoder, key: str, kind: int, value: Any, offset: int, done: Callable[[Any], None]) -> None:
+        """Read the value of ``key`` (a scalar) and pass it to ``done``."""
+        if kind not in _KEY_KINDS:
+            raise decoder.error(f"expected a scalar for {key}", offset)
+        decoder.read_value(kind, value, offset, done)
 
     def _found(self, value: Any) -> None:
         self.d.pop()

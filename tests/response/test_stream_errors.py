@@ -33,6 +33,11 @@ CASES = [
     # a decoder's schema error inside the frame
     ("openai", _OK + b'data: {"id":"c","choices":[{"index":0,"delta":{"content":5}}]}\n\n',
      ("SchemaError", "expected a string for content, got number", 51, "$.choices[0].delta.content")),
+    # a choice's index that is not a scalar: first (read at once) or after the content (held)
+    ("openai", _OK + b'data: {"id":"c","choices":[{"index":{"a":1},"delta":{}}]}\n\n',
+     ("SchemaError", "expected a scalar for index", 30, "$.choices[0].index")),
+    ("openai", _OK + b'data: {"id":"c","choices":[{"delta":{"content":"x"},"index":[1]}]}\n\n',
+     ("SchemaError", "expected a scalar for index", 54, "$.choices[0].index")),
     # an error raised when the frame ended (the document is whole: path "$")
     ("anthropic", b'event: x\ndata: {"index": 3}\n\n',
      ("SchemaError", "event without type", None, "$")),

@@ -136,7 +136,12 @@ class _Base(ResponseDecoderBase):
             self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
 
     def _choice(self, offset: int) -> None:
-        _ChoiceReader(self, streaming=self.streaming)  # installs its own reader
+        reader = self._choice_reader
+        if reader is None:
+            reader = self._choice_reader = _ChoiceReader(self, streaming=self.streaming)
+        reader.begin()  # installs its own reader
+
+    _choice_reader = None
 
     def _keep(self, key: str, raw: bytes) -> None:
         if self.started:
@@ -314,24 +319,42 @@ class _ToolCallReader(MemberReader):
 class _ChoiceReader(MemberReader):
     """One element of ``choices``; ``delta`` (stream) or ``message`` (response).
 
-    ``index`` decides where the content goes; a source that puts it after the
-    content (sorted keys) has the content's tokens held until it comes
-    (``KeyFirst``).
+    ``index`` decides where the content goes: read at once when it is the
+    first member (the usual order); a source that puts it after the content
+    (sorted keys) has the content's tokens held until it comes (``KeyFirst``).
+    One reader serves every element, one after another (``begin``).
     """
 
     def __init__(self, d: _Base, streaming: bool) -> None:
         super().__init__(d)
         self.streaming = streaming
+        self._handlers = (self._first, self.on_token)  # bound once
+
+    def begin(self) -> None:
         self.c: _Choice | None = None
         self.finish: Any = None
         self.has_finish = False
-        KeyFirst(d, "index", self._start, "openai:content-before-index")
+        self.d.push(self._handlers[0])
+
+    def _first(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.KEY and value == "index":
+            d.replace(self._handlers[1])
+            d.then(self._index)
+        else:
+            d.pop()
+            KeyFirst(d, "index", self._start, "openai:content-before-index")
+            d.on_token(kind, value, offset)
+
+    def _index(self, kind: int, value: Any, offset: int) -> None:
+        KeyFirst.read_key(self.d, "index", kind, value, offset, self._choose)
+
+    def _choose(self, index: Any) -> None:
+        self.c = self.d.choice(index if isinstance(index, int) else 0)
 
     def _start(self, index: Any) -> None:
-        self.c = self.d.choice(index if isinstance(index, int) else 0)
-        if self.c.index > 0 and not self.d.started:
-            pass
-        self.d.push(self.on_token)
+        self._choose(index)
+        self.d.push(self._handlers[1])
 
     def end(self, offset: int) -> None:
         if self.has_finish and self.finish is not None:
