@@ -333,3 +333,31 @@ def test_only_json_whitespace_is_skipped(data, offset):
     """A control byte outside a string is an error wherever the chunks are cut."""
     for at in range(len(data) + 1):
         assert _error([data[:at], data[at:]])[:2] == (JsonSyntaxError, offset)
+
+
+def _tokens_of(tokenizer_and_log, chunks):
+    tokenizer, log = tokenizer_and_log
+    del log[:]
+    error = None
+    try:
+        for chunk in chunks:
+            tokenizer.feed(chunk)
+        tokenizer.close()
+    except TranscodeError as exc:
+        error = (type(exc), exc.reason, exc.offset, exc.path)
+    return list(log), error
+
+
+@given(st.lists(st.tuples(json_values | st.binary(max_size=12), st.integers(0, 40)), min_size=1, max_size=4))
+def test_reset_is_a_fresh_tokenizer(documents):
+    """One tokenizer reset between documents (a stream's frames) gives every token,
+    offset, error and path a new tokenizer per document gives -- after an error too."""
+    log: list = []
+    reused = (tok.Tokenizer(lambda k, v, o: log.append((k, v, o))), log)
+    for doc, cut in documents:
+        data = doc if isinstance(doc, bytes) else json.dumps(doc, ensure_ascii=False).encode()
+        chunks = [data[:cut], data[cut:]]
+        fresh_log: list = []
+        fresh = (tok.Tokenizer(lambda k, v, o: fresh_log.append((k, v, o))), fresh_log)
+        reused[0].reset()
+        assert _tokens_of(reused, chunks) == _tokens_of(fresh, chunks)

@@ -91,6 +91,7 @@ class SseDecoder:
         i, n = 0, len(data)
         base = self.offset
         lf = -1  # the next LF at or after i (n: none in the chunk)
+        has_cr = b"\r" in data  # most streams end lines with LF alone
         while i < n:
             if self._skip_lf:
                 self._skip_lf = False
@@ -105,6 +106,9 @@ class SseDecoder:
                 lf = data.find(b"\n", i)
                 if lf < 0:
                     lf = n
+            if not has_cr and lf < n and state == _FIELD and self._line_empty:
+                i = self._lf_lines(data, i, lf, base)  # the usual case: whole lines, one after another
+                continue
             cr = data.find(b"\r", i, lf)
             j = lf if cr < 0 else cr
             if j < n and state == _FIELD and self._line_empty:
@@ -148,6 +152,19 @@ class SseDecoder:
                 self._skip_lf = True
             i = j + 1
         self.offset = base + n
+
+    def _lf_lines(self, data: bytes, i: int, j: int, base: int) -> int:
+        """The whole lines from ``i`` (a line start; ``j`` its LF) of a chunk without
+        CR; returns where the unfinished line after them begins. What the loop of
+        ``feed`` does line by line, with less bookkeeping: the state stays _FIELD."""
+        while j >= 0:
+            if j == i:
+                self._dispatch()  # a blank line
+            else:
+                self._whole_line(data, i, j, base)
+            i = j + 1
+            j = data.find(b"\n", i)
+        return i
 
     def _whole_line(self, data: bytes, i: int, j: int, base: int) -> None:
         """The line ``data[i:j]`` (its end in this chunk): what the states would do, in one step."""

@@ -157,6 +157,11 @@ class Tokenizer:
         self.max_key_bytes = max_key_bytes
         self.max_number_bytes = max_number_bytes
         self.dialect = dialect
+        self.reset()
+
+    def reset(self) -> None:
+        """Ready for a new document, offsets from 0 again (a stream's next frame):
+        the state of a new tokenizer, without building one per document."""
         self._state = _VALUE
         # One frame per open container: the current key (object; None before
         # the first) or the current index (array; -1 before the first value).
@@ -211,7 +216,8 @@ class Tokenizer:
         if self._utf8_held:
             raise InvalidUtf8Error("input ends inside a UTF-8 character", dialect=self.dialect,
                                    offset=self.offset, path=self.path())
-        self._scan(b"", final=True)
+        if self._state != _DONE or self._carry:  # (a complete value leaves nothing to scan)
+            self._scan(b"", final=True)
         if self._state != _DONE:
             what = "empty input" if self.offset == 0 else f"input ends while expecting {_STATE_NAMES[self._state]}"
             raise TruncatedInputError(what, dialect=self.dialect, offset=self.offset, path=self.path())

@@ -42,6 +42,7 @@ from typing import Any, Callable
 
 from . import json as tok
 from .canonical import Block, Event, Section, Usage
+from .decoding import MemberReader
 from .jsonwriter import dumps
 from .session import Session
 
@@ -267,6 +268,9 @@ class BlockStream:
         self.started = True
 
 
+_KEY_KINDS = (tok.STRING, tok.STRING_OPEN, tok.NUMBER, tok.NULL, tok.TRUE, tok.FALSE)
+
+
 class KeyFirst:
     """Reads an object whose member ``key`` says how to read the others.
 
@@ -290,9 +294,7 @@ class KeyFirst:
     def on_token(self, kind: int, value: Any, offset: int) -> None:
         d = self.d
         if self.want_value:
-            if kind not in (tok.STRING, tok.STRING_OPEN, tok.NUMBER, tok.NULL, tok.TRUE, tok.FALSE):
-                raise d.error(f"expected a scalar for {self.key}", offset)
-            d.read_value(kind, value, offset, self._found)
+            self.read_key(d, self.key, kind, value, offset, self._found)
             return
         if self.depth == 0 and kind == tok.KEY and value == self.key:
             self.want_value = True
@@ -311,6 +313,13 @@ class KeyFirst:
             self.hold = d.session.reorder.hold(self.reason)
         self.hold.append((kind, value, offset), 16 + (len(value) if isinstance(value, (bytes, str)) else 0))
 
+    @staticmethod
+    def read_key(decoder, key: str, kind: int, value: Any, offset: int, done: Callable[[Any], None]) -> None:
+        """Read the value of ``key`` (a scalar) and pass it to ``done``."""
+        if kind not in _KEY_KINDS:
+            raise decoder.error(f"expected a scalar for {key}", offset)
+        decoder.read_value(kind, value, offset, done)
+
     def _found(self, value: Any) -> None:
         self.d.pop()
         self.start(value)
@@ -321,6 +330,32 @@ class KeyFirst:
             for kind, value, offset in self.hold.drain():
                 self.d.on_token(kind, value, offset)
             self.hold = None
+
+
+class Members(MemberReader):
+    """``Decoder.each_member`` for an object every frame of a stream has (the
+    document, its ``delta``...): one reader, built once, serves them all.
+
+    ``member(key, kind, value, offset)`` reads each member's value from its
+    first token; ``on_end`` runs after the closing brace.
+    """
+
+    def __init__(self, decoder, member: Callable[[str, int, Any, int], None],
+                 on_end: Callable[[], None] | None = None) -> None:
+        super().__init__(decoder)
+        self.member = member  # the caller's reader stands in for the method
+        self.on_end = on_end
+        self._handler = self.on_token  # bound once
+
+    def read(self, kind: int, offset: int, what: str) -> None:
+        """The object's first token: it must be ``{``; the members follow."""
+        if kind != tok.OBJECT_START:
+            raise self.d.wrong_type(kind, f"an object for {what}", offset)
+        self.d.push(self._handler)
+
+    def end(self, offset: int) -> None:
+        if self.on_end is not None:
+            self.on_end()
 
 
 def skip_value(decoder, kind: int, value: Any, offset: int) -> None:

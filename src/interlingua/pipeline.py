@@ -16,6 +16,8 @@ from .framing import FrameEnd, NdjsonDecoder, SseDecoder
 from .json import Tokenizer
 from .session import Options, Session
 
+_FRAME_END = FrameEnd()  # immutable: one marker serves every frame
+
 
 class _Front:
     """Bytes in, canonical events out (through ``emit``)."""
@@ -46,64 +48,65 @@ class _Front:
 class _StreamFront:
     """Framed bytes in (SSE or NDJSON, per the decoder's ``framing``), canonical events out.
 
-    Each frame's data is one JSON document: a fresh tokenizer per frame, fed
-    as the data arrives. Data that does not start with ``{`` (openai's
-    ``[DONE]``) is held whole -- bounded by ``max_line`` -- and handed to the
-    decoder's ``frame_text``. After each frame the decoder's ``end_frame``
-    runs and a ``FrameEnd`` marker follows (see ``framing.FrameEnd``).
+    Each frame's data is one JSON document, fed as the data arrives to the
+    stream's one tokenizer, ``reset`` for each document: offsets in errors
+    count from the document's first byte. Data that does not start with ``{``
+    (openai's ``[DONE]``) is held whole -- bounded by ``max_line`` -- and
+    handed to the decoder's ``frame_text``. After each frame the decoder's
+    ``end_frame`` runs and a ``FrameEnd`` marker follows (see ``framing.FrameEnd``).
     """
 
     def __init__(self, source: str, kind: str, emit: Callable[[Event], None], session: Session) -> None:
         decoder_cls, _ = codecs(source, kind)
         self.source = source
         self.emit = emit
-        self.session = session
         self.decoder = decoder_cls(emit, session)
         self.max_line = session.options.max_value_bytes
         if decoder_cls.framing == "sse":
             self.framer = SseDecoder(self, max_line=self.max_line, dialect=source)
         else:
             self.framer = NdjsonDecoder(self, dialect=source)
-        self.tokenizer: Tokenizer | None = None
+        self.tokenizer = Tokenizer(self.decoder.on_token, max_depth=session.options.max_depth, dialect=source)
+        self.decoder.tokenizer = self.tokenizer
+        self._in_document = False  # the current frame's data is a JSON document (in the tokenizer)
         self._text: bytes | None = None  # non-JSON-object data being held (bounded)
 
     # -- sink of the framer ------------------------------------------------------
 
     def frame_data(self, data: bytes) -> None:
-        if self.tokenizer is None and self._text is None:
+        if self._in_document:
+            self.tokenizer.feed(data)
+            return
+        if self._text is None:
             stripped = data.lstrip(b" \t\r\n")
             if not stripped:
                 return  # leading whitespace: undecided yet
             if stripped[:1] == b"{":
-                self.tokenizer = Tokenizer(self.decoder.on_token, max_depth=self.session.options.max_depth,
-                                           dialect=self.source)
-                self.decoder.tokenizer = self.tokenizer
+                self.tokenizer.reset()
+                self._in_document = True
                 self.decoder.begin_frame()
-                data = stripped
-            else:
-                self._text = b""
-        if self.tokenizer is not None:
-            self.tokenizer.feed(data)
-            return
+                self.tokenizer.feed(stripped)
+                return
+            self._text = b""
         self._text += data
         if len(self._text) > self.max_line:
             raise TranscodeError(f"non-JSON frame data longer than {self.max_line} bytes", dialect=self.source)
 
     def frame_end(self, event: str | None) -> None:
-        if self.tokenizer is not None:
+        if self._in_document:
             self.tokenizer.close()
             self.decoder.flush()
             self.decoder.end_frame(event)
-            self.tokenizer = None
+            self._in_document = False
         else:
             text, self._text = self._text, None
             self.decoder.frame_text(event, (text or b"").strip())
-        self.emit(FrameEnd())
+        self.emit(_FRAME_END)
 
     # -- driving ------------------------------------------------------------------
 
     def _where(self) -> str | None:
-        return self.tokenizer.path() if self.tokenizer is not None else None
+        return self.tokenizer.path() if self._in_document else None
 
     def feed(self, data: bytes) -> None:
         try:

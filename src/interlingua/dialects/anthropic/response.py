@@ -63,6 +63,7 @@ from ...lifecycle import (
     BlockStream,
     Deferred,
     KeyFirst,
+    Members,
     OpenFrame,
     finish_from,
     finish_to,
@@ -323,6 +324,9 @@ class StreamDecoder(_Base):
         self.block: _ContentBlock | None = None
         self.ended = False
         self._reset_frame()
+        # readers of what every event has
+        self._event = Members(self, self._member)
+        self._delta = Members(self, self._delta_member)
 
     def _reset_frame(self) -> None:
         self.f_type: str | None = None
@@ -339,15 +343,15 @@ class StreamDecoder(_Base):
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
         self.pop()  # the event's reader takes its place
-        self.each_member(kind, offset, "an event", self._member)
+        self._event.read(kind, offset, "an event")
         if self.ended:
             raise self.error("event after message_stop", offset)
 
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key == "type":
-            self.read_value(kind, value, offset, lambda v: setattr(self, "f_type", v))
+            self.read_value(kind, value, offset, self._type)
         elif key == "index":
-            self.read_value(kind, value, offset, lambda v: setattr(self, "f_index", v))
+            self.read_value(kind, value, offset, self._index)
         elif key == "message":
             self.each_member(kind, offset, "message", self._message_member)
         elif key == "content_block":
@@ -357,7 +361,7 @@ class StreamDecoder(_Base):
             self.block = _ContentBlock(self, self.f_index)
             self.block.read()
         elif key == "delta":
-            self.each_member(kind, offset, "delta", self._delta_member)
+            self._delta.read(kind, offset, "delta")
         elif key == "usage":
             self.read_value(kind, value, offset, self._delta_usage)
         elif key == "error":
@@ -365,6 +369,12 @@ class StreamDecoder(_Base):
         else:
             self.read_raw(kind, value, offset, lambda raw: self.session.lose(
                 "$." + key, "event member has no canonical field"))
+
+    def _type(self, value: Any) -> None:
+        self.f_type = value
+
+    def _index(self, value: Any) -> None:
+        self.f_index = value
 
     # message_start -------------------------------------------------------------------------
 

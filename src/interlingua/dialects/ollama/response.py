@@ -49,6 +49,7 @@ from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
     BlockStream,
     Deferred,
+    Members,
     OpenFrame,
     finish_from,
     finish_to,
@@ -76,6 +77,10 @@ class _Decoder(ResponseDecoderBase):
         self.tools = 0
         self.ended = False
         self._reset()
+        # readers of what every line has
+        self._response = Members(self, self._member, self._document_end)
+        self._message = Members(self, self._message_member)
+        self._sinks: dict = {}  # Section -> fragment sink into its block (_string)
 
     def _reset(self) -> None:
         self.done = False
@@ -87,18 +92,20 @@ class _Decoder(ResponseDecoderBase):
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
         self.pop()  # the document's reader takes its place
-        self.each_member(kind, offset, "the response", self._member, self._document_end)
+        self._response.read(kind, offset, "the response")
         if self.ended:
             raise self.error("chunk after the done chunk", offset)
         self._reset()
 
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key == "model":
+            if kind == tok.STRING and self.started:
+                return  # every line repeats it: once the message started it changes nothing
             self.read_value(kind, value, offset, self._model)
         elif key == "message":
-            self.each_member(kind, offset, "message", self._message_member)
+            self._message.read(kind, offset, "message")
         elif key == "done":
-            self.read_value(kind, value, offset, lambda v: setattr(self, "done", bool(v)))
+            self.read_value(kind, value, offset, self._done)
         elif key == "done_reason":
             self.read_value(kind, value, offset, lambda v: setattr(self, "reason", v))
         elif key in _COUNTS:
@@ -110,6 +117,9 @@ class _Decoder(ResponseDecoderBase):
         else:
             self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
                 "$." + key, "response member has no canonical field"))
+
+    def _done(self, value: Any) -> None:
+        self.done = bool(value)
 
     def _model(self, value: Any) -> None:
         self.model = value
@@ -147,10 +157,12 @@ class _Decoder(ResponseDecoderBase):
     def _string(self, kind: int, value: Any, offset: int, section: Section, what: str) -> None:
         if kind == tok.NULL:
             return
-
-        def sink(data: bytes, init: bool, fin: bool) -> None:
-            if data:
-                self._open(section).fragment(data)
+        sink = self._sinks.get(section)
+        if sink is None:  # one per section: every line has such a member
+            def sink(data: bytes, init: bool, fin: bool) -> None:
+                if data:
+                    self._open(section).fragment(data)
+            self._sinks[section] = sink
         self.read_string(kind, value, offset, sink, what)
 
     def _open(self, section: Section, attrs: dict | None = None) -> BlockStream:

@@ -55,6 +55,7 @@ from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
     BlockStream,
     KeyFirst,
+    Members,
     OpenFrame,
     finish_from,
     finish_to,
@@ -86,6 +87,7 @@ class _Choice:
         self.closed_tools: set[int] = set()
         self.sinks: dict = {}  # Section -> fragment sink into this choice's block (read_text)
         self.finished = False
+        self.delta = None  # the reader of this choice's deltas (a stream)
 
 
 class _Base(ResponseDecoderBase):
@@ -120,10 +122,10 @@ class _Base(ResponseDecoderBase):
             self.each_object(kind, offset, "choices", self._choice)
         elif key == "usage":
             self.read_value(kind, value, offset, self._usage)
-        elif key == "id":
-            self.read_value(kind, value, offset, self._id)
-        elif key == "model":
-            self.read_value(kind, value, offset, self._model)
+        elif key == "id" or key == "model":
+            if kind == tok.STRING and self.started:
+                return  # every chunk repeats them: once the message started they change nothing
+            self.read_value(kind, value, offset, self._id if key == "id" else self._model)
         elif key in _KEPT:
             self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
         elif key == "object":
@@ -134,7 +136,12 @@ class _Base(ResponseDecoderBase):
             self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
 
     def _choice(self, offset: int) -> None:
-        _ChoiceReader(self, streaming=self.streaming)  # installs its own reader
+        reader = self._choice_reader
+        if reader is None:
+            reader = self._choice_reader = _ChoiceReader(self, streaming=self.streaming)
+        reader.begin()  # installs its own reader
+
+    _choice_reader = None
 
     def _keep(self, key: str, raw: bytes) -> None:
         if self.started:
@@ -312,24 +319,42 @@ class _ToolCallReader(MemberReader):
 class _ChoiceReader(MemberReader):
     """One element of ``choices``; ``delta`` (stream) or ``message`` (response).
 
-    ``index`` decides where the content goes; a source that puts it after the
-    content (sorted keys) has the content's tokens held until it comes
-    (``KeyFirst``).
+    ``index`` decides where the content goes: read at once when it is the
+    first member (the usual order); a source that puts it after the content
+    (sorted keys) has the content's tokens held until it comes (``KeyFirst``).
+    One reader serves every element, one after another (``begin``).
     """
 
     def __init__(self, d: _Base, streaming: bool) -> None:
         super().__init__(d)
         self.streaming = streaming
+        self._handlers = (self._first, self.on_token)  # bound once
+
+    def begin(self) -> None:
         self.c: _Choice | None = None
         self.finish: Any = None
         self.has_finish = False
-        KeyFirst(d, "index", self._start, "openai:content-before-index")
+        self.d.push(self._handlers[0])
+
+    def _first(self, kind: int, value: Any, offset: int) -> None:
+        d = self.d
+        if kind == tok.KEY and value == "index":
+            d.replace(self._handlers[1])
+            d.then(self._index)
+        else:
+            d.pop()
+            KeyFirst(d, "index", self._start, "openai:content-before-index")
+            d.on_token(kind, value, offset)
+
+    def _index(self, kind: int, value: Any, offset: int) -> None:
+        KeyFirst.read_key(self.d, "index", kind, value, offset, self._choose)
+
+    def _choose(self, index: Any) -> None:
+        self.c = self.d.choice(index if isinstance(index, int) else 0)
 
     def _start(self, index: Any) -> None:
-        self.c = self.d.choice(index if isinstance(index, int) else 0)
-        if self.c.index > 0 and not self.d.started:
-            pass
-        self.d.push(self.on_token)
+        self._choose(index)
+        self.d.push(self._handlers[1])
 
     def end(self, offset: int) -> None:
         if self.has_finish and self.finish is not None:
@@ -340,9 +365,19 @@ class _ChoiceReader(MemberReader):
         if key in ("delta", "message"):
             if kind != tok.OBJECT_START:
                 raise d.wrong_type(kind, f"an object for {key}", offset)
-            d.push(_MessageReader(d, self.c, self.streaming).on_token)
+            c = self.c
+            if not self.streaming:
+                d.push(_MessageReader(d, c, False).on_token)
+            else:  # every chunk has a delta: one reader per choice (its state is per member)
+                if c.delta is None:
+                    c.delta = _MessageReader(d, c, True).on_token
+                d.push(c.delta)
         elif key == "finish_reason":
-            d.read_value(kind, value, offset, self._finish)
+            if kind == tok.NULL:  # every chunk but the last: _finish(None), inline
+                self.has_finish = True
+                self.finish = None
+            else:
+                d.read_value(kind, value, offset, self._finish)
         elif key == "logprobs":
             d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
                 f"$.choices[{self.c.index}].logprobs", "logprobs have no canonical field"))
@@ -398,13 +433,14 @@ class StreamDecoder(_Base):
         self.usage: Usage | None = None
         self.ended = False
         self.frames = 0
+        self._chunk = Members(self, self.top_value)  # reads every chunk
 
     def begin_frame(self) -> None:
         self.restart(self._document)
 
     def _document(self, kind: int, value: Any, offset: int) -> None:
         self.pop()  # the chunk's reader takes its place
-        self.each_member(kind, offset, "a chunk", self.top_value)
+        self._chunk.read(kind, offset, "a chunk")
         if self.ended:
             raise self.error("chunk after [DONE]", offset)
 

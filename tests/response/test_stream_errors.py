@@ -1,0 +1,89 @@
+"""Errors inside a stream's frames: class, message, byte offset and JSON path.
+
+Each frame's data is one JSON document; errors the tokenizer and the dialect
+decoders raise inside it are located relative to that document -- its first
+byte, the ``{`` after any leading whitespace of the frame's data -- and name
+the path inside it. Errors of the framing itself (SSE lines) count from the
+start of the stream. Pinned here, and shown independent of the chunking,
+so the per-stream tokenizer (reset for each frame) keeps them.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, strategies as st
+
+from interlingua import Transcoder, TranscodeError
+
+_HEAD = b'{"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":['
+_OK = b'data: ' + _HEAD + b'{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
+
+CASES = [
+    # a syntax error in the second frame: counted from that frame's "{"
+    ("openai", _OK + b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"a"},x}]}\n\n',
+     ("JsonSyntaxError", "unexpected b'x' while expecting key", 56, "$.choices[0].delta")),
+    # leading whitespace of the data is not counted (nor a first data line that is empty)
+    ("openai", _OK + b'data:    {"id":1,]\n\n',
+     ("JsonSyntaxError", "unexpected b']' while expecting key", 8, "$.id")),
+    ("openai", _OK + b'data:\ndata:   {"id":"c",\ndata: ]\n\n',
+     ("JsonSyntaxError", "unexpected b']' while expecting key", 11, "$.id")),
+    # a document cut by the frame's end
+    ("openai", _OK + b'data: {"id":"c","choices":[{"index":0\n\n',
+     ("TruncatedInputError", "input ends while expecting ',' or a closing bracket", 31, "$.choices[0].index")),
+    # a decoder's schema error inside the frame
+    ("openai", _OK + b'data: {"id":"c","choices":[{"index":0,"delta":{"content":5}}]}\n\n',
+     ("SchemaError", "expected a string for content, got number", 51, "$.choices[0].delta.content")),
+    # a choice's index that is not a scalar: first (read at once) or after the content (held)
+    ("openai", _OK + b'data: {"id":"c","choices":[{"index":{"a":1},"delta":{}}]}\n\n',
+     ("SchemaError", "expected a scalar for index", 30, "$.choices[0].index")),
+    ("openai", _OK + b'data: {"id":"c","choices":[{"delta":{"content":"x"},"index":[1]}]}\n\n',
+     ("SchemaError", "expected a scalar for index", 54, "$.choices[0].index")),
+    # an error raised when the frame ended (the document is whole: path "$")
+    ("anthropic", b'event: x\ndata: {"index": 3}\n\n',
+     ("SchemaError", "event without type", None, "$")),
+    ("anthropic", b'event: message_start\ndata: {"type":"message_start","message":{"id":"a","model":"m"}}\n\n'
+                  b'data: {"type":"message_stop"}\n\ndata: {"type":"ping"}\n\n',
+     ("SchemaError", "event after message_stop", 0, "$")),
+    # data that is not JSON: no path
+    ("openai", _OK + b'data: nope\n\n',
+     ("SchemaError", "SSE data is neither a JSON object nor [DONE]: b'nope'", None, None)),
+    ("anthropic", b'data: nope\n\n', ("SchemaError", "SSE data is not a JSON object: b'nope'", None, None)),
+    # invalid UTF-8 in a later frame
+    ("openai", _OK + b'data: {"id":"c\xff"}\n\n',
+     ("InvalidUtf8Error", "invalid UTF-8", 8, "$.id")),
+    # NDJSON: each line is a document
+    ("ollama", b'{"model":"m","message":{"role":"assistant","content":"a"},"done":false}\n'
+               b'  {"model":"m","message":{"content":tru}}\n',
+     ("JsonSyntaxError", "unexpected b't' while expecting value", 34, "$.message.content")),
+    ("ollama", b'{"model":"m","message":{"role":"assistant","content":"a"},"done":false}\n{"model":"m","done":\n',
+     ("TruncatedInputError", "input ends while expecting value", 20, "$.done")),
+]
+
+# framing: offsets from the start of the stream (where a cut line fails depends on the cut)
+FRAMING_CASE = ("openai", _OK + b"n" * 70 + b": x\n",
+                ("JsonSyntaxError", "SSE field name too long", len(_OK) + 70, None))
+
+
+def _outcome(source: str, body: bytes, cuts=()) -> tuple:
+    t = Transcoder(source, "openai", kind="stream")
+    last = 0
+    try:
+        for cut in sorted(set(cuts)) + [len(body)]:
+            t.feed(body[last:cut])
+            last = cut
+        t.close()
+    except TranscodeError as exc:
+        return type(exc).__name__, exc.reason, exc.offset, exc.path
+    return None
+
+
+@pytest.mark.parametrize("source,body,expected", CASES + [FRAMING_CASE])
+def test_stream_error_location(source, body, expected):
+    assert _outcome(source, body) == expected
+
+
+@given(st.data())
+def test_stream_error_location_independent_of_cuts(data):
+    for source, body, expected in CASES:
+        cuts = data.draw(st.lists(st.integers(min_value=0, max_value=len(body)), max_size=6))
+        assert _outcome(source, body, cuts) == expected
