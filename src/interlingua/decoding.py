@@ -98,9 +98,7 @@ class Decoder:
         """The value must be an object: ``on_member(key, kind, value, offset)``
         reads each member's value from its first token; ``on_end`` runs after
         the closing brace."""
-        if kind != tok.OBJECT_START:
-            raise self.wrong_type(kind, f"an object for {what}", offset)
-        self.push(_Members(self, on_member, on_end).on_token)
+        Members(self, on_member, on_end).read(kind, offset, what)
 
     def each_element(self, kind: int, offset: int, what: str, on_element: Handler,
                      on_end: Callable[[], None] | None = None) -> None:
@@ -265,16 +263,30 @@ class MemberReader:
         """Hook: the object ended."""
 
 
-class _Members(MemberReader):
+class Members(MemberReader):
+    """A ``MemberReader`` with callbacks: ``member(key, kind, value, offset)``
+    reads each member's value from its first token, ``on_end`` runs after the
+    closing brace. ``Decoder.each_member`` makes one per object; a stream
+    decoder builds one, once, for an object every frame has (the document, its
+    ``delta``) and calls ``read`` at each."""
+
     def __init__(self, d: Decoder, member: Callable[[str, int, Any, int], None],
-                 on_end: Callable[[], None] | None) -> None:
+                 on_end: Callable[[], None] | None = None) -> None:
         super().__init__(d)
         self.member = member  # the caller's reader stands in for the method
         self.on_end = on_end
+        self._handler = self.on_token  # bound once
+
+    def read(self, kind: int, offset: int, what: str) -> None:
+        """The object's first token: it must be ``{``; the members follow."""
+        if kind != tok.OBJECT_START:
+            raise self.d.wrong_type(kind, f"an object for {what}", offset)
+        self.d.push(self._handler)
 
     def end(self, offset: int) -> None:
         if self.on_end is not None:
             self.on_end()
+
 
 class RequestBodyDecoder(Decoder):
     """The frame every request decoder shares: a body object whose members the

@@ -42,7 +42,6 @@ from typing import Any, Callable
 
 from . import json as tok
 from .canonical import Block, Event, Section, Usage
-from .decoding import MemberReader
 from .jsonwriter import dumps
 from .session import Session
 
@@ -330,32 +329,6 @@ class KeyFirst:
             for kind, value, offset in self.hold.drain():
                 self.d.on_token(kind, value, offset)
             self.hold = None
-
-
-class Members(MemberReader):
-    """``Decoder.each_member`` for an object every frame of a stream has (the
-    document, its ``delta``...): one reader, built once, serves them all.
-
-    ``member(key, kind, value, offset)`` reads each member's value from its
-    first token; ``on_end`` runs after the closing brace.
-    """
-
-    def __init__(self, decoder, member: Callable[[str, int, Any, int], None],
-                 on_end: Callable[[], None] | None = None) -> None:
-        super().__init__(decoder)
-        self.member = member  # the caller's reader stands in for the method
-        self.on_end = on_end
-        self._handler = self.on_token  # bound once
-
-    def read(self, kind: int, offset: int, what: str) -> None:
-        """The object's first token: it must be ``{``; the members follow."""
-        if kind != tok.OBJECT_START:
-            raise self.d.wrong_type(kind, f"an object for {what}", offset)
-        self.d.push(self._handler)
-
-    def end(self, offset: int) -> None:
-        if self.on_end is not None:
-            self.on_end()
 
 
 def skip_value(decoder, kind: int, value: Any, offset: int) -> None:

@@ -54,7 +54,7 @@ from ...canonical import (
     decode_escaped,
     escape_raw_json,
 )
-from ...decoding import MemberReader, ResponseDecoderBase
+from ...decoding import MemberReader, Members, ResponseDecoderBase
 from ...encoding import Encoder
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event, sse_open
@@ -63,7 +63,6 @@ from ...lifecycle import (
     BlockStream,
     Deferred,
     KeyFirst,
-    Members,
     OpenFrame,
     finish_from,
     finish_to,

@@ -41,7 +41,7 @@ from ...canonical import (
     decode_escaped,
     escape_raw_json,
 )
-from ...decoding import ResponseDecoderBase
+from ...decoding import Members, ResponseDecoderBase
 from ...encoding import Encoder, MessageAssembler
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import FrameEnd, ndjson_line
@@ -49,7 +49,6 @@ from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
     BlockStream,
     Deferred,
-    Members,
     OpenFrame,
     finish_from,
     finish_to,

@@ -47,7 +47,7 @@ from ...canonical import (
     Section,
     Usage,
 )
-from ...decoding import MemberReader, ResponseDecoderBase
+from ...decoding import MemberReader, Members, ResponseDecoderBase
 from ...encoding import Encoder, MessageAssembler
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event
@@ -55,7 +55,6 @@ from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
     BlockStream,
     KeyFirst,
-    Members,
     OpenFrame,
     finish_from,
     finish_to,
