@@ -1,5 +1,11 @@
 """Typed errors. Each names the dialect, the byte offset and the JSON path.
 
+In a stream, an error inside a frame's JSON counts its offset from that JSON's
+first byte and names its path inside it; ``frame_offset`` is where that first
+byte is in the stream (one-line ``data:`` frames, the usual kind: the error's
+byte is at ``frame_offset + offset``). Errors of the framing itself count from
+the stream's start.
+
 A proxy turns a ``TranscodeError`` into the caller's dialect error body; the
 ``status`` attribute is the HTTP status that fits (400 for bad input, 413 for
 budgets).
@@ -15,29 +21,36 @@ class TranscodeError(Exception):
     kind = "invalid_request_error"
 
     def __init__(self, message: str, *, dialect: str | None = None, offset: int | None = None,
-                 path: str | None = None) -> None:
+                 path: str | None = None, frame_offset: int | None = None) -> None:
         self.reason = message
         self.dialect = dialect
         self.offset = offset
         self.path = path
+        self.frame_offset = frame_offset
         super().__init__(self._render())
 
     def _render(self) -> str:
         where = []
         if self.dialect:
             where.append(self.dialect)
-        if self.offset is not None:
+        if self.frame_offset is not None:
+            inside = f"byte {self.offset} of " if self.offset is not None else "in "
+            where.append(f"{inside}the frame at stream byte {self.frame_offset}")
+        elif self.offset is not None:
             where.append(f"byte {self.offset}")
         if self.path:
             where.append(f"at {self.path}")
         return f"{self.reason} ({', '.join(where)})" if where else self.reason
 
-    def locate(self, *, dialect: str | None = None, path: str | None = None) -> "TranscodeError":
+    def locate(self, *, dialect: str | None = None, path: str | None = None,
+               frame_offset: int | None = None) -> "TranscodeError":
         """Fill in what the raising stage did not know; returns ``self``."""
         if dialect and not self.dialect:
             self.dialect = dialect
         if path and not self.path:
             self.path = path
+        if frame_offset is not None and self.frame_offset is None:
+            self.frame_offset = frame_offset
         self.args = (self._render(),)
         return self
 
@@ -48,6 +61,7 @@ class TranscodeError(Exception):
             "dialect": self.dialect,
             "offset": self.offset,
             "path": self.path,
+            "frame_offset": self.frame_offset,
         }
 
 

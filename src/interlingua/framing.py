@@ -13,6 +13,9 @@ The sink protocol (``pipeline`` implements it)::
     sink.frame_data(data: bytes)       # data bytes of the current frame
     sink.frame_end(event: str | None)  # the frame is complete (SSE: its event name)
 
+During ``frame_data`` the framer's ``data_at`` is the stream offset of the
+bytes handed on (for errors: where a frame's JSON starts in the stream).
+
 SSE rules followed (WHATWG "event stream interpretation"): lines end with CR,
 LF or CRLF (a CRLF cut between two chunks is one line end); a line starting
 with ``:`` is a comment; ``field:value`` with one optional space after the
@@ -79,6 +82,7 @@ class SseDecoder:
         self.last_event_id: str | None = None
         self.retry: int | None = None
         self.offset = 0  # bytes consumed, for errors
+        self.data_at = 0  # stream offset of the data being handed on (see the module docstring)
         self._state = _FIELD
         self._name = b""  # field name being read (bounded)
         self._value = b""  # value of a held field (bounded)
@@ -119,12 +123,14 @@ class SseDecoder:
                 continue
             if state == _DATA:
                 if j > i:
+                    self.data_at = base + i
                     self.sink.frame_data(data[i:j])
             elif state == _DATA_SPACE:
                 if j > i:
                     start = i + 1 if data[i] == 32 else i
                     self._state = _DATA
                     if j > start:
+                        self.data_at = base + start
                         self.sink.frame_data(data[start:j])
             elif state == _VALUE:
                 self._value += data[i:j]
@@ -182,6 +188,7 @@ class SseDecoder:
             if start < j and data[start] == 32:
                 start += 1
             if j > start:
+                self.data_at = base + start
                 self.sink.frame_data(data[start:j])
         elif name in _HELD_FIELDS:
             if j - i > self.max_line:
@@ -267,10 +274,12 @@ class NdjsonDecoder:
         self.sink = sink
         self.dialect = dialect
         self.offset = 0
+        self.data_at = 0  # stream offset of the data being handed on (see the module docstring)
         self._in_line = False  # a non-blank line has started
 
     def feed(self, data: bytes) -> None:
         i, n = 0, len(data)
+        base = self.offset
         while i < n:
             if not self._in_line:
                 m = _NON_WS.search(data, i)
@@ -279,6 +288,7 @@ class NdjsonDecoder:
                 i = m.start()
                 self._in_line = True
             j = data.find(b"\n", i)
+            self.data_at = base + i
             if j < 0:
                 self.sink.frame_data(data[i:])
                 break

@@ -50,7 +50,8 @@ class _StreamFront:
 
     Each frame's data is one JSON document, fed as the data arrives to the
     stream's one tokenizer, ``reset`` for each document: offsets in errors
-    count from the document's first byte. Data that does not start with ``{``
+    count from the document's first byte, and the error's ``frame_offset``
+    says where in the stream that byte is. Data that does not start with ``{``
     (openai's ``[DONE]``) is held whole -- bounded by ``max_line`` -- and
     handed to the decoder's ``frame_text``. After each frame the decoder's
     ``end_frame`` runs and a ``FrameEnd`` marker follows (see ``framing.FrameEnd``).
@@ -70,37 +71,47 @@ class _StreamFront:
         self.decoder.tokenizer = self.tokenizer
         self._in_document = False  # the current frame's data is a JSON document (in the tokenizer)
         self._text: bytes | None = None  # non-JSON-object data being held (bounded)
+        self._frame_at: int | None = None  # stream offset of the frame's JSON (or text) start
 
     # -- sink of the framer ------------------------------------------------------
 
     def frame_data(self, data: bytes) -> None:
         if self._in_document:
-            self.tokenizer.feed(data)
+            try:
+                self.tokenizer.feed(data)
+            except TranscodeError as exc:
+                raise exc.locate(frame_offset=self._frame_at)
             return
         if self._text is None:
             stripped = data.lstrip(b" \t\r\n")
             if not stripped:
                 return  # leading whitespace: undecided yet
+            self._frame_at = self.framer.data_at + len(data) - len(stripped)
             if stripped[:1] == b"{":
                 self.tokenizer.reset()
                 self._in_document = True
                 self.decoder.begin_frame()
-                self.tokenizer.feed(stripped)
+                self.frame_data(stripped)
                 return
             self._text = b""
         self._text += data
         if len(self._text) > self.max_line:
-            raise TranscodeError(f"non-JSON frame data longer than {self.max_line} bytes", dialect=self.source)
+            raise TranscodeError(f"non-JSON frame data longer than {self.max_line} bytes", dialect=self.source,
+                                 frame_offset=self._frame_at)
 
     def frame_end(self, event: str | None) -> None:
-        if self._in_document:
-            self.tokenizer.close()
-            self.decoder.flush()
-            self.decoder.end_frame(event)
-            self._in_document = False
-        else:
-            text, self._text = self._text, None
-            self.decoder.frame_text(event, (text or b"").strip())
+        try:
+            if self._in_document:
+                self.tokenizer.close()
+                self.decoder.flush()
+                self.decoder.end_frame(event)
+                self._in_document = False
+            else:
+                text, self._text = self._text, None
+                self.decoder.frame_text(event, (text or b"").strip())
+        except TranscodeError as exc:
+            raise exc.locate(frame_offset=self._frame_at)
+        self._frame_at = None
         self.emit(_FRAME_END)
 
     # -- driving ------------------------------------------------------------------
@@ -111,9 +122,16 @@ class _StreamFront:
     def feed(self, data: bytes) -> None:
         try:
             self.framer.feed(data)
-            self.decoder.flush()
+            if self._in_document:
+                self._flush_document()
         except TranscodeError as exc:
             raise exc.locate(dialect=self.source, path=self._where())
+
+    def _flush_document(self) -> None:
+        try:
+            self.decoder.flush()
+        except TranscodeError as exc:
+            raise exc.locate(frame_offset=self._frame_at)
 
     def close(self) -> None:
         try:

@@ -3,9 +3,11 @@
 Each frame's data is one JSON document; errors the tokenizer and the dialect
 decoders raise inside it are located relative to that document -- its first
 byte, the ``{`` after any leading whitespace of the frame's data -- and name
-the path inside it. Errors of the framing itself (SSE lines) count from the
-start of the stream. Pinned here, and shown independent of the chunking,
-so the per-stream tokenizer (reset for each frame) keeps them.
+the path inside it; ``frame_offset`` says where that first byte is in the
+stream (for data that is not JSON: where the data starts). Errors of the
+framing itself (SSE lines) count from the start of the stream and have no
+``frame_offset``. Pinned here, and shown independent of the chunking, so the
+per-stream tokenizer (reset for each frame) keeps them.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ FRAMING_CASE = ("openai", _OK + b"n" * 70 + b": x\n",
                 ("JsonSyntaxError", "SSE field name too long", len(_OK) + 70, None))
 
 
-def _outcome(source: str, body: bytes, cuts=()) -> tuple:
+def _error(source: str, body: bytes, cuts=()) -> TranscodeError | None:
     t = Transcoder(source, "openai", kind="stream")
     last = 0
     try:
@@ -73,8 +75,13 @@ def _outcome(source: str, body: bytes, cuts=()) -> tuple:
             last = cut
         t.close()
     except TranscodeError as exc:
-        return type(exc).__name__, exc.reason, exc.offset, exc.path
+        return exc
     return None
+
+
+def _outcome(source: str, body: bytes, cuts=()) -> tuple | None:
+    exc = _error(source, body, cuts)
+    return exc and (type(exc).__name__, exc.reason, exc.offset, exc.path)
 
 
 @pytest.mark.parametrize("source,body,expected", CASES + [FRAMING_CASE])
@@ -87,3 +94,26 @@ def test_stream_error_location_independent_of_cuts(data):
     for source, body, expected in CASES:
         cuts = data.draw(st.lists(st.integers(min_value=0, max_value=len(body)), max_size=6))
         assert _outcome(source, body, cuts) == expected
+
+
+# Where each frame's JSON (or non-JSON data) starts in the stream: the last frame of each case.
+FRAME_STARTS = [
+    len(_OK) + 6, len(_OK) + 9, len(_OK) + 14, len(_OK) + 6, len(_OK) + 6, len(_OK) + 6,
+    len(_OK) + 6, 15, 123, len(_OK) + 6, 6, len(_OK) + 6, 74, 72,
+]
+
+
+@pytest.mark.parametrize("case,frame_start", list(zip(CASES, FRAME_STARTS)))
+def test_stream_error_names_where_its_frame_starts(case, frame_start):
+    source, body, (_, _, offset, _) = case
+    exc = _error(source, body)
+    assert exc.frame_offset == frame_start
+    assert f"stream byte {frame_start}" in str(exc)
+    if offset is not None and b"\ndata:" not in body[frame_start:]:  # a one-line frame: offsets add up
+        bad = body[frame_start + offset:frame_start + offset + 1]
+        assert bad in (b"x", b"]", b"5", b"{", b"[", b"\xff", b"t", b"\n", b"\"", b"0", b"i"), bad
+
+
+def test_framing_errors_have_no_frame_offset():
+    exc = _error(*FRAMING_CASE[:2])
+    assert exc.frame_offset is None and exc.offset == len(_OK) + 70
