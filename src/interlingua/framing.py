@@ -134,17 +134,16 @@ class SseDecoder:
                         self.sink.frame_data(data[start:j])
             elif state == _VALUE:
                 self._value += data[i:j]
-                if len(self._value) > self.max_line:
-                    raise BudgetExceededError(f"SSE field line longer than max_line ({self.max_line})",
-                                              dialect=self.dialect, offset=base + j)
+                if len(self._value) > self.max_line:  # the line began len(_value) bytes before j
+                    self._line_too_long(base + j - len(self._value))
             elif state == _FIELD:
                 colon = data.find(b":", i, j)
                 end = colon if colon >= 0 else j
                 if end > i:
                     self._line_empty = False
                 self._name += data[i:end]
-                if len(self._name) > _MAX_FIELD_NAME:
-                    raise JsonSyntaxError("SSE field name too long", dialect=self.dialect, offset=base + end)
+                if len(self._name) > _MAX_FIELD_NAME:  # the name began len(_name) bytes before end
+                    self._name_too_long(base + end - len(self._name))
                 if colon >= 0:
                     self._line_empty = False
                     self._field_started()
@@ -180,7 +179,7 @@ class SseDecoder:
         colon = data.find(b":", i, j)
         end = colon if colon >= 0 else j
         if end - i > _MAX_FIELD_NAME:
-            raise JsonSyntaxError("SSE field name too long", dialect=self.dialect, offset=base + end)
+            self._name_too_long(base + i)
         name = data[i:end]
         if name == b"data":
             self._data_line()
@@ -192,10 +191,20 @@ class SseDecoder:
                 self.sink.frame_data(data[start:j])
         elif name in _HELD_FIELDS:
             if j - i > self.max_line:
-                raise BudgetExceededError(f"SSE field line longer than max_line ({self.max_line})",
-                                          dialect=self.dialect, offset=base + j)
+                self._line_too_long(base + i)
             self._held_field(name, data[end + 1:j])
         # else a comment (empty name) or an unknown field: ignored
+
+    # Errors name the byte that broke the limit, counted from the line's start:
+    # the same wherever the chunks were cut.
+
+    def _name_too_long(self, line_start: int) -> None:
+        raise JsonSyntaxError("SSE field name too long", dialect=self.dialect,
+                              offset=line_start + _MAX_FIELD_NAME)
+
+    def _line_too_long(self, line_start: int) -> None:
+        raise BudgetExceededError(f"SSE field line longer than max_line ({self.max_line})",
+                                  dialect=self.dialect, offset=line_start + self.max_line)
 
     def _field_started(self) -> None:
         name = self._name
