@@ -594,6 +594,7 @@ class StreamEncoder(_EncoderBase):
         self.block: tuple | None = None  # (seq, key or None if lost, tool index)
         self.seq = 0
         self.roles: set[int] = set()
+        self._tool_counts: dict[int, int] = {}  # tool calls so far, per choice (their delta index)
         self._late_signature = False
 
     def _chunk(self, choice_json: bytes, extra: bytes = b"") -> bytes:
@@ -667,7 +668,7 @@ class StreamEncoder(_EncoderBase):
             self.block = None
 
     def _tool_index(self, choice: int) -> int:
-        counts = self.__dict__.setdefault("_tool_counts", {})
+        counts = self._tool_counts
         n = counts.get(choice, 0)
         counts[choice] = n + 1
         return n
@@ -755,7 +756,7 @@ class ResponseEncoder(_EncoderBase):
             reason = finish_to(DIALECT, event.reason, self.session)
             if self.choice == event.choice:
                 self._close_choice(reason)
-            elif self.begun or True:
+            else:  # a finish for a choice not written yet
                 self._open_choice(event.choice)
                 self._close_choice(reason)
         elif t is Usage:
