@@ -11,7 +11,7 @@ from hypothesis import given, strategies as st
 
 from interlingua import json as tok
 from interlingua.errors import (
-    InvalidUtf8Error, JsonSyntaxError, NestingTooDeepError, TranscodeError, TruncatedInputError,
+    ControlCharacterError, InvalidUtf8Error, JsonSyntaxError, NestingTooDeepError, TranscodeError, TruncatedInputError,
 )
 from interlingua.jsonwriter import RawValue
 
@@ -361,3 +361,37 @@ def test_reset_is_a_fresh_tokenizer(documents):
         fresh = (tok.Tokenizer(lambda k, v, o: fresh_log.append((k, v, o))), fresh_log)
         reused[0].reset()
         assert _tokens_of(reused, chunks) == _tokens_of(fresh, chunks)
+
+
+@pytest.mark.parametrize("pad", [11, 9])  # a UTF-8 character (11) or an escape (9) across the slice boundary
+def test_one_large_chunk_is_scanned_in_slices(pad):
+    """A chunk over the slice size gives what the same bytes in small chunks give;
+    errors keep their offsets."""
+    slice_size = tok._SLICE
+    text = "a" * (slice_size - pad) + "\n中" + "b" * 100 + "😀" * 1000
+    data = json.dumps({"k": [text, 1, text]}, ensure_ascii=False).encode()
+    whole_text, whole_events = reserialise([data])
+    cut_text, cut_events = reserialise(cut(data, list(range(0, len(data), 8192))))
+    assert whole_text == cut_text and json.loads(whole_text) == json.loads(data)
+    at = data.index(b"b")  # past the boundary
+    assert at > slice_size
+    for bad, cls in ((b"\xff", InvalidUtf8Error), (b"\x01", ControlCharacterError)):
+        broken = data[:at] + bad + data[at + 1:]
+        assert _error([broken]) == _error(cut(broken, [100, at - 3, at + 9]))
+        assert _error([broken])[:2] == (cls, at)
+
+
+def test_a_large_chunk_costs_memory_bounded_by_the_slice():
+    """The text copies a scan makes stay within a few slices, not a multiple of the chunk."""
+    import tracemalloc
+
+    data = json.dumps({"k": "😀 é " * (1 << 20)}, ensure_ascii=False).encode()  # 8 MiB, mostly 4-byte characters
+    tokenizer = tok.Tokenizer(lambda *a: None)
+    tracemalloc.start()
+    try:
+        tokenizer.feed(data)
+        tokenizer.close()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 12 * tok._SLICE, peak  # ~7 slices here; without slices: ~4x the chunk (a UCS-4 text of it)

@@ -90,6 +90,7 @@ _HIGH_SURROGATE_TAIL = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\Z")
 _NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _NUMBER_PREFIX = re.compile(rb"-?[0-9]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?\Z")
 _LITERALS = {ord("t"): (b"true", TRUE), ord("f"): (b"false", FALSE), ord("n"): (b"null", NULL)}
+_SLICE = 1 << 18  # the most ``feed`` scans at once (see ``feed``)
 _NUMBER_BYTES = frozenset(b"0123456789+-.eE")  # may follow a number's longest match inside its prefix
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # _STRING_BODY over text (see _regex_scanstring).
@@ -191,8 +192,16 @@ class Tokenizer:
     def feed(self, data: bytes) -> None:
         if self._closed:
             raise JsonSyntaxError("data fed after close()", dialect=self.dialect, offset=self.offset)
-        if not data:
-            return
+        if len(data) > _SLICE:
+            # One very large chunk is scanned in slices: the UTF-8 check and the
+            # string scan make text copies of what they scan, and those stay
+            # bounded by the slice. (Tokens are the same however input is cut.)
+            for start in range(0, len(data), _SLICE):
+                self._feed(data[start:start + _SLICE])
+        elif data:
+            self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
         held = self._utf8_held
         if held or not data.isascii():
             # UTF-8 check: the incremental decoder's own step, without its wrapper.
