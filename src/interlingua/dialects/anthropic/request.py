@@ -462,7 +462,6 @@ class ResultReader:
         self.m = block.m
         self.head = self.m.builder(TOOL_RESULT, {})
         self.current = self.head  # the block late attributes go to
-        self.head_used = False
 
     def set(self, key: str, value: Any) -> None:
         self.current.set(key, value)
@@ -471,7 +470,6 @@ class ResultReader:
         _extra(self.current, key, raw)
 
     def on_content(self, kind: int, value: Any, offset: int) -> None:
-        self.head_used = True
         if kind == tok.ARRAY_START:
             self.head.set("in_parts", True)
             self.d.each_object(kind, offset, "tool_result content", lambda o: BlockReader(self.m, self).on_key)

@@ -55,7 +55,7 @@ from ...canonical import (
     escape_raw_json,
 )
 from ...decoding import MemberReader, Members, ResponseDecoderBase
-from ...encoding import Encoder
+from ...encoding import Encoder, ignore
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
@@ -167,14 +167,11 @@ class _ContentBlock(MemberReader):
                 if len(head[0]) < 3 and not fin:
                     return
                 data, head[0] = head[0], None
-                if fin and data == b"{}":
-                    self.empty_input = True
+                if fin and data == b"{}":  # no input: the block stays empty
                     return
             self.json_seen = True
             block.fragment(escape_raw_json(data))
         return sink
-
-    empty_input = False
 
     def _server_input(self, raw: bytes) -> None:
         if raw == b"{}":
@@ -267,7 +264,6 @@ class ResponseDecoder(_Base):
         self.stop_sequence: Any = None
         self.usage: Usage | None = None
         self.position = 0
-        self.is_error = False
         self.then(lambda kind, value, offset: self.each_member(kind, offset, "the response body", self._member, self._end))
 
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
@@ -282,7 +278,7 @@ class ResponseDecoder(_Base):
         elif key == "usage":
             self.read_value(kind, value, offset, self._usage)
         elif key == "type":
-            self.read_value(kind, value, offset, lambda v: setattr(self, "is_error", v == "error"))
+            self.read_value(kind, value, offset, ignore)  # "message" or "error" (its "error" member says it)
         elif key == "role":
             skip_value(self, kind, value, offset)
         elif key == "error":
@@ -526,12 +522,10 @@ class StreamEncoder(_EncoderBase):
     def __init__(self, write, session: Session) -> None:
         super().__init__(write, session)
         self.frame = OpenFrame(write)
-        self.have_start = False
         self.started = False  # message_start written
         self.index = -1
         self.block_open = False
         self.held = None  # Hold of a block written whole at its end (redacted, server)
-        self.held_attrs: dict = {}
         self.signature: str | None = None
         self.finish_hold = None  # Hold with the Finish waiting for usage
         self.done = False
@@ -617,7 +611,6 @@ class StreamEncoder(_EncoderBase):
             if kind in ("redacted_thinking", "server"):
                 self._close_block()
                 self.held = self.session.reorder.hold(f"anthropic:whole-{kind}")
-                self.held_attrs = attrs
                 self.kind = kind
             elif kind == "text":
                 self._open(b'{"type":"text","text":""}')

@@ -514,7 +514,6 @@ class _EncoderBase(Encoder):
         self.kept: dict[str, bytes] = {}
         self.usage: Usage | None = None
         self.tool_count = 0
-        self.lost_blocks: set = set()
         self._head: bytes | None = None  # _head_members(), until id, model or a kept field changes
 
     def _message_start(self, event: MessageStart) -> None:
@@ -589,13 +588,11 @@ class StreamEncoder(_EncoderBase):
         super().__init__(write, session)
         self.frame = OpenFrame(write)
         self.started = False  # the role chunk is written
-        self.have_start = False
         self.done = False
         self.block: tuple | None = None  # (seq, key or None if lost, tool index)
         self.seq = 0
         self.roles: set[int] = set()
         self._tool_counts: dict[int, int] = {}  # tool calls so far, per choice (their delta index)
-        self._late_signature = False
 
     def _chunk(self, choice_json: bytes, extra: bytes = b"") -> bytes:
         return b"data: {" + self._head_members() + b',"choices":[' + choice_json + b"]" + extra + b"}" + SSE_END
@@ -615,8 +612,6 @@ class StreamEncoder(_EncoderBase):
             self.frame.close()
         elif t is MessageStart:
             self._message_start(event)
-            if event.choice == 0:
-                self.have_start = True
         elif t is Extension:
             self._extension(event)
         elif t is Finish:
