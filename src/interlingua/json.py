@@ -319,7 +319,7 @@ class Tokenizer:
                         if i >= n:
                             break
                     c = buf[i]
-                if state == _VALUE or state == _FIRST_VALUE_OR_END:
+                if state == _VALUE or (state == _FIRST_VALUE_OR_END and c != 93):
                     if c == 34:  # "
                         if arr:
                             frames[-1] += 1
@@ -359,11 +359,6 @@ class Tokenizer:
                             arr = True
                             state = _FIRST_VALUE_OR_END
                         continue
-                    elif c == 93 and state == _FIRST_VALUE_OR_END:  # ]
-                        frames.pop()
-                        emit(ARRAY_END, None, base + i)
-                        i += 1
-                        arr = bool(frames) and type(frames[-1]) is int
                     elif c == 45 or 48 <= c <= 57:  # - 0-9
                         if arr:
                             frames[-1] += 1
@@ -397,31 +392,17 @@ class Tokenizer:
                                     frames[-1] -= 1  # it did not start after all (carried)
                                 break
                             self._unexpected(buf, i, state)
-                    # A value ended: a comma that follows at once is taken here.
-                    if not frames:
-                        state = _DONE
-                    elif i < n and buf[i] == 44:
-                        i += 1
-                        state = _VALUE if arr else _KEY
-                    else:
-                        state = _COMMA_OR_END
-                    continue
-                if state == _KEY or state == _FIRST_KEY_OR_END:
+                elif (c == 125 or c == 93) and (
+                        state == _COMMA_OR_END or state == _FIRST_KEY_OR_END or state == _FIRST_VALUE_OR_END):
+                    # } ] closes the innermost container, whose value then has ended
+                    if (c == 93) != arr:
+                        self._unexpected(buf, i, state)
+                    frames.pop()
+                    emit(ARRAY_END if arr else OBJECT_END, None, base + i)
+                    i += 1
+                    arr = bool(frames) and type(frames[-1]) is int
+                elif state == _KEY or state == _FIRST_KEY_OR_END:
                     if c != 34:
-                        if c == 125 and state == _FIRST_KEY_OR_END:  # }
-                            frames.pop()
-                            emit(OBJECT_END, None, base + i)
-                            i += 1
-                            if not frames:
-                                state = _DONE
-                                continue
-                            arr = type(frames[-1]) is int
-                            if i < n and buf[i] == 44:
-                                i += 1
-                                state = _VALUE if arr else _KEY
-                            else:
-                                state = _COMMA_OR_END
-                            continue
                         self._unexpected(buf, i, state)
                     try:
                         key, e = scan(text, i + 1)
@@ -449,34 +430,28 @@ class Tokenizer:
                     else:
                         state = _COLON
                     continue
-                if state == _COMMA_OR_END:
-                    if c == 44:  # ,
-                        state = _VALUE if arr else _KEY
-                        i += 1
-                        continue
-                    if c == 125 or c == 93:  # } ]
-                        if (c == 93) != arr:
-                            self._unexpected(buf, i, state)
-                        frames.pop()
-                        emit(OBJECT_END if c == 125 else ARRAY_END, None, base + i)
-                        i += 1
-                        if not frames:
-                            state = _DONE
-                            continue
-                        arr = type(frames[-1]) is int
-                        if i < n and buf[i] == 44:
-                            i += 1
-                            state = _VALUE if arr else _KEY
-                        continue  # (or still _COMMA_OR_END)
-                    self._unexpected(buf, i, state)
-                if state == _COLON:
+                elif state == _COMMA_OR_END:
+                    if c != 44:  # ,
+                        self._unexpected(buf, i, state)
+                    state = _VALUE if arr else _KEY
+                    i += 1
+                    continue
+                elif state == _COLON:
                     if c != 58:
                         self._unexpected(buf, i, state)
                     i += 1
                     state = _VALUE
                     continue
-                # _DONE: only whitespace may follow
-                self._fail(JsonSyntaxError, "trailing data after the JSON value", base + i)
+                else:  # _DONE: only whitespace may follow
+                    self._fail(JsonSyntaxError, "trailing data after the JSON value", base + i)
+                # A value ended (a scalar, or a container closed): a comma that follows at once is taken here.
+                if not frames:
+                    state = _DONE
+                elif i < n and buf[i] == 44:
+                    i += 1
+                    state = _VALUE if arr else _KEY
+                else:
+                    state = _COMMA_OR_END
         finally:
             self._state = state
         self._carry = buf[i:]
