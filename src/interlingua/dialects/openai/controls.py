@@ -132,6 +132,20 @@ _SAME_VALUE = {
 }
 
 
+SIGNATURE_LOSS = "thinking signature has no openai field"
+
+
+def reasoning_loss(attrs: dict, reasoning_key: str | None) -> str | None:
+    """Why a reasoning block cannot go to openai at all, or None: it goes to
+    ``reasoning_key`` (``Options.openai_reasoning_field``). Its signature is lost
+    on its own (``SIGNATURE_LOSS``), on the first fragment or the last."""
+    if reasoning_key is None:
+        return "Chat Completions has no reasoning field (option openai_reasoning_field)"
+    if attrs.get("redacted"):
+        return "redacted reasoning cannot be carried"
+    return None
+
+
 def reasoning_effort(reasoning: Any) -> str | None:
     """Canonical reasoning -> an openai effort. A token budget maps by a documented
     table: < 2048 low, < 8192 medium, else high; ``enabled: false`` -> none;

@@ -668,15 +668,13 @@ class RequestEncoder(Encoder):
                 return self._text(block, "assistant", part_type="refusal")
             return self._string_member(block, "assistant", "refusal")
         if s is ASSISTANT_REASONING:
-            if self.reasoning_key is None:
-                self._lose_block(block, "Chat Completions has no reasoning field (option openai_reasoning_field)")
-                return None
-            if attrs.get("redacted"):
-                self._lose_block(block, "redacted reasoning cannot be carried")
+            why = controls.reasoning_loss(attrs, self.reasoning_key)
+            if why is not None:
+                self._lose_block(block, why)
                 return None
             def lose_signature(found: dict) -> None:  # a signature may follow the text
                 if found.get("signature"):
-                    self.session.lose(f"$.messages[{block.message}]", "thinking signature has no openai field")
+                    self.session.lose(f"$.messages[{block.message}]", controls.SIGNATURE_LOSS)
             lose_signature(attrs)
             write, _ = self._string_member(block, "assistant", self.reasoning_key)
             return write, lose_signature

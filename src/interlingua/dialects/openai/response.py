@@ -65,6 +65,7 @@ from ...lifecycle import (
     usage_to_openai,
 )
 from ...session import Session
+from . import controls
 
 DIALECT = "openai"
 _REASONING_KEYS = ("reasoning_content", "reasoning")
@@ -531,6 +532,12 @@ class _EncoderBase(Encoder):
     def _lose_block(self, block: Block, why: str) -> None:
         self.session.lose(f"$.content[{block.message}]", f"{block.section.value} block: {why}")
 
+    def _lose_signature(self, block: Block) -> None:
+        """A carried fragment's attributes: a reasoning signature (first fragment, or
+        the last when the source sends it after the text) has no openai field."""
+        if block.attrs and block.section is Section.ASSISTANT_REASONING and block.attrs.get("signature"):
+            self._lose_block(block, controls.SIGNATURE_LOSS)
+
     def _head_members(self) -> bytes:
         """``"id":...,"object":...,"created":...,"model":...``: every chunk starts with them."""
         if self._head is None:
@@ -560,14 +567,11 @@ class _EncoderBase(Encoder):
         if s is Section.ASSISTANT_REFUSAL:
             return "refusal"
         if s is Section.ASSISTANT_REASONING:
-            if self.reasoning_key is None:
-                self._lose_block(block, "Chat Completions has no reasoning field (option openai_reasoning_field)")
+            why = controls.reasoning_loss(attrs, self.reasoning_key)
+            if why is not None:
+                self._lose_block(block, why)
                 return None
-            if attrs.get("redacted"):
-                self._lose_block(block, "redacted reasoning cannot be carried")
-                return None
-            if attrs.get("signature"):
-                self._lose_block(block, "thinking signature has no openai field")
+            self._lose_signature(block)
             return self.reasoning_key
         if s is Section.TOOL_CALL:
             return "tool_calls"
@@ -661,6 +665,8 @@ class StreamEncoder(_EncoderBase):
         self.frame.fragment(frame_key, lambda: self._delta_head(choice) + member, tail, block.payload)
         if block.fin:
             self.block = None
+            if not block.init:
+                self._lose_signature(block)
 
     def _tool_index(self, choice: int) -> int:
         counts = self._tool_counts
@@ -768,6 +774,7 @@ class ResponseEncoder(_EncoderBase):
                 if block.fin:
                     self.block[1]()
                     self.block = None
+                    self._lose_signature(block)
             return
         key = self._section_key(block)
         if key is None:
