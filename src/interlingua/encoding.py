@@ -87,6 +87,13 @@ class Encoder:
     def _lose_block(self, block: Block, why: str) -> None:
         self.session.lose(self._where(block), f"{block.section.value} block: {why}")
 
+    def _lose_signature(self, block: Block, attrs: dict) -> None:
+        """A reasoning block's signature, for a target with no field for it. Sources
+        may send it after the text (anthropic does), so encoders check the first
+        fragment's attributes and the last's (late attributes)."""
+        if block.section is Section.ASSISTANT_REASONING and attrs.get("signature"):
+            self.session.lose(self._where(block), f"thinking signature has no {self.dialect} field")
+
     def _tool_definition(self, block: Block) -> None:
         """A tool definition (or a tool of this dialect carried raw) -> an element of the tools array."""
         attrs = block.attrs or {}

@@ -700,12 +700,6 @@ class RequestEncoder(Encoder):
             return self._tool_call(block, attrs, role)
         return None
 
-    def _lose_signature(self, block: Block, attrs: dict) -> None:
-        # anthropic writes the signature after the thinking: it usually comes
-        # as a late attr on the block's last fragment, so both places check
-        if block.section is ASSISTANT_REASONING and attrs.get("signature"):
-            self.session.lose(self._where(block), "thinking signature has no ollama field")
-
     def _text(self, block: Block, attrs: dict, role: str, key: str):
         if self._starts_message(block, role) and not attrs.get("empty"):
             msg = self._open_message(block.message, role, _TEXT_MEMBERS[key])  # the text opens with it

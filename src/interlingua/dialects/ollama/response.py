@@ -348,9 +348,13 @@ class _EncoderBase(Encoder):
             out += b',"eval_duration":' + self.durations["eval_duration"]
         return out + b"}"
 
+    @staticmethod
+    def _where(block: Block) -> str:
+        return f"$.choices[{block.message}]" if block.message else "$.message"
+
     def _classify(self, block: Block) -> str | None:
         s = block.section
-        where = f"$.choices[{block.message}]" if block.message else "$.message"
+        where = self._where(block)
         if block.message > 0:
             self.session.lose(where, f"{s.value} block: ollama has no choices (n > 1)")
             return None
@@ -364,8 +368,7 @@ class _EncoderBase(Encoder):
             if attrs.get("redacted"):
                 self.session.lose(where, "redacted reasoning has no ollama form")
                 return None
-            if attrs.get("signature"):
-                self.session.lose(where, "thinking signature has no ollama field")
+            self._lose_signature(block, attrs)
             return "thinking"
         if s is Section.TOOL_CALL:
             if (block.attrs or {}).get("id"):
@@ -430,6 +433,8 @@ class StreamEncoder(_EncoderBase):
         else:
             head = b',"message":{"role":"assistant","content":"","thinking":"'
         self.frame.fragment(seq, lambda: self._head() + head, b'"},"done":false}\n', block.payload)
+        if block.fin and not block.init:
+            self._lose_signature(block, block.attrs or {})
 
     def _end(self) -> None:
         if self.done:
@@ -501,6 +506,8 @@ class ResponseEncoder(_EncoderBase):
         if block.fin:
             close()
             self.placed = None
+            if not block.init:
+                self._lose_signature(block, block.attrs or {})
 
     def _end(self) -> None:
         if self.done:

@@ -132,13 +132,10 @@ _SAME_VALUE = {
 }
 
 
-SIGNATURE_LOSS = "thinking signature has no openai field"
-
-
 def reasoning_loss(attrs: dict, reasoning_key: str | None) -> str | None:
     """Why a reasoning block cannot go to openai at all, or None: it goes to
     ``reasoning_key`` (``Options.openai_reasoning_field``). Its signature is lost
-    on its own (``SIGNATURE_LOSS``), on the first fragment or the last."""
+    on its own (``Encoder._lose_signature``)."""
     if reasoning_key is None:
         return "Chat Completions has no reasoning field (option openai_reasoning_field)"
     if attrs.get("redacted"):

@@ -672,12 +672,9 @@ class RequestEncoder(Encoder):
             if why is not None:
                 self._lose_block(block, why)
                 return None
-            def lose_signature(found: dict) -> None:  # a signature may follow the text
-                if found.get("signature"):
-                    self.session.lose(f"$.messages[{block.message}]", controls.SIGNATURE_LOSS)
-            lose_signature(attrs)
+            self._lose_signature(block, attrs)
             write, _ = self._string_member(block, "assistant", self.reasoning_key)
-            return write, lose_signature
+            return write, lambda late: self._lose_signature(block, late)
         if s is TOOL_CALL:
             return self._tool_call(block, attrs)
         if s is TOOL_RESULT:

@@ -529,14 +529,9 @@ class _EncoderBase(Encoder):
         else:
             self.foreign_extension(ext)
 
-    def _lose_block(self, block: Block, why: str) -> None:
-        self.session.lose(f"$.content[{block.message}]", f"{block.section.value} block: {why}")
-
-    def _lose_signature(self, block: Block) -> None:
-        """A carried fragment's attributes: a reasoning signature (first fragment, or
-        the last when the source sends it after the text) has no openai field."""
-        if block.attrs and block.section is Section.ASSISTANT_REASONING and block.attrs.get("signature"):
-            self._lose_block(block, controls.SIGNATURE_LOSS)
+    @staticmethod
+    def _where(block: Block) -> str:
+        return f"$.content[{block.message}]"
 
     def _head_members(self) -> bytes:
         """``"id":...,"object":...,"created":...,"model":...``: every chunk starts with them."""
@@ -571,7 +566,7 @@ class _EncoderBase(Encoder):
             if why is not None:
                 self._lose_block(block, why)
                 return None
-            self._lose_signature(block)
+            self._lose_signature(block, attrs)
             return self.reasoning_key
         if s is Section.TOOL_CALL:
             return "tool_calls"
@@ -666,7 +661,7 @@ class StreamEncoder(_EncoderBase):
         if block.fin:
             self.block = None
             if not block.init:
-                self._lose_signature(block)
+                self._lose_signature(block, block.attrs or {})
 
     def _tool_index(self, choice: int) -> int:
         counts = self._tool_counts
@@ -774,7 +769,7 @@ class ResponseEncoder(_EncoderBase):
                 if block.fin:
                     self.block[1]()
                     self.block = None
-                    self._lose_signature(block)
+                    self._lose_signature(block, block.attrs or {})
             return
         key = self._section_key(block)
         if key is None:
