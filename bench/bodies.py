@@ -13,7 +13,7 @@ from functools import cache
 
 import rpt  # tests/rpt.py (bench/conftest.py puts tests/ on sys.path)
 
-from interlingua.dialects import DIALECTS, codecs
+from interlingua.dialects import DIALECTS, available
 
 MIB = 1 << 20
 _WORDS = "lorem ipsum \"dolor\" sit amet, é 中 😀\n "
@@ -31,14 +31,6 @@ class Body:
     def group(self) -> str:
         cut = f"/{self.frame}B-frames" if self.frame else ""
         return f"{self.kind}:{self.shape}{cut}:{self.dialect}"
-
-
-def available(dialect: str, kind: str) -> bool:
-    try:
-        codecs(dialect, kind)
-    except ValueError:
-        return False
-    return True
 
 
 def targets(dialect: str, kind: str) -> list[str]:

@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from interlingua.dialects import available
+
 from . import corpus, measure, report
 
 
@@ -24,7 +26,7 @@ def build_cases(rpt_root: Path | None) -> tuple[list, list[str]]:
             skipped.append(f"{dialect} streams (interleaved parallel tool-call deltas, usage after finish): "
                            "no stream codec yet")
     for case in corpus.rpt_cases(rpt_root):
-        if measure.available(case.dialect, case.kind):
+        if available(case.dialect, case.kind):
             cases.append(case)
         else:
             skipped.append(f"rpt {case.scenario}/{case.dialect}.{case.kind}: no {case.kind} codec for {case.dialect}")

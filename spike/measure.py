@@ -14,18 +14,10 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from interlingua import Options, Transcoder, TranscodeError
-from interlingua.dialects import DIALECTS, KINDS, codecs
+from interlingua.dialects import DIALECTS, KINDS, available
 from interlingua.reorder import ReorderBuffer
 
 FRAME = 8192  # how the body is cut; a hold's size does not depend on it
-
-
-def available(dialect: str, kind: str) -> bool:
-    try:
-        codecs(dialect, kind)
-    except ValueError:
-        return False
-    return True
 
 
 def ordered_pairs(kind: str) -> list[tuple[str, str]]:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from interlingua import TranscodeError
-from interlingua.dialects import codecs
+from interlingua.dialects import available
 
 from rpt import (
     split_stream_events,
@@ -16,17 +16,9 @@ from rpt import (
 )
 
 
-def _available(dialect: str, kind: str) -> bool:
-    try:
-        codecs(dialect, kind)
-    except ValueError:
-        return False
-    return True
-
-
 def _script(path):
     script = parse_wire(path)
-    if not _available(script.dialect, script.kind):
+    if not available(script.dialect, script.kind):
         pytest.skip(f"{script.dialect} {script.kind} codec not available")
     return script
 

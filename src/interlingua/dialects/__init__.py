@@ -25,3 +25,12 @@ def codecs(dialect: str, kind: str):
     if pair is None:
         raise ValueError(f"{dialect} has no {kind} codec yet")
     return pair
+
+
+def available(dialect: str, kind: str) -> bool:
+    """Whether ``codecs(dialect, kind)`` exists (tests, bench and spike pick their pairs with it)."""
+    try:
+        codecs(dialect, kind)
+    except ValueError:
+        return False
+    return True
