@@ -19,7 +19,10 @@ Both maps are *stateless* -- a proxy transcodes a request with one
   anthropic allows). The map is injective and ``canonical_id`` inverts it
   with no state, so a ``tool_use`` and its ``tool_result`` stay paired, and an
   id anthropic hands back (the client's next request) becomes the backend's
-  own id again. Lossless: nothing is recorded.
+  own id again. Lossless: nothing is recorded. (One exception, harmless: an id
+  an anthropic client made up that starts with ``ID_MARK`` but is not of this
+  map comes back from another dialect escaped once more -- still valid, and
+  the same on the call and its result.)
 * **names** (into openai and anthropic): a name that fits is kept; any other
   becomes its characters outside ``[a-zA-Z0-9_-]`` replaced by ``_``, cut to
   leave room, then ``_`` and the first 8 hex digits of its SHA-256. The same

@@ -71,7 +71,7 @@ class Session:
             self.tool_names[wire] = text
             what = f"tool name {text!r}" if name is not None else "a missing tool name"
             self.lose(path, f"{what} is not a valid {self.target} tool name "
-                            f"(^[a-zA-Z0-9_-]{{1,N}}$); sent as {wire!r}")
+                            f"(^[a-zA-Z0-9_-]{{1,{NAME_LIMIT[self.target]}}}$); sent as {wire!r}")
         return wire
 
     def tool_name_in(self, name: str) -> str:
