@@ -51,14 +51,20 @@ class Loss(msgspec.Struct, frozen=True):
 class Session:
     """Per-run shared state. Not thread-safe; one per transcoding."""
 
-    def __init__(self, options: Options | None = None, *, source: str = "", target: str = "") -> None:
+    def __init__(self, options: Options | None = None, *, source: str = "", target: str = "",
+                 kind: str = "request") -> None:
         self.options = options or Options()
+        self.kind = kind
         self.source = source
         self.target = target
         self.losses: list[Loss] = []
         self.reorder = ReorderBuffer(self.options.reorder_budget, refuse=self.options.refuse_reorder)
         #: tool names changed for the target in this run: wire name -> the source's name
         self.tool_names: dict[str, str] = {}
+        #: the output is a copy of the input (same-dialect response or stream,
+        #: ``interlingua.passthrough``): nothing can be lost, so no loss is recorded
+        self.passthrough = False
+        self._lost_paths: set[tuple[str, str, str]] = set()
 
     def tool_name_out(self, name: object, path: str) -> str:
         """A tool name of another dialect as the target accepts it (``naming.wire_name``);
@@ -80,8 +86,20 @@ class Session:
         return names.get(name, name) if names and isinstance(name, str) else name
 
     def lose(self, path: str, reason: str, *, dialect: str | None = None) -> None:
-        """Record that the field at ``path`` (in the source) is not carried; strict raises."""
+        """Record that the field at ``path`` (in the source) is not carried; strict raises.
+
+        Responses and streams: one record per path and reason -- a stream
+        repeats its fields in every frame, each would be the same loss again.
+        (A request's paths name a message, not a field: two losses there are
+        two things lost.)"""
+        if self.passthrough:
+            return
         loss = Loss(dialect or self.source, path, reason)
+        if self.kind != "request":
+            key = (loss.dialect, path, reason)
+            if key in self._lost_paths:
+                return
+            self._lost_paths.add(key)
         if self.options.strict:
             raise LossError(f"cannot carry {path}: {reason}", dialect=loss.dialect, path=path)
         self.losses.append(loss)
