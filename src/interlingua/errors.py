@@ -91,6 +91,10 @@ class SchemaError(TranscodeError):
     """Valid JSON of the wrong shape: wrong type, missing required field."""
 
 
+class DuplicateKeyError(SchemaError):
+    """An object has the same key twice (any object of the input, at any depth)."""
+
+
 class LossError(TranscodeError):
     """Strict mode: a field could not be carried into the target dialect."""
 
