@@ -192,6 +192,12 @@ class Transcoder:
     def reorder(self):
         return self.session.reorder
 
+    @property
+    def tool_names(self) -> dict[str, str]:
+        """Tool names changed for the target (wire name -> source name); give them to the
+        response's transcoder as ``Options(tool_names=...)`` (``interlingua.naming``)."""
+        return self.session.tool_names
+
     def _take(self) -> bytes:
         out = b"".join(self._out)
         self._out.clear()

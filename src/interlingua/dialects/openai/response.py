@@ -260,7 +260,7 @@ class _ToolCallReader(MemberReader):
     def _function_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d = self.d
         if key == "name":
-            d.read_value(kind, value, offset, lambda v: self._attr("name", v))
+            d.read_value(kind, value, offset, lambda v: self._attr("name", d.session.tool_name_in(v)))
         elif key == "arguments":
             if kind != tok.NULL:
                 d.read_string(kind, value, offset, self._arguments, "arguments")
