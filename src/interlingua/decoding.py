@@ -430,6 +430,10 @@ class ResponseDecoderBase(Decoder):
     def _starting(self) -> None:
         """Hook: what goes out just before ``MessageStart``."""
 
+    def missing_terminator(self) -> bytes:
+        """Hook: the frame a copy of this stream adds when the source ended without it."""
+        return b""
+
 class RawStream:
     """Raw JSON text of one value, handed on as fragments: at each chunk end and at the end."""
 

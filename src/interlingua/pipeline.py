@@ -14,6 +14,7 @@ from .dialects import codecs
 from .errors import TranscodeError
 from .framing import FrameEnd, NdjsonDecoder, SseDecoder
 from .json import Tokenizer
+from .passthrough import BodyCopy, FrameCopy
 from .session import Options, Session
 
 _FRAME_END = FrameEnd()  # immutable: one marker serves every frame
@@ -22,13 +23,15 @@ _FRAME_END = FrameEnd()  # immutable: one marker serves every frame
 class _Front:
     """Bytes in, canonical events out (through ``emit``)."""
 
-    def __init__(self, source: str, kind: str, emit: Callable[[Event], None], session: Session) -> None:
+    def __init__(self, source: str, kind: str, emit: Callable[[Event], None], session: Session,
+                 copy=None) -> None:
         decoder_cls, _ = codecs(source, kind)
         self.source = source
         self.decoder = decoder_cls(emit, session)
         self.tokenizer = Tokenizer(self.decoder.on_token, max_depth=session.options.max_depth,
                                    dialect=source)
         self.decoder.tokenizer = self.tokenizer
+        self.copy = copy  # passthrough.BodyCopy: gets each chunk the decoder accepted
 
     def feed(self, data: bytes) -> None:
         try:
@@ -36,6 +39,8 @@ class _Front:
             self.decoder.flush()
         except TranscodeError as exc:
             raise exc.locate(dialect=self.source, path=self.tokenizer.path())
+        if self.copy is not None:
+            self.copy.data(data)
 
     def close(self) -> None:
         try:
@@ -57,10 +62,12 @@ class _StreamFront:
     ``end_frame`` runs and a ``FrameEnd`` marker follows (see ``framing.FrameEnd``).
     """
 
-    def __init__(self, source: str, kind: str, emit: Callable[[Event], None], session: Session) -> None:
+    def __init__(self, source: str, kind: str, emit: Callable[[Event], None], session: Session,
+                 copy=None) -> None:
         decoder_cls, _ = codecs(source, kind)
         self.source = source
         self.emit = emit
+        self.copy = copy  # passthrough.FrameCopy: gets each frame's data and end the decoder accepted
         self.decoder = decoder_cls(emit, session)
         self.max_line = session.options.max_value_bytes
         if decoder_cls.framing == "sse":
@@ -76,6 +83,11 @@ class _StreamFront:
     # -- sink of the framer ------------------------------------------------------
 
     def frame_data(self, data: bytes) -> None:
+        self._frame_data(data)
+        if self.copy is not None:
+            self.copy.frame_data(data, getattr(self.framer, "event", None))
+
+    def _frame_data(self, data: bytes) -> None:
         if self._in_document:
             try:
                 self.tokenizer.feed(data)
@@ -91,7 +103,7 @@ class _StreamFront:
                 self.tokenizer.reset()
                 self._in_document = True
                 self.decoder.begin_frame()
-                self.frame_data(stripped)
+                self._frame_data(stripped)
                 return
             self._text = b""
         self._text += data
@@ -112,6 +124,8 @@ class _StreamFront:
         except TranscodeError as exc:
             raise exc.locate(frame_offset=self._frame_at)
         self._frame_at = None
+        if self.copy is not None:
+            self.copy.frame_end(event)
         self.emit(_FRAME_END)
 
     # -- driving ------------------------------------------------------------------
@@ -141,8 +155,8 @@ class _StreamFront:
             raise exc.locate(dialect=self.source, path=self._where())
 
 
-def _front(source: str, kind: str, emit: Callable[[Event], None], session: Session):
-    return (_StreamFront if kind == "stream" else _Front)(source, kind, emit, session)
+def _front(source: str, kind: str, emit: Callable[[Event], None], session: Session, copy=None):
+    return (_StreamFront if kind == "stream" else _Front)(source, kind, emit, session, copy)
 
 
 class Transcoder:
@@ -156,11 +170,19 @@ class Transcoder:
 
     def __init__(self, source: str, target: str, *, kind: str = "request",
                  options: Options | None = None) -> None:
-        self.session = Session(options, source=source, target=target)
-        _, encoder_cls = codecs(target, kind)
+        self.session = Session(options, source=source, target=target, kind=kind)
+        decoder_cls, encoder_cls = codecs(target, kind)
         self._out: list[bytes] = []
-        self.encoder = encoder_cls(self._out.append, self.session)
-        self._front = _front(source, kind, self.encoder.on_event, self.session)
+        copy = None
+        if source == target and kind != "request":  # the input is the output (interlingua.passthrough)
+            self.session.passthrough = True
+            copy = (FrameCopy(self._out.append, self.session, decoder_cls.framing) if kind == "stream"
+                    else BodyCopy(self._out.append, self.session))
+            self.encoder = copy
+        else:
+            self.encoder = encoder_cls(self._out.append, self.session)
+        self._copy = copy
+        self._front = _front(source, kind, self.encoder.on_event, self.session, copy)
 
     @property
     def losses(self):
@@ -169,6 +191,12 @@ class Transcoder:
     @property
     def reorder(self):
         return self.session.reorder
+
+    @property
+    def tool_names(self) -> dict[str, str]:
+        """Tool names changed for the target (wire name -> source name); give them to the
+        response's transcoder as ``Options(tool_names=...)`` (``interlingua.naming``)."""
+        return self.session.tool_names
 
     def _take(self) -> bytes:
         out = b"".join(self._out)
@@ -183,6 +211,8 @@ class Transcoder:
     def close(self) -> bytes:
         """End of input; returns the rest of the output."""
         self._front.close()
+        if self._copy is not None:
+            self._copy.finished(self._front.decoder)
         return self._take()
 
     def abort(self, error: "BaseException | Error | None" = None) -> bytes:
@@ -211,7 +241,7 @@ class Decoder:
     """Push-style decoder to canonical events: ``feed`` / ``close`` return the events they produced."""
 
     def __init__(self, source: str, *, kind: str = "request", options: Options | None = None) -> None:
-        self.session = Session(options, source=source)
+        self.session = Session(options, source=source, kind=kind)
         self._events: list[Event] = []
         self._front = _front(source, kind, self._events.append, self.session)
 

@@ -212,7 +212,8 @@ class _Decoder(ResponseDecoderBase):
             def member(kind: int, value: Any, offset: int) -> None:
                 self.pop()
                 if key == "name":
-                    self.read_value(kind, value, offset, lambda v: call["attrs"].__setitem__("name", v))
+                    self.read_value(kind, value, offset, lambda v: call["attrs"].__setitem__(
+                        "name", self.session.tool_name_in(v)))
                 elif key == "arguments":
                     # the name must ride on the first fragment: hold the arguments until it came
                     block = call["block"] = Deferred(self.session, "ollama:arguments-before-name",
