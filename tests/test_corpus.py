@@ -41,7 +41,6 @@ _I5 = "issue 16 item 5 (validity): reasoning_effort with a forced tool becomes t
 _I6 = "issue 16 item 6 (ollama): generated ids are constant, times are not taken from the source"
 _I7 = "issue 16 item 7 (validity): a silent drop"
 _I9 = "issue 16 item 9 (ollama): an openai refusal in history drops the assistant turn for ollama"
-_F1 = "issue 14 item 1 (fidelity): same dialect is not lossless for responses and streams yet"
 
 #: (check, item, target) -> why it fails today (the owner's fix flips it; the owner removes it)
 KNOWN: dict[tuple[str, str, str], str] = {
@@ -58,11 +57,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
                                          ("openai-stream-truncated-call", "ollama"),
                                          ("anthropic-stream-truncated-call", "ollama")]},
     ("rules", "openai-response-truncated-call", "anthropic"): _I1,
-    **{("round-trip", n, n.split("-")[0]): _F1 for n in [
-        "openai-response-tools", "openai-stream-tools", "anthropic-response-tools", "anthropic-stream-tools",
-        "ollama-response-tools", "ollama-stream-tools", "openai-response-truncated-call",
-        "openai-stream-truncated-call", "anthropic-stream-truncated-call", "openai-response-n2-logprobs",
-        "anthropic-response-stop-sequence", "anthropic-stream-long-text"]},
     ("conversation", "anthropic-agent-short", "ollama"): _I3,
     ("conversation", "anthropic-agent-long", "ollama"): _I3,
     ("conversation", "openai-app", "ollama"): _I9,

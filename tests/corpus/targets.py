@@ -74,7 +74,8 @@ def validate(target: str, kind: str, out: bytes) -> None:
                 ChatCompletionChunk.model_validate(event)
         elif target == "anthropic":
             assert name == event["type"], "the SSE event name is the event's type"
-            _ANTHROPIC_EVENT.validate_python(event)
+            if name != "ping":  # keep-alive: not in the client's event union, which skips it
+                _ANTHROPIC_EVENT.validate_python(event)
         else:
             ollama_types.ChatResponse.model_validate(event)
 
