@@ -123,10 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("blocks", help="print the canonical events of stdin, one JSON object a line")
     common(b)
     sub.add_parser("demo", help="transcode the shipped sample request and show its canonical blocks")
+    from .proxy import serve as proxy_serve  # imports nothing of the proxy's dependencies until run
+    proxy_serve.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
             return _demo(args)
+        if args.command == "serve":
+            return proxy_serve.main(args)
         source = _chunks(sys.stdin.buffer)
         return _transcode(args, source) if args.command == "transcode" else _blocks(args, source)
     except TranscodeError as exc:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator
 
-from .canonical import Error, Event
+import msgspec
+
+from .canonical import Control, Error, Event
 from .dialects import codecs
 from .errors import TranscodeError
 from .framing import FrameEnd, NdjsonDecoder, SseDecoder
@@ -166,10 +168,11 @@ class Transcoder:
     >>> out = t.feed(b'{"model":"m","messages":[{"role":"user","content":"hi"}]}') + t.close()
 
     ``losses`` lists what could not be carried; ``reorder`` reports what was held.
+    ``model`` (requests) replaces the source's model name in the output.
     """
 
     def __init__(self, source: str, target: str, *, kind: str = "request",
-                 options: Options | None = None) -> None:
+                 options: Options | None = None, model: str | None = None) -> None:
         self.session = Session(options, source=source, target=target, kind=kind)
         decoder_cls, encoder_cls = codecs(target, kind)
         self._out: list[bytes] = []
@@ -182,7 +185,8 @@ class Transcoder:
         else:
             self.encoder = encoder_cls(self._out.append, self.session)
         self._copy = copy
-        self._front = _front(source, kind, self.encoder.on_event, self.session, copy)
+        on_event = self.encoder.on_event if model is None else _model_renamer(self.encoder.on_event, model)
+        self._front = _front(source, kind, on_event, self.session, copy)
 
     @property
     def losses(self):
@@ -284,6 +288,25 @@ def decode(chunks: Iterable[bytes], *, source: str, kind: str = "request",
     for chunk in chunks:
         yield from decoder.feed(chunk)
     yield from decoder.close()
+
+
+def _model_renamer(on_event: Callable[[Event], None], model: str) -> Callable[[Event], None]:
+    """``Transcoder(model=...)``: the target gets ``model`` instead of the source's model name.
+
+    A proxy routes a client's model name to a backend that knows it by
+    another name. The replacement keeps the control's dialect and key with the
+    new value as its raw JSON, so a same-dialect target writes it where the
+    source had it, and other targets map it as any model control.
+    """
+    raw = msgspec.json.encode(model)
+
+    def on_event_renamed(event: Event) -> None:
+        if event.__class__ is Control and event.name == "model":
+            event = Control("model", model, dialect=event.dialect, key=event.key,
+                            raw=raw if event.raw is not None else None)
+        on_event(event)
+
+    return on_event_renamed
 
 
 def _error_event(exc: BaseException | None) -> Error:
