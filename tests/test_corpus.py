@@ -40,7 +40,6 @@ _I4 = ("issue 16 item 4 (ollama): ollama thinking after content becomes [text, t
 _I5 = "issue 16 item 5 (validity): reasoning_effort with a forced tool becomes thinking + forced tool_choice"
 _I6 = "issue 16 item 6 (ollama): generated ids are constant, times are not taken from the source"
 _I7 = "issue 16 item 7 (validity): a silent drop"
-_I9 = "issue 16 item 9 (ollama): an openai refusal in history drops the assistant turn for ollama"
 
 #: (check, item, target) -> why it fails today (the owner's fix flips it; the owner removes it)
 KNOWN: dict[tuple[str, str, str], str] = {
@@ -59,7 +58,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("rules", "openai-response-truncated-call", "anthropic"): _I1,
     ("conversation", "anthropic-agent-short", "ollama"): _I3,
     ("conversation", "anthropic-agent-long", "ollama"): _I3,
-    ("conversation", "openai-app", "ollama"): _I9,
     ("rules", "ollama-response-tools", "anthropic"): _I4,
     ("rules", "ollama-stream-tools", "anthropic"): _I4,
     ("rules", "openai-agent", "anthropic"): _I5,

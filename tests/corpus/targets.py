@@ -158,6 +158,15 @@ def ollama_seen(kind: str, body: bytes) -> Seen:
     return seen
 
 
+def _drop_ollama_ids(body: dict) -> None:
+    """Tool-call ``id`` and ``tool_call_id``: Ollama's server reads them (the ollama engineer's
+    issue 17 decision), the Python client 0.6.3 does not declare them and drops them."""
+    for m in body.get("messages") or []:
+        m.pop("tool_call_id", None)
+        for call in m.get("tool_calls") or []:
+            call.pop("id", None)
+
+
 def _tool_shapes(body: dict) -> list:
     return [(t["function"]["name"], sorted(t["function"].get("parameters", {}).get("properties", {})))
             for t in body.get("tools") or []]
@@ -174,6 +183,7 @@ def consume(target: str, kind: str, out: bytes):
         if target == "ollama":  # ollama's Tool model keeps only the JSON-schema keywords it declares
             assert _tool_shapes(sent) == _tool_shapes(given)
             sent.pop("tools", None), given.pop("tools", None)
+            _drop_ollama_ids(given)
         assert sent == given, "the client changed the body it was given"
         return sent
     return SEEN[target](kind, out)
