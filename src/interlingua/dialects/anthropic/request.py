@@ -30,6 +30,8 @@ Decoder decisions (pinned by tests and rpt scenarios):
 
 from __future__ import annotations
 
+from ..fields import REQUEST_FIELDS
+
 import json
 from typing import Any, Callable
 
@@ -81,11 +83,14 @@ def _extra(builder: BlockBuilder, key: str, raw: bytes) -> None:
 
 
 
+_FIELDS = REQUEST_FIELDS[DIALECT]
+
 class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
     system_in_list = False  # top-level ``system``: SystemEnd after it, or at the body's end
 
     def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        self.expect(kind, value, offset, _FIELDS.get(key), key)
         if key == "messages":
             self.read_messages(kind, offset)
         elif key == "system":

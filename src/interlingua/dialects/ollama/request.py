@@ -66,6 +66,8 @@ Encoder decisions:
 
 from __future__ import annotations
 
+from ..fields import REQUEST_FIELDS
+
 import base64
 import json
 from typing import Any, Callable
@@ -136,6 +138,9 @@ def sniff_media_type(b64_prefix: bytes) -> str | None:
 # ---------------------------------------------------------------------------
 
 
+_FIELDS = REQUEST_FIELDS[DIALECT]
+_OPTION_FIELDS = REQUEST_FIELDS["ollama.options"]
+
 class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
 
@@ -152,6 +157,7 @@ class RequestDecoder(RequestBodyDecoder):
             self.emit(Control("stream", True, dialect=DIALECT))
 
     def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        self.expect(kind, value, offset, _FIELDS.get(key), key)
         if key == "messages":
             self.read_messages(kind, offset)
         elif key == "tools":
@@ -180,6 +186,7 @@ class RequestDecoder(RequestBodyDecoder):
         self.each_member(kind, offset, "options", self._option, self._options_end)
 
     def _option(self, key: str, kind: int, value: Any, offset: int) -> None:
+        self.expect(kind, value, offset, _OPTION_FIELDS.get(key), "options." + key)
         self._options_empty = False
         self.read_raw(kind, value, offset, lambda raw: self._option_field(key, raw))
 
