@@ -66,6 +66,7 @@ BOOLEAN = Expect((tok.TRUE, tok.FALSE), "a boolean")
 OBJECT = Expect((tok.OBJECT_START,), "an object")
 ARRAY = Expect((tok.ARRAY_START,), "an array")
 NULL = Expect((tok.NULL,), "null")
+OPT_STRING, OPT_INTEGER, OPT_OBJECT, OPT_ARRAY = STRING | NULL, INTEGER | NULL, OBJECT | NULL, ARRAY | NULL
 SCALAR = STRING | NUMBER | BOOLEAN | NULL
 ANY = OBJECT | ARRAY | SCALAR
 
