@@ -10,11 +10,12 @@ raw JSON text (streamed in fragments too, so nothing grows with the body).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Callable
 
 from . import json as tok
 from .canonical import Block, End, Event, Extension, MessageStart, MessagesEnd, Section, SystemEnd
-from .errors import BudgetExceededError, SchemaError
+from .errors import BudgetExceededError, LoneSurrogateError, SchemaError
 from .jsonwriter import LITERAL_TEXT, RawValue
 from .session import Session
 
@@ -208,9 +209,19 @@ class Decoder:
         if expect is not None and expect.refuses(kind, value):
             self.expect(kind, value, offset, expect, what)
         if kind in _SCALAR_KINDS:
-            done(_scalar(kind, value))
+            if kind == tok.STRING and b"\\u" in value:
+                done(self._at(_scalar, kind, value, offset=offset))
+            else:
+                done(_scalar(kind, value))
             return
-        self.read_raw(kind, value, offset, lambda raw: done(json.loads(raw)))
+        self.read_raw(kind, value, offset, lambda raw: done(self._at(_data, raw, offset=offset)))
+
+    def _at(self, decode: Callable, *args: Any, offset: int) -> Any:
+        """``decode(*args)``; its error (a lone surrogate) at the value's first byte."""
+        try:
+            return decode(*args)
+        except LoneSurrogateError as exc:
+            raise self.error(exc.reason, offset, LoneSurrogateError) from None
 
     def read_raw(self, kind: int, value: Any, offset: int, done: Callable[[bytes], None],
                  expect: Expect | None = None, what: str = "") -> None:
@@ -518,10 +529,37 @@ class RawStream:
 
 def _scalar(kind: int, value: Any) -> Any:
     if kind == tok.STRING:
-        return value.decode("utf-8") if b"\\" not in value else json.loads(b'"' + value + b'"')
+        if b"\\" not in value:
+            return value.decode("utf-8")
+        text = json.loads(b'"' + value + b'"')
+        if b"\\u" in value and _LONE_SURROGATE.search(text):
+            raise _lone_surrogate()
+        return text
     if kind == tok.NUMBER:
         return int(value) if value.isdigit() else json.loads(value)  # indexes and counts: mostly digits
     return {tok.TRUE: True, tok.FALSE: False, tok.NULL: None}[kind]
+
+
+# A value read as data (an id, a name, a type, a media type, a whole small object) is
+# decoded to ``str``: an escaped lone surrogate (``"\\ud800"``) is not Unicode text
+# there -- no UTF-8 output, hash or id can carry it -- so it is refused at that value.
+# In text that is copied (content, arguments) it passes, as the escape it came as.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate() -> SchemaError:
+    return LoneSurrogateError("lone surrogate escape in a value read as text (not Unicode)")
+
+
+def _data(raw: bytes) -> Any:
+    """A whole small value's compact JSON as Python data (see ``_LONE_SURROGATE``)."""
+    value = json.loads(raw)
+    if b"\\u" in raw:
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise _lone_surrogate() from None
+    return value
 
 
 class BlockBuilder:

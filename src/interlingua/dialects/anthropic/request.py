@@ -39,7 +39,8 @@ from ... import json as tok
 from ...canonical import (
     ASSISTANT_REASONING, ASSISTANT_REFUSAL, ASSISTANT_TEXT, REQUEST_LEVEL, SERVER_TOOL_RESULT, SYSTEM_INSTRUCTION,
     TOOL_CALL, TOOL_DEFINITION, TOOL_RESULT, TOP_LEVEL_SYSTEM, UNKNOWN, USER_DOCUMENT, USER_IMAGE, USER_TEXT,
-    Block, Control, End, Event, Extension, MessagesEnd, Section, decode_escaped, escape_raw_json,
+    Block, Control, End, Event, Extension, MessagesEnd, Section, escape_raw_json,
+    unescape_json_text,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, ignore
@@ -583,7 +584,7 @@ class _Arguments:
             self.first = kind
 
     def feed(self, escaped: bytes) -> None:
-        data = decode_escaped(escaped).encode("utf-8")
+        data = unescape_json_text(escaped)
         self.hold.write(data)
         if not self.bad:
             try:
@@ -883,7 +884,7 @@ class RequestEncoder(Encoder):
         w._separate()
         w.write(b'{"type":"tool_use","input":')
         if not self.foreign:
-            write = lambda data: w.write(decode_escaped(data).encode("utf-8")) if data else None  # noqa: E731
+            write = lambda data: w.write(unescape_json_text(data)) if data else None  # noqa: E731
             args = None
         else:
             args = _Arguments(self)

@@ -52,7 +52,7 @@ from ...canonical import (
     MessageStart,
     Section,
     Usage,
-    decode_escaped,
+    unescape_json_text,
     escape_raw_json,
 )
 from ...decoding import MemberReader, Members, ResponseDecoderBase
@@ -205,7 +205,7 @@ class _ContentBlock(MemberReader):
             if not self.json_parts:
                 self.block.fragment(b',"input":')
                 self.json_parts = True
-            self.block.fragment(decode_escaped(data).encode("utf-8"))
+            self.block.fragment(unescape_json_text(data))
         else:
             raise SchemaError(f"input_json_delta on a {self.type} block", dialect=DIALECT)
 
@@ -799,7 +799,7 @@ class ResponseEncoder(_EncoderBase):
         if kind == "tool_use":
             if payload:
                 self.json_empty = False
-                self.write(decode_escaped(payload).encode("utf-8"))
+                self.write(unescape_json_text(payload))
         else:
             self.write(payload)
         if block.fin:

@@ -76,7 +76,7 @@ from ... import json as tok
 from ...canonical import (
     ASSISTANT_REASONING, ASSISTANT_REFUSAL, ASSISTANT_TEXT, REQUEST_LEVEL, SERVER_TOOL_RESULT, SYSTEM_INSTRUCTION, TOOL_CALL, TOOL_DEFINITION, TOOL_RESULT,
     TOP_LEVEL_SYSTEM, UNKNOWN, USER_IMAGE, USER_TEXT, Block, Control, End, Event, Extension, MessagesEnd, Section,
-    SystemEnd, decode_escaped, escape_raw_json,
+    SystemEnd, escape_raw_json, unescape_json_text,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, first_member, merged_reasoning
@@ -973,7 +973,7 @@ class ArgumentsWriter:
     def feed(self, escaped: bytes) -> None:
         if not escaped:
             return
-        data = decode_escaped(escaped).encode("utf-8") if b"\\" in escaped else escaped
+        data = unescape_json_text(escaped) if b"\\" in escaped else escaped
         if not self.started:
             data = data.lstrip()
             if not data:

@@ -41,7 +41,7 @@ from ...canonical import (
     MessageStart,
     Section,
     Usage,
-    decode_escaped,
+    unescape_json_text,
     escape_raw_json,
 )
 from ...decoding import Members, ResponseDecoderBase
@@ -433,7 +433,7 @@ class StreamEncoder(_EncoderBase):
         if kind == "tool_calls":
             attrs, hold = self.tool
             if block.payload:
-                hold.write(decode_escaped(block.payload).encode("utf-8"))
+                hold.write(unescape_json_text(block.payload))
             if block.fin:
                 self.tool = None
                 self.write(self._head() + b',"message":{"role":"assistant","content":"","tool_calls":['
@@ -506,7 +506,7 @@ class ResponseEncoder(_EncoderBase):
                 def write(data: bytes) -> None:
                     if data:
                         state["empty"] = False
-                        w.write(decode_escaped(data).encode("utf-8"))
+                        w.write(unescape_json_text(data))
                 self.placed = (write, lambda: w.write((b"{}" if state["empty"] else b"") + b"}}"))
             else:
                 w = msg.member(kind, b'"')
