@@ -12,11 +12,18 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 
+use pyo3::types::{PyBytes, PyList};
+
 use crate::error::Error;
+use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
 
 /// The stages the core implements (interlingua.backend reads it to decide
 /// what the native backend covers).
-const COVERS: &[&str] = &[];
+const COVERS: &[&str] = &["json-tokenizer"];
+
+/// Below this many bytes a chunk is worked on with the GIL held: releasing and
+/// taking it back costs more than the work (see native/README.md, "Threads").
+const DETACH_MIN: usize = 2048;
 
 static ERRORS_MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
@@ -79,8 +86,140 @@ pub(crate) fn busy(what: &str) -> PyErr {
     PyRuntimeError::new_err(format!("{what} is in use by another thread"))
 }
 
+// -- the tokenizer, for tests and benchmarks -----------------------------------
+
+fn limits(max_depth: usize, max_key_bytes: usize, max_number_bytes: usize) -> Limits {
+    Limits { max_depth, max_key_bytes, max_number_bytes }
+}
+
+/// Tokens as Python tuples (test entry point only: a Python object per token is
+/// what the native pipeline never makes).
+struct ListSink<'py> {
+    py: Python<'py>,
+    tokens: Bound<'py, PyList>,
+}
+
+impl Sink for ListSink<'_> {
+    fn token(&mut self, token: Token<'_>, offset: u64, _path: &Frames) -> crate::error::Result<()> {
+        let py = self.py;
+        let value: Option<Bound<'_, PyAny>> = match token {
+            Token::Key(key) => wtf8_to_py(py, key).ok(),
+            other => other.bytes().map(|b| PyBytes::new(py, b).into_any()),
+        };
+        self.tokens
+            .append((token.kind(), value, offset))
+            .map_err(|e| Error::new(crate::error::ErrorClass::Transcode, e.to_string()))
+    }
+}
+
+/// Tokenize `data` fed in pieces cut at `cuts` (sorted offsets), then closed.
+/// Returns `(tokens, error)`: tokens as `(kind, value, offset)`, with
+/// `(0, None, None)` after each feed (the parity rule compares what each
+/// feed delivered); `error` the TranscodeError raised, or None. Test entry point.
+#[pyfunction]
+#[pyo3(signature = (data, cuts, *, max_depth=128, max_key_bytes=65536, max_number_bytes=1024, dialect=None))]
+fn tokenize<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    cuts: Vec<usize>,
+    max_depth: usize,
+    max_key_bytes: usize,
+    max_number_bytes: usize,
+    dialect: Option<&str>,
+) -> PyResult<(Bound<'py, PyList>, Option<Py<PyAny>>)> {
+    let mut tokenizer = Tokenizer::new(limits(max_depth, max_key_bytes, max_number_bytes));
+    let mut sink = ListSink { py, tokens: PyList::empty(py) };
+    let mut start = 0;
+    let mut bounds: Vec<usize> = cuts.into_iter().filter(|&c| c <= data.len()).collect();
+    bounds.push(data.len());
+    let result = guard(py, || -> crate::error::Result<()> {
+        for end in bounds {
+            let end = end.max(start);
+            tokenizer.feed(&data[start..end], &mut sink)?;
+            sink.tokens
+                .append((0u8, py.None(), py.None()))
+                .map_err(|e| Error::new(crate::error::ErrorClass::Transcode, e.to_string()))?;
+            start = end;
+        }
+        tokenizer.close(&mut sink)
+    })?;
+    let error = match result {
+        Ok(()) => None,
+        Err(err) => Some(to_py_err(py, &err, dialect).into_value(py).into_any()),
+    };
+    Ok((sink.tokens, error))
+}
+
+struct CountSink(u64);
+
+impl Sink for CountSink {
+    #[inline]
+    fn token(&mut self, _token: Token<'_>, _offset: u64, _path: &Frames) -> crate::error::Result<()> {
+        self.0 += 1;
+        Ok(())
+    }
+}
+
+/// The native tokenizer with a sink that counts tokens: the cost of the core
+/// and of one `feed` call through the binding (benchmarks, thread tests).
+#[pyclass(module = "interlingua._native")]
+struct TokenCounter {
+    tokenizer: Tokenizer,
+    dialect: Option<String>,
+}
+
+#[pymethods]
+impl TokenCounter {
+    #[new]
+    #[pyo3(signature = (*, max_depth=128, max_key_bytes=65536, max_number_bytes=1024, dialect=None))]
+    fn new(max_depth: usize, max_key_bytes: usize, max_number_bytes: usize, dialect: Option<String>) -> Self {
+        TokenCounter { tokenizer: Tokenizer::new(limits(max_depth, max_key_bytes, max_number_bytes)), dialect }
+    }
+
+    /// Feed a chunk; returns the number of tokens it completed.
+    fn feed(slf: &Bound<'_, Self>, data: &[u8]) -> PyResult<u64> {
+        let py = slf.py();
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("TokenCounter"))?;
+        let this = &mut *this;
+        let mut sink = CountSink(0);
+        let tokenizer = &mut this.tokenizer;
+        let result = if data.len() >= DETACH_MIN {
+            py.detach(|| catch_unwind(AssertUnwindSafe(|| tokenizer.feed(data, &mut sink))))
+                .map_err(|_| Error::new(crate::error::ErrorClass::Transcode, "internal error in the native core"))
+                .and_then(|r| r)
+        } else {
+            guard(py, || tokenizer.feed(data, &mut sink))?
+        };
+        result.map_err(|e| to_py_err(py, &e, this.dialect.as_deref()))?;
+        Ok(sink.0)
+    }
+
+    fn close(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let py = slf.py();
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("TokenCounter"))?;
+        let this = &mut *this;
+        let mut sink = CountSink(0);
+        let tokenizer = &mut this.tokenizer;
+        guard(py, || tokenizer.close(&mut sink))?.map_err(|e| to_py_err(py, &e, this.dialect.as_deref()))?;
+        Ok(sink.0)
+    }
+
+    fn reset(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("TokenCounter"))?;
+        this.tokenizer.reset();
+        Ok(())
+    }
+
+    #[getter]
+    fn offset(&self) -> u64 {
+        self.tokenizer.offset()
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(tokenize, m)?)?;
+    m.add_class::<TokenCounter>()?;
     m.add("COVERS", PyTuple::new(m.py(), COVERS)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
