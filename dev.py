@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PYTHON = VENV / "bin" / "python"
-EXTRAS = {"demo": "", "test": "[test]", "bench": "[test,bench]", "spike": "[test,bench]"}
+EXTRAS = {"demo": "[proxy,demo]", "test": "[test]", "bench": "[test,bench]", "spike": "[test,bench]"}
 
 
 NATIVE = ROOT / "native"

@@ -91,6 +91,11 @@ class SseDecoder:
         self._has_data = False  # the current event has had a data line
         self._line_empty = True  # nothing but the line end so far on this line
 
+    @property
+    def event(self) -> str | None:
+        """The current event's name as far as read (an ``event:`` line may also follow its data)."""
+        return self._event
+
     def feed(self, data: bytes) -> None:
         i, n = 0, len(data)
         base = self.offset

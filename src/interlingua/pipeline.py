@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator
 
-from .canonical import Error, Event
+import msgspec
+
+from .canonical import Control, Error, Event
 from .dialects import codecs
 from .errors import TranscodeError
 from .framing import FrameEnd, NdjsonDecoder, SseDecoder
 from .json import Tokenizer
+from .passthrough import BodyCopy, FrameCopy
 from .session import Options, Session
 
 _FRAME_END = FrameEnd()  # immutable: one marker serves every frame
@@ -22,27 +25,32 @@ _FRAME_END = FrameEnd()  # immutable: one marker serves every frame
 class _Front:
     """Bytes in, canonical events out (through ``emit``)."""
 
-    def __init__(self, source: str, kind: str, emit: Callable[[Event], None], session: Session) -> None:
+    def __init__(self, source: str, kind: str, emit: Callable[[Event], None], session: Session,
+                 copy=None) -> None:
         decoder_cls, _ = codecs(source, kind)
         self.source = source
         self.decoder = decoder_cls(emit, session)
         self.tokenizer = Tokenizer(self.decoder.on_token, max_depth=session.options.max_depth,
                                    dialect=source)
         self.decoder.tokenizer = self.tokenizer
+        self.copy = copy  # passthrough.BodyCopy: gets each chunk the decoder accepted
 
     def feed(self, data: bytes) -> None:
         try:
             self.tokenizer.feed(data)
             self.decoder.flush()
         except TranscodeError as exc:
-            raise exc.locate(dialect=self.source, path=self.tokenizer.path())
+            # an error raised past the tokenizer (a budget, strict mode) is at the token being read
+            raise exc.locate(dialect=self.source, path=self.tokenizer.path(), offset=self.decoder.at)
+        if self.copy is not None:
+            self.copy.data(data)
 
     def close(self) -> None:
         try:
             self.tokenizer.close()
             self.decoder.finish()
         except TranscodeError as exc:
-            raise exc.locate(dialect=self.source, path=self.tokenizer.path())
+            raise exc.locate(dialect=self.source, path=self.tokenizer.path(), offset=self.tokenizer.offset)
 
 
 class _StreamFront:
@@ -57,10 +65,12 @@ class _StreamFront:
     ``end_frame`` runs and a ``FrameEnd`` marker follows (see ``framing.FrameEnd``).
     """
 
-    def __init__(self, source: str, kind: str, emit: Callable[[Event], None], session: Session) -> None:
+    def __init__(self, source: str, kind: str, emit: Callable[[Event], None], session: Session,
+                 copy=None) -> None:
         decoder_cls, _ = codecs(source, kind)
         self.source = source
         self.emit = emit
+        self.copy = copy  # passthrough.FrameCopy: gets each frame's data and end the decoder accepted
         self.decoder = decoder_cls(emit, session)
         self.max_line = session.options.max_value_bytes
         if decoder_cls.framing == "sse":
@@ -76,11 +86,16 @@ class _StreamFront:
     # -- sink of the framer ------------------------------------------------------
 
     def frame_data(self, data: bytes) -> None:
+        self._frame_data(data)
+        if self.copy is not None:
+            self.copy.frame_data(data, getattr(self.framer, "event", None))
+
+    def _frame_data(self, data: bytes) -> None:
         if self._in_document:
             try:
                 self.tokenizer.feed(data)
             except TranscodeError as exc:
-                raise exc.locate(frame_offset=self._frame_at)
+                raise exc.locate(frame_offset=self._frame_at, offset=self.decoder.at)
             return
         if self._text is None:
             stripped = data.lstrip(b" \t\r\n")
@@ -91,7 +106,7 @@ class _StreamFront:
                 self.tokenizer.reset()
                 self._in_document = True
                 self.decoder.begin_frame()
-                self.frame_data(stripped)
+                self._frame_data(stripped)
                 return
             self._text = b""
         self._text += data
@@ -110,8 +125,11 @@ class _StreamFront:
                 text, self._text = self._text, None
                 self.decoder.frame_text(event, (text or b"").strip())
         except TranscodeError as exc:
-            raise exc.locate(frame_offset=self._frame_at)
+            # (an error once the frame ended: at its end; for non-JSON data: at its start)
+            raise exc.locate(frame_offset=self._frame_at, offset=self.tokenizer.offset if self._in_document else 0)
         self._frame_at = None
+        if self.copy is not None:
+            self.copy.frame_end(event)
         self.emit(_FRAME_END)
 
     # -- driving ------------------------------------------------------------------
@@ -131,18 +149,18 @@ class _StreamFront:
         try:
             self.decoder.flush()
         except TranscodeError as exc:
-            raise exc.locate(frame_offset=self._frame_at)
+            raise exc.locate(frame_offset=self._frame_at, offset=self.decoder.at)
 
     def close(self) -> None:
         try:
             self.framer.close()
             self.decoder.finish()
-        except TranscodeError as exc:
-            raise exc.locate(dialect=self.source, path=self._where())
+        except TranscodeError as exc:  # (an error of the stream's end: at its last byte)
+            raise exc.locate(dialect=self.source, path=self._where(), offset=self.framer.offset)
 
 
-def _front(source: str, kind: str, emit: Callable[[Event], None], session: Session):
-    return (_StreamFront if kind == "stream" else _Front)(source, kind, emit, session)
+def _front(source: str, kind: str, emit: Callable[[Event], None], session: Session, copy=None):
+    return (_StreamFront if kind == "stream" else _Front)(source, kind, emit, session, copy)
 
 
 class Transcoder:
@@ -152,15 +170,26 @@ class Transcoder:
     >>> out = t.feed(b'{"model":"m","messages":[{"role":"user","content":"hi"}]}') + t.close()
 
     ``losses`` lists what could not be carried; ``reorder`` reports what was held.
+    ``model`` (requests) replaces the source's model name in the output.
     """
 
     def __init__(self, source: str, target: str, *, kind: str = "request",
-                 options: Options | None = None) -> None:
-        self.session = Session(options, source=source, target=target)
-        _, encoder_cls = codecs(target, kind)
+                 options: Options | None = None, model: str | None = None) -> None:
+        self.session = Session(options, source=source, target=target, kind=kind)
+        decoder_cls, encoder_cls = codecs(target, kind)
         self._out: list[bytes] = []
-        self.encoder = encoder_cls(self._out.append, self.session)
-        self._front = _front(source, kind, self.encoder.on_event, self.session)
+        copy = None
+        if source == target and kind != "request":  # the input is the output (interlingua.passthrough)
+            self.session.passthrough = True
+            copy = (FrameCopy(self._out.append, self.session, decoder_cls.framing) if kind == "stream"
+                    else BodyCopy(self._out.append, self.session))
+            self.encoder = copy
+        else:
+            self.encoder = encoder_cls(self._out.append, self.session)
+        self._copy = copy
+        on_event = self.encoder.on_event if model is None else _model_renamer(self.encoder.on_event, model)
+        self._front = _front(source, kind, on_event, self.session, copy)
+        self._poison = _Poison()
 
     @property
     def losses(self):
@@ -170,6 +199,12 @@ class Transcoder:
     def reorder(self):
         return self.session.reorder
 
+    @property
+    def tool_names(self) -> dict[str, str]:
+        """Tool names changed for the target (wire name -> source name); give them to the
+        response's transcoder as ``Options(tool_names=...)`` (``interlingua.naming``)."""
+        return self.session.tool_names
+
     def _take(self) -> bytes:
         out = b"".join(self._out)
         self._out.clear()
@@ -177,12 +212,18 @@ class Transcoder:
 
     def feed(self, data: bytes) -> bytes:
         """Feed a chunk; returns the output it made possible (maybe ``b""``)."""
-        self._front.feed(data)
+        self._poison.check()
+        with self._poison:
+            self._front.feed(data)
         return self._take()
 
     def close(self) -> bytes:
         """End of input; returns the rest of the output."""
-        self._front.close()
+        self._poison.check()
+        with self._poison:
+            self._front.close()
+            if self._copy is not None:
+                self._copy.finished(self._front.decoder)
         return self._take()
 
     def abort(self, error: "BaseException | Error | None" = None) -> bytes:
@@ -211,9 +252,10 @@ class Decoder:
     """Push-style decoder to canonical events: ``feed`` / ``close`` return the events they produced."""
 
     def __init__(self, source: str, *, kind: str = "request", options: Options | None = None) -> None:
-        self.session = Session(options, source=source)
+        self.session = Session(options, source=source, kind=kind)
         self._events: list[Event] = []
         self._front = _front(source, kind, self._events.append, self.session)
+        self._poison = _Poison()
 
     def _take(self) -> list[Event]:
         events = self._events[:]
@@ -221,12 +263,39 @@ class Decoder:
         return events
 
     def feed(self, data: bytes) -> list[Event]:
-        self._front.feed(data)
+        self._poison.check()
+        with self._poison:
+            self._front.feed(data)
         return self._take()
 
     def close(self) -> list[Event]:
-        self._front.close()
+        self._poison.check()
+        with self._poison:
+            self._front.close()
         return self._take()
+
+
+class _Poison:
+    """After an error, every later ``feed``/``close`` raises that same error: the
+    stages' state is undefined past it, so nothing more may come out. (Once
+    closed, a ``close()`` again is an error too: the input has ended.)"""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if error is not None and isinstance(error, Exception):
+            self.error = error
+        return False
 
 
 def transcode(chunks: Iterable[bytes], *, source: str, target: str, kind: str = "request",
@@ -254,6 +323,25 @@ def decode(chunks: Iterable[bytes], *, source: str, kind: str = "request",
     for chunk in chunks:
         yield from decoder.feed(chunk)
     yield from decoder.close()
+
+
+def _model_renamer(on_event: Callable[[Event], None], model: str) -> Callable[[Event], None]:
+    """``Transcoder(model=...)``: the target gets ``model`` instead of the source's model name.
+
+    A proxy routes a client's model name to a backend that knows it by
+    another name. The replacement keeps the control's dialect and key with the
+    new value as its raw JSON, so a same-dialect target writes it where the
+    source had it, and other targets map it as any model control.
+    """
+    raw = msgspec.json.encode(model)
+
+    def on_event_renamed(event: Event) -> None:
+        if event.__class__ is Control and event.name == "model":
+            event = Control("model", model, dialect=event.dialect, key=event.key,
+                            raw=raw if event.raw is not None else None)
+        on_event(event)
+
+    return on_event_renamed
 
 
 def _error_event(exc: BaseException | None) -> Error:

@@ -7,6 +7,7 @@ from typing import Literal
 import msgspec
 
 from .errors import LossError
+from .naming import NAME_LIMIT, wire_name
 from .reorder import DEFAULT_BUDGET, ReorderBuffer
 
 
@@ -23,6 +24,10 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     * ``default_max_tokens``: for targets that require ``max_tokens``
       (anthropic) when the source has none.
     * ``max_depth``: JSON nesting limit.
+    * ``tool_names``: for a response transcoder, the tool names its request's
+      transcoder had to change (``Transcoder.tool_names`` of that one: wire
+      name -> the client's name); tool calls in the response get the client's
+      names back (``interlingua.naming``).
     """
 
     strict: bool = False
@@ -32,6 +37,7 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     default_max_tokens: int = 4096
     max_depth: int = 128
     max_value_bytes: int = 1 << 20
+    tool_names: dict[str, str] | None = None
 
 
 class Loss(msgspec.Struct, frozen=True):
@@ -45,16 +51,55 @@ class Loss(msgspec.Struct, frozen=True):
 class Session:
     """Per-run shared state. Not thread-safe; one per transcoding."""
 
-    def __init__(self, options: Options | None = None, *, source: str = "", target: str = "") -> None:
+    def __init__(self, options: Options | None = None, *, source: str = "", target: str = "",
+                 kind: str = "request") -> None:
         self.options = options or Options()
+        self.kind = kind
         self.source = source
         self.target = target
         self.losses: list[Loss] = []
         self.reorder = ReorderBuffer(self.options.reorder_budget, refuse=self.options.refuse_reorder)
+        #: tool names changed for the target in this run: wire name -> the source's name
+        self.tool_names: dict[str, str] = {}
+        #: the output is a copy of the input (same-dialect response or stream,
+        #: ``interlingua.passthrough``): nothing can be lost, so no loss is recorded
+        self.passthrough = False
+        self._lost_paths: set[tuple[str, str, str]] = set()
+
+    def tool_name_out(self, name: object, path: str) -> str:
+        """A tool name of another dialect as the target accepts it (``naming.wire_name``);
+        each name changed is recorded once, as a loss at ``path``."""
+        text = name if isinstance(name, str) else ""
+        if self.source == self.target or self.target not in NAME_LIMIT:
+            return text
+        wire = wire_name(text, self.target)
+        if wire != text and self.tool_names.get(wire) != text:
+            self.tool_names[wire] = text
+            what = f"tool name {text!r}" if name is not None else "a missing tool name"
+            self.lose(path, f"{what} is not a valid {self.target} tool name "
+                            f"(^[a-zA-Z0-9_-]{{1,{NAME_LIMIT[self.target]}}}$); sent as {wire!r}")
+        return wire
+
+    def tool_name_in(self, name: str) -> str:
+        """A tool name read from a response: the client's name when the request renamed it."""
+        names = self.options.tool_names
+        return names.get(name, name) if names and isinstance(name, str) else name
 
     def lose(self, path: str, reason: str, *, dialect: str | None = None) -> None:
-        """Record that the field at ``path`` (in the source) is not carried; strict raises."""
+        """Record that the field at ``path`` (in the source) is not carried; strict raises.
+
+        Responses and streams: one record per path and reason -- a stream
+        repeats its fields in every frame, each would be the same loss again.
+        (A request's paths name a message, not a field: two losses there are
+        two things lost.)"""
+        if self.passthrough:
+            return
         loss = Loss(dialect or self.source, path, reason)
+        if self.kind != "request":
+            key = (loss.dialect, path, reason)
+            if key in self._lost_paths:
+                return
+            self._lost_paths.add(key)
         if self.options.strict:
             raise LossError(f"cannot carry {path}: {reason}", dialect=loss.dialect, path=path)
         self.losses.append(loss)

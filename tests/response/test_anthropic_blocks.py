@@ -75,10 +75,13 @@ def test_streamed_server_tool_input_and_citations_delta():
         + _sse("message_stop", {"type": "message_stop"})).encode()
     out, t = run("anthropic", "anthropic", "stream", stream)
     assert not t.losses
-    starts = [d["content_block"] for e, d in split_stream_events(out) if e == "content_block_start"]
-    assert starts[0] == {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
-                         "input": {"query": "sky"}}
-    assert starts[1] == RESULT
+    assert split_stream_events(out) == split_stream_events(stream)  # same dialect: frame for frame
+    # the canonical server-tool block has the streamed input gathered into the block
+    events = Decoder("anthropic", kind="stream").feed(stream)
+    server = b"".join(e.payload for e in events if type(e) is Block and e.section is Section.SERVER_TOOL_RESULT)
+    first = json.loads(server[:server.index(b"}{") + 1])
+    assert first == {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "sky"}}
+    assert json.loads(server[server.index(b"}{") + 1:]) == RESULT
     # the official client accumulates the same message as from the source
     import anthropic
     import httpx2

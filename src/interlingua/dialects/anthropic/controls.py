@@ -218,7 +218,7 @@ def _tool_choice(given: dict, session, out: list) -> None:
         elif kind == "required":
             choice = {"type": "any"}
         elif kind == "tool":
-            choice = {"type": "tool", "name": value.get("name")}
+            choice = {"type": "tool", "name": session.tool_name_out(value.get("name"), "$.tool_choice")}
         else:
             _lose(session, given["tool_choice"], "tool choice has no anthropic form")
     parallel = given.get("parallel_tool_calls")
@@ -304,7 +304,7 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
 
     A tool without a parameter schema gets ``{"type": "object", "properties": {}}``
     (anthropic requires ``input_schema``)."""
-    body = b'{"name":' + dumps(attrs.get("name"))
+    body = b'{"name":' + dumps(session.tool_name_out(attrs.get("name"), "$.tools"))
     for key, value in attrs.items():
         if key in _TOOL_ATTRS:
             body += b"," + dumps(key) + b":" + dumps(value)

@@ -43,6 +43,7 @@ from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, ignore
 from ...errors import JsonSyntaxError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
+from ...naming import anthropic_id, canonical_id
 from ...session import Session
 from . import controls
 
@@ -130,6 +131,13 @@ class RequestDecoder(RequestBodyDecoder):
             return
         attrs, schema = canonical
         self.emit(Block(TOOL_DEFINITION, REQUEST_LEVEL, dumps(schema), attrs=attrs))
+
+    def own_id(self, call_id: Any) -> Any:
+        """A tool-call id for another dialect: what an id anthropic was given stands for
+        (``naming.canonical_id``); anthropic -> anthropic keeps it as it is."""
+        if isinstance(call_id, str) and self.session.target != DIALECT:
+            return canonical_id(call_id)
+        return call_id
 
     # -- replay --------------------------------------------------------------------
 
@@ -339,7 +347,9 @@ class BlockReader:
         if key == "input" and t == "tool_use":
             return lambda k, v, o: d.stream_raw(k, v, o, self._input)
         if t == "tool_result" and key == "tool_use_id":
-            return lambda k, v, o: d.read_value(k, v, o, self.result.set_id)
+            return lambda k, v, o: d.read_value(k, v, o, lambda x: self.result.set_id(self.d.own_id(x)))
+        if t == "tool_use" and key == "id":
+            return lambda k, v, o: d.read_value(k, v, o, lambda x: self._builder().set(key, self.d.own_id(x)))
         if t == "tool_result" and key in ("is_error", "cache_control"):
             return lambda k, v, o: d.read_value(k, v, o, lambda x: self.result.set(key, x))
         if t == "tool_result":
@@ -883,15 +893,21 @@ class RequestEncoder(Encoder):
                 w.write(data)
             tail = b""
             if "id" in every:
-                tail += b',"id":' + dumps(every["id"])
+                tail += b',"id":' + dumps(self._id(every["id"]))
             else:
                 self._lose_block(block, "tool call without id; an id is made up")
                 made_up = f"toolu_missing_{block.message}"
                 self._unanswered.append(made_up)
                 tail += b',"id":' + dumps(made_up)
-            tail += b',"name":' + dumps(every.get("name", ""))
+            name = every.get("name")
+            tail += b',"name":' + dumps(self.session.tool_name_out(name, self._where(block)) if self.foreign
+                                        else name or "")
             w.write(tail + self._members(block, "tool_use", every) + b"}")
         return write, close
+
+    def _id(self, call_id):
+        """Another dialect's tool-call id as anthropic accepts it (``naming.anthropic_id``)."""
+        return anthropic_id(call_id) if self.foreign and isinstance(call_id, str) else call_id
 
     # -- tool results ---------------------------------------------------------------------
 
@@ -913,7 +929,7 @@ class RequestEncoder(Encoder):
             self.session.lose(f"$.messages[{result.index}]",
                               "tool result linked to no call: anthropic requires tool_use_id (placeholder written)")
         if not result.id_written:
-            tail += b',"tool_use_id":' + dumps(result.id)
+            tail += b',"tool_use_id":' + dumps(self._id(result.id))
         w.write(tail + self._members_result(attrs) + b"}")
 
     def _members_result(self, attrs: dict) -> bytes:
@@ -936,7 +952,7 @@ class RequestEncoder(Encoder):
         w._separate()
         head = b'{"type":"tool_result"'
         if call_id is not None:
-            head += b',"tool_use_id":' + dumps(call_id)
+            head += b',"tool_use_id":' + dumps(self._id(call_id))
         array = bool(attrs.get("in_parts"))
         if array:
             head += b',"content":['

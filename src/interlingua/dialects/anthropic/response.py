@@ -59,6 +59,7 @@ from ...encoding import Encoder, ignore
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
+from ...naming import anthropic_id, canonical_id
 from ...lifecycle import (
     BlockStream,
     Deferred,
@@ -140,7 +141,7 @@ class _ContentBlock(MemberReader):
         elif t == "text" and key == "citations":
             d.read_value(kind, value, offset, self._citation_list)
         elif t == "tool_use" and key in ("id", "name"):
-            d.read_value(kind, value, offset, lambda v: self.attrs.__setitem__(key, v))
+            d.read_value(kind, value, offset, lambda v: self.attrs.__setitem__(key, d.own(key, v)))
         elif t == "tool_use" and key == "input":
             # id and name must ride on the first fragment: hold the input until both came
             self.deferred = Deferred(d.session, "anthropic:input-before-name", self._tool_block,
@@ -247,6 +248,16 @@ class _Base(ResponseDecoderBase):
 
     def block_read(self, block: _ContentBlock) -> None:
         """A content block's object ended."""
+
+    def own(self, key: str, value: Any) -> Any:
+        """A tool_use ``id`` or ``name`` as the client knows it: an id anthropic was given
+        in escaped form stands for another dialect's id; a name the request renamed gets
+        the client's name back (``naming``)."""
+        if key == "name":
+            return self.session.tool_name_in(value)
+        if isinstance(value, str) and self.session.target != DIALECT:
+            return canonical_id(value)
+        return value
 
     def close_open(self) -> None:
         block = getattr(self, "block", None)
@@ -509,6 +520,8 @@ class _EncoderBase(Encoder):
         attrs = block.attrs or {}
         call_id = attrs.get("id") or tool_id(self.tool_count)
         self.tool_count += 1
+        if self.session.source != DIALECT and isinstance(call_id, str):
+            call_id = anthropic_id(call_id)  # another dialect's id may not fit (``naming``)
         return b'{"type":"tool_use","id":' + dumps(call_id) + b',"name":' + dumps(attrs.get("name", ""))
 
     def _message_head(self) -> bytes:

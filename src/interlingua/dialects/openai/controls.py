@@ -169,6 +169,8 @@ def encode_control(control: Control, session) -> tuple[str | None, Any]:
     mapped: Any = value
     if name == "tool_choice":
         key, mapped = "tool_choice", tool_choice_from_canonical(value)
+        if isinstance(mapped, dict):  # a named tool: named as its definition is
+            mapped["function"]["name"] = session.tool_name_out(value.get("name"), f"$.{control.key}")
     elif name == "response_format":
         key, mapped = "response_format", response_format_from_canonical(value)
     elif name == "reasoning":
@@ -216,7 +218,7 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
     """The openai tool object for a canonical tool definition (compact JSON)."""
     from ...jsonwriter import dumps
 
-    body = b'{"name":' + dumps(attrs.get("name"))
+    body = b'{"name":' + dumps(session.tool_name_out(attrs.get("name"), "$.tools"))
     for key, value in attrs.items():
         if key in ("description", "strict"):
             body += b"," + dumps(key) + b":" + dumps(value)

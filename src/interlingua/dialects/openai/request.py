@@ -515,6 +515,7 @@ class RequestEncoder(Encoder):
 
     def __init__(self, write, session: Session) -> None:
         super().__init__(write, session)
+        self.foreign = session.source != DIALECT
         self.out = JsonWriter(write)
         self.body = MessageListBody(self.out, session, DIALECT, self._close_message)
         self.reasoning_key = session.options.openai_reasoning_field
@@ -559,6 +560,10 @@ class RequestEncoder(Encoder):
         key, value = controls.encode_control(control, self.session)
         if key is not None:
             self.body.member(key, dumps(value))
+            if key == "stream" and value is True and control.name == "stream":
+                # another dialect's client gets usage at a stream's end (anthropic message_delta,
+                # ollama's done line); an openai backend sends it only when asked
+                self.body.member("stream_options", b'{"include_usage":true}')
 
     def _on_extension(self, ext: Extension) -> None:
         if ext.dialect != DIALECT:
@@ -711,7 +716,10 @@ class RequestEncoder(Encoder):
         if role == "tool":
             self._result_id(msg, attrs)
         if attrs.get("empty"):
-            if attrs.get("in_parts"):
+            if role == "tool" and self.session.source != DIALECT:
+                # openai rejects a tool message whose content is [] or missing: the empty result is ""
+                msg.scalar("content", b'""')
+            elif attrs.get("in_parts"):
                 msg.member("content", b"[")
             return (lambda data: None), (lambda late: self._result_close(block, msg, role, attrs, late))
         if not in_parts and not msg.has("content"):
@@ -812,11 +820,11 @@ class RequestEncoder(Encoder):
         msg = self._message_for(block, "assistant")
         if attrs.get("legacy"):  # function_call: {"name", "arguments"}, no id
             w = msg.member("function_call", b"{")
-            name = b'"name":' + dumps(attrs["name"]) + b"," if "name" in attrs else b""
+            name = b'"name":' + self._name(block, attrs["name"]) + b"," if "name" in attrs else b""
             w.write(name + b'"arguments":"')
 
             def close_legacy(late: dict) -> None:
-                w.write(b'"' + (b',"name":' + dumps(late["name"]) if "name" in late else b""))
+                w.write(b'"' + self._late_name(block, attrs, late))
             return w.write, close_legacy
         self._msg_had_tool_calls = True
         w = msg.member("tool_calls", b"[")
@@ -826,19 +834,28 @@ class RequestEncoder(Encoder):
             head += b'"id":' + dumps(attrs["id"]) + b","
         head += b'"type":"function","function":{'
         if "name" in attrs:
-            head += b'"name":' + dumps(attrs["name"]) + b","
+            head += b'"name":' + self._name(block, attrs["name"]) + b","
         w.write(head + b'"arguments":"')
 
         def close(late: dict) -> None:
             self._foreign_call_attrs(block, {**attrs, **late})
-            tail = b'"'
-            if "name" in late:
-                tail += b',"name":' + dumps(late["name"])
-            tail += b"}"
+            tail = b'"' + self._late_name(block, attrs, late) + b"}"
             if "id" in late:
                 tail += b',"id":' + dumps(late["id"])
             w.write(tail + b"}")
         return w.write, close
+
+    def _name(self, block: Block, name) -> bytes:
+        """A tool call's name as openai accepts it (``naming``: another dialect's may not fit)."""
+        return dumps(self.session.tool_name_out(name, self._where(block)) if self.foreign else name)
+
+    def _late_name(self, block: Block, attrs: dict, late: dict) -> bytes:
+        """``,"name":...`` for a name that came late, or for none at all (openai requires one)."""
+        if "name" in late:
+            return b',"name":' + self._name(block, late["name"])
+        if "name" not in attrs and self.foreign:
+            return b',"name":' + self._name(block, None)
+        return b""
 
     def _foreign_call_attrs(self, block: Block, attrs: dict) -> None:
         """Another dialect's tool-call fields (ollama ``index``, ``ollama_extra`` ...) are recorded losses."""

@@ -260,7 +260,7 @@ class _ToolCallReader(MemberReader):
     def _function_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d = self.d
         if key == "name":
-            d.read_value(kind, value, offset, lambda v: self._attr("name", v))
+            d.read_value(kind, value, offset, lambda v: self._attr("name", d.session.tool_name_in(v)))
         elif key == "arguments":
             if kind != tok.NULL:
                 d.read_string(kind, value, offset, self._arguments, "arguments")
@@ -456,7 +456,15 @@ class StreamDecoder(_Base):
     def frame_text(self, event: str | None, data: bytes) -> None:
         if data != b"[DONE]":
             raise SchemaError(f"SSE data is neither a JSON object nor [DONE]: {data[:40]!r}", dialect=DIALECT)
+        self.terminated = True
         self._end()
+
+    terminated = False  # the stream's own data: [DONE] came
+
+    def missing_terminator(self) -> bytes:
+        """What a copy of this stream (``interlingua.passthrough``) adds at its end:
+        ``[DONE]`` when the source ended without it (every openai stream gets one)."""
+        return b"" if self.terminated else sse_event(None, b"[DONE]")
 
     def _end(self) -> None:
         if self.ended:
