@@ -7,6 +7,7 @@
     python3 dev.py spike    # the buffering measurement (spike/REPORT.md)
 """
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -16,11 +17,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PYTHON = VENV / "bin" / "python"
-EXTRAS = {"demo": "", "test": "[test]", "bench": "[test,bench]", "spike": "[test,bench]"}
+EXTRAS = {"demo": "[proxy,demo]", "test": "[test]", "bench": "[test,bench]", "spike": "[test,bench]"}
 
 
 def ensure_venv(extra: str) -> None:
-    stamp = VENV / f".installed{extra or '[base]'}"
+    # the stamp names pyproject.toml's digest: a dependency added on main is installed on the next run
+    digest = hashlib.sha1((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:12]
+    stamp = VENV / f".installed{extra or '[base]'}-{digest}"
     if stamp.exists():
         return
     if not PYTHON.exists():
