@@ -44,13 +44,18 @@ pub(crate) fn to_py_err(py: Python<'_>, err: &Error, dialect: Option<&str>) -> P
 
 fn build_py_err(py: Python<'_>, err: &Error, dialect: Option<&str>) -> PyResult<PyErr> {
     let class = errors_module(py)?.getattr(err.class.name())?;
+    let message: Bound<'_, PyAny> = match &err.key {
+        // "duplicate key {key!r}": Python's repr, exactly
+        Some(key) => pyo3::types::PyString::new(py, "duplicate key ").add(wtf8_to_py(py, key)?.repr()?)?,
+        None => err.message.as_str().into_pyobject(py)?.into_any(),
+    };
     let kwargs = PyDict::new(py);
     kwargs.set_item("dialect", dialect)?;
     kwargs.set_item("offset", err.offset)?;
     if let Some(path) = &err.path {
         kwargs.set_item("path", wtf8_to_py(py, path)?)?;
     }
-    let instance = class.call((err.message.as_str(),), Some(&kwargs))?;
+    let instance = class.call((message,), Some(&kwargs))?;
     Ok(PyErr::from_value(instance))
 }
 
@@ -89,8 +94,8 @@ pub(crate) fn busy(what: &str) -> PyErr {
 
 // -- the tokenizer, for tests and benchmarks -----------------------------------
 
-fn limits(max_depth: usize, max_key_bytes: usize, max_number_bytes: usize) -> Limits {
-    Limits { max_depth, max_key_bytes, max_number_bytes }
+fn limits(max_depth: usize, max_key_bytes: usize, max_number_bytes: usize, max_seen_key_bytes: usize) -> Limits {
+    Limits { max_depth, max_key_bytes, max_number_bytes, max_seen_key_bytes }
 }
 
 /// Tokens as Python tuples (test entry point only: a Python object per token is
@@ -118,7 +123,9 @@ impl Sink for ListSink<'_> {
 /// `(0, None, None)` after each feed (the parity rule compares what each
 /// feed delivered); `error` the TranscodeError raised, or None. Test entry point.
 #[pyfunction]
-#[pyo3(signature = (data, cuts, *, max_depth=128, max_key_bytes=65536, max_number_bytes=1024, dialect=None))]
+#[pyo3(signature = (data, cuts, *, max_depth=128, max_key_bytes=65536, max_number_bytes=1024,
+                    max_seen_key_bytes=1 << 20, dialect=None))]
+#[allow(clippy::too_many_arguments)]
 fn tokenize<'py>(
     py: Python<'py>,
     data: &[u8],
@@ -126,9 +133,10 @@ fn tokenize<'py>(
     max_depth: usize,
     max_key_bytes: usize,
     max_number_bytes: usize,
+    max_seen_key_bytes: usize,
     dialect: Option<&str>,
 ) -> PyResult<(Bound<'py, PyList>, Option<Py<PyAny>>)> {
-    let mut tokenizer = Tokenizer::new(limits(max_depth, max_key_bytes, max_number_bytes));
+    let mut tokenizer = Tokenizer::new(limits(max_depth, max_key_bytes, max_number_bytes, max_seen_key_bytes));
     let mut sink = ListSink { py, tokens: PyList::empty(py) };
     let mut start = 0;
     let mut bounds: Vec<usize> = cuts.into_iter().filter(|&c| c <= data.len()).collect();
@@ -172,9 +180,17 @@ struct TokenCounter {
 #[pymethods]
 impl TokenCounter {
     #[new]
-    #[pyo3(signature = (*, max_depth=128, max_key_bytes=65536, max_number_bytes=1024, dialect=None))]
-    fn new(max_depth: usize, max_key_bytes: usize, max_number_bytes: usize, dialect: Option<String>) -> Self {
-        TokenCounter { tokenizer: Tokenizer::new(limits(max_depth, max_key_bytes, max_number_bytes)), dialect }
+    #[pyo3(signature = (*, max_depth=128, max_key_bytes=65536, max_number_bytes=1024,
+                        max_seen_key_bytes=1 << 20, dialect=None))]
+    fn new(
+        max_depth: usize,
+        max_key_bytes: usize,
+        max_number_bytes: usize,
+        max_seen_key_bytes: usize,
+        dialect: Option<String>,
+    ) -> Self {
+        let limits = limits(max_depth, max_key_bytes, max_number_bytes, max_seen_key_bytes);
+        TokenCounter { tokenizer: Tokenizer::new(limits), dialect }
     }
 
     /// Feed a chunk; returns the number of tokens it completed.
