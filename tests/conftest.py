@@ -14,3 +14,18 @@ settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True
 settings.register_profile("deep", max_examples=3000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# every cross-dialect Transcoder output of the suite is checked against what its target API
+# accepts beyond its client's types (tests/validity.py)
+import validity  # noqa: E402
+
+validity.install()
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(
+        f"validity: {validity.CHECKED['outputs']} cross-dialect outputs passed the target API rules "
+        f"(tests/validity.py), {validity.CHECKED['skipped']} not held to them (their input breaks its own "
+        f"API's rules)")
+    for (pair, broke_in, broke_out), count in sorted(validity.SKIPPED.items()):
+        terminalreporter.write_line(f"  {pair}: input breaks {broke_in}, output {broke_out}: {count}")
