@@ -411,12 +411,14 @@ _OLLAMA_INT_OPTIONS = ("num_predict", "num_ctx", "seed", "top_k", "num_keep", "r
 
 
 @rule("ollama", "request", "integer-options",
-      "options.num_predict, num_ctx, seed, top_k (and the other count options) are integers",
-      f"{_OLLAMA_REF}: Options fields are Go ints ('option num_predict must be of type integer')")
+      "options.num_predict, num_ctx, seed, top_k (and the other count options) are numbers "
+      "(ollama truncates a float; a string, bool or null is refused)",
+      f"{_OLLAMA_REF}: Options.FromMap ('option num_predict must be of type integer')")
 def _l_int_options(body):
     options = body.get("options")
     for key in _OLLAMA_INT_OPTIONS:
-        if isinstance(options, dict) and key in options and not _is_int(options[key]):
+        if isinstance(options, dict) and key in options and (
+                isinstance(options[key], bool) or not isinstance(options[key], (int, float))):
             yield f"options.{key} {options[key]!r}"
 
 

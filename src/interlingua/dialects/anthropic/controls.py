@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from ...canonical import Control
+from ...encoding import object_schema
 from ...jsonwriter import dumps
 
 DIALECT = "anthropic"
@@ -408,5 +409,7 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
             body += b"," + value.encode()
         elif key not in ("name", "legacy", "dialect"):
             session.lose("$.tools", f"tool attribute {key!r} has no anthropic field")
+    if schema_raw and session.source != DIALECT:
+        schema_raw = object_schema(schema_raw, session, attrs.get("name"))
     body += b',"input_schema":' + (schema_raw or b'{"type":"object","properties":{}}')
     return body + b"}"
