@@ -93,7 +93,8 @@ def test_rejects_exactly_what_json_loads_rejects(data, points):
     except (ValueError, UnicodeDecodeError, RecursionError):
         oracle_ok = False
     documented = (data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")) or b"\x00" in data[:4]
-                  or b"NaN" in data or b"Infinity" in data or b"\xed" in data)
+                  or b"NaN" in data or b"Infinity" in data or b"\xed" in data
+                  or (oracle_ok and _has_duplicate_keys(data)))
     try:
         text, _ = reserialise(cut(data, points))
         ours_ok = True
@@ -103,6 +104,18 @@ def test_rejects_exactly_what_json_loads_rejects(data, points):
         assert ours_ok == oracle_ok, data
     if ours_ok and oracle_ok:
         assert json.loads(text) == expected
+
+
+def _has_duplicate_keys(data: bytes) -> bool:
+    found = []
+
+    def pairs(items):
+        keys = [k for k, _ in items]
+        found.append(len(keys) != len(set(keys)))
+        return dict(items)
+
+    json.loads(data, object_pairs_hook=pairs)
+    return any(found)
 
 
 @given(json_documents(2**62))  # yajl overflows past 64-bit integers
@@ -153,7 +166,10 @@ def test_fragments_never_split_escapes_utf8_or_surrogate_pairs(cut_at):
 
 @pytest.mark.parametrize("data,error,offset,path", [
     (b'{"a": [1, 2,]}', JsonSyntaxError, 12, "$.a[2]"),
-    (b'{"a": tru}', JsonSyntaxError, 6, "$.a"),
+    (b'{"a": tru}', JsonSyntaxError, 9, "$.a"),  # at the byte that breaks the literal
+    (b'[nul', TruncatedInputError, 4, "$[0]"),
+    (b'{"a": 1, 2}', JsonSyntaxError, 9, "$"),  # a key was due: the path names the object
+    (b'{"a": 1,', TruncatedInputError, 8, "$"),
     (b'{"a": 01}', JsonSyntaxError, 7, "$.a"),
     (b'{"a": "\xc3\x28"}', InvalidUtf8Error, 7, "$.a"),
     (b'{"a": [', TruncatedInputError, 7, "$.a"),
@@ -395,3 +411,121 @@ def test_a_large_chunk_costs_memory_bounded_by_the_slice():
     finally:
         tracemalloc.stop()
     assert peak < 12 * tok._SLICE, peak  # ~7 slices here; without slices: ~4x the chunk (a UCS-4 text of it)
+
+
+# -- the same result for every cut, limits included (issue 15, classes 3, 6 and 7) --
+
+def outcome(chunks: list[bytes], **limits):
+    """Coalesced tokens with offsets (strings joined, offset of their quote), and the
+    error as (class, reason, offset, path) or None: what must not depend on the cut."""
+    events: list = []
+    open_string: list = []
+
+    def handler(kind, value, offset):
+        if kind == tok.STRING_OPEN:
+            open_string[:] = [value, offset]
+        elif kind == tok.STRING_PART:
+            open_string[0] += value
+        elif kind == tok.STRING_CLOSE:
+            events.append((tok.STRING, open_string[0] + value, open_string[1]))
+        else:
+            events.append((kind, value, offset))
+
+    tokenizer = tok.Tokenizer(handler, **limits)
+    error = None
+    try:
+        for chunk in chunks:
+            tokenizer.feed(chunk)
+        tokenizer.close()
+    except TranscodeError as exc:
+        error = (type(exc), exc.reason, exc.offset, exc.path)
+    return events, error
+
+
+# Documents whose keys and numbers sit around small limits, then broken: a byte changed,
+# inserted or dropped anywhere (bad literals, cut escapes, bad UTF-8, missing keys).
+_near_limit = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**9, 10**9) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(alphabet="ké\\\"\u00e9\ud83d", max_size=10), children, max_size=4),
+    max_leaves=12,
+)
+_breakage = st.sampled_from([b"", b"x", b"\xff", b"\\", b'"', b"\x01", b"e", b".", b"-", b",", b"t", b"nul", b"\\u12"])
+
+
+@given(_near_limit, st.integers(0, 10**6), _breakage, st.booleans(), st.lists(st.integers(0, 10**6), max_size=10),
+       st.integers(1, 8), st.integers(1, 10))
+def test_tokens_and_errors_do_not_depend_on_the_cut(value, at, breakage, replace, points, max_key, max_number):
+    """Tokens, offsets and errors (class, reason, offset, path) are the same for any
+    cut -- the key and number limits included (checked on the whole key / number,
+    not only on one that spans a chunk end)."""
+    data = json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    at %= len(data) + 1
+    data = data[:at] + breakage + data[at + (1 if replace else 0):]
+    limits = {"max_key_bytes": max_key, "max_number_bytes": max_number}
+    whole = outcome([data], **limits)
+    assert outcome(cut(data, points), **limits) == whole
+    assert outcome([data[i:i + 1] for i in range(len(data))], **limits) == whole
+
+
+@pytest.mark.parametrize("data,limits,offset", [
+    (b'[' + b'1' * 1025 + b']', {}, 1),  # one digit over, whole or cut
+    (b'{"' + b'k' * 65537 + b'": 1}', {}, 1),
+    (b'{"a": 1, "' + b'k' * 9 + b'": 1}', {"max_key_bytes": 8}, 9),
+    (b'{"' + b'\\n' * 5 + b'": 1}', {"max_key_bytes": 9}, 1),  # bytes between the quotes, escapes as written
+])
+def test_limits_hold_however_the_input_is_cut(data, limits, offset):
+    from interlingua.errors import BudgetExceededError
+
+    for chunks in ([data], cut(data, [3, 700]), [data[i:i + 1] for i in range(len(data))] if len(data) < 2000 else [data]):
+        error = outcome(chunks, **limits)[1]
+        assert error[0] is BudgetExceededError and error[2] == offset, error
+
+
+def test_a_long_key_cut_into_bytes_costs_linear_time():
+    """A key is held as the parts that came (each byte scanned once), not rescanned
+    from its start at every chunk: 64 KB fed one byte at a time takes about as long
+    per byte as 4 KB does (it was quadratic: ~3 s)."""
+    import time
+
+    def per_byte(size):
+        data = b'{"' + b'k' * size + b'": 1}'
+        tokenizer = tok.Tokenizer(lambda *a: None)
+        start = time.perf_counter()
+        for i in range(len(data)):
+            tokenizer.feed(data[i:i + 1])
+        tokenizer.close()
+        return (time.perf_counter() - start) / len(data)
+
+    small = min(per_byte(4096) for _ in range(3))
+    large = min(per_byte(65535) for _ in range(2))
+    assert large < 3 * small, (small, large)  # quadratic would be ~16x
+
+
+@pytest.mark.parametrize("data,offset,path", [
+    (b'{"a": 1, "a": 2}', 9, "$.a"),
+    (b'[{"a": {"b": 1, "c": [], "b": 2}}]', 25, "$[0].a.b"),
+    (b'{"a": {"x": 1}, "b": {"x": 1}, "\\u0061": 3}', 31, "$.a"),  # the same key written with an escape
+])
+def test_a_duplicate_key_is_refused_wherever_it_is(data, offset, path):
+    """Any object, at any depth: strict consumers refuse duplicate keys, and the
+    output could not be both valid and faithful with one. For any cut."""
+    from interlingua.errors import DuplicateKeyError
+
+    for chunks in ([data], [data[i:i + 1] for i in range(len(data))]):
+        kind, reason, at, where = outcome(chunks)[1]
+        assert (kind, at, where) == (DuplicateKeyError, offset, path), reason
+    assert outcome([b'[{"a": 1}, {"a": 1}]'])[1] is None  # per object, not per document
+
+
+def test_the_keys_a_tokenizer_remembers_are_bounded():
+    """The keys of the open objects are kept (to find a duplicate), up to a budget."""
+    from interlingua.errors import BudgetExceededError
+
+    data = b'{' + b",".join(b'"k%d": 1' % i for i in range(200)) + b'}'
+    assert outcome([data], max_seen_key_bytes=10_000)[1] is None
+    error = outcome([data], max_seen_key_bytes=300)[1]
+    assert error[0] is BudgetExceededError
+    closed = b'[' + b",".join([b'{"kkkkkkkkkk": 1}'] * 200) + b']'  # closed objects give their budget back
+    assert outcome([closed], max_seen_key_bytes=20)[1] is None

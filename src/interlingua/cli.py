@@ -1,6 +1,7 @@
 """``interlingua`` command line: transcode stdin to stdout as a stream, or print canonical events.
 
-Bad input: one line on stderr naming dialect, offset and path; exit status 2.
+Bad input: one line on stderr naming the error class, dialect, offset and path;
+exit status 2. Any other failure (a bug) is one line and exit 2 too, never a traceback.
 """
 
 from __future__ import annotations
@@ -123,10 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("blocks", help="print the canonical events of stdin, one JSON object a line")
     common(b)
     sub.add_parser("demo", help="transcode the shipped sample request and show its canonical blocks")
+    from .proxy import serve as proxy_serve  # imports nothing of the proxy's dependencies until run
+    proxy_serve.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
             return _demo(args)
+        if args.command == "serve":
+            return proxy_serve.main(args)
         source = _chunks(sys.stdin.buffer)
         return _transcode(args, source) if args.command == "transcode" else _blocks(args, source)
     except TranscodeError as exc:
@@ -135,6 +140,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ValueError as exc:  # unknown dialect/kind pair
         sys.stderr.write(f"interlingua: {exc}\n")
+        return 2
+    except Exception as exc:  # a bug: still one line and exit 2, never a traceback (say it is ours)
+        sys.stdout.flush()
+        where = f" ({args.source})" if getattr(args, "source", None) else ""
+        sys.stderr.write(f"interlingua: internal error{where}: {type(exc).__name__}: {exc}"
+                         .replace("\n", " ") + "\n")
         return 2
 
 

@@ -17,8 +17,10 @@ h11 (sans-IO; errors say which rule broke). ``path()`` gives the JSON path of
 the token being delivered, for the handler's own errors.
 
 Differences from ``json.loads``, documented and tested: ``NaN``/``Infinity``
-are rejected (they are not JSON); duplicate keys are delivered as they come
-(the dialect decoder decides); nesting is limited by ``max_depth``.
+are rejected (they are not JSON); a duplicate key in any object is a
+``DuplicateKeyError`` (a ``SchemaError``) at that key -- strict consumers
+refuse them, and no output can then carry one, whatever a decoder copies --
+where ``json.loads`` keeps the last; nesting is limited by ``max_depth``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Callable
 from .errors import (
     BudgetExceededError,
     ControlCharacterError,
+    DuplicateKeyError,
     InvalidUtf8Error,
     JsonSyntaxError,
     NestingTooDeepError,
@@ -79,8 +82,9 @@ _FIRST_VALUE_OR_END = 4  # after "["
 _COMMA_OR_END = 5  # after a value inside a container
 _IN_STRING = 6  # inside a string value that has been opened
 _DONE = 7  # the top-level value is complete
+_IN_KEY = 8  # inside a key that has been opened (its bytes held in _key_parts)
 _STATE_NAMES = ["value", "first key or '}'", "key", "':'", "first value or ']'",
-                "',' or a closing bracket", "string", "end of input"]
+                "',' or a closing bracket", "string", "end of input", "end of key"]
 
 _WS = re.compile(rb"[ \t\n\r]*")
 # The longest run of well-formed string content: plain bytes and whole escapes.
@@ -129,34 +133,27 @@ def render_path(frames: list) -> str:
     return "".join(out)
 
 
-def _utf8_tail_cut(buf: bytes, start: int, end: int) -> int:
-    """Where to cut ``buf[start:end]`` so no UTF-8 character is split (end if none is)."""
-    lowest = max(start, end - 3)
-    i = end - 1
-    while i >= lowest:
-        byte = buf[i]
-        if byte < 0x80:
-            return end
-        if byte >= 0xC0:  # lead byte: does its sequence fit?
-            need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
-            return end if end - i >= need else i
-        i -= 1
-    return end
-
-
 class Tokenizer:
     """Push tokenizer. ``feed()`` chunks, then ``close()``.
 
-    ``max_depth`` bounds nesting; ``max_key_bytes`` and ``max_number_bytes``
-    bound the only things held whole.
+    ``max_depth`` bounds nesting; ``max_key_bytes`` (the bytes between a key's
+    quotes, escapes as written) and ``max_number_bytes`` bound the only things
+    held whole. Every check is on the whole token, so tokens, errors and their
+    offsets and paths are the same however the input is cut: a fault is the
+    first one in byte order (a key's limit is met at its first byte past the
+    limit, a bad UTF-8 sequence once the decoder refuses it, a broken literal at
+    the byte that breaks it). After ``,`` in an object the path names the object
+    (a key is due, not the member before).
     """
 
     def __init__(self, handler: Handler, *, max_depth: int = 128, max_key_bytes: int = 65536,
-                 max_number_bytes: int = 1024, dialect: str | None = None) -> None:
+                 max_number_bytes: int = 1024, max_seen_key_bytes: int = 1 << 20,
+                 dialect: str | None = None) -> None:
         self._handler = handler
         self.max_depth = max_depth
         self.max_key_bytes = max_key_bytes
         self.max_number_bytes = max_number_bytes
+        self.max_seen_key_bytes = max_seen_key_bytes
         self.dialect = dialect
         self.reset()
 
@@ -167,11 +164,18 @@ class Tokenizer:
         # One frame per open container: the current key (object; None before
         # the first) or the current index (array; -1 before the first value).
         self._frames: list = []
+        # Per open object: the keys it has had (duplicates are refused); their total
+        # length is bounded by max_seen_key_bytes (counted in characters).
+        self._seen: list[set] = []
+        self._seen_size = 0
         self._carry = b""  # unfinished token bytes from the previous chunk
         self._base = 0  # absolute offset of the carry's first byte
         self._string_open = False  # a string value has had its first fragment
         self._string_start = 0  # absolute offset of the open string's quote
-        self._utf8_held = b""  # the start of a UTF-8 character the last chunk ended inside
+        self._utf8_held = b""  # the start of a UTF-8 character the last chunk ended inside (not scanned yet)
+        self._key_parts: list[bytes] = []  # an unfinished key's well-formed bytes so far
+        self._key_len = 0  # their total length
+        self._key_start = 0  # absolute offset of the unfinished key's quote
         self._closed = False
 
     # -- public -----------------------------------------------------------
@@ -205,17 +209,24 @@ class Tokenizer:
         held = self._utf8_held
         if held or not data.isascii():
             # UTF-8 check: the incremental decoder's own step, without its wrapper.
+            # Only whole characters are scanned: one the chunk end cuts is held and
+            # scanned with the next chunk, so a fault met inside it is the same for any cut.
             whole = held + data if held else data
             try:
                 used = _utf8_decode(whole, "strict", False)[1]
             except UnicodeDecodeError as exc:
-                bad = exc.start
+                self._bad_utf8(whole, exc.start)
+            if used < len(whole):
+                tail = whole[used:]
+                if tail[0] == 0xED and len(tail) > 1 and tail[1] >= 0xA0:
+                    self._bad_utf8(whole, used)  # a surrogate's encoding (the decoder waits for its 3rd byte)
+                self._utf8_held = tail
+                whole = whole[:used]
             else:
-                bad = -1
-                self._utf8_held = whole[used:] if used < len(whole) else b""
-            if bad >= 0:
-                self._bad_utf8(data, bad, len(held))
-        self._scan(data, final=False)
+                self._utf8_held = b""
+            self._scan(whole, final=False)
+        else:
+            self._scan(data, final=False)
 
     def close(self) -> None:
         """End of input: flush a trailing number; fail if the value is unfinished."""
@@ -233,13 +244,13 @@ class Tokenizer:
 
     # -- internals --------------------------------------------------------
 
-    def _bad_utf8(self, data: bytes, bad: int, held: int) -> None:
-        """UTF-8 breaks ``bad`` bytes into ``held + data``: deliver everything
-        before the bad sequence (which may have begun in earlier chunks), then fail there."""
-        self._scan(data[:max(0, bad - held)], final=False)
+    def _bad_utf8(self, whole: bytes, bad: int) -> None:
+        """UTF-8 breaks at ``whole[bad]`` (``whole``: the held bytes, then the chunk):
+        deliver everything before the bad sequence, then fail there."""
+        self._utf8_held = b""
+        self._scan(whole[:bad], final=False)
         self._closed = True
-        raise InvalidUtf8Error("invalid UTF-8", dialect=self.dialect,
-                               offset=self.offset - max(0, held - bad), path=self.path())
+        raise InvalidUtf8Error("invalid UTF-8", dialect=self.dialect, offset=self.offset, path=self.path())
 
     def _fail(self, cls, message: str, at: int) -> None:
         raise cls(message, dialect=self.dialect, offset=at, path=self.path())
@@ -248,6 +259,13 @@ class Tokenizer:
         byte = bytes(buf[i:i + 1])
         self._fail(JsonSyntaxError, f"unexpected {byte!r} while expecting {_STATE_NAMES[state]}",
                    self._base + i)
+
+    def _bad_literal(self, buf: bytes, i: int, word: bytes) -> None:
+        """``buf[i:]`` starts ``word`` but breaks it: fail at the first byte that differs."""
+        j = i + 1
+        while buf[j] == word[j - i]:
+            j += 1
+        self._fail(JsonSyntaxError, f"unexpected {bytes(buf[j:j + 1])!r} inside {word.decode()}", self._base + j)
 
     def _scan(self, data: bytes, *, final: bool) -> None:  # noqa: C901 - one loop, on purpose
         """The whole lexer in one loop: per-token calls are the cost on message-heavy bodies.
@@ -259,7 +277,7 @@ class Tokenizer:
         quote. ``limit`` is the chunk end, or where an escape cut by the chunk
         end begins. A scan that ends at the sentinel means the string goes on
         past the chunk, its content well-formed up to ``limit``; a scan that
-        fails is redone by the regex (``_string_body``/``_key_end``), which
+        fails is redone by the regex (``_string_body``/``_key_whole``), which
         names the error exactly.
         """
         carry = self._carry
@@ -285,8 +303,6 @@ class Tokenizer:
                 e = 0
             if e > limit and not final:  # and goes on past it (the common case, inline)
                 cut = limit
-                if cut and buf[cut - 1] >= 0x80:
-                    cut = _utf8_tail_cut(buf, 0, cut)
                 if (cut >= 6 and buf[cut - 6] == 92 and _HIGH_SURROGATE_TAIL.match(buf, cut - 6, cut)
                         and _odd_backslashes_before(buf, cut - 6, 0)):
                     cut -= 6  # keep a surrogate pair together
@@ -306,6 +322,15 @@ class Tokenizer:
                 self._base = base + i
                 return
             state = _COMMA_OR_END if frames else _DONE
+        elif state == _IN_KEY:  # the chunk starts inside a key
+            i = self._key_rest(buf, text, limit)
+            if i < 0:  # and the key goes on past it
+                return
+            if i < n and buf[i] == 58:
+                i += 1
+                state = _VALUE
+            else:
+                state = _COLON
         ws_match = _WS.match
         arr = bool(frames) and type(frames[-1]) is int  # the innermost container is an array
         try:
@@ -351,6 +376,7 @@ class Tokenizer:
                         if c == 123:
                             emit(OBJECT_START, None, base + i - 1)
                             frames.append(None)
+                            self._seen.append(set())
                             arr = False
                             state = _FIRST_KEY_OR_END
                         else:
@@ -364,11 +390,12 @@ class Tokenizer:
                             frames[-1] += 1
                         m = _NUMBER.match(buf, i)
                         end = m.end() if m is not None else i
+                        if end - i > self.max_number_bytes:  # (the number so far: the same for any cut)
+                            self._fail(BudgetExceededError,
+                                       f"number longer than max_number_bytes ({self.max_number_bytes})", base + i)
                         # Runs to the chunk end: it may continue in the next one.
                         if (not final and (end == n or buf[end] in _NUMBER_BYTES)
                                 and _NUMBER_PREFIX.match(buf, i)):
-                            if n - i > self.max_number_bytes:
-                                self._fail(BudgetExceededError, "number longer than max_number_bytes", base + i)
                             if arr:
                                 frames[-1] -= 1  # it did not start after all (carried)
                             break
@@ -387,17 +414,21 @@ class Tokenizer:
                             emit(kind, None, base + i)
                             i += len(word)
                         else:
-                            if not final and n - i < len(word) and word.startswith(buf[i:]):
+                            if n - i < len(word) and word.startswith(buf[i:]):
+                                if final:
+                                    self._fail(TruncatedInputError, f"input ends inside {word.decode()}", base + n)
                                 if arr:
                                     frames[-1] -= 1  # it did not start after all (carried)
                                 break
-                            self._unexpected(buf, i, state)
+                            self._bad_literal(buf, i, word)
                 elif (c == 125 or c == 93) and (
                         state == _COMMA_OR_END or state == _FIRST_KEY_OR_END or state == _FIRST_VALUE_OR_END):
                     # } ] closes the innermost container, whose value then has ended
                     if (c == 93) != arr:
                         self._unexpected(buf, i, state)
                     frames.pop()
+                    if not arr:
+                        self._seen_size -= sum(map(len, self._seen.pop()))
                     emit(ARRAY_END if arr else OBJECT_END, None, base + i)
                     i += 1
                     arr = bool(frames) and type(frames[-1]) is int
@@ -406,22 +437,27 @@ class Tokenizer:
                         self._unexpected(buf, i, state)
                     try:
                         key, e = scan(text, i + 1)
-                    except ValueError:  # an error: _key_end names it
+                    except ValueError:  # an error: _key_whole names it
                         e = 0
-                    if 0 < e <= limit:  # the closing quote at e - 1
+                    if 0 < e <= limit and e - i - 2 <= self.max_key_bytes:  # the closing quote at e - 1
                         if not key.isascii():  # read as latin-1: decode the bytes
                             raw = buf[i + 1:e - 1]
                             key = raw.decode("utf-8") if 92 not in raw else _decode_key(raw)
                     else:
-                        end = -1 if e else self._key_end(buf, i + 1)
-                        if end < 0:  # key not complete in this chunk
-                            if n - i > self.max_key_bytes:
-                                self._fail(BudgetExceededError, "object key longer than max_key_bytes", base + i)
+                        self._key_start = base + i
+                        self._key_parts = []
+                        self._key_len = 0
+                        if e > limit:  # well-formed up to the chunk end: held, the rest comes later
+                            i = self._key_hold(buf, i + 1, limit)
+                            state = _IN_KEY
                             break
-                        raw = buf[i + 1:end]
-                        key = raw.decode("utf-8") if 92 not in raw else _decode_key(raw)
-                        e = end + 1
+                        key, e = self._key_whole(buf, i + 1, e)
                     frames[-1] = key
+                    seen = self._seen[-1]
+                    if key in seen or self._seen_size + len(key) > self.max_seen_key_bytes:
+                        self._key_refused(key, base + i)
+                    seen.add(key)
+                    self._seen_size += len(key)
                     emit(KEY, key, base + i)
                     i = e
                     if i < n and buf[i] == 58:  # the colon, when it follows at once
@@ -433,7 +469,11 @@ class Tokenizer:
                 elif state == _COMMA_OR_END:
                     if c != 44:  # ,
                         self._unexpected(buf, i, state)
-                    state = _VALUE if arr else _KEY
+                    if arr:
+                        state = _VALUE
+                    else:
+                        state = _KEY
+                        frames[-1] = None  # a key is due: the path names the object, not the last member
                     i += 1
                     continue
                 elif state == _COLON:
@@ -449,7 +489,11 @@ class Tokenizer:
                     state = _DONE
                 elif i < n and buf[i] == 44:
                     i += 1
-                    state = _VALUE if arr else _KEY
+                    if arr:
+                        state = _VALUE
+                    else:
+                        state = _KEY
+                        frames[-1] = None  # (as above)
                 else:
                     state = _COMMA_OR_END
         finally:
@@ -477,8 +521,6 @@ class Tokenizer:
         if final:
             return -start - 1
         cut = j
-        if cut > start and buf[cut - 1] >= 0x80:
-            cut = _utf8_tail_cut(buf, start, cut)
         if (cut - start >= 6 and buf[cut - 6] == 92 and _HIGH_SURROGATE_TAIL.match(buf, cut - 6, cut)
                 and _odd_backslashes_before(buf, cut - 6, start)):
             cut -= 6  # keep a surrogate pair together
@@ -490,17 +532,76 @@ class Tokenizer:
                 self._string_open = True
         return -cut - 1
 
+    # Keys are held whole (the handler gets them decoded), but a key cut by the
+    # chunk end is held as its well-formed parts, so each byte is scanned once
+    # (linear however the input is cut), and the limit is on the whole key's
+    # bytes between its quotes, whether it came in one chunk or many.
+
+    def _key_rest(self, buf: bytes, text: str, limit: int) -> int:
+        """The chunk starts inside a key: finish it (index after its closing quote),
+        or hold what there is and carry the cut escape (-1)."""
+        try:
+            e = _scanstring(text, 0)[1]
+        except ValueError:  # an error: _key_whole names it
+            e = 0
+        if e > limit:
+            cut = self._key_hold(buf, 0, limit)
+            self._carry = buf[cut:]
+            self._base += cut
+            return -1
+        key, e = self._key_whole(buf, 0, e)
+        self._frames[-1] = key
+        seen = self._seen[-1]
+        if key in seen or self._seen_size + len(key) > self.max_seen_key_bytes:
+            self._key_refused(key, self._key_start)
+        seen.add(key)
+        self._seen_size += len(key)
+        self._handler(KEY, key, self._key_start)
+        return e
+
+    def _key_refused(self, key: str, at: int) -> None:
+        if key in self._seen[-1]:
+            self._fail(DuplicateKeyError, f"duplicate key {key!r}", at)
+        self._fail(BudgetExceededError, f"the open objects' keys exceed max_seen_key_bytes "
+                   f"({self.max_seen_key_bytes})", at)
+
+    def _key_hold(self, buf: bytes, start: int, end: int) -> int:
+        """Hold ``buf[start:end]``, well-formed key bytes; the key goes on. Returns
+        where the carry (a cut escape) starts."""
+        self._key_parts.append(buf[start:end])
+        self._key_len += end - start
+        if self._key_len > self.max_key_bytes:
+            self._key_too_long()
+        return end
+
+    def _key_whole(self, buf: bytes, start: int, e: int) -> tuple[str, int]:
+        """The key ends in ``buf`` after what is held: its closing quote at ``e - 1``
+        (``e`` is 0 where ``scanstring`` failed: the regex finds the fault). Returns
+        the decoded key and the index after the quote. Errors in byte order: a fault
+        past the limit is the limit's."""
+        if not e:
+            j = _STRING_BODY.match(buf, start).end()
+            if j >= len(buf) or buf[j] != 34:
+                if self._key_len + j - start > self.max_key_bytes:
+                    self._key_too_long()
+                self._bad_string_byte(buf, j)
+                self._fail(JsonSyntaxError, "invalid string", self._base + j)  # (the scanners disagree)
+            e = j + 1
+        if self._key_len + e - 1 - start > self.max_key_bytes:
+            self._key_too_long()
+        raw = buf[start:e - 1]
+        if self._key_parts:
+            raw = b"".join(self._key_parts) + raw
+            self._key_parts = []
+            self._key_len = 0
+        return (raw.decode("utf-8") if 92 not in raw else _decode_key(raw)), e
+
+    def _key_too_long(self) -> None:
+        self._fail(BudgetExceededError, f"object key longer than max_key_bytes ({self.max_key_bytes})",
+                   self._key_start)
+
     # The regex scan: the reference rule, used where ``scanstring`` failed, to
     # name the error exactly (or to find the escape cut by the chunk end).
-
-    def _key_end(self, buf: bytes, start: int) -> int:
-        """Index of the closing quote of a key starting at ``start``; -1 if not in ``buf``."""
-        j = _STRING_BODY.match(buf, start).end()
-        if j < len(buf):
-            if buf[j] == 34:
-                return j
-            self._bad_string_byte(buf, j)
-        return -1
 
     def _bad_string_byte(self, buf: bytes, j: int) -> None:
         if buf[j] < 0x20:

@@ -172,6 +172,7 @@ def normalise_ollama(body: dict) -> dict:
     * a tool result's ``tool_name`` is what its linked call names (openai links by id, and the
       ollama encoder writes the name of the call the id points to).
     * ``options: {}``, ``tools: []`` and ``images: []`` mean what their absence means.
+    * a tool result without content comes back with ``content: ""`` (openai requires content).
     """
     body = copy.deepcopy(body)
     body.setdefault("stream", True)
@@ -188,6 +189,8 @@ def normalise_ollama(body: dict) -> dict:
             continue
         if message.get("images") == []:
             del message["images"]
+        if message.get("role") == "tool" and "content" not in message:
+            message["content"] = ""
         if "tool_calls" in message:
             pending = [[c["function"]["name"], False] for c in message["tool_calls"]]
         if message.get("role") == "tool":  # linked as the ollama decoder links (module docstring)
@@ -267,8 +270,11 @@ def normalise_openai(body: dict) -> dict:
     * ``max_tokens`` is written ``max_completion_tokens``; a ``stop`` string is a list.
     * ``stream`` absent means false; ``response_format`` text means none.
     * one text part is the same as a string content; ``content: null`` is absent.
+    * a stream asks for usage (``stream_options.include_usage``), as every request into openai does.
     """
     body = copy.deepcopy(body)
+    if body.get("stream") is True:
+        body.setdefault("stream_options", {"include_usage": True})
     if "max_tokens" in body:
         body.setdefault("max_completion_tokens", body.pop("max_tokens"))
     if isinstance(body.get("stop"), str):

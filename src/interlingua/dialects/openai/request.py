@@ -560,6 +560,10 @@ class RequestEncoder(Encoder):
         key, value = controls.encode_control(control, self.session)
         if key is not None:
             self.body.member(key, dumps(value))
+            if key == "stream" and value is True and control.name == "stream":
+                # another dialect's client gets usage at a stream's end (anthropic message_delta,
+                # ollama's done line); an openai backend sends it only when asked
+                self.body.member("stream_options", b'{"include_usage":true}')
 
     def _on_extension(self, ext: Extension) -> None:
         if ext.dialect != DIALECT:
@@ -712,7 +716,10 @@ class RequestEncoder(Encoder):
         if role == "tool":
             self._result_id(msg, attrs)
         if attrs.get("empty"):
-            if attrs.get("in_parts"):
+            if role == "tool" and self.session.source != DIALECT:
+                # openai rejects a tool message whose content is [] or missing: the empty result is ""
+                msg.scalar("content", b'""')
+            elif attrs.get("in_parts"):
                 msg.member("content", b"[")
             return (lambda data: None), (lambda late: self._result_close(block, msg, role, attrs, late))
         if not in_parts and not msg.has("content"):

@@ -1,0 +1,439 @@
+"""The ASGI 3 application: clients of any dialect in, the backend chosen by model, any dialect out.
+
+``create_app(config)`` returns a plain ASGI callable (no framework), so it
+mounts in any ASGI server or framework. Per chat request:
+
+1. **Auth** (when ``server.api_keys`` is set): ``Authorization: Bearer K`` or
+   ``x-api-key: K``; else 401 in the client's dialect.
+2. **Routing.** The client body is decoded as it arrives until its ``model``
+   is read (the raw chunks read so far are held: official clients write
+   ``model`` after ``messages``, so this can be the whole body, bounded by
+   ``max_body_bytes``); the first backend whose ``models`` match gets it, none
+   gives 404. With one backend matching every model (``"*"``) and no rename,
+   nothing is held.
+3. **Forwarding.** The body is transcoded chunk by chunk into the backend's
+   dialect and sent upstream as it is produced (a chunked request body),
+   with the backend's own credentials; none of the client's headers go
+   upstream. A body that is not valid gives 400 naming offset and JSON path
+   (the upstream request is dropped); over ``max_body_bytes``, 413.
+4. **The response** is transcoded frame by frame into the client's dialect
+   and flushed per piece; SSE or NDJSON (the upstream's content type decides
+   stream or not). A non-2xx upstream answer becomes the client dialect's
+   error body (``errors.client_status``). A failure or timeout after the
+   response started ends it with ``Transcoder.abort`` (the client dialect's
+   error event). A client that disconnects cancels the upstream request at
+   once (its connection is closed, not pooled).
+5. **Losses.** ``x-interlingua-losses`` counts the request's losses (all known
+   before the response starts); one structured log line per request
+   (logger ``interlingua.proxy``) lists request and response losses.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+
+import anyio
+
+from ..aio import aclose_quietly, transcode_stream
+from ..errors import TranscodeError
+from ..pipeline import Decoder, Transcoder
+from ..canonical import Control
+from .config import Backend, Config
+from .errors import client_status, error_body, transcode_error_body, upstream_message
+from .upstream import Response, UpstreamError, make_upstream
+
+log = logging.getLogger("interlingua.proxy")
+
+CHAT_ROUTES = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic", "/api/chat": "ollama"}
+JSON = b"application/json"
+STREAM_TYPES = {"openai": b"text/event-stream", "anthropic": b"text/event-stream", "ollama": b"application/x-ndjson"}
+LOSS_HEADER = b"x-interlingua-losses"
+ERROR_BODY_LIMIT = 64 << 10  # what is read of an upstream's error body
+
+
+class ClientDisconnected(Exception):
+    """The client went away (``http.disconnect``) before its body ended."""
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class RequestFailed(Exception):
+    """Ends a request early with an error response in the client's dialect."""
+
+    def __init__(self, status: int, message: str, *, kind: str | None = None, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.kind, self.param = status, message, kind, param
+
+
+class ClientBody:
+    """The client's request body as an async iterator of chunks (ASGI ``receive``), size-limited.
+
+    ``ended`` is set after the last chunk: from then on ``receive`` only
+    reports a disconnect, which the watcher waits for.
+    """
+
+    def __init__(self, receive, limit: int) -> None:
+        self.receive = receive
+        self.limit = limit
+        self.size = 0
+        self.ended = anyio.Event()
+        self._more = True
+
+    def __aiter__(self) -> "ClientBody":
+        return self
+
+    async def __anext__(self) -> bytes:
+        while self._more:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnected()
+            self._more = message.get("more_body", False)
+            if not self._more:
+                self.ended.set()
+            chunk = message.get("body", b"")
+            self.size += len(chunk)
+            if self.size > self.limit:
+                raise BodyTooLarge()
+            if chunk:
+                return chunk
+        raise StopAsyncIteration
+
+
+class Exchange:
+    """What one chat request learns on its way, for its response and its log line."""
+
+    __slots__ = ("client", "backend", "model", "status", "stream", "request_losses", "response_losses",
+                 "started", "error", "failure", "finished")
+
+    def __init__(self, client: str) -> None:
+        self.client = client
+        self.backend: Backend | None = None
+        self.model: str | None = None
+        self.status = 0
+        self.stream = False
+        self.request_losses: list = []
+        self.response_losses: list = []
+        self.started = time.perf_counter()
+        self.error: str | None = None
+        self.failure: BaseException | None = None  # raised inside the upstream body generator
+        self.finished = False  # the response's last byte was handed to the server
+
+    def log_line(self) -> str:
+        def losses(items):
+            return [{"dialect": loss.dialect, "path": loss.path, "reason": loss.reason} for loss in items]
+
+        return json.dumps({
+            "event": "proxy.request", "client": self.client,
+            "backend": self.backend.name if self.backend else None,
+            "upstream": self.backend.dialect if self.backend else None, "model": self.model,
+            "status": self.status, "stream": self.stream,
+            "ms": round((time.perf_counter() - self.started) * 1000, 3),
+            "losses": len(self.request_losses) + len(self.response_losses),
+            "request_losses": losses(self.request_losses), "response_losses": losses(self.response_losses),
+            "error": self.error,
+        }, ensure_ascii=False)
+
+
+def _header(scope, name: bytes) -> bytes | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return value
+    return None
+
+
+def _dialect_of(scope) -> str:
+    """The dialect to answer in when the route does not say (an unknown path, a GET)."""
+    path = scope["path"]
+    if path.startswith("/api/"):
+        return "ollama"
+    if _header(scope, b"anthropic-version") is not None or _header(scope, b"x-api-key") is not None:
+        return "anthropic"
+    return "openai"
+
+
+async def _respond(send, status: int, body: bytes, content_type: bytes = JSON,
+                   headers: list[tuple[bytes, bytes]] = ()) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode()),
+                            *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class ProxyApp:
+    """``create_app(config)``: an ASGI 3 callable."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._keys = [key.encode() for key in config.api_keys]
+        self._upstream = None
+        one = config.backends[0]
+        #: every model goes to the one backend under its own name: the body need not be held for routing
+        self._catch_all = one if len(config.backends) == 1 and "*" in one.models and one.model is None else None
+
+    # -- ASGI entry ---------------------------------------------------------------------
+
+    async def __call__(self, scope, receive, send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive, send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def aclose(self) -> None:
+        """Close the upstream connection pool."""
+        if self._upstream is not None:
+            upstream, self._upstream = self._upstream, None
+            await upstream.aclose()
+
+    def upstream(self):
+        if self._upstream is None:  # made in the serving loop (aiohttp binds to it)
+            self._upstream = make_upstream(self.config.upstream_client)
+        return self._upstream
+
+    async def _http(self, scope, receive, send) -> None:
+        path, method = scope["path"], scope["method"]
+        dialect = CHAT_ROUTES.get(path)
+        if dialect is not None and method == "POST":
+            await self._chat(scope, receive, send, dialect)
+        elif path == "/healthz" and method in ("GET", "HEAD"):
+            await _respond(send, 200, b'{"status":"ok"}')
+        elif path in ("/v1/models", "/api/tags") and method == "GET":
+            await self._models(scope, send)
+        else:
+            status = 405 if dialect is not None or path in ("/v1/models", "/api/tags", "/healthz") else 404
+            client = dialect or _dialect_of(scope)
+            await _respond(send, status, error_body(client, status, f"no route for {method} {path}"))
+
+    def _authorized(self, scope) -> bool:
+        if not self._keys:
+            return True
+        presented = _header(scope, b"x-api-key")
+        if presented is None:
+            auth = _header(scope, b"authorization") or b""
+            if auth[:7].lower() != b"bearer ":
+                return False
+            presented = auth[7:].strip()
+        return any(hmac.compare_digest(presented, key) for key in self._keys)
+
+    # -- GET /v1/models, /api/tags --------------------------------------------------------
+
+    async def _models(self, scope, send) -> None:
+        dialect = _dialect_of(scope)
+        if not self._authorized(scope):
+            await _respond(send, 401, error_body(dialect, 401, "missing or wrong API key"))
+            return
+        names = [(name, b.name) for b in self.config.backends for name in b.listed_models()]
+        if dialect == "ollama":
+            body = {"models": [{"name": n, "model": n, "modified_at": "1970-01-01T00:00:00Z", "size": 0,
+                                "digest": "", "details": {"family": owner}} for n, owner in names]}
+        elif dialect == "anthropic":
+            data = [{"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"}
+                    for n, _ in names]
+            body = {"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
+                    "last_id": data[-1]["id"] if data else None}
+        else:
+            body = {"object": "list", "data": [{"id": n, "object": "model", "created": 0, "owned_by": owner}
+                                               for n, owner in names]}
+        await _respond(send, 200, json.dumps(body).encode())
+
+    # -- POST chat ----------------------------------------------------------------------
+
+    async def _chat(self, scope, receive, send, client: str) -> None:
+        exchange = Exchange(client)
+        try:
+            await self._exchange(scope, receive, send, exchange)
+        except RequestFailed as failed:
+            exchange.status, exchange.error = failed.status, failed.message
+            try:
+                await _respond(send, failed.status,
+                               error_body(client, failed.status, failed.message, kind=failed.kind, param=failed.param))
+            except OSError:
+                pass  # the client is gone
+        except ClientDisconnected:
+            exchange.status, exchange.error = 499, "client disconnected"
+        finally:
+            if self.config.log_requests:
+                log.info(exchange.log_line())
+
+    async def _exchange(self, scope, receive, send, exchange: Exchange) -> None:
+        config, client = self.config, exchange.client
+        if not self._authorized(scope):
+            raise RequestFailed(401, "missing or wrong API key (Authorization: Bearer <key> or x-api-key: <key>)")
+        length = _header(scope, b"content-length")
+        if length is not None and length.isdigit() and int(length) > config.max_body_bytes:
+            raise RequestFailed(413, f"request body over {config.max_body_bytes} bytes")
+        body = ClientBody(receive, config.max_body_bytes)
+        try:
+            held, backend, model = await self._route(body, client)
+        except BodyTooLarge:
+            raise RequestFailed(413, f"request body over {config.max_body_bytes} bytes") from None
+        except TranscodeError as exc:
+            raise RequestFailed(exc.status, str(exc), kind=exc.kind, param=exc.path) from None
+        exchange.backend, exchange.model = backend, model
+        request = Transcoder(client, backend.dialect, kind="request", options=config.options, model=backend.model)
+        exchange.request_losses = request.losses
+        failure: Exception | None = None
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._watch_disconnect, body, receive, group.cancel_scope, exchange)
+            try:
+                await self._forward(send, exchange, body, held, request)
+            except Exception as exc:  # noqa: BLE001 -- re-raised below, outside the group (no ExceptionGroup)
+                failure = exc
+            finally:
+                group.cancel_scope.cancel()  # the watcher's work is over
+        if failure is not None:
+            raise failure
+
+    async def _route(self, body: ClientBody, client: str) -> tuple[list[bytes], Backend, str | None]:
+        """Read the body until its model is known; returns the chunks read, the backend and the model."""
+        if self._catch_all is not None:
+            return [], self._catch_all, None
+        decoder = Decoder(client, kind="request", options=self.config.options)
+        held: list[bytes] = []
+        model = None
+        async for chunk in body:
+            held.append(chunk)
+            model = _model_of(decoder.feed(chunk))
+            if model is not None:
+                break
+        else:
+            model = _model_of(decoder.close())
+        if not isinstance(model, str):
+            raise RequestFailed(400, "the request names no model", param="$.model")
+        backend = self.config.backend_for(model)
+        if backend is None:
+            raise RequestFailed(404, f"model {model!r} is not served here (see /v1/models)", kind="not_found_error",
+                                param="$.model")
+        return held, backend, model
+
+    async def _watch_disconnect(self, body: ClientBody, receive, scope: anyio.CancelScope,
+                                exchange: Exchange) -> None:
+        """After the body ended, ``receive`` returns only at a disconnect: then cancel the exchange."""
+        await body.ended.wait()
+        message = await receive()
+        if message["type"] == "http.disconnect" and not exchange.finished:  # (servers also say so when done)
+            exchange.status, exchange.error = 499, "client disconnected"
+            scope.cancel()
+
+    async def _upstream_body(self, exchange: Exchange, body: ClientBody, held: list[bytes],
+                             request: Transcoder) -> AsyncIterator[bytes]:
+        """The request body in the backend's dialect, transcoded as the client's body arrives."""
+        try:
+            for chunk in held:
+                out = request.feed(chunk)
+                if out:
+                    yield out
+            async for chunk in body:
+                out = request.feed(chunk)
+                if out:
+                    yield out
+            out = request.close()
+            if out:
+                yield out
+        except (TranscodeError, BodyTooLarge, ClientDisconnected) as exc:
+            exchange.failure = exc  # the HTTP client may wrap it: the exchange keeps the original
+            raise
+
+    def _failed_request(self, exchange: Exchange, exc: BaseException) -> BaseException:
+        """What a failure while the request was being sent means for the client."""
+        failure = exchange.failure
+        if isinstance(failure, TranscodeError):
+            return RequestFailed(failure.status, str(failure), kind=failure.kind, param=failure.path)
+        if isinstance(failure, BodyTooLarge):
+            return RequestFailed(413, f"request body over {self.config.max_body_bytes} bytes")
+        if isinstance(failure, ClientDisconnected):
+            return failure
+        if isinstance(exc, UpstreamError):
+            return RequestFailed(exc.status, str(exc), kind="timeout_error" if exc.status == 504 else "api_error")
+        return exc
+
+    async def _forward(self, send, exchange: Exchange, body: ClientBody, held: list[bytes],
+                       request: Transcoder) -> None:
+        backend = exchange.backend
+        headers = [(b"content-type", JSON), (b"accept-encoding", b"identity"), (b"user-agent", b"interlingua-proxy"),
+                   *backend.auth_headers()]
+        try:
+            response = await self.upstream().open(
+                backend.endpoint, headers, self._upstream_body(exchange, body, held, request),
+                connect_timeout=backend.connect_timeout, read_timeout=backend.read_timeout)
+        except Exception as exc:  # noqa: BLE001 -- sorted out by what the body generator saw
+            raise self._failed_request(exchange, exc) from None
+        if exchange.failure is not None:  # the upstream answered before our body failed
+            await response.aclose()
+            raise self._failed_request(exchange, exchange.failure)
+        try:
+            if response.status >= 300:
+                await self._upstream_error(exchange, response)
+            else:
+                await self._relay(send, exchange, response)
+        finally:
+            await aclose_quietly(response)
+
+    async def _upstream_error(self, exchange: Exchange, response: Response) -> None:
+        message = upstream_message(await response.read(ERROR_BODY_LIMIT))
+        status = client_status(response.status, exchange.client)
+        raise RequestFailed(status, f"upstream {exchange.backend.name} answered {response.status}: {message}",
+                            kind="overloaded_error" if response.status in (503, 529) else None)
+
+    async def _relay(self, send, exchange: Exchange, response: Response) -> None:
+        """The upstream's answer, transcoded into the client's dialect piece by piece."""
+        client, backend = exchange.client, exchange.backend
+        kind = "stream" if ("event-stream" in response.content_type or "ndjson" in response.content_type) \
+            else "response"
+        exchange.stream = kind == "stream"
+        answer = Transcoder(backend.dialect, client, kind=kind, options=self.config.options)
+        exchange.response_losses = answer.losses
+        exchange.status = 200
+        headers = [(b"content-type", STREAM_TYPES[client] if exchange.stream else JSON),
+                   (LOSS_HEADER, str(len(exchange.request_losses)).encode())]
+        if exchange.stream:
+            headers.append((b"cache-control", b"no-cache"))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+
+        def aborted(exc: BaseException) -> None:
+            exchange.error = f"upstream failed mid-response: {exc}"
+
+        pieces = transcode_stream(response.chunks(), answer, abort_on=(UpstreamError, TranscodeError),
+                                  on_abort=aborted)
+        try:
+            async with aclosing(pieces):
+                async for piece in pieces:
+                    await send({"type": "http.response.body", "body": piece, "more_body": True})
+            exchange.finished = True
+            await send({"type": "http.response.body", "body": b""})
+        except OSError:  # the server says the client is gone
+            exchange.status, exchange.error = 499, "client disconnected"
+
+
+def _model_of(events) -> object:
+    for event in events:
+        if event.__class__ is Control and event.name == "model":
+            return event.value
+    return None
+
+
+def create_app(config: Config | dict | str) -> ProxyApp:
+    """The ASGI app for ``config``: a ``Config``, a parsed-TOML dict, or the path of a TOML file."""
+    from .config import load_config, parse_config
+    if isinstance(config, dict):
+        config = parse_config(config)
+    elif not isinstance(config, Config):
+        config = load_config(config)
+    return ProxyApp(config)

@@ -1,0 +1,76 @@
+"""Error bodies in the client's dialect, and how an upstream's status maps to the client's.
+
+Each official client turns these into its own exception class by status
+(``openai.NotFoundError``, ``anthropic.AuthenticationError``,
+``ollama.ResponseError`` with ``status_code``), with the message readable.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import TranscodeError
+
+#: canonical error kind per HTTP status (anthropic's names, which the other dialects map from)
+_KINDS = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+          404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
+          502: "api_error", 503: "overloaded_error", 504: "timeout_error", 529: "overloaded_error"}
+#: openai's error ``type`` for a canonical kind (its API says server_error for 5xx)
+_OPENAI_TYPES = {"api_error": "server_error", "overloaded_error": "server_error", "timeout_error": "server_error"}
+
+
+def kind_for(status: int) -> str:
+    return _KINDS.get(status, "invalid_request_error" if status < 500 else "api_error")
+
+
+def error_body(dialect: str, status: int, message: str, *, kind: str | None = None,
+               param: str | None = None) -> bytes:
+    """The body of an error response in ``dialect``'s shape."""
+    kind = kind or kind_for(status)
+    if dialect == "anthropic":
+        body: dict = {"type": "error", "error": {"type": kind, "message": message}}
+    elif dialect == "openai":
+        body = {"error": {"message": message, "type": _OPENAI_TYPES.get(kind, kind), "param": param,
+                          "code": kind if kind in ("not_found_error", "rate_limit_error") else None}}
+    else:  # ollama: a bare message
+        body = {"error": message}
+    return json.dumps(body, ensure_ascii=False).encode()
+
+
+def transcode_error_body(dialect: str, exc: TranscodeError) -> tuple[int, bytes]:
+    """A client body interlingua could not read: its status and an error naming offset and path."""
+    return exc.status, error_body(dialect, exc.status, str(exc), kind=exc.kind, param=exc.path)
+
+
+def client_status(upstream_status: int, client_dialect: str) -> int:
+    """The status the client gets for an upstream's non-2xx status.
+
+    * 401/403 from the upstream mean the *proxy's* backend credentials were
+      refused, not the client's: 502, so that a client does not drop a good key.
+    * 529 (anthropic's "overloaded") is not an HTTP status other clients know: 503.
+    * Everything else passes through (400, 404, 413, 422, 429, 5xx).
+    """
+    if upstream_status in (401, 403):
+        return 502
+    if upstream_status == 529 and client_dialect != "anthropic":
+        return 503
+    if upstream_status < 400:  # a 1xx/3xx an upstream should not send to a POST
+        return 502
+    return upstream_status
+
+
+def upstream_message(body: bytes) -> str:
+    """The human message inside an upstream error body of any dialect (or its text)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body.decode("utf-8", "replace").strip()[:2000] or "(empty body)"
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+        if isinstance(error, str):
+            return error
+        if isinstance(data.get("message"), str):
+            return data["message"]
+    return json.dumps(data, ensure_ascii=False)[:2000]

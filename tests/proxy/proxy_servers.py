@@ -1,0 +1,222 @@
+"""Real HTTP servers on loopback for the proxy tests: uvicorn in a thread, and replaying upstreams.
+
+``Upstream`` is one ASGI app answering all three dialects' chat paths (so one
+server thread stands for an openai, an anthropic and an ollama backend). For
+each request it
+
+* reads the body and checks it with its own dialect's official request type
+  (openai ``CompletionCreateParams*``, anthropic ``MessageCreateParams``,
+  ollama ``ChatRequest``); a body they refuse gets 422 and is recorded;
+* picks what to answer from the model name ``<anything>/<scenario>``: an rpt
+  response scenario (``rpt/<scenario>/<dialect>.<stream|response>.rpt``),
+  streamed frame by frame with ``pace`` seconds between frames, or a fault:
+  ``fault-<status>`` (an error body of its dialect), ``fault-drop`` (the
+  connection dropped mid-stream), ``fault-slow-start`` / ``fault-slow-mid``
+  (silent for ``SLOW`` seconds before the first byte / after three frames),
+  ``fault-hang`` (three frames, then waits for the connection to close and
+  records when it did).
+
+Only 127.0.0.1 is ever used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+import anyio
+import uvicorn
+
+from rpt import RPT_ROOT, parse_wire
+
+PATHS = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic", "/api/chat": "ollama"}
+SLOW = 2.0
+CONTENT_TYPES = {"openai": "text/event-stream", "anthropic": "text/event-stream", "ollama": "application/x-ndjson"}
+
+
+class Server:
+    """An ASGI app served by uvicorn in a daemon thread on 127.0.0.1 (an ephemeral port)."""
+
+    def __init__(self, app, **config) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                                                    **config))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+
+    def __enter__(self) -> "Server":
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("test server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+@functools.cache
+def _official_check(dialect: str):
+    """The validator of a request body in ``dialect``: its official client's request type."""
+    from pydantic import TypeAdapter
+    if dialect == "openai":
+        from openai.types.chat.completion_create_params import (
+            CompletionCreateParamsNonStreaming, CompletionCreateParamsStreaming,
+        )
+        streaming, plain = TypeAdapter(CompletionCreateParamsStreaming), TypeAdapter(CompletionCreateParamsNonStreaming)
+        return lambda body: (streaming if body.get("stream") else plain).validate_python(body, strict=False)
+    if dialect == "anthropic":
+        from anthropic.types import MessageCreateParams
+        adapter = TypeAdapter(MessageCreateParams)
+        return adapter.validate_python
+    from ollama._types import ChatRequest
+    return ChatRequest.model_validate
+
+
+def wants_stream(dialect: str, body: dict) -> bool:
+    return body.get("stream", dialect == "ollama") is True  # ollama streams when stream is absent
+
+
+def scenario_bytes(scenario: str, dialect: str, kind: str) -> bytes:
+    return parse_wire(RPT_ROOT / scenario / f"{dialect}.{kind}.rpt").body
+
+
+def frames(body: bytes, dialect: str) -> list[bytes]:
+    """A stream body cut into its frames (SSE events / NDJSON lines), separators kept."""
+    sep = b"\n" if dialect == "ollama" else b"\n\n"
+    parts = body.split(sep)
+    out = [p + sep for p in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
+def error_body(dialect: str, status: int) -> bytes:
+    message = f"upstream says {status}"
+    if dialect == "anthropic":
+        kinds = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
+                 500: "api_error", 529: "overloaded_error"}
+        return json.dumps({"type": "error", "error": {"type": kinds.get(status, "api_error"), "message": message}}).encode()
+    if dialect == "openai":
+        return json.dumps({"error": {"message": message, "type": "invalid_request_error", "param": None,
+                                     "code": None}}).encode()
+    return json.dumps({"error": message}).encode()
+
+
+@dataclass
+class Received:
+    dialect: str
+    body: bytes
+    headers: dict
+    valid: bool
+    problem: str | None = None
+    closed_at: float | None = None  # fault-hang: when the upstream saw its connection close
+    sent_at: float | None = None
+
+
+@dataclass
+class Upstream:
+    pace: float = 0.001
+    received: list[Received] = field(default_factory=list)
+    url: str = ""  # set once served
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        dialect = PATHS.get(scope["path"])
+        raw = b""
+        more = True
+        while more:
+            message = await receive()
+            raw += message.get("body", b"")
+            more = message.get("more_body", False)
+        record = Received(dialect, raw, {k.decode(): v.decode() for k, v in scope["headers"]}, True)
+        self.received.append(record)
+        try:
+            body = json.loads(raw)
+            _official_check(dialect)(body)
+        except Exception as exc:  # noqa: BLE001 -- reported to the test through the status and the record
+            record.valid, record.problem = False, repr(exc)[:2000]
+            await self._plain(send, 422, error_body(dialect, 422))
+            return
+        scenario, _, pace = str(body.get("model", "")).rpartition("/")[2].partition("@")
+        await self._answer(scenario, dialect, wants_stream(dialect, body), send, receive, record,
+                           float(pace) if pace else self.pace)
+
+    async def _plain(self, send, status: int, body: bytes, content_type: str = "application/json") -> None:
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", content_type.encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _answer(self, scenario: str, dialect: str, stream: bool, send, receive, record: Received,
+                      pace: float) -> None:
+        if scenario.startswith("fault-") and scenario[6:].isdigit():
+            await self._plain(send, int(scenario[6:]), error_body(dialect, int(scenario[6:])))
+            return
+        if scenario == "fault-slow-start":
+            await anyio.sleep(SLOW)
+        source = "response-text-tool" if scenario.startswith("fault-") else scenario
+        kind = "stream" if stream else "response"
+        body = scenario_bytes(source, dialect, kind)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", (CONTENT_TYPES[dialect] if stream else "application/json").encode())]})
+        if not stream:
+            await send({"type": "http.response.body", "body": body})
+            return
+        pieces = frames(body, dialect)
+        for i, piece in enumerate(pieces):
+            if i == 3 and scenario in ("fault-drop", "fault-slow-mid", "fault-hang"):
+                break
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+            await anyio.sleep(pace)
+        else:
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if scenario == "fault-drop":
+            raise ConnectionResetError("test upstream drops the connection mid-stream")
+        if scenario == "fault-slow-mid":
+            await anyio.sleep(SLOW)
+            await send({"type": "http.response.body", "body": b""})
+            return
+        record.sent_at = time.monotonic()
+        with anyio.move_on_after(10):  # fault-hang: until the proxy closes the connection
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            record.closed_at = time.monotonic()
+
+
+def proxy_config(upstream_url: str, **server) -> dict:
+    """Backends ``openai/*``, ``anthropic/*``, ``ollama/*`` (and ``slow-<dialect>/*`` with a 0.5 s read timeout)."""
+    backends = []
+    for dialect in ("openai", "anthropic", "ollama"):
+        backends.append({"name": dialect, "dialect": dialect, "url": upstream_url, "models": [f"{dialect}/*"],
+                         "api_key": f"upstream-key-{dialect}"})
+        backends.append({"name": f"slow-{dialect}", "dialect": dialect, "url": upstream_url,
+                         "models": [f"slow-{dialect}/*"], "read_timeout": 0.5})
+    return {"server": {"log_requests": True, **server}, "backends": backends}
+
+
+@contextlib.contextmanager
+def running(pace: float = 0.001, **server):
+    """An upstream server and a proxy in front of it: yields (proxy Server, Upstream app)."""
+    from interlingua.proxy import create_app
+    upstream = Upstream(pace)
+    with Server(upstream) as up:
+        upstream.url = up.url
+        with Server(create_app(proxy_config(up.url, **server))) as proxy:
+            yield proxy, upstream
