@@ -38,6 +38,6 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(
         f"validity: {validity.CHECKED['outputs']} cross-dialect outputs passed the target API rules "
         f"(tests/validity.py), {validity.CHECKED['skipped']} not held to them (their input breaks its own "
-        f"API's rules)")
+        f"API's rules), {validity.CHECKED['unparsed']} not JSON (judged by the tests' own checks)")
     for (pair, broke_in, broke_out), count in sorted(validity.SKIPPED.items()):
         terminalreporter.write_line(f"  {pair}: input breaks {broke_in}, output {broke_out}: {count}")

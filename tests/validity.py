@@ -423,10 +423,10 @@ def _l_int_options(body):
 
 
 @rule("ollama", "request", "think-value",
-      "think is a boolean or one of low, medium, high",
-      f"{_OLLAMA_REF}: 'think' (bool, or a level for models that take one)")
+      "think is a boolean or one of low, medium, high, max",
+      f"{_OLLAMA_REF}: api.ThinkValue (bool, or a level for models that take one)")
 def _l_think(body):
-    if "think" in body and not (isinstance(body["think"], bool) or body["think"] in ("low", "medium", "high")):
+    if "think" in body and not (isinstance(body["think"], bool) or body["think"] in ("low", "medium", "high", "max")):
         yield f"think {body['think']!r}"
 
 
@@ -504,8 +504,11 @@ def check(dialect: str, kind: str, data: bytes, *, enforced_only: bool = False) 
     (``enforced_only``: leave out the tolerated ones)."""
     try:
         value = _stream_events(data) if kind == "stream" else json.loads(data)
-    except ValueError as exc:
-        return [f"not JSON: {exc}"]
+    except ValueError:
+        # not JSON at all: a bug of another kind, caught by the JSON and client checks of the
+        # tests themselves (a cut-off tool call pasted as is: issue 16.1); counted, not judged
+        CHECKED["unparsed"] += 1
+        return []
     if kind != "stream" and not isinstance(value, dict):
         return []
     problems = []
@@ -531,7 +534,7 @@ class ValidityError(AssertionError):
 
 
 #: cross-dialect outputs checked, and those not checked because the input broke its own API's rules
-CHECKED = {"outputs": 0, "skipped": 0}
+CHECKED = {"outputs": 0, "skipped": 0, "unparsed": 0}
 #: for the skipped ones: (source dialect, input rule broken, output rule broken) -> count
 SKIPPED: dict[tuple[str, str, str], int] = {}
 
