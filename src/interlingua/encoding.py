@@ -382,15 +382,22 @@ class MessageListBody:
     def system_end(self) -> None:
         self.system_final = True
         self._flush_pending()
+        if self.messages_ended:
+            self._list_exists()
 
     def messages_end(self) -> None:
         self.messages_ended = True
         self._close_message()
         if self.system_final:
             self._flush_pending()
-            if not self.messages_opened:  # an empty list is still a list
-                self.open_array("messages")
+            self._list_exists()
         self._flush_later()
+
+    def _list_exists(self) -> None:
+        """The source had a message list: the output has one, even if nothing was
+        carried into it (an empty list is still a list)."""
+        if not self.messages_opened:
+            self.open_array("messages")
 
     def end(self) -> None:
         """The source ended: everything held is written; trailing members may follow."""

@@ -83,16 +83,16 @@ def anthropic_events() -> list:
 def test_anthropic_events_to_ollama():
     body, session = encode(anthropic_events())
     assert body["messages"] == [
-        {"role": "system", "content": "Be brief."},
-        {"role": "system", "content": "Use tools."},  # top-level system blocks: one message each
+        {"role": "system", "content": "Be brief.\n\nUse tools."},  # top-level system blocks: one message, joined
         # text after an image goes on in a following message (the images stream)
         {"role": "user", "content": "Look at this", "images": [PNG_B64.decode()]},
         {"role": "user", "content": "and this"},
         {"role": "assistant", "thinking": "thinking hard", "content": "Calling tools",
-         "tool_calls": [{"function": {"arguments": {"city": "Paris"}, "name": "weather"}},
-                        {"function": {"arguments": {"city": "Tokyo"}, "name": "weather"}}]},
-        {"role": "tool", "content": "18C", "tool_name": "weather"},
-        {"role": "tool", "content": "22C", "tool_name": "weather"},
+         "tool_calls": [{"id": "toolu_1", "function": {"arguments": {"city": "Paris"}, "name": "weather"}},
+                        {"id": "toolu_2", "function": {"arguments": {"city": "Tokyo"}, "name": "weather"}}]},
+        # the current ollama API carries the ids (id on calls, tool_call_id on results)
+        {"role": "tool", "content": "18C", "tool_name": "weather", "tool_call_id": "toolu_1"},
+        {"role": "tool", "content": "22C", "tool_name": "weather", "tool_call_id": "toolu_2"},
         {"role": "user", "content": "Thanks"},
     ]
     assert body["options"] == {"num_predict": 1024, "stop": ["END"], "top_k": 5}
@@ -100,7 +100,7 @@ def test_anthropic_events_to_ollama():
     assert body["tools"] == [{"type": "function", "function": {"name": "weather", "description": "Weather",
                                                                "parameters": {"type": "object"}}}]
     reasons = [l.reason for l in session.losses]
-    for what in ("without fetching", "thinking signature", "redacted thinking", "carry no id",
+    for what in ("without fetching", "thinking signature", "redacted thinking", "several text blocks joined",
                  "is_error", "user-document", "cache_control", "budget_tokens", "text after an image"):
         assert any(what in r for r in reasons), what
     assert session.reorder.report()["by_reason"]["ollama:messages-before-system"] > 0

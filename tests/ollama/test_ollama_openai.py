@@ -114,13 +114,14 @@ def test_openai_client_body_to_ollama(size):
     assert o["messages"][1] == {"role": "user", "content": "first",
                                 "images": [base64.b64encode(PNG_1PX).decode()]}
     assert o["messages"][2] == {"role": "user", "content": "second"}
-    assert o["messages"][3]["tool_calls"] == [{"function": {"name": "weather", "arguments": {"city": "Paris"}}}]
-    assert o["messages"][4] == {"role": "tool", "content": "sunny", "tool_name": "weather"}
+    # the current ollama API carries the ids: id on the call, tool_call_id on the result
+    assert o["messages"][3]["tool_calls"] == [{"id": "call_abc",
+                                               "function": {"name": "weather", "arguments": {"city": "Paris"}}}]
+    assert o["messages"][4] == {"role": "tool", "content": "sunny", "tool_name": "weather",
+                                "tool_call_id": "call_abc"}
     assert o["options"] == {"num_predict": 50, "stop": ["END"], "temperature": 0.5, "seed": 3}
     assert o["format"] == "json" and o["think"] == "low" and o["stream"] is False
-    assert sorted(l.reason for l in losses) == [
-        "ollama tool calls carry no id (results are linked by order and tool_name)",
-        "text after an image: moved to a following ollama message"]
+    assert sorted(l.reason for l in losses) == ["text after an image: moved to a following ollama message"]
 
 
 def test_openai_to_ollama_and_back_keeps_text_and_images():
@@ -129,9 +130,9 @@ def test_openai_to_ollama_and_back_keeps_text_and_images():
     back, losses = run(ollama_body, "ollama", "openai")
     b, o = json.loads(back), json.loads(body)
     assert image_bytes_of_openai(b) == image_bytes_of_openai(o) == [PNG_1PX]
-    # ids are regenerated (loss recorded on the way in), arguments compare as JSON
-    assert b["messages"][3]["tool_calls"][0]["id"] == "call_ollama_3_0"
-    assert b["messages"][4]["tool_call_id"] == "call_ollama_3_0"
+    # the ids go through ollama and back; arguments compare as JSON
+    assert b["messages"][3]["tool_calls"][0]["id"] == "call_abc"
+    assert b["messages"][4]["tool_call_id"] == "call_abc"
     assert json.loads(b["messages"][3]["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}
     assert b["messages"][1]["content"][0] == {"type": "text", "text": "first"}
     assert b["messages"][2]["content"] == [{"type": "text", "text": "second"}]
@@ -159,7 +160,7 @@ def test_openai_sections_ollama_cannot_carry_are_recorded():
         "tool_choice": "auto", "parallel_tool_calls": False, "store": True}).encode()
     out, losses = run(body, "openai", "ollama")
     reasons = " | ".join(l.reason for l in losses)
-    for what in ("developer role", "user-document", "user-audio", "assistant-refusal", "'tool_choice'",
+    for what in ("developer role", "user-document", "user-audio", "refusal", "'tool_choice'",
                  "'parallel_tool_calls'", "openai field"):
         assert what in reasons, what
     assert json.loads(out)["messages"][0] == {"role": "system", "content": "dev"}

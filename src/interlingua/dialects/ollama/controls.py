@@ -19,7 +19,13 @@ Mapping decisions (documented, pinned by tests):
   ``""`` <-> ``{"type": "text"}``.
 * ``think``: ``true``/``false`` <-> ``{"enabled": bool}``; a level string
   <-> ``{"effort": level}``. A canonical ``budget_tokens`` becomes
-  ``think: true`` and the budget is a recorded loss.
+  ``think: true`` and the budget is a recorded loss. Ollama's levels are
+  ``low``/``medium``/``high``/``max``; other efforts go to the nearest level
+  as Ollama's own compatibility layers do (openai ``minimal`` -> ``low``,
+  ``xhigh``/``ultra`` -> ``max``; anthropic ``xhigh`` -> ``high``), a recorded
+  loss. Thinking disabled (``{"enabled": false}``, anthropic ``thinking:
+  {"type": "disabled"}``) gives ``think: false`` whatever effort comes with it
+  (the effort is a recorded loss).
 * ``stream``: Ollama streams when ``stream`` is absent, the other dialects do
   not. The decoder therefore emits an *implied* ``stream: true`` control
   (``key=None``) when the body has no ``stream``; the ollama encoder writes
@@ -74,7 +80,15 @@ OPTION_EXTENSIONS = {
 _CANONICAL_TO_OPTION = {v: k for k, v in OPTION_CONTROLS.items()}
 _CANONICAL_TO_TOP = {"model": "model", "stream": "stream", "logprobs": "logprobs",
                      "top_logprobs": "top_logprobs"}
-_THINK_LEVELS = ("low", "medium", "high")
+#: the levels ollama's ``think`` takes (api.ThinkValue: low, medium, high, max)
+_THINK_LEVELS = ("low", "medium", "high", "max")
+#: efforts outside ollama's levels, per source scale -> the nearest level (a recorded
+#: loss): openai's ``xhigh`` is its top (ollama's openai layer sends ``max``), anthropic's
+#: sits between ``high`` and ``max`` (ollama's anthropic layer sends ``high``)
+_NEAREST_LEVEL = {
+    "openai": {"minimal": "low", "xhigh": "max", "ultra": "max"},
+    "anthropic": {"minimal": "low", "xhigh": "high", "ultra": "max"},
+}
 
 
 def decode(key: str, raw: bytes) -> Control | None:
@@ -150,20 +164,19 @@ def encode_control(control: Control, session) -> list[tuple[str, Any]]:
 
 
 def reasoning_to_think(value: Any, where: str, dialect: str | None, session) -> Any:
+    """Canonical reasoning -> ollama ``think``; see the module docstring."""
     if not isinstance(value, dict):
         session.lose(where, "reasoning setting has no ollama form", dialect=dialect)
         return None
+    if value.get("enabled") is False:
+        # thinking disabled wins over an effort given beside it (anthropic
+        # thinking.type disabled + output_config.effort): never turn reasoning on
+        if value.get("effort") not in (None, "none"):
+            session.lose(where, f"reasoning effort {value['effort']!r} with thinking disabled: "
+                                "ollama think false has no effort", dialect=dialect)
+        return False
     if "effort" in value:
-        effort = value["effort"]
-        if effort in _THINK_LEVELS:
-            return effort
-        if effort == "none":
-            return False
-        if effort == "minimal":
-            session.lose(where, "reasoning effort 'minimal' becomes ollama think 'low'", dialect=dialect)
-            return "low"
-        session.lose(where, f"reasoning effort {effort!r} has no ollama level", dialect=dialect)
-        return None
+        return _think_level(value["effort"], where, dialect, session)
     if "enabled" in value:
         if "budget_tokens" in value:
             session.lose(where, "thinking budget_tokens has no ollama field", dialect=dialect)
@@ -172,6 +185,20 @@ def reasoning_to_think(value: Any, where: str, dialect: str | None, session) -> 
         session.lose(where, "thinking budget_tokens has no ollama field", dialect=dialect)
         return True
     session.lose(where, "reasoning setting has no ollama form", dialect=dialect)
+    return None
+
+
+def _think_level(effort: Any, where: str, dialect: str | None, session) -> Any:
+    if effort in _THINK_LEVELS:
+        return effort
+    if effort == "none":
+        return False
+    nearest = _NEAREST_LEVEL.get(dialect or "", _NEAREST_LEVEL["openai"]).get(effort)
+    if nearest is not None:
+        session.lose(where, f"reasoning effort {effort!r} becomes ollama think {nearest!r} "
+                            "(ollama has no such level)", dialect=dialect)
+        return nearest
+    session.lose(where, f"reasoning effort {effort!r} has no ollama level", dialect=dialect)
     return None
 
 

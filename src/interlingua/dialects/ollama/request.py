@@ -2,8 +2,10 @@
 
 Wire shape (the installed ``ollama`` client is the authority): a message is
 ``{"role", "content": str, "thinking": str, "images": [base64 str],
-"tool_calls": [{"function": {"name", "arguments": {object}, "index"?}}],
-"tool_name": str}``; tools as openai's; sampling settings inside ``options``.
+"tool_calls": [{"id"?, "function": {"index"?, "name", "arguments": {object}}}],
+"tool_name": str, "tool_call_id"?: str}`` (the Go server's ``api.Message``; the
+current API has the ids, the installed Python client does not declare them yet);
+tools as openai's; sampling settings inside ``options``.
 
 Decoder decisions:
 
@@ -23,43 +25,54 @@ Decoder decisions:
   ``role`` (sorted keys) is held (``ollama:content-before-role``).
 * Images are ``user-image`` blocks, ``source: base64``; ``media_type`` is
   sniffed from the first bytes (png, jpeg, gif, webp) and absent otherwise.
-* Tool calls carry no id in ollama: the decoder generates
-  ``call_ollama_<message>_<position>`` (deterministic). Arguments (a JSON
+* A tool call's ``id`` is carried when present (Go writes it first); only a
+  call without one gets a generated ``call_ollama_<message>_<position>``
+  (deterministic). Arguments (a JSON
   object) become the canonical escaped JSON-string text, re-serialised
   compactly while streaming. ``index`` rides as attr ``index``.
-* A tool message is matched to the pending calls of the last assistant
-  message: the first not yet answered with the same ``tool_name`` (or the
-  first at all when ``tool_name`` is absent); its id becomes the result's
-  ``tool_call_id``; ``tool_name`` rides as attr ``name`` (absent: attr
-  ``ollama_no_tool_name``, so the ollama encoder does not add one).
+* A tool message's ``tool_call_id`` links it to its call. Without one it is
+  matched to the pending calls of the last assistant message: the first not
+  yet answered with the same ``tool_name`` (or the first at all when
+  ``tool_name`` is absent); that call's id becomes the result's
+  ``tool_call_id`` (attr ``ollama_no_tool_call_id`` when the call's id was a
+  given one, so an ollama target does not add it); ``tool_name`` rides as
+  attr ``name`` (absent: attr ``ollama_no_tool_name``, so the ollama encoder
+  does not add one).
 * ``stream`` absent: an implied ``stream: true`` control (see controls.py).
 
 Encoder decisions:
 
 * Several text blocks of one message are joined into one ``content`` with
   ``"\\n\\n"`` between them (a recorded loss: the block boundaries go).
-  Top-level system blocks each become one system message (no loss).
+  Top-level system blocks (anthropic ``system`` as a list) become ONE system
+  message, joined the same way (recorded), as Ollama's anthropic layer sends.
 * Images go to ``images[]`` in their order; ollama has no position among
   the text, so a text block after an image is a recorded loss (the text
   moves before it). A
   ``url`` image cannot be carried without fetching it: a recorded loss,
   never fetched. ``media_type`` is not written (ollama reads the bytes); a declared
   type the first bytes do not show (png, jpeg, gif, webp) is a recorded loss.
-* Tool-call ids are not written (ollama has none); an id that is not one the
-  ollama decoder generated is a recorded loss. Results get ``tool_name`` from
-  the call their ``tool_call_id`` names.
-* Documents, audio, video, refusals, server-tool results, citations,
-  thinking signatures and redacted thinking: recorded losses.
+* Tool-call ids are written (``id`` first in the call, ``tool_call_id`` after
+  ``tool_name`` on the result, Go's order), except the ones the ollama decoder
+  generated. Results get ``tool_name`` from the call their ``tool_call_id``
+  names, or from an openai tool message's ``name``.
+* A refusal (openai history) is carried as assistant ``content`` (recorded).
+* Server tools (anthropic ``server_tool_use``, ``web_search_tool_result`` ...)
+  are recorded losses naming the block type; ``messages`` is written even when
+  nothing of the list could be carried.
+* Documents, audio, video, citations, thinking signatures and redacted
+  thinking: recorded losses.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any, Callable
 
 from ... import json as tok
 from ...canonical import (
-    ASSISTANT_REASONING, ASSISTANT_TEXT, REQUEST_LEVEL, SYSTEM_INSTRUCTION, TOOL_CALL, TOOL_DEFINITION, TOOL_RESULT,
+    ASSISTANT_REASONING, ASSISTANT_REFUSAL, ASSISTANT_TEXT, REQUEST_LEVEL, SERVER_TOOL_RESULT, SYSTEM_INSTRUCTION, TOOL_CALL, TOOL_DEFINITION, TOOL_RESULT,
     TOP_LEVEL_SYSTEM, UNKNOWN, USER_IMAGE, USER_TEXT, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, decode_escaped, escape_raw_json,
 )
@@ -84,6 +97,7 @@ SECTION_ROLE = {
     USER_TEXT: "user",
     USER_IMAGE: "user",
     ASSISTANT_TEXT: "assistant",
+    ASSISTANT_REFUSAL: "assistant",
     ASSISTANT_REASONING: "assistant",
     TOOL_CALL: "assistant",
     TOOL_RESULT: "tool",
@@ -229,6 +243,8 @@ class MessageReader(MessageReaderBase):
         self._content: BlockBuilder | None = None
         self._tool_name: str | None = None
         self._tool_name_raw: bytes | None = None
+        self._tool_call_id: str | None = None  # the current API's link of a result to its call
+        self._tool_call_id_raw: bytes | None = None
         self._call_position = 0
 
     def _resolve(self, block: Block) -> Block:
@@ -270,15 +286,22 @@ class MessageReader(MessageReaderBase):
             self._open = None
 
     def _match_result(self, builder: BlockBuilder) -> None:
-        """Link a tool message to the call it answers: by order, and by tool_name when given."""
+        """Link a tool message to the call it answers: by its ``tool_call_id`` when
+        given (the current API), else by order and ``tool_name``."""
         name = self._tool_name
+        call_id = self._tool_call_id
         for call in self.d.pending_calls:
-            if not call[2] and (name is None or call[1] == name):
+            if not call[2] and (call[0] == call_id if call_id is not None else name is None or call[1] == name):
                 call[2] = True
-                builder.set("tool_call_id", call[0])
-                if name is None:  # linked by order only: the name is not written back
+                if call_id is None:  # linked by order and name
+                    builder.set("tool_call_id", call[0])
+                    if _carried_id(call[0]) is not None:  # a given call id an ollama target must not add here
+                        builder.set("ollama_no_tool_call_id", True)
+                if name is None:  # nor is a name taken from the call
                     builder.set("ollama_no_tool_name", True)
                 break
+        if call_id is not None:
+            builder.set("tool_call_id", call_id)
         if name is not None:
             builder.set("name", name)
 
@@ -302,6 +325,8 @@ class MessageReader(MessageReaderBase):
             reader = self._tool_calls
         elif value == "tool_name":
             reader = self._tool_name_member
+        elif value == "tool_call_id":
+            reader = self._tool_call_id_member
         else:
             reader = self._extension(value)
         d.then(reader)
@@ -316,8 +341,10 @@ class MessageReader(MessageReaderBase):
             builder.fragment(b"", True, True)
             self.finished(builder)
         self.close_open()
-        if self._tool_name_raw is not None and self.role != "tool":
-            self.d.extension(f"$.messages[{self.index}].tool_name", self._tool_name_raw, message=self.index)
+        if self.role != "tool":
+            for key, raw in (("tool_name", self._tool_name_raw), ("tool_call_id", self._tool_call_id_raw)):
+                if raw is not None:
+                    self.d.extension(f"$.messages[{self.index}].{key}", raw, message=self.index)
         if not self._emitted:  # e.g. {"role": "assistant"}: the message must still exist
             section = ROLE_TEXT_SECTION.get(self.role, UNKNOWN)
             if section is UNKNOWN:
@@ -337,8 +364,15 @@ class MessageReader(MessageReaderBase):
     def _tool_name_member(self, kind: int, value: Any, offset: int) -> None:
         def done(raw: bytes) -> None:
             self._tool_name_raw = raw
-            name = __import__("json").loads(raw)
+            name = json.loads(raw)
             self._tool_name = name if isinstance(name, str) else None
+        self.d.read_raw(kind, value, offset, done)
+
+    def _tool_call_id_member(self, kind: int, value: Any, offset: int) -> None:
+        def done(raw: bytes) -> None:
+            self._tool_call_id_raw = raw
+            call_id = json.loads(raw)
+            self._tool_call_id = call_id if isinstance(call_id, str) and call_id else None
         self.d.read_raw(kind, value, offset, done)
 
     def _content_member(self, kind: int, value: Any, offset: int) -> None:
@@ -437,8 +471,19 @@ class ToolCallReader:
             return
         if value == "function":
             self.d.then(self._function)
+        elif value == "id":
+            self.d.then_value(self._id)
         else:
             self.d.then(self._extra(value, "ollama_call_extra"))
+
+    def _id(self, call_id: Any) -> None:
+        """The current API's call id: it replaces the generated one (Go writes it
+        before ``function``, so it rides on the first fragment; after the
+        arguments it is a late attribute)."""
+        if not isinstance(call_id, str) or not call_id:
+            raise SchemaError("tool call id is not a non-empty string", dialect=DIALECT)
+        self.block.set("id", call_id)
+        self.call[0] = call_id
 
     def _function(self, kind: int, value: Any, offset: int) -> None:
         if kind != tok.OBJECT_START:
@@ -490,7 +535,7 @@ class ToolCallReader:
 _TEXT_SECTIONS = {SYSTEM_INSTRUCTION, USER_TEXT, ASSISTANT_TEXT, TOOL_RESULT}
 #: attributes that shape the output (or are handled where they matter)
 _QUIET_ATTRS = {"in_parts", "role", "dialect", "key", "source", "media_type", "data_url", "tool_call_id",
-                "id", "name", "empty", "index", _EXTRA_ATTR, "ollama_no_tool_name", "ollama_call_extra",
+                "id", "name", "empty", "index", _EXTRA_ATTR, "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_call_extra",
                 "ollama_no_arguments", "signature", "redacted", "is_error", "where", "legacy"}
 _TEXT_MEMBERS = {"content": STRING_CONTENT, "thinking": first_member("thinking", b'"')}
 _SEPARATOR = b"\\n\\n"  # between joined text blocks (escaped form)
@@ -500,7 +545,7 @@ _UNNAMED = "application/octet-stream"  # what openai writes for an image nobody 
 class _Message:
     """One ollama message being written."""
 
-    __slots__ = ("asm", "index", "role", "texts", "has_result", "has_image")
+    __slots__ = ("asm", "index", "role", "texts", "has_result", "has_image", "named")
 
     def __init__(self, asm: MessageAssembler, index: int, role: str) -> None:
         self.asm = asm
@@ -509,6 +554,7 @@ class _Message:
         self.texts: dict[str, int] = {}  # member -> blocks written into it
         self.has_result = False
         self.has_image = False
+        self.named = False  # tool_name written
 
 
 class RequestEncoder(Encoder):
@@ -541,6 +587,8 @@ class RequestEncoder(Encoder):
         self._call_names: dict[str, str] = {}
         self._control_keys: set[str] = set()  # ollama keys written for other dialects' controls
         self._pending_ext: list[Extension] = []
+        #: openai ``name`` of a message whose blocks have not come: a tool message's becomes tool_name
+        self._openai_names: dict[int, Extension] = {}
         self._reasoning = session.reorder.hold("ollama:merge-reasoning")
 
     def _top_member(self, key: str, raw: bytes) -> None:
@@ -565,6 +613,9 @@ class RequestEncoder(Encoder):
         elif t is MessagesEnd:
             self.body.messages_end()
         elif t is End:
+            for ext in self._openai_names.values():
+                self.foreign_extension(ext)
+            self._openai_names.clear()
             self.body.end()
             if self._reasoning:
                 self._write_control(merged_reasoning(list(self._reasoning.drain())))
@@ -601,7 +652,9 @@ class RequestEncoder(Encoder):
             self._top_member(key, dumps(value))
 
     def _on_extension(self, ext: Extension) -> None:
-        if ext.dialect != DIALECT:
+        if ext.dialect == "openai" and ext.message is not None and ext.path.endswith(".name"):
+            self._openai_name(ext)
+        elif ext.dialect != DIALECT:
             self.foreign_extension(ext)
         elif ext.message is None:
             if ext.path == "$.options":
@@ -620,6 +673,18 @@ class RequestEncoder(Encoder):
         else:  # a field of a message whose first block has not come yet
             self._pending_ext.append(ext)
 
+    def _openai_name(self, ext: Extension) -> None:
+        """An openai message's ``name``: on a tool message (answering by name, no
+        ``tool_call_id``) it is ollama's ``tool_name``; elsewhere a recorded loss."""
+        msg = self._msg
+        if msg is None or msg.index != ext.message:
+            self._openai_names[ext.message] = ext  # its message comes later
+        elif msg.role == "tool" and msg.has_result and not msg.named and isinstance(ext.value(), str):
+            msg.named = True
+            msg.asm.trailing("tool_name", ext.raw)
+        else:
+            self.foreign_extension(ext)
+
     # -- messages --------------------------------------------------------------
 
     def _open_message(self, index: int, role: str, first: tuple[str, bytes, bytes] | None = None) -> _Message:
@@ -628,6 +693,8 @@ class RequestEncoder(Encoder):
         writer = self.body.messages_writer(system=index == TOP_LEVEL_SYSTEM)
         asm = MessageAssembler(writer, self.session, "ollama:member-order", b'"role":' + key_bytes(role), first)
         self._msg = _Message(asm, index, role)
+        if role != "tool" and index in self._openai_names:
+            self.foreign_extension(self._openai_names.pop(index))
         if self._pending_ext:
             for ext in [e for e in self._pending_ext if e.message == index]:
                 asm.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
@@ -643,8 +710,7 @@ class RequestEncoder(Encoder):
         """Whether ``block`` goes into a new message rather than the open one."""
         msg = self._msg
         new_result = block.section is TOOL_RESULT and msg is not None and msg.has_result
-        return (msg is None or block.message != msg.index or role != msg.role or new_result
-                or block.message == TOP_LEVEL_SYSTEM)
+        return msg is None or block.message != msg.index or role != msg.role or new_result
 
     def _message_for(self, block: Block, role: str) -> _Message:
         if self._starts_message(block, role):
@@ -682,11 +748,17 @@ class RequestEncoder(Encoder):
                 return self._unknown(block, attrs)
             self._lose_block(block, "no ollama equivalent")
             return None
+        if s is SERVER_TOOL_RESULT:
+            self._lose_server_block(block)
+            return None
         role = self._role_of(block, attrs)
         if role is None:
             self._lose_block(block, "ollama has no such section")
             return None
         if s in _TEXT_SECTIONS:
+            return self._text(block, attrs, role, "content")
+        if s is ASSISTANT_REFUSAL:  # the assistant's turn stays: its refusal is what it said
+            self.session.lose(self._where(block), "refusal: ollama has no refusal field, carried as assistant text")
             return self._text(block, attrs, role, "content")
         if s is ASSISTANT_REASONING:
             if attrs.get("redacted"):
@@ -699,6 +771,19 @@ class RequestEncoder(Encoder):
         if s is TOOL_CALL:
             return self._tool_call(block, attrs, role)
         return None
+
+    def _lose_server_block(self, block: Block) -> None:
+        """A server tool's call or result (anthropic ``server_tool_use``,
+        ``web_search_tool_result`` ...): the server ran it; ollama can neither run nor
+        replay it. Recorded, named by its block type; the message's other blocks stay."""
+        kind = "server tool"
+        if block.init and block.fin:
+            try:
+                kind = json.loads(block.payload).get("type", kind)
+            except (ValueError, AttributeError):
+                pass
+        self.session.lose(self._where(block), f"{(block.attrs or {}).get('dialect', 'a')} {kind} block: "
+                                              "ollama has no server tools (not carried)")
 
     def _text(self, block: Block, attrs: dict, role: str, key: str):
         if self._starts_message(block, role) and not attrs.get("empty"):
@@ -740,12 +825,23 @@ class RequestEncoder(Encoder):
             return
         name = attrs.get("name")
         call_id = attrs.get("tool_call_id")
-        if name is None and call_id is not None and not attrs.get("ollama_no_tool_name"):
+        named = self._openai_names.pop(block.message, None)
+        if name is None and named is not None and isinstance(named.value(), str):
+            name = named.value()
+        elif named is not None:
+            self.foreign_extension(named)
+        if msg.named:
+            name = None
+        elif name is None and call_id is not None and not attrs.get("ollama_no_tool_name"):
             name = self._call_names.get(call_id)
             if name is None:
                 self.session.lose(self._where(block), f"tool result for unknown call {call_id!r}: no tool_name")
         if name is not None:
+            msg.named = True
             msg.asm.scalar("tool_name", dumps(name))
+        carried = _carried_id(call_id) if not attrs.get("ollama_no_tool_call_id") else None
+        if carried is not None:
+            msg.asm.scalar("tool_call_id", dumps(carried))
 
     def _image(self, block: Block, attrs: dict, role: str):
         if attrs.get("source", "base64") != "base64":
@@ -783,10 +879,11 @@ class RequestEncoder(Encoder):
         msg = self._message_for(block, role)
         w = msg.asm.member("tool_calls", b"[")
         w._separate()
-        self._lose_call_id(block, attrs)
-        # name (and the rest) are written after the arguments whether they came
-        # early or late, so the output bytes do not depend on how the input was cut.
-        w.write(b'{"function":{')
+        # the id first (Go's order) when the source gave it first; name (and the
+        # rest) after the arguments whether they came early or late, so the output
+        # bytes do not depend on how the input was cut.
+        call_id = _carried_id(attrs.get("id"))
+        w.write(b'{"id":' + dumps(call_id) + b',"function":{' if call_id is not None else b'{"function":{')
         args = ArgumentsWriter(w.write) if not attrs.get("ollama_no_arguments") else None
         if args is not None:
             w.write(b'"arguments":')
@@ -799,7 +896,6 @@ class RequestEncoder(Encoder):
             if args is not None:
                 args.close()
             merged = {**attrs, **late}
-            self._lose_call_id(block, late)  # an id after the arguments (sorted keys)
             tail = b""
             members = []
             if "name" in merged:
@@ -815,16 +911,13 @@ class RequestEncoder(Encoder):
             tail += b"}"
             if "ollama_call_extra" in merged:
                 tail += b"," + merged["ollama_call_extra"].encode()
+            late_id = _carried_id(late.get("id"))
+            if late_id is not None and late_id != call_id:  # an id after the arguments (sorted keys)
+                tail += b',"id":' + dumps(late_id)
             w.write(tail + b"}")
             if late:
                 self._check_attrs(block, late)
         return write, close
-
-    def _lose_call_id(self, block: Block, attrs: dict) -> None:
-        call_id = attrs.get("id")
-        if call_id is not None and not call_id.startswith(GENERATED_ID_PREFIX):
-            self.session.lose(self._where(block), "ollama tool calls carry no id "
-                                                  "(results are linked by order and tool_name)")
 
     def _unknown(self, block: Block, attrs: dict):
         msg = self._message_for(block, attrs["role"])
@@ -838,6 +931,15 @@ class RequestEncoder(Encoder):
 
     def _tool_element(self, key: str, raw: bytes) -> None:
         self.body.element(key, raw)
+
+
+def _carried_id(call_id: Any) -> str | None:
+    """A tool-call id the ollama output carries: any the source gave (the current
+    API has ``id`` on calls, ``tool_call_id`` on results), not one the ollama
+    decoder generated for a source without them."""
+    if isinstance(call_id, str) and call_id and not call_id.startswith(GENERATED_ID_PREFIX):
+        return call_id
+    return None
 
 
 class ArgumentsWriter:

@@ -9,7 +9,9 @@ Decoding
   ``arguments`` object re-serialised and escaped as the payload). Ollama has
   no tool-call ids; encoders that need one give ``call_<n>``
   (``lifecycle.tool_id``), deterministic per response.
-* ``done_reason`` -> ``Finish`` (``stop`` with tool calls -> ``tool_use``),
+* ``done_reason`` -> ``Finish`` (``stop`` with tool calls -> ``tool_use``;
+  absent or null means ``stop``, as in Ollama's own openai layer, plus a
+  lossless ``$.done_reason`` null extension so an ollama target leaves it out),
   ``prompt_eval_count`` / ``eval_count`` -> ``Usage`` (input / output),
   the ``*_duration`` fields -> ollama extensions (other dialects: a loss),
   ``created_at`` -> a lossless extension. ``{"error": ...}`` -> ``Error``.
@@ -248,7 +250,11 @@ class _Decoder(ResponseDecoderBase):
             return
         self.start_message()
         self._close()
-        reason = finish_from(DIALECT, self.reason)
+        if self.reason is None:
+            # done without done_reason: a normal stop (what Ollama's own openai layer
+            # says); the marker lets an ollama target leave it out again
+            self.out(Extension(DIALECT, "$.done_reason", b"null", lossless=True))
+        reason = finish_from(DIALECT, self.reason if self.reason is not None else "stop")
         if reason == "end_turn" and self.tools:
             reason = "tool_use"
         self.out(Finish(reason))
@@ -300,6 +306,7 @@ class _EncoderBase(Encoder):
         self.durations: dict[str, bytes] = {}
         self.usage: Usage | None = None
         self.finish: Finish | None = None
+        self.no_reason = False  # the ollama source's done line had no done_reason
         self.done = False
 
     def _common(self, event: Event) -> bool:
@@ -310,6 +317,8 @@ class _EncoderBase(Encoder):
         elif t is Extension:
             if event.dialect == DIALECT and event.path == "$.created_at":
                 self.created = event.raw
+            elif event.dialect == DIALECT and event.path == "$.done_reason":
+                self.no_reason = True
             elif event.dialect == DIALECT and event.path[2:] in _DURATIONS:
                 self.durations[event.path[2:]] = event.raw
             else:
@@ -333,7 +342,7 @@ class _EncoderBase(Encoder):
         """``"done":true`` and what comes with it."""
         reason = finish_to(DIALECT, self.finish.reason, self.session) if self.finish else None
         out = b',"done":true'
-        if reason is not None:
+        if reason is not None and not self.no_reason:
             out += b',"done_reason":' + dumps(reason)
         counts = usage_to_ollama(self.usage, self.session) if self.usage else {}
         for key in ("total_duration", "load_duration"):
