@@ -4,6 +4,7 @@ Bytes of one dialect in, cut anywhere; bytes of another out while the body is
 still arriving. See README.md and DESIGN.md.
 """
 
+from .backend import BACKEND
 from .canonical import (
     Block, Control, End, Error, Event, Extension, Finish, MessageStart, MessagesEnd, Section,
     SystemEnd, Usage,
@@ -16,6 +17,7 @@ from .pipeline import Decoder, Transcoder, decode, transcode
 from .session import Loss, Options
 
 __all__ = [
+    "BACKEND",
     "Block", "Control", "End", "Error", "Event", "Extension", "Finish", "MessageStart",
     "MessagesEnd", "Section", "SystemEnd", "Usage",
     "TranscodeError", "JsonSyntaxError", "InvalidUtf8Error", "ControlCharacterError",
