@@ -30,8 +30,6 @@ from rpt import split_stream_events
 
 EXPECTED = load_expected()
 
-_I1 = ("issue 16 item 1 (hostile): a cut-off tool call from the backend is pasted into a JSON-object "
-       "dialect as is; the target client cannot parse the body")
 _I2 = "issue 16 item 2 (ollama): a history whose tool-call arguments are not JSON is refused for ollama"
 _I3 = ("issue 16 item 3 (ollama): a tool result of several text blocks becomes several ollama tool "
        "messages (more results than calls)")
@@ -46,16 +44,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("losses", "openai-agent", "ollama"): _I2,
     ("client", "openai-agent", "ollama"): _I2,
     ("conversation", "openai-agent", "ollama"): _I2,
-    **{("client", n, t): _I1 for n, t in [("openai-response-truncated-call", "anthropic"),
-                                           ("openai-response-truncated-call", "ollama"),
-                                           ("openai-stream-truncated-call", "ollama"),
-                                           ("anthropic-stream-truncated-call", "ollama")]},
-    **{("same", n, t): _I1 for n, t in [("openai-response-truncated-call", "anthropic"),
-                                         ("openai-response-truncated-call", "ollama"),
-                                         ("openai-stream-truncated-call", "anthropic"),
-                                         ("openai-stream-truncated-call", "ollama"),
-                                         ("anthropic-stream-truncated-call", "ollama")]},
-    ("rules", "openai-response-truncated-call", "anthropic"): _I1,
     ("conversation", "anthropic-agent-short", "ollama"): _I3,
     ("conversation", "anthropic-agent-long", "ollama"): _I3,
     ("rules", "ollama-response-tools", "anthropic"): _I4,

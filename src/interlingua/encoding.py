@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, Extension, Section
+from .canonical import (
+    REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, Extension, Section, unescape_json_text,
+)
 from .errors import TranscodeError
 from .jsonwriter import JsonWriter, key_bytes
 from .reorder import Hold
@@ -95,6 +97,17 @@ class Encoder:
     def _lose_block(self, block: Block, why: str) -> None:
         self.session.lose(self._path(block), f"{block.section.value} block: {why}")
 
+    def _arguments_object(self, args: "ObjectArguments", block: Block) -> bytes:
+        """The JSON object a call's held arguments become (``ObjectArguments``), the loss recorded."""
+        escaped, replacement = self._arguments_close(args, block)
+        return unescape_json_text(escaped) if replacement is None else replacement
+
+    def _arguments_close(self, args: "ObjectArguments", block: Block) -> tuple[bytes, bytes | None]:
+        escaped, replacement = args.close()
+        if replacement is not None and escaped.strip():
+            self._lose_block(block, RAW_ARGUMENTS_LOSS)
+        return escaped, replacement
+
     def _lose_signature(self, block: Block, attrs: dict) -> None:
         """A reasoning block's signature, for a target with no field for it. Sources
         may send it after the text (anthropic does), so encoders check the first
@@ -167,6 +180,67 @@ def object_schema(schema_raw: bytes, session: Session, name: object) -> bytes:
     session.lose("$.tools", f"parameters of tool {name!r} are not an object schema ({session.target} "
                             "requires type object): an empty object schema is written")
     return _EMPTY_OBJECT_SCHEMA
+
+
+class ObjectArguments:
+    """Tool-call arguments (the canonical escaped payload) for a target that carries
+    them as a JSON object (anthropic ``input``, ollama ``arguments``): held until the
+    call ends (reason ``reason``), checked by a push tokenizer as they come.
+
+    The one rule, for requests, responses and streams alike (documented in the
+    README): one JSON object is carried as it is; empty text is ``{}``; anything
+    else -- text that is not JSON or was cut off (a backend stopped at its token
+    limit inside the call), ``null``, ``[1]``, ``"s"``, an object with a duplicate
+    key -- becomes ``{"_raw_arguments": "<the text>"}`` and a recorded loss. The
+    output is then valid JSON whatever the arguments were.
+    """
+
+    __slots__ = ("_hold", "_first", "_bad", "_tokenizer")
+
+    RAW_KEY = "_raw_arguments"
+
+    def __init__(self, session: Session, reason: str) -> None:
+        from . import json as tok  # (the tokenizer imports nothing from here)
+
+        self._hold = session.reorder.hold(reason)
+        self._first: int | None = None
+        self._bad = False
+        self._tokenizer = tok.Tokenizer(self._token, max_depth=session.options.max_depth)
+
+    def _token(self, kind: int, value, offset: int) -> None:
+        if self._first is None:
+            self._first = kind
+
+    def feed(self, escaped: bytes) -> None:
+        if not escaped:
+            return
+        self._hold.write(escaped)
+        if not self._bad:
+            try:
+                self._tokenizer.feed(unescape_json_text(escaped) if b"\\" in escaped else escaped)
+            except TranscodeError:
+                self._bad = True
+
+    def close(self) -> tuple[bytes, bytes | None]:
+        """(the held escaped text, the JSON object to write instead -- None when the
+        text is the object: write it unescaped, or as it is inside a JSON string).
+        A replacement of non-empty text is a loss: ``Encoder._arguments_lost``."""
+        from . import json as tok
+
+        escaped = self._hold.take_bytes()
+        if not escaped.strip():
+            return escaped, b"{}"
+        if not self._bad:
+            try:
+                self._tokenizer.close()
+            except TranscodeError:
+                self._bad = True
+        if not self._bad and self._first == tok.OBJECT_START:
+            return escaped, None
+        return escaped, b'{"' + self.RAW_KEY.encode() + b'":"' + escaped + b'"}'
+
+
+RAW_ARGUMENTS_LOSS = 'arguments are not a JSON object; carried as {"_raw_arguments": text}'
 
 
 def ignore(_) -> None:
