@@ -84,15 +84,26 @@ class Encoder:
         """The source path a block came from, for loss records."""
         return "$.system" if block.message == TOP_LEVEL_SYSTEM else f"$.messages[{block.message}]"
 
+    def _path(self, block: Block) -> str:
+        """Where a block was in the source: its ``path`` attribute (response decoders give
+        the block's field, ``$.content[2].thinking``), else ``_where``."""
+        attrs = block.attrs
+        if attrs and "path" in attrs:
+            return attrs["path"]
+        return self._where(block)
+
     def _lose_block(self, block: Block, why: str) -> None:
-        self.session.lose(self._where(block), f"{block.section.value} block: {why}")
+        self.session.lose(self._path(block), f"{block.section.value} block: {why}")
 
     def _lose_signature(self, block: Block, attrs: dict) -> None:
         """A reasoning block's signature, for a target with no field for it. Sources
         may send it after the text (anthropic does), so encoders check the first
         fragment's attributes and the last's (late attributes)."""
         if block.section is Section.ASSISTANT_REASONING and attrs.get("signature"):
-            self.session.lose(self._where(block), f"thinking signature has no {self.dialect} field")
+            path = attrs.get("path") or self._path(block)
+            if path.endswith(".thinking"):  # the signature is the thinking block's sibling field
+                path = path[: -len("thinking")] + "signature"
+            self.session.lose(path, f"thinking signature has no {self.dialect} field")
 
     def _tool_definition(self, block: Block) -> None:
         """A tool definition (or a tool of this dialect carried raw) -> an element of the tools array."""
@@ -135,6 +146,27 @@ def merged_reasoning(items: list[Control]) -> Control:
         if isinstance(control.value, dict):
             merged.update(control.value)
     return Control("reasoning", merged, dialect=items[-1].dialect, key=items[-1].key)
+
+
+_EMPTY_OBJECT_SCHEMA = b'{"type":"object","properties":{}}'
+
+
+def object_schema(schema_raw: bytes, session: Session, name: object) -> bytes:
+    """A tool's parameter schema as openai and anthropic take it: a JSON Schema of type
+    object (both reject any other). Another dialect's schema without ``type`` (ollama
+    takes one) gets ``"type":"object"`` -- what it can only mean -- with no loss; one of
+    another type, or not an object, is replaced by an empty object schema (recorded).
+    Tool definitions are read whole (bounded by ``max_value_bytes``), so this parses."""
+    import json
+
+    schema = json.loads(schema_raw)
+    if isinstance(schema, dict) and schema.get("type") == "object":
+        return schema_raw
+    if isinstance(schema, dict) and "type" not in schema:
+        return b'{"type":"object"' + (b"," + schema_raw[1:] if len(schema) else b"}")
+    session.lose("$.tools", f"parameters of tool {name!r} are not an object schema ({session.target} "
+                            "requires type object): an empty object schema is written")
+    return _EMPTY_OBJECT_SCHEMA
 
 
 def ignore(_) -> None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from ...decoding import INTEGER, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
 from ... import json as tok
 from ...canonical import (
     Block,
@@ -51,7 +52,7 @@ from ...canonical import (
     MessageStart,
     Section,
     Usage,
-    decode_escaped,
+    unescape_json_text,
     escape_raw_json,
 )
 from ...decoding import MemberReader, Members, ResponseDecoderBase
@@ -102,23 +103,24 @@ class _ContentBlock(MemberReader):
     # -- reading the block object (after its "{") --------------------------------------------
 
     def read(self) -> None:
-        KeyFirst(self.d, "type", self._typed, "anthropic:content-before-type")
+        KeyFirst(self.d, "type", self._typed, "anthropic:content-before-type", STRING)
 
     def _typed(self, value: Any) -> None:
         d = self.d
         self.type = value if isinstance(value, str) else None
         t = self.type
+        at = f"$.content[{self.index}]"  # the block's source path (attrs "path": for loss records)
         if t == "text":
-            self.block = BlockStream(d.out, Section.ASSISTANT_TEXT, 0)
+            self.block = BlockStream(d.out, Section.ASSISTANT_TEXT, 0, {"path": at + ".text"})
         elif t == "thinking":
-            self.block = BlockStream(d.out, Section.ASSISTANT_REASONING, 0)
+            self.block = BlockStream(d.out, Section.ASSISTANT_REASONING, 0, {"path": at + ".thinking"})
         elif t == "redacted_thinking":
-            self.block = BlockStream(d.out, Section.ASSISTANT_REASONING, 0, {"redacted": True})
+            self.block = BlockStream(d.out, Section.ASSISTANT_REASONING, 0, {"redacted": True, "path": at + ".data"})
         elif t == "tool_use":
-            self.attrs: dict = {}
+            self.attrs: dict = {"path": at}
             self.block = None  # opened when id and name are known (or at the input)
         else:
-            self.block = BlockStream(d.out, Section.SERVER_TOOL_RESULT, 0, {"dialect": DIALECT})
+            self.block = BlockStream(d.out, Section.SERVER_TOOL_RESULT, 0, {"dialect": DIALECT, "path": at})
             self.block.fragment(b'{"type":' + dumps(t))
         d.push(self.on_token)
 
@@ -142,7 +144,7 @@ class _ContentBlock(MemberReader):
         elif t == "text" and key == "citations":
             d.read_value(kind, value, offset, self._citation_list)
         elif t == "tool_use" and key in ("id", "name"):
-            d.read_value(kind, value, offset, lambda v: self.attrs.__setitem__(key, d.own(key, v)))
+            d.read_value(kind, value, offset, lambda v: self.attrs.__setitem__(key, d.own(key, v)), STRING, key)
         elif t == "tool_use" and key == "input":
             # id and name must ride on the first fragment: hold the input until both came
             self.deferred = Deferred(d.session, "anthropic:input-before-name", self._tool_block,
@@ -205,7 +207,7 @@ class _ContentBlock(MemberReader):
             if not self.json_parts:
                 self.block.fragment(b',"input":')
                 self.json_parts = True
-            self.block.fragment(decode_escaped(data).encode("utf-8"))
+            self.block.fragment(unescape_json_text(data))
         else:
             raise SchemaError(f"input_json_delta on a {self.type} block", dialect=DIALECT)
 
@@ -219,6 +221,8 @@ class _ContentBlock(MemberReader):
                 block.fragment(b"{}")  # no input at all: an empty object
             block.close()
         elif t in ("text", "thinking", "redacted_thinking"):
+            if self.late:  # a late signature names where it was
+                self.late["path"] = f"$.content[{self.index}].{t}"
             self.block.close(self.late)
         else:
             if self.deferred_input:
@@ -229,7 +233,8 @@ class _ContentBlock(MemberReader):
         if self.citations is not None:
             raw = b"[" + b",".join(self.citations.drain()) + b"]"
             self.citations = None
-            self.d.out(Block(Section.CITATIONS, 0, raw, True, True, {"dialect": DIALECT}))
+            self.d.out(Block(Section.CITATIONS, 0, raw, True, True,
+                             {"dialect": DIALECT, "path": f"$.content[{self.index}].citations"}))
 
 
 class _Base(ResponseDecoderBase):
@@ -280,15 +285,15 @@ class ResponseDecoder(_Base):
 
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key in ("id", "model"):
-            self.read_value(kind, value, offset, lambda v: self._id_model(key, v))
+            self.read_value(kind, value, offset, lambda v: self._id_model(key, v), OPT_STRING, key)
         elif key == "content":
             self.each_object(kind, offset, "content", self._content_block)
         elif key == "stop_reason":
-            self.read_value(kind, value, offset, lambda v: setattr(self, "stop_reason", v))
+            self.read_value(kind, value, offset, lambda v: setattr(self, "stop_reason", v), OPT_STRING, key)
         elif key == "stop_sequence":
-            self.read_value(kind, value, offset, lambda v: setattr(self, "stop_sequence", v))
+            self.read_value(kind, value, offset, lambda v: setattr(self, "stop_sequence", v), OPT_STRING, key)
         elif key == "usage":
-            self.read_value(kind, value, offset, self._usage)
+            self.read_value(kind, value, offset, self._usage, OPT_OBJECT, key)
         elif key == "type":
             self.read_value(kind, value, offset, ignore)  # "message" or "error" (its "error" member says it)
         elif key == "role":
@@ -327,6 +332,7 @@ class StreamDecoder(_Base):
 
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         super().__init__(emit, session)
+        self.blocks_seen = 0
         self.usage: Usage | None = None
         self.block: _ContentBlock | None = None
         self.ended = False
@@ -356,21 +362,23 @@ class StreamDecoder(_Base):
 
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key == "type":
-            self.read_value(kind, value, offset, self._type)
+            self.read_value(kind, value, offset, self._type, STRING, key)
         elif key == "index":
-            self.read_value(kind, value, offset, self._index)
+            self.read_value(kind, value, offset, self._index, INTEGER, key)
         elif key == "message":
             self.each_member(kind, offset, "message", self._message_member)
         elif key == "content_block":
             if kind != tok.OBJECT_START:
                 raise self.wrong_type(kind, "an object for content_block", offset)
             self._close_block()
-            self.block = _ContentBlock(self, self.f_index)
+            # numbered by arrival, not by its index member (which may come after it)
+            self.block = _ContentBlock(self, self.blocks_seen)
+            self.blocks_seen += 1
             self.block.read()
         elif key == "delta":
             self._delta.read(kind, offset, "delta")
         elif key == "usage":
-            self.read_value(kind, value, offset, self._delta_usage)
+            self.read_value(kind, value, offset, self._delta_usage, OPT_OBJECT, key)
         elif key == "error":
             self.read_value(kind, value, offset, self._error)
         else:
@@ -387,8 +395,9 @@ class StreamDecoder(_Base):
 
     def _message_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key in ("id", "model"):
-            self.read_value(kind, value, offset, lambda v: setattr(self, key, v))
+            self.read_value(kind, value, offset, lambda v: setattr(self, key, v), OPT_STRING, key)
         elif key == "usage":
+            self.expect(kind, value, offset, OPT_OBJECT, key)
             self.read_value(kind, value, offset, lambda v: setattr(
                 self, "f_usage", usage_from_anthropic(v, self.session) if isinstance(v, dict) else None))
         elif key == "content":
@@ -404,7 +413,7 @@ class StreamDecoder(_Base):
         if key == "type":
             skip_value(self, kind, value, offset)
         elif key in ("stop_reason", "stop_sequence"):
-            self.read_value(kind, value, offset, lambda v: self._stop(key, v))
+            self.read_value(kind, value, offset, lambda v: self._stop(key, v), OPT_STRING, key)
         elif key not in _BLOCK_DELTA_KEYS:  # message_delta's container, stop_details ...: no canonical field
             self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
                 "$.delta." + key, "delta member has no canonical field"))
@@ -490,9 +499,9 @@ class _EncoderBase(Encoder):
         self.tool_count = 0
         self.kind: str | None = None  # what the open block is (text, thinking, ...)
 
-    def _lose_block(self, block: Block, why: str) -> None:
-        self.session.lose(f"$.choices[{block.message}]" if block.message else "$.content",
-                          f"{block.section.value} block: {why}")
+    @staticmethod
+    def _where(block: Block) -> str:
+        return f"$.choices[{block.message}]" if block.message else "$.content"
 
     def _classify(self, block: Block) -> str | None:
         """The anthropic block type for a canonical block (None: lost)."""
@@ -798,7 +807,7 @@ class ResponseEncoder(_EncoderBase):
         if kind == "tool_use":
             if payload:
                 self.json_empty = False
-                self.write(decode_escaped(payload).encode("utf-8"))
+                self.write(unescape_json_text(payload))
         else:
             self.write(payload)
         if block.fin:
