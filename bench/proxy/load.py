@@ -337,6 +337,8 @@ def main() -> int:
         results = []
         for target in targets:
             results += asyncio.run(run_target(target, args.quick))
+            if args.out:  # what is measured so far survives an interrupted run
+                Path(args.out).write_text(table(results) + "\n")
         header = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores shared by the load "
                   f"generator, the upstream and the proxy; Python {platform.python_version()}; "
                   f"{FRAMES} frames per streamed answer; {'quick' if args.quick else 'full'} run")
