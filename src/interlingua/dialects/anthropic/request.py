@@ -649,6 +649,7 @@ class RequestEncoder(Encoder):
         self._controls = session.reorder.hold("anthropic:foreign-controls")
         self._pending_ext: list[Extension] = []
         self._unanswered: list[str] = []  # ids made up for calls without one, not yet answered
+        self._late_system: set[int] = set()  # source messages of late system texts (recorded once)
         self._ended = False
         self.out.begin_object()
 
@@ -737,6 +738,13 @@ class RequestEncoder(Encoder):
                 return None
             self._open_top("system")
             return self.out
+        if self._msg_index is not None and block.message > self._msg_index \
+                and block.message not in self._late_system:
+            # anthropic has one system prompt, before the conversation (no system role in
+            # messages): a system message that came after a conversation message moves there
+            self._late_system.add(block.message)
+            self.session.lose(self._where(block), "a system message after the conversation began is moved "
+                                                  "into anthropic's top-level system (its place is lost)")
         if self._system_hold is None:
             self._system_hold = self.session.reorder.hold("anthropic:system-to-top-level")
             self._system_writer = JsonWriter(self._system_hold.write)
