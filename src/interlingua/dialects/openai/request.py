@@ -778,6 +778,9 @@ class RequestEncoder(Encoder):
             return
         self._result_id(msg, late)
         merged = {**attrs, **late}
+        # a string (or empty) result has no part to carry attributes: each one (cache_control,
+        # another dialect's extra members) is a recorded loss, as for every other block
+        self._extra_attrs(block, {k: v for k, v in merged.items() if k != EXTRA_ATTR}, _NO_ATTRS)
         if merged.get("name") is not None and merged.get("tool_call_id") is None:
             self.session.lose(f"$.messages[{block.message}]",
                               "tool result names its tool but answers no known call: openai has no field for it")
