@@ -97,6 +97,9 @@ class RequestDecoder(RequestBodyDecoder):
             self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw))
 
     def _top_field(self, key: str, raw: bytes) -> None:
+        if raw == b"null":  # an explicit null means the same as absent ("thinking": null)
+            self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
+            return
         found = controls.decode(key, raw)
         if found is None:
             self.emit(Extension(DIALECT, "$." + key, raw))
@@ -341,7 +344,8 @@ class BlockReader:
             return lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.raw_members.append(
                 dumps(key) + b":" + raw))
         if key in ("text", "thinking", "data") and t in ("text", "thinking", "redacted_thinking"):
-            return lambda k, v, o: d.read_string(k, v, o, self._builder().fragment, key)
+            # an explicit null means the same as absent: the block has no payload (it ends empty)
+            return lambda k, v, o: None if k == tok.NULL else d.read_string(k, v, o, self._builder().fragment, key)
         if key == "source" and t in ("image", "document"):
             return self._source
         if key == "input" and t == "tool_use":

@@ -71,6 +71,9 @@ class RequestDecoder(RequestBodyDecoder):
             self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw, offset))
 
     def _top_field(self, key: str, raw: bytes, offset: int) -> None:
+        if raw == b"null":  # an explicit null means the same as absent ("tool_choice": null)
+            self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
+            return
         control = controls.decode(key, raw)
         if control is None:
             self.emit(Extension(DIALECT, "$." + key, raw))
