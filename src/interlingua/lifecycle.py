@@ -97,15 +97,31 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _count(obj: dict, key: str, session: Session | None, path: str) -> int | None:
+    """A token count: an integer; an integral float (``30.0``, some servers write them) is
+    the same count. Anything else that is there (``30.5``, a string) is not a count: a
+    recorded loss. Absent or null: ``None`` (absent is not zero)."""
+    value = obj.get(key)
+    if value is None or _int(value) is not None:
+        return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    if session is not None:
+        session.lose(f"{path}.{key}", f"token count {value!r} is not a whole number")
+    return None
+
+
 def usage_from_openai(obj: dict, session: Session, path: str = "$.usage") -> Usage:
     prompt = obj.get("prompt_tokens_details") or {}
     completion = obj.get("completion_tokens_details") or {}
     for key, value in list(prompt.items()) + list(completion.items()):
         if key not in ("cached_tokens", "reasoning_tokens") and value:
             session.lose(f"{path}.{key}", "usage detail has no canonical field")
-    return Usage(input=_int(obj.get("prompt_tokens")), output=_int(obj.get("completion_tokens")),
-                 cache_read=_int(prompt.get("cached_tokens")),
-                 reasoning=_int(completion.get("reasoning_tokens")), total=_int(obj.get("total_tokens")))
+    return Usage(input=_count(obj, "prompt_tokens", session, path),
+                 output=_count(obj, "completion_tokens", session, path),
+                 cache_read=_count(prompt, "cached_tokens", session, f"{path}.prompt_tokens_details"),
+                 reasoning=_count(completion, "reasoning_tokens", session, f"{path}.completion_tokens_details"),
+                 total=_count(obj, "total_tokens", session, path))
 
 
 def usage_to_openai(u: Usage, session: Session) -> bytes:
@@ -128,15 +144,16 @@ def usage_to_openai(u: Usage, session: Session) -> bytes:
 
 
 def usage_from_anthropic(obj: dict, session: Session, path: str = "$.usage") -> Usage:
-    read = _int(obj.get("cache_read_input_tokens"))
-    write = _int(obj.get("cache_creation_input_tokens"))
-    raw_input = _int(obj.get("input_tokens"))
+    read = _count(obj, "cache_read_input_tokens", session, path)
+    write = _count(obj, "cache_creation_input_tokens", session, path)
+    raw_input = _count(obj, "input_tokens", session, path)
     total_input = None if raw_input is None else raw_input + (read or 0) + (write or 0)
     for key, value in obj.items():
         if key not in ("input_tokens", "output_tokens", "cache_read_input_tokens",
                        "cache_creation_input_tokens") and value is not None:
             session.lose(f"{path}.{key}", "usage detail has no canonical field")
-    return Usage(input=total_input, output=_int(obj.get("output_tokens")), cache_read=read, cache_write=write)
+    return Usage(input=total_input, output=_count(obj, "output_tokens", session, path), cache_read=read,
+                 cache_write=write)
 
 
 def usage_to_anthropic(u: Usage, session: Session, *, require_input: bool) -> dict:
@@ -158,8 +175,9 @@ def usage_to_anthropic(u: Usage, session: Session, *, require_input: bool) -> di
     return out
 
 
-def usage_from_ollama(obj: dict) -> Usage:
-    return Usage(input=_int(obj.get("prompt_eval_count")), output=_int(obj.get("eval_count")))
+def usage_from_ollama(obj: dict, session: Session | None = None) -> Usage:
+    return Usage(input=_count(obj, "prompt_eval_count", session, "$"),
+                 output=_count(obj, "eval_count", session, "$"))
 
 
 def usage_to_ollama(u: Usage, session: Session) -> dict:

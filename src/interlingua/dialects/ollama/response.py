@@ -259,7 +259,7 @@ class _Decoder(ResponseDecoderBase):
             reason = "tool_use"
         self.out(Finish(reason))
         if self.counts:
-            self.out(usage_from_ollama(self.counts))
+            self.out(usage_from_ollama(self.counts, self.session))
         self.ended = True
         self.emit(End())
 
