@@ -160,9 +160,11 @@ class _Decoder(ResponseDecoderBase):
             return
         sink = self._sinks.get(section)
         if sink is None:  # one per section: every line has such a member
+            attrs = {"path": f"$.message.{what}"}
+
             def sink(data: bytes, init: bool, fin: bool) -> None:
                 if data:
-                    self._open(section).fragment(data)
+                    self._open(section, attrs).fragment(data)
             self._sinks[section] = sink
         self.read_string(kind, value, offset, sink, what)
 
@@ -181,7 +183,8 @@ class _Decoder(ResponseDecoderBase):
     def _tool_call(self, offset: int):
         self._close()
         self.tools += 1
-        return self._tool_key({"attrs": {}, "block": None, "args": False})
+        return self._tool_key({"attrs": {"path": f"$.message.tool_calls[{self.tools - 1}]"}, "block": None,
+                               "args": False})
 
     def _tool_key(self, call: dict):
         def handler(kind: int, value: Any, offset: int) -> None:
@@ -364,7 +367,7 @@ class _EncoderBase(Encoder):
 
     def _classify(self, block: Block) -> str | None:
         s = block.section
-        where = self._where(block)
+        where = self._path(block)
         if block.message > 0:
             self.session.lose(where, f"{s.value} block: ollama has no choices (n > 1)")
             return None
@@ -382,7 +385,7 @@ class _EncoderBase(Encoder):
             return "thinking"
         if s is Section.TOOL_CALL:
             if (block.attrs or {}).get("id"):
-                self.session.lose(where, "ollama tool calls have no id")
+                self.session.lose(where + ".id", "ollama tool calls have no id")
             return "tool_calls"
         self.session.lose(where, f"{s.value} block: ollama has no equivalent")
         return None
