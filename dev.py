@@ -9,8 +9,10 @@
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 
@@ -20,17 +22,66 @@ PYTHON = VENV / "bin" / "python"
 EXTRAS = {"demo": "[proxy,demo]", "test": "[test]", "bench": "[test,bench]", "spike": "[test,bench]"}
 
 
-def ensure_venv(extra: str) -> None:
-    # the stamp names pyproject.toml's digest: a dependency added on main is installed on the next run
-    digest = hashlib.sha1((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:12]
-    stamp = VENV / f".installed{extra or '[base]'}-{digest}"
-    if stamp.exists():
+NATIVE = ROOT / "native"
+
+
+def build_inputs() -> str:
+    """A hash of what the install is built from (pyproject.toml, the native crate's
+    sources): when it changes (a ``git merge main``), the install is redone, so the
+    extension is rebuilt in every existing .venv."""
+    digest = hashlib.sha256()
+    files = [ROOT / "pyproject.toml", *sorted(NATIVE.glob("Cargo.*")), *sorted((NATIVE / "src").rglob("*.rs"))]
+    for path in files:
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def find_cargo() -> None:
+    """maturin builds native/ with cargo: put rustup's default place on PATH, or say what is missing."""
+    if shutil.which("cargo"):
         return
-    if not PYTHON.exists():
+    cargo_bin = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo")) / "bin"
+    if (cargo_bin / "cargo").exists():
+        os.environ["PATH"] = f"{cargo_bin}{os.pathsep}{os.environ.get('PATH', '')}"
+        return
+    sys.exit("dev.py: building interlingua's native core (native/) needs a Rust toolchain: "
+             "cargo is not on PATH (install it with rustup, https://rustup.rs)")
+
+
+def create_venv() -> None:
+    """A venv with pip. A python3 without ensurepip (Debian's without python3-venv)
+    gets a venv without pip, and pip from the registry through the system's pip."""
+    try:
         venv.EnvBuilder(with_pip=True).create(VENV)
+        return
+    except (subprocess.CalledProcessError, OSError):
+        shutil.rmtree(VENV, ignore_errors=True)
+    venv.EnvBuilder(with_pip=False).create(VENV)
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.check_call([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp, "pip"])
+        wheel = next(Path(tmp).glob("pip-*.whl"))
+        subprocess.check_call([str(PYTHON), f"{wheel}/pip", "install", "-q", str(wheel)])
+
+
+def ensure_venv(extra: str) -> None:
+    stamp = VENV / f".installed{extra or '[base]'}"
+    inputs = build_inputs()
+    if stamp.exists() and stamp.read_text() == inputs:
+        return
+    find_cargo()
+    if not PYTHON.exists():
+        create_venv()
     subprocess.check_call([str(PYTHON), "-m", "pip", "install", "-q", "--upgrade", "pip"])
+    # maturin (the build backend) compiles native/ in release and installs the
+    # extension beside the sources (src/interlingua/_native*.so), editable.
     subprocess.check_call([str(PYTHON), "-m", "pip", "install", "-q", "-e", f"{ROOT}{extra}"])
-    stamp.touch()
+    stamp.write_text(inputs)
+
+
+def cargo_test() -> int:
+    """The core's own tests (no Python in them), in the dev profile: quick to build."""
+    find_cargo()
+    return subprocess.call(["cargo", "test", "--quiet", "--locked", "--manifest-path", str(NATIVE / "Cargo.toml")])
 
 
 def main() -> int:
@@ -43,7 +94,7 @@ def main() -> int:
     if command == "demo":
         return subprocess.call([str(PYTHON), "-m", "interlingua", "demo"])
     if command == "test":
-        return subprocess.call([str(PYTHON), "-m", "pytest", "tests", *sys.argv[2:]])
+        return cargo_test() or subprocess.call([str(PYTHON), "-m", "pytest", "tests", *sys.argv[2:]])
     if command == "spike":
         return subprocess.call([str(PYTHON), "-m", "spike", *sys.argv[2:]])
     return subprocess.call([str(PYTHON), "-m", "pytest", "bench", "--benchmark-only", *sys.argv[2:]])

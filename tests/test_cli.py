@@ -8,6 +8,8 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 CMD = [sys.executable, "-m", "interlingua"]
 
 
@@ -82,3 +84,50 @@ def test_blocks_prints_one_event_per_line():
 def test_demo_runs():
     proc = subprocess.run(CMD + ["demo"], capture_output=True, check=True)
     assert b"tool-call" in proc.stdout and b"openai -> openai" in proc.stdout
+
+
+_ANTHROPIC_STREAM_CUT = (b'event: message_start\ndata: {"type":"message_start","message":{"id":"a","model":"m"}}\n\n')
+
+# One failure of each class the command can meet: each is exit 2 and one stderr line
+# naming the class, the dialect, the byte and (inside a document) the path.
+FAILURES = [
+    (["--from", "openai", "--to", "anthropic"], b'{"model": "m", "messages": [{"role": "user", "content": tru}]}',
+     "JsonSyntaxError", "byte 59", "$.messages[0].content"),
+    (["--from", "anthropic", "--to", "openai"], b'{"model": "m", "model": "n"}', "DuplicateKeyError", "byte 15", "$.model"),
+    (["--from", "openai", "--to", "ollama"], b'{"model": "m", "messages": [{"role": "user", "content": 5}]}',
+     "SchemaError", "byte 56", "$.messages[0].content"),
+    (["--from", "ollama", "--to", "openai"], b'{"model": "m", "messages": [{"role": "user", "content": "\xff"}]}',
+     "InvalidUtf8Error", "byte 57", "$.messages[0].content"),
+    (["--from", "openai", "--to", "anthropic", "--strict"],
+     b'{"model": "m", "seed": 1, "messages": [{"role": "user", "content": "hi"}]}', "LossError", "byte", "$.seed"),
+    (["--from", "anthropic", "--to", "openai", "--refuse-reorder"],
+     b'{"max_tokens": 5, "messages": [{"content": "x", "role": "user"}], "model": "m"}',
+     "ReorderRefusedError", "byte 43", "$.messages[0].content"),
+    (["--from", "anthropic", "--to", "openai", "--kind", "stream"], _ANTHROPIC_STREAM_CUT,
+     "TruncatedInputError", "byte 86", None),
+    (["--from", "openai", "--to", "anthropic"], b'{"model": "m", "messages": [', "TruncatedInputError", "byte 28", "$.messages"),
+]
+
+
+@pytest.mark.parametrize("args,body,cls,byte,path", FAILURES)
+def test_every_failure_is_one_line_and_exit_2(args, body, cls, byte, path):
+    proc = subprocess.run(CMD + ["transcode"] + args, input=body, capture_output=True)
+    assert proc.returncode == 2
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr.decode(), proc.stderr
+    line = lines[0]
+    assert line.startswith(f"interlingua: {cls}: ") and args[1] in line and byte in line, line
+    assert path is None or f"at {path}" in line, line
+
+
+def test_an_internal_error_is_one_line_and_exit_2_too(monkeypatch, capsys):
+    """A bug (an exception that is not a TranscodeError) still gives one line, no traceback."""
+    from interlingua import cli
+
+    def broken(*args, **kwargs):
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(cli, "_transcode", broken)
+    assert cli.main(["transcode", "--from", "openai", "--to", "ollama"]) == 2
+    err = capsys.readouterr().err
+    assert err == "interlingua: internal error (openai): TypeError: a bug\n"

@@ -93,7 +93,8 @@ def test_rejects_exactly_what_json_loads_rejects(data, points):
     except (ValueError, UnicodeDecodeError, RecursionError):
         oracle_ok = False
     documented = (data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")) or b"\x00" in data[:4]
-                  or b"NaN" in data or b"Infinity" in data or b"\xed" in data)
+                  or b"NaN" in data or b"Infinity" in data or b"\xed" in data
+                  or (oracle_ok and _has_duplicate_keys(data)))
     try:
         text, _ = reserialise(cut(data, points))
         ours_ok = True
@@ -103,6 +104,18 @@ def test_rejects_exactly_what_json_loads_rejects(data, points):
         assert ours_ok == oracle_ok, data
     if ours_ok and oracle_ok:
         assert json.loads(text) == expected
+
+
+def _has_duplicate_keys(data: bytes) -> bool:
+    found = []
+
+    def pairs(items):
+        keys = [k for k, _ in items]
+        found.append(len(keys) != len(set(keys)))
+        return dict(items)
+
+    json.loads(data, object_pairs_hook=pairs)
+    return any(found)
 
 
 @given(json_documents(2**62))  # yajl overflows past 64-bit integers
@@ -488,3 +501,31 @@ def test_a_long_key_cut_into_bytes_costs_linear_time():
     small = min(per_byte(4096) for _ in range(3))
     large = min(per_byte(65535) for _ in range(2))
     assert large < 3 * small, (small, large)  # quadratic would be ~16x
+
+
+@pytest.mark.parametrize("data,offset,path", [
+    (b'{"a": 1, "a": 2}', 9, "$.a"),
+    (b'[{"a": {"b": 1, "c": [], "b": 2}}]', 25, "$[0].a.b"),
+    (b'{"a": {"x": 1}, "b": {"x": 1}, "\\u0061": 3}', 31, "$.a"),  # the same key written with an escape
+])
+def test_a_duplicate_key_is_refused_wherever_it_is(data, offset, path):
+    """Any object, at any depth: strict consumers refuse duplicate keys, and the
+    output could not be both valid and faithful with one. For any cut."""
+    from interlingua.errors import DuplicateKeyError
+
+    for chunks in ([data], [data[i:i + 1] for i in range(len(data))]):
+        kind, reason, at, where = outcome(chunks)[1]
+        assert (kind, at, where) == (DuplicateKeyError, offset, path), reason
+    assert outcome([b'[{"a": 1}, {"a": 1}]'])[1] is None  # per object, not per document
+
+
+def test_the_keys_a_tokenizer_remembers_are_bounded():
+    """The keys of the open objects are kept (to find a duplicate), up to a budget."""
+    from interlingua.errors import BudgetExceededError
+
+    data = b'{' + b",".join(b'"k%d": 1' % i for i in range(200)) + b'}'
+    assert outcome([data], max_seen_key_bytes=10_000)[1] is None
+    error = outcome([data], max_seen_key_bytes=300)[1]
+    assert error[0] is BudgetExceededError
+    closed = b'[' + b",".join([b'{"kkkkkkkkkk": 1}'] * 200) + b']'  # closed objects give their budget back
+    assert outcome([closed], max_seen_key_bytes=20)[1] is None

@@ -4,22 +4,24 @@ Bytes of one dialect in, cut anywhere; bytes of another out while the body is
 still arriving. See README.md and DESIGN.md.
 """
 
+from .backend import BACKEND
 from .canonical import (
     Block, Control, End, Error, Event, Extension, Finish, MessageStart, MessagesEnd, Section,
     SystemEnd, Usage,
 )
 from .errors import (
-    BudgetExceededError, ControlCharacterError, InvalidUtf8Error, JsonSyntaxError, LossError,
+    BudgetExceededError, ControlCharacterError, DuplicateKeyError, InvalidUtf8Error, JsonSyntaxError, LossError,
     NestingTooDeepError, ReorderRefusedError, SchemaError, TranscodeError, TruncatedInputError,
 )
 from .pipeline import Decoder, Transcoder, decode, transcode
 from .session import Loss, Options
 
 __all__ = [
+    "BACKEND",
     "Block", "Control", "End", "Error", "Event", "Extension", "Finish", "MessageStart",
     "MessagesEnd", "Section", "SystemEnd", "Usage",
     "TranscodeError", "JsonSyntaxError", "InvalidUtf8Error", "ControlCharacterError",
-    "TruncatedInputError", "NestingTooDeepError", "SchemaError", "LossError",
+    "TruncatedInputError", "NestingTooDeepError", "SchemaError", "DuplicateKeyError", "LossError",
     "BudgetExceededError", "ReorderRefusedError",
     "Decoder", "Transcoder", "decode", "transcode", "Loss", "Options",
 ]

@@ -1,6 +1,7 @@
 """``interlingua`` command line: transcode stdin to stdout as a stream, or print canonical events.
 
-Bad input: one line on stderr naming dialect, offset and path; exit status 2.
+Bad input: one line on stderr naming the error class, dialect, offset and path;
+exit status 2. Any other failure (a bug) is one line and exit 2 too, never a traceback.
 """
 
 from __future__ import annotations
@@ -139,6 +140,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ValueError as exc:  # unknown dialect/kind pair
         sys.stderr.write(f"interlingua: {exc}\n")
+        return 2
+    except Exception as exc:  # a bug: still one line and exit 2, never a traceback (say it is ours)
+        sys.stdout.flush()
+        where = f" ({args.source})" if getattr(args, "source", None) else ""
+        sys.stderr.write(f"interlingua: internal error{where}: {type(exc).__name__}: {exc}"
+                         .replace("\n", " ") + "\n")
         return 2
 
 

@@ -45,10 +45,12 @@ class Decoder:
         self._stack: list[Handler] = []
         self._next: Handler | None = None  # reads the next token only (``then``)
         self._raw_streams: list[RawStream] = []
+        self.at = 0  # offset of the token being read
 
     # -- driving ------------------------------------------------------------
 
     def on_token(self, kind: int, value: Any, offset: int) -> None:
+        self.at = offset  # where an error raised past the tokenizer is (a budget, strict mode)
         reader = self._next
         if reader is None:
             self._stack[-1](kind, value, offset)

@@ -43,10 +43,12 @@ class TranscodeError(Exception):
         return f"{self.reason} ({', '.join(where)})" if where else self.reason
 
     def locate(self, *, dialect: str | None = None, path: str | None = None,
-               frame_offset: int | None = None) -> "TranscodeError":
+               frame_offset: int | None = None, offset: int | None = None) -> "TranscodeError":
         """Fill in what the raising stage did not know; returns ``self``."""
         if dialect and not self.dialect:
             self.dialect = dialect
+        if offset is not None and self.offset is None:
+            self.offset = offset
         if path and not self.path:
             self.path = path
         if frame_offset is not None and self.frame_offset is None:
@@ -89,6 +91,10 @@ class NestingTooDeepError(TranscodeError):
 
 class SchemaError(TranscodeError):
     """Valid JSON of the wrong shape: wrong type, missing required field."""
+
+
+class DuplicateKeyError(SchemaError):
+    """An object has the same key twice (any object of the input, at any depth)."""
 
 
 class LossError(TranscodeError):

@@ -17,8 +17,10 @@ h11 (sans-IO; errors say which rule broke). ``path()`` gives the JSON path of
 the token being delivered, for the handler's own errors.
 
 Differences from ``json.loads``, documented and tested: ``NaN``/``Infinity``
-are rejected (they are not JSON); duplicate keys are delivered as they come
-(the dialect decoder decides); nesting is limited by ``max_depth``.
+are rejected (they are not JSON); a duplicate key in any object is a
+``DuplicateKeyError`` (a ``SchemaError``) at that key -- strict consumers
+refuse them, and no output can then carry one, whatever a decoder copies --
+where ``json.loads`` keeps the last; nesting is limited by ``max_depth``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Callable
 from .errors import (
     BudgetExceededError,
     ControlCharacterError,
+    DuplicateKeyError,
     InvalidUtf8Error,
     JsonSyntaxError,
     NestingTooDeepError,
@@ -144,11 +147,13 @@ class Tokenizer:
     """
 
     def __init__(self, handler: Handler, *, max_depth: int = 128, max_key_bytes: int = 65536,
-                 max_number_bytes: int = 1024, dialect: str | None = None) -> None:
+                 max_number_bytes: int = 1024, max_seen_key_bytes: int = 1 << 20,
+                 dialect: str | None = None) -> None:
         self._handler = handler
         self.max_depth = max_depth
         self.max_key_bytes = max_key_bytes
         self.max_number_bytes = max_number_bytes
+        self.max_seen_key_bytes = max_seen_key_bytes
         self.dialect = dialect
         self.reset()
 
@@ -159,6 +164,10 @@ class Tokenizer:
         # One frame per open container: the current key (object; None before
         # the first) or the current index (array; -1 before the first value).
         self._frames: list = []
+        # Per open object: the keys it has had (duplicates are refused); their total
+        # length is bounded by max_seen_key_bytes (counted in characters).
+        self._seen: list[set] = []
+        self._seen_size = 0
         self._carry = b""  # unfinished token bytes from the previous chunk
         self._base = 0  # absolute offset of the carry's first byte
         self._string_open = False  # a string value has had its first fragment
@@ -367,6 +376,7 @@ class Tokenizer:
                         if c == 123:
                             emit(OBJECT_START, None, base + i - 1)
                             frames.append(None)
+                            self._seen.append(set())
                             arr = False
                             state = _FIRST_KEY_OR_END
                         else:
@@ -417,6 +427,8 @@ class Tokenizer:
                     if (c == 93) != arr:
                         self._unexpected(buf, i, state)
                     frames.pop()
+                    if not arr:
+                        self._seen_size -= sum(map(len, self._seen.pop()))
                     emit(ARRAY_END if arr else OBJECT_END, None, base + i)
                     i += 1
                     arr = bool(frames) and type(frames[-1]) is int
@@ -441,6 +453,11 @@ class Tokenizer:
                             break
                         key, e = self._key_whole(buf, i + 1, e)
                     frames[-1] = key
+                    seen = self._seen[-1]
+                    if key in seen or self._seen_size + len(key) > self.max_seen_key_bytes:
+                        self._key_refused(key, base + i)
+                    seen.add(key)
+                    self._seen_size += len(key)
                     emit(KEY, key, base + i)
                     i = e
                     if i < n and buf[i] == 58:  # the colon, when it follows at once
@@ -534,8 +551,19 @@ class Tokenizer:
             return -1
         key, e = self._key_whole(buf, 0, e)
         self._frames[-1] = key
+        seen = self._seen[-1]
+        if key in seen or self._seen_size + len(key) > self.max_seen_key_bytes:
+            self._key_refused(key, self._key_start)
+        seen.add(key)
+        self._seen_size += len(key)
         self._handler(KEY, key, self._key_start)
         return e
+
+    def _key_refused(self, key: str, at: int) -> None:
+        if key in self._seen[-1]:
+            self._fail(DuplicateKeyError, f"duplicate key {key!r}", at)
+        self._fail(BudgetExceededError, f"the open objects' keys exceed max_seen_key_bytes "
+                   f"({self.max_seen_key_bytes})", at)
 
     def _key_hold(self, buf: bytes, start: int, end: int) -> int:
         """Hold ``buf[start:end]``, well-formed key bytes; the key goes on. Returns

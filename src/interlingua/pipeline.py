@@ -40,7 +40,8 @@ class _Front:
             self.tokenizer.feed(data)
             self.decoder.flush()
         except TranscodeError as exc:
-            raise exc.locate(dialect=self.source, path=self.tokenizer.path())
+            # an error raised past the tokenizer (a budget, strict mode) is at the token being read
+            raise exc.locate(dialect=self.source, path=self.tokenizer.path(), offset=self.decoder.at)
         if self.copy is not None:
             self.copy.data(data)
 
@@ -49,7 +50,7 @@ class _Front:
             self.tokenizer.close()
             self.decoder.finish()
         except TranscodeError as exc:
-            raise exc.locate(dialect=self.source, path=self.tokenizer.path())
+            raise exc.locate(dialect=self.source, path=self.tokenizer.path(), offset=self.tokenizer.offset)
 
 
 class _StreamFront:
@@ -94,7 +95,7 @@ class _StreamFront:
             try:
                 self.tokenizer.feed(data)
             except TranscodeError as exc:
-                raise exc.locate(frame_offset=self._frame_at)
+                raise exc.locate(frame_offset=self._frame_at, offset=self.decoder.at)
             return
         if self._text is None:
             stripped = data.lstrip(b" \t\r\n")
@@ -124,7 +125,8 @@ class _StreamFront:
                 text, self._text = self._text, None
                 self.decoder.frame_text(event, (text or b"").strip())
         except TranscodeError as exc:
-            raise exc.locate(frame_offset=self._frame_at)
+            # (an error once the frame ended: at its end; for non-JSON data: at its start)
+            raise exc.locate(frame_offset=self._frame_at, offset=self.tokenizer.offset if self._in_document else 0)
         self._frame_at = None
         if self.copy is not None:
             self.copy.frame_end(event)
@@ -147,14 +149,14 @@ class _StreamFront:
         try:
             self.decoder.flush()
         except TranscodeError as exc:
-            raise exc.locate(frame_offset=self._frame_at)
+            raise exc.locate(frame_offset=self._frame_at, offset=self.decoder.at)
 
     def close(self) -> None:
         try:
             self.framer.close()
             self.decoder.finish()
-        except TranscodeError as exc:
-            raise exc.locate(dialect=self.source, path=self._where())
+        except TranscodeError as exc:  # (an error of the stream's end: at its last byte)
+            raise exc.locate(dialect=self.source, path=self._where(), offset=self.framer.offset)
 
 
 def _front(source: str, kind: str, emit: Callable[[Event], None], session: Session, copy=None):
@@ -187,6 +189,7 @@ class Transcoder:
         self._copy = copy
         on_event = self.encoder.on_event if model is None else _model_renamer(self.encoder.on_event, model)
         self._front = _front(source, kind, on_event, self.session, copy)
+        self._poison = _Poison()
 
     @property
     def losses(self):
@@ -209,14 +212,18 @@ class Transcoder:
 
     def feed(self, data: bytes) -> bytes:
         """Feed a chunk; returns the output it made possible (maybe ``b""``)."""
-        self._front.feed(data)
+        self._poison.check()
+        with self._poison:
+            self._front.feed(data)
         return self._take()
 
     def close(self) -> bytes:
         """End of input; returns the rest of the output."""
-        self._front.close()
-        if self._copy is not None:
-            self._copy.finished(self._front.decoder)
+        self._poison.check()
+        with self._poison:
+            self._front.close()
+            if self._copy is not None:
+                self._copy.finished(self._front.decoder)
         return self._take()
 
     def abort(self, error: "BaseException | Error | None" = None) -> bytes:
@@ -248,6 +255,7 @@ class Decoder:
         self.session = Session(options, source=source, kind=kind)
         self._events: list[Event] = []
         self._front = _front(source, kind, self._events.append, self.session)
+        self._poison = _Poison()
 
     def _take(self) -> list[Event]:
         events = self._events[:]
@@ -255,12 +263,39 @@ class Decoder:
         return events
 
     def feed(self, data: bytes) -> list[Event]:
-        self._front.feed(data)
+        self._poison.check()
+        with self._poison:
+            self._front.feed(data)
         return self._take()
 
     def close(self) -> list[Event]:
-        self._front.close()
+        self._poison.check()
+        with self._poison:
+            self._front.close()
         return self._take()
+
+
+class _Poison:
+    """After an error, every later ``feed``/``close`` raises that same error: the
+    stages' state is undefined past it, so nothing more may come out. (Once
+    closed, a ``close()`` again is an error too: the input has ended.)"""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if error is not None and isinstance(error, Exception):
+            self.error = error
+        return False
 
 
 def transcode(chunks: Iterable[bytes], *, source: str, target: str, kind: str = "request",

@@ -42,14 +42,14 @@ CASES = [
      ("SchemaError", "expected a scalar for index", 54, "$.choices[0].index")),
     # an error raised when the frame ended (the document is whole: path "$")
     ("anthropic", b'event: x\ndata: {"index": 3}\n\n',
-     ("SchemaError", "event without type", None, "$")),
+     ("SchemaError", "event without type", 12, "$")),  # once the frame ended: at its end
     ("anthropic", b'event: message_start\ndata: {"type":"message_start","message":{"id":"a","model":"m"}}\n\n'
                   b'data: {"type":"message_stop"}\n\ndata: {"type":"ping"}\n\n',
      ("SchemaError", "event after message_stop", 0, "$")),
     # data that is not JSON: no path
     ("openai", _OK + b'data: nope\n\n',
-     ("SchemaError", "SSE data is neither a JSON object nor [DONE]: b'nope'", None, None)),
-    ("anthropic", b'data: nope\n\n', ("SchemaError", "SSE data is not a JSON object: b'nope'", None, None)),
+     ("SchemaError", "SSE data is neither a JSON object nor [DONE]: b'nope'", 0, None)),  # at the data's start
+    ("anthropic", b'data: nope\n\n', ("SchemaError", "SSE data is not a JSON object: b'nope'", 0, None)),
     # invalid UTF-8 in a later frame
     ("openai", _OK + b'data: {"id":"c\xff"}\n\n',
      ("InvalidUtf8Error", "invalid UTF-8", 8, "$.id")),
@@ -111,7 +111,7 @@ def test_stream_error_names_where_its_frame_starts(case, frame_start):
     assert f"stream byte {frame_start}" in str(exc)
     if offset is not None and b"\ndata:" not in body[frame_start:]:  # a one-line frame: offsets add up
         bad = body[frame_start + offset:frame_start + offset + 1]
-        assert bad in (b"x", b"]", b"5", b"{", b"[", b"\xff", b"}", b"\n", b"\"", b"0", b"i"), bad
+        assert bad in (b"x", b"]", b"5", b"{", b"[", b"\xff", b"}", b"\n", b"\"", b"0", b"i", b"n"), bad
 
 
 def test_framing_errors_have_no_frame_offset():

@@ -1,0 +1,82 @@
+//! The error classes of `src/interlingua/errors.py`, one variant each.
+#![forbid(unsafe_code)]
+
+use std::fmt;
+
+/// Which `TranscodeError` subclass an error is (the Python class of the same name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorClass {
+    Transcode,
+    JsonSyntax,
+    InvalidUtf8,
+    ControlCharacter,
+    TruncatedInput,
+    NestingTooDeep,
+    Schema,
+    Loss,
+    BudgetExceeded,
+    ReorderRefused,
+}
+
+impl ErrorClass {
+    /// The Python class name (`interlingua.errors`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::Transcode => "TranscodeError",
+            ErrorClass::JsonSyntax => "JsonSyntaxError",
+            ErrorClass::InvalidUtf8 => "InvalidUtf8Error",
+            ErrorClass::ControlCharacter => "ControlCharacterError",
+            ErrorClass::TruncatedInput => "TruncatedInputError",
+            ErrorClass::NestingTooDeep => "NestingTooDeepError",
+            ErrorClass::Schema => "SchemaError",
+            ErrorClass::Loss => "LossError",
+            ErrorClass::BudgetExceeded => "BudgetExceededError",
+            ErrorClass::ReorderRefused => "ReorderRefusedError",
+        }
+    }
+}
+
+/// A typed error: class, message (the Python `reason`), byte offset and JSON
+/// path. `path` is WTF-8 (a key may hold a lone surrogate from a `\uD800`
+/// escape, as a Python `str` can); the binding decodes it with `surrogatepass`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub class: ErrorClass,
+    pub message: String,
+    pub offset: Option<u64>,
+    pub path: Option<Vec<u8>>,
+}
+
+impl Error {
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
+        Error { class, message: message.into(), offset: None, path: None }
+    }
+
+    pub fn at(mut self, offset: u64) -> Self {
+        self.offset = Some(offset);
+        self
+    }
+
+    pub fn with_path(mut self, path: Vec<u8>) -> Self {
+        self.path = Some(path);
+        self
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.class.name(), self.message)?;
+        if let Some(offset) = self.offset {
+            write!(f, " (byte {offset}")?;
+            if let Some(path) = &self.path {
+                write!(f, ", at {}", String::from_utf8_lossy(path))?;
+            }
+            write!(f, ")")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;

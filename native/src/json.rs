@@ -1,0 +1,1334 @@
+//! The push JSON tokenizer: `src/interlingua/json.py` in Rust.
+//!
+//! `feed(chunk, sink)` scans what it can and hands each token to the sink (a
+//! trait, monomorphised: a direct call per token, no queue); whatever is
+//! unfinished at the chunk end is carried, bounded: a string value is handed
+//! on as fragments (`StringOpen` / `StringPart` / `StringClose`) that borrow
+//! the chunk, so no string is held whole; a key is held up to
+//! `max_key_bytes`, a number up to `max_number_bytes`.
+//!
+//! String payloads stay JSON-escaped. A fragment never ends inside an escape,
+//! inside a UTF-8 character, or between the halves of a `\uD83D\uDE00`
+//! surrogate pair. Keys are delivered decoded (WTF-8: a lone `\uD800` is kept,
+//! as Python's `json` keeps it).
+//!
+//! Parity with the Python tokenizer (tested differentially through the
+//! binding): the same tokens with the same offsets, the same errors (class,
+//! message, offset, path) at the same feed. String fragments: after every
+//! `feed` the string content delivered so far is the same bytes; where a chunk
+//! boundary split an escape, a UTF-8 character or a surrogate pair, the few
+//! carried bytes are delivered completed as a fragment of their own, before
+//! the fragment that borrows the new chunk (Python joins them with it). Joined
+//! fragments (open + parts + close = one string token) are equal.
+//!
+//! After an error the tokenizer is spent: further calls return that error
+//! again until `reset`.
+#![forbid(unsafe_code)]
+
+use crate::error::{Error, ErrorClass, Result};
+
+/// A token; `offset` (given beside it) is the absolute byte offset of its first
+/// byte (a string's first fragment: its opening quote).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Token<'a> {
+    ObjectStart,
+    ObjectEnd,
+    ArrayStart,
+    ArrayEnd,
+    /// The decoded key (WTF-8).
+    Key(&'a [u8]),
+    /// A whole string: its escaped bytes between the quotes.
+    String(&'a [u8]),
+    /// The first fragment of a string whose end is in a later chunk.
+    StringOpen(&'a [u8]),
+    StringPart(&'a [u8]),
+    /// The last fragment of a string that had a `StringOpen`.
+    StringClose(&'a [u8]),
+    Number(&'a [u8]),
+    True,
+    False,
+    Null,
+}
+
+impl Token<'_> {
+    /// The Python token kind (`interlingua.json.OBJECT_START` ... `NULL`).
+    pub fn kind(&self) -> u8 {
+        match self {
+            Token::ObjectStart => 1,
+            Token::ObjectEnd => 2,
+            Token::ArrayStart => 3,
+            Token::ArrayEnd => 4,
+            Token::Key(_) => 5,
+            Token::String(_) => 6,
+            Token::StringOpen(_) => 7,
+            Token::StringPart(_) => 8,
+            Token::StringClose(_) => 9,
+            Token::Number(_) => 10,
+            Token::True => 11,
+            Token::False => 12,
+            Token::Null => 13,
+        }
+    }
+
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match *self {
+            Token::Key(b)
+            | Token::String(b)
+            | Token::StringOpen(b)
+            | Token::StringPart(b)
+            | Token::StringClose(b)
+            | Token::Number(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// Where the tokenizer is: the JSON path of the token being delivered.
+pub trait Sink {
+    fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames) -> Result<()>;
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_depth: usize,
+    pub max_key_bytes: usize,
+    pub max_number_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_depth: 128, max_key_bytes: 65536, max_number_bytes: 1024 }
+    }
+}
+
+// -- the path ---------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    array: bool,
+    /// array: the current index (-1 before the first value)
+    index: i64,
+    /// object: the current key, `keys[key_start..]` up to the next frame's start (None: no key yet)
+    has_key: bool,
+    key_start: usize,
+}
+
+/// One frame per open container: its current key or index (Python's `_frames`).
+#[derive(Clone, Debug, Default)]
+pub struct Frames {
+    frames: Vec<Frame>,
+    /// the keys of the open objects, innermost last (each frame's key runs to the next one's start)
+    keys: Vec<u8>,
+}
+
+impl Frames {
+    pub fn depth(&self) -> usize {
+        self.frames.len()
+    }
+
+    fn in_array(&self) -> bool {
+        self.frames.last().is_some_and(|f| f.array)
+    }
+
+    fn push(&mut self, array: bool) {
+        let key_start = self.keys.len();
+        self.frames.push(Frame { array, index: -1, has_key: false, key_start });
+    }
+
+    fn pop(&mut self) {
+        if let Some(frame) = self.frames.pop() {
+            self.keys.truncate(frame.key_start);
+        }
+    }
+
+    fn count_value(&mut self) {
+        if let Some(frame) = self.frames.last_mut() {
+            if frame.array {
+                frame.index += 1;
+            }
+        }
+    }
+
+    fn set_key(&mut self, key: &[u8]) {
+        if let Some(frame) = self.frames.last_mut() {
+            self.keys.truncate(frame.key_start);
+            self.keys.extend_from_slice(key);
+            frame.has_key = true;
+        }
+    }
+
+    fn clear_key(&mut self) {
+        if let Some(frame) = self.frames.last_mut() {
+            self.keys.truncate(frame.key_start);
+            frame.has_key = false;
+        }
+    }
+
+    /// `$.messages[3].content` (`json.render_path`), WTF-8.
+    pub fn render(&self) -> Vec<u8> {
+        self.render_uncounting(false)
+    }
+
+    /// The path; `uncount`: as if the innermost array's last value had not begun.
+    fn render_uncounting(&self, uncount: bool) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16);
+        out.push(b'$');
+        let last = self.frames.len().wrapping_sub(1);
+        for (n, frame) in self.frames.iter().enumerate() {
+            if frame.array {
+                let index = if uncount && n == last { frame.index - 1 } else { frame.index };
+                if index >= 0 {
+                    out.push(b'[');
+                    out.extend_from_slice(index.to_string().as_bytes());
+                    out.push(b']');
+                }
+            } else if frame.has_key {
+                let end = self.frames.get(n + 1).map_or(self.keys.len(), |f| f.key_start);
+                render_key(&mut out, &self.keys[frame.key_start..end]);
+            }
+        }
+        out
+    }
+}
+
+fn is_identifier(key: &[u8]) -> bool {
+    match key.split_first() {
+        Some((&first, rest)) => {
+            (first.is_ascii_alphabetic() || first == b'_')
+                && rest.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+        }
+        None => false,
+    }
+}
+
+/// `.key`, or `["key"]` as `json.dumps(key, ensure_ascii=False)` writes it.
+fn render_key(out: &mut Vec<u8>, key: &[u8]) {
+    if is_identifier(key) {
+        out.push(b'.');
+        out.extend_from_slice(key);
+        return;
+    }
+    out.extend_from_slice(b"[\"");
+    for &b in key {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            0..=0x1f => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
+            _ => out.push(b),
+        }
+    }
+    out.extend_from_slice(b"\"]");
+}
+
+/// Python's `repr(bytes([b]))`, for the "unexpected ..." messages.
+pub fn byte_repr(b: u8) -> String {
+    match b {
+        b'\'' => "b\"'\"".to_string(),
+        b'\\' => "b'\\\\'".to_string(),
+        b'\t' => "b'\\t'".to_string(),
+        b'\n' => "b'\\n'".to_string(),
+        b'\r' => "b'\\r'".to_string(),
+        0x20..=0x7e => format!("b'{}'", b as char),
+        _ => format!("b'\\x{b:02x}'"),
+    }
+}
+
+// -- states -----------------------------------------------------------------
+
+/// What the next significant byte may be (Python's `_STATE_NAMES` order), or
+/// which token is being read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Value,
+    FirstKeyOrEnd,
+    Key,
+    Colon,
+    FirstValueOrEnd,
+    CommaOrEnd,
+    InString,
+    Done,
+    InKey,
+    /// a number is being read (its bytes in `number`)
+    InNumber,
+    /// a literal (`true`, `false`, `null`) is being read
+    InLiteral,
+}
+
+impl State {
+    fn name(self) -> &'static str {
+        match self {
+            State::Value => "value",
+            State::FirstKeyOrEnd => "first key or '}'",
+            State::Key => "key",
+            State::Colon => "':'",
+            State::FirstValueOrEnd => "first value or ']'",
+            State::CommaOrEnd => "',' or a closing bracket",
+            State::InString => "string",
+            State::Done => "end of input",
+            State::InKey => "end of key",
+            State::InNumber | State::InLiteral => "value",
+        }
+    }
+}
+
+// -- strings ----------------------------------------------------------------
+
+/// How a scan of string content ended.
+enum StringScan {
+    /// the closing quote is at this index
+    Closed(usize),
+    /// the buffer ended: content is well-formed up to `end` (the start of an
+    /// escape cut by the buffer's end, or the buffer's end); `high` is the
+    /// span of the last complete `\uD800`-`\uDBFF` escape
+    Cut { end: usize, high: Option<(usize, usize)> },
+    /// a raw control character at this index
+    Control(usize),
+    /// an escape that is not one, its backslash at this index
+    BadEscape(usize),
+}
+
+fn hex_value(b: u8) -> Option<u16> {
+    match b {
+        b'0'..=b'9' => Some((b - b'0') as u16),
+        b'a'..=b'f' => Some((b - b'a' + 10) as u16),
+        b'A'..=b'F' => Some((b - b'A' + 10) as u16),
+        _ => None,
+    }
+}
+
+/// Scan string content from `start`: the rule of json.py's `_STRING_BODY`
+/// (plain bytes >= 0x20 but `"` and `\`, and whole escapes).
+fn scan_string(buf: &[u8], start: usize) -> StringScan {
+    let n = buf.len();
+    let mut i = start;
+    let mut high = None;
+    loop {
+        let Some(found) = memchr::memchr2(b'"', b'\\', &buf[i..]) else {
+            if let Some(c) = buf[i..].iter().position(|&b| b < 0x20) {
+                return StringScan::Control(i + c);
+            }
+            return StringScan::Cut { end: n, high };
+        };
+        let j = i + found;
+        if let Some(c) = buf[i..j].iter().position(|&b| b < 0x20) {
+            return StringScan::Control(i + c);
+        }
+        if buf[j] == b'"' {
+            return StringScan::Closed(j);
+        }
+        // an escape at j
+        if j + 1 >= n {
+            return StringScan::Cut { end: j, high };
+        }
+        match buf[j + 1] {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i = j + 2,
+            b'u' => {
+                let mut value: u16 = 0;
+                for k in 0..4 {
+                    let Some(&h) = buf.get(j + 2 + k) else {
+                        return StringScan::Cut { end: j, high };
+                    };
+                    match hex_value(h) {
+                        Some(v) => value = value << 4 | v,
+                        None => return StringScan::BadEscape(j),
+                    }
+                }
+                i = j + 6;
+                if (0xD800..0xDC00).contains(&value) {
+                    high = Some((j, i));
+                }
+            }
+            _ => return StringScan::BadEscape(j),
+        }
+    }
+}
+
+/// Where to cut `buf[start..end]` so no UTF-8 character is split (json.py's `_utf8_tail_cut`).
+fn utf8_tail_cut(buf: &[u8], start: usize, end: usize) -> usize {
+    let lowest = start.max(end.saturating_sub(3));
+    let mut i = end;
+    while i > lowest {
+        i -= 1;
+        let byte = buf[i];
+        if byte < 0x80 {
+            return end;
+        }
+        if byte >= 0xC0 {
+            let need = if byte < 0xE0 { 2 } else if byte < 0xF0 { 3 } else { 4 };
+            return if end - i >= need { end } else { i };
+        }
+    }
+    end
+}
+
+/// Decode a key's escaped bytes into `out` (WTF-8; surrogate pairs joined as
+/// Python's json joins them, a lone surrogate kept). The bytes are well-formed.
+fn decode_key(raw: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let mut i = 0;
+    while i < raw.len() {
+        let b = raw[i];
+        if b != b'\\' {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        let e = raw[i + 1];
+        i += 2;
+        let simple = match e {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            _ => 0,
+        };
+        if e != b'u' {
+            out.push(simple);
+            continue;
+        }
+        let unit = |at: usize| raw[at..at + 4].iter().fold(0u32, |v, &h| v << 4 | hex_value(h).unwrap_or(0) as u32);
+        let mut code = unit(i);
+        i += 4;
+        if (0xD800..0xDC00).contains(&code) && raw.len() >= i + 6 && raw[i] == b'\\' && raw[i + 1] == b'u' {
+            let low = unit(i + 2);
+            if (0xDC00..0xE000).contains(&low) {
+                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+                i += 6;
+            }
+        }
+        push_wtf8(out, code);
+    }
+}
+
+fn push_wtf8(out: &mut Vec<u8>, code: u32) {
+    if code < 0x80 {
+        out.push(code as u8);
+    } else if code < 0x800 {
+        out.extend_from_slice(&[0xC0 | (code >> 6) as u8, 0x80 | (code & 0x3F) as u8]);
+    } else if code < 0x10000 {
+        out.extend_from_slice(&[
+            0xE0 | (code >> 12) as u8,
+            0x80 | ((code >> 6) & 0x3F) as u8,
+            0x80 | (code & 0x3F) as u8,
+        ]);
+    } else {
+        out.extend_from_slice(&[
+            0xF0 | (code >> 18) as u8,
+            0x80 | ((code >> 12) & 0x3F) as u8,
+            0x80 | ((code >> 6) & 0x3F) as u8,
+            0x80 | (code & 0x3F) as u8,
+        ]);
+    }
+}
+
+// -- numbers ----------------------------------------------------------------
+
+/// A number is read as long as its bytes are a prefix of json.py's
+/// `_NUMBER_PREFIX` (`-?[0-9]*(\.[0-9]*)?([eE][+-]?[0-9]*)?`); then the longest
+/// match of `_NUMBER` is the token. Two small automata, one byte at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Prefix {
+    Sign,
+    Int,
+    Dot,
+    Exp,
+    ExpSign,
+    ExpDigits,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Grammar {
+    Start,
+    Minus,
+    Zero,
+    Int,
+    Dot,
+    Frac,
+    Exp,
+    ExpSign,
+    ExpDigits,
+    Dead,
+}
+
+impl Prefix {
+    fn step(self, b: u8) -> Option<Prefix> {
+        use Prefix::*;
+        match (self, b) {
+            (Sign | Int, b'0'..=b'9') => Some(Int),
+            (Sign | Int, b'.') => Some(Dot),
+            (Sign | Int | Dot, b'e' | b'E') => Some(Exp),
+            (Dot, b'0'..=b'9') => Some(Dot),
+            (Exp, b'+' | b'-') => Some(ExpSign),
+            (Exp | ExpSign | ExpDigits, b'0'..=b'9') => Some(ExpDigits),
+            _ => None,
+        }
+    }
+}
+
+impl Grammar {
+    fn step(self, b: u8) -> Grammar {
+        use Grammar::*;
+        match (self, b) {
+            (Start, b'-') => Minus,
+            (Start | Minus, b'0') => Zero,
+            (Start | Minus, b'1'..=b'9') => Int,
+            (Int, b'0'..=b'9') => Int,
+            (Zero | Int, b'.') => Dot,
+            (Zero | Int | Frac, b'e' | b'E') => Exp,
+            (Dot | Frac, b'0'..=b'9') => Frac,
+            (Exp, b'+' | b'-') => ExpSign,
+            (Exp | ExpSign | ExpDigits, b'0'..=b'9') => ExpDigits,
+            _ => Dead,
+        }
+    }
+
+    fn accepting(self) -> bool {
+        matches!(self, Grammar::Zero | Grammar::Int | Grammar::Frac | Grammar::ExpDigits)
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Number {
+    /// the number's bytes so far, kept up to `max_number_bytes + 1`
+    bytes: Vec<u8>,
+    run: usize,
+    prefix: Prefix,
+    grammar: Grammar,
+    /// length of the longest `_NUMBER` match so far
+    matched: usize,
+    start: u64,
+    /// the state the number began in (for "while expecting ...")
+    began_in: State,
+}
+
+// -- the tokenizer ----------------------------------------------------------
+
+const LITERALS: [(&[u8], &str); 3] = [(b"true", "true"), (b"false", "false"), (b"null", "null")];
+
+/// Bytes a string or key may carry to the next chunk: a cut escape (5) after a
+/// high surrogate (6). `HEAD` chunk bytes complete them whatever they were.
+const HEAD: usize = 12;
+
+pub struct Tokenizer {
+    pub limits: Limits,
+    state: State,
+    frames: Frames,
+    /// bytes scanned so far (absolute; the carry counts, a held UTF-8 tail does not)
+    base: u64,
+    /// bytes of an unfinished escape / UTF-8 character / surrogate pair of the
+    /// string or key being read (at most 11)
+    carry: Vec<u8>,
+    string_open: bool,
+    string_start: u64,
+    key: Vec<u8>,
+    key_start: u64,
+    decoded: Vec<u8>,
+    number: Number,
+    literal: usize,
+    literal_matched: usize,
+    literal_start: u64,
+    /// the start of a UTF-8 character the last chunk ended inside: not scanned
+    /// yet (it is scanned with the next chunk), so a fault found inside it is
+    /// the same for any cut
+    utf8_held: Vec<u8>,
+    /// scanning the head (carry + the chunk's first bytes), whose end is not the chunk's
+    in_head: bool,
+    /// string content the head checked, delivered with the rest of the chunk's
+    deferred: Vec<u8>,
+    deferred_at: u64,
+    closed: bool,
+    failed: Option<Error>,
+}
+
+impl Default for Tokenizer {
+    fn default() -> Self {
+        Tokenizer::new(Limits::default())
+    }
+}
+
+impl Tokenizer {
+    pub fn new(limits: Limits) -> Self {
+        Tokenizer {
+            limits,
+            state: State::Value,
+            frames: Frames::default(),
+            base: 0,
+            carry: Vec::new(),
+            string_open: false,
+            string_start: 0,
+            key: Vec::new(),
+            key_start: 0,
+            decoded: Vec::new(),
+            number: Number {
+                bytes: Vec::new(),
+                run: 0,
+                prefix: Prefix::Sign,
+                grammar: Grammar::Start,
+                matched: 0,
+                start: 0,
+                began_in: State::Value,
+            },
+            literal: 0,
+            literal_matched: 0,
+            literal_start: 0,
+            utf8_held: Vec::new(),
+            in_head: false,
+            deferred: Vec::new(),
+            deferred_at: 0,
+            closed: false,
+            failed: None,
+        }
+    }
+
+    /// Ready for a new document, offsets from 0 again (keeps the buffers' capacity).
+    pub fn reset(&mut self) {
+        self.state = State::Value;
+        self.frames.frames.clear();
+        self.frames.keys.clear();
+        self.base = 0;
+        self.carry.clear();
+        self.string_open = false;
+        self.key.clear();
+        self.number.bytes.clear();
+        self.utf8_held.clear();
+        self.in_head = false;
+        self.deferred.clear();
+        self.closed = false;
+        self.failed = None;
+    }
+
+    /// Bytes consumed so far (absolute).
+    pub fn offset(&self) -> u64 {
+        self.base
+    }
+
+    pub fn depth(&self) -> usize {
+        self.frames.depth()
+    }
+
+    pub fn frames(&self) -> &Frames {
+        &self.frames
+    }
+
+    pub fn path(&self) -> Vec<u8> {
+        self.frames.render()
+    }
+
+    fn error(&self, class: ErrorClass, message: impl Into<String>, at: u64) -> Error {
+        Error::new(class, message).at(at).with_path(self.frames.render())
+    }
+
+    /// An error between chunks (bad UTF-8 after the scan stopped, end of input
+    /// inside a held character): a number or literal being read does not count
+    /// yet in its array's index (json.py carries it unscanned).
+    fn error_between_chunks(&self, class: ErrorClass, message: &str, at: u64) -> Error {
+        let uncount = matches!(self.state, State::InNumber | State::InLiteral);
+        Error::new(class, message).at(at).with_path(self.frames.render_uncounting(uncount))
+    }
+
+    fn unexpected(&self, byte: u8, state: State, at: u64) -> Error {
+        self.error(ErrorClass::JsonSyntax, format!("unexpected {} while expecting {}", byte_repr(byte), state.name()), at)
+    }
+
+    fn spent(&mut self, err: Error) -> Error {
+        self.failed = Some(err.clone());
+        err
+    }
+
+    pub fn feed<S: Sink>(&mut self, data: &[u8], sink: &mut S) -> Result<()> {
+        if let Some(err) = &self.failed {
+            return Err(err.clone());
+        }
+        if self.closed {
+            return Err(Error::new(ErrorClass::JsonSyntax, "data fed after close()").at(self.base));
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let result = self.feed_checked(data, sink);
+        result.map_err(|e| self.spent(e))
+    }
+
+    fn feed_checked<S: Sink>(&mut self, data: &[u8], sink: &mut S) -> Result<()> {
+        let held = std::mem::take(&mut self.utf8_held);
+        let check = self.check_utf8(&held, data);
+        let prefix: &[u8] = if check.held_completes { &held } else { &[] };
+        self.scan(prefix, &data[..check.scan_end], sink)?;
+        if check.bad {
+            // everything before the bad sequence is delivered; it starts where the scan stopped
+            self.closed = true;
+            return Err(self.error_between_chunks(ErrorClass::InvalidUtf8, "invalid UTF-8", self.base));
+        }
+        Ok(())
+    }
+
+    /// UTF-8 check of `held + data` (json.py's incremental decoder step, and its
+    /// early refusal of an encoded surrogate). Only whole characters are scanned:
+    /// a character the chunk end cuts is held (`self.utf8_held`).
+    fn check_utf8(&mut self, held: &[u8], data: &[u8]) -> Utf8Check {
+        let mut from = 0;
+        let mut held_completes = held.is_empty();
+        if !held.is_empty() {
+            let take = (4 - held.len()).min(data.len());
+            let mut head = [0u8; 4];
+            head[..held.len()].copy_from_slice(held);
+            head[held.len()..held.len() + take].copy_from_slice(&data[..take]);
+            let head = &head[..held.len() + take];
+            match simdutf8::compat::from_utf8(head) {
+                Ok(_) => from = take,
+                Err(e) if e.valid_up_to() >= held.len() => from = e.valid_up_to() - held.len(),
+                Err(e) if e.error_len().is_some() => {
+                    return Utf8Check { held_completes: false, scan_end: 0, bad: true };
+                }
+                Err(_) => {
+                    // still inside the held character: the whole (short) chunk is held with it
+                    self.utf8_held.extend_from_slice(held);
+                    self.utf8_held.extend_from_slice(data);
+                    return Utf8Check { held_completes: false, scan_end: 0, bad: false };
+                }
+            }
+            held_completes = true;
+        }
+        let rest = &data[from..];
+        if rest.is_ascii() {
+            return Utf8Check { held_completes, scan_end: data.len(), bad: false };
+        }
+        match simdutf8::compat::from_utf8(rest) {
+            Ok(_) => Utf8Check { held_completes, scan_end: data.len(), bad: false },
+            Err(e) => {
+                let end = from + e.valid_up_to();
+                if e.error_len().is_some() {
+                    Utf8Check { held_completes, scan_end: end, bad: true }
+                } else {
+                    self.utf8_held.extend_from_slice(&data[end..]);
+                    Utf8Check { held_completes, scan_end: end, bad: false }
+                }
+            }
+        }
+    }
+
+    /// End of input: flush a trailing number; fail if the value is unfinished.
+    pub fn close<S: Sink>(&mut self, sink: &mut S) -> Result<()> {
+        if let Some(err) = &self.failed {
+            return Err(err.clone());
+        }
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        let result = self.finish(sink);
+        result.map_err(|e| self.spent(e))
+    }
+
+    fn finish<S: Sink>(&mut self, sink: &mut S) -> Result<()> {
+        let total = self.base;
+        if !self.utf8_held.is_empty() {
+            return Err(self.error_between_chunks(ErrorClass::InvalidUtf8, "input ends inside a UTF-8 character", total));
+        }
+        match self.state {
+            State::InNumber => self.end_number(sink)?,
+            State::InLiteral => {
+                let word = LITERALS[self.literal].1;
+                return Err(self.error(ErrorClass::TruncatedInput, format!("input ends inside {word}"), total));
+            }
+            _ => {}
+        }
+        if self.state == State::Done {
+            return Ok(());
+        }
+        let what = if total == 0 {
+            "empty input".to_string()
+        } else {
+            format!("input ends while expecting {}", self.state.name())
+        };
+        Err(self.error(ErrorClass::TruncatedInput, what, total))
+    }
+
+    /// A string value's content from `start` in `buf` (`at`: offset of `buf[0]`);
+    /// what is well-formed up to the buffer's end is delivered, but for a cut unit.
+    fn string_part<S: Sink>(&mut self, buf: &[u8], start: usize, at: u64, sink: &mut S) -> Result<Resume> {
+        match scan_string(buf, start) {
+            StringScan::Closed(q) => {
+                self.emit_deferred(sink)?;
+                let content = &buf[start..q];
+                if self.string_open {
+                    sink.token(Token::StringClose(content), at + start as u64, &self.frames)?;
+                } else {
+                    sink.token(Token::String(content), self.string_start, &self.frames)?;
+                }
+                self.string_open = false;
+                self.after_value();
+                Ok(Resume::At(q + 1))
+            }
+            StringScan::Cut { end, high } => {
+                let mut cut = end;
+                if cut > start && buf[cut - 1] >= 0x80 {
+                    cut = utf8_tail_cut(buf, start, cut);
+                }
+                if let Some((h, e)) = high {
+                    if e == cut && h >= start {
+                        cut = h; // keep a surrogate pair together
+                    }
+                }
+                if self.in_head {
+                    // Not the chunk's end: json.py delivers a string's content of a
+                    // chunk only once all of it is checked, so this waits for the rest.
+                    self.deferred.extend_from_slice(&buf[start..cut]);
+                    self.deferred_at = at + start as u64;
+                    return Ok(Resume::Carry(cut));
+                }
+                self.emit_deferred(sink)?;
+                if cut > start {
+                    self.emit_fragment(&buf[start..cut], at + start as u64, sink)?;
+                }
+                Ok(Resume::Carry(cut))
+            }
+            StringScan::Control(j) => Err(self.control(buf[j], at + j as u64)),
+            StringScan::BadEscape(j) => Err(self.bad_escape(at + j as u64)),
+        }
+    }
+
+    /// A fragment that does not end the string: the first (at the quote) or a later one.
+    fn emit_fragment<S: Sink>(&mut self, content: &[u8], at: u64, sink: &mut S) -> Result<()> {
+        if self.string_open {
+            sink.token(Token::StringPart(content), at, &self.frames)
+        } else {
+            self.string_open = true;
+            sink.token(Token::StringOpen(content), self.string_start, &self.frames)
+        }
+    }
+
+    fn emit_deferred<S: Sink>(&mut self, sink: &mut S) -> Result<()> {
+        if self.deferred.is_empty() {
+            return Ok(());
+        }
+        let deferred = std::mem::take(&mut self.deferred);
+        let result = self.emit_fragment(&deferred, self.deferred_at, sink);
+        self.deferred = deferred;
+        self.deferred.clear();
+        result
+    }
+
+    fn control(&self, byte: u8, at: u64) -> Error {
+        self.error(ErrorClass::ControlCharacter, format!("raw control character 0x{byte:02x} in string"), at)
+    }
+
+    fn bad_escape(&self, at: u64) -> Error {
+        self.error(ErrorClass::JsonSyntax, "invalid escape sequence in string", at)
+    }
+
+    fn key_too_long(&self) -> Error {
+        self.error(
+            ErrorClass::BudgetExceeded,
+            format!("object key longer than max_key_bytes ({})", self.limits.max_key_bytes),
+            self.key_start,
+        )
+    }
+
+    /// A key's content from `start` in `buf`: held (`self.key`) until it ends;
+    /// the limit is on the whole key's bytes between its quotes, in byte order
+    /// with its faults.
+    fn key_part<S: Sink>(&mut self, buf: &[u8], start: usize, at: u64, sink: &mut S) -> Result<Resume> {
+        let max = self.limits.max_key_bytes;
+        let held = self.key.len();
+        match scan_string(buf, start) {
+            StringScan::Closed(q) => {
+                if held + (q - start) > max {
+                    return Err(self.key_too_long());
+                }
+                let raw: &[u8] = if held == 0 {
+                    &buf[start..q]
+                } else {
+                    self.key.extend_from_slice(&buf[start..q]);
+                    &self.key
+                };
+                let key: &[u8] = if memchr::memchr(b'\\', raw).is_some() {
+                    decode_key(raw, &mut self.decoded);
+                    &self.decoded
+                } else {
+                    raw
+                };
+                self.frames.set_key(key);
+                let key_start = self.key_start;
+                sink.token(Token::Key(key), key_start, &self.frames)?;
+                self.key.clear();
+                self.state = State::Colon;
+                Ok(Resume::At(q + 1))
+            }
+            StringScan::Cut { end, .. } => {
+                self.key.extend_from_slice(&buf[start..end]);
+                if self.key.len() > max {
+                    return Err(self.key_too_long());
+                }
+                self.state = State::InKey;
+                Ok(Resume::Carry(end))
+            }
+            StringScan::Control(j) | StringScan::BadEscape(j) if held + (j - start) > max => Err(self.key_too_long()),
+            StringScan::Control(j) => Err(self.control(buf[j], at + j as u64)),
+            StringScan::BadEscape(j) => Err(self.bad_escape(at + j as u64)),
+        }
+    }
+
+    fn after_value(&mut self) {
+        self.state = if self.frames.depth() == 0 { State::Done } else { State::CommaOrEnd };
+    }
+
+    fn start_number(&mut self, b: u8, at: u64, began_in: State) {
+        let number = &mut self.number;
+        number.bytes.clear();
+        number.run = 0;
+        number.prefix = Prefix::Sign;
+        number.grammar = Grammar::Start;
+        number.matched = 0;
+        number.start = at;
+        number.began_in = began_in;
+        // the first byte ('-' or a digit) is always a prefix
+        number.grammar = number.grammar.step(b);
+        number.prefix = if b == b'-' { Prefix::Sign } else { Prefix::Int };
+        number.bytes.push(b);
+        number.run = 1;
+        if number.grammar.accepting() {
+            number.matched = 1;
+        }
+        self.state = State::InNumber;
+    }
+
+    /// Read number bytes from `data[i..]`; returns where the number's run ended
+    /// in `data` (None: it runs to the chunk end and may go on).
+    fn number_bytes(&mut self, data: &[u8], mut i: usize) -> Result<Option<usize>> {
+        let keep = self.limits.max_number_bytes + 1;
+        while i < data.len() {
+            let b = data[i];
+            let Some(prefix) = self.number.prefix.step(b) else {
+                return Ok(Some(i));
+            };
+            let number = &mut self.number;
+            number.prefix = prefix;
+            number.grammar = number.grammar.step(b);
+            number.run += 1;
+            if number.bytes.len() < keep {
+                number.bytes.push(b);
+            }
+            if number.grammar.accepting() {
+                number.matched = number.run;
+                if number.matched > self.limits.max_number_bytes {
+                    return Err(self.number_too_long());
+                }
+            }
+            i += 1;
+        }
+        Ok(None)
+    }
+
+    fn number_too_long(&self) -> Error {
+        self.error(
+            ErrorClass::BudgetExceeded,
+            format!("number longer than max_number_bytes ({})", self.limits.max_number_bytes),
+            self.number.start,
+        )
+    }
+
+    /// The number's run ended: its longest match is the token; a byte of the
+    /// run after the match is then the next (unexpected) byte.
+    fn end_number<S: Sink>(&mut self, sink: &mut S) -> Result<()> {
+        let number = &self.number;
+        if number.matched == 0 {
+            return Err(self.unexpected(number.bytes[0], number.began_in, number.start));
+        }
+        sink.token(Token::Number(&number.bytes[..number.matched]), number.start, &self.frames)?;
+        let (matched, run, start) = (number.matched, number.run, number.start);
+        self.after_value();
+        if matched < run {
+            let byte = self.number.bytes[matched];
+            return Err(self.after_value_byte(byte, start + matched as u64));
+        }
+        Ok(())
+    }
+
+    /// A byte that cannot follow a value (a number byte after a number's match).
+    fn after_value_byte(&self, byte: u8, at: u64) -> Error {
+        if self.state == State::Done {
+            self.error(ErrorClass::JsonSyntax, "trailing data after the JSON value", at)
+        } else {
+            self.unexpected(byte, self.state, at)
+        }
+    }
+
+    fn literal_bytes<S: Sink>(&mut self, data: &[u8], mut i: usize, base: u64, sink: &mut S) -> Result<usize> {
+        let (word, name) = LITERALS[self.literal];
+        while i < data.len() && self.literal_matched < word.len() {
+            let b = data[i];
+            if b != word[self.literal_matched] {
+                let at = base + i as u64;
+                return Err(self.error(ErrorClass::JsonSyntax, format!("unexpected {} inside {name}", byte_repr(b)), at));
+            }
+            self.literal_matched += 1;
+            i += 1;
+        }
+        if self.literal_matched == word.len() {
+            let token = match self.literal {
+                0 => Token::True,
+                1 => Token::False,
+                _ => Token::Null,
+            };
+            sink.token(token, self.literal_start, &self.frames)?;
+            self.after_value();
+        }
+        Ok(i)
+    }
+
+    /// Scan `prefix` (a held UTF-8 character the chunk completes) and `data`,
+    /// after the carry. The carry and the prefix are scanned with the chunk's
+    /// first `HEAD` bytes (a copy of at most 26 bytes: the only bytes the
+    /// tokenizer copies to scan); the rest of the chunk is scanned in place.
+    fn scan<S: Sink>(&mut self, prefix: &[u8], data: &[u8], sink: &mut S) -> Result<()> {
+        let mut i = 0;
+        if !self.carry.is_empty() || !prefix.is_empty() {
+            let carried = self.carry.len();
+            let take = data.len().min(HEAD);
+            let mut head = std::mem::take(&mut self.carry);
+            head.extend_from_slice(prefix);
+            head.extend_from_slice(&data[..take]);
+            let head_at = self.base - carried as u64;
+            self.base = head_at;
+            self.in_head = take < data.len();
+            let scanned = self.scan_from(&head, 0, sink);
+            self.in_head = false;
+            scanned?;
+            if take == data.len() {
+                self.base = head_at + head.len() as u64;
+                return Ok(());
+            }
+            // The head was not the chunk's end: what it left unfinished is in the
+            // chunk (HEAD is more than can be carried); scan it again from there.
+            let unfinished = self.carry.len();
+            debug_assert!(unfinished <= take);
+            self.carry.clear();
+            i = take - unfinished;
+            self.base = head_at + (carried + prefix.len()) as u64;
+        }
+        self.scan_from(data, i, sink)?;
+        self.base += data.len() as u64;
+        Ok(())
+    }
+
+    /// The lexer loop over `data[i..]` (`data[0]` at offset `self.base`); the
+    /// carry has been dealt with; a string or key unfinished at the end leaves
+    /// its unfinished bytes in the carry.
+    fn scan_from<S: Sink>(&mut self, data: &[u8], mut i: usize, sink: &mut S) -> Result<()> {
+        let n = data.len();
+        let base = self.base;
+        while i < n {
+            match self.state {
+                State::InString => {
+                    match self.string_part(data, i, base, sink)? {
+                        Resume::At(next) => i = next,
+                        Resume::Carry(cut) => {
+                            self.carry.extend_from_slice(&data[cut..]);
+                            return Ok(());
+                        }
+                    }
+                    continue;
+                }
+                State::InKey => {
+                    match self.key_part(data, i, base, sink)? {
+                        Resume::At(next) => i = next,
+                        Resume::Carry(cut) => {
+                            self.carry.extend_from_slice(&data[cut..]);
+                            return Ok(());
+                        }
+                    }
+                    continue;
+                }
+                State::InNumber => {
+                    match self.number_bytes(data, i)? {
+                        Some(end) => {
+                            self.end_number(sink)?;
+                            i = end;
+                        }
+                        None => return Ok(()),
+                    }
+                    continue;
+                }
+                State::InLiteral => {
+                    i = self.literal_bytes(data, i, base, sink)?;
+                    continue;
+                }
+                _ => {}
+            }
+            let c = data[i];
+            if c == b' ' || c == b'\n' || c == b'\r' || c == b'\t' {
+                i += 1;
+                continue;
+            }
+            let state = self.state;
+            let at = base + i as u64;
+            if state == State::Value || (state == State::FirstValueOrEnd && c != b']') {
+                self.frames.count_value();
+                match c {
+                    b'"' => {
+                        self.string_open = false;
+                        self.string_start = at;
+                        self.state = State::InString;
+                        i += 1;
+                    }
+                    b'{' | b'[' => {
+                        if self.frames.depth() >= self.limits.max_depth {
+                            return Err(self.error(
+                                ErrorClass::NestingTooDeep,
+                                format!("nesting deeper than {}", self.limits.max_depth),
+                                at,
+                            ));
+                        }
+                        let array = c == b'[';
+                        sink.token(if array { Token::ArrayStart } else { Token::ObjectStart }, at, &self.frames)?;
+                        self.frames.push(array);
+                        self.state = if array { State::FirstValueOrEnd } else { State::FirstKeyOrEnd };
+                        i += 1;
+                    }
+                    b'-' | b'0'..=b'9' => {
+                        self.start_number(c, at, state);
+                        if self.number.matched > self.limits.max_number_bytes {
+                            return Err(self.number_too_long());
+                        }
+                        i += 1;
+                    }
+                    b't' | b'f' | b'n' => {
+                        self.literal = match c {
+                            b't' => 0,
+                            b'f' => 1,
+                            _ => 2,
+                        };
+                        self.literal_matched = 1;
+                        self.literal_start = at;
+                        self.state = State::InLiteral;
+                        i += 1;
+                    }
+                    _ => return Err(self.unexpected(c, state, at)),
+                }
+            } else if (c == b'}' || c == b']')
+                && matches!(state, State::CommaOrEnd | State::FirstKeyOrEnd | State::FirstValueOrEnd)
+            {
+                let array = self.frames.in_array();
+                if (c == b']') != array {
+                    return Err(self.unexpected(c, state, at));
+                }
+                self.frames.pop();
+                sink.token(if array { Token::ArrayEnd } else { Token::ObjectEnd }, at, &self.frames)?;
+                self.after_value();
+                i += 1;
+            } else if state == State::Key || state == State::FirstKeyOrEnd {
+                if c != b'"' {
+                    return Err(self.unexpected(c, state, at));
+                }
+                self.key_start = at;
+                self.key.clear();
+                match self.key_part(data, i + 1, base, sink)? {
+                    Resume::At(next) => i = next,
+                    Resume::Carry(cut) => {
+                        self.carry.extend_from_slice(&data[cut..]);
+                        return Ok(());
+                    }
+                }
+            } else if state == State::CommaOrEnd {
+                if c != b',' {
+                    return Err(self.unexpected(c, state, at));
+                }
+                if self.frames.in_array() {
+                    self.state = State::Value;
+                } else {
+                    self.state = State::Key;
+                    self.frames.clear_key(); // a key is due: the path names the object
+                }
+                i += 1;
+            } else if state == State::Colon {
+                if c != b':' {
+                    return Err(self.unexpected(c, state, at));
+                }
+                self.state = State::Value;
+                i += 1;
+            } else {
+                return Err(self.error(ErrorClass::JsonSyntax, "trailing data after the JSON value", at));
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Utf8Check {
+    /// the held character is complete: scan it before the chunk
+    held_completes: bool,
+    /// the chunk's bytes to scan (whole characters, before any bad sequence)
+    scan_end: usize,
+    /// a bad sequence starts at `scan_end` (or in the held bytes)
+    bad: bool,
+}
+
+/// Where a string or key scan left the buffer.
+enum Resume {
+    /// the token ended: go on at this index
+    At(usize),
+    /// the buffer ended inside the token: the bytes from this index are carried
+    Carry(usize),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Collect(Vec<(u8, Vec<u8>, u64)>);
+
+    impl Sink for Collect {
+        fn token(&mut self, token: Token<'_>, offset: u64, _path: &Frames) -> Result<()> {
+            self.0.push((token.kind(), token.bytes().unwrap_or_default().to_vec(), offset));
+            Ok(())
+        }
+    }
+
+    /// Tokens with string fragments joined (the parity rule).
+    fn joined(tokens: &[(u8, Vec<u8>, u64)]) -> Vec<(u8, Vec<u8>, u64)> {
+        let mut out: Vec<(u8, Vec<u8>, u64)> = Vec::new();
+        for (kind, bytes, offset) in tokens {
+            match kind {
+                7 => out.push((6, bytes.clone(), *offset)),
+                8 | 9 => out.last_mut().unwrap().1.extend_from_slice(bytes),
+                _ => out.push((*kind, bytes.clone(), *offset)),
+            }
+        }
+        out
+    }
+
+    fn run(chunks: &[&[u8]]) -> (Vec<(u8, Vec<u8>, u64)>, Option<Error>) {
+        let mut tokenizer = Tokenizer::default();
+        let mut sink = Collect::default();
+        for chunk in chunks {
+            if let Err(e) = tokenizer.feed(chunk, &mut sink) {
+                return (sink.0, Some(e));
+            }
+        }
+        let err = tokenizer.close(&mut sink).err();
+        (sink.0, err)
+    }
+
+    fn every_cut(doc: &[u8]) {
+        let (whole, whole_err) = run(&[doc]);
+        // (before an error, a cut may deliver the start of a string the whole document never does)
+        for cut in 0..=doc.len() {
+            let (tokens, err) = run(&[&doc[..cut], &doc[cut..]]);
+            assert_eq!(err, whole_err, "cut at {cut} of {:?}", String::from_utf8_lossy(doc));
+            if err.is_none() {
+                assert_eq!(joined(&tokens), joined(&whole), "cut at {cut} of {:?}", String::from_utf8_lossy(doc));
+            }
+        }
+        let bytes: Vec<&[u8]> = doc.chunks(1).collect();
+        let (tokens, err) = run(&bytes);
+        assert_eq!(err, whole_err);
+        if err.is_none() {
+            assert_eq!(joined(&tokens), joined(&whole));
+        }
+    }
+
+    #[test]
+    fn tokens_and_offsets() {
+        let (tokens, err) = run(&[br#"{"a": [1, "x\n", true, null, false, -2.5e3], "b\u00e9": {}}"#]);
+        assert!(err.is_none());
+        let kinds: Vec<u8> = tokens.iter().map(|t| t.0).collect();
+        assert_eq!(kinds, vec![1, 5, 3, 10, 6, 11, 13, 12, 10, 4, 5, 1, 2, 2]);
+        assert_eq!(tokens[4], (6, b"x\\n".to_vec(), 10));
+        assert_eq!(tokens[10].1, "bé".as_bytes());
+    }
+
+    #[test]
+    fn same_tokens_and_errors_for_every_cut() {
+        for doc in [
+            &br#"{"model": "m", "messages": [{"role": "user", "content": "h\u00e9llo \ud83d\ude00 w\"rld"}], "n": 12.5e-3}"#[..],
+            "{\"k\u{e9}y\": \"\u{4e16}\u{754c}\", \"a\": [true, false, null, 0, -1]}".as_bytes(),
+            br#"[1, 2, tru"#,
+            br#"[1, 2, trux]"#,
+            br#"{"a" 1}"#,
+            br#"{"a":1,}"#,
+            br#"[01]"#,
+            br#"[-]"#,
+            br#"[1.]"#,
+            br#"{"a\q": 1}"#,
+            b"[\"a\x01\"]",
+            br#"["\uD83D"]"#,
+            br#"{"a": "b"} x"#,
+            br#"{"a": "unterminated"#,
+        ] {
+            every_cut(doc);
+        }
+    }
+
+    #[test]
+    fn fragments_never_split_a_unit() {
+        let doc = "[\"\u{e9}\\n\\ud83d\\ude00\u{4e16}\"]".as_bytes();
+        for cut in 1..doc.len() {
+            let (tokens, _) = run(&[&doc[..cut], &doc[cut..]]);
+            for (kind, bytes, _) in &tokens {
+                if (6..=9).contains(kind) {
+                    assert!(std::str::from_utf8(bytes).is_ok(), "cut {cut}: {bytes:?}");
+                    assert!(!bytes.ends_with(b"\\"), "cut {cut}");
+                    let text = String::from_utf8_lossy(bytes);
+                    assert!(!text.ends_with("\\ud83d"), "cut {cut}: pair split");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn errors_name_class_offset_and_path() {
+        let (_, err) = run(&[br#"{"a": [1, 2, x]}"#]);
+        let err = err.unwrap();
+        assert_eq!(err.class, ErrorClass::JsonSyntax);
+        assert_eq!(err.message, "unexpected b'x' while expecting value");
+        assert_eq!(err.offset, Some(13));
+        assert_eq!(err.path.as_deref(), Some(&b"$.a[2]"[..]));
+        let (_, err) = run(&[b"[\"\xff\"]"]);
+        assert_eq!(err.unwrap().class, ErrorClass::InvalidUtf8);
+        let (_, err) = run(&[b""]);
+        assert_eq!(err.unwrap().message, "empty input");
+    }
+
+    #[test]
+    fn limits() {
+        let mut tokenizer = Tokenizer::new(Limits { max_depth: 2, max_key_bytes: 3, max_number_bytes: 4 });
+        let mut sink = Collect::default();
+        let err = tokenizer.feed(b"[[[", &mut sink).unwrap_err();
+        assert_eq!(err.class, ErrorClass::NestingTooDeep);
+        assert_eq!(err.offset, Some(2));
+        for (doc, cut) in [(&b"{\"abcd\": 1}"[..], 3), (b"{\"abcd\": 1}", 9), (b"[12345]", 3), (b"[12345]", 7)] {
+            let mut tokenizer = Tokenizer::new(Limits { max_depth: 2, max_key_bytes: 3, max_number_bytes: 4 });
+            let mut sink = Collect::default();
+            let err = tokenizer
+                .feed(&doc[..cut], &mut sink)
+                .and_then(|_| tokenizer.feed(&doc[cut..], &mut sink))
+                .and_then(|_| tokenizer.close(&mut sink))
+                .unwrap_err();
+            assert_eq!(err.class, ErrorClass::BudgetExceeded, "{doc:?}");
+        }
+    }
+
+    #[test]
+    fn keys_decode_like_python() {
+        let mut out = Vec::new();
+        decode_key(br#"a\u00e9\ud83d\ude00\ud800x\n"#, &mut out);
+        let mut expected = "a\u{e9}\u{1f600}".as_bytes().to_vec();
+        expected.extend_from_slice(&[0xED, 0xA0, 0x80]);
+        expected.extend_from_slice(b"x\n");
+        assert_eq!(out, expected);
+        let mut path = Vec::new();
+        render_key(&mut path, b"a b\"\x01");
+        assert_eq!(path, b"[\"a b\\\"\\u0001\"]");
+    }
+}

@@ -1,0 +1,227 @@
+//! The binding: the only file that names PyO3.
+//!
+//! What it exports is listed in `COVERS` (the stages the core implements) and
+//! in native/README.md. Every entry point runs the core through `guard`, so a
+//! Rust panic becomes an `interlingua.TranscodeError` instead of PyO3's
+//! `PanicException` (a `BaseException`) or an abort.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple};
+
+use pyo3::types::{PyBytes, PyList};
+
+use crate::error::Error;
+use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
+
+/// The stages the core implements (interlingua.backend reads it to decide
+/// what the native backend covers).
+const COVERS: &[&str] = &["json-tokenizer"];
+
+/// Below this many bytes a chunk is worked on with the GIL held: releasing and
+/// taking it back costs more than the work (see native/README.md, "Threads").
+const DETACH_MIN: usize = 2048;
+
+static ERRORS_MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+fn errors_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    Ok(ERRORS_MODULE
+        .get_or_try_init(py, || py.import("interlingua.errors").map(Bound::unbind))?
+        .bind(py))
+}
+
+/// A core error as the Python exception of the same class, message, offset and path.
+pub(crate) fn to_py_err(py: Python<'_>, err: &Error, dialect: Option<&str>) -> PyErr {
+    match build_py_err(py, err, dialect) {
+        Ok(e) => e,
+        Err(e) => e,
+    }
+}
+
+fn build_py_err(py: Python<'_>, err: &Error, dialect: Option<&str>) -> PyResult<PyErr> {
+    let class = errors_module(py)?.getattr(err.class.name())?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dialect", dialect)?;
+    kwargs.set_item("offset", err.offset)?;
+    if let Some(path) = &err.path {
+        kwargs.set_item("path", wtf8_to_py(py, path)?)?;
+    }
+    let instance = class.call((err.message.as_str(),), Some(&kwargs))?;
+    Ok(PyErr::from_value(instance))
+}
+
+/// WTF-8 bytes (UTF-8 that may hold encoded lone surrogates) as a Python str.
+pub(crate) fn wtf8_to_py<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(text.into_pyobject(py)?.into_any()),
+        Err(_) => pyo3::types::PyBytes::new(py, bytes).call_method1("decode", ("utf-8", "surrogatepass")),
+    }
+}
+
+/// Run `work` (core code); a panic becomes a `TranscodeError` naming it.
+pub(crate) fn guard<T>(py: Python<'_>, work: impl FnOnce() -> T) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(work)).map_err(|payload| {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        let err = Error::new(crate::error::ErrorClass::Transcode, format!("internal error in the native core: {what}"));
+        to_py_err(py, &err, None)
+    })
+}
+
+/// Test hook: a panic inside `guard`, to show it arrives as a TranscodeError.
+#[pyfunction]
+fn _panic_for_test(py: Python<'_>, message: &str) -> PyResult<()> {
+    guard(py, || panic!("{}", message))
+}
+
+/// The error raised when an object is used from a second thread while the
+/// first is inside one of its methods.
+pub(crate) fn busy(what: &str) -> PyErr {
+    PyRuntimeError::new_err(format!("{what} is in use by another thread"))
+}
+
+// -- the tokenizer, for tests and benchmarks -----------------------------------
+
+fn limits(max_depth: usize, max_key_bytes: usize, max_number_bytes: usize) -> Limits {
+    Limits { max_depth, max_key_bytes, max_number_bytes }
+}
+
+/// Tokens as Python tuples (test entry point only: a Python object per token is
+/// what the native pipeline never makes).
+struct ListSink<'py> {
+    py: Python<'py>,
+    tokens: Bound<'py, PyList>,
+}
+
+impl Sink for ListSink<'_> {
+    fn token(&mut self, token: Token<'_>, offset: u64, _path: &Frames) -> crate::error::Result<()> {
+        let py = self.py;
+        let value: Option<Bound<'_, PyAny>> = match token {
+            Token::Key(key) => wtf8_to_py(py, key).ok(),
+            other => other.bytes().map(|b| PyBytes::new(py, b).into_any()),
+        };
+        self.tokens
+            .append((token.kind(), value, offset))
+            .map_err(|e| Error::new(crate::error::ErrorClass::Transcode, e.to_string()))
+    }
+}
+
+/// Tokenize `data` fed in pieces cut at `cuts` (sorted offsets), then closed.
+/// Returns `(tokens, error)`: tokens as `(kind, value, offset)`, with
+/// `(0, None, None)` after each feed (the parity rule compares what each
+/// feed delivered); `error` the TranscodeError raised, or None. Test entry point.
+#[pyfunction]
+#[pyo3(signature = (data, cuts, *, max_depth=128, max_key_bytes=65536, max_number_bytes=1024, dialect=None))]
+fn tokenize<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    cuts: Vec<usize>,
+    max_depth: usize,
+    max_key_bytes: usize,
+    max_number_bytes: usize,
+    dialect: Option<&str>,
+) -> PyResult<(Bound<'py, PyList>, Option<Py<PyAny>>)> {
+    let mut tokenizer = Tokenizer::new(limits(max_depth, max_key_bytes, max_number_bytes));
+    let mut sink = ListSink { py, tokens: PyList::empty(py) };
+    let mut start = 0;
+    let mut bounds: Vec<usize> = cuts.into_iter().filter(|&c| c <= data.len()).collect();
+    bounds.push(data.len());
+    let result = guard(py, || -> crate::error::Result<()> {
+        for end in bounds {
+            let end = end.max(start);
+            tokenizer.feed(&data[start..end], &mut sink)?;
+            sink.tokens
+                .append((0u8, py.None(), py.None()))
+                .map_err(|e| Error::new(crate::error::ErrorClass::Transcode, e.to_string()))?;
+            start = end;
+        }
+        tokenizer.close(&mut sink)
+    })?;
+    let error = match result {
+        Ok(()) => None,
+        Err(err) => Some(to_py_err(py, &err, dialect).into_value(py).into_any()),
+    };
+    Ok((sink.tokens, error))
+}
+
+struct CountSink(u64);
+
+impl Sink for CountSink {
+    #[inline]
+    fn token(&mut self, _token: Token<'_>, _offset: u64, _path: &Frames) -> crate::error::Result<()> {
+        self.0 += 1;
+        Ok(())
+    }
+}
+
+/// The native tokenizer with a sink that counts tokens: the cost of the core
+/// and of one `feed` call through the binding (benchmarks, thread tests).
+#[pyclass(module = "interlingua._native")]
+struct TokenCounter {
+    tokenizer: Tokenizer,
+    dialect: Option<String>,
+}
+
+#[pymethods]
+impl TokenCounter {
+    #[new]
+    #[pyo3(signature = (*, max_depth=128, max_key_bytes=65536, max_number_bytes=1024, dialect=None))]
+    fn new(max_depth: usize, max_key_bytes: usize, max_number_bytes: usize, dialect: Option<String>) -> Self {
+        TokenCounter { tokenizer: Tokenizer::new(limits(max_depth, max_key_bytes, max_number_bytes)), dialect }
+    }
+
+    /// Feed a chunk; returns the number of tokens it completed.
+    fn feed(slf: &Bound<'_, Self>, data: &[u8]) -> PyResult<u64> {
+        let py = slf.py();
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("TokenCounter"))?;
+        let this = &mut *this;
+        let mut sink = CountSink(0);
+        let tokenizer = &mut this.tokenizer;
+        let result = if data.len() >= DETACH_MIN {
+            py.detach(|| catch_unwind(AssertUnwindSafe(|| tokenizer.feed(data, &mut sink))))
+                .map_err(|_| Error::new(crate::error::ErrorClass::Transcode, "internal error in the native core"))
+                .and_then(|r| r)
+        } else {
+            guard(py, || tokenizer.feed(data, &mut sink))?
+        };
+        result.map_err(|e| to_py_err(py, &e, this.dialect.as_deref()))?;
+        Ok(sink.0)
+    }
+
+    fn close(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let py = slf.py();
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("TokenCounter"))?;
+        let this = &mut *this;
+        let mut sink = CountSink(0);
+        let tokenizer = &mut this.tokenizer;
+        guard(py, || tokenizer.close(&mut sink))?.map_err(|e| to_py_err(py, &e, this.dialect.as_deref()))?;
+        Ok(sink.0)
+    }
+
+    fn reset(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("TokenCounter"))?;
+        this.tokenizer.reset();
+        Ok(())
+    }
+
+    #[getter]
+    fn offset(&self) -> u64 {
+        self.tokenizer.offset()
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(tokenize, m)?)?;
+    m.add_class::<TokenCounter>()?;
+    m.add("COVERS", PyTuple::new(m.py(), COVERS)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,82 @@
+"""Hostile input (issue 15): a Transcoder that raised stays failed, and every error
+says where it is -- those raised past the tokenizer (a reorder budget, strict mode,
+the end of a stream) included. The structural fuzzer is tests/test_fuzz.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from interlingua import Decoder, Options, Transcoder, TranscodeError
+from interlingua.errors import BudgetExceededError, LossError, ReorderRefusedError, TruncatedInputError
+
+BAD = {
+    "request": b'{"model":x',
+    "response": b'{"id":',
+    "stream": b'data: {"id":x}\n\n',
+}
+GOOD_TAIL = b'"m", "messages": [{"role": "user", "content": "hi"}]}'
+
+
+def _raise(call):
+    try:
+        call()
+    except TranscodeError as exc:
+        return exc
+    raise AssertionError("no error")
+
+
+@pytest.mark.parametrize("source", ["openai", "anthropic", "ollama"])
+@pytest.mark.parametrize("kind", ["request", "response", "stream"])
+@pytest.mark.parametrize("make", [lambda s, k: Transcoder(s, "openai" if s != "openai" else "anthropic", kind=k),
+                                  lambda s, k: Decoder(s, kind=k)], ids=["transcoder", "decoder"])
+def test_after_an_error_every_feed_and_close_raises_the_same_error(source, kind, make):
+    body = BAD[kind] if not (source == "ollama" and kind == "stream") else b'{"model":x}\n'
+    t = make(source, kind)
+    first = _raise(lambda: (t.feed(body), t.close()))
+    assert _raise(lambda: t.feed(GOOD_TAIL)) is first
+    assert _raise(t.close) is first
+    assert _raise(lambda: t.feed(b"")) is first
+
+
+def test_the_output_before_the_error_is_kept_and_nothing_follows():
+    t = Transcoder("openai", "anthropic")
+    out = t.feed(b'{"model": "m", "messages": [{"role": "user", "content": "hi"}, {"role": 5')
+    with pytest.raises(TranscodeError):
+        out += t.feed(b"}]}")
+    out += t.pending_output()
+    with pytest.raises(TranscodeError):
+        t.close()
+    assert t.pending_output() == b""
+
+
+SORTED = b'{"max_tokens": 5, "messages": [{"content": "' + b"x" * 300 + b'", "role": "user"}], "model": "m"}'
+
+
+@pytest.mark.parametrize("options,cls,offset", [
+    # content before role is held: the budget breaks at the token that overflowed it
+    (Options(reorder_budget=100), BudgetExceededError, SORTED.index(b'"xxx')),
+    (Options(refuse_reorder=True), ReorderRefusedError, SORTED.index(b'"xxx')),
+])
+def test_reorder_errors_carry_an_offset(options, cls, offset):
+    t = Transcoder("anthropic", "openai", options=options)
+    exc = _raise(lambda: (t.feed(SORTED), t.close()))
+    assert type(exc) is cls and exc.offset == offset and exc.dialect == "anthropic", exc
+
+
+def test_strict_mode_errors_carry_an_offset():
+    body = b'{"model": "m", "temperature": 0.5, "messages": [{"role": "user", "content": "hi"}]}'
+    t = Transcoder("openai", "anthropic", options=Options(strict=True))
+    exc = _raise(lambda: (t.feed(body), t.close()))
+    assert type(exc) is LossError and exc.offset is not None and exc.path, exc
+
+
+def test_end_of_stream_errors_carry_an_offset():
+    stream = (b'event: message_start\ndata: {"type":"message_start","message":{"id":"a","model":"m"}}\n\n'
+              b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+              b'"content_block":{"type":"text","text":""}}\n\n')
+    t = Transcoder("anthropic", "openai", kind="stream")
+    exc = _raise(lambda: (t.feed(stream), t.close()))
+    assert exc.offset is not None, exc
+    t = Transcoder("openai", "anthropic", kind="stream")
+    exc = _raise(lambda: (t.feed(b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"a"'), t.close()))
+    assert type(exc) is TruncatedInputError and exc.offset is not None, exc
