@@ -56,7 +56,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("rules", "openai-response-truncated-call", "anthropic"): _I1,
     ("conversation", "anthropic-agent-short", "ollama"): _I3,
     ("conversation", "anthropic-agent-long", "ollama"): _I3,
-    ("rules", "openai-agent", "anthropic"): _I5,
 }
 
 
