@@ -84,15 +84,26 @@ class Encoder:
         """The source path a block came from, for loss records."""
         return "$.system" if block.message == TOP_LEVEL_SYSTEM else f"$.messages[{block.message}]"
 
+    def _path(self, block: Block) -> str:
+        """Where a block was in the source: its ``path`` attribute (response decoders give
+        the block's field, ``$.content[2].thinking``), else ``_where``."""
+        attrs = block.attrs
+        if attrs and "path" in attrs:
+            return attrs["path"]
+        return self._where(block)
+
     def _lose_block(self, block: Block, why: str) -> None:
-        self.session.lose(self._where(block), f"{block.section.value} block: {why}")
+        self.session.lose(self._path(block), f"{block.section.value} block: {why}")
 
     def _lose_signature(self, block: Block, attrs: dict) -> None:
         """A reasoning block's signature, for a target with no field for it. Sources
         may send it after the text (anthropic does), so encoders check the first
         fragment's attributes and the last's (late attributes)."""
         if block.section is Section.ASSISTANT_REASONING and attrs.get("signature"):
-            self.session.lose(self._where(block), f"thinking signature has no {self.dialect} field")
+            path = attrs.get("path") or self._path(block)
+            if path.endswith(".thinking"):  # the signature is the thinking block's sibling field
+                path = path[: -len("thinking")] + "signature"
+            self.session.lose(path, f"thinking signature has no {self.dialect} field")
 
     def _tool_definition(self, block: Block) -> None:
         """A tool definition (or a tool of this dialect carried raw) -> an element of the tools array."""

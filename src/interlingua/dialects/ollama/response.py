@@ -90,9 +90,9 @@ class _Decoder(ResponseDecoderBase):
         self._sinks: dict = {}  # Section -> fragment sink into its block (_string)
         # content before thinking (Go's order) goes after it: see lifecycle.ReasoningFirst
         self._text_first = ReasoningFirst(session, "ollama:content-before-thinking",
-                                          self._section_sink(Section.ASSISTANT_TEXT))
+                                          self._section_sink(Section.ASSISTANT_TEXT, "content"))
         self._sinks[Section.ASSISTANT_TEXT] = self._text_first.text
-        thinking = self._section_sink(Section.ASSISTANT_REASONING)
+        thinking = self._section_sink(Section.ASSISTANT_REASONING, "thinking")
 
         def thinking_sink(data: bytes, init: bool, fin: bool) -> None:
             thinking(data, init, fin)
@@ -182,11 +182,13 @@ class _Decoder(ResponseDecoderBase):
             return
         self.read_string(kind, value, offset, self._sinks[section], what)
 
-    def _section_sink(self, section: Section):
+    def _section_sink(self, section: Section, what: str):
         """The fragment sink into the open block of ``section`` (made once: every line has such a member)."""
+        attrs = {"path": f"$.message.{what}"}
+
         def sink(data: bytes, init: bool, fin: bool) -> None:
             if data:
-                self._open(section).fragment(data)
+                self._open(section, attrs).fragment(data)
         return sink
 
     def _open(self, section: Section, attrs: dict | None = None) -> BlockStream:
@@ -204,7 +206,8 @@ class _Decoder(ResponseDecoderBase):
     def _tool_call(self, offset: int):
         self._close()
         self.tools += 1
-        return self._tool_key({"attrs": {}, "block": None, "args": False})
+        return self._tool_key({"attrs": {"path": f"$.message.tool_calls[{self.tools - 1}]"}, "block": None,
+                               "args": False})
 
     def _tool_key(self, call: dict):
         def handler(kind: int, value: Any, offset: int) -> None:
@@ -390,7 +393,7 @@ class _EncoderBase(Encoder):
 
     def _classify(self, block: Block) -> str | None:
         s = block.section
-        where = self._where(block)
+        where = self._path(block)
         if block.message > 0:
             self.session.lose(where, f"{s.value} block: ollama has no choices (n > 1)")
             return None

@@ -176,6 +176,7 @@ class _Base(ResponseDecoderBase):
     # -- blocks of a choice --------------------------------------------------------
 
     def open_block(self, c: _Choice, section: Section, attrs: dict | None = None, key: Any = None) -> BlockStream:
+        """The choice's open block of ``section`` (and ``key``), or a new one with ``attrs``."""
         if c.block is not None and c.block.section is section and c.block.key == key:
             return c.block
         self.close_block(c)
@@ -208,14 +209,16 @@ class _Base(ResponseDecoderBase):
         (or into ``sink``, which passes it on to that block)."""
         if kind == tok.NULL:
             return
-        self.read_string(kind, value, offset, sink or self.block_sink(c, section), what)
+        self.read_string(kind, value, offset, sink or self.block_sink(c, section, what), what)
 
-    def block_sink(self, c: _Choice, section: Section):
+    def block_sink(self, c: _Choice, section: Section, what: str):
         sink = c.sinks.get(section)
         if sink is None:  # one per choice and section: a stream has one such member a frame
+            attrs = {"path": f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{what}"}
+
             def sink(data: bytes, init: bool, fin: bool) -> None:
                 if data:
-                    self.open_block(c, section).fragment(data)
+                    self.open_block(c, section, attrs).fragment(data)
             c.sinks[section] = sink
         return sink
 
@@ -236,7 +239,7 @@ class _ToolCallReader(MemberReader):
         self.c = c
         self.streaming = streaming
         self.index: int | None = None if streaming else position
-        self.attrs: dict = {}
+        self.attrs: dict = {"path": f"$.choices[{c.index}].{'delta' if streaming else 'message'}.tool_calls[{position}]"}
         self.pending = None  # Hold of argument fragments while the call's place is unknown
         self.sink = None
         d.push(self.on_token)
@@ -258,6 +261,8 @@ class _ToolCallReader(MemberReader):
 
     def _index(self, value: Any) -> None:
         self.index = value
+        if self.streaming:  # a delta names its call by index
+            self.attrs["path"] = f"$.choices[{self.c.index}].delta.tool_calls[{value}]"
 
     def _attr(self, key: str, value: Any) -> None:
         if value is not None:
@@ -404,14 +409,19 @@ class _MessageReader(MemberReader):
         self.tool_position = 0
         # content before reasoning_content in one message (or delta) goes after it
         self.text_first = ReasoningFirst(d.session, "openai:content-before-reasoning",
-                                         d.block_sink(c, Section.ASSISTANT_TEXT))
-        reasoning = d.block_sink(c, Section.ASSISTANT_REASONING)
+                                         d.block_sink(c, Section.ASSISTANT_TEXT, "content"))
+        self._reasoning_sink = None  # made at the first reasoning member (its key names the path)
 
-        def reasoning_sink(data: bytes, init: bool, fin: bool) -> None:
-            reasoning(data, init, fin)
-            if fin:
-                self.text_first.reasoning_end()
-        self.reasoning_sink = reasoning_sink
+    def reasoning_sink(self, key: str):
+        if self._reasoning_sink is None:
+            reasoning = self.d.block_sink(self.c, Section.ASSISTANT_REASONING, key)
+
+            def sink(data: bytes, init: bool, fin: bool) -> None:
+                reasoning(data, init, fin)
+                if fin:
+                    self.text_first.reasoning_end()
+            self._reasoning_sink = sink
+        return self._reasoning_sink
 
     def end(self, offset: int) -> None:
         self.text_first.release()
@@ -428,7 +438,7 @@ class _MessageReader(MemberReader):
         elif key == "refusal":
             d.read_text(c, Section.ASSISTANT_REFUSAL, kind, value, offset, key)
         elif key in _REASONING_KEYS:
-            d.read_text(c, Section.ASSISTANT_REASONING, kind, value, offset, key, self.reasoning_sink)
+            d.read_text(c, Section.ASSISTANT_REASONING, kind, value, offset, key, self.reasoning_sink(key))
         elif key == "tool_calls":
             if kind != tok.NULL:
                 d.each_object(kind, offset, "tool_calls", self._tool_call)
