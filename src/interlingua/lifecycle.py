@@ -72,8 +72,13 @@ def finish_from(dialect: str, reason: str | None) -> str | None:
     return FINISH_FROM[dialect].get(reason, f"{dialect}:{reason}")
 
 
-def finish_to(dialect: str, reason: str | None, session: Session) -> str | None:
-    """The target's reason for a canonical one; lossy mappings are recorded."""
+def finish_to(dialect: str, reason: str | None, session: Session, stop_sequence: str | None = None) -> str | None:
+    """The target's reason for a canonical one; lossy mappings are recorded. The stop
+    sequence that ended generation (anthropic ``stop_sequence``) has a field in
+    anthropic only: elsewhere its value is a recorded loss (the reason, ``stop``, is kept)."""
+    if stop_sequence is not None and dialect != "anthropic":
+        session.lose("$.stop_sequence", f"the stop sequence that ended generation ({stop_sequence!r}) "
+                                        f"has no {dialect} field")
     if reason is None:
         return None
     mapped = FINISH_TO[dialect].get(reason)
@@ -94,10 +99,13 @@ def _int(value: Any) -> int | None:
 
 
 def _count(obj: dict, key: str, path: str) -> int | None:
-    """A token count: an integer, or absent/null; any other type is a ``SchemaError``."""
+    """A token count: an integer, or absent/null; an integral float (``30.0``, some servers
+    write them) is the same count, carried as an integer; any other value is a ``SchemaError``."""
     value = obj.get(key)
     if value is None or _int(value) is not None:
         return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
     raise SchemaError(f"expected an integer for {key}", path=f"{path}.{key}")
 
 
@@ -351,6 +359,63 @@ class KeyFirst:
             for kind, value, offset in self.hold.drain():
                 self.d.on_token(kind, value, offset)
             self.hold = None
+
+
+class ReasoningFirst:
+    """Text that one message object writes before its reasoning goes after it.
+
+    A model thinks before it answers, but Ollama's server (Go's struct order)
+    writes ``content`` before ``thinking``, and an openai-compatible server may
+    put ``content`` before ``reasoning_content`` -- in a whole response and in a
+    single stream frame that carries both. Anthropic clients expect the
+    thinking block first, and openai streams (Ollama's own layer) send the
+    reasoning delta first. So the text waits in the reorder buffer (rule
+    ``reason``) from its first byte until the object's next member shows
+    whether reasoning follows: another member or the object's end releases it
+    at once; a reasoning member releases it when that reasoning string ends.
+    Bounded by the text of one message (one frame in a stream). With
+    ``refuse_reorder`` nothing is held: the wire order is kept (the target may
+    get the text before the reasoning).
+
+    ``text`` is the text block's fragment sink (``FragmentSink`` shape).
+    """
+
+    __slots__ = ("session", "reason", "sink", "hold", "waiting")
+
+    def __init__(self, session: Session, reason: str, sink: Callable[[bytes, bool, bool], None]) -> None:
+        self.session = session
+        self.reason = reason
+        self.sink = sink
+        self.hold = None
+        self.waiting = False  # a reasoning member is being read: the held text waits for its end
+
+    def text(self, data: bytes, init: bool, fin: bool) -> None:
+        if self.session.options.refuse_reorder:
+            self.sink(data, init, fin)
+            return
+        if data:
+            if self.hold is None:
+                self.hold = self.session.reorder.hold(self.reason)
+            self.hold.write(data)
+
+    def member(self, reasoning: bool) -> None:
+        """The next member of the object starts (``reasoning``: it is the reasoning)."""
+        if reasoning:
+            self.waiting = self.hold is not None
+        else:
+            self.release()
+
+    def reasoning_end(self) -> None:
+        if self.waiting:
+            self.release()
+
+    def release(self) -> None:
+        """The object's end, or what the text waited for came: the text goes on."""
+        self.waiting = False
+        if self.hold is not None:
+            hold, self.hold = self.hold, None
+            for data in hold.drain():
+                self.sink(data, False, False)
 
 
 def skip_value(decoder, kind: int, value: Any, offset: int) -> None:
