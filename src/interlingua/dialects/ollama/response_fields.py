@@ -8,11 +8,11 @@ from __future__ import annotations
 
 ALL = frozenset({"openai", "anthropic"})
 NONE: frozenset = frozenset()
-MAPPED, STRUCTURAL, EXTENSION = "mapped", "structural", "extension*"
+MAPPED, STRUCTURAL, EXTENSION, TIMESTAMP = "mapped", "structural", "extension*", "timestamp"
 
 RESPONSE = {
     "$.model": (MAPPED, ALL),
-    "$.created_at": (EXTENSION, NONE),
+    "$.created_at": (TIMESTAMP, ALL),
     "$.done": (STRUCTURAL, ALL),
     "$.done_reason": (MAPPED, ALL),
     "$.total_duration": (EXTENSION, NONE),

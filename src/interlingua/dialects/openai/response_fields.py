@@ -13,7 +13,11 @@ Each entry is ``(disposition, homes)``:
 * ``structural`` -- says nothing beyond the shape (type tags, ``object``, indexes);
 * ``extension*`` -- the field and everything under it has no canonical
   meaning: the same dialect passes it through (``interlingua.passthrough``),
-  any other records it lost, once, at this path.
+  any other records it lost, once, at this path;
+* ``timestamp`` -- when the response was made (openai ``created``, ollama
+  ``created_at``): passed through to the same dialect, dropped by the others
+  without a record (decision: the time a response was made is the response's
+  own, not content; a target writes its own or none).
 
 A field not ``mapped`` to a target in ``homes`` is a recorded loss there.
 """
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 ALL = frozenset({"anthropic", "ollama"})
 NONE: frozenset = frozenset()
-MAPPED, STRUCTURAL, EXTENSION = "mapped", "structural", "extension*"
+MAPPED, STRUCTURAL, EXTENSION, TIMESTAMP = "mapped", "structural", "extension*", "timestamp"
 
 _CHOICE = {
     "$.choices": (STRUCTURAL, ALL),
@@ -52,7 +56,7 @@ _TOP = {
     "$.id": (MAPPED, frozenset({"anthropic"})),  # ollama responses have no id
     "$.model": (MAPPED, ALL),
     "$.object": (STRUCTURAL, ALL),
-    "$.created": (EXTENSION, NONE),
+    "$.created": (TIMESTAMP, ALL),
     "$.service_tier": (MAPPED, frozenset({"anthropic"})),
     "$.system_fingerprint": (EXTENSION, NONE),
     "$.moderation": (EXTENSION, NONE),
