@@ -49,6 +49,7 @@ from typing import Any, Callable
 
 from . import json as tok
 from .canonical import Block, Event, Section, Usage
+from .errors import SchemaError
 from .jsonwriter import dumps
 from .session import Session
 
@@ -97,6 +98,24 @@ def finish_to(dialect: str, reason: str | None, session: Session) -> str | None:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _count(obj: dict, key: str, path: str) -> int | None:
+    """A token count: an integer, or absent/null; any other type is a ``SchemaError``."""
+    value = obj.get(key)
+    if value is None or _int(value) is not None:
+        return value
+    raise SchemaError(f"expected an integer for {key}", path=f"{path}.{key}")
+
+
+def _details(obj: dict, key: str, path: str) -> dict:
+    """A details object (absent/null: empty); any other type is a ``SchemaError``."""
+    value = obj.get(key)
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    raise SchemaError(f"expected an object for {key}", path=f"{path}.{key}")
 
 
 #: where each canonical usage field was in each source (loss records name the source field)
@@ -156,13 +175,15 @@ def _lose_details(obj: dict, path: str, known: tuple, session: Session) -> None:
 
 
 def usage_from_openai(obj: dict, session: Session, path: str = "$.usage") -> Usage:
-    prompt = obj.get("prompt_tokens_details") or {}
-    completion = obj.get("completion_tokens_details") or {}
+    prompt = _details(obj, "prompt_tokens_details", path)
+    completion = _details(obj, "completion_tokens_details", path)
     _lose_details(prompt, path + ".prompt_tokens_details", ("cached_tokens", "cache_write_tokens"), session)
     _lose_details(completion, path + ".completion_tokens_details", ("reasoning_tokens",), session)
-    return Usage(input=_int(obj.get("prompt_tokens")), output=_int(obj.get("completion_tokens")),
-                 cache_read=_int(prompt.get("cached_tokens")), cache_write=_int(prompt.get("cache_write_tokens")),
-                 reasoning=_int(completion.get("reasoning_tokens")), total=_int(obj.get("total_tokens")))
+    return Usage(input=_count(obj, "prompt_tokens", path), output=_count(obj, "completion_tokens", path),
+                 cache_read=_count(prompt, "cached_tokens", path + ".prompt_tokens_details"),
+                 cache_write=_count(prompt, "cache_write_tokens", path + ".prompt_tokens_details"),
+                 reasoning=_count(completion, "reasoning_tokens", path + ".completion_tokens_details"),
+                 total=_count(obj, "total_tokens", path))
 
 
 def usage_to_openai(u: Usage, session: Session) -> bytes:
@@ -189,18 +210,17 @@ def usage_to_openai(u: Usage, session: Session) -> bytes:
 
 
 def usage_from_anthropic(obj: dict, session: Session, path: str = "$.usage") -> Usage:
-    read = _int(obj.get("cache_read_input_tokens"))
-    write = _int(obj.get("cache_creation_input_tokens"))
-    raw_input = _int(obj.get("input_tokens"))
+    read = _count(obj, "cache_read_input_tokens", path)
+    write = _count(obj, "cache_creation_input_tokens", path)
+    raw_input = _count(obj, "input_tokens", path)
     total_input = None if raw_input is None else raw_input + (read or 0) + (write or 0)
     _lose_details(obj, path, ("input_tokens", "output_tokens", "cache_read_input_tokens",
                               "cache_creation_input_tokens", "output_tokens_details", "service_tier"), session)
-    details = obj.get("output_tokens_details")
-    details = details if isinstance(details, dict) else {}
+    details = _details(obj, "output_tokens_details", path)
     _lose_details(details, path + ".output_tokens_details", ("thinking_tokens",), session)
-    return Usage(input=total_input, output=_int(obj.get("output_tokens")), cache_read=read, cache_write=write,
-                 reasoning=_int(details.get("thinking_tokens")), service_tier=tier_from("anthropic",
-                                                                                       obj.get("service_tier")))
+    return Usage(input=total_input, output=_count(obj, "output_tokens", path), cache_read=read, cache_write=write,
+                 reasoning=_count(details, "thinking_tokens", path + ".output_tokens_details"),
+                 service_tier=tier_from("anthropic", obj.get("service_tier")))
 
 
 def usage_to_anthropic(u: Usage, session: Session, *, require_input: bool) -> dict:
@@ -356,9 +376,10 @@ class KeyFirst:
     without ``key``). Sources that put ``key`` first cost nothing.
     """
 
-    def __init__(self, decoder, key: str, start: Callable[[Any], None], reason: str) -> None:
+    def __init__(self, decoder, key: str, start: Callable[[Any], None], reason: str, expect=None) -> None:
         self.d = decoder
         self.key = key
+        self.expect = expect  # the key's type (decoding.Expect)
         self.start = start
         self.reason = reason
         self.hold = None
@@ -369,7 +390,7 @@ class KeyFirst:
     def on_token(self, kind: int, value: Any, offset: int) -> None:
         d = self.d
         if self.want_value:
-            self.read_key(d, self.key, kind, value, offset, self._found)
+            self.read_key(d, self.key, kind, value, offset, self._found, self.expect)
             return
         if self.depth == 0 and kind == tok.KEY and value == self.key:
             self.want_value = True
@@ -389,11 +410,12 @@ class KeyFirst:
         self.hold.append((kind, value, offset), 16 + (len(value) if isinstance(value, (bytes, str)) else 0))
 
     @staticmethod
-    def read_key(decoder, key: str, kind: int, value: Any, offset: int, done: Callable[[Any], None]) -> None:
-        """Read the value of ``key`` (a scalar) and pass it to ``done``."""
+    def read_key(decoder, key: str, kind: int, value: Any, offset: int, done: Callable[[Any], None],
+                 expect=None) -> None:
+        """Read the value of ``key`` (a scalar; ``expect``: its type) and pass it to ``done``."""
         if kind not in _KEY_KINDS:
             raise decoder.error(f"expected a scalar for {key}", offset)
-        decoder.read_value(kind, value, offset, done)
+        decoder.read_value(kind, value, offset, done, expect, key)
 
     def _found(self, value: Any) -> None:
         self.d.pop()

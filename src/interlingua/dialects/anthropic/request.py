@@ -30,6 +30,8 @@ Decoder decisions (pinned by tests and rpt scenarios):
 
 from __future__ import annotations
 
+from ..fields import REQUEST_FIELDS
+
 import json
 from typing import Any, Callable
 
@@ -37,7 +39,8 @@ from ... import json as tok
 from ...canonical import (
     ASSISTANT_REASONING, ASSISTANT_REFUSAL, ASSISTANT_TEXT, REQUEST_LEVEL, SERVER_TOOL_RESULT, SYSTEM_INSTRUCTION,
     TOOL_CALL, TOOL_DEFINITION, TOOL_RESULT, TOP_LEVEL_SYSTEM, UNKNOWN, USER_DOCUMENT, USER_IMAGE, USER_TEXT,
-    Block, Control, End, Event, Extension, MessagesEnd, Section, decode_escaped, escape_raw_json,
+    Block, Control, End, Event, Extension, MessagesEnd, Section, escape_raw_json,
+    unescape_json_text,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, ignore
@@ -81,11 +84,14 @@ def _extra(builder: BlockBuilder, key: str, raw: bytes) -> None:
 
 
 
+_FIELDS = REQUEST_FIELDS[DIALECT]
+
 class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
     system_in_list = False  # top-level ``system``: SystemEnd after it, or at the body's end
 
     def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        self.expect(kind, value, offset, _FIELDS.get(key), key)
         if key == "messages":
             self.read_messages(kind, offset)
         elif key == "system":
@@ -578,7 +584,7 @@ class _Arguments:
             self.first = kind
 
     def feed(self, escaped: bytes) -> None:
-        data = decode_escaped(escaped).encode("utf-8")
+        data = unescape_json_text(escaped)
         self.hold.write(data)
         if not self.bad:
             try:
@@ -880,7 +886,7 @@ class RequestEncoder(Encoder):
         w._separate()
         w.write(b'{"type":"tool_use","input":')
         if not self.foreign:
-            write = lambda data: w.write(decode_escaped(data).encode("utf-8")) if data else None  # noqa: E731
+            write = lambda data: w.write(unescape_json_text(data)) if data else None  # noqa: E731
             args = None
         else:
             args = _Arguments(self)

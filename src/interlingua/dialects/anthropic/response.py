@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from ...decoding import INTEGER, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
 from ... import json as tok
 from ...canonical import (
     Block,
@@ -51,7 +52,7 @@ from ...canonical import (
     MessageStart,
     Section,
     Usage,
-    decode_escaped,
+    unescape_json_text,
     escape_raw_json,
 )
 from ...decoding import MemberReader, Members, ResponseDecoderBase
@@ -102,7 +103,7 @@ class _ContentBlock(MemberReader):
     # -- reading the block object (after its "{") --------------------------------------------
 
     def read(self) -> None:
-        KeyFirst(self.d, "type", self._typed, "anthropic:content-before-type")
+        KeyFirst(self.d, "type", self._typed, "anthropic:content-before-type", STRING)
 
     def _typed(self, value: Any) -> None:
         d = self.d
@@ -143,7 +144,7 @@ class _ContentBlock(MemberReader):
         elif t == "text" and key == "citations":
             d.read_value(kind, value, offset, self._citation_list)
         elif t == "tool_use" and key in ("id", "name"):
-            d.read_value(kind, value, offset, lambda v: self.attrs.__setitem__(key, d.own(key, v)))
+            d.read_value(kind, value, offset, lambda v: self.attrs.__setitem__(key, d.own(key, v)), STRING, key)
         elif t == "tool_use" and key == "input":
             # id and name must ride on the first fragment: hold the input until both came
             self.deferred = Deferred(d.session, "anthropic:input-before-name", self._tool_block,
@@ -206,7 +207,7 @@ class _ContentBlock(MemberReader):
             if not self.json_parts:
                 self.block.fragment(b',"input":')
                 self.json_parts = True
-            self.block.fragment(decode_escaped(data).encode("utf-8"))
+            self.block.fragment(unescape_json_text(data))
         else:
             raise SchemaError(f"input_json_delta on a {self.type} block", dialect=DIALECT)
 
@@ -284,15 +285,15 @@ class ResponseDecoder(_Base):
 
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key in ("id", "model"):
-            self.read_value(kind, value, offset, lambda v: self._id_model(key, v))
+            self.read_value(kind, value, offset, lambda v: self._id_model(key, v), OPT_STRING, key)
         elif key == "content":
             self.each_object(kind, offset, "content", self._content_block)
         elif key == "stop_reason":
-            self.read_value(kind, value, offset, lambda v: setattr(self, "stop_reason", v))
+            self.read_value(kind, value, offset, lambda v: setattr(self, "stop_reason", v), OPT_STRING, key)
         elif key == "stop_sequence":
-            self.read_value(kind, value, offset, lambda v: setattr(self, "stop_sequence", v))
+            self.read_value(kind, value, offset, lambda v: setattr(self, "stop_sequence", v), OPT_STRING, key)
         elif key == "usage":
-            self.read_value(kind, value, offset, self._usage)
+            self.read_value(kind, value, offset, self._usage, OPT_OBJECT, key)
         elif key == "type":
             self.read_value(kind, value, offset, ignore)  # "message" or "error" (its "error" member says it)
         elif key == "role":
@@ -361,9 +362,9 @@ class StreamDecoder(_Base):
 
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key == "type":
-            self.read_value(kind, value, offset, self._type)
+            self.read_value(kind, value, offset, self._type, STRING, key)
         elif key == "index":
-            self.read_value(kind, value, offset, self._index)
+            self.read_value(kind, value, offset, self._index, INTEGER, key)
         elif key == "message":
             self.each_member(kind, offset, "message", self._message_member)
         elif key == "content_block":
@@ -377,7 +378,7 @@ class StreamDecoder(_Base):
         elif key == "delta":
             self._delta.read(kind, offset, "delta")
         elif key == "usage":
-            self.read_value(kind, value, offset, self._delta_usage)
+            self.read_value(kind, value, offset, self._delta_usage, OPT_OBJECT, key)
         elif key == "error":
             self.read_value(kind, value, offset, self._error)
         else:
@@ -394,8 +395,9 @@ class StreamDecoder(_Base):
 
     def _message_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key in ("id", "model"):
-            self.read_value(kind, value, offset, lambda v: setattr(self, key, v))
+            self.read_value(kind, value, offset, lambda v: setattr(self, key, v), OPT_STRING, key)
         elif key == "usage":
+            self.expect(kind, value, offset, OPT_OBJECT, key)
             self.read_value(kind, value, offset, lambda v: setattr(
                 self, "f_usage", usage_from_anthropic(v, self.session) if isinstance(v, dict) else None))
         elif key == "content":
@@ -411,7 +413,7 @@ class StreamDecoder(_Base):
         if key == "type":
             skip_value(self, kind, value, offset)
         elif key in ("stop_reason", "stop_sequence"):
-            self.read_value(kind, value, offset, lambda v: self._stop(key, v))
+            self.read_value(kind, value, offset, lambda v: self._stop(key, v), OPT_STRING, key)
         elif key not in _BLOCK_DELTA_KEYS:  # message_delta's container, stop_details ...: no canonical field
             self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
                 "$.delta." + key, "delta member has no canonical field"))
@@ -805,7 +807,7 @@ class ResponseEncoder(_EncoderBase):
         if kind == "tool_use":
             if payload:
                 self.json_empty = False
-                self.write(decode_escaped(payload).encode("utf-8"))
+                self.write(unescape_json_text(payload))
         else:
             self.write(payload)
         if block.fin:

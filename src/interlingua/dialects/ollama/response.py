@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ...decoding import BOOLEAN, NULL, OPT_INTEGER, OPT_STRING  # (types of members)
 from ... import json as tok
 from ...canonical import (
     Block,
@@ -40,7 +41,7 @@ from ...canonical import (
     MessageStart,
     Section,
     Usage,
-    decode_escaped,
+    unescape_json_text,
     escape_raw_json,
 )
 from ...decoding import Members, ResponseDecoderBase
@@ -102,15 +103,15 @@ class _Decoder(ResponseDecoderBase):
         if key == "model":
             if kind == tok.STRING and self.started:
                 return  # every line repeats it: once the message started it changes nothing
-            self.read_value(kind, value, offset, self._model)
+            self.read_value(kind, value, offset, self._model, OPT_STRING, key)
         elif key == "message":
             self._message.read(kind, offset, "message")
         elif key == "done":
-            self.read_value(kind, value, offset, self._done)
+            self.read_value(kind, value, offset, self._done, BOOLEAN | NULL, key)
         elif key == "done_reason":
-            self.read_value(kind, value, offset, lambda v: setattr(self, "reason", v))
+            self.read_value(kind, value, offset, lambda v: setattr(self, "reason", v), OPT_STRING, key)
         elif key in _COUNTS:
-            self.read_value(kind, value, offset, lambda v: self.counts.__setitem__(key, v))
+            self.read_value(kind, value, offset, lambda v: self.counts.__setitem__(key, v), OPT_INTEGER, key)
         elif key == "error":
             self.read_value(kind, value, offset, self._error)
         elif key in _DURATIONS or key == "created_at":
@@ -201,7 +202,8 @@ class _Decoder(ResponseDecoderBase):
                         raise self.wrong_type(kind, "an object for function", offset)
                     self.push(self._function_key(call))
                 elif key == "id":
-                    self.read_value(kind, value, offset, lambda v: call["attrs"].__setitem__("id", v))
+                    self.read_value(kind, value, offset, lambda v: call["attrs"].__setitem__("id", v),
+                                    OPT_STRING, "a tool call's id")
                 else:
                     skip_value(self, kind, value, offset)
             self.push(member)
@@ -218,7 +220,7 @@ class _Decoder(ResponseDecoderBase):
                 self.pop()
                 if key == "name":
                     self.read_value(kind, value, offset, lambda v: call["attrs"].__setitem__(
-                        "name", self.session.tool_name_in(v)))
+                        "name", self.session.tool_name_in(v)), OPT_STRING, "a tool call's name")
                 elif key == "arguments":
                     # the name must ride on the first fragment: hold the arguments until it came
                     block = call["block"] = Deferred(self.session, "ollama:arguments-before-name",
@@ -436,7 +438,7 @@ class StreamEncoder(_EncoderBase):
         if kind == "tool_calls":
             attrs, hold = self.tool
             if block.payload:
-                hold.write(decode_escaped(block.payload).encode("utf-8"))
+                hold.write(unescape_json_text(block.payload))
             if block.fin:
                 self.tool = None
                 self.write(self._head() + b',"message":{"role":"assistant","content":"","tool_calls":['
@@ -509,7 +511,7 @@ class ResponseEncoder(_EncoderBase):
                 def write(data: bytes) -> None:
                     if data:
                         state["empty"] = False
-                        w.write(decode_escaped(data).encode("utf-8"))
+                        w.write(unescape_json_text(data))
                 self.placed = (write, lambda: w.write((b"{}" if state["empty"] else b"") + b"}}"))
             else:
                 w = msg.member(kind, b'"')

@@ -21,6 +21,8 @@ Decoder decisions (documented here and pinned by rpt scenarios):
 
 from __future__ import annotations
 
+from ..fields import REQUEST_FIELDS
+
 import json
 from typing import Any, Callable
 
@@ -51,6 +53,8 @@ ROLE_TEXT_SECTION = {
 _DATA_URL_PREFIX_LIMIT = 256
 
 
+_FIELDS = REQUEST_FIELDS[DIALECT]
+
 class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
 
@@ -61,6 +65,7 @@ class RequestDecoder(RequestBodyDecoder):
     # -- top level -----------------------------------------------------------
 
     def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        self.expect(kind, value, offset, _FIELDS.get(key), key)
         if key == "messages":
             self.read_messages(kind, offset)
         elif key == "tools" or key == "functions":

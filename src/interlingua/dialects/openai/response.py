@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ...decoding import INTEGER, OPT_OBJECT, OPT_STRING  # (types of members)
 from ... import json as tok
 from ...canonical import (
     Block,
@@ -123,13 +124,13 @@ class _Base(ResponseDecoderBase):
         if key == "choices":
             self.each_object(kind, offset, "choices", self._choice)
         elif key == "usage":
-            self.read_value(kind, value, offset, self._usage)
+            self.read_value(kind, value, offset, self._usage, OPT_OBJECT, key)
         elif key == "id" or key == "model":
             if kind == tok.STRING and self.started:
                 return  # every chunk repeats them: once the message started they change nothing
-            self.read_value(kind, value, offset, self._id if key == "id" else self._model)
+            self.read_value(kind, value, offset, self._id if key == "id" else self._model, OPT_STRING, key)
         elif key == "service_tier":
-            self.read_value(kind, value, offset, self._tier)
+            self.read_value(kind, value, offset, self._tier, OPT_STRING, key)
         elif key == "object":
             skip_value(self, kind, value, offset)
         elif key == "error":
@@ -253,9 +254,9 @@ class _ToolCallReader(MemberReader):
     def member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d = self.d
         if key == "index":
-            d.read_value(kind, value, offset, self._index)
+            d.read_value(kind, value, offset, self._index, INTEGER, "a tool call's index")
         elif key == "id":
-            d.read_value(kind, value, offset, lambda v: self._attr("id", v))
+            d.read_value(kind, value, offset, lambda v: self._attr("id", v), OPT_STRING, "a tool call's id")
         elif key == "type":
             skip_value(d, kind, value, offset)
         elif key == "function":
@@ -282,7 +283,8 @@ class _ToolCallReader(MemberReader):
     def _function_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d = self.d
         if key == "name":
-            d.read_value(kind, value, offset, lambda v: self._attr("name", d.session.tool_name_in(v)))
+            d.read_value(kind, value, offset, lambda v: self._attr("name", d.session.tool_name_in(v)),
+                         OPT_STRING, "a tool call's name")
         elif key == "arguments":
             if kind != tok.NULL:
                 d.read_string(kind, value, offset, self._arguments, "arguments")
@@ -368,11 +370,11 @@ class _ChoiceReader(MemberReader):
             d.then(self._index)
         else:
             d.pop()
-            KeyFirst(d, "index", self._start, "openai:content-before-index")
+            KeyFirst(d, "index", self._start, "openai:content-before-index", INTEGER)
             d.on_token(kind, value, offset)
 
     def _index(self, kind: int, value: Any, offset: int) -> None:
-        KeyFirst.read_key(self.d, "index", kind, value, offset, self._choose)
+        KeyFirst.read_key(self.d, "index", kind, value, offset, self._choose, INTEGER)
 
     def _choose(self, index: Any) -> None:
         self.c = self.d.choice(index if isinstance(index, int) else 0)
@@ -402,7 +404,7 @@ class _ChoiceReader(MemberReader):
                 self.has_finish = True
                 self.finish = None
             else:
-                d.read_value(kind, value, offset, self._finish)
+                d.read_value(kind, value, offset, self._finish, OPT_STRING, key)
         elif key == "logprobs":
             d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
                 f"$.choices[{self.c.index}].logprobs", "logprobs have no canonical field"))
