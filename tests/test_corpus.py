@@ -245,7 +245,6 @@ def test_ollama_outputs_carry_created_at(name):
     assert seen.created
 
 
-@pytest.mark.xfail(strict=True, reason=_I7 + ": anthropic's stop_sequence value")
 @pytest.mark.parametrize("target", ["openai", "ollama"])
 def test_a_stop_sequence_value_is_recorded(target):
     """issue 16 item 7: the stop sequence anthropic names has no field in openai / ollama."""
@@ -253,7 +252,6 @@ def test_a_stop_sequence_value_is_recorded(target):
     assert any("stop_sequence" in path for _, path, _ in losses), losses
 
 
-@pytest.mark.xfail(strict=True, reason=_I7 + ": a late openai system message moved into anthropic's system")
 def test_a_late_openai_system_message_moved_into_anthropic_system_is_recorded():
     """issue 16 item 7: openai-app's system message at index 8 is moved to the top."""
     _, losses = run("openai-app", "anthropic")

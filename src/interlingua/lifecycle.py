@@ -79,8 +79,13 @@ def finish_from(dialect: str, reason: str | None) -> str | None:
     return FINISH_FROM[dialect].get(reason, f"{dialect}:{reason}")
 
 
-def finish_to(dialect: str, reason: str | None, session: Session) -> str | None:
-    """The target's reason for a canonical one; lossy mappings are recorded."""
+def finish_to(dialect: str, reason: str | None, session: Session, stop_sequence: str | None = None) -> str | None:
+    """The target's reason for a canonical one; lossy mappings are recorded. The stop
+    sequence that ended generation (anthropic ``stop_sequence``) has a field in
+    anthropic only: elsewhere its value is a recorded loss (the reason, ``stop``, is kept)."""
+    if stop_sequence is not None and dialect != "anthropic":
+        session.lose("$.stop_sequence", f"the stop sequence that ended generation ({stop_sequence!r}) "
+                                        f"has no {dialect} field")
     if reason is None:
         return None
     mapped = FINISH_TO[dialect].get(reason)
@@ -101,10 +106,13 @@ def _int(value: Any) -> int | None:
 
 
 def _count(obj: dict, key: str, path: str) -> int | None:
-    """A token count: an integer, or absent/null; any other type is a ``SchemaError``."""
+    """A token count: an integer, or absent/null; an integral float (``30.0``, some servers
+    write them) is the same count, carried as an integer; any other value is a ``SchemaError``."""
     value = obj.get(key)
     if value is None or _int(value) is not None:
         return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
     raise SchemaError(f"expected an integer for {key}", path=f"{path}.{key}")
 
 

@@ -103,6 +103,9 @@ class RequestDecoder(RequestBodyDecoder):
             self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw))
 
     def _top_field(self, key: str, raw: bytes) -> None:
+        if raw == b"null":  # an explicit null means the same as absent ("thinking": null)
+            self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
+            return
         found = controls.decode(key, raw)
         if found is None:
             self.emit(Extension(DIALECT, "$." + key, raw))
@@ -347,7 +350,8 @@ class BlockReader:
             return lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.raw_members.append(
                 dumps(key) + b":" + raw))
         if key in ("text", "thinking", "data") and t in ("text", "thinking", "redacted_thinking"):
-            return lambda k, v, o: d.read_string(k, v, o, self._builder().fragment, key)
+            # an explicit null means the same as absent: the block has no payload (it ends empty)
+            return lambda k, v, o: None if k == tok.NULL else d.read_string(k, v, o, self._builder().fragment, key)
         if key == "source" and t in ("image", "document"):
             return self._source
         if key == "input" and t == "tool_use":
@@ -655,6 +659,7 @@ class RequestEncoder(Encoder):
         self._controls = session.reorder.hold("anthropic:foreign-controls")
         self._pending_ext: list[Extension] = []
         self._unanswered: list[str] = []  # ids made up for calls without one, not yet answered
+        self._late_system: set[int] = set()  # source messages of late system texts (recorded once)
         self._ended = False
         self.out.begin_object()
 
@@ -743,6 +748,13 @@ class RequestEncoder(Encoder):
                 return None
             self._open_top("system")
             return self.out
+        if self._msg_index is not None and block.message > self._msg_index \
+                and block.message not in self._late_system:
+            # anthropic has one system prompt, before the conversation (no system role in
+            # messages): a system message that came after a conversation message moves there
+            self._late_system.add(block.message)
+            self.session.lose(self._where(block), "a system message after the conversation began is moved "
+                                                  "into anthropic's top-level system (its place is lost)")
         if self._system_hold is None:
             self._system_hold = self.session.reorder.hold("anthropic:system-to-top-level")
             self._system_writer = JsonWriter(self._system_hold.write)

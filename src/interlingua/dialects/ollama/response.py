@@ -347,7 +347,7 @@ class _EncoderBase(Encoder):
 
     def _tail(self) -> bytes:
         """``"done":true`` and what comes with it."""
-        reason = finish_to(DIALECT, self.finish.reason, self.session) if self.finish else None
+        reason = finish_to(DIALECT, self.finish.reason, self.session, self.finish.stop_sequence) if self.finish else None
         out = b',"done":true'
         if reason is not None and not self.no_reason:
             out += b',"done_reason":' + dumps(reason)

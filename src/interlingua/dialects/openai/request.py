@@ -76,6 +76,9 @@ class RequestDecoder(RequestBodyDecoder):
             self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw, offset))
 
     def _top_field(self, key: str, raw: bytes, offset: int) -> None:
+        if raw == b"null":  # an explicit null means the same as absent ("tool_choice": null)
+            self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
+            return
         control = controls.decode(key, raw)
         if control is None:
             self.emit(Extension(DIALECT, "$." + key, raw))
@@ -529,11 +532,15 @@ class RequestEncoder(Encoder):
         self._msg_role: str | None = None
         self._msg_has_result_id = False
         self._msg_had_tool_calls = False
+        self._msg_needs_content = False  # an empty tool result: content "" unless parts follow
         self._after_tool_calls = False  # the next source message may hold tool results
         self._tool_calls_index: int | None = None  # source index of the last message with tool calls
         self._user_hold = None  # Hold of a user message waiting for tool messages
         self._user_index: int | None = None
         self._user_writer: JsonWriter | None = None
+        # the user message that takes a tool result's images/documents while the tool
+        # message (its texts) stays open: written into the user hold
+        self._moved: MessageAssembler | None = None
         self._pending_ext: list[Extension] = []
         # reasoning controls of other dialects: one source may carry several
         # (anthropic thinking + output_config.effort); merged into one key at the end
@@ -603,7 +610,20 @@ class RequestEncoder(Encoder):
             return self._user_writer
         return self.body.messages_writer()
 
+    def _close_moved(self) -> None:
+        if self._moved is not None:
+            self._moved.close()
+            self._moved = None
+
+    def _moved_media_message(self, index: int) -> MessageAssembler:
+        """The user message for a tool result's media, beside the result's open tool message."""
+        if self._moved is None:
+            self._moved = MessageAssembler(self._messages_writer(index, "user"), self.session,
+                                           "openai:member-order", b'"role":"user"')
+        return self._moved
+
     def _flush_user_hold(self) -> None:
+        self._close_moved()
         if self._user_hold is not None:
             if self._user_hold:
                 self.body.messages_writer().raw_element(self._user_hold.take_bytes())
@@ -616,6 +636,7 @@ class RequestEncoder(Encoder):
                       first: tuple[str, bytes, bytes] | None = None) -> None:
         """``first``: the member that streams first, opened with the message (``MessageAssembler``)."""
         self._close_message()
+        self._close_moved()
         if self._user_hold is not None and index != self._user_index:
             self._flush_user_hold()
         if (index != self._msg_index and role != "tool" and self._user_hold is None
@@ -638,6 +659,9 @@ class RequestEncoder(Encoder):
 
     def _close_message(self) -> None:
         if self._msg is not None:
+            if self._msg_needs_content and not self._msg.has("content"):
+                self._msg.scalar("content", b'""')
+            self._msg_needs_content = False
             self._msg.close()
             if self._msg_had_tool_calls:
                 self._after_tool_calls = True
@@ -722,8 +746,10 @@ class RequestEncoder(Encoder):
             self._result_id(msg, attrs)
         if attrs.get("empty"):
             if role == "tool" and self.session.source != DIALECT:
-                # openai rejects a tool message whose content is [] or missing: the empty result is ""
-                msg.scalar("content", b'""')
+                # openai rejects a tool message whose content is [] or missing: the empty result
+                # is "" -- written when the message closes, since further parts of the result
+                # (anthropic [image, text]: the head is empty, the text follows) make it a list
+                self._msg_needs_content = True
             elif attrs.get("in_parts"):
                 msg.member("content", b"[")
             return (lambda data: None), (lambda late: self._result_close(block, msg, role, attrs, late))
@@ -760,6 +786,9 @@ class RequestEncoder(Encoder):
             return
         self._result_id(msg, late)
         merged = {**attrs, **late}
+        # a string (or empty) result has no part to carry attributes: each one (cache_control,
+        # another dialect's extra members) is a recorded loss, as for every other block
+        self._extra_attrs(block, {k: v for k, v in merged.items() if k != EXTRA_ATTR}, _NO_ATTRS)
         if merged.get("name") is not None and merged.get("tool_call_id") is None:
             self.session.lose(f"$.messages[{block.message}]",
                               "tool result names its tool but answers no known call: openai has no field for it")
@@ -794,7 +823,11 @@ class RequestEncoder(Encoder):
         if attrs.get("in_result"):
             self.session.lose(f"$.messages[{block.message}]",
                               f"{s.value} of a tool result moved to a user message after the tool messages")
-        msg = self._message_for(block, "user")
+        if attrs.get("in_result") and self._msg is not None and self._msg_role == "tool" \
+                and self._msg_index == block.message and self._after_tool_calls:
+            msg = self._moved_media_message(block.message)  # the result's texts go on in its tool message
+        else:
+            msg = self._message_for(block, "user")
         w = msg.member("content", b"[")
         w._separate()
         if s is USER_IMAGE:

@@ -662,7 +662,7 @@ class StreamEncoder(_EncoderBase):
         elif t is Finish:
             self.frame.close()
             self._ensure_role(event.choice)
-            reason = finish_to(DIALECT, event.reason, self.session)
+            reason = finish_to(DIALECT, event.reason, self.session, event.stop_sequence)
             self.write(self._chunk(b'{"index":' + str(event.choice).encode()
                                    + b',"delta":{},"finish_reason":' + dumps(reason) + b"}"))
         elif t is Usage:
@@ -798,7 +798,7 @@ class ResponseEncoder(_EncoderBase):
         elif t is Extension:
             self._extension(event)
         elif t is Finish:
-            reason = finish_to(DIALECT, event.reason, self.session)
+            reason = finish_to(DIALECT, event.reason, self.session, event.stop_sequence)
             if self.choice == event.choice:
                 self._close_choice(reason)
             else:  # a finish for a choice not written yet
