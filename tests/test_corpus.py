@@ -30,20 +30,12 @@ from rpt import split_stream_events
 
 EXPECTED = load_expected()
 
-_I2 = "issue 16 item 2 (ollama): a history whose tool-call arguments are not JSON is refused for ollama"
-_I3 = ("issue 16 item 3 (ollama): a tool result of several text blocks becomes several ollama tool "
-       "messages (more results than calls)")
 _I5 = "issue 16 item 5 (validity): reasoning_effort with a forced tool becomes thinking + forced tool_choice"
 _I6 = "issue 16 item 6 (ollama): generated ids are constant, times are not taken from the source"
 _I7 = "issue 16 item 7 (validity): a silent drop"
 
 #: (check, item, target) -> why it fails today (the owner's fix flips it; the owner removes it)
 KNOWN: dict[tuple[str, str, str], str] = {
-    ("losses", "openai-agent", "ollama"): _I2,
-    ("client", "openai-agent", "ollama"): _I2,
-    ("conversation", "openai-agent", "ollama"): _I2,
-    ("conversation", "anthropic-agent-short", "ollama"): _I3,
-    ("conversation", "anthropic-agent-long", "ollama"): _I3,
 }
 
 

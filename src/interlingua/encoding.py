@@ -14,13 +14,12 @@ source put after the first member of the same message.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
-from .canonical import (
-    REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, Extension, Section, unescape_json_text,
-)
+from . import json as tok
+from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, Extension, Section, unescape_json_text
 from .errors import TranscodeError
-from .jsonwriter import JsonWriter, key_bytes
+from .jsonwriter import JsonWriter, dumps, key_bytes
 from .reorder import Hold
 from .session import Session
 
@@ -97,16 +96,12 @@ class Encoder:
     def _lose_block(self, block: Block, why: str) -> None:
         self.session.lose(self._path(block), f"{block.section.value} block: {why}")
 
-    def _arguments_object(self, args: "ObjectArguments", block: Block) -> bytes:
-        """The JSON object a call's held arguments become (``ObjectArguments``), the loss recorded."""
-        escaped, replacement = self._arguments_close(args, block)
-        return unescape_json_text(escaped) if replacement is None else replacement
-
-    def _arguments_close(self, args: "ObjectArguments", block: Block) -> tuple[bytes, bytes | None]:
-        escaped, replacement = args.close()
-        if replacement is not None and escaped.strip():
+    def _arguments_object(self, args: "HeldArguments", block: Block) -> bytes:
+        """The JSON object a call's held arguments become (``HeldArguments``), the loss recorded."""
+        data, faithful = args.result()
+        if not faithful:
             self._lose_block(block, RAW_ARGUMENTS_LOSS)
-        return escaped, replacement
+        return data
 
     def _lose_signature(self, block: Block, attrs: dict) -> None:
         """A reasoning block's signature, for a target with no field for it. Sources
@@ -150,6 +145,51 @@ class Encoder:
                               dialect=ext.dialect)
 
 
+class HeldArguments:
+    """Tool-call arguments of another dialect (canonical escaped text), held until they
+    are known to be a JSON object, for a target that carries arguments as an object
+    (anthropic ``input``, ollama ``arguments``).
+
+    Outcome (documented): a JSON object is written as it is; empty text becomes
+    ``{}``; anything else (invalid JSON -- a call cut off at ``max_tokens`` --, or
+    JSON that is not an object) becomes ``{"_raw_arguments": "<the text>"}``, and
+    the encoder records the loss. One call is held at a time (rule ``reason``).
+    """
+
+    def __init__(self, session: Session, reason: str) -> None:
+        self.hold = session.reorder.hold(reason)
+        self.first: int | None = None
+        self.bad = False
+        self.tokenizer = tok.Tokenizer(self._token, max_depth=session.options.max_depth)
+
+    def _token(self, kind: int, value: Any, offset: int) -> None:
+        if self.first is None:
+            self.first = kind
+
+    def feed(self, escaped: bytes) -> None:
+        data = unescape_json_text(escaped)
+        self.hold.write(data)
+        if not self.bad:
+            try:
+                self.tokenizer.feed(data)
+            except TranscodeError:  # not JSON, a duplicate key, too deep: not one object
+                self.bad = True
+
+    def result(self) -> tuple[bytes, bool]:
+        """(the object's JSON, whether it is faithful)."""
+        text = self.hold.take_bytes()
+        if not text.strip():
+            return b"{}", True
+        if not self.bad:
+            try:
+                self.tokenizer.close()
+            except TranscodeError:
+                self.bad = True
+        if not self.bad and self.first == tok.OBJECT_START:
+            return text, True
+        return b'{"_raw_arguments":' + dumps(text.decode("utf-8")) + b"}", False
+
+
 def merged_reasoning(items: list[Control]) -> Control:
     """One ``reasoning`` control from several: a source may say it in two fields
     (anthropic ``thinking`` and ``output_config.effort``). Their values merge; each
@@ -180,64 +220,6 @@ def object_schema(schema_raw: bytes, session: Session, name: object) -> bytes:
     session.lose("$.tools", f"parameters of tool {name!r} are not an object schema ({session.target} "
                             "requires type object): an empty object schema is written")
     return _EMPTY_OBJECT_SCHEMA
-
-
-class ObjectArguments:
-    """Tool-call arguments (the canonical escaped payload) for a target that carries
-    them as a JSON object (anthropic ``input``, ollama ``arguments``): held until the
-    call ends (reason ``reason``), checked by a push tokenizer as they come.
-
-    The one rule, for requests, responses and streams alike (documented in the
-    README): one JSON object is carried as it is; empty text is ``{}``; anything
-    else -- text that is not JSON or was cut off (a backend stopped at its token
-    limit inside the call), ``null``, ``[1]``, ``"s"``, an object with a duplicate
-    key -- becomes ``{"_raw_arguments": "<the text>"}`` and a recorded loss. The
-    output is then valid JSON whatever the arguments were.
-    """
-
-    __slots__ = ("_hold", "_first", "_bad", "_tokenizer")
-
-    RAW_KEY = "_raw_arguments"
-
-    def __init__(self, session: Session, reason: str) -> None:
-        from . import json as tok  # (the tokenizer imports nothing from here)
-
-        self._hold = session.reorder.hold(reason)
-        self._first: int | None = None
-        self._bad = False
-        self._tokenizer = tok.Tokenizer(self._token, max_depth=session.options.max_depth)
-
-    def _token(self, kind: int, value, offset: int) -> None:
-        if self._first is None:
-            self._first = kind
-
-    def feed(self, escaped: bytes) -> None:
-        if not escaped:
-            return
-        self._hold.write(escaped)
-        if not self._bad:
-            try:
-                self._tokenizer.feed(unescape_json_text(escaped) if b"\\" in escaped else escaped)
-            except TranscodeError:
-                self._bad = True
-
-    def close(self) -> tuple[bytes, bytes | None]:
-        """(the held escaped text, the JSON object to write instead -- None when the
-        text is the object: write it unescaped, or as it is inside a JSON string).
-        A replacement of non-empty text is a loss: ``Encoder._arguments_lost``."""
-        from . import json as tok
-
-        escaped = self._hold.take_bytes()
-        if not escaped.strip():
-            return escaped, b"{}"
-        if not self._bad:
-            try:
-                self._tokenizer.close()
-            except TranscodeError:
-                self._bad = True
-        if not self._bad and self._first == tok.OBJECT_START:
-            return escaped, None
-        return escaped, b'{"' + self.RAW_KEY.encode() + b'":"' + escaped + b'"}'
 
 
 RAW_ARGUMENTS_LOSS = 'arguments are not a JSON object; carried as {"_raw_arguments": text}'

@@ -43,7 +43,7 @@ from ...canonical import (
     unescape_json_text,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, ObjectArguments, ignore
+from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
 from ...session import Session
@@ -587,7 +587,7 @@ class RequestEncoder(Encoder):
       tool_calls) is not written (anthropic rejects empty text blocks).
     * reasoning of another dialect without a signature cannot be replayed:
       a recorded loss. A refusal becomes assistant text plus a recorded loss.
-    * tool-call arguments of another dialect: see ``encoding.ObjectArguments``. A call
+    * tool-call arguments of another dialect: see ``encoding.HeldArguments``. A call
       without id (openai legacy ``function_call``) gets a made-up id (a
       recorded loss); a result without id answers the oldest such call.
     * controls of other dialects are gathered (held) and mapped at the end:
@@ -858,7 +858,7 @@ class RequestEncoder(Encoder):
             write = lambda data: w.write(unescape_json_text(data)) if data else None  # noqa: E731
             args = None
         else:
-            args = ObjectArguments(self.session, "anthropic:tool-arguments")
+            args = HeldArguments(self.session, "anthropic:tool-arguments")
             write = args.feed
 
         def close(late: dict) -> None:

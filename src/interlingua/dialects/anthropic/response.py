@@ -55,11 +55,12 @@ from ...canonical import (
     MessageStart,
     Section,
     Usage,
-    unescape_json_text,
     escape_raw_json,
+    escape_text,
+    unescape_json_text,
 )
 from ...decoding import MemberReader, Members, ResponseDecoderBase
-from ...encoding import Encoder, ObjectArguments, ignore
+from ...encoding import Encoder, HeldArguments, ignore
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
@@ -682,20 +683,18 @@ class StreamEncoder(_EncoderBase):
     def _tool_arguments(self, block: Block) -> None:
         """``input_json_delta``: held until the call ends (clients parse the partial
         JSON): the text if it is one JSON object, else ``{"_raw_arguments": ...}``
-        (``ObjectArguments``); empty arguments send no delta (``input`` stays ``{}``)."""
+        (``HeldArguments``); empty arguments send no delta (``input`` stays ``{}``)."""
         if block.init:
-            self.args = (ObjectArguments(self.session, "anthropic:tool-arguments"), block)
+            self.args = (HeldArguments(self.session, "anthropic:tool-arguments"), block)
         args, first = self.args
         args.feed(block.payload)
         if block.fin:
             self.args = None
-            escaped, replacement = self._arguments_close(args, first)
-            if replacement is not None:
-                escaped = b"" if replacement == b"{}" else escape_raw_json(replacement)
-            if escaped:
-                self._fragment(b'{"type":"input_json_delta","partial_json":"', escaped)
+            data = self._arguments_object(args, first)
+            if data != b"{}":  # (the JSON text as a string: any whitespace in it escaped too)
+                self._fragment(b'{"type":"input_json_delta","partial_json":"', escape_text(data.decode("utf-8")))
 
-    args = None  # (ObjectArguments, the call's first block) while a call's arguments come
+    args = None  # (HeldArguments, the call's first block) while a call's arguments come
 
     def _fragment(self, delta_head: bytes, payload: bytes) -> None:
         index = self.index
@@ -831,7 +830,7 @@ class ResponseEncoder(_EncoderBase):
                 self.write(b'{"type":"redacted_thinking","data":"')
             elif kind == "tool_use":
                 self.write(self._tool_head(block) + b',"input":')
-                self.args = (ObjectArguments(self.session, "anthropic:tool-arguments"), block)
+                self.args = (HeldArguments(self.session, "anthropic:tool-arguments"), block)
         if self.lost:
             return
         kind = self.kind

@@ -49,7 +49,7 @@ from ...canonical import (
     escape_raw_json,
 )
 from ...decoding import Members, ResponseDecoderBase
-from ...encoding import Encoder, MessageAssembler, ObjectArguments
+from ...encoding import Encoder, MessageAssembler, HeldArguments
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import FrameEnd, ndjson_line
 from ...jsonwriter import JsonWriter, dumps
@@ -436,7 +436,7 @@ class StreamEncoder(_EncoderBase):
         self.frame = OpenFrame(write)
         self.kind: str | None = None
         self.seq = 0
-        self.tool = None  # (the call's first block, its ObjectArguments)
+        self.tool = None  # (the call's first block, its HeldArguments)
         self.errored = False
 
     def on_event(self, event: Event) -> None:
@@ -461,7 +461,7 @@ class StreamEncoder(_EncoderBase):
             self.seq += 1
             self.kind = self._classify(block)
             if self.kind == "tool_calls":
-                self.tool = (block, ObjectArguments(self.session, "ollama:whole-tool-call"))
+                self.tool = (block, HeldArguments(self.session, "ollama:whole-tool-call"))
         kind = self.kind
         if kind is None:
             return
@@ -536,7 +536,7 @@ class ResponseEncoder(_EncoderBase):
                 w._separate()
                 attrs = block.attrs or {}
                 w.write(_call_head(attrs) + b'{"name":' + dumps(attrs.get("name", "")) + b',"arguments":')
-                args = ObjectArguments(self.session, "ollama:tool-arguments")
+                args = HeldArguments(self.session, "ollama:tool-arguments")
                 self.placed = (args.feed, lambda: w.write(self._arguments_object(args, block) + b"}}"))
             else:
                 w = msg.member(kind, b'"')
