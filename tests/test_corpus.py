@@ -35,8 +35,6 @@ _I1 = ("issue 16 item 1 (hostile): a cut-off tool call from the backend is paste
 _I2 = "issue 16 item 2 (ollama): a history whose tool-call arguments are not JSON is refused for ollama"
 _I3 = ("issue 16 item 3 (ollama): a tool result of several text blocks becomes several ollama tool "
        "messages (more results than calls)")
-_I4 = ("issue 16 item 4 (ollama): ollama thinking after content becomes [text, thinking] for anthropic; "
-       "an empty signature is not recorded")
 _I5 = "issue 16 item 5 (validity): reasoning_effort with a forced tool becomes thinking + forced tool_choice"
 _I6 = "issue 16 item 6 (ollama): generated ids are constant, times are not taken from the source"
 _I7 = "issue 16 item 7 (validity): a silent drop"
@@ -58,8 +56,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("rules", "openai-response-truncated-call", "anthropic"): _I1,
     ("conversation", "anthropic-agent-short", "ollama"): _I3,
     ("conversation", "anthropic-agent-long", "ollama"): _I3,
-    ("rules", "ollama-response-tools", "anthropic"): _I4,
-    ("rules", "ollama-stream-tools", "anthropic"): _I4,
 }
 
 

@@ -361,6 +361,63 @@ class KeyFirst:
             self.hold = None
 
 
+class ReasoningFirst:
+    """Text that one message object writes before its reasoning goes after it.
+
+    A model thinks before it answers, but Ollama's server (Go's struct order)
+    writes ``content`` before ``thinking``, and an openai-compatible server may
+    put ``content`` before ``reasoning_content`` -- in a whole response and in a
+    single stream frame that carries both. Anthropic clients expect the
+    thinking block first, and openai streams (Ollama's own layer) send the
+    reasoning delta first. So the text waits in the reorder buffer (rule
+    ``reason``) from its first byte until the object's next member shows
+    whether reasoning follows: another member or the object's end releases it
+    at once; a reasoning member releases it when that reasoning string ends.
+    Bounded by the text of one message (one frame in a stream). With
+    ``refuse_reorder`` nothing is held: the wire order is kept (the target may
+    get the text before the reasoning).
+
+    ``text`` is the text block's fragment sink (``FragmentSink`` shape).
+    """
+
+    __slots__ = ("session", "reason", "sink", "hold", "waiting")
+
+    def __init__(self, session: Session, reason: str, sink: Callable[[bytes, bool, bool], None]) -> None:
+        self.session = session
+        self.reason = reason
+        self.sink = sink
+        self.hold = None
+        self.waiting = False  # a reasoning member is being read: the held text waits for its end
+
+    def text(self, data: bytes, init: bool, fin: bool) -> None:
+        if self.session.options.refuse_reorder:
+            self.sink(data, init, fin)
+            return
+        if data:
+            if self.hold is None:
+                self.hold = self.session.reorder.hold(self.reason)
+            self.hold.write(data)
+
+    def member(self, reasoning: bool) -> None:
+        """The next member of the object starts (``reasoning``: it is the reasoning)."""
+        if reasoning:
+            self.waiting = self.hold is not None
+        else:
+            self.release()
+
+    def reasoning_end(self) -> None:
+        if self.waiting:
+            self.release()
+
+    def release(self) -> None:
+        """The object's end, or what the text waited for came: the text goes on."""
+        self.waiting = False
+        if self.hold is not None:
+            hold, self.hold = self.hold, None
+            for data in hold.drain():
+                self.sink(data, False, False)
+
+
 def skip_value(decoder, kind: int, value: Any, offset: int) -> None:
     """Consume a value without keeping it (``ping`` bodies, ``object`` tags)."""
     if kind in (tok.OBJECT_START, tok.ARRAY_START, tok.STRING_OPEN):

@@ -33,6 +33,9 @@ Encoding
 * Only choice 0 is carried: blocks of other choices are recorded losses.
 * A tool call without id gets ``call_<n>`` (see ``lifecycle.tool_id``).
 * Refusal text is written as text (a recorded loss: anthropic has no refusal block).
+* Thinking whose source has no signature (ollama, openai-compatible
+  reasoning) is written with ``"signature": ""`` (the schema wants the key), a
+  recorded loss: anthropic cannot verify it, so it cannot be replayed.
 """
 
 from __future__ import annotations
@@ -498,6 +501,7 @@ class _EncoderBase(Encoder):
         self.usage: Usage | None = None
         self.tool_count = 0
         self.kind: str | None = None  # what the open block is (text, thinking, ...)
+        self.thinking_block: Block | None = None  # the open thinking block's first fragment
 
     @staticmethod
     def _where(block: Block) -> str:
@@ -525,6 +529,13 @@ class _EncoderBase(Encoder):
             return "citations"
         self._lose_block(block, "anthropic has no equivalent")
         return None
+
+    def _lose_unsigned(self, block: Block) -> None:
+        """A thinking block whose source gave no signature (ollama, openai-compatible
+        reasoning): written with ``"signature": ""`` as the schema wants, a recorded
+        loss -- anthropic cannot verify it, so the client cannot replay it."""
+        self._lose_block(block, 'thinking without a signature: written with "signature": "" '
+                                "(anthropic cannot replay it)")
 
     def _tool_head(self, block: Block) -> bytes:
         attrs = block.attrs or {}
@@ -609,6 +620,8 @@ class StreamEncoder(_EncoderBase):
         if self.signature is not None:
             self._delta(b'{"type":"signature_delta","signature":' + dumps(self.signature) + b"}")
             self.signature = None
+        elif self.kind == "thinking":
+            self._lose_unsigned(self.thinking_block)
         self.block_open = False
         self.kind = None
         self.write(sse_event("content_block_stop", b'{"type":"content_block_stop","index":'
@@ -639,6 +652,7 @@ class StreamEncoder(_EncoderBase):
                 self._open(b'{"type":"text","text":""}')
             elif kind == "thinking":
                 self._open(b'{"type":"thinking","thinking":"","signature":""}')
+                self.thinking_block = block
             else:
                 self._open(self._tool_head(block) + b',"input":{}}')
             self.kind = kind
@@ -793,6 +807,7 @@ class ResponseEncoder(_EncoderBase):
             if kind == "text":
                 self.write(b'{"type":"text","text":"')
             elif kind == "thinking":
+                self.thinking_block = block  # the first fragment: its attrs name the source path
                 self.write(b'{"type":"thinking","thinking":"')
                 self.signature = attrs.get("signature")
             elif kind == "redacted_thinking":
@@ -816,6 +831,8 @@ class ResponseEncoder(_EncoderBase):
                 self.tail = b"}"
             elif kind == "thinking":
                 sig = (block.attrs or {}).get("signature") or self.signature or ""
+                if not sig:
+                    self._lose_unsigned(self.thinking_block or block)
                 self.write(b'","signature":' + dumps(sig) + b"}")
             elif kind == "redacted_thinking":
                 self.write(b'"}')

@@ -56,6 +56,7 @@ from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
     BlockStream,
     KeyFirst,
+    ReasoningFirst,
     OpenFrame,
     finish_from,
     finish_to,
@@ -203,10 +204,15 @@ class _Base(ResponseDecoderBase):
             block.close()
             c.closed_tools.add(index)
 
-    def read_text(self, c: _Choice, section: Section, kind: int, value: Any, offset: int, what: str) -> None:
-        """A string member (null: none) streamed into the choice's block of ``section``."""
+    def read_text(self, c: _Choice, section: Section, kind: int, value: Any, offset: int, what: str,
+                  sink=None) -> None:
+        """A string member (null: none) streamed into the choice's block of ``section``
+        (or into ``sink``, which passes it on to that block)."""
         if kind == tok.NULL:
             return
+        self.read_string(kind, value, offset, sink or self.block_sink(c, section, what), what)
+
+    def block_sink(self, c: _Choice, section: Section, what: str):
         sink = c.sinks.get(section)
         if sink is None:  # one per choice and section: a stream has one such member a frame
             attrs = {"path": f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{what}"}
@@ -215,7 +221,7 @@ class _Base(ResponseDecoderBase):
                 if data:
                     self.open_block(c, section, attrs).fragment(data)
             c.sinks[section] = sink
-        self.read_string(kind, value, offset, sink, what)
+        return sink
 
     def finish_choice(self, c: _Choice, reason: Any) -> None:
         if c.block is not None and c.block.section is Section.TOOL_CALL:
@@ -403,18 +409,38 @@ class _MessageReader(MemberReader):
         self.c = c
         self.streaming = streaming
         self.tool_position = 0
+        # content before reasoning_content in one message (or delta) goes after it
+        self.text_first = ReasoningFirst(d.session, "openai:content-before-reasoning",
+                                         d.block_sink(c, Section.ASSISTANT_TEXT, "content"))
+        self._reasoning_sink = None  # made at the first reasoning member (its key names the path)
+
+    def reasoning_sink(self, key: str):
+        if self._reasoning_sink is None:
+            reasoning = self.d.block_sink(self.c, Section.ASSISTANT_REASONING, key)
+
+            def sink(data: bytes, init: bool, fin: bool) -> None:
+                reasoning(data, init, fin)
+                if fin:
+                    self.text_first.reasoning_end()
+            self._reasoning_sink = sink
+        return self._reasoning_sink
+
+    def end(self, offset: int) -> None:
+        self.text_first.release()
 
     def member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d, c = self.d, self.c
+        if key != "content":
+            self.text_first.member(key in _REASONING_KEYS and kind != tok.NULL)
         if key == "content":
             if c.block is not None and c.block.section is Section.TOOL_CALL and kind != tok.NULL \
                     and value:
                 d.close_block(c)  # text after tool calls: the calls are complete
-            d.read_text(c, Section.ASSISTANT_TEXT, kind, value, offset, key)
+            d.read_text(c, Section.ASSISTANT_TEXT, kind, value, offset, key, self.text_first.text)
         elif key == "refusal":
             d.read_text(c, Section.ASSISTANT_REFUSAL, kind, value, offset, key)
         elif key in _REASONING_KEYS:
-            d.read_text(c, Section.ASSISTANT_REASONING, kind, value, offset, key)
+            d.read_text(c, Section.ASSISTANT_REASONING, kind, value, offset, key, self.reasoning_sink(key))
         elif key == "tool_calls":
             if kind != tok.NULL:
                 d.each_object(kind, offset, "tool_calls", self._tool_call)
