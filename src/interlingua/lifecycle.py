@@ -26,7 +26,14 @@ Usage (absent is not zero)
 ==========================
 
 Canonical ``input`` counts every input token, cached or not (openai's
-``prompt_tokens`` meaning). Anthropic's ``input_tokens`` excludes the tokens
+``prompt_tokens`` meaning). Details with a home on both sides are mapped:
+cache reads (openai ``prompt_tokens_details.cached_tokens``, anthropic
+``cache_read_input_tokens``), cache writes (``cache_write_tokens``,
+``cache_creation_input_tokens``), reasoning (``completion_tokens_details.
+reasoning_tokens``, ``output_tokens_details.thinking_tokens``) and the service
+tier (openai ``service_tier``, anthropic ``usage.service_tier``). Every other
+detail is a recorded loss at its source path; a canonical count a target
+cannot hold is recorded at the source's path for it (``USAGE_PATHS``). Anthropic's ``input_tokens`` excludes the tokens
 read from and written to the cache, so decoding adds
 ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` to it and
 encoding subtracts them. A count the source did not give is never written as
@@ -119,19 +126,76 @@ def _details(obj: dict, key: str, path: str) -> dict:
     raise SchemaError(f"expected an object for {key}", path=f"{path}.{key}")
 
 
+#: where each canonical usage field was in each source (loss records name the source field)
+USAGE_PATHS = {
+    "openai": {"input": "$.usage.prompt_tokens", "output": "$.usage.completion_tokens",
+               "total": "$.usage.total_tokens", "cache_read": "$.usage.prompt_tokens_details.cached_tokens",
+               "cache_write": "$.usage.prompt_tokens_details.cache_write_tokens",
+               "reasoning": "$.usage.completion_tokens_details.reasoning_tokens", "service_tier": "$.service_tier"},
+    "anthropic": {"input": "$.usage.input_tokens", "output": "$.usage.output_tokens",
+                  "cache_read": "$.usage.cache_read_input_tokens",
+                  "cache_write": "$.usage.cache_creation_input_tokens",
+                  "reasoning": "$.usage.output_tokens_details.thinking_tokens",
+                  "service_tier": "$.usage.service_tier"},
+    "ollama": {"input": "$.prompt_eval_count", "output": "$.eval_count"},
+}
+
+
+def usage_path(session: Session, name: str) -> str:
+    return USAGE_PATHS.get(session.source, {}).get(name, f"$.usage.{name}")
+
+
+#: service tiers each dialect names (its client's literal), canonical name -> the dialect's
+SERVICE_TIERS = {
+    "openai": {"standard": "default", "priority": "priority", "flex": "flex", "scale": "scale", "auto": "auto",
+               "fast": "fast"},
+    "anthropic": {"standard": "standard", "priority": "priority", "batch": "batch"},
+}
+
+
+def tier_from(dialect: str, value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    for canonical, own in SERVICE_TIERS[dialect].items():
+        if own == value:
+            return canonical
+    return f"{dialect}:{value}"
+
+
+def tier_to(dialect: str, u: Usage, session: Session) -> str | None:
+    """The target's name for the usage's tier; a tier it does not name is a recorded loss."""
+    tier = u.service_tier
+    if tier is None:
+        return None
+    own = SERVICE_TIERS.get(dialect, {}).get(tier)
+    if own is None:
+        source, _, raw = tier.partition(":")
+        if raw and source == dialect:
+            return raw
+        session.lose(usage_path(session, "service_tier"), f"{dialect} has no service tier {tier!r}")
+    return own
+
+
+def _lose_details(obj: dict, path: str, known: tuple, session: Session) -> None:
+    for key, value in obj.items():
+        if key not in known and value is not None and value != 0:
+            session.lose(f"{path}.{key}", "usage detail has no canonical field")
+
+
 def usage_from_openai(obj: dict, session: Session, path: str = "$.usage") -> Usage:
     prompt = _details(obj, "prompt_tokens_details", path)
     completion = _details(obj, "completion_tokens_details", path)
-    for key, value in list(prompt.items()) + list(completion.items()):
-        if key not in ("cached_tokens", "reasoning_tokens") and value:
-            session.lose(f"{path}.{key}", "usage detail has no canonical field")
+    _lose_details(prompt, path + ".prompt_tokens_details", ("cached_tokens", "cache_write_tokens"), session)
+    _lose_details(completion, path + ".completion_tokens_details", ("reasoning_tokens",), session)
     return Usage(input=_count(obj, "prompt_tokens", path), output=_count(obj, "completion_tokens", path),
                  cache_read=_count(prompt, "cached_tokens", path + ".prompt_tokens_details"),
+                 cache_write=_count(prompt, "cache_write_tokens", path + ".prompt_tokens_details"),
                  reasoning=_count(completion, "reasoning_tokens", path + ".completion_tokens_details"),
                  total=_count(obj, "total_tokens", path))
 
 
 def usage_to_openai(u: Usage, session: Session) -> bytes:
+    """The openai usage object (the service tier goes at the body's top: ``tier_to``)."""
     out: dict[str, Any] = {}
     if u.input is not None:
         out["prompt_tokens"] = u.input
@@ -141,12 +205,15 @@ def usage_to_openai(u: Usage, session: Session) -> bytes:
         u.input + u.output if u.input is not None and u.output is not None else None)
     if total is not None:
         out["total_tokens"] = total
+    prompt = {}
     if u.cache_read is not None:
-        out["prompt_tokens_details"] = {"cached_tokens": u.cache_read}
+        prompt["cached_tokens"] = u.cache_read
+    if u.cache_write is not None:
+        prompt["cache_write_tokens"] = u.cache_write
+    if prompt:
+        out["prompt_tokens_details"] = prompt
     if u.reasoning is not None:
         out["completion_tokens_details"] = {"reasoning_tokens": u.reasoning}
-    if u.cache_write:
-        session.lose("$.usage.cache_write", "openai usage has no cache-write count (it is inside prompt_tokens)")
     return dumps(out)
 
 
@@ -155,11 +222,13 @@ def usage_from_anthropic(obj: dict, session: Session, path: str = "$.usage") -> 
     write = _count(obj, "cache_creation_input_tokens", path)
     raw_input = _count(obj, "input_tokens", path)
     total_input = None if raw_input is None else raw_input + (read or 0) + (write or 0)
-    for key, value in obj.items():
-        if key not in ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                       "cache_creation_input_tokens") and value is not None:
-            session.lose(f"{path}.{key}", "usage detail has no canonical field")
-    return Usage(input=total_input, output=_count(obj, "output_tokens", path), cache_read=read, cache_write=write)
+    _lose_details(obj, path, ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                              "cache_creation_input_tokens", "output_tokens_details", "service_tier"), session)
+    details = _details(obj, "output_tokens_details", path)
+    _lose_details(details, path + ".output_tokens_details", ("thinking_tokens",), session)
+    return Usage(input=total_input, output=_count(obj, "output_tokens", path), cache_read=read, cache_write=write,
+                 reasoning=_count(details, "thinking_tokens", path + ".output_tokens_details"),
+                 service_tier=tier_from("anthropic", obj.get("service_tier")))
 
 
 def usage_to_anthropic(u: Usage, session: Session, *, require_input: bool) -> dict:
@@ -174,10 +243,13 @@ def usage_to_anthropic(u: Usage, session: Session, *, require_input: bool) -> di
     if u.cache_read is not None:
         out["cache_read_input_tokens"] = u.cache_read
     out["output_tokens"] = u.output if u.output is not None else 0
-    if u.reasoning:
-        session.lose("$.usage.reasoning", "anthropic usage has no reasoning-token count (inside output_tokens)")
+    if u.reasoning is not None:
+        out["output_tokens_details"] = {"thinking_tokens": u.reasoning}
+    tier = tier_to("anthropic", u, session)
+    if tier is not None:
+        out["service_tier"] = tier
     if u.total is not None and u.input is not None and u.output is not None and u.total != u.input + u.output:
-        session.lose("$.usage.total", "anthropic usage has no total that differs from input + output")
+        session.lose(usage_path(session, "total"), "anthropic usage has no total that differs from input + output")
     return out
 
 
@@ -193,7 +265,11 @@ def usage_to_ollama(u: Usage, session: Session) -> dict:
         out["eval_count"] = u.output
     for name in ("cache_read", "cache_write", "reasoning"):
         if getattr(u, name):
-            session.lose(f"$.usage.{name}", f"ollama has no {name} token count")
+            session.lose(usage_path(session, name), f"ollama has no {name} token count")
+    if u.service_tier is not None:
+        session.lose(usage_path(session, "service_tier"), "ollama has no service tier")
+    if u.total is not None and u.input is not None and u.output is not None and u.total != u.input + u.output:
+        session.lose(usage_path(session, "total"), "ollama has no total that differs from input + output")
     return out
 
 
@@ -202,7 +278,7 @@ def merge_usage(old: Usage | None, new: Usage) -> Usage:
     if old is None:
         return new
     return Usage(**{f: (getattr(new, f) if getattr(new, f) is not None else getattr(old, f))
-                    for f in ("input", "output", "cache_read", "cache_write", "reasoning", "total")})
+                    for f in ("input", "output", "cache_read", "cache_write", "reasoning", "total", "service_tier")})
 
 
 # -- tool-call ids ---------------------------------------------------------------------

@@ -345,6 +345,8 @@ class _EncoderBase(Encoder):
         if t is MessageStart:
             if event.choice == 0:
                 self.model = event.model
+                if event.id is not None and self.session.source != DIALECT:
+                    self.session.lose("$.id", "ollama responses have no id")
         elif t is Extension:
             if event.dialect == DIALECT and event.path == "$.created_at":
                 self.created = event.raw
