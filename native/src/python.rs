@@ -430,8 +430,33 @@ fn escape_raw_json<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &out)
 }
 
+#[pyfunction]
+#[pyo3(signature = (event, data))]
+fn sse_event<'py>(py: Python<'py>, event: Option<&str>, data: &[u8]) -> Bound<'py, PyBytes> {
+    let mut out = Vec::new();
+    crate::framing::sse_event(&mut out, event, data);
+    PyBytes::new(py, &out)
+}
+
+#[pyfunction]
+fn sse_open<'py>(py: Python<'py>, event: Option<&str>) -> Bound<'py, PyBytes> {
+    let mut out = Vec::new();
+    crate::framing::sse_open(&mut out, event);
+    PyBytes::new(py, &out)
+}
+
+#[pyfunction]
+fn ndjson_line<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, PyBytes> {
+    let mut out = Vec::new();
+    crate::framing::ndjson_line(&mut out, data);
+    PyBytes::new(py, &out)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(sse_event, m)?)?;
+    m.add_function(wrap_pyfunction!(sse_open, m)?)?;
+    m.add_function(wrap_pyfunction!(ndjson_line, m)?)?;
     m.add_function(wrap_pyfunction!(sections, m)?)?;
     m.add_function(wrap_pyfunction!(event_tags, m)?)?;
     m.add_function(wrap_pyfunction!(escape_text, m)?)?;
