@@ -78,6 +78,8 @@ OPTION_EXTENSIONS = {
 }
 
 _CANONICAL_TO_OPTION = {v: k for k, v in OPTION_CONTROLS.items()}
+#: each source API's documented sampling defaults (``Options.ollama_sampling_defaults``)
+SOURCE_SAMPLING_DEFAULTS = {"openai": {"temperature": 1.0, "top_p": 1.0}, "anthropic": {"temperature": 1.0}}
 _CANONICAL_TO_TOP = {"model": "model", "stream": "stream", "logprobs": "logprobs",
                      "top_logprobs": "top_logprobs"}
 #: the levels ollama's ``think`` takes (api.ThinkValue: low, medium, high, max)
