@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from . import json as tok
 from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, Extension, Section, unescape_json_text
-from .errors import JsonSyntaxError, TranscodeError
+from .errors import TranscodeError
 from .jsonwriter import JsonWriter, dumps, key_bytes
 from .reorder import Hold
 from .session import Session
@@ -96,6 +96,13 @@ class Encoder:
     def _lose_block(self, block: Block, why: str) -> None:
         self.session.lose(self._path(block), f"{block.section.value} block: {why}")
 
+    def _arguments_object(self, args: "HeldArguments", block: Block) -> bytes:
+        """The JSON object a call's held arguments become (``HeldArguments``), the loss recorded."""
+        data, faithful = args.result()
+        if not faithful:
+            self._lose_block(block, RAW_ARGUMENTS_LOSS)
+        return data
+
     def _lose_signature(self, block: Block, attrs: dict) -> None:
         """A reasoning block's signature, for a target with no field for it. Sources
         may send it after the text (anthropic does), so encoders check the first
@@ -165,7 +172,7 @@ class HeldArguments:
         if not self.bad:
             try:
                 self.tokenizer.feed(data)
-            except JsonSyntaxError:
+            except TranscodeError:  # not JSON, a duplicate key, too deep: not one object
                 self.bad = True
 
     def result(self) -> tuple[bytes, bool]:
@@ -176,7 +183,7 @@ class HeldArguments:
         if not self.bad:
             try:
                 self.tokenizer.close()
-            except JsonSyntaxError:
+            except TranscodeError:
                 self.bad = True
         if not self.bad and self.first == tok.OBJECT_START:
             return text, True
@@ -213,6 +220,9 @@ def object_schema(schema_raw: bytes, session: Session, name: object) -> bytes:
     session.lose("$.tools", f"parameters of tool {name!r} are not an object schema ({session.target} "
                             "requires type object): an empty object schema is written")
     return _EMPTY_OBJECT_SCHEMA
+
+
+RAW_ARGUMENTS_LOSS = 'arguments are not a JSON object; carried as {"_raw_arguments": text}'
 
 
 def ignore(_) -> None:
