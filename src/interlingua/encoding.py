@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, Extension, Section
+from .canonical import REQUEST_LEVEL, Block, Control, Event, Extension, Section
 from .errors import TranscodeError
 from .jsonwriter import JsonWriter, key_bytes
+from .losses import NO_PLACE, block_path, block_subject, field_subject, lacks, path_subject, raw_block_type
 from .reorder import Hold
 from .session import Session
 
@@ -79,20 +80,40 @@ class Encoder:
     def _place(self, block: Block):
         raise NotImplementedError
 
-    @staticmethod
-    def _where(block: Block) -> str:
-        """The source path a block came from, for loss records."""
-        return "$.system" if block.message == TOP_LEVEL_SYSTEM else f"$.messages[{block.message}]"
+    # -- loss records (wording: interlingua.losses) -------------------------------
 
-    def _lose_block(self, block: Block, why: str) -> None:
-        self.session.lose(self._where(block), f"{block.section.value} block: {why}")
+    def _where(self, block: Block) -> str:
+        """The source path a block came from (its message, or its response choice)."""
+        return block_path(self.session.source, self.session.kind, block.message)
+
+    def _subject(self, block: Block, attrs: dict | None = None) -> str:
+        """What the source dialect calls the block (attrs: the first fragment's)."""
+        return block_subject(self.session.source, block.section, block.attrs if attrs is None else attrs,
+                             block.payload)
+
+    def _lose(self, block: Block, subject: str, what: str, done: str | None = None) -> None:
+        self.session.lose(self._where(block), lacks(subject, self.dialect, what, done))
+
+    def _lose_block(self, block: Block, what: str, done: str | None = None, attrs: dict | None = None) -> None:
+        """The block (or something about it) is not carried: ``<block>: <target> has no <what>``."""
+        self._lose(block, self._subject(block, attrs), what, done)
+
+    def _lose_unplaced(self, block: Block) -> None:
+        """A block the target has no place for at all (server tools, audio, unknown content)."""
+        self._lose_block(block, NO_PLACE.get(block.section, "such content"))
+
+    def _lose_field(self, block: Block, key: str, attrs: dict | None = None) -> None:
+        """A block attribute the target has no member for (``cache_control`` of a text block)."""
+        attrs = block.attrs if attrs is None else attrs
+        self._lose(block, field_subject(self.session.source, key, block.section, attrs), "field for it")
 
     def _lose_signature(self, block: Block, attrs: dict) -> None:
         """A reasoning block's signature, for a target with no field for it. Sources
         may send it after the text (anthropic does), so encoders check the first
         fragment's attributes and the last's (late attributes)."""
         if block.section is Section.ASSISTANT_REASONING and attrs.get("signature"):
-            self.session.lose(self._where(block), f"thinking signature has no {self.dialect} field")
+            self._lose(block, field_subject(self.session.source, "signature", block.section), "field for it",
+                       "the thinking cannot be replayed")
 
     def _tool_definition(self, block: Block) -> None:
         """A tool definition (or a tool of this dialect carried raw) -> an element of the tools array."""
@@ -100,7 +121,9 @@ class Encoder:
         if block.section is Section.UNKNOWN and attrs.get("dialect") == self.dialect:
             self._tool_element("tools", block.payload)
         elif block.section is Section.UNKNOWN:
-            self.session.lose("$.tools", f"a {attrs.get('dialect')} tool has no {self.dialect} form")
+            kind = raw_block_type(block.payload)
+            self.session.lose("$.tools", lacks(f"{kind} tool" if kind else "tools entry", self.dialect,
+                                               "such tool"))
         elif block.section is not Section.TOOL_DEFINITION:
             self._lose_block(block, "not a tool definition")
         elif not block.fin:  # decoders read a definition whole (bounded); never in fragments
@@ -122,7 +145,7 @@ class Encoder:
     def foreign_extension(self, ext: Extension) -> None:
         """An extension of another dialect: lossless ones vanish, others are recorded losses."""
         if not ext.lossless:
-            self.session.lose(ext.path, f"{ext.dialect} field has no equivalent in {self.dialect}",
+            self.session.lose(ext.path, lacks(path_subject(ext.path), self.dialect, "such field"),
                               dialect=ext.dialect)
 
 

@@ -43,6 +43,7 @@ from typing import Any, Callable
 from . import json as tok
 from .canonical import Block, Event, Section, Usage
 from .jsonwriter import dumps
+from .losses import finish_path, lacks, path_subject, usage_path
 from .session import Session
 
 FINISH_TO = {
@@ -81,7 +82,9 @@ def finish_to(dialect: str, reason: str | None, session: Session) -> str | None:
     source, _, raw = reason.partition(":")
     if raw and source == dialect:
         return raw
-    session.lose("$.finish_reason", f"finish reason {reason!r} has no {dialect} equivalent")
+    path = finish_path(session.source, session.kind)
+    session.lose(path, lacks(f"{path.rsplit('.', 1)[-1]} {raw or reason!r}", dialect, "such finish reason",
+                             f"sent as {_PLAIN_STOP[dialect]!r}"))
     return _PLAIN_STOP[dialect]
 
 
@@ -95,9 +98,10 @@ def _int(value: Any) -> int | None:
 def usage_from_openai(obj: dict, session: Session, path: str = "$.usage") -> Usage:
     prompt = obj.get("prompt_tokens_details") or {}
     completion = obj.get("completion_tokens_details") or {}
-    for key, value in list(prompt.items()) + list(completion.items()):
-        if key not in ("cached_tokens", "reasoning_tokens") and value:
-            session.lose(f"{path}.{key}", "usage detail has no canonical field")
+    for details, counts in (("prompt_tokens_details", prompt), ("completion_tokens_details", completion)):
+        for key, value in counts.items():
+            if key not in ("cached_tokens", "reasoning_tokens") and value:
+                session.lose_member(f"{path}.{details}.{key}", "such usage count")
     return Usage(input=_int(obj.get("prompt_tokens")), output=_int(obj.get("completion_tokens")),
                  cache_read=_int(prompt.get("cached_tokens")),
                  reasoning=_int(completion.get("reasoning_tokens")), total=_int(obj.get("total_tokens")))
@@ -118,7 +122,7 @@ def usage_to_openai(u: Usage, session: Session) -> bytes:
     if u.reasoning is not None:
         out["completion_tokens_details"] = {"reasoning_tokens": u.reasoning}
     if u.cache_write:
-        session.lose("$.usage.cache_write", "openai usage has no cache-write count (it is inside prompt_tokens)")
+        _lose_count(session, "cache_write", "openai", "cache-write count", "it is counted in prompt_tokens")
     return dumps(out)
 
 
@@ -130,7 +134,7 @@ def usage_from_anthropic(obj: dict, session: Session, path: str = "$.usage") -> 
     for key, value in obj.items():
         if key not in ("input_tokens", "output_tokens", "cache_read_input_tokens",
                        "cache_creation_input_tokens") and value is not None:
-            session.lose(f"{path}.{key}", "usage detail has no canonical field")
+            session.lose_member(f"{path}.{key}", "such usage field")
     return Usage(input=total_input, output=_int(obj.get("output_tokens")), cache_read=read, cache_write=write)
 
 
@@ -147,9 +151,9 @@ def usage_to_anthropic(u: Usage, session: Session, *, require_input: bool) -> di
         out["cache_read_input_tokens"] = u.cache_read
     out["output_tokens"] = u.output if u.output is not None else 0
     if u.reasoning:
-        session.lose("$.usage.reasoning", "anthropic usage has no reasoning-token count (inside output_tokens)")
+        _lose_count(session, "reasoning", "anthropic", "reasoning-token count", "it is counted in output_tokens")
     if u.total is not None and u.input is not None and u.output is not None and u.total != u.input + u.output:
-        session.lose("$.usage.total", "anthropic usage has no total that differs from input + output")
+        _lose_count(session, "total", "anthropic", "total other than input + output")
     return out
 
 
@@ -163,10 +167,16 @@ def usage_to_ollama(u: Usage, session: Session) -> dict:
         out["prompt_eval_count"] = u.input
     if u.output is not None:
         out["eval_count"] = u.output
-    for name in ("cache_read", "cache_write", "reasoning"):
+    for name, what in (("cache_read", "cache-read"), ("cache_write", "cache-write"), ("reasoning", "reasoning")):
         if getattr(u, name):
-            session.lose(f"$.usage.{name}", f"ollama has no {name} token count")
+            _lose_count(session, name, "ollama", f"{what} token count")
     return out
+
+
+def _lose_count(session: Session, name: str, target: str, what: str, done: str | None = None) -> None:
+    """A usage count the target cannot report, named by its field in the source."""
+    path = usage_path(session.source, session.kind, name)
+    session.lose(path, lacks(path_subject(path), target, what, done))
 
 
 def merge_usage(old: Usage | None, new: Usage) -> Usage:

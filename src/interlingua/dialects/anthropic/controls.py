@@ -26,6 +26,7 @@ from typing import Any
 
 from ...canonical import Control
 from ...jsonwriter import dumps
+from ...losses import lacks, path_subject
 
 DIALECT = "anthropic"
 
@@ -176,7 +177,7 @@ def encode(controls: dict[str, list[Control]], session) -> list[tuple[str, bytes
     if "service_tier" in given:
         tier = {"default": "standard_only", "auto": "auto"}.get(given["service_tier"].value)
         if tier is None:
-            _lose(session, given["service_tier"], "service tier has no anthropic equivalent")
+            _lose(session, given["service_tier"], f"service tier {given['service_tier'].value!r}")
         else:
             out.append(("service_tier", dumps(tier)))
     handled = set(_SAME) | {"stop", "tool_choice", "parallel_tool_calls", "reasoning", "response_format",
@@ -185,13 +186,13 @@ def encode(controls: dict[str, list[Control]], session) -> list[tuple[str, bytes
         if name in handled:
             continue
         if name in _UNDECLARED:
-            _lose(session, control, f"{name} is not a parameter of anthropic messages.create")
+            _lose(session, control, "such parameter", "the client's messages.create does not declare it")
             continue
         if name in _DEFAULTS and control.value == _DEFAULTS[name]:
             continue
         if name == "stream_options" and set(control.value or {}) <= {"include_usage"}:
             continue  # anthropic streams always report usage
-        _lose(session, control, f"control {name!r} has no anthropic equivalent")
+        _lose(session, control, "such parameter")
     return out
 
 
@@ -199,13 +200,14 @@ def _first(items: list[Control], session) -> Control:
     """The control written of several with one name; the others are losses unless equal."""
     for other in items[1:]:
         if other.value != items[0].value:
-            _lose(session, other, f"a second value for {other.name!r} (the first is kept)")
+            _lose(session, other, f"second value for {other.name}", "the first is kept")
     return items[0]
 
 
-def _lose(session, control: Control, reason: str) -> None:
-    where = f"$.{control.key}" if control.key else control.name
-    session.lose(where, reason, dialect=control.dialect)
+def _lose(session, control: Control, what: str, done: str | None = None, sub: str = "") -> None:
+    """``control`` (or its member ``sub``) has no anthropic form: named by its source path."""
+    where = (f"$.{control.key}" if control.key else control.name) + sub
+    session.lose(where, lacks(path_subject(where), DIALECT, what, done), dialect=control.dialect)
 
 
 def _tool_choice(given: dict, session, out: list) -> None:
@@ -220,7 +222,7 @@ def _tool_choice(given: dict, session, out: list) -> None:
         elif kind == "tool":
             choice = {"type": "tool", "name": session.tool_name_out(value.get("name"), "$.tool_choice")}
         else:
-            _lose(session, given["tool_choice"], "tool choice has no anthropic form")
+            _lose(session, given["tool_choice"], "such tool choice")
     parallel = given.get("parallel_tool_calls")
     if parallel is not None and parallel.value is False:
         if choice is None:
@@ -246,7 +248,7 @@ def _reasoning(items: list[Control], given: dict, session, out: list) -> None:
             thinking = {"type": "disabled"}
         else:
             if effort not in _EFFORTS:
-                _lose(session, items[-1], f"reasoning effort {effort!r} approximated as 'low'")
+                _lose(session, items[-1], f"effort level {effort!r}", "approximated as 'low'")
                 effort = "low"
             output_config["effort"] = effort
             thinking = {"type": "adaptive"}
@@ -257,7 +259,7 @@ def _reasoning(items: list[Control], given: dict, session, out: list) -> None:
     elif isinstance(merged.get("budget_tokens"), int):
         thinking = {"type": "enabled", "budget_tokens": merged["budget_tokens"]}
     elif items:
-        _lose(session, items[-1], "reasoning setting has no anthropic form")
+        _lose(session, items[-1], "such reasoning setting")
     if "response_format" in given:
         fmt = given["response_format"].value or {}
         kind = fmt.get("type")
@@ -265,10 +267,11 @@ def _reasoning(items: list[Control], given: dict, session, out: list) -> None:
             output_config["format"] = {"type": "json_schema", "schema": fmt.get("schema")}
             for extra in ("name", "description", "strict"):
                 if extra in fmt:
-                    _lose(session, given["response_format"],
-                          f"json_schema {extra!r} has no anthropic field")
+                    control = given["response_format"]
+                    _lose(session, control, "field for it",
+                          sub=f".json_schema.{extra}" if control.dialect == "openai" else f".{extra}")
         elif kind != "text":
-            _lose(session, given["response_format"], f"response format {kind!r} has no anthropic form")
+            _lose(session, given["response_format"], f"response format {kind!r}")
     if thinking is not None:
         out.append(("thinking", dumps(thinking)))
     if output_config:
@@ -311,6 +314,6 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
         elif key == "anthropic_extra":
             body += b"," + value.encode()
         elif key not in ("name", "legacy", "dialect"):
-            session.lose("$.tools", f"tool attribute {key!r} has no anthropic field")
+            session.lose("$.tools", lacks(f"{key} of a tool", DIALECT, "field for it"))
     body += b',"input_schema":' + (schema_raw or b'{"type":"object","properties":{}}')
     return body + b"}"

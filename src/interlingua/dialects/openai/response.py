@@ -146,7 +146,7 @@ class _Base(ResponseDecoderBase):
     def _keep(self, key: str, raw: bytes) -> None:
         if self.started:
             if self.kept.get(key) not in (None, raw):
-                self.session.lose("$." + key, "value changed within the stream")
+                self.session.lose_member("$." + key, "second value for it", "the first one is kept")
             return
         self.kept[key] = raw
 
@@ -247,8 +247,9 @@ class _ToolCallReader(MemberReader):
             if kind != tok.NULL:
                 d.each_member(kind, offset, "function", self._function_member)
         else:
-            d.read_raw(kind, value, offset, lambda raw: d.session.lose(
-                f"$.choices[{self.c.index}].tool_calls.{key}", "tool call member has no canonical field"))
+            d.read_raw(kind, value, offset, lambda raw: d.session.lose_member(
+                f"$.choices[{self.c.index}].{'delta' if self.streaming else 'message'}"
+                f".tool_calls[{self.index or 0}].{key}"))
 
     def _index(self, value: Any) -> None:
         self.index = value
@@ -379,11 +380,10 @@ class _ChoiceReader(MemberReader):
             else:
                 d.read_value(kind, value, offset, self._finish)
         elif key == "logprobs":
-            d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
-                f"$.choices[{self.c.index}].logprobs", "logprobs have no canonical field"))
+            d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose_member(
+                f"$.choices[{self.c.index}].logprobs", "log probabilities"))
         else:
-            d.read_raw(kind, value, offset, lambda raw: d.session.lose(
-                f"$.choices[{self.c.index}].{key}", "choice member has no canonical field"))
+            d.read_raw(kind, value, offset, lambda raw: d.session.lose_member(f"$.choices[{self.c.index}].{key}"))
 
     def _finish(self, value: Any) -> None:
         self.has_finish = True
@@ -414,9 +414,8 @@ class _MessageReader(MemberReader):
         elif key == "role":
             skip_value(d, kind, value, offset)
         else:
-            d.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and d.session.lose(
-                f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{key}",
-                "message member has no canonical field"))
+            d.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and d.session.lose_member(
+                f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{key}"))
 
     def _tool_call(self, offset: int) -> None:
         _ToolCallReader(self.d, self.c, self.streaming, self.tool_position)  # installs its own reader
@@ -537,10 +536,6 @@ class _EncoderBase(Encoder):
         else:
             self.foreign_extension(ext)
 
-    @staticmethod
-    def _where(block: Block) -> str:
-        return f"$.content[{block.message}]"
-
     def _head_members(self) -> bytes:
         """``"id":...,"object":...,"created":...,"model":...``: every chunk starts with them."""
         if self._head is None:
@@ -572,13 +567,13 @@ class _EncoderBase(Encoder):
         if s is Section.ASSISTANT_REASONING:
             why = controls.reasoning_loss(attrs, self.reasoning_key)
             if why is not None:
-                self._lose_block(block, why)
+                self._lose_block(block, *why)
                 return None
             self._lose_signature(block, attrs)
             return self.reasoning_key
         if s is Section.TOOL_CALL:
             return "tool_calls"
-        self._lose_block(block, "openai Chat Completions has no equivalent")
+        self._lose_unplaced(block)
         return None
 
 
@@ -793,8 +788,7 @@ class ResponseEncoder(_EncoderBase):
             placed = (w.write, lambda: w.write(b'"}}'))
         else:
             if msg.has(key):
-                self.session.lose(f"$.content[{block.message}]", f"a second {block.section.value} block "
-                                  "is joined to the first (one openai field)")
+                self._lose_block(block, "second field for it", "joined to the first")
             w = msg.member(key, b'"')
             placed = (w.write, lambda: None)
         placed[0](block.payload)
