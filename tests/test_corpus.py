@@ -60,7 +60,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("conversation", "anthropic-agent-long", "ollama"): _I3,
     ("rules", "ollama-response-tools", "anthropic"): _I4,
     ("rules", "ollama-stream-tools", "anthropic"): _I4,
-    ("rules", "openai-agent", "anthropic"): _I5,
 }
 
 

@@ -13,6 +13,7 @@ pub enum ErrorClass {
     TruncatedInput,
     NestingTooDeep,
     Schema,
+    DuplicateKey,
     Loss,
     BudgetExceeded,
     ReorderRefused,
@@ -29,6 +30,7 @@ impl ErrorClass {
             ErrorClass::TruncatedInput => "TruncatedInputError",
             ErrorClass::NestingTooDeep => "NestingTooDeepError",
             ErrorClass::Schema => "SchemaError",
+            ErrorClass::DuplicateKey => "DuplicateKeyError",
             ErrorClass::Loss => "LossError",
             ErrorClass::BudgetExceeded => "BudgetExceededError",
             ErrorClass::ReorderRefused => "ReorderRefusedError",
@@ -45,11 +47,15 @@ pub struct Error {
     pub message: String,
     pub offset: Option<u64>,
     pub path: Option<Vec<u8>>,
+    /// DuplicateKey: the key (WTF-8). Python's message ends with the key's
+    /// `repr`, whose rule for non-ASCII needs the Unicode database: the core's
+    /// message approximates it, the binding writes it with Python's `repr`.
+    pub key: Option<Vec<u8>>,
 }
 
 impl Error {
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
-        Error { class, message: message.into(), offset: None, path: None }
+        Error { class, message: message.into(), offset: None, path: None, key: None }
     }
 
     pub fn at(mut self, offset: u64) -> Self {

@@ -93,12 +93,82 @@ pub struct Limits {
     pub max_depth: usize,
     pub max_key_bytes: usize,
     pub max_number_bytes: usize,
+    /// the keys of all open objects together, in characters (duplicates are
+    /// refused, so each open object's keys are kept)
+    pub max_seen_key_bytes: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_depth: 128, max_key_bytes: 65536, max_number_bytes: 1024 }
+        Limits { max_depth: 128, max_key_bytes: 65536, max_number_bytes: 1024, max_seen_key_bytes: 1 << 20 }
     }
+}
+
+/// Per open object, the keys it has had: a duplicate is refused (json.py's `_seen`).
+#[derive(Default)]
+struct SeenKeys {
+    /// innermost last; sets are kept for reuse after their object closes
+    sets: Vec<(std::collections::HashSet<Vec<u8>>, usize)>,
+    open: usize,
+    /// characters of the open objects' keys
+    size: usize,
+}
+
+impl SeenKeys {
+    fn open(&mut self) {
+        if self.open == self.sets.len() {
+            self.sets.push(Default::default());
+        }
+        self.open += 1;
+    }
+
+    fn close(&mut self) {
+        if self.open > 0 {
+            self.open -= 1;
+            let (set, chars) = &mut self.sets[self.open];
+            set.clear();
+            self.size -= *chars;
+            *chars = 0;
+        }
+    }
+
+    fn clear(&mut self) {
+        while self.open > 0 {
+            self.close();
+        }
+    }
+}
+
+/// A key's length as Python's `len` of the decoded str (WTF-8: one per lead byte).
+fn char_count(key: &[u8]) -> usize {
+    key.iter().filter(|&&b| b & 0xC0 != 0x80).count()
+}
+
+/// Python's `repr(str)` as far as the core can write it without the Unicode
+/// database (non-ASCII above U+00A0 is taken as printable); see `Error::key`.
+pub fn py_str_repr(key: &[u8]) -> String {
+    let text = String::from_utf8_lossy(key);
+    let quote = if text.contains('\'') && !text.contains('"') { '"' } else { '\'' };
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(quote);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || (0x7f..=0xa0).contains(&(c as u32)) || c == '\u{ad}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
 }
 
 // -- the path ---------------------------------------------------------------
@@ -522,6 +592,7 @@ pub struct Tokenizer {
     pub limits: Limits,
     state: State,
     frames: Frames,
+    seen: SeenKeys,
     /// bytes scanned so far (absolute; the carry counts, a held UTF-8 tail does not)
     base: u64,
     /// bytes of an unfinished escape / UTF-8 character / surrogate pair of the
@@ -561,6 +632,7 @@ impl Tokenizer {
             limits,
             state: State::Value,
             frames: Frames::default(),
+            seen: SeenKeys::default(),
             base: 0,
             carry: Vec::new(),
             string_open: false,
@@ -594,6 +666,7 @@ impl Tokenizer {
         self.state = State::Value;
         self.frames.frames.clear();
         self.frames.keys.clear();
+        self.seen.clear();
         self.base = 0;
         self.carry.clear();
         self.string_open = false;
@@ -859,6 +932,26 @@ impl Tokenizer {
                 };
                 self.frames.set_key(key);
                 let key_start = self.key_start;
+                if let Some((set, chars)) = self.seen.sets[..self.seen.open].last_mut() {
+                    let count = char_count(key);
+                    if set.contains(key) {
+                        let mut err = Error::new(ErrorClass::DuplicateKey, format!("duplicate key {}", py_str_repr(key)))
+                            .at(key_start)
+                            .with_path(self.frames.render());
+                        err.key = Some(key.to_vec());
+                        return Err(err);
+                    }
+                    if self.seen.size + count > self.limits.max_seen_key_bytes {
+                        let message = format!(
+                            "the open objects' keys exceed max_seen_key_bytes ({})",
+                            self.limits.max_seen_key_bytes
+                        );
+                        return Err(Error::new(ErrorClass::BudgetExceeded, message).at(key_start).with_path(self.frames.render()));
+                    }
+                    set.insert(key.to_vec());
+                    *chars += count;
+                    self.seen.size += count;
+                }
                 sink.token(Token::Key(key), key_start, &self.frames)?;
                 self.key.clear();
                 self.state = State::Colon;
@@ -1092,6 +1185,9 @@ impl Tokenizer {
                         let array = c == b'[';
                         sink.token(if array { Token::ArrayStart } else { Token::ObjectStart }, at, &self.frames)?;
                         self.frames.push(array);
+                        if !array {
+                            self.seen.open();
+                        }
                         self.state = if array { State::FirstValueOrEnd } else { State::FirstKeyOrEnd };
                         i += 1;
                     }
@@ -1123,6 +1219,9 @@ impl Tokenizer {
                     return Err(self.unexpected(c, state, at));
                 }
                 self.frames.pop();
+                if !array {
+                    self.seen.close();
+                }
                 sink.token(if array { Token::ArrayEnd } else { Token::ObjectEnd }, at, &self.frames)?;
                 self.after_value();
                 i += 1;
@@ -1265,6 +1364,7 @@ mod tests {
             br#"["\uD83D"]"#,
             br#"{"a": "b"} x"#,
             br#"{"a": "unterminated"#,
+            br#"{"a": 1, "b": {"a": 2}, "\u0061": 3}"#,
         ] {
             every_cut(doc);
         }
@@ -1302,13 +1402,14 @@ mod tests {
 
     #[test]
     fn limits() {
-        let mut tokenizer = Tokenizer::new(Limits { max_depth: 2, max_key_bytes: 3, max_number_bytes: 4 });
+        let small = Limits { max_depth: 2, max_key_bytes: 3, max_number_bytes: 4, max_seen_key_bytes: 100 };
+        let mut tokenizer = Tokenizer::new(small);
         let mut sink = Collect::default();
         let err = tokenizer.feed(b"[[[", &mut sink).unwrap_err();
         assert_eq!(err.class, ErrorClass::NestingTooDeep);
         assert_eq!(err.offset, Some(2));
         for (doc, cut) in [(&b"{\"abcd\": 1}"[..], 3), (b"{\"abcd\": 1}", 9), (b"[12345]", 3), (b"[12345]", 7)] {
-            let mut tokenizer = Tokenizer::new(Limits { max_depth: 2, max_key_bytes: 3, max_number_bytes: 4 });
+            let mut tokenizer = Tokenizer::new(small);
             let mut sink = Collect::default();
             let err = tokenizer
                 .feed(&doc[..cut], &mut sink)

@@ -13,6 +13,7 @@
 #![cfg_attr(not(feature = "python"), forbid(unsafe_code))]
 
 pub mod error;
+pub mod framing;
 pub mod json;
 
 #[cfg(feature = "python")]

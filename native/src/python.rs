@@ -15,11 +15,12 @@ use pyo3::types::{PyDict, PyTuple};
 use pyo3::types::{PyBytes, PyList};
 
 use crate::error::Error;
+use crate::framing::{FrameSink, NdjsonDecoder, SseDecoder};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
 
 /// The stages the core implements (interlingua.backend reads it to decide
 /// what the native backend covers).
-const COVERS: &[&str] = &["json-tokenizer"];
+const COVERS: &[&str] = &["json-tokenizer", "sse-framing", "ndjson-framing"];
 
 /// Below this many bytes a chunk is worked on with the GIL held: releasing and
 /// taking it back costs more than the work (see native/README.md, "Threads").
@@ -43,13 +44,18 @@ pub(crate) fn to_py_err(py: Python<'_>, err: &Error, dialect: Option<&str>) -> P
 
 fn build_py_err(py: Python<'_>, err: &Error, dialect: Option<&str>) -> PyResult<PyErr> {
     let class = errors_module(py)?.getattr(err.class.name())?;
+    let message: Bound<'_, PyAny> = match &err.key {
+        // "duplicate key {key!r}": Python's repr, exactly
+        Some(key) => pyo3::types::PyString::new(py, "duplicate key ").add(wtf8_to_py(py, key)?.repr()?)?,
+        None => err.message.as_str().into_pyobject(py)?.into_any(),
+    };
     let kwargs = PyDict::new(py);
     kwargs.set_item("dialect", dialect)?;
     kwargs.set_item("offset", err.offset)?;
     if let Some(path) = &err.path {
         kwargs.set_item("path", wtf8_to_py(py, path)?)?;
     }
-    let instance = class.call((err.message.as_str(),), Some(&kwargs))?;
+    let instance = class.call((message,), Some(&kwargs))?;
     Ok(PyErr::from_value(instance))
 }
 
@@ -88,8 +94,8 @@ pub(crate) fn busy(what: &str) -> PyErr {
 
 // -- the tokenizer, for tests and benchmarks -----------------------------------
 
-fn limits(max_depth: usize, max_key_bytes: usize, max_number_bytes: usize) -> Limits {
-    Limits { max_depth, max_key_bytes, max_number_bytes }
+fn limits(max_depth: usize, max_key_bytes: usize, max_number_bytes: usize, max_seen_key_bytes: usize) -> Limits {
+    Limits { max_depth, max_key_bytes, max_number_bytes, max_seen_key_bytes }
 }
 
 /// Tokens as Python tuples (test entry point only: a Python object per token is
@@ -117,7 +123,9 @@ impl Sink for ListSink<'_> {
 /// `(0, None, None)` after each feed (the parity rule compares what each
 /// feed delivered); `error` the TranscodeError raised, or None. Test entry point.
 #[pyfunction]
-#[pyo3(signature = (data, cuts, *, max_depth=128, max_key_bytes=65536, max_number_bytes=1024, dialect=None))]
+#[pyo3(signature = (data, cuts, *, max_depth=128, max_key_bytes=65536, max_number_bytes=1024,
+                    max_seen_key_bytes=1 << 20, dialect=None))]
+#[allow(clippy::too_many_arguments)]
 fn tokenize<'py>(
     py: Python<'py>,
     data: &[u8],
@@ -125,9 +133,10 @@ fn tokenize<'py>(
     max_depth: usize,
     max_key_bytes: usize,
     max_number_bytes: usize,
+    max_seen_key_bytes: usize,
     dialect: Option<&str>,
 ) -> PyResult<(Bound<'py, PyList>, Option<Py<PyAny>>)> {
-    let mut tokenizer = Tokenizer::new(limits(max_depth, max_key_bytes, max_number_bytes));
+    let mut tokenizer = Tokenizer::new(limits(max_depth, max_key_bytes, max_number_bytes, max_seen_key_bytes));
     let mut sink = ListSink { py, tokens: PyList::empty(py) };
     let mut start = 0;
     let mut bounds: Vec<usize> = cuts.into_iter().filter(|&c| c <= data.len()).collect();
@@ -171,9 +180,17 @@ struct TokenCounter {
 #[pymethods]
 impl TokenCounter {
     #[new]
-    #[pyo3(signature = (*, max_depth=128, max_key_bytes=65536, max_number_bytes=1024, dialect=None))]
-    fn new(max_depth: usize, max_key_bytes: usize, max_number_bytes: usize, dialect: Option<String>) -> Self {
-        TokenCounter { tokenizer: Tokenizer::new(limits(max_depth, max_key_bytes, max_number_bytes)), dialect }
+    #[pyo3(signature = (*, max_depth=128, max_key_bytes=65536, max_number_bytes=1024,
+                        max_seen_key_bytes=1 << 20, dialect=None))]
+    fn new(
+        max_depth: usize,
+        max_key_bytes: usize,
+        max_number_bytes: usize,
+        max_seen_key_bytes: usize,
+        dialect: Option<String>,
+    ) -> Self {
+        let limits = limits(max_depth, max_key_bytes, max_number_bytes, max_seen_key_bytes);
+        TokenCounter { tokenizer: Tokenizer::new(limits), dialect }
     }
 
     /// Feed a chunk; returns the number of tokens it completed.
@@ -216,8 +233,70 @@ impl TokenCounter {
     }
 }
 
+// -- framing, for tests ---------------------------------------------------------------
+
+struct FrameList<'py> {
+    py: Python<'py>,
+    items: Bound<'py, PyList>,
+}
+
+fn py_failed(e: PyErr) -> Error {
+    Error::new(crate::error::ErrorClass::Transcode, e.to_string())
+}
+
+impl FrameSink for FrameList<'_> {
+    fn frame_data(&mut self, data: &[u8], data_at: u64) -> crate::error::Result<()> {
+        self.items.append(("data", PyBytes::new(self.py, data), data_at)).map_err(py_failed)
+    }
+
+    fn frame_end(&mut self, event: Option<&str>) -> crate::error::Result<()> {
+        self.items.append(("end", event, self.py.None())).map_err(py_failed)
+    }
+}
+
+/// Frame `data` (`kind`: "sse" or "ndjson") fed in pieces cut at `cuts`, then
+/// closed. Returns `(items, error, last_event_id, retry)`: items are
+/// `("data", bytes, data_at)`, `("end", event, None)` and `("feed", None, None)`
+/// after each feed. Test entry point.
+#[pyfunction]
+#[pyo3(signature = (kind, data, cuts, *, max_line=crate::framing::DEFAULT_MAX_LINE, dialect=None))]
+#[allow(clippy::type_complexity)]
+fn frames<'py>(
+    py: Python<'py>,
+    kind: &str,
+    data: &[u8],
+    cuts: Vec<usize>,
+    max_line: usize,
+    dialect: Option<&str>,
+) -> PyResult<(Bound<'py, PyList>, Option<Py<PyAny>>, Option<String>, Option<u64>)> {
+    let mut sink = FrameList { py, items: PyList::empty(py) };
+    let mut bounds: Vec<usize> = cuts.into_iter().filter(|&c| c <= data.len()).collect();
+    bounds.push(data.len());
+    let mut sse = SseDecoder::new(max_line);
+    let mut ndjson = NdjsonDecoder::new();
+    let is_sse = match kind {
+        "sse" => true,
+        "ndjson" => false,
+        _ => return Err(pyo3::exceptions::PyValueError::new_err("kind must be 'sse' or 'ndjson'")),
+    };
+    let result = guard(py, || -> crate::error::Result<()> {
+        let mut start = 0;
+        for end in bounds {
+            let end = end.max(start);
+            let piece = &data[start..end];
+            if is_sse { sse.feed(piece, &mut sink)? } else { ndjson.feed(piece, &mut sink)? }
+            sink.items.append(("feed", py.None(), py.None())).map_err(py_failed)?;
+            start = end;
+        }
+        if is_sse { sse.close(&mut sink) } else { ndjson.close(&mut sink) }
+    })?;
+    let error = result.err().map(|err| to_py_err(py, &err, dialect).into_value(py).into_any());
+    Ok((sink.items, error, sse.last_event_id.clone(), sse.retry))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(frames, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
     m.add_class::<TokenCounter>()?;
     m.add("COVERS", PyTuple::new(m.py(), COVERS)?)?;

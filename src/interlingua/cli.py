@@ -102,7 +102,9 @@ def _demo(args) -> int:
     print("== openai -> openai ==")
     transcoder = Transcoder("openai", "openai")
     print((transcoder.feed(body) + transcoder.close()).decode())
-    return 0
+    print()
+    from .proxy import showcase  # the proxy end to end over real HTTP (needs the proxy extra)
+    return showcase.run()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -125,7 +125,7 @@ class Encoder:
             self.session.lose("$.tools", lacks(f"{kind} tool" if kind else "tools entry", self.dialect,
                                                "such tool"))
         elif block.section is not Section.TOOL_DEFINITION:
-            self._lose_block(block, "not a tool definition")
+            self._lose_block(block, "place for it among the tools")
         elif not block.fin:  # decoders read a definition whole (bounded); never in fragments
             raise TranscodeError("tool definition in fragments", dialect=self.dialect)
         else:
@@ -158,6 +158,27 @@ def merged_reasoning(items: list[Control]) -> Control:
         if isinstance(control.value, dict):
             merged.update(control.value)
     return Control("reasoning", merged, dialect=items[-1].dialect, key=items[-1].key)
+
+
+_EMPTY_OBJECT_SCHEMA = b'{"type":"object","properties":{}}'
+
+
+def object_schema(schema_raw: bytes, session: Session, name: object) -> bytes:
+    """A tool's parameter schema as openai and anthropic take it: a JSON Schema of type
+    object (both reject any other). Another dialect's schema without ``type`` (ollama
+    takes one) gets ``"type":"object"`` -- what it can only mean -- with no loss; one of
+    another type, or not an object, is replaced by an empty object schema (recorded).
+    Tool definitions are read whole (bounded by ``max_value_bytes``), so this parses."""
+    import json
+
+    schema = json.loads(schema_raw)
+    if isinstance(schema, dict) and schema.get("type") == "object":
+        return schema_raw
+    if isinstance(schema, dict) and "type" not in schema:
+        return b'{"type":"object"' + (b"," + schema_raw[1:] if len(schema) else b"}")
+    session.lose("$.tools", lacks(f"parameters of tool {name!r}, not an object schema", session.target,
+                                  "tool parameters other than an object schema", "an empty object schema is written"))
+    return _EMPTY_OBJECT_SCHEMA
 
 
 def ignore(_) -> None:

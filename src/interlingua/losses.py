@@ -33,8 +33,10 @@ INTERNAL_ATTRS = frozenset({
     "ollama_call_extra",
 })
 
-#: words of the pivot a loss reason must not contain
-INTERNAL_WORDS = tuple(sorted({s.value for s in Section} | set(INTERNAL_ATTRS) | {"canonical"}))
+#: words of the pivot a loss reason must not contain (the attribute names that are
+#: also plain words -- role, key, empty -- are left out: they may describe a field)
+INTERNAL_WORDS = tuple(sorted({s.value for s in Section} | {a for a in INTERNAL_ATTRS if "_" in a}
+                              | {"canonical"}))
 
 
 #: what a target lacks when it has no place for a whole block of a section at all

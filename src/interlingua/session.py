@@ -25,6 +25,14 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     * ``default_max_tokens``: for targets that require ``max_tokens``
       (anthropic) when the source has none.
     * ``max_depth``: JSON nesting limit.
+    * ``anthropic_thinking``: how a reasoning effort (openai ``reasoning_effort``,
+      ollama ``think``) goes into anthropic -- ``"adaptive"`` (``thinking:
+      adaptive`` + ``output_config.effort``: Claude 4.6 and later), ``"budget"``
+      (``thinking: enabled`` with a ``budget_tokens`` per effort: older models and
+      anthropic-compatible servers), or ``"auto"`` (the default: adaptive for the
+      model names in ``anthropic.controls.ADAPTIVE_MODELS``, budget otherwise).
+      ``anthropic_thinking_budgets``: effort -> budget (default
+      ``anthropic.controls.THINKING_BUDGETS``).
     * ``tool_names``: for a response transcoder, the tool names its request's
       transcoder had to change (``Transcoder.tool_names`` of that one: wire
       name -> the client's name); tool calls in the response get the client's
@@ -39,6 +47,8 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     max_depth: int = 128
     max_value_bytes: int = 1 << 20
     tool_names: dict[str, str] | None = None
+    anthropic_thinking: Literal["auto", "adaptive", "budget"] = "auto"
+    anthropic_thinking_budgets: dict[str, int] | None = None
 
 
 class Loss(msgspec.Struct, frozen=True):

@@ -183,7 +183,8 @@ def test_thinking_history_into_openai_only_with_the_option():
 
 
 def test_controls_both_ways():
-    body, losses = o2a(**openai_cases()["controls"])
+    # a Claude 4.6 model takes adaptive thinking (Options.anthropic_thinking="auto" decides by name)
+    body, losses = o2a(**{**openai_cases()["controls"], "model": "claude-opus-4-6"})
     assert body["max_tokens"] == 64 and body["metadata"] == {"user_id": "u-1"}
     assert body["thinking"] == {"type": "adaptive"}
     assert body["output_config"] == {"effort": "low", "format": {"type": "json_schema", "schema": {"type": "object"}}}

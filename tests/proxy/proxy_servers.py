@@ -201,13 +201,13 @@ class Upstream:
 
 
 def proxy_config(upstream_url: str, **server) -> dict:
-    """Backends ``openai/*``, ``anthropic/*``, ``ollama/*`` (and ``slow-<dialect>/*`` with a 0.5 s read timeout)."""
+    """Backends ``openai/*``, ``anthropic/*``, ``ollama/*`` (and ``slow-<dialect>/*`` with a 0.3 s read timeout)."""
     backends = []
     for dialect in ("openai", "anthropic", "ollama"):
         backends.append({"name": dialect, "dialect": dialect, "url": upstream_url, "models": [f"{dialect}/*"],
                          "api_key": f"upstream-key-{dialect}"})
         backends.append({"name": f"slow-{dialect}", "dialect": dialect, "url": upstream_url,
-                         "models": [f"slow-{dialect}/*"], "read_timeout": 0.5})
+                         "models": [f"slow-{dialect}/*"], "read_timeout": 0.3})
     return {"server": {"log_requests": True, **server}, "backends": backends}
 
 

@@ -400,26 +400,45 @@ class ProxyApp:
         exchange.stream = kind == "stream"
         answer = Transcoder(backend.dialect, client, kind=kind, options=self.config.options)
         exchange.response_losses = answer.losses
-        exchange.status = 200
         headers = [(b"content-type", STREAM_TYPES[client] if exchange.stream else JSON),
                    (LOSS_HEADER, str(len(exchange.request_losses)).encode())]
         if exchange.stream:
             headers.append((b"cache-control", b"no-cache"))
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        failed: list[BaseException] = []
 
         def aborted(exc: BaseException) -> None:
+            failed.append(exc)
             exchange.error = f"upstream failed mid-response: {exc}"
 
         pieces = transcode_stream(response.chunks(), answer, abort_on=(UpstreamError, TranscodeError),
                                   on_abort=aborted)
+        started = False
         try:
             async with aclosing(pieces):
                 async for piece in pieces:
+                    if not started:  # the status goes with the first piece: a failure before it gets a real one
+                        if failed:
+                            raise _before_any_byte(failed[0])
+                        await send({"type": "http.response.start", "status": 200, "headers": headers})
+                        started, exchange.status = True, 200
                     await send({"type": "http.response.body", "body": piece, "more_body": True})
+            if not started:
+                if failed:
+                    raise _before_any_byte(failed[0])
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+                exchange.status = 200
             exchange.finished = True
             await send({"type": "http.response.body", "body": b""})
         except OSError:  # the server says the client is gone
             exchange.status, exchange.error = 499, "client disconnected"
+
+
+def _before_any_byte(exc: BaseException) -> RequestFailed:
+    """An upstream answer that failed before anything was relayed: an HTTP error status of its own."""
+    if isinstance(exc, TranscodeError):
+        return RequestFailed(502, f"the upstream's answer is not valid: {exc}", kind="api_error")
+    return RequestFailed(getattr(exc, "status", 502), str(exc),
+                         kind="timeout_error" if getattr(exc, "status", 0) == 504 else "api_error")
 
 
 def _model_of(events) -> object:

@@ -59,7 +59,7 @@ class DemoBackend:
 
     def __init__(self, pace: float = 0.005, keep: int = 4) -> None:
         self.pace = pace
-        self.exchanges: deque[tuple[bytes, bytes]] = deque(maxlen=keep)
+        self.exchanges: deque[tuple[bytes, bytearray]] = deque(maxlen=keep)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -83,18 +83,18 @@ class DemoBackend:
             request = {}
         text, call = reply_blocks(request)
         model = request.get("model", "demo")
-        sent: list[bytes] = []
+        sent = bytearray()
+        self.exchanges.append((raw, sent))  # filled as it is sent: a client may look as soon as it has it all
         stream = bool(request.get("stream"))
         content_type = b"text/event-stream" if stream else b"application/json"
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", content_type)]})
         pieces = self._events(model, text, call) if stream else [self._message(model, text, call)]
         for piece in pieces:
-            sent.append(piece)
+            sent += piece
             await send({"type": "http.response.body", "body": piece, "more_body": True})
             if stream and self.pace:
                 await anyio.sleep(self.pace)
         await send({"type": "http.response.body", "body": b""})
-        self.exchanges.append((raw, b"".join(sent)))
 
     @staticmethod
     def _usage(text: str) -> dict:

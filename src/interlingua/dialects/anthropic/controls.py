@@ -22,9 +22,11 @@ Reasoning on without a budget (ollama ``think: true``) is adaptive thinking.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ...canonical import Control
+from ...encoding import object_schema
 from ...jsonwriter import dumps
 from ...losses import lacks, path_subject
 
@@ -160,18 +162,18 @@ def encode(controls: dict[str, list[Control]], session) -> list[tuple[str, bytes
     """
     out: list[tuple[str, bytes]] = []
     given = {name: _first(items, session) for name, items in controls.items() if name != "reasoning"}
+    max_tokens = _max_tokens(given, session)
     for name, control in given.items():
         key = _SAME.get(name)
-        if key is None:
+        if key is None or name == "max_output_tokens":
             continue
         out.append((key, dumps(control.value)))
-    if "max_output_tokens" not in given:
-        out.append(("max_tokens", dumps(session.options.default_max_tokens)))
     if "stop" in given:
         stop = given["stop"].value
         out.append(("stop_sequences", dumps([stop] if isinstance(stop, str) else stop)))
-    _tool_choice(given, session, out)
-    _reasoning(controls.get("reasoning", []), given, session, out)
+    forced = _tool_choice(given, session, out)
+    max_tokens = _reasoning(controls.get("reasoning", []), given, session, out, max_tokens, forced)
+    out.insert(0, ("max_tokens", dumps(max_tokens)))
     if "user" in given:
         out.append(("metadata", dumps({"user_id": given["user"].value})))
     if "service_tier" in given:
@@ -210,7 +212,30 @@ def _lose(session, control: Control, what: str, done: str | None = None, sub: st
     session.lose(where, lacks(path_subject(where), DIALECT, what, done), dialect=control.dialect)
 
 
-def _tool_choice(given: dict, session, out: list) -> None:
+def _max_tokens(given: dict, session) -> int | None:
+    """anthropic's required ``max_tokens`` (an integer): the source's, an integral float
+    as its integer, another number rounded down (recorded); ``None``: the source gave
+    none (``_reasoning`` settles it)."""
+    control = given.get("max_output_tokens")
+    if control is None:
+        return None
+    value = control.value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _lose(session, control, f"max_tokens that is not a number ({value!r})", "Options.default_max_tokens is written")
+        return None
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            _lose(session, control, f"max_tokens that is not a number ({value!r})",
+                  "Options.default_max_tokens is written")
+            return None
+        if not value.is_integer():
+            _lose(session, control, f"fractional max_tokens ({value!r})", "rounded down")
+        value = int(value)
+    return value
+
+
+def _tool_choice(given: dict, session, out: list) -> bool:
+    """Writes ``tool_choice``; returns whether it forces tool use (``any``/``tool``)."""
     choice = None
     if "tool_choice" in given:
         value = given["tool_choice"].value or {}
@@ -233,13 +258,54 @@ def _tool_choice(given: dict, session, out: list) -> None:
             choice["disable_parallel_tool_use"] = True
     if choice is not None:
         out.append(("tool_choice", dumps(choice)))
+    return choice is not None and choice["type"] in ("any", "tool")
 
 
-def _reasoning(items: list[Control], given: dict, session, out: list) -> None:
+#: ``Options.anthropic_thinking="auto"``: models that take adaptive thinking and
+#: ``output_config.effort`` (Claude 4.6 and later, every 5.x and later family);
+#: any other model -- older Claude models, anthropic-compatible servers -- gets
+#: manual thinking with a budget.
+ADAPTIVE_MODELS = re.compile(
+    r"(?:.*[/.:])?claude-(?:(?:opus|sonnet|haiku)-4-(?:[6-9]|[1-9]\d)|[a-z]+-(?:[5-9]|[1-9]\d)|mythos|fable)(?!\d)")
+#: default ``Options.anthropic_thinking_budgets``: each effort's thinking budget; the
+#: openai decoder's reverse table (< 2048 low, < 8192 medium, else high) gives each back
+THINKING_BUDGETS = {"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384, "xhigh": 32768, "max": 65536}
+_MIN_BUDGET = 1024  # anthropic's least budget_tokens
+
+
+def thinking_mode(session, model: Any) -> str:
+    """``adaptive`` or ``budget``: ``Options.anthropic_thinking``, ``auto`` decided by the model name."""
+    mode = session.options.anthropic_thinking
+    if mode != "auto":
+        return mode
+    return "adaptive" if isinstance(model, str) and ADAPTIVE_MODELS.match(model) else "budget"
+
+
+def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens: int | None,
+               forced: bool) -> int:
+    """Writes ``thinking`` / ``output_config``; returns the ``max_tokens`` to write.
+
+    * effort (openai ``reasoning_effort``, ollama think levels) in ``adaptive``
+      mode: ``thinking: adaptive`` plus ``output_config.effort``; in ``budget``
+      mode: ``thinking: enabled`` with the effort's budget
+      (``Options.anthropic_thinking_budgets``) and no effort field;
+    * a budget must be below ``max_tokens``: when the source gave no max tokens,
+      ``max_tokens`` is ``Options.default_max_tokens`` plus the budget (thinking
+      counts toward it); when it did, a budget that does not fit is cut to
+      ``max_tokens - 1`` (recorded), and when not even 1024 fits, thinking is off
+      (recorded);
+    * a forced tool choice (openai ``required`` or a named function) and thinking
+      cannot go together (anthropic rejects it): the tool choice is kept -- the
+      caller's control flow depends on it -- and thinking is a recorded loss
+      (in adaptive mode ``output_config.effort`` stays: it is not thinking).
+    """
     merged: dict = {}
     for control in items:
         if isinstance(control.value, dict):
             merged.update(control.value)
+    model = given["model"].value if "model" in given else None
+    mode = thinking_mode(session, model)
+    budgets = session.options.anthropic_thinking_budgets or THINKING_BUDGETS
     output_config: dict = {}
     thinking = None
     effort = merged.get("effort")
@@ -250,16 +316,29 @@ def _reasoning(items: list[Control], given: dict, session, out: list) -> None:
             if effort not in _EFFORTS:
                 _lose(session, items[-1], f"effort level {effort!r}", "approximated as 'low'")
                 effort = "low"
-            output_config["effort"] = effort
-            thinking = {"type": "adaptive"}
+            if mode == "adaptive":
+                output_config["effort"] = effort
+                thinking = {"type": "adaptive"}
+            else:
+                thinking = {"type": "enabled", "budget_tokens": budgets.get(effort, THINKING_BUDGETS[effort])}
     elif merged.get("enabled") is False:
         thinking = {"type": "disabled"}
     elif merged.get("adaptive") or (merged.get("enabled") is True and "budget_tokens" not in merged):
-        thinking = {"type": "adaptive"}  # on, no budget given (ollama think: true): the model decides
+        # on, no budget given (ollama think: true): the model decides, or openai's default depth
+        thinking = {"type": "adaptive"} if mode == "adaptive" else {
+            "type": "enabled", "budget_tokens": budgets.get("medium", THINKING_BUDGETS["medium"])}
     elif isinstance(merged.get("budget_tokens"), int):
         thinking = {"type": "enabled", "budget_tokens": merged["budget_tokens"]}
     elif items:
         _lose(session, items[-1], "such reasoning setting")
+    if forced and thinking is not None and thinking["type"] != "disabled":
+        _lose(session, items[-1], "thinking together with a forced tool choice",
+              "the tool choice is kept, thinking is off")
+        thinking = None
+    if thinking is not None and thinking["type"] == "enabled":
+        thinking, max_tokens = _fit_budget(thinking, max_tokens, items[-1], session)
+    if max_tokens is None:
+        max_tokens = session.options.default_max_tokens
     if "response_format" in given:
         fmt = given["response_format"].value or {}
         kind = fmt.get("type")
@@ -276,6 +355,25 @@ def _reasoning(items: list[Control], given: dict, session, out: list) -> None:
         out.append(("thinking", dumps(thinking)))
     if output_config:
         out.append(("output_config", dumps(output_config)))
+    return max_tokens
+
+
+def _fit_budget(thinking: dict, max_tokens: int | None, control: Control, session):
+    """``(thinking or None, max_tokens)`` with ``1024 <= budget_tokens < max_tokens``."""
+    budget = thinking["budget_tokens"]
+    if budget < _MIN_BUDGET:
+        _lose(session, control, f"thinking budget below {_MIN_BUDGET} ({budget})", f"raised to {_MIN_BUDGET}")
+        budget = _MIN_BUDGET
+    if max_tokens is None:
+        return {"type": "enabled", "budget_tokens": budget}, session.options.default_max_tokens + budget
+    if budget < max_tokens:
+        return {"type": "enabled", "budget_tokens": budget}, max_tokens
+    if max_tokens - 1 >= _MIN_BUDGET:
+        _lose(session, control, f"thinking budget of max_tokens or more ({budget})", f"cut to {max_tokens - 1}")
+        return {"type": "enabled", "budget_tokens": max_tokens - 1}, max_tokens
+    _lose(session, control, f"room below max_tokens {max_tokens} for the least thinking budget ({_MIN_BUDGET})",
+          "thinking is off")
+    return None, max_tokens
 
 
 # -- tools ------------------------------------------------------------------------
@@ -315,5 +413,7 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
             body += b"," + value.encode()
         elif key not in ("name", "legacy", "dialect"):
             session.lose("$.tools", lacks(f"{key} of a tool", DIALECT, "field for it"))
+    if schema_raw and session.source != DIALECT:
+        schema_raw = object_schema(schema_raw, session, attrs.get("name"))
     body += b',"input_schema":' + (schema_raw or b'{"type":"object","properties":{}}')
     return body + b"}"

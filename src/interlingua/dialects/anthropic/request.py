@@ -816,6 +816,8 @@ class RequestEncoder(Encoder):
         if s is not TOOL_RESULT and not attrs.get("in_result"):
             self._close_result()
         if s is SYSTEM_INSTRUCTION:
+            if self.foreign and block.fin and not block.payload:
+                return None  # an empty system text: absent means the same, and anthropic rejects it
             if attrs.get("in_messages"):
                 return self._text(block, attrs, self._message_for(block, "system", attrs, True))
             target = self._system_target(block, attrs)

@@ -77,6 +77,7 @@ from ...losses import lacks
 from ...session import Session
 
 DIALECT = "anthropic"
+_BLOCK_DELTA_KEYS = frozenset({"text", "thinking", "partial_json", "signature", "citation"})
 
 
 
@@ -404,6 +405,8 @@ class StreamDecoder(_Base):
             skip_value(self, kind, value, offset)
         elif key in ("stop_reason", "stop_sequence"):
             self.read_value(kind, value, offset, lambda v: self._stop(key, v))
+        elif key not in _BLOCK_DELTA_KEYS:  # message_delta's container, stop_details ...: no canonical field
+            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose_member("$.delta." + key))
         elif b is None:
             raise self.error(f"{key} delta outside a content block", offset)
         elif key in ("text", "thinking"):
@@ -414,11 +417,8 @@ class StreamDecoder(_Base):
             self.read_string(kind, value, offset, lambda data, i, f: b.partial_json(data), key)
         elif key == "signature":
             self.read_value(kind, value, offset, b._signature)
-        elif key == "citation":
+        else:  # citation
             self.read_raw(kind, value, offset, b.citation)
-        else:
-            self.read_raw(kind, value, offset, lambda raw: self.session.lose(
-                "$.delta." + key, "delta member has no canonical field"))
 
     def _stop(self, key: str, value: Any) -> None:
         reason, seq = self.f_stop or (None, None)

@@ -218,6 +218,7 @@ def tool_to_canonical(tool: dict, legacy: bool) -> tuple[dict, Any] | None:
 
 def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
     """The openai tool object for a canonical tool definition (compact JSON)."""
+    from ...encoding import object_schema
     from ...jsonwriter import dumps
 
     body = b'{"name":' + dumps(session.tool_name_out(attrs.get("name"), "$.tools"))
@@ -228,6 +229,8 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
             body += b"," + value.encode()
         elif key not in ("name", "legacy", "dialect"):
             session.lose("$.tools", lacks(f"{key} of a tool", "openai", "field for it"))
+    if schema_raw and session.source != "openai":
+        schema_raw = object_schema(schema_raw, session, attrs.get("name"))
     if schema_raw:
         body += b',"parameters":' + schema_raw
     body += b"}"

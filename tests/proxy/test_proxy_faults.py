@@ -1,0 +1,239 @@
+"""Faults through the proxy over real HTTP, with each upstream client (aiohttp and httpx2).
+
+Upstream errors, a dropped connection, a silent upstream, a client that goes
+away, and the client's own mistakes (bad JSON, oversize body, no or wrong
+key, unknown model): each gets its status and an error body in the client's
+own dialect, which its official client reads as the matching exception.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import anthropic
+import httpx2
+import ollama
+import openai
+import pytest
+
+from proxy_servers import running
+
+DIALECTS = ("openai", "anthropic", "ollama")
+PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages", "ollama": "/api/chat"}
+GOOD_KEY = "good-key"
+LIMIT = 4000
+
+
+def body_for(client: str, model: str, *, stream: bool = True, text: str = "hi") -> bytes:
+    extra = ',"max_tokens":50' if client == "anthropic" else ""
+    return json.dumps({"model": model, "messages": [{"role": "user", "content": text}],
+                       "stream": stream})[:-1].encode() + extra.encode() + b"}"
+
+
+@pytest.fixture(scope="module", params=["aiohttp", "httpx2"])
+def servers(request):
+    with running(pace=0.001, upstream_client=request.param, api_keys=[GOOD_KEY], max_body_bytes=LIMIT) as pair:
+        yield pair
+
+
+def post(proxy, client: str, body: bytes, headers: dict | None = None):
+    headers = {"authorization": f"Bearer {GOOD_KEY}"} if headers is None else headers
+    with httpx2.Client(timeout=10) as http:
+        response = http.post(proxy.url + PATHS[client], content=body, headers=headers)
+        return response.status_code, response.content, response.headers
+
+
+def error_message(client: str, body: bytes) -> str:
+    """The message of an error body, checking it has the client dialect's shape."""
+    data = json.loads(body)
+    if client == "anthropic":
+        assert data["type"] == "error" and set(data["error"]) == {"type", "message"}
+        return data["error"]["message"]
+    if client == "openai":
+        assert set(data["error"]) >= {"message", "type", "param", "code"}
+        return data["error"]["message"]
+    assert set(data) == {"error"}
+    return data["error"]
+
+
+# -- upstream answers an error ---------------------------------------------------------------
+
+MAPPED = {400: 400, 401: 502, 429: 429, 500: 500, 529: 503}
+
+
+@pytest.mark.parametrize("status", sorted(MAPPED))
+@pytest.mark.parametrize("backend", DIALECTS)
+@pytest.mark.parametrize("client", DIALECTS)
+def test_upstream_error_status_and_body_in_the_client_dialect(servers, client, backend, status):
+    proxy, _ = servers
+    got, body, _ = post(proxy, client, body_for(client, f"{backend}/fault-{status}"))
+    expected = 529 if (status == 529 and client == "anthropic") else MAPPED[status]
+    assert got == expected
+    assert f"upstream says {status}" in error_message(client, body)
+
+
+def test_official_clients_raise_their_own_exceptions(servers):
+    proxy, _ = servers
+    headers = {"authorization": f"Bearer {GOOD_KEY}"}
+    o = openai.OpenAI(base_url=proxy.url + "/v1", api_key=GOOD_KEY, max_retries=0)
+    with pytest.raises(openai.RateLimitError, match="upstream says 429"):
+        o.chat.completions.create(model="anthropic/fault-429", messages=[{"role": "user", "content": "x"}])
+    a = anthropic.Anthropic(base_url=proxy.url, api_key=GOOD_KEY, max_retries=0)
+    with pytest.raises(anthropic.APIStatusError, match="upstream says 529") as info:
+        a.messages.create(model="openai/fault-529", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+    assert info.value.status_code == 529
+    with pytest.raises(ollama.ResponseError, match="upstream says 500") as oinfo:
+        ollama.Client(host=proxy.url, headers=headers).chat(model="openai/fault-500", stream=False,
+                                                            messages=[{"role": "user", "content": "x"}])
+    assert oinfo.value.status_code == 500
+    with pytest.raises(openai.NotFoundError):
+        o.chat.completions.create(model="nobody-serves-this", messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(anthropic.AuthenticationError):
+        anthropic.Anthropic(base_url=proxy.url, api_key="wrong", max_retries=0).messages.create(
+            model="openai/response-text-tool", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+
+
+# -- upstream fails after the answer started ---------------------------------------------------
+
+def stream_pieces(proxy, client: str, model: str) -> tuple[int, list[bytes]]:
+    with httpx2.Client(timeout=10) as http:
+        with http.stream("POST", proxy.url + PATHS[client], content=body_for(client, model),
+                         headers={"x-api-key": GOOD_KEY}) as response:
+            return response.status_code, list(response.iter_raw())
+
+
+def ends_with_error_event(client: str, data: bytes) -> bool:
+    if client == "anthropic":
+        last = data.strip().split(b"\n\n")[-1]
+        return last.startswith(b"event: error\n") and json.loads(last.split(b"data: ", 1)[1])["type"] == "error"
+    if client == "openai":
+        events = data.strip().split(b"\n\n")
+        return events[-1] == b"data: [DONE]" and "error" in json.loads(events[-2][6:])
+    return "error" in json.loads(data.strip().split(b"\n")[-1])
+
+
+@pytest.mark.parametrize("backend", DIALECTS)
+@pytest.mark.parametrize("client", DIALECTS)
+def test_connection_dropped_mid_stream_ends_with_the_client_error_event(servers, client, backend):
+    proxy, _ = servers
+    status, pieces = stream_pieces(proxy, client, f"{backend}/fault-drop")
+    assert status == 200
+    assert ends_with_error_event(client, b"".join(pieces))
+
+
+@pytest.mark.parametrize("client", DIALECTS)
+def test_upstream_silent_longer_than_the_timeout(servers, client):
+    proxy, _ = servers
+    started = time.monotonic()
+    status, body, _ = post(proxy, client, body_for(client, "slow-anthropic/fault-slow-start"))
+    assert status == 504 and "timeout" in error_message(client, body)
+    status, pieces = stream_pieces(proxy, client, "slow-openai/fault-slow-mid")
+    assert status == 200 and ends_with_error_event(client, b"".join(pieces))
+    assert time.monotonic() - started < 2 * 0.3 + 1.0  # two read timeouts of 0.3 s, not the upstream's 2 s
+
+
+@pytest.mark.parametrize("client", DIALECTS)
+def test_client_disconnect_closes_the_upstream_connection_within_a_second(servers, client):
+    proxy, upstream = servers
+    before = len(upstream.received)
+    body = body_for(client, "ollama/fault-hang")
+    with socket.create_connection(("127.0.0.1", proxy.port)) as sock:
+        sock.sendall(b"POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                     b"x-api-key: %s\r\ncontent-length: %d\r\n\r\n%s"
+                     % (PATHS[client].encode(), GOOD_KEY.encode(), len(body), body))
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")  # the answer has started
+        [record] = upstream.received[before:]
+        while record.sent_at is None:  # the upstream is now holding the stream open
+            time.sleep(0.01)
+    closed_by_client = time.monotonic()
+    deadline = closed_by_client + 3
+    while record.closed_at is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert record.closed_at is not None, "the upstream never saw its connection close"
+    assert record.closed_at - closed_by_client < 1.0
+
+
+# -- the client's mistakes -------------------------------------------------------------------
+
+@pytest.mark.parametrize("client", DIALECTS)
+def test_malformed_json_is_400_naming_offset_and_path(servers, client):
+    proxy, upstream = servers
+    bad = b'{"model":"openai/response-text-tool","messages":[{"role":"user","content":"hi"},]}'
+    status, body, _ = post(proxy, client, bad)
+    assert status == 400
+    message = error_message(client, body)
+    assert f"byte {bad.index(b',]') + 1}" in message and "$.messages[1]" in message
+    if client == "openai":
+        assert json.loads(body)["error"]["param"].startswith("$.messages")
+
+
+@pytest.mark.parametrize("client", DIALECTS)
+def test_invalid_body_after_routing_drops_the_upstream_request(servers, client):
+    """The model is known early (ollama key order), the body breaks later: 400, and nothing is answered upstream."""
+    proxy, upstream = servers
+    before = len(upstream.received)
+    bad = b'{"model":"anthropic/response-text-tool","messages":[{"role":"user","content":"hi"}' + b" " * 100 + b"}"
+    status, body, _ = post(proxy, client, bad)
+    assert status == 400 and "byte" in error_message(client, body)
+    time.sleep(0.05)
+    assert all(not r.valid for r in upstream.received[before:])  # a cut body, if it arrived at all
+
+
+@pytest.mark.parametrize("client", DIALECTS)
+def test_oversize_body_is_413(servers, client):
+    proxy, _ = servers
+    big = body_for(client, "openai/response-text-tool", text="x" * LIMIT)
+    status, body, _ = post(proxy, client, big)  # content-length says it
+    assert status == 413 and str(LIMIT) in error_message(client, body)
+
+    def chunks():  # no content-length: counted as it arrives
+        for i in range(0, len(big), 512):
+            yield big[i:i + 512]
+    with httpx2.Client() as http:
+        response = http.post(proxy.url + PATHS[client], content=chunks(),
+                             headers={"authorization": f"Bearer {GOOD_KEY}"})
+    assert response.status_code == 413
+
+
+@pytest.mark.parametrize("headers", [{}, {"authorization": "Bearer nope"}, {"x-api-key": "nope"},
+                                     {"authorization": GOOD_KEY}], ids=["none", "bearer", "x-api-key", "no-scheme"])
+@pytest.mark.parametrize("client", DIALECTS)
+def test_missing_or_wrong_key_is_401(servers, client, headers):
+    proxy, upstream = servers
+    marker = f"openai/response-text-tool@0.001-{client}-{sorted(headers.items())}"
+    status, body, _ = post(proxy, client, body_for(client, marker), headers=headers)
+    assert status == 401 and "API key" in error_message(client, body)
+    assert not any(marker.encode() in r.body for r in upstream.received)  # nothing went upstream
+
+
+@pytest.mark.parametrize("headers", [{"authorization": f"Bearer {GOOD_KEY}"}, {"x-api-key": GOOD_KEY}])
+def test_either_key_header_is_accepted(servers, headers):
+    proxy, _ = servers
+    assert post(proxy, "openai", body_for("openai", "openai/response-text-tool", stream=False), headers)[0] == 200
+
+
+@pytest.mark.parametrize("client", DIALECTS)
+def test_unknown_model_is_404(servers, client):
+    proxy, upstream = servers
+    status, body, _ = post(proxy, client, body_for(client, "gemini-9"))
+    assert status == 404 and "gemini-9" in error_message(client, body)
+    status, body, _ = post(proxy, client, b'{"messages":[]}')
+    assert status == 400 and "model" in error_message(client, body)
+    assert not any(b"gemini-9" in r.body for r in upstream.received)
+
+
+def test_listing_endpoints(servers):
+    proxy, _ = servers
+    with httpx2.Client() as http:
+        assert http.get(proxy.url + "/healthz").json() == {"status": "ok"}
+        assert http.get(proxy.url + "/v1/models").status_code == 401
+        auth = {"authorization": f"Bearer {GOOD_KEY}"}
+        assert http.get(proxy.url + "/v1/models", headers=auth).json()["object"] == "list"
+        assert "has_more" in http.get(proxy.url + "/v1/models",
+                                      headers={"x-api-key": GOOD_KEY, "anthropic-version": "2023-06-01"}).json()
+        assert "models" in http.get(proxy.url + "/api/tags", headers=auth).json()
+        assert http.get(proxy.url + "/v1/chat/completions", headers=auth).status_code == 405
+        missing = http.get(proxy.url + "/nowhere", headers=auth)
+        assert missing.status_code == 404 and "error" in missing.json()

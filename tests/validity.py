@@ -1,0 +1,590 @@
+"""What each API rejects beyond its official client's types: the validity layer of the test suite.
+
+The clients' types are loose (a ``str`` for a tool name, a ``dict`` for a
+schema); the APIs behind them refuse more. ``RULES`` lists, per dialect and
+kind, each such rule with a one-line reason and where it is stated (API
+reference, or the API's own error message as users report it). ``check`` runs
+them over a body or a stream.
+
+``install()`` (called by ``tests/conftest.py``) makes every cross-dialect
+``Transcoder`` of the test suite -- rpt scenarios, client-capture tests,
+property tests, any new test -- check its output when it closes: an output
+that breaks a rule of its target fails the test, unless the *input* already
+breaks a rule of its own dialect (garbage in: no promise; ``SKIPPED`` counts
+those). Both backends: it wraps whichever ``Transcoder`` class
+``interlingua`` exports, and the Python one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
+NAME = {"openai": re.compile(r"[a-zA-Z0-9_-]{1,64}"), "anthropic": re.compile(r"[a-zA-Z0-9_-]{1,128}")}
+OPENAI_ID_MAX = 40
+THINKING_MIN_BUDGET = 1024
+ANTHROPIC_IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
+
+_ANTHROPIC_REF = "Anthropic Messages API reference (platform.claude.com/docs/en/api/messages)"
+_OPENAI_REF = "OpenAI Chat Completions API reference (platform.openai.com/docs/api-reference/chat/create)"
+_OLLAMA_REF = "Ollama API docs (github.com/ollama/ollama/blob/main/docs/api.md) and its Go request types"
+
+
+@dataclass(frozen=True)
+class Rule:
+    dialect: str
+    kinds: tuple[str, ...]
+    name: str
+    reason: str
+    where: str
+    check: Callable[[object], Iterator[str]]
+    #: False: the API takes it, but the input is incoherent for every other API (an
+    #: ollama tool result answering no call); checked on inputs only, never on outputs
+    enforced: bool = True
+
+
+RULES: list[Rule] = []
+
+
+def rule(dialect: str, kinds: str, name: str, reason: str, where: str, enforced: bool = True):
+    def register(fn):
+        RULES.append(Rule(dialect, tuple(kinds.split()), name, reason, where, fn, enforced))
+        return fn
+    return register
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _messages(body) -> list:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+
+
+def _blocks(content) -> list:
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+# =====================================================================================
+# anthropic requests
+# =====================================================================================
+
+
+@rule("anthropic", "request", "max_tokens-integer",
+      "max_tokens is required and an integer >= 1 (0 only for a count-only call)",
+      f"{_ANTHROPIC_REF}: max_tokens integer, required")
+def _a_max_tokens(body):
+    value = body.get("max_tokens")
+    if not _is_int(value) or value < 1:
+        yield f"max_tokens {value!r}"
+
+
+@rule("anthropic", "request", "messages-present",
+      "messages must hold at least one message",
+      f"{_ANTHROPIC_REF}: 'messages: at least one message is required'")
+def _a_messages(body):
+    if not _messages(body):
+        yield "no messages"
+
+
+@rule("anthropic", "request", "message-roles",
+      "a message's role is user or assistant (system goes top-level)",
+      f"{_ANTHROPIC_REF}: role enum user | assistant")
+def _a_roles(body):
+    for i, m in enumerate(_messages(body)):
+        if m.get("role") not in ("user", "assistant"):
+            yield f"messages[{i}].role {m.get('role')!r}"
+
+
+@rule("anthropic", "request", "content-non-empty",
+      "every message has non-empty content, except an optional final assistant message",
+      "Anthropic API error 'all messages must have non-empty content except for the optional "
+      "final assistant message'")
+def _a_content_non_empty(body):
+    messages = _messages(body)
+    for i, m in enumerate(messages):
+        content = m.get("content")
+        if content in ("", []) and not (i == len(messages) - 1 and m.get("role") == "assistant"):
+            yield f"messages[{i}] has empty content"
+
+
+def _anthropic_text_blocks(body) -> Iterator[tuple[str, dict]]:
+    system = body.get("system")
+    for j, b in enumerate(_blocks(system)):
+        yield f"system[{j}]", b
+    for i, m in enumerate(_messages(body)):
+        for j, b in enumerate(_blocks(m.get("content"))):
+            yield f"messages[{i}].content[{j}]", b
+            if b.get("type") == "tool_result":
+                for k, inner in enumerate(_blocks(b.get("content"))):
+                    yield f"messages[{i}].content[{j}].content[{k}]", inner
+
+
+@rule("anthropic", "request", "text-block-non-empty",
+      "a text block's text is not empty (system, messages, tool_result content)",
+      "Anthropic API error 'messages: text content blocks must be non-empty'")
+def _a_text_non_empty(body):
+    for where, b in _anthropic_text_blocks(body):
+        if b.get("type") == "text" and b.get("text") == "":
+            yield f"{where} is an empty text block"
+
+
+def _custom_tools(body) -> Iterator[tuple[int, dict]]:
+    tools = body.get("tools")
+    for i, t in enumerate(tools if isinstance(tools, list) else []):
+        if isinstance(t, dict) and t.get("type") in (None, "custom"):
+            yield i, t
+
+
+@rule("anthropic", "request", "input-schema-object",
+      "a custom tool's input_schema is a JSON Schema of type object",
+      f"{_ANTHROPIC_REF}: tools[].input_schema.type: 'object' (required)")
+def _a_input_schema(body):
+    for i, t in _custom_tools(body):
+        schema = t.get("input_schema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            yield f"tools[{i}].input_schema {schema!r}"
+
+
+@rule("anthropic", "request", "tool-name-pattern",
+      "a tool name matches ^[a-zA-Z0-9_-]{1,128}$ (definitions, tool_use, tool_choice)",
+      "Anthropic API error 'tools.N.custom.name: String should match pattern ^[a-zA-Z0-9_-]{1,128}$'")
+def _a_tool_names(body):
+    for i, t in _custom_tools(body):
+        if not isinstance(t.get("name"), str) or not NAME["anthropic"].fullmatch(t["name"]):
+            yield f"tools[{i}].name {t.get('name')!r}"
+    for i, m in enumerate(_messages(body)):
+        for j, b in enumerate(_blocks(m.get("content"))):
+            if b.get("type") == "tool_use" and not NAME["anthropic"].fullmatch(str(b.get("name", ""))):
+                yield f"messages[{i}].content[{j}].name {b.get('name')!r}"
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "tool":
+        if not NAME["anthropic"].fullmatch(str(choice.get("name", ""))):
+            yield f"tool_choice.name {choice.get('name')!r}"
+
+
+@rule("anthropic", "request", "tool-id-pattern",
+      "tool_use.id and tool_result.tool_use_id match ^[a-zA-Z0-9_-]+$",
+      "Anthropic API error 'messages.N.content.M.tool_use.id: String should match pattern "
+      "^[a-zA-Z0-9_-]+$'")
+def _a_tool_ids(body):
+    for i, m in enumerate(_messages(body)):
+        for j, b in enumerate(_blocks(m.get("content"))):
+            key = {"tool_use": "id", "tool_result": "tool_use_id"}.get(b.get("type"))
+            if key and not ANTHROPIC_ID.fullmatch(str(b.get(key, ""))):
+                yield f"messages[{i}].content[{j}].{key} {b.get(key)!r}"
+
+
+@rule("anthropic", "request", "tool-pairing",
+      "each tool_use is answered by a tool_result in the next (user) message, and each "
+      "tool_result answers a tool_use of the message before it",
+      "Anthropic API errors 'tool_use ids were found without tool_result blocks immediately "
+      "after' / 'unexpected tool_use_id found in tool_result blocks'")
+def _a_pairing(body):
+    messages = _messages(body)
+    for i, m in enumerate(messages):
+        blocks = _blocks(m.get("content"))
+        calls = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
+        results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+        if results:
+            before = _blocks(messages[i - 1].get("content")) if i else []
+            asked = {b.get("id") for b in before if b.get("type") == "tool_use"}
+            for r in results:
+                if r not in asked:
+                    yield f"messages[{i}]: tool_result {r!r} answers no tool_use of messages[{i - 1}]"
+        if calls and i + 1 < len(messages):
+            after = {b.get("tool_use_id") for b in _blocks(messages[i + 1].get("content"))
+                     if b.get("type") == "tool_result"}
+            for c in calls:
+                if c not in after:
+                    yield f"messages[{i}]: tool_use {c!r} has no tool_result in messages[{i + 1}]"
+
+
+@rule("anthropic", "request", "thinking-budget",
+      "thinking.budget_tokens is an integer >= 1024 and below max_tokens",
+      f"{_ANTHROPIC_REF}: ThinkingConfigEnabled.budget_tokens ('>= 1024 and less than max_tokens')")
+def _a_thinking_budget(body):
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        budget = thinking.get("budget_tokens")
+        if not _is_int(budget) or budget < THINKING_MIN_BUDGET or (
+                _is_int(body.get("max_tokens")) and budget >= body["max_tokens"]):
+            yield f"thinking.budget_tokens {budget!r} with max_tokens {body.get('max_tokens')!r}"
+
+
+@rule("anthropic", "request", "thinking-vs-forced-tool",
+      "thinking (enabled or adaptive) with a tool_choice that forces tool use (any, tool)",
+      "Anthropic API error 'Thinking may not be enabled when tool_choice forces tool use' "
+      "(extended-thinking docs: only auto or none)")
+def _a_thinking_forced(body):
+    thinking = body.get("thinking")
+    choice = body.get("tool_choice")
+    if (isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
+            and isinstance(choice, dict) and choice.get("type") in ("any", "tool")):
+        yield f"thinking {thinking.get('type')} with tool_choice {choice.get('type')}"
+
+
+@rule("anthropic", "request", "image-media-type",
+      "a base64 image's media_type is image/jpeg, image/png, image/gif or image/webp",
+      f"{_ANTHROPIC_REF}: Base64ImageSource.media_type enum")
+def _a_image_types(body):
+    for where, b in _anthropic_text_blocks(body):
+        source = b.get("source") if b.get("type") == "image" else None
+        if isinstance(source, dict) and source.get("type") == "base64" and \
+                source.get("media_type") not in ANTHROPIC_IMAGE_TYPES:
+            yield f"{where}.source.media_type {source.get('media_type')!r}"
+
+
+# =====================================================================================
+# openai requests
+# =====================================================================================
+
+
+@rule("openai", "request", "messages-present",
+      "messages holds at least one message",
+      "OpenAI API error \"[] is too short - 'messages'\"")
+def _o_messages(body):
+    if not _messages(body):
+        yield "no messages"
+
+
+_OPENAI_INTEGERS = ("max_tokens", "max_completion_tokens", "n", "seed", "top_logprobs")
+
+
+@rule("openai", "request", "integer-fields",
+      "max_tokens, max_completion_tokens, n, seed and top_logprobs are integers",
+      f"{_OPENAI_REF}: those parameters are 'integer'")
+def _o_integers(body):
+    for key in _OPENAI_INTEGERS:
+        if key in body and body[key] is not None and not _is_int(body[key]):
+            yield f"{key} {body[key]!r}"
+
+
+def _openai_functions(body) -> Iterator[tuple[str, dict]]:
+    tools = body.get("tools")
+    for i, t in enumerate(tools if isinstance(tools, list) else []):
+        if isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict):
+            yield f"tools[{i}].function", t["function"]
+    functions = body.get("functions")
+    for i, f in enumerate(functions if isinstance(functions, list) else []):
+        if isinstance(f, dict):
+            yield f"functions[{i}]", f
+
+
+@rule("openai", "request", "function-name-pattern",
+      "a function name matches ^[a-zA-Z0-9_-]{1,64}$ (definitions, history tool calls, tool_choice)",
+      "OpenAI API error \"Invalid 'tools[0].function.name': string does not match pattern "
+      "'^[a-zA-Z0-9_-]+$'\"; FunctionDefinition.name docstring: 'maximum length of 64'")
+def _o_names(body):
+    def bad(name) -> bool:
+        return not isinstance(name, str) or not NAME["openai"].fullmatch(name)
+    for where, f in _openai_functions(body):
+        if bad(f.get("name")):
+            yield f"{where}.name {f.get('name')!r}"
+    for i, m in enumerate(_messages(body)):
+        calls = m.get("tool_calls")
+        for j, c in enumerate(calls if isinstance(calls, list) else []):
+            fn = c.get("function") if isinstance(c, dict) else None
+            if isinstance(fn, dict) and bad(fn.get("name")):
+                yield f"messages[{i}].tool_calls[{j}].function.name {fn.get('name')!r}"
+        legacy = m.get("function_call")
+        if isinstance(legacy, dict) and bad(legacy.get("name")):
+            yield f"messages[{i}].function_call.name {legacy.get('name')!r}"
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
+        if bad(choice["function"].get("name")):
+            yield f"tool_choice.function.name {choice['function'].get('name')!r}"
+
+
+@rule("openai", "request", "parameters-object",
+      "a function's parameters, when given, is a JSON Schema of type object",
+      "OpenAI API error \"Invalid schema for function 'f': schema must be a JSON Schema of "
+      "'type: \\\"object\\\"'\"")
+def _o_parameters(body):
+    for where, f in _openai_functions(body):
+        if "parameters" in f and (not isinstance(f["parameters"], dict) or f["parameters"].get("type") != "object"):
+            yield f"{where}.parameters {f['parameters']!r}"
+
+
+@rule("openai", "request", "tool-call-id-length",
+      "a history tool call's id is at most 40 characters",
+      "OpenAI API error \"Invalid 'messages[N].tool_calls[0].id': string too long. Expected a "
+      "string with maximum length 40\"")
+def _o_id_length(body):
+    for i, m in enumerate(_messages(body)):
+        calls = m.get("tool_calls")
+        for j, c in enumerate(calls if isinstance(calls, list) else []):
+            if isinstance(c, dict) and isinstance(c.get("id"), str) and len(c["id"]) > OPENAI_ID_MAX:
+                yield f"messages[{i}].tool_calls[{j}].id is {len(c['id'])} characters"
+
+
+@rule("openai", "request", "tool-pairing",
+      "an assistant message with tool_calls is followed by one tool message per call id, and "
+      "a tool message answers a call of the tool_calls message before it",
+      "OpenAI API errors \"An assistant message with 'tool_calls' must be followed by tool "
+      "messages responding to each 'tool_call_id'\" / \"messages with role 'tool' must be a "
+      "response to a preceeding message with 'tool_calls'\"")
+def _o_pairing(body):
+    messages = _messages(body)
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        if m.get("role") == "tool":
+            yield f"messages[{i}]: a tool message after no tool_calls"
+            i += 1
+            continue
+        calls = m.get("tool_calls") if m.get("role") == "assistant" else None
+        i += 1
+        if not isinstance(calls, list) or not calls:
+            continue
+        wanted = [c.get("id") for c in calls if isinstance(c, dict)]
+        answered = []
+        while i < len(messages) and messages[i].get("role") == "tool":
+            answered.append(messages[i].get("tool_call_id"))
+            i += 1
+        for call_id in wanted:
+            if call_id not in answered:
+                yield f"tool call {call_id!r} has no tool message after it"
+        for call_id in answered:
+            if call_id not in wanted:
+                yield f"tool message {call_id!r} answers no call of the message before"
+
+
+@rule("openai", "request", "content-parts-non-empty",
+      "a content-part list is not empty",
+      "OpenAI API error \"Invalid 'messages[N].content': empty array. Expected an array with "
+      "minimum length 1\"")
+def _o_parts(body):
+    for i, m in enumerate(_messages(body)):
+        if m.get("content") == []:
+            yield f"messages[{i}].content is []"
+
+
+@rule("openai", "request", "assistant-has-something",
+      "an assistant message has content, tool_calls, function_call or refusal",
+      "OpenAI API error \"Invalid value for 'content': expected a string, got null\" (assistant "
+      "content is optional only with tool_calls/function_call)")
+def _o_assistant(body):
+    for i, m in enumerate(_messages(body)):
+        if m.get("role") == "assistant" and m.get("content") is None and not any(
+                m.get(k) for k in ("tool_calls", "function_call", "refusal")):
+            yield f"messages[{i}] is an assistant message with nothing in it"
+
+
+# =====================================================================================
+# ollama requests
+# =====================================================================================
+
+
+@rule("ollama", "request", "arguments-object",
+      "a history tool call's function.arguments is a JSON object",
+      f"{_OLLAMA_REF}: ToolCallFunction.Arguments is a map (a string or array is a 400 "
+      "'cannot unmarshal')")
+def _l_arguments(body):
+    for i, m in enumerate(_messages(body)):
+        calls = m.get("tool_calls")
+        for j, c in enumerate(calls if isinstance(calls, list) else []):
+            fn = c.get("function") if isinstance(c, dict) else None
+            if isinstance(fn, dict) and not isinstance(fn.get("arguments"), dict):
+                yield f"messages[{i}].tool_calls[{j}].function.arguments {fn.get('arguments')!r:.60}"
+
+
+_B64 = re.compile(r"[A-Za-z0-9+/=\s]*")
+
+
+@rule("ollama", "request", "images-base64",
+      "images are plain base64 strings (no data: URL, no http URL)",
+      f"{_OLLAMA_REF}: 'images: a list of base64-encoded images'")
+def _l_images(body):
+    for i, m in enumerate(_messages(body)):
+        images = m.get("images")
+        for j, image in enumerate(images if isinstance(images, list) else []):
+            if not isinstance(image, str) or not _B64.fullmatch(image[:4096]):
+                yield f"messages[{i}].images[{j}] is not base64: {str(image)[:40]!r}"
+
+
+_OLLAMA_INT_OPTIONS = ("num_predict", "num_ctx", "seed", "top_k", "num_keep", "repeat_last_n", "num_batch")
+
+
+@rule("ollama", "request", "integer-options",
+      "options.num_predict, num_ctx, seed, top_k (and the other count options) are numbers "
+      "(ollama truncates a float; a string, bool or null is refused)",
+      f"{_OLLAMA_REF}: Options.FromMap ('option num_predict must be of type integer')")
+def _l_int_options(body):
+    options = body.get("options")
+    for key in _OLLAMA_INT_OPTIONS:
+        if isinstance(options, dict) and key in options and (
+                isinstance(options[key], bool) or not isinstance(options[key], (int, float))):
+            yield f"options.{key} {options[key]!r}"
+
+
+@rule("ollama", "request", "think-value",
+      "think is a boolean or one of low, medium, high, max",
+      f"{_OLLAMA_REF}: api.ThinkValue (bool, or a level for models that take one)")
+def _l_think(body):
+    if "think" in body and not (isinstance(body["think"], bool) or body["think"] in ("low", "medium", "high", "max")):
+        yield f"think {body['think']!r}"
+
+
+@rule("ollama", "request", "messages-present",
+      "tolerated: an empty message list (ollama loads the model); no other API takes one",
+      f"{_OLLAMA_REF}: 'If the messages array is empty, the model will be loaded into memory'",
+      enforced=False)
+def _l_messages(body):
+    if not _messages(body):
+        yield "no messages"
+
+
+@rule("ollama", "request", "tool-pairing",
+      "tolerated: ollama does not check that tool messages answer the calls before them "
+      "(openai and anthropic do)",
+      f"{_OLLAMA_REF}: no pairing check (results are matched by order and tool_name)",
+      enforced=False)
+def _l_pairing(body):
+    messages = _messages(body)
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        i += 1
+        if m.get("role") == "tool":
+            yield f"messages[{i - 1}]: a tool message after no tool_calls"
+            continue
+        calls = m.get("tool_calls") if m.get("role") == "assistant" else None
+        if not isinstance(calls, list) or not calls:
+            continue
+        answered = 0
+        while i < len(messages) and messages[i].get("role") == "tool":
+            answered += 1
+            i += 1
+        if answered != len(calls):
+            yield f"messages[{i - answered - 1}]: {len(calls)} tool calls, {answered} tool messages after them"
+
+
+# =====================================================================================
+# responses and streams (what the client sends back next turn)
+# =====================================================================================
+
+
+def _anthropic_response_blocks(value, kind: str) -> Iterator[tuple[str, dict]]:
+    if kind == "response":
+        for j, b in enumerate(_blocks(value.get("content") if isinstance(value, dict) else None)):
+            yield f"content[{j}]", b
+        return
+    for n, (_event, data) in enumerate(value):
+        if isinstance(data, dict) and data.get("type") == "content_block_start" and \
+                isinstance(data.get("content_block"), dict):
+            yield f"event {n}", data["content_block"]
+
+
+@rule("anthropic", "response stream", "tool-id-pattern",
+      "a tool_use id matches ^[a-zA-Z0-9_-]+$ (the client sends it back in its next request)",
+      "Anthropic API error 'tool_use.id: String should match pattern ^[a-zA-Z0-9_-]+$'")
+def _a_response_ids(value, kind="response"):
+    for where, b in _anthropic_response_blocks(value, kind):
+        if b.get("type") == "tool_use" and not ANTHROPIC_ID.fullmatch(str(b.get("id", ""))):
+            yield f"{where}: tool_use id {b.get('id')!r}"
+
+
+# =====================================================================================
+# running the rules
+# =====================================================================================
+
+
+def _stream_events(data: bytes) -> list:
+    from rpt import split_stream_events  # the test suite's stream oracle
+    return split_stream_events(data)
+
+
+def check(dialect: str, kind: str, data: bytes, *, enforced_only: bool = False) -> list[str]:
+    """The rules of ``dialect``/``kind`` the bytes break, as ``"<rule>: <what>"`` lines
+    (``enforced_only``: leave out the tolerated ones)."""
+    try:
+        value = _stream_events(data) if kind == "stream" else json.loads(data)
+    except ValueError:
+        # not JSON at all: a bug of another kind, caught by the JSON and client checks of the
+        # tests themselves (a cut-off tool call pasted as is: issue 16.1); counted, not judged
+        CHECKED["unparsed"] += 1
+        return []
+    if kind != "stream" and not isinstance(value, dict):
+        return []
+    problems = []
+    for r in RULES:
+        if r.dialect != dialect or kind not in r.kinds or (enforced_only and not r.enforced):
+            continue
+        found = r.check(value, kind) if kind in ("response", "stream") else r.check(value)
+        problems += [f"{r.name}: {p}" for p in found]
+    return problems
+
+
+def table() -> str:
+    """The rules as a markdown table (one place to read them)."""
+    lines = ["| dialect | kind | rule | enforced | reason | source |", "|---|---|---|---|---|---|"]
+    for r in RULES:
+        lines.append(f"| {r.dialect} | {' '.join(r.kinds)} | {r.name} | {'yes' if r.enforced else 'tolerated'} "
+                     f"| {r.reason} | {r.where} |")
+    return "\n".join(lines)
+
+
+class ValidityError(AssertionError):
+    """A cross-dialect output the target API would reject."""
+
+
+#: cross-dialect outputs checked, and those not checked because the input broke its own API's rules
+CHECKED = {"outputs": 0, "skipped": 0, "unparsed": 0}
+#: for the skipped ones: (source dialect, input rule broken, output rule broken) -> count
+SKIPPED: dict[tuple[str, str, str], int] = {}
+
+
+def assert_valid(source: str, target: str, kind: str, data_in: bytes, data_out: bytes) -> None:
+    """Fail when ``data_out`` breaks a rule of ``target`` that ``data_in`` kept in ``source``."""
+    problems = check(target, kind, data_out, enforced_only=True)
+    if not problems:
+        CHECKED["outputs"] += 1
+        return
+    broken_in = check(source, kind, data_in)
+    if broken_in:
+        CHECKED["skipped"] += 1
+        key = (f"{source}->{target} {kind}", broken_in[0].split(":")[0], problems[0].split(":")[0])
+        SKIPPED[key] = SKIPPED.get(key, 0) + 1
+        return
+    raise ValidityError(f"{source} -> {target} {kind} output the {target} API rejects:\n  "
+                        + "\n  ".join(problems) + f"\noutput: {data_out[:600]!r}")
+
+
+def install() -> None:
+    """Wrap ``Transcoder.feed``/``close`` so that every cross-dialect run checks its output."""
+    import interlingua
+    from interlingua import pipeline
+
+    for cls in {pipeline.Transcoder, interlingua.Transcoder}:
+        if getattr(cls, "_validity_installed", False):
+            continue
+        _wrap(cls)
+
+
+def _wrap(cls) -> None:
+    feed, close = cls.feed, cls.close
+
+    def checked_feed(self, data: bytes) -> bytes:
+        out = feed(self, data)
+        record = self.__dict__.setdefault("_validity", ([], []))
+        record[0].append(bytes(data))
+        record[1].append(out)
+        return out
+
+    def checked_close(self) -> bytes:
+        out = close(self)
+        ins, outs = self.__dict__.pop("_validity", ([], []))
+        session = getattr(self, "session", None)
+        source, target = getattr(session, "source", None), getattr(session, "target", None)
+        kind = getattr(session, "kind", "request")
+        if source and target and source != target:
+            assert_valid(source, target, kind, b"".join(ins), b"".join(outs) + out)
+        return out
+
+    cls.feed, cls.close = checked_feed, checked_close
+    cls._validity_installed = True
