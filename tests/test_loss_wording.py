@@ -11,15 +11,19 @@ import re
 import pytest
 
 from corpus import ITEMS, cases, run
+from corpus.targets import anthropic_final, openai_final
 from interlingua.dialects import available
 from interlingua.losses import INTERNAL_WORDS
 from rpt import all_wire_scripts, parse_wire, split_stream_events, transcode_all
 
+FINALS = {"openai": openai_final, "anthropic": anthropic_final}
 _SEGMENT = re.compile(r"\.([^.\[]+)|\[(-?\d+)\]")
 
 
 def resolves(value, path: str) -> bool:
-    """Whether the JSON path ``$.a.b[0]`` names a member that exists in ``value``."""
+    """Whether the JSON path ``$.a.b[0]`` names a member that exists in ``value``. In a
+    stream frame an array element may be named by its ``index`` member (openai's
+    ``choices`` and ``tool_calls`` deltas)."""
     if not path.startswith("$"):
         return False
     rest, at = path[1:], 0
@@ -33,17 +37,27 @@ def resolves(value, path: str) -> bool:
                 return False
             value = value[key]
         else:
-            if not isinstance(value, list) or not 0 <= int(index) < len(value):
+            if not isinstance(value, list):
                 return False
-            value = value[int(index)]
+            keyed = [e for e in value if isinstance(e, dict) and e.get("index") == int(index)]
+            if keyed:
+                value = keyed[0]
+            elif 0 <= int(index) < len(value):
+                value = value[int(index)]
+            else:
+                return False
         at = m.end()
     return True
 
 
 def problems(losses, source: str, target: str, kind: str, body: bytes) -> list[str]:
     """What is wrong with each loss record's wording (empty: all good)."""
-    if kind == "stream":
+    if kind == "stream":  # a frame, or the message the source's own client accumulates
         docs = [v for _, v in split_stream_events(body) if isinstance(v, (dict, list))]
+        try:
+            docs.append(FINALS[source]("stream", body).model_dump(exclude_none=True))
+        except Exception:  # noqa: BLE001 -- no accumulated message (an error event, ollama's lines)
+            pass
     else:
         docs = [json.loads(body)]
     out = []

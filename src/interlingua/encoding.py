@@ -19,7 +19,9 @@ from typing import Callable
 from .canonical import REQUEST_LEVEL, Block, Control, Event, Extension, Section
 from .errors import TranscodeError
 from .jsonwriter import JsonWriter, key_bytes
-from .losses import NO_PLACE, block_path, block_subject, field_subject, lacks, path_subject, raw_block_type
+from .losses import (
+    NO_PLACE, block_path, block_subject, field_path, field_subject, lacks, path_subject, raw_block_type,
+)
 from .reorder import Hold
 from .session import Session
 
@@ -83,16 +85,24 @@ class Encoder:
     # -- loss records (wording: interlingua.losses) -------------------------------
 
     def _where(self, block: Block) -> str:
-        """The source path a block came from (its message, or its response choice)."""
+        """The source path of the message (request) or response choice a block came from."""
         return block_path(self.session.source, self.session.kind, block.message)
+
+    def _path(self, block: Block) -> str:
+        """Where a block was in the source: its ``path`` attribute (response decoders give
+        the block's field, ``$.content[2].thinking``), else ``_where``."""
+        attrs = block.attrs
+        if attrs and "path" in attrs:
+            return attrs["path"]
+        return self._where(block)
 
     def _subject(self, block: Block, attrs: dict | None = None) -> str:
         """What the source dialect calls the block (attrs: the first fragment's)."""
         return block_subject(self.session.source, block.section, block.attrs if attrs is None else attrs,
                              block.payload)
 
-    def _lose(self, block: Block, subject: str, what: str, done: str | None = None) -> None:
-        self.session.lose(self._where(block), lacks(subject, self.dialect, what, done))
+    def _lose(self, block: Block, subject: str, what: str, done: str | None = None, path: str | None = None) -> None:
+        self.session.lose(path or self._path(block), lacks(subject, self.dialect, what, done))
 
     def _lose_block(self, block: Block, what: str, done: str | None = None, attrs: dict | None = None) -> None:
         """The block (or something about it) is not carried: ``<block>: <target> has no <what>``."""
@@ -102,18 +112,20 @@ class Encoder:
         """A block the target has no place for at all (server tools, audio, unknown content)."""
         self._lose_block(block, NO_PLACE.get(block.section, "such content"))
 
-    def _lose_field(self, block: Block, key: str, attrs: dict | None = None) -> None:
-        """A block attribute the target has no member for (``cache_control`` of a text block)."""
+    def _lose_field(self, block: Block, key: str, attrs: dict | None = None, done: str | None = None) -> None:
+        """A block attribute the target has no member for (``cache_control`` of a text block),
+        at the field's own path where the block has one (``$.content[0].signature``)."""
         attrs = block.attrs if attrs is None else attrs
-        self._lose(block, field_subject(self.session.source, key, block.section, attrs), "field for it")
+        path = (attrs or {}).get("path") or (block.attrs or {}).get("path")
+        self._lose(block, field_subject(self.session.source, key, block.section, attrs), "field for it", done,
+                   field_path(path, key) if path else None)
 
     def _lose_signature(self, block: Block, attrs: dict) -> None:
         """A reasoning block's signature, for a target with no field for it. Sources
         may send it after the text (anthropic does), so encoders check the first
         fragment's attributes and the last's (late attributes)."""
         if block.section is Section.ASSISTANT_REASONING and attrs.get("signature"):
-            self._lose(block, field_subject(self.session.source, "signature", block.section), "field for it",
-                       "the thinking cannot be replayed")
+            self._lose_field(block, "signature", attrs, "the thinking cannot be replayed")
 
     def _tool_definition(self, block: Block) -> None:
         """A tool definition (or a tool of this dialect carried raw) -> an element of the tools array."""

@@ -30,7 +30,7 @@ from .canonical import Section
 INTERNAL_ATTRS = frozenset({
     "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
     "source_extra", "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
-    "ollama_call_extra",
+    "ollama_call_extra", "path",
 })
 
 #: words of the pivot a loss reason must not contain (the attribute names that are
@@ -177,3 +177,17 @@ def block_path(dialect: str, kind: str, message: int) -> str:
     if dialect == "anthropic":
         return "$.content" if kind == "response" else "$.content_block"
     return "$.message"
+
+
+#: the members that hold a block's payload: a field of the block is their sibling
+_PAYLOAD_MEMBERS = {"text", "thinking", "content", "refusal", "arguments", "input", "reasoning_content", "reasoning",
+                    "data", "partial_json"}
+
+
+def field_path(block_path: str, key: str) -> str:
+    """The path of the block's field ``key``, from the path of the block or of its payload
+    (``$.content[0].thinking`` -> ``$.content[0].signature``)."""
+    head, _, last = block_path.rpartition(".")
+    if head and last in _PAYLOAD_MEMBERS:
+        return f"{head}.{key}"
+    return f"{block_path}.{key}"

@@ -109,17 +109,18 @@ class _ContentBlock(MemberReader):
         d = self.d
         self.type = value if isinstance(value, str) else None
         t = self.type
+        at = f"$.content[{self.index}]"  # the block's source path (attrs "path": for loss records)
         if t == "text":
-            self.block = BlockStream(d.out, Section.ASSISTANT_TEXT, 0)
+            self.block = BlockStream(d.out, Section.ASSISTANT_TEXT, 0, {"path": at + ".text"})
         elif t == "thinking":
-            self.block = BlockStream(d.out, Section.ASSISTANT_REASONING, 0)
+            self.block = BlockStream(d.out, Section.ASSISTANT_REASONING, 0, {"path": at + ".thinking"})
         elif t == "redacted_thinking":
-            self.block = BlockStream(d.out, Section.ASSISTANT_REASONING, 0, {"redacted": True})
+            self.block = BlockStream(d.out, Section.ASSISTANT_REASONING, 0, {"redacted": True, "path": at + ".data"})
         elif t == "tool_use":
-            self.attrs: dict = {}
+            self.attrs: dict = {"path": at}
             self.block = None  # opened when id and name are known (or at the input)
         else:
-            self.block = BlockStream(d.out, Section.SERVER_TOOL_RESULT, 0, {"dialect": DIALECT})
+            self.block = BlockStream(d.out, Section.SERVER_TOOL_RESULT, 0, {"dialect": DIALECT, "path": at})
             self.block.fragment(b'{"type":' + dumps(t))
         d.push(self.on_token)
 
@@ -220,6 +221,8 @@ class _ContentBlock(MemberReader):
                 block.fragment(b"{}")  # no input at all: an empty object
             block.close()
         elif t in ("text", "thinking", "redacted_thinking"):
+            if self.late:  # a late signature names where it was
+                self.late["path"] = f"$.content[{self.index}].{t}"
             self.block.close(self.late)
         else:
             if self.deferred_input:
@@ -230,7 +233,8 @@ class _ContentBlock(MemberReader):
         if self.citations is not None:
             raw = b"[" + b",".join(self.citations.drain()) + b"]"
             self.citations = None
-            self.d.out(Block(Section.CITATIONS, 0, raw, True, True, {"dialect": DIALECT}))
+            self.d.out(Block(Section.CITATIONS, 0, raw, True, True,
+                             {"dialect": DIALECT, "path": f"$.content[{self.index}].citations"}))
 
 
 class _Base(ResponseDecoderBase):
@@ -327,6 +331,7 @@ class StreamDecoder(_Base):
 
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         super().__init__(emit, session)
+        self.blocks_seen = 0
         self.usage: Usage | None = None
         self.block: _ContentBlock | None = None
         self.ended = False
@@ -365,7 +370,9 @@ class StreamDecoder(_Base):
             if kind != tok.OBJECT_START:
                 raise self.wrong_type(kind, "an object for content_block", offset)
             self._close_block()
-            self.block = _ContentBlock(self, self.f_index)
+            # numbered by arrival, not by its index member (which may come after it)
+            self.block = _ContentBlock(self, self.blocks_seen)
+            self.blocks_seen += 1
             self.block.read()
         elif key == "delta":
             self._delta.read(kind, offset, "delta")

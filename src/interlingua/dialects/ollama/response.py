@@ -160,9 +160,11 @@ class _Decoder(ResponseDecoderBase):
             return
         sink = self._sinks.get(section)
         if sink is None:  # one per section: every line has such a member
+            attrs = {"path": f"$.message.{what}"}
+
             def sink(data: bytes, init: bool, fin: bool) -> None:
                 if data:
-                    self._open(section).fragment(data)
+                    self._open(section, attrs).fragment(data)
             self._sinks[section] = sink
         self.read_string(kind, value, offset, sink, what)
 
@@ -182,7 +184,8 @@ class _Decoder(ResponseDecoderBase):
         self._close()
         self.tools += 1
         self._call_position += 1
-        return self._tool_key({"attrs": {}, "block": None, "args": False, "position": self._call_position})
+        return self._tool_key({"attrs": {"path": f"$.message.tool_calls[{self._call_position}]"}, "block": None,
+                               "args": False, "position": self._call_position})
 
     def _tool_key(self, call: dict):
         def handler(kind: int, value: Any, offset: int) -> None:

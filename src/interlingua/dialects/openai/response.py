@@ -175,6 +175,7 @@ class _Base(ResponseDecoderBase):
     # -- blocks of a choice --------------------------------------------------------
 
     def open_block(self, c: _Choice, section: Section, attrs: dict | None = None, key: Any = None) -> BlockStream:
+        """The choice's open block of ``section`` (and ``key``), or a new one with ``attrs``."""
         if c.block is not None and c.block.section is section and c.block.key == key:
             return c.block
         self.close_block(c)
@@ -207,9 +208,11 @@ class _Base(ResponseDecoderBase):
             return
         sink = c.sinks.get(section)
         if sink is None:  # one per choice and section: a stream has one such member a frame
+            attrs = {"path": f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{what}"}
+
             def sink(data: bytes, init: bool, fin: bool) -> None:
                 if data:
-                    self.open_block(c, section).fragment(data)
+                    self.open_block(c, section, attrs).fragment(data)
             c.sinks[section] = sink
         self.read_string(kind, value, offset, sink, what)
 
@@ -230,7 +233,7 @@ class _ToolCallReader(MemberReader):
         self.c = c
         self.streaming = streaming
         self.index: int | None = None if streaming else position
-        self.attrs: dict = {}
+        self.attrs: dict = {"path": f"$.choices[{c.index}].{'delta' if streaming else 'message'}.tool_calls[{position}]"}
         self.pending = None  # Hold of argument fragments while the call's place is unknown
         self.sink = None
         d.push(self.on_token)
@@ -253,6 +256,8 @@ class _ToolCallReader(MemberReader):
 
     def _index(self, value: Any) -> None:
         self.index = value
+        if self.streaming:  # a delta names its call by index
+            self.attrs["path"] = f"$.choices[{self.c.index}].delta.tool_calls[{value}]"
 
     def _attr(self, key: str, value: Any) -> None:
         if value is not None:
