@@ -634,6 +634,11 @@ class RequestEncoder(Encoder):
 
     def _close_message(self) -> None:
         if self._msg is not None:
+            if self._msg_role == "assistant" and self.session.source != DIALECT and not any(
+                    self._msg.has(k) for k in ("content", "tool_calls", "function_call", "refusal")):
+                # another dialect's empty assistant turn (ollama {"role": "assistant"}): openai
+                # rejects an assistant message with nothing in it; its empty text is ""
+                self._msg.scalar("content", b'""')
             self._msg.close()
             if self._msg_had_tool_calls:
                 self._after_tool_calls = True
