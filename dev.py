@@ -5,6 +5,7 @@
     python3 dev.py test     # the whole test suite
     python3 dev.py bench    # the benchmarks (bench/)
     python3 dev.py spike    # the buffering measurement (spike/REPORT.md)
+    python3 dev.py proxy-bench [--quick]   # the proxy under load vs direct vs LiteLLM's proxy (bench/proxy/)
 """
 
 import hashlib
@@ -19,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PYTHON = VENV / "bin" / "python"
-EXTRAS = {"demo": "[proxy,demo]", "test": "[test]", "bench": "[test,bench]", "spike": "[test,bench]"}
+EXTRAS = {"demo": "[proxy,demo]", "test": "[test]", "bench": "[test,bench]", "spike": "[test,bench]",
+          "proxy-bench": "[test,bench]"}
 
 
 NATIVE = ROOT / "native"
@@ -95,6 +97,8 @@ def main() -> int:
         return subprocess.call([str(PYTHON), "-m", "interlingua", "demo"])
     if command == "test":
         return cargo_test() or subprocess.call([str(PYTHON), "-m", "pytest", "tests", *sys.argv[2:]])
+    if command == "proxy-bench":
+        return subprocess.call([str(PYTHON), "-m", "bench.proxy.load", *sys.argv[2:]])
     if command == "spike":
         return subprocess.call([str(PYTHON), "-m", "spike", *sys.argv[2:]])
     return subprocess.call([str(PYTHON), "-m", "pytest", "bench", "--benchmark-only", *sys.argv[2:]])

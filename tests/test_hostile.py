@@ -80,3 +80,33 @@ def test_end_of_stream_errors_carry_an_offset():
     t = Transcoder("openai", "anthropic", kind="stream")
     exc = _raise(lambda: (t.feed(b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"a"'), t.close()))
     assert type(exc) is TruncatedInputError and exc.offset is not None, exc
+
+
+@pytest.mark.parametrize("target", ["anthropic", "ollama"])
+@pytest.mark.parametrize("kind", ["request", "response", "stream"])
+def test_a_lone_surrogate_in_arguments_stays_an_escape(kind, target):
+    """Arguments carried as an object are unescaped once: a lone surrogate inside
+    their strings is written back as its escape (valid JSON, the same text)."""
+    import json
+
+    args = json.dumps(json.dumps({"q": "a\udc00b"}))  # the escape, escaped again
+    if kind == "request":
+        body = ('{"model": "m", "messages": [{"role": "assistant", "tool_calls": [{"id": "c", "type": "function", '
+                '"function": {"name": "f", "arguments": %s}}]}]}' % args)
+    elif kind == "response":
+        body = ('{"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, '
+                '"message": {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", '
+                '"function": {"name": "f", "arguments": %s}}]}, "finish_reason": "tool_calls"}]}' % args)
+    else:
+        body = ('data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+                '"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"c","type":"function","function":'
+                '{"name":"f","arguments":%s}}]},"finish_reason":null}]}\n\n'
+                'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+                '"delta":{},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n' % args)
+    t = Transcoder("openai", target, kind=kind)
+    out = t.feed(body.encode()) + t.close()
+    import fuzz
+
+    for doc in fuzz.output_documents(target, kind, out):
+        fuzz.strict_json(doc)
+    assert b"\\udc00" in out

@@ -68,7 +68,7 @@ def problems(losses, source: str, target: str, kind: str, body: bytes) -> list[s
         words = [w for w in INTERNAL_WORDS if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", reason)]
         if words:
             out.append(f"internal names {words}: {where}")
-        if not re.match(rf"^[^:]+: {target} has no \S", reason):
+        if not re.match(rf"^.+?: {target} has no \S", reason):
             out.append(f"not '<field>: {target} has no <what>': {where}")
         if not any(resolves(doc, path) for doc in docs):
             out.append(f"no such {source} path: {where}")

@@ -71,12 +71,13 @@ def test_decode(path):
 @pytest.mark.parametrize("path", VALID, ids=VALID_IDS)
 def test_round_trip(path):
     script = _script(path)
+    expected = script.expected_from.get(script.dialect, script.body)  # a round trip that normalises
     first = None
     for frame in script.frames:
         out, _ = transcode_all(script, script.dialect, frame)
         if first is None:
             first = out
-            assert _json_values(out, script.kind) == _json_values(script.body, script.kind)
+            assert _json_values(out, script.kind) == _json_values(expected, script.kind)
         else:
             assert out == first, f"frame {frame}: output differs from frame {script.frames[0]}"
 

@@ -310,6 +310,17 @@ def _o_parameters(body):
             yield f"{where}.parameters {f['parameters']!r}"
 
 
+@rule("openai", "request", "tool-choice-form",
+      "tool_choice is none | auto | required, or {type: function, function: {name}}",
+      f"{_OPENAI_REF}: ChatCompletionToolChoiceOptionParam (the object form {{type: auto}} is refused)")
+def _o_tool_choice(body):
+    choice = body.get("tool_choice")
+    if choice is None or choice in ("none", "auto", "required"):
+        return
+    if not (isinstance(choice, dict) and choice.get("type") in ("function", "allowed_tools", "custom")):
+        yield f"tool_choice {choice!r}"
+
+
 @rule("openai", "request", "tool-call-id-length",
       "a history tool call's id is at most 40 characters",
       "OpenAI API error \"Invalid 'messages[N].tool_calls[0].id': string too long. Expected a "

@@ -15,6 +15,7 @@
 pub mod error;
 pub mod framing;
 pub mod json;
+pub mod reorder;
 
 #[cfg(feature = "python")]
 mod python;

@@ -17,10 +17,11 @@ use pyo3::types::{PyBytes, PyList};
 use crate::error::Error;
 use crate::framing::{FrameSink, NdjsonDecoder, SseDecoder};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
+use crate::reorder::{ByteHold, Hold, ReorderBuffer};
 
 /// The stages the core implements (interlingua.backend reads it to decide
 /// what the native backend covers).
-const COVERS: &[&str] = &["json-tokenizer", "sse-framing", "ndjson-framing"];
+const COVERS: &[&str] = &["json-tokenizer", "sse-framing", "ndjson-framing", "reorder-buffer"];
 
 /// Below this many bytes a chunk is worked on with the GIL held: releasing and
 /// taking it back costs more than the work (see native/README.md, "Threads").
@@ -294,8 +295,92 @@ fn frames<'py>(
     Ok((sink.items, error, sse.last_event_id.clone(), sse.retry))
 }
 
+// -- the reorder buffer, for tests ---------------------------------------------------
+
+enum AnyHold {
+    Items(Hold<i64>),
+    Bytes(ByteHold),
+}
+
+/// Run `ops` on a ReorderBuffer: `("hold", reason)` / `("byte_hold", reason)` make
+/// hold number k (in order), `("append", k, item, size)`, `("write", k, bytes)`,
+/// `("drain", k)`. Returns `(drained, report, error)`: what each drain gave back
+/// (a list of items, or bytes), the buffer's report, the error that stopped the
+/// run (or None). Test entry point.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn reorder_ops<'py>(
+    py: Python<'py>,
+    budget: u64,
+    refuse: bool,
+    ops: Vec<Bound<'py, PyTuple>>,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyDict>, Option<Py<PyAny>>)> {
+    let mut buffer = ReorderBuffer::new(budget, refuse);
+    let mut holds: Vec<AnyHold> = Vec::new();
+    let drained = PyList::empty(py);
+    let mut error = None;
+    for op in ops {
+        let name: String = op.get_item(0)?.extract()?;
+        let result = match name.as_str() {
+            "hold" => {
+                let reason: String = op.get_item(1)?.extract()?;
+                holds.push(AnyHold::Items(buffer.hold(&reason)));
+                Ok(())
+            }
+            "byte_hold" => {
+                let reason: String = op.get_item(1)?.extract()?;
+                holds.push(AnyHold::Bytes(buffer.byte_hold(&reason)));
+                Ok(())
+            }
+            "append" => {
+                let k: usize = op.get_item(1)?.extract()?;
+                let (item, size): (i64, u64) = (op.get_item(2)?.extract()?, op.get_item(3)?.extract()?);
+                match &mut holds[k] {
+                    AnyHold::Items(hold) => hold.append(&mut buffer, item, size),
+                    AnyHold::Bytes(_) => return Err(pyo3::exceptions::PyValueError::new_err("append to a byte hold")),
+                }
+            }
+            "write" => {
+                let k: usize = op.get_item(1)?.extract()?;
+                let data: Vec<u8> = op.get_item(2)?.extract()?;
+                match &mut holds[k] {
+                    AnyHold::Bytes(hold) => hold.write(&mut buffer, &data),
+                    AnyHold::Items(_) => return Err(pyo3::exceptions::PyValueError::new_err("write to an item hold")),
+                }
+            }
+            "drain" => {
+                let k: usize = op.get_item(1)?.extract()?;
+                match &mut holds[k] {
+                    AnyHold::Items(hold) => drained.append(hold.drain(&mut buffer).collect::<Vec<i64>>())?,
+                    AnyHold::Bytes(hold) => {
+                        let mut out = Vec::new();
+                        hold.take_into(&mut buffer, &mut out);
+                        drained.append(PyBytes::new(py, &out))?;
+                    }
+                }
+                Ok(())
+            }
+            _ => return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown op {name:?}"))),
+        };
+        if let Err(err) = result {
+            error = Some(to_py_err(py, &err, None).into_value(py).into_any());
+            break;
+        }
+    }
+    let (high_water, by_reason) = buffer.report();
+    let report = PyDict::new(py);
+    report.set_item("high_water", high_water)?;
+    let reasons = PyDict::new(py);
+    for (reason, high) in by_reason {
+        reasons.set_item(reason, high)?;
+    }
+    report.set_item("by_reason", reasons)?;
+    Ok((drained, report, error))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(reorder_ops, m)?)?;
     m.add_function(wrap_pyfunction!(frames, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
     m.add_class::<TokenCounter>()?;

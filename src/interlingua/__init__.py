@@ -10,7 +10,7 @@ from .canonical import (
     SystemEnd, Usage,
 )
 from .errors import (
-    BudgetExceededError, ControlCharacterError, DuplicateKeyError, InvalidUtf8Error, JsonSyntaxError, LossError,
+    BudgetExceededError, ControlCharacterError, DuplicateKeyError, InvalidUtf8Error, LoneSurrogateError, JsonSyntaxError, LossError,
     NestingTooDeepError, ReorderRefusedError, SchemaError, TranscodeError, TruncatedInputError,
 )
 from .pipeline import Decoder, Transcoder, decode, transcode
@@ -21,7 +21,7 @@ __all__ = [
     "Block", "Control", "End", "Error", "Event", "Extension", "Finish", "MessageStart",
     "MessagesEnd", "Section", "SystemEnd", "Usage",
     "TranscodeError", "JsonSyntaxError", "InvalidUtf8Error", "ControlCharacterError",
-    "TruncatedInputError", "NestingTooDeepError", "SchemaError", "DuplicateKeyError", "LossError",
+    "TruncatedInputError", "NestingTooDeepError", "SchemaError", "DuplicateKeyError", "LoneSurrogateError", "LossError",
     "BudgetExceededError", "ReorderRefusedError",
     "Decoder", "Transcoder", "decode", "transcode", "Loss", "Options",
 ]

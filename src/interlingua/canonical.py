@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from typing import Any, Union
 
 import msgspec
@@ -44,6 +45,7 @@ __all__ = [
     "End",
     "Event",
     "decode_escaped",
+    "unescape_json_text",
     "escape_text",
     "escape_raw_json",
 ]
@@ -234,6 +236,22 @@ def decode_escaped(payload: bytes) -> str:
     if b"\\" not in payload:
         return payload.decode("utf-8")
     return json.loads(b'"' + payload + b'"')
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unescape_json_text(payload: bytes) -> bytes:
+    """The text an escaped payload holds, as UTF-8 bytes: a tool call's arguments
+    (JSON inside a JSON string) on their way to a dialect that carries them as an
+    object. An escaped lone surrogate cannot be UTF-8: it is written back as its
+    ``\\uXXXX`` escape (inside an inner string that is the same text; anywhere
+    else the inner JSON was broken already)."""
+    text = decode_escaped(payload)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub(lambda m: "\\u%04x" % ord(m.group()), text).encode("utf-8")
 
 
 _ESCAPE_ENCODER = json.JSONEncoder(ensure_ascii=False)

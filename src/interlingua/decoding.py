@@ -10,11 +10,12 @@ raw JSON text (streamed in fragments too, so nothing grows with the body).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Callable
 
 from . import json as tok
 from .canonical import Block, End, Event, Extension, MessageStart, MessagesEnd, Section, SystemEnd
-from .errors import BudgetExceededError, SchemaError
+from .errors import BudgetExceededError, LoneSurrogateError, SchemaError
 from .jsonwriter import LITERAL_TEXT, RawValue
 from .session import Session
 
@@ -31,6 +32,44 @@ _TYPE_NAMES = {
 
 def type_name(kind: int) -> str:
     return _TYPE_NAMES.get(kind, tok.KIND_NAMES.get(kind, "?"))
+
+
+class Expect:
+    """What a member's value must be: the token kinds it may start with (so a wrong
+    type is refused at its first token, with that token's offset and path, before
+    anything is read or copied), and what errors call it. ``INTEGER`` also refuses
+    a number with a fraction or an exponent."""
+
+    __slots__ = ("kinds", "name", "integer")
+
+    def __init__(self, kinds, name: str, integer: bool = False) -> None:
+        self.kinds = frozenset(kinds)
+        self.name = name
+        self.integer = integer
+
+    def __or__(self, other: "Expect") -> "Expect":
+        return Expect(self.kinds | other.kinds, f"{self.name} or {other.name}", self.integer or other.integer)
+
+    def refuses(self, kind: int, value: Any) -> bool:
+        if kind not in self.kinds:
+            return True
+        return self.integer and kind == tok.NUMBER and not _is_integer(value)
+
+
+def _is_integer(number: bytes) -> bool:
+    return not (b"." in number or b"e" in number or b"E" in number)
+
+
+STRING = Expect((tok.STRING, tok.STRING_OPEN), "a string")
+INTEGER = Expect((tok.NUMBER,), "an integer", integer=True)
+NUMBER = Expect((tok.NUMBER,), "a number")
+BOOLEAN = Expect((tok.TRUE, tok.FALSE), "a boolean")
+OBJECT = Expect((tok.OBJECT_START,), "an object")
+ARRAY = Expect((tok.ARRAY_START,), "an array")
+NULL = Expect((tok.NULL,), "null")
+OPT_STRING, OPT_INTEGER, OPT_OBJECT, OPT_ARRAY = STRING | NULL, INTEGER | NULL, OBJECT | NULL, ARRAY | NULL
+SCALAR = STRING | NUMBER | BOOLEAN | NULL
+ANY = OBJECT | ARRAY | SCALAR
 
 
 class Decoder:
@@ -90,9 +129,9 @@ class Decoder:
         assert self._next is None, "then() twice before a token"
         self._next = reader
 
-    def then_value(self, done: Callable[[Any], None]) -> None:
+    def then_value(self, done: Callable[[Any], None], expect: Expect | None = None, what: str = "") -> None:
         """Read the next value as small Python data and pass it to ``done``."""
-        self.then(lambda kind, value, offset: self.read_value(kind, value, offset, done))
+        self.then(lambda kind, value, offset: self.read_value(kind, value, offset, done, expect, what))
 
     def each_member(self, kind: int, offset: int, what: str,
                     on_member: Callable[[str, int, Any, int], None],
@@ -150,17 +189,45 @@ class Decoder:
     def wrong_type(self, kind: int, expected: str, offset: int) -> Exception:
         return self.error(f"expected {expected}, got {type_name(kind)}", offset)
 
+    def expect(self, kind: int, value: Any, offset: int, expect: Expect | None, what: str) -> None:
+        """The one type check: a value (its first token) that ``expect`` refuses is a
+        ``SchemaError`` naming ``what``, at the value's offset and path."""
+        if expect is not None and expect.refuses(kind, value):
+            got = "a number with a fraction" if kind == tok.NUMBER else type_name(kind)
+            raise self.error(f"expected {expect.name} for {what}, got {got}", offset)
+
+    def missing(self, member: str, what: str, offset: int) -> Exception:
+        """A required member that is absent (raised when its object closes)."""
+        return self.error(f"{what} has no {member!r} (required)", offset)
+
     # -- value readers -----------------------------------------------------------
 
-    def read_value(self, kind: int, value: Any, offset: int, done: Callable[[Any], None]) -> None:
-        """Read a whole small value as Python data (bounded by ``max_value_bytes``)."""
+    def read_value(self, kind: int, value: Any, offset: int, done: Callable[[Any], None],
+                   expect: Expect | None = None, what: str = "") -> None:
+        """Read a whole small value as Python data (bounded by ``max_value_bytes``);
+        ``expect``: its type (checked first, see ``expect``)."""
+        if expect is not None and expect.refuses(kind, value):
+            self.expect(kind, value, offset, expect, what)
         if kind in _SCALAR_KINDS:
-            done(_scalar(kind, value))
+            if kind == tok.STRING and b"\\u" in value:
+                done(self._at(_scalar, kind, value, offset=offset))
+            else:
+                done(_scalar(kind, value))
             return
-        self.read_raw(kind, value, offset, lambda raw: done(json.loads(raw)))
+        self.read_raw(kind, value, offset, lambda raw: done(self._at(_data, raw, offset=offset)))
 
-    def read_raw(self, kind: int, value: Any, offset: int, done: Callable[[bytes], None]) -> None:
+    def _at(self, decode: Callable, *args: Any, offset: int) -> Any:
+        """``decode(*args)``; its error (a lone surrogate) at the value's first byte."""
+        try:
+            return decode(*args)
+        except LoneSurrogateError as exc:
+            raise self.error(exc.reason, offset, LoneSurrogateError) from None
+
+    def read_raw(self, kind: int, value: Any, offset: int, done: Callable[[bytes], None],
+                 expect: Expect | None = None, what: str = "") -> None:
         """Read a whole value as compact JSON text (bounded by ``max_value_bytes``)."""
+        if expect is not None and expect.refuses(kind, value):
+            self.expect(kind, value, offset, expect, what)
         limit = self.session.options.max_value_bytes
         if kind in _SCALAR_KINDS:  # one token: its text as it came (most members of a stream frame)
             if kind == tok.STRING:
@@ -462,10 +529,37 @@ class RawStream:
 
 def _scalar(kind: int, value: Any) -> Any:
     if kind == tok.STRING:
-        return value.decode("utf-8") if b"\\" not in value else json.loads(b'"' + value + b'"')
+        if b"\\" not in value:
+            return value.decode("utf-8")
+        text = json.loads(b'"' + value + b'"')
+        if b"\\u" in value and _LONE_SURROGATE.search(text):
+            raise _lone_surrogate()
+        return text
     if kind == tok.NUMBER:
         return int(value) if value.isdigit() else json.loads(value)  # indexes and counts: mostly digits
     return {tok.TRUE: True, tok.FALSE: False, tok.NULL: None}[kind]
+
+
+# A value read as data (an id, a name, a type, a media type, a whole small object) is
+# decoded to ``str``: an escaped lone surrogate (``"\\ud800"``) is not Unicode text
+# there -- no UTF-8 output, hash or id can carry it -- so it is refused at that value.
+# In text that is copied (content, arguments) it passes, as the escape it came as.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate() -> SchemaError:
+    return LoneSurrogateError("lone surrogate escape in a value read as text (not Unicode)")
+
+
+def _data(raw: bytes) -> Any:
+    """A whole small value's compact JSON as Python data (see ``_LONE_SURROGATE``)."""
+    value = json.loads(raw)
+    if b"\\u" in raw:
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise _lone_surrogate() from None
+    return value
 
 
 class BlockBuilder:

@@ -97,6 +97,11 @@ class DuplicateKeyError(SchemaError):
     """An object has the same key twice (any object of the input, at any depth)."""
 
 
+class LoneSurrogateError(SchemaError):
+    """An escaped lone surrogate (``"\\ud800"``) in a value that must be Unicode text
+    (an id, a name, a type): valid JSON, but no UTF-8 output can carry it."""
+
+
 class LossError(TranscodeError):
     """Strict mode: a field could not be carried into the target dialect."""
 

@@ -42,6 +42,7 @@ from typing import Any, Callable
 
 from . import json as tok
 from .canonical import Block, Event, Section, Usage
+from .errors import SchemaError
 from .jsonwriter import dumps
 from .losses import finish_path, lacks, path_subject, usage_path
 from .session import Session
@@ -72,8 +73,14 @@ def finish_from(dialect: str, reason: str | None) -> str | None:
     return FINISH_FROM[dialect].get(reason, f"{dialect}:{reason}")
 
 
-def finish_to(dialect: str, reason: str | None, session: Session) -> str | None:
-    """The target's reason for a canonical one; lossy mappings are recorded."""
+def finish_to(dialect: str, reason: str | None, session: Session, stop_sequence: str | None = None) -> str | None:
+    """The target's reason for a canonical one; lossy mappings are recorded. The stop
+    sequence that ended generation (anthropic ``stop_sequence``) has a field in
+    anthropic only: elsewhere its value is a recorded loss (the reason, ``stop``, is kept)."""
+    if stop_sequence is not None and dialect != "anthropic":
+        path = "$.delta.stop_sequence" if session.kind == "stream" else "$.stop_sequence"
+        session.lose(path, lacks(f"stop_sequence {stop_sequence!r}", dialect,
+                                 "field for the stop sequence that ended generation", "the finish reason is kept"))
     if reason is None:
         return None
     mapped = FINISH_TO[dialect].get(reason)
@@ -95,16 +102,38 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _count(obj: dict, key: str, path: str) -> int | None:
+    """A token count: an integer, or absent/null; an integral float (``30.0``, some servers
+    write them) is the same count, carried as an integer; any other value is a ``SchemaError``."""
+    value = obj.get(key)
+    if value is None or _int(value) is not None:
+        return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    raise SchemaError(f"expected an integer for {key}", path=f"{path}.{key}")
+
+
+def _details(obj: dict, key: str, path: str) -> dict:
+    """A details object (absent/null: empty); any other type is a ``SchemaError``."""
+    value = obj.get(key)
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    raise SchemaError(f"expected an object for {key}", path=f"{path}.{key}")
+
+
 def usage_from_openai(obj: dict, session: Session, path: str = "$.usage") -> Usage:
-    prompt = obj.get("prompt_tokens_details") or {}
-    completion = obj.get("completion_tokens_details") or {}
+    prompt = _details(obj, "prompt_tokens_details", path)
+    completion = _details(obj, "completion_tokens_details", path)
     for details, counts in (("prompt_tokens_details", prompt), ("completion_tokens_details", completion)):
         for key, value in counts.items():
             if key not in ("cached_tokens", "reasoning_tokens") and value:
                 session.lose_member(f"{path}.{details}.{key}", "such usage count")
-    return Usage(input=_int(obj.get("prompt_tokens")), output=_int(obj.get("completion_tokens")),
-                 cache_read=_int(prompt.get("cached_tokens")),
-                 reasoning=_int(completion.get("reasoning_tokens")), total=_int(obj.get("total_tokens")))
+    return Usage(input=_count(obj, "prompt_tokens", path), output=_count(obj, "completion_tokens", path),
+                 cache_read=_count(prompt, "cached_tokens", path + ".prompt_tokens_details"),
+                 reasoning=_count(completion, "reasoning_tokens", path + ".completion_tokens_details"),
+                 total=_count(obj, "total_tokens", path))
 
 
 def usage_to_openai(u: Usage, session: Session) -> bytes:
@@ -127,15 +156,15 @@ def usage_to_openai(u: Usage, session: Session) -> bytes:
 
 
 def usage_from_anthropic(obj: dict, session: Session, path: str = "$.usage") -> Usage:
-    read = _int(obj.get("cache_read_input_tokens"))
-    write = _int(obj.get("cache_creation_input_tokens"))
-    raw_input = _int(obj.get("input_tokens"))
+    read = _count(obj, "cache_read_input_tokens", path)
+    write = _count(obj, "cache_creation_input_tokens", path)
+    raw_input = _count(obj, "input_tokens", path)
     total_input = None if raw_input is None else raw_input + (read or 0) + (write or 0)
     for key, value in obj.items():
         if key not in ("input_tokens", "output_tokens", "cache_read_input_tokens",
                        "cache_creation_input_tokens") and value is not None:
             session.lose_member(f"{path}.{key}", "such usage field")
-    return Usage(input=total_input, output=_int(obj.get("output_tokens")), cache_read=read, cache_write=write)
+    return Usage(input=total_input, output=_count(obj, "output_tokens", path), cache_read=read, cache_write=write)
 
 
 def usage_to_anthropic(u: Usage, session: Session, *, require_input: bool) -> dict:
@@ -290,9 +319,10 @@ class KeyFirst:
     without ``key``). Sources that put ``key`` first cost nothing.
     """
 
-    def __init__(self, decoder, key: str, start: Callable[[Any], None], reason: str) -> None:
+    def __init__(self, decoder, key: str, start: Callable[[Any], None], reason: str, expect=None) -> None:
         self.d = decoder
         self.key = key
+        self.expect = expect  # the key's type (decoding.Expect)
         self.start = start
         self.reason = reason
         self.hold = None
@@ -303,7 +333,7 @@ class KeyFirst:
     def on_token(self, kind: int, value: Any, offset: int) -> None:
         d = self.d
         if self.want_value:
-            self.read_key(d, self.key, kind, value, offset, self._found)
+            self.read_key(d, self.key, kind, value, offset, self._found, self.expect)
             return
         if self.depth == 0 and kind == tok.KEY and value == self.key:
             self.want_value = True
@@ -323,11 +353,12 @@ class KeyFirst:
         self.hold.append((kind, value, offset), 16 + (len(value) if isinstance(value, (bytes, str)) else 0))
 
     @staticmethod
-    def read_key(decoder, key: str, kind: int, value: Any, offset: int, done: Callable[[Any], None]) -> None:
-        """Read the value of ``key`` (a scalar) and pass it to ``done``."""
+    def read_key(decoder, key: str, kind: int, value: Any, offset: int, done: Callable[[Any], None],
+                 expect=None) -> None:
+        """Read the value of ``key`` (a scalar; ``expect``: its type) and pass it to ``done``."""
         if kind not in _KEY_KINDS:
             raise decoder.error(f"expected a scalar for {key}", offset)
-        decoder.read_value(kind, value, offset, done)
+        decoder.read_value(kind, value, offset, done, expect, key)
 
     def _found(self, value: Any) -> None:
         self.d.pop()
@@ -339,6 +370,63 @@ class KeyFirst:
             for kind, value, offset in self.hold.drain():
                 self.d.on_token(kind, value, offset)
             self.hold = None
+
+
+class ReasoningFirst:
+    """Text that one message object writes before its reasoning goes after it.
+
+    A model thinks before it answers, but Ollama's server (Go's struct order)
+    writes ``content`` before ``thinking``, and an openai-compatible server may
+    put ``content`` before ``reasoning_content`` -- in a whole response and in a
+    single stream frame that carries both. Anthropic clients expect the
+    thinking block first, and openai streams (Ollama's own layer) send the
+    reasoning delta first. So the text waits in the reorder buffer (rule
+    ``reason``) from its first byte until the object's next member shows
+    whether reasoning follows: another member or the object's end releases it
+    at once; a reasoning member releases it when that reasoning string ends.
+    Bounded by the text of one message (one frame in a stream). With
+    ``refuse_reorder`` nothing is held: the wire order is kept (the target may
+    get the text before the reasoning).
+
+    ``text`` is the text block's fragment sink (``FragmentSink`` shape).
+    """
+
+    __slots__ = ("session", "reason", "sink", "hold", "waiting")
+
+    def __init__(self, session: Session, reason: str, sink: Callable[[bytes, bool, bool], None]) -> None:
+        self.session = session
+        self.reason = reason
+        self.sink = sink
+        self.hold = None
+        self.waiting = False  # a reasoning member is being read: the held text waits for its end
+
+    def text(self, data: bytes, init: bool, fin: bool) -> None:
+        if self.session.options.refuse_reorder:
+            self.sink(data, init, fin)
+            return
+        if data:
+            if self.hold is None:
+                self.hold = self.session.reorder.hold(self.reason)
+            self.hold.write(data)
+
+    def member(self, reasoning: bool) -> None:
+        """The next member of the object starts (``reasoning``: it is the reasoning)."""
+        if reasoning:
+            self.waiting = self.hold is not None
+        else:
+            self.release()
+
+    def reasoning_end(self) -> None:
+        if self.waiting:
+            self.release()
+
+    def release(self) -> None:
+        """The object's end, or what the text waited for came: the text goes on."""
+        self.waiting = False
+        if self.hold is not None:
+            hold, self.hold = self.hold, None
+            for data in hold.drain():
+                self.sink(data, False, False)
 
 
 def skip_value(decoder, kind: int, value: Any, offset: int) -> None:

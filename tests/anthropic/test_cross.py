@@ -95,7 +95,8 @@ def test_openai_system_and_developer_anywhere_go_to_top_level_system():
     body, losses = o2a(**openai_cases()["tool_use_parallel"])
     assert body["system"] == [{"type": "text", "text": "Use tools."}, {"type": "text", "text": "Answer in French."}]
     assert all(m["role"] in ("user", "assistant") for m in body["messages"])
-    assert losses == []
+    # the developer message after the conversation began loses its place (issue 16.7)
+    assert [(loss.path, "top-level system" in loss.reason) for loss in losses] == [("$.messages[6]", True)]
 
 
 def test_openai_tool_messages_in_a_row_become_one_user_message_with_the_following_text():

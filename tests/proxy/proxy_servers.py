@@ -139,14 +139,14 @@ class Upstream:
             await send({"type": "lifespan.shutdown.complete"})
             return
         dialect = PATHS.get(scope["path"])
-        raw = b""
+        record = Received(dialect, b"", {k.decode(): v.decode() for k, v in scope["headers"]}, True)
+        self.received.append(record)  # at once: a test can watch the body arrive
         more = True
         while more:
             message = await receive()
-            raw += message.get("body", b"")
+            record.body += message.get("body", b"")
             more = message.get("more_body", False)
-        record = Received(dialect, raw, {k.decode(): v.decode() for k, v in scope["headers"]}, True)
-        self.received.append(record)
+        raw = record.body
         try:
             body = json.loads(raw)
             _official_check(dialect)(body)

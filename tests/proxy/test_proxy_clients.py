@@ -239,3 +239,36 @@ def test_streams_are_flushed_per_frame(servers, client):
                 arrivals.append(time.monotonic())
     assert len(arrivals) >= 5  # 16 frames 30 ms apart (ollama gets a tool call whole: fewer pieces)
     assert arrivals[-1] - arrivals[0] > 0.2
+
+
+def test_losses_go_to_a_header_and_one_structured_log_line(servers, caplog):
+    """A field the backend's dialect cannot carry: counted in x-interlingua-losses, listed in the log line."""
+    import logging
+    import time
+    proxy, _ = servers
+    model = "anthropic/losses-probe/response-reasoning"
+    body = (b'{"model":"%s","stream":true,"messages":[{"role":"user","content":"hi"}],'
+            b'"temperature":0.3,"logit_bias":{"50256":-100}}' % model.encode())
+    expected = Transcoder("openai", "anthropic")
+    expected.feed(body)
+    expected.close()
+    assert expected.losses  # the request carries something anthropic cannot
+
+    def lines():
+        return [json.loads(r.getMessage()) for r in caplog.records
+                if r.name == "interlingua.proxy" and model in r.getMessage()]
+
+    with caplog.at_level(logging.INFO, logger="interlingua.proxy"):
+        with httpx2.Client() as http:
+            response = http.post(proxy.url + CHAT_PATHS["openai"], content=body)
+        assert response.status_code == 200
+        deadline = time.monotonic() + 2
+        while not lines():  # written when the exchange ends, in the server's thread
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    assert response.headers["x-interlingua-losses"] == str(len(expected.losses))
+    [line] = lines()
+    assert line["event"] == "proxy.request" and line["status"] == 200 and line["backend"] == "anthropic"
+    assert line["model"] == model and line["stream"] is True
+    assert [(x["dialect"], x["path"]) for x in line["request_losses"]] == [(x.dialect, x.path) for x in expected.losses]
+    assert line["losses"] == len(line["request_losses"]) + len(line["response_losses"])

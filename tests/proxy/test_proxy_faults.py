@@ -155,6 +155,32 @@ def test_client_disconnect_closes_the_upstream_connection_within_a_second(server
     assert record.closed_at - closed_by_client < 1.0
 
 
+@pytest.mark.parametrize("client", DIALECTS)
+def test_request_body_is_streamed_upstream_as_it_arrives(servers, client):
+    """The model is known from the first chunk: the upstream gets the transcoded start before the client is done."""
+    proxy, upstream = servers
+    before = len(upstream.received)
+    marker = f"anthropic/streamed-{client}/response-text-tool"
+    head = b'{"model":"%s","stream":false,%s"messages":[{"role":"user","content":"' % (
+        marker.encode(), b'"max_tokens":50,' if client == "anthropic" else b"")
+    rest = b'x' * 100 + b'"}]}'
+    with socket.create_connection(("127.0.0.1", proxy.port)) as sock:
+        sock.sendall(b"POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                     b"x-api-key: %s\r\ntransfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n"
+                     % (PATHS[client].encode(), GOOD_KEY.encode(), len(head), head))
+        deadline = time.monotonic() + 5
+        while not any(r.body for r in upstream.received[before:]):
+            assert time.monotonic() < deadline, "the upstream saw nothing before the client's body ended"
+            time.sleep(0.01)
+        [record] = [r for r in upstream.received[before:] if r.body]
+        assert record.body.startswith(b"{") and not record.body.endswith(b"}")  # a prefix, streamed
+        sock.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(rest), rest))
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += sock.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 200")
+
+
 # -- the client's mistakes -------------------------------------------------------------------
 
 @pytest.mark.parametrize("client", DIALECTS)
@@ -202,7 +228,7 @@ def test_oversize_body_is_413(servers, client):
 @pytest.mark.parametrize("client", DIALECTS)
 def test_missing_or_wrong_key_is_401(servers, client, headers):
     proxy, upstream = servers
-    marker = f"openai/response-text-tool@0.001-{client}-{sorted(headers.items())}"
+    marker = f"openai/auth-{client}-{len(headers)}-{''.join(headers.values())}/response-text-tool"
     status, body, _ = post(proxy, client, body_for(client, marker), headers=headers)
     assert status == 401 and "API key" in error_message(client, body)
     assert not any(marker.encode() in r.body for r in upstream.received)  # nothing went upstream

@@ -25,8 +25,8 @@ CASES = [
     ("openai", _OK + b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"a"},x}]}\n\n',
      ("JsonSyntaxError", "unexpected b'x' while expecting key", 56, "$.choices[0]")),
     # leading whitespace of the data is not counted (nor a first data line that is empty)
-    ("openai", _OK + b'data:    {"id":1,]\n\n',
-     ("JsonSyntaxError", "unexpected b']' while expecting key", 8, "$")),
+    ("openai", _OK + b'data:    {"id":"1",]\n\n',
+     ("JsonSyntaxError", "unexpected b']' while expecting key", 10, "$")),
     ("openai", _OK + b'data:\ndata:   {"id":"c",\ndata: ]\n\n',
      ("JsonSyntaxError", "unexpected b']' while expecting key", 11, "$")),
     # a document cut by the frame's end

@@ -30,6 +30,8 @@ Decoder decisions (pinned by tests and rpt scenarios):
 
 from __future__ import annotations
 
+from ..fields import REQUEST_FIELDS
+
 import json
 from typing import Any, Callable
 
@@ -37,7 +39,8 @@ from ... import json as tok
 from ...canonical import (
     ASSISTANT_REASONING, ASSISTANT_REFUSAL, ASSISTANT_TEXT, REQUEST_LEVEL, SERVER_TOOL_RESULT, SYSTEM_INSTRUCTION,
     TOOL_CALL, TOOL_DEFINITION, TOOL_RESULT, TOP_LEVEL_SYSTEM, UNKNOWN, USER_DOCUMENT, USER_IMAGE, USER_TEXT,
-    Block, Control, End, Event, Extension, MessagesEnd, Section, decode_escaped, escape_raw_json,
+    Block, Control, End, Event, Extension, MessagesEnd, Section, escape_raw_json,
+    unescape_json_text,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, ignore
@@ -82,11 +85,14 @@ def _extra(builder: BlockBuilder, key: str, raw: bytes) -> None:
 
 
 
+_FIELDS = REQUEST_FIELDS[DIALECT]
+
 class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
     system_in_list = False  # top-level ``system``: SystemEnd after it, or at the body's end
 
     def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        self.expect(kind, value, offset, _FIELDS.get(key), key)
         if key == "messages":
             self.read_messages(kind, offset)
         elif key == "system":
@@ -98,6 +104,9 @@ class RequestDecoder(RequestBodyDecoder):
             self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw))
 
     def _top_field(self, key: str, raw: bytes) -> None:
+        if raw == b"null":  # an explicit null means the same as absent ("thinking": null)
+            self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
+            return
         found = controls.decode(key, raw)
         if found is None:
             self.emit(Extension(DIALECT, "$." + key, raw))
@@ -342,7 +351,8 @@ class BlockReader:
             return lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.raw_members.append(
                 dumps(key) + b":" + raw))
         if key in ("text", "thinking", "data") and t in ("text", "thinking", "redacted_thinking"):
-            return lambda k, v, o: d.read_string(k, v, o, self._builder().fragment, key)
+            # an explicit null means the same as absent: the block has no payload (it ends empty)
+            return lambda k, v, o: None if k == tok.NULL else d.read_string(k, v, o, self._builder().fragment, key)
         if key == "source" and t in ("image", "document"):
             return self._source
         if key == "input" and t == "tool_use":
@@ -578,7 +588,7 @@ class _Arguments:
             self.first = kind
 
     def feed(self, escaped: bytes) -> None:
-        data = decode_escaped(escaped).encode("utf-8")
+        data = unescape_json_text(escaped)
         self.hold.write(data)
         if not self.bad:
             try:
@@ -649,6 +659,7 @@ class RequestEncoder(Encoder):
         self._controls = session.reorder.hold("anthropic:foreign-controls")
         self._pending_ext: list[Extension] = []
         self._unanswered: list[str] = []  # ids made up for calls without one, not yet answered
+        self._late_system: set[int] = set()  # source messages of late system texts (recorded once)
         self._ended = False
         self.out.begin_object()
 
@@ -737,6 +748,13 @@ class RequestEncoder(Encoder):
                 return None
             self._open_top("system")
             return self.out
+        if self._msg_index is not None and block.message > self._msg_index \
+                and block.message not in self._late_system:
+            # anthropic has one system prompt, before the conversation (no system role in
+            # messages): a system message that came after a conversation message moves there
+            self._late_system.add(block.message)
+            self._lose_block(block, "system message after the conversation began",
+                             "moved into the top-level system (its place is lost)")
         if self._system_hold is None:
             self._system_hold = self.session.reorder.hold("anthropic:system-to-top-level")
             self._system_writer = JsonWriter(self._system_hold.write)
@@ -879,7 +897,7 @@ class RequestEncoder(Encoder):
         w._separate()
         w.write(b'{"type":"tool_use","input":')
         if not self.foreign:
-            write = lambda data: w.write(decode_escaped(data).encode("utf-8")) if data else None  # noqa: E731
+            write = lambda data: w.write(unescape_json_text(data)) if data else None  # noqa: E731
             args = None
         else:
             args = _Arguments(self)

@@ -33,6 +33,9 @@ Encoding
 * Only choice 0 is carried: blocks of other choices are recorded losses.
 * A tool call without id gets ``call_<n>`` (see ``lifecycle.tool_id``).
 * Refusal text is written as text (a recorded loss: anthropic has no refusal block).
+* Thinking whose source has no signature (ollama, openai-compatible
+  reasoning) is written with ``"signature": ""`` (the schema wants the key), a
+  recorded loss: anthropic cannot verify it, so it cannot be replayed.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from ...decoding import INTEGER, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
 from ... import json as tok
 from ...canonical import (
     Block,
@@ -51,7 +55,7 @@ from ...canonical import (
     MessageStart,
     Section,
     Usage,
-    decode_escaped,
+    unescape_json_text,
     escape_raw_json,
 )
 from ...decoding import MemberReader, Members, ResponseDecoderBase
@@ -103,7 +107,7 @@ class _ContentBlock(MemberReader):
     # -- reading the block object (after its "{") --------------------------------------------
 
     def read(self) -> None:
-        KeyFirst(self.d, "type", self._typed, "anthropic:content-before-type")
+        KeyFirst(self.d, "type", self._typed, "anthropic:content-before-type", STRING)
 
     def _typed(self, value: Any) -> None:
         d = self.d
@@ -144,7 +148,7 @@ class _ContentBlock(MemberReader):
         elif t == "text" and key == "citations":
             d.read_value(kind, value, offset, self._citation_list)
         elif t == "tool_use" and key in ("id", "name"):
-            d.read_value(kind, value, offset, lambda v: self.attrs.__setitem__(key, d.own(key, v)))
+            d.read_value(kind, value, offset, lambda v: self.attrs.__setitem__(key, d.own(key, v)), STRING, key)
         elif t == "tool_use" and key == "input":
             # id and name must ride on the first fragment: hold the input until both came
             self.deferred = Deferred(d.session, "anthropic:input-before-name", self._tool_block,
@@ -207,7 +211,7 @@ class _ContentBlock(MemberReader):
             if not self.json_parts:
                 self.block.fragment(b',"input":')
                 self.json_parts = True
-            self.block.fragment(decode_escaped(data).encode("utf-8"))
+            self.block.fragment(unescape_json_text(data))
         else:
             raise SchemaError(f"input_json_delta on a {self.type} block", dialect=DIALECT)
 
@@ -285,15 +289,15 @@ class ResponseDecoder(_Base):
 
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key in ("id", "model"):
-            self.read_value(kind, value, offset, lambda v: self._id_model(key, v))
+            self.read_value(kind, value, offset, lambda v: self._id_model(key, v), OPT_STRING, key)
         elif key == "content":
             self.each_object(kind, offset, "content", self._content_block)
         elif key == "stop_reason":
-            self.read_value(kind, value, offset, lambda v: setattr(self, "stop_reason", v))
+            self.read_value(kind, value, offset, lambda v: setattr(self, "stop_reason", v), OPT_STRING, key)
         elif key == "stop_sequence":
-            self.read_value(kind, value, offset, lambda v: setattr(self, "stop_sequence", v))
+            self.read_value(kind, value, offset, lambda v: setattr(self, "stop_sequence", v), OPT_STRING, key)
         elif key == "usage":
-            self.read_value(kind, value, offset, self._usage)
+            self.read_value(kind, value, offset, self._usage, OPT_OBJECT, key)
         elif key == "type":
             self.read_value(kind, value, offset, ignore)  # "message" or "error" (its "error" member says it)
         elif key == "role":
@@ -361,9 +365,9 @@ class StreamDecoder(_Base):
 
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key == "type":
-            self.read_value(kind, value, offset, self._type)
+            self.read_value(kind, value, offset, self._type, STRING, key)
         elif key == "index":
-            self.read_value(kind, value, offset, self._index)
+            self.read_value(kind, value, offset, self._index, INTEGER, key)
         elif key == "message":
             self.each_member(kind, offset, "message", self._message_member)
         elif key == "content_block":
@@ -377,7 +381,7 @@ class StreamDecoder(_Base):
         elif key == "delta":
             self._delta.read(kind, offset, "delta")
         elif key == "usage":
-            self.read_value(kind, value, offset, self._delta_usage)
+            self.read_value(kind, value, offset, self._delta_usage, OPT_OBJECT, key)
         elif key == "error":
             self.read_value(kind, value, offset, self._error)
         else:
@@ -393,8 +397,9 @@ class StreamDecoder(_Base):
 
     def _message_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key in ("id", "model"):
-            self.read_value(kind, value, offset, lambda v: setattr(self, key, v))
+            self.read_value(kind, value, offset, lambda v: setattr(self, key, v), OPT_STRING, key)
         elif key == "usage":
+            self.expect(kind, value, offset, OPT_OBJECT, key)
             self.read_value(kind, value, offset, lambda v: setattr(
                 self, "f_usage", usage_from_anthropic(v, self.session, "$.message.usage")
                 if isinstance(v, dict) else None))
@@ -411,7 +416,7 @@ class StreamDecoder(_Base):
         if key == "type":
             skip_value(self, kind, value, offset)
         elif key in ("stop_reason", "stop_sequence"):
-            self.read_value(kind, value, offset, lambda v: self._stop(key, v))
+            self.read_value(kind, value, offset, lambda v: self._stop(key, v), OPT_STRING, key)
         elif key not in _BLOCK_DELTA_KEYS:  # message_delta's container, stop_details ...: no canonical field
             self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose_member("$.delta." + key))
         elif b is None:
@@ -495,6 +500,7 @@ class _EncoderBase(Encoder):
         self.usage: Usage | None = None
         self.tool_count = 0
         self.kind: str | None = None  # what the open block is (text, thinking, ...)
+        self.thinking_block: Block | None = None  # the open thinking block's first fragment
 
     def _classify(self, block: Block) -> str | None:
         """The anthropic block type for a canonical block (None: lost)."""
@@ -518,6 +524,13 @@ class _EncoderBase(Encoder):
             return "citations"
         self._lose_unplaced(block)
         return None
+
+    def _lose_unsigned(self, block: Block) -> None:
+        """A thinking block whose source gave no signature (ollama, openai-compatible
+        reasoning): written with ``"signature": ""`` as the schema wants, a recorded
+        loss -- anthropic cannot verify it, so the client cannot replay it."""
+        self._lose_block(block, 'thinking without a signature: written with "signature": "" '
+                                "(anthropic cannot replay it)")
 
     def _tool_head(self, block: Block) -> bytes:
         attrs = block.attrs or {}
@@ -602,6 +615,8 @@ class StreamEncoder(_EncoderBase):
         if self.signature is not None:
             self._delta(b'{"type":"signature_delta","signature":' + dumps(self.signature) + b"}")
             self.signature = None
+        elif self.kind == "thinking":
+            self._lose_unsigned(self.thinking_block)
         self.block_open = False
         self.kind = None
         self.write(sse_event("content_block_stop", b'{"type":"content_block_stop","index":'
@@ -632,6 +647,7 @@ class StreamEncoder(_EncoderBase):
                 self._open(b'{"type":"text","text":""}')
             elif kind == "thinking":
                 self._open(b'{"type":"thinking","thinking":"","signature":""}')
+                self.thinking_block = block
             else:
                 self._open(self._tool_head(block) + b',"input":{}}')
             self.kind = kind
@@ -786,6 +802,7 @@ class ResponseEncoder(_EncoderBase):
             if kind == "text":
                 self.write(b'{"type":"text","text":"')
             elif kind == "thinking":
+                self.thinking_block = block  # the first fragment: its attrs name the source path
                 self.write(b'{"type":"thinking","thinking":"')
                 self.signature = attrs.get("signature")
             elif kind == "redacted_thinking":
@@ -800,7 +817,7 @@ class ResponseEncoder(_EncoderBase):
         if kind == "tool_use":
             if payload:
                 self.json_empty = False
-                self.write(decode_escaped(payload).encode("utf-8"))
+                self.write(unescape_json_text(payload))
         else:
             self.write(payload)
         if block.fin:
@@ -809,6 +826,8 @@ class ResponseEncoder(_EncoderBase):
                 self.tail = b"}"
             elif kind == "thinking":
                 sig = (block.attrs or {}).get("signature") or self.signature or ""
+                if not sig:
+                    self._lose_unsigned(self.thinking_block or block)
                 self.write(b'","signature":' + dumps(sig) + b"}")
             elif kind == "redacted_thinking":
                 self.write(b'"}')

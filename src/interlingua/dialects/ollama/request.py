@@ -66,6 +66,8 @@ Encoder decisions:
 
 from __future__ import annotations
 
+from ..fields import REQUEST_FIELDS
+
 import base64
 import json
 from typing import Any, Callable
@@ -74,7 +76,7 @@ from ... import json as tok
 from ...canonical import (
     ASSISTANT_REASONING, ASSISTANT_REFUSAL, ASSISTANT_TEXT, REQUEST_LEVEL, SERVER_TOOL_RESULT, SYSTEM_INSTRUCTION, TOOL_CALL, TOOL_DEFINITION, TOOL_RESULT,
     TOP_LEVEL_SYSTEM, UNKNOWN, USER_IMAGE, USER_TEXT, Block, Control, End, Event, Extension, MessagesEnd, Section,
-    SystemEnd, decode_escaped, escape_raw_json,
+    SystemEnd, escape_raw_json, unescape_json_text,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, first_member, merged_reasoning
@@ -137,6 +139,9 @@ def sniff_media_type(b64_prefix: bytes) -> str | None:
 # ---------------------------------------------------------------------------
 
 
+_FIELDS = REQUEST_FIELDS[DIALECT]
+_OPTION_FIELDS = REQUEST_FIELDS["ollama.options"]
+
 class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
 
@@ -153,6 +158,7 @@ class RequestDecoder(RequestBodyDecoder):
             self.emit(Control("stream", True, dialect=DIALECT))
 
     def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        self.expect(kind, value, offset, _FIELDS.get(key), key)
         if key == "messages":
             self.read_messages(kind, offset)
         elif key == "tools":
@@ -181,6 +187,7 @@ class RequestDecoder(RequestBodyDecoder):
         self.each_member(kind, offset, "options", self._option, self._options_end)
 
     def _option(self, key: str, kind: int, value: Any, offset: int) -> None:
+        self.expect(kind, value, offset, _OPTION_FIELDS.get(key), "options." + key)
         self._options_empty = False
         self.read_raw(kind, value, offset, lambda raw: self._option_field(key, raw))
 
@@ -966,7 +973,7 @@ class ArgumentsWriter:
     def feed(self, escaped: bytes) -> None:
         if not escaped:
             return
-        data = decode_escaped(escaped).encode("utf-8") if b"\\" in escaped else escaped
+        data = unescape_json_text(escaped) if b"\\" in escaped else escaped
         if not self.started:
             data = data.lstrip()
             if not data:

@@ -4,11 +4,16 @@ chunks (kind ``stream``), the last with ``"done": true``.
 Decoding
 --------
 * ``message.content`` -> assistant-text, ``message.thinking`` ->
-  assistant-reasoning; consecutive chunks continue the same block.
-* ``message.tool_calls`` come whole: each is a tool-call block (``name``; the
-  ``arguments`` object re-serialised and escaped as the payload). Ollama has
-  no tool-call ids; encoders that need one give ``call_<n>``
-  (``lifecycle.tool_id``), deterministic per response.
+  assistant-reasoning; consecutive chunks continue the same block. Content
+  written before thinking in one message (Go's order: the whole response, or
+  one stream line that has both) goes after it -- the model thought first
+  (``lifecycle.ReasoningFirst``, rule ``ollama:content-before-thinking``).
+* ``message.tool_calls`` come whole: each is a tool-call block (``id`` when
+  the server gave one -- the current one always does --, ``name``; the
+  ``arguments`` object re-serialised and escaped as the payload); a call
+  without id gets one from the encoder that needs it (``lifecycle.tool_id``).
+  ``function.index`` is the call's position (Go always writes it): read, a
+  recorded loss only when it is not that position.
 * ``done_reason`` -> ``Finish`` (``stop`` with tool calls -> ``tool_use``;
   absent or null means ``stop``, as in Ollama's own openai layer, plus a
   lossless ``$.done_reason`` null extension so an ollama target leaves it out),
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ...decoding import BOOLEAN, NULL, OPT_INTEGER, OPT_STRING  # (types of members)
 from ... import json as tok
 from ...canonical import (
     Block,
@@ -40,7 +46,7 @@ from ...canonical import (
     MessageStart,
     Section,
     Usage,
-    decode_escaped,
+    unescape_json_text,
     escape_raw_json,
 )
 from ...decoding import Members, ResponseDecoderBase
@@ -52,6 +58,7 @@ from ...lifecycle import (
     BlockStream,
     Deferred,
     OpenFrame,
+    ReasoningFirst,
     finish_from,
     finish_to,
     merge_usage,
@@ -80,8 +87,19 @@ class _Decoder(ResponseDecoderBase):
         self._reset()
         # readers of what every line has
         self._response = Members(self, self._member, self._document_end)
-        self._message = Members(self, self._message_member)
+        self._message = Members(self, self._message_member, self._message_end)
         self._sinks: dict = {}  # Section -> fragment sink into its block (_string)
+        # content before thinking (Go's order) goes after it: see lifecycle.ReasoningFirst
+        self._text_first = ReasoningFirst(session, "ollama:content-before-thinking",
+                                          self._section_sink(Section.ASSISTANT_TEXT, "content"))
+        self._sinks[Section.ASSISTANT_TEXT] = self._text_first.text
+        thinking = self._section_sink(Section.ASSISTANT_REASONING, "thinking")
+
+        def thinking_sink(data: bytes, init: bool, fin: bool) -> None:
+            thinking(data, init, fin)
+            if fin:
+                self._text_first.reasoning_end()
+        self._sinks[Section.ASSISTANT_REASONING] = thinking_sink
 
     def _reset(self) -> None:
         self.done = False
@@ -102,15 +120,15 @@ class _Decoder(ResponseDecoderBase):
         if key == "model":
             if kind == tok.STRING and self.started:
                 return  # every line repeats it: once the message started it changes nothing
-            self.read_value(kind, value, offset, self._model)
+            self.read_value(kind, value, offset, self._model, OPT_STRING, key)
         elif key == "message":
             self._message.read(kind, offset, "message")
         elif key == "done":
-            self.read_value(kind, value, offset, self._done)
+            self.read_value(kind, value, offset, self._done, BOOLEAN | NULL, key)
         elif key == "done_reason":
-            self.read_value(kind, value, offset, lambda v: setattr(self, "reason", v))
+            self.read_value(kind, value, offset, lambda v: setattr(self, "reason", v), OPT_STRING, key)
         elif key in _COUNTS:
-            self.read_value(kind, value, offset, lambda v: self.counts.__setitem__(key, v))
+            self.read_value(kind, value, offset, lambda v: self.counts.__setitem__(key, v), OPT_INTEGER, key)
         elif key == "error":
             self.read_value(kind, value, offset, self._error)
         elif key in _DURATIONS or key == "created_at":
@@ -140,7 +158,12 @@ class _Decoder(ResponseDecoderBase):
         self.emit(Error("api_error", str(message)))
         self.errored = True
 
+    def _message_end(self) -> None:
+        self._text_first.release()
+
     def _message_member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        if key != "content":
+            self._text_first.member(key == "thinking" and kind != tok.NULL)
         if key == "content":
             self._string(kind, value, offset, Section.ASSISTANT_TEXT, key)
         elif key == "thinking":
@@ -158,15 +181,16 @@ class _Decoder(ResponseDecoderBase):
     def _string(self, kind: int, value: Any, offset: int, section: Section, what: str) -> None:
         if kind == tok.NULL:
             return
-        sink = self._sinks.get(section)
-        if sink is None:  # one per section: every line has such a member
-            attrs = {"path": f"$.message.{what}"}
+        self.read_string(kind, value, offset, self._sinks[section], what)
 
-            def sink(data: bytes, init: bool, fin: bool) -> None:
-                if data:
-                    self._open(section, attrs).fragment(data)
-            self._sinks[section] = sink
-        self.read_string(kind, value, offset, sink, what)
+    def _section_sink(self, section: Section, what: str):
+        """The fragment sink into the open block of ``section`` (made once: every line has such a member)."""
+        attrs = {"path": f"$.message.{what}"}
+
+        def sink(data: bytes, init: bool, fin: bool) -> None:
+            if data:
+                self._open(section, attrs).fragment(data)
+        return sink
 
     def _open(self, section: Section, attrs: dict | None = None) -> BlockStream:
         if self.block is not None and self.block.section is section and section is not Section.TOOL_CALL:
@@ -202,7 +226,8 @@ class _Decoder(ResponseDecoderBase):
                         raise self.wrong_type(kind, "an object for function", offset)
                     self.push(self._function_key(call))
                 elif key == "id":
-                    self.read_value(kind, value, offset, lambda v: call["attrs"].__setitem__("id", v))
+                    self.read_value(kind, value, offset, lambda v: call["attrs"].__setitem__("id", v),
+                                    OPT_STRING, "a tool call's id")
                 else:
                     skip_value(self, kind, value, offset)
             self.push(member)
@@ -219,7 +244,7 @@ class _Decoder(ResponseDecoderBase):
                 self.pop()
                 if key == "name":
                     self.read_value(kind, value, offset, lambda v: call["attrs"].__setitem__(
-                        "name", self.session.tool_name_in(v)))
+                        "name", self.session.tool_name_in(v)), OPT_STRING, "a tool call's name")
                 elif key == "arguments":
                     # the name must ride on the first fragment: hold the arguments until it came
                     block = call["block"] = Deferred(self.session, "ollama:arguments-before-name",
@@ -230,6 +255,10 @@ class _Decoder(ResponseDecoderBase):
                         self.read_string(kind, value, offset, lambda d, i, f: block.fragment(d), key)
                     else:
                         self.stream_raw(kind, value, offset, lambda d, i, f: block.fragment(escape_raw_json(d)))
+                elif key == "index":  # Go writes the call's position: nothing to carry when it is that
+                    self.read_value(kind, value, offset, lambda v: v == self.tools - 1 or self.session.lose_member(
+                        f"$.message.tool_calls[{call['position']}].function.index",
+                        f"tool-call index other than its position ({v!r})"))
                 else:
                     self.read_raw(kind, value, offset, lambda raw: self.session.lose_member(
                         f"$.message.tool_calls[{call['position']}].function.{key}"))
@@ -344,7 +373,7 @@ class _EncoderBase(Encoder):
 
     def _tail(self) -> bytes:
         """``"done":true`` and what comes with it."""
-        reason = finish_to(DIALECT, self.finish.reason, self.session) if self.finish else None
+        reason = finish_to(DIALECT, self.finish.reason, self.session, self.finish.stop_sequence) if self.finish else None
         out = b',"done":true'
         if reason is not None and not self.no_reason:
             out += b',"done_reason":' + dumps(reason)
@@ -380,16 +409,21 @@ class _EncoderBase(Encoder):
             self._lose_signature(block, attrs)
             return "thinking"
         if s is Section.TOOL_CALL:
-            if (block.attrs or {}).get("id"):
-                self._lose_field(block, "id")
             return "tool_calls"
         self._lose_unplaced(block)
         return None
 
     @staticmethod
     def _tool_json(attrs: dict, arguments: bytes) -> bytes:
-        return (b'{"function":{"name":' + dumps(attrs.get("name", "")) + b',"arguments":'
+        return (_call_head(attrs) + b'{"name":' + dumps(attrs.get("name", "")) + b',"arguments":'
                 + (arguments or b"{}") + b"}}")
+
+
+def _call_head(attrs: dict) -> bytes:
+    """A tool call's opening up to its function object: the id first (Go's order)
+    when the source has one (the current API carries ids)."""
+    call_id = attrs.get("id")
+    return b'{"id":' + dumps(call_id) + b',"function":' if call_id else b'{"function":'
 
 
 class StreamEncoder(_EncoderBase):
@@ -430,7 +464,7 @@ class StreamEncoder(_EncoderBase):
         if kind == "tool_calls":
             attrs, hold = self.tool
             if block.payload:
-                hold.write(decode_escaped(block.payload).encode("utf-8"))
+                hold.write(unescape_json_text(block.payload))
             if block.fin:
                 self.tool = None
                 self.write(self._head() + b',"message":{"role":"assistant","content":"","tool_calls":['
@@ -497,13 +531,13 @@ class ResponseEncoder(_EncoderBase):
                 w = msg.member("tool_calls", b"[")
                 w._separate()
                 attrs = block.attrs or {}
-                w.write(b'{"function":{"name":' + dumps(attrs.get("name", "")) + b',"arguments":')
+                w.write(_call_head(attrs) + b'{"name":' + dumps(attrs.get("name", "")) + b',"arguments":')
                 state = {"empty": True}
 
                 def write(data: bytes) -> None:
                     if data:
                         state["empty"] = False
-                        w.write(decode_escaped(data).encode("utf-8"))
+                        w.write(unescape_json_text(data))
                 self.placed = (write, lambda: w.write((b"{}" if state["empty"] else b"") + b"}}"))
             else:
                 w = msg.member(kind, b'"')

@@ -60,7 +60,16 @@ def decode(key: str, raw: bytes) -> Control | None:
     if name is None:
         return None
     value = json.loads(raw)
+    if key == "tool_choice" and _lenient_choice(value):
+        # {"type": "auto"|"none"|"required"} (some editors send it; not openai's form): the
+        # string it means, written so to openai targets too -- nothing is lost
+        value = value["type"]
+        raw = json.dumps(value).encode()
     return Control(name, _to_canonical(key, value), dialect="openai", key=key, raw=raw)
+
+
+def _lenient_choice(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"type"} and value["type"] in ("auto", "none", "required")
 
 
 def _to_canonical(key: str, value: Any) -> Any:

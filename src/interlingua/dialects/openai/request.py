@@ -21,6 +21,8 @@ Decoder decisions (documented here and pinned by rpt scenarios):
 
 from __future__ import annotations
 
+from ..fields import REQUEST_FIELDS
+
 import json
 from typing import Any, Callable
 
@@ -52,6 +54,8 @@ ROLE_TEXT_SECTION = {
 _DATA_URL_PREFIX_LIMIT = 256
 
 
+_FIELDS = REQUEST_FIELDS[DIALECT]
+
 class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
 
@@ -62,6 +66,7 @@ class RequestDecoder(RequestBodyDecoder):
     # -- top level -----------------------------------------------------------
 
     def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
+        self.expect(kind, value, offset, _FIELDS.get(key), key)
         if key == "messages":
             self.read_messages(kind, offset)
         elif key == "tools" or key == "functions":
@@ -72,6 +77,9 @@ class RequestDecoder(RequestBodyDecoder):
             self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw, offset))
 
     def _top_field(self, key: str, raw: bytes, offset: int) -> None:
+        if raw == b"null":  # an explicit null means the same as absent ("tool_choice": null)
+            self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
+            return
         control = controls.decode(key, raw)
         if control is None:
             self.emit(Extension(DIALECT, "$." + key, raw))
@@ -525,11 +533,15 @@ class RequestEncoder(Encoder):
         self._msg_role: str | None = None
         self._msg_has_result_id = False
         self._msg_had_tool_calls = False
+        self._msg_needs_content = False  # an empty tool result: content "" unless parts follow
         self._after_tool_calls = False  # the next source message may hold tool results
         self._tool_calls_index: int | None = None  # source index of the last message with tool calls
         self._user_hold = None  # Hold of a user message waiting for tool messages
         self._user_index: int | None = None
         self._user_writer: JsonWriter | None = None
+        # the user message that takes a tool result's images/documents while the tool
+        # message (its texts) stays open: written into the user hold
+        self._moved: MessageAssembler | None = None
         self._pending_ext: list[Extension] = []
         # reasoning controls of other dialects: one source may carry several
         # (anthropic thinking + output_config.effort); merged into one key at the end
@@ -599,7 +611,20 @@ class RequestEncoder(Encoder):
             return self._user_writer
         return self.body.messages_writer()
 
+    def _close_moved(self) -> None:
+        if self._moved is not None:
+            self._moved.close()
+            self._moved = None
+
+    def _moved_media_message(self, index: int) -> MessageAssembler:
+        """The user message for a tool result's media, beside the result's open tool message."""
+        if self._moved is None:
+            self._moved = MessageAssembler(self._messages_writer(index, "user"), self.session,
+                                           "openai:member-order", b'"role":"user"')
+        return self._moved
+
     def _flush_user_hold(self) -> None:
+        self._close_moved()
         if self._user_hold is not None:
             if self._user_hold:
                 self.body.messages_writer().raw_element(self._user_hold.take_bytes())
@@ -612,6 +637,7 @@ class RequestEncoder(Encoder):
                       first: tuple[str, bytes, bytes] | None = None) -> None:
         """``first``: the member that streams first, opened with the message (``MessageAssembler``)."""
         self._close_message()
+        self._close_moved()
         if self._user_hold is not None and index != self._user_index:
             self._flush_user_hold()
         if (index != self._msg_index and role != "tool" and self._user_hold is None
@@ -634,11 +660,14 @@ class RequestEncoder(Encoder):
 
     def _close_message(self) -> None:
         if self._msg is not None:
-            if self._msg_role == "assistant" and self.session.source != DIALECT and not any(
+            if self._msg_needs_content and not self._msg.has("content"):
+                self._msg.scalar("content", b'""')
+            elif self._msg_role == "assistant" and self.session.source != DIALECT and not any(
                     self._msg.has(k) for k in ("content", "tool_calls", "function_call", "refusal")):
                 # another dialect's empty assistant turn (ollama {"role": "assistant"}): openai
                 # rejects an assistant message with nothing in it; its empty text is ""
                 self._msg.scalar("content", b'""')
+            self._msg_needs_content = False
             self._msg.close()
             if self._msg_had_tool_calls:
                 self._after_tool_calls = True
@@ -722,8 +751,10 @@ class RequestEncoder(Encoder):
             self._result_id(msg, attrs)
         if attrs.get("empty"):
             if role == "tool" and self.session.source != DIALECT:
-                # openai rejects a tool message whose content is [] or missing: the empty result is ""
-                msg.scalar("content", b'""')
+                # openai rejects a tool message whose content is [] or missing: the empty result
+                # is "" -- written when the message closes, since further parts of the result
+                # (anthropic [image, text]: the head is empty, the text follows) make it a list
+                self._msg_needs_content = True
             elif attrs.get("in_parts"):
                 msg.member("content", b"[")
             return (lambda data: None), (lambda late: self._result_close(block, msg, role, attrs, late))
@@ -760,6 +791,9 @@ class RequestEncoder(Encoder):
             return
         self._result_id(msg, late)
         merged = {**attrs, **late}
+        # a string (or empty) result has no part to carry attributes: each one (cache_control,
+        # another dialect's extra members) is a recorded loss, as for every other block
+        self._extra_attrs(block, {k: v for k, v in merged.items() if k != EXTRA_ATTR}, _NO_ATTRS)
         if merged.get("name") is not None and merged.get("tool_call_id") is None:
             self._lose(block, f"tool_name of a {self._subject(block, merged)} that answers no call",
                        "field for a result's tool name", "a tool message needs the call's tool_call_id")
@@ -794,7 +828,11 @@ class RequestEncoder(Encoder):
         if attrs.get("in_result"):
             self._lose_block(block, "media in tool messages", "moved to a user message after the tool messages",
                              attrs=attrs)
-        msg = self._message_for(block, "user")
+        if attrs.get("in_result") and self._msg is not None and self._msg_role == "tool" \
+                and self._msg_index == block.message and self._after_tool_calls:
+            msg = self._moved_media_message(block.message)  # the result's texts go on in its tool message
+        else:
+            msg = self._message_for(block, "user")
         w = msg.member("content", b"[")
         w._separate()
         if s is USER_IMAGE:

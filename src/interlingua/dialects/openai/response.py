@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ...decoding import INTEGER, OPT_OBJECT, OPT_STRING  # (types of members)
 from ... import json as tok
 from ...canonical import (
     Block,
@@ -55,6 +56,7 @@ from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
     BlockStream,
     KeyFirst,
+    ReasoningFirst,
     OpenFrame,
     finish_from,
     finish_to,
@@ -121,11 +123,11 @@ class _Base(ResponseDecoderBase):
         if key == "choices":
             self.each_object(kind, offset, "choices", self._choice)
         elif key == "usage":
-            self.read_value(kind, value, offset, self._usage)
+            self.read_value(kind, value, offset, self._usage, OPT_OBJECT, key)
         elif key == "id" or key == "model":
             if kind == tok.STRING and self.started:
                 return  # every chunk repeats them: once the message started they change nothing
-            self.read_value(kind, value, offset, self._id if key == "id" else self._model)
+            self.read_value(kind, value, offset, self._id if key == "id" else self._model, OPT_STRING, key)
         elif key in _KEPT:
             self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
         elif key == "object":
@@ -202,10 +204,15 @@ class _Base(ResponseDecoderBase):
             block.close()
             c.closed_tools.add(index)
 
-    def read_text(self, c: _Choice, section: Section, kind: int, value: Any, offset: int, what: str) -> None:
-        """A string member (null: none) streamed into the choice's block of ``section``."""
+    def read_text(self, c: _Choice, section: Section, kind: int, value: Any, offset: int, what: str,
+                  sink=None) -> None:
+        """A string member (null: none) streamed into the choice's block of ``section``
+        (or into ``sink``, which passes it on to that block)."""
         if kind == tok.NULL:
             return
+        self.read_string(kind, value, offset, sink or self.block_sink(c, section, what), what)
+
+    def block_sink(self, c: _Choice, section: Section, what: str):
         sink = c.sinks.get(section)
         if sink is None:  # one per choice and section: a stream has one such member a frame
             attrs = {"path": f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{what}"}
@@ -214,7 +221,7 @@ class _Base(ResponseDecoderBase):
                 if data:
                     self.open_block(c, section, attrs).fragment(data)
             c.sinks[section] = sink
-        self.read_string(kind, value, offset, sink, what)
+        return sink
 
     def finish_choice(self, c: _Choice, reason: Any) -> None:
         if c.block is not None and c.block.section is Section.TOOL_CALL:
@@ -241,9 +248,9 @@ class _ToolCallReader(MemberReader):
     def member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d = self.d
         if key == "index":
-            d.read_value(kind, value, offset, self._index)
+            d.read_value(kind, value, offset, self._index, INTEGER, "a tool call's index")
         elif key == "id":
-            d.read_value(kind, value, offset, lambda v: self._attr("id", v))
+            d.read_value(kind, value, offset, lambda v: self._attr("id", v), OPT_STRING, "a tool call's id")
         elif key == "type":
             skip_value(d, kind, value, offset)
         elif key == "function":
@@ -266,7 +273,8 @@ class _ToolCallReader(MemberReader):
     def _function_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d = self.d
         if key == "name":
-            d.read_value(kind, value, offset, lambda v: self._attr("name", d.session.tool_name_in(v)))
+            d.read_value(kind, value, offset, lambda v: self._attr("name", d.session.tool_name_in(v)),
+                         OPT_STRING, "a tool call's name")
         elif key == "arguments":
             if kind != tok.NULL:
                 d.read_string(kind, value, offset, self._arguments, "arguments")
@@ -349,11 +357,11 @@ class _ChoiceReader(MemberReader):
             d.then(self._index)
         else:
             d.pop()
-            KeyFirst(d, "index", self._start, "openai:content-before-index")
+            KeyFirst(d, "index", self._start, "openai:content-before-index", INTEGER)
             d.on_token(kind, value, offset)
 
     def _index(self, kind: int, value: Any, offset: int) -> None:
-        KeyFirst.read_key(self.d, "index", kind, value, offset, self._choose)
+        KeyFirst.read_key(self.d, "index", kind, value, offset, self._choose, INTEGER)
 
     def _choose(self, index: Any) -> None:
         self.c = self.d.choice(index if isinstance(index, int) else 0)
@@ -383,7 +391,7 @@ class _ChoiceReader(MemberReader):
                 self.has_finish = True
                 self.finish = None
             else:
-                d.read_value(kind, value, offset, self._finish)
+                d.read_value(kind, value, offset, self._finish, OPT_STRING, key)
         elif key == "logprobs":
             d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose_member(
                 f"$.choices[{self.c.index}].logprobs", "log probabilities"))
@@ -401,18 +409,38 @@ class _MessageReader(MemberReader):
         self.c = c
         self.streaming = streaming
         self.tool_position = 0
+        # content before reasoning_content in one message (or delta) goes after it
+        self.text_first = ReasoningFirst(d.session, "openai:content-before-reasoning",
+                                         d.block_sink(c, Section.ASSISTANT_TEXT, "content"))
+        self._reasoning_sink = None  # made at the first reasoning member (its key names the path)
+
+    def reasoning_sink(self, key: str):
+        if self._reasoning_sink is None:
+            reasoning = self.d.block_sink(self.c, Section.ASSISTANT_REASONING, key)
+
+            def sink(data: bytes, init: bool, fin: bool) -> None:
+                reasoning(data, init, fin)
+                if fin:
+                    self.text_first.reasoning_end()
+            self._reasoning_sink = sink
+        return self._reasoning_sink
+
+    def end(self, offset: int) -> None:
+        self.text_first.release()
 
     def member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d, c = self.d, self.c
+        if key != "content":
+            self.text_first.member(key in _REASONING_KEYS and kind != tok.NULL)
         if key == "content":
             if c.block is not None and c.block.section is Section.TOOL_CALL and kind != tok.NULL \
                     and value:
                 d.close_block(c)  # text after tool calls: the calls are complete
-            d.read_text(c, Section.ASSISTANT_TEXT, kind, value, offset, key)
+            d.read_text(c, Section.ASSISTANT_TEXT, kind, value, offset, key, self.text_first.text)
         elif key == "refusal":
             d.read_text(c, Section.ASSISTANT_REFUSAL, kind, value, offset, key)
         elif key in _REASONING_KEYS:
-            d.read_text(c, Section.ASSISTANT_REASONING, kind, value, offset, key)
+            d.read_text(c, Section.ASSISTANT_REASONING, kind, value, offset, key, self.reasoning_sink(key))
         elif key == "tool_calls":
             if kind != tok.NULL:
                 d.each_object(kind, offset, "tool_calls", self._tool_call)
@@ -624,7 +652,7 @@ class StreamEncoder(_EncoderBase):
         elif t is Finish:
             self.frame.close()
             self._ensure_role(event.choice)
-            reason = finish_to(DIALECT, event.reason, self.session)
+            reason = finish_to(DIALECT, event.reason, self.session, event.stop_sequence)
             self.write(self._chunk(b'{"index":' + str(event.choice).encode()
                                    + b',"delta":{},"finish_reason":' + dumps(reason) + b"}"))
         elif t is Usage:
@@ -757,7 +785,7 @@ class ResponseEncoder(_EncoderBase):
         elif t is Extension:
             self._extension(event)
         elif t is Finish:
-            reason = finish_to(DIALECT, event.reason, self.session)
+            reason = finish_to(DIALECT, event.reason, self.session, event.stop_sequence)
             if self.choice == event.choice:
                 self._close_choice(reason)
             else:  # a finish for a choice not written yet

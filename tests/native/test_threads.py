@@ -1,0 +1,78 @@
+"""The binding and threads: the GIL is released while the core works on a chunk, and an
+object used from two threads at once raises instead of corrupting its state."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from interlingua.backend import native_module
+
+native = native_module()
+# ~24 MB of one JSON array of strings: long enough (tens of ms) to overlap with other threads
+BODY = b"[" + b",".join([b'"' + b"x" * 200 + b'\\n\\u00e9"'] * 100_000) + b"]"
+TOKENS = 2 + 100_000  # array start and end, the strings
+
+
+def test_the_gil_is_released_while_a_chunk_is_worked_on():
+    counter = native.TokenCounter()
+    ticks = []
+    done = threading.Event()
+
+    def python_work():
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0)
+
+    worker = threading.Thread(target=python_work)
+    worker.start()
+    try:
+        time.sleep(0.01)
+        start = time.perf_counter()
+        count = counter.feed(BODY)
+        end = time.perf_counter()
+    finally:
+        done.set()
+        worker.join()
+    assert count == TOKENS
+    # the Python thread ran while the feed was in the core (with the GIL held it could not)
+    assert sum(start < t < end for t in ticks) > 10
+
+
+def test_a_tokenizer_used_from_two_threads_at_once_raises_and_is_not_corrupted():
+    counter = native.TokenCounter()
+    refused = []
+    started = threading.Event()
+
+    def intruder():
+        started.wait()
+        deadline = time.perf_counter() + 5
+        while not refused and time.perf_counter() < deadline:
+            try:
+                counter.feed(b"     " * 1000)  # whitespace: harmless if it got in
+            except RuntimeError as exc:
+                refused.append(str(exc))
+
+    thread = threading.Thread(target=intruder)
+    thread.start()
+    started.set()
+    total = 0
+    for _ in range(20):
+        if refused:
+            break
+        counter.reset()
+        total = counter.feed(BODY) + counter.close()
+    thread.join()
+    assert refused and "in use by another thread" in refused[0]
+    counter.reset()
+    assert counter.feed(BODY) + counter.close() == TOKENS  # the state is whole
+
+
+def test_errors_come_through_the_released_gil_as_transcode_errors():
+    import interlingua
+    counter = native.TokenCounter(dialect="openai")
+    with pytest.raises(interlingua.JsonSyntaxError) as caught:
+        counter.feed(BODY[:-1] + b"}")
+    assert caught.value.offset == len(BODY) - 1 and caught.value.dialect == "openai"

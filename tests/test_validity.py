@@ -1,0 +1,145 @@
+"""The validity layer itself (tests/validity.py): each rule catches what its API rejects and
+passes what it takes; the rpt corpus's cross outputs pass, on each backend."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import validity
+from rpt import all_wire_scripts, parse_wire, transcode_all
+
+_USER = {"role": "user", "content": "hi"}
+_A = {"model": "m", "max_tokens": 10, "messages": [_USER]}
+_O = {"model": "m", "messages": [_USER]}
+_L = {"model": "m", "messages": [_USER]}
+
+
+def _a(**kw):
+    return {**_A, **kw}
+
+
+def _o(**kw):
+    return {**_O, **kw}
+
+
+def _calls(call_id="c1", name="f"):
+    return {"role": "assistant", "tool_calls": [{"id": call_id, "type": "function",
+                                                 "function": {"name": name, "arguments": "{}"}}]}
+
+
+def _tool_use(call_id="t1", name="f"):
+    return {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": name, "input": {}}]}
+
+
+def _result(call_id="t1"):
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "ok"}]}
+
+
+_SCHEMA = {"type": "object"}
+#: rule -> (dialect, kind, a body its API rejects for that rule)
+BAD = {
+    ("anthropic", "max_tokens-integer"): _a(max_tokens=10.5),
+    ("anthropic", "messages-present"): _a(messages=[]),
+    ("anthropic", "message-roles"): _a(messages=[{"role": "system", "content": "x"}, _USER]),
+    ("anthropic", "content-non-empty"): _a(messages=[{"role": "user", "content": ""}, _USER]),
+    ("anthropic", "text-block-non-empty"): _a(system=[{"type": "text", "text": ""}]),
+    ("anthropic", "input-schema-object"): _a(tools=[{"name": "f", "input_schema": {"type": "string"}}]),
+    ("anthropic", "tool-name-pattern"): _a(tools=[{"name": "a.b", "input_schema": _SCHEMA}]),
+    ("anthropic", "tool-id-pattern"): _a(messages=[_USER, _tool_use("functions.f:0"), _result("functions.f:0")]),
+    ("anthropic", "tool-pairing"): _a(messages=[_USER, _tool_use("t1"), _result("t2")]),
+    ("anthropic", "thinking-budget"): _a(thinking={"type": "enabled", "budget_tokens": 512}),
+    ("anthropic", "thinking-vs-forced-tool"): _a(thinking={"type": "adaptive"}, tool_choice={"type": "any"}),
+    ("anthropic", "image-media-type"): _a(messages=[{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/bmp", "data": "AA"}}]}]),
+    ("openai", "messages-present"): _o(messages=[]),
+    ("openai", "integer-fields"): _o(max_completion_tokens=10.0),
+    ("openai", "function-name-pattern"): _o(messages=[_USER, _calls(name="x" * 65),
+                                                       {"role": "tool", "tool_call_id": "c1", "content": "ok"}]),
+    ("openai", "parameters-object"): _o(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]),
+    ("openai", "tool-choice-form"): _o(tool_choice={"type": "auto"}),
+    ("openai", "tool-call-id-length"): _o(messages=[_USER, _calls("c" * 41),
+                                                     {"role": "tool", "tool_call_id": "c" * 41, "content": "ok"}]),
+    ("openai", "tool-pairing"): _o(messages=[_USER, _calls("c1"), {"role": "tool", "content": "ok"}]),
+    ("openai", "content-parts-non-empty"): _o(messages=[{"role": "user", "content": []}]),
+    ("openai", "assistant-has-something"): _o(messages=[_USER, {"role": "assistant"}]),
+    ("ollama", "arguments-object"): {**_L, "messages": [_USER, {"role": "assistant", "tool_calls": [
+        {"function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "content": "ok"}]},
+    ("ollama", "images-base64"): {**_L, "messages": [{"role": "user", "content": "x",
+                                                      "images": ["data:image/png;base64,AA"]}]},
+    ("ollama", "integer-options"): {**_L, "options": {"num_predict": "10"}},
+    ("ollama", "think-value"): {**_L, "think": "xhigh"},
+    ("ollama", "messages-present"): {**_L, "messages": []},
+    ("ollama", "tool-pairing"): {**_L, "messages": [_USER, {"role": "tool", "content": "ok"}]},
+}
+RESPONSES_BAD = {
+    ("anthropic", "response", "tool-id-pattern"): {
+        "id": "m", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use",
+        "content": [{"type": "tool_use", "id": "functions.f:0", "name": "f", "input": {}}]},
+}
+GOOD = {
+    "anthropic": _a(system=[{"type": "text", "text": "Be brief."}], tools=[{"name": "f", "input_schema": _SCHEMA}],
+                    thinking={"type": "enabled", "budget_tokens": 1024}, max_tokens=2048,
+                    messages=[_USER, _tool_use(), _result(), {"role": "assistant", "content": ""}]),
+    "openai": _o(tools=[{"type": "function", "function": {"name": "f", "parameters": _SCHEMA}}], tool_choice="auto",
+                 max_completion_tokens=10, messages=[_USER, _calls(), {"role": "tool", "tool_call_id": "c1",
+                                                                       "content": "ok"}]),
+    "ollama": {**_L, "think": "max", "options": {"num_predict": 10.0}, "messages": [
+        _USER, {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {}}}]},
+        {"role": "tool", "content": "ok", "tool_name": "f"}]},
+}
+
+
+def _broken(dialect: str, kind: str, body) -> set[str]:
+    return {p.split(":")[0] for p in validity.check(dialect, kind, json.dumps(body).encode())}
+
+
+@pytest.mark.parametrize("dialect,name", sorted(BAD), ids=[f"{d}:{n}" for d, n in sorted(BAD)])
+def test_each_rule_catches_what_its_api_rejects(dialect, name):
+    assert _broken(dialect, "request", BAD[dialect, name]) == {name}
+
+
+@pytest.mark.parametrize("dialect", sorted(GOOD))
+def test_a_body_the_api_takes_breaks_no_rule(dialect):
+    assert _broken(dialect, "request", GOOD[dialect]) == set()
+
+
+def test_response_rules():
+    for (dialect, kind, name), body in RESPONSES_BAD.items():
+        assert _broken(dialect, kind, body) == {name}
+
+
+def test_every_rule_has_an_example_and_a_source():
+    examples = set(BAD) | {(d, n) for d, _, n in RESPONSES_BAD}
+    for r in validity.RULES:
+        assert (r.dialect, r.name) in examples, r
+        assert r.reason and r.where, r
+    assert "| anthropic | request | tool-id-pattern |" in validity.table()
+
+
+def _cross_pairs():
+    scripts = [parse_wire(p) for p in all_wire_scripts()]
+    pairs = []
+    for target in scripts:
+        for source in scripts:
+            if (source.path.parent == target.path.parent and source.kind == target.kind
+                    and source.dialect != target.dialect and not source.error and not target.error
+                    and source.dialect not in target.not_from):
+                pairs.append((source, target))
+    return pairs
+
+
+def test_the_rpt_corpus_cross_outputs_are_valid(backend):
+    """Every cross-dialect output of the rpt scenarios passes its target's rules, on each
+    backend (the conftest hook checks every test's outputs; this names the corpus once)."""
+    checked = 0
+    for source, target in _cross_pairs():
+        options = source.make_options(**target.options)
+        out, transcoder = transcode_all(source, target.dialect, "whole", options)
+        problems = validity.check(target.dialect, target.kind, out, enforced_only=True)
+        if problems:
+            assert validity.check(source.dialect, source.kind, source.body), (
+                f"{source.path.parent.name}: {source.dialect} -> {target.dialect}: {problems}")
+        checked += 1
+    assert checked > 300
