@@ -208,7 +208,12 @@ class Finish(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="fini
 
 
 class Usage(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="usage", omit_defaults=True):
-    """Token counts. ``None`` means the source did not say -- absent is not zero."""
+    """Token counts. ``None`` means the source did not say -- absent is not zero.
+
+    ``service_tier`` is the tier that served them (anthropic reports it in its
+    usage, openai at the top of the body), canonical names: ``standard``
+    (openai ``default``), ``priority``, ``batch``, ``flex``, ``scale``,
+    ``auto``, ``fast`` (see ``lifecycle.SERVICE_TIERS``)."""
 
     input: int | None = None
     output: int | None = None
@@ -216,6 +221,7 @@ class Usage(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="usage
     cache_write: int | None = None
     reasoning: int | None = None
     total: int | None = None
+    service_tier: str | None = None
 
 
 class Error(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="error"):

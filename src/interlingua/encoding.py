@@ -14,11 +14,12 @@ source put after the first member of the same message.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
-from .canonical import REQUEST_LEVEL, Block, Control, Event, Extension, Section
-from .errors import TranscodeError
-from .jsonwriter import JsonWriter, key_bytes
+from . import json as tok
+from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, Extension, Section, unescape_json_text
+from .errors import JsonSyntaxError, TranscodeError
+from .jsonwriter import JsonWriter, dumps, key_bytes
 from .losses import (
     NO_PLACE, block_path, block_subject, field_path, field_subject, lacks, path_subject, raw_block_type,
 )
@@ -120,6 +121,14 @@ class Encoder:
         self._lose(block, field_subject(self.session.source, key, block.section, attrs), "field for it", done,
                    field_path(path, key) if path else None)
 
+    def _lose_raw_arguments(self, block: Block) -> None:
+        """Tool-call arguments that are not a JSON object, for a target whose arguments are one
+        (``HeldArguments``)."""
+        self._lose(block, f"arguments of a {self._subject(block)} that are not a JSON object", self._ARGS_LACK,
+                   'carried as {"_raw_arguments": "<the text>"}')
+
+    _ARGS_LACK = "tool arguments other than a JSON object"
+
     def _lose_signature(self, block: Block, attrs: dict) -> None:
         """A reasoning block's signature, for a target with no field for it. Sources
         may send it after the text (anthropic does), so encoders check the first
@@ -159,6 +168,51 @@ class Encoder:
         if not ext.lossless:
             self.session.lose(ext.path, lacks(path_subject(ext.path), self.dialect, "such field"),
                               dialect=ext.dialect)
+
+
+class HeldArguments:
+    """Tool-call arguments of another dialect (canonical escaped text), held until they
+    are known to be a JSON object, for a target that carries arguments as an object
+    (anthropic ``input``, ollama ``arguments``).
+
+    Outcome (documented): a JSON object is written as it is; empty text becomes
+    ``{}``; anything else (invalid JSON -- a call cut off at ``max_tokens`` --, or
+    JSON that is not an object) becomes ``{"_raw_arguments": "<the text>"}``, and
+    the encoder records the loss. One call is held at a time (rule ``reason``).
+    """
+
+    def __init__(self, session: Session, reason: str) -> None:
+        self.hold = session.reorder.hold(reason)
+        self.first: int | None = None
+        self.bad = False
+        self.tokenizer = tok.Tokenizer(self._token, max_depth=session.options.max_depth)
+
+    def _token(self, kind: int, value: Any, offset: int) -> None:
+        if self.first is None:
+            self.first = kind
+
+    def feed(self, escaped: bytes) -> None:
+        data = unescape_json_text(escaped)
+        self.hold.write(data)
+        if not self.bad:
+            try:
+                self.tokenizer.feed(data)
+            except JsonSyntaxError:
+                self.bad = True
+
+    def result(self) -> tuple[bytes, bool]:
+        """(the object's JSON, whether it is faithful)."""
+        text = self.hold.take_bytes()
+        if not text.strip():
+            return b"{}", True
+        if not self.bad:
+            try:
+                self.tokenizer.close()
+            except JsonSyntaxError:
+                self.bad = True
+        if not self.bad and self.first == tok.OBJECT_START:
+            return text, True
+        return b'{"_raw_arguments":' + dumps(text.decode("utf-8")) + b"}", False
 
 
 def merged_reasoning(items: list[Control]) -> Control:

@@ -26,7 +26,14 @@ Usage (absent is not zero)
 ==========================
 
 Canonical ``input`` counts every input token, cached or not (openai's
-``prompt_tokens`` meaning). Anthropic's ``input_tokens`` excludes the tokens
+``prompt_tokens`` meaning). Details with a home on both sides are mapped:
+cache reads (openai ``prompt_tokens_details.cached_tokens``, anthropic
+``cache_read_input_tokens``), cache writes (``cache_write_tokens``,
+``cache_creation_input_tokens``), reasoning (``completion_tokens_details.
+reasoning_tokens``, ``output_tokens_details.thinking_tokens``) and the service
+tier (openai ``service_tier``, anthropic ``usage.service_tier``). Every other
+detail is a recorded loss at its source path; a canonical count a target
+cannot hold is recorded at the source's path for it (``USAGE_PATHS``). Anthropic's ``input_tokens`` excludes the tokens
 read from and written to the cache, so decoding adds
 ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` to it and
 encoding subtracts them. A count the source did not give is never written as
@@ -44,7 +51,7 @@ from . import json as tok
 from .canonical import Block, Event, Section, Usage
 from .errors import SchemaError
 from .jsonwriter import dumps
-from .losses import finish_path, lacks, path_subject, usage_path
+from .losses import finish_path, lacks, path_subject
 from .session import Session
 
 FINISH_TO = {
@@ -123,20 +130,81 @@ def _details(obj: dict, key: str, path: str) -> dict:
     raise SchemaError(f"expected an object for {key}", path=f"{path}.{key}")
 
 
+#: where each canonical usage field was in each source (loss records name the source field)
+USAGE_PATHS = {
+    "openai": {"input": "$.usage.prompt_tokens", "output": "$.usage.completion_tokens",
+               "total": "$.usage.total_tokens", "cache_read": "$.usage.prompt_tokens_details.cached_tokens",
+               "cache_write": "$.usage.prompt_tokens_details.cache_write_tokens",
+               "reasoning": "$.usage.completion_tokens_details.reasoning_tokens", "service_tier": "$.service_tier"},
+    "anthropic": {"input": "$.usage.input_tokens", "output": "$.usage.output_tokens",
+                  "cache_read": "$.usage.cache_read_input_tokens",
+                  "cache_write": "$.usage.cache_creation_input_tokens",
+                  "reasoning": "$.usage.output_tokens_details.thinking_tokens",
+                  "service_tier": "$.usage.service_tier"},
+    "ollama": {"input": "$.prompt_eval_count", "output": "$.eval_count"},
+}
+
+
+def usage_path(session: Session, name: str) -> str:
+    """The source path of a canonical usage count (an anthropic stream gives the full usage
+    in ``message_start``: ``$.message.usage``)."""
+    path = USAGE_PATHS.get(session.source, {}).get(name, f"$.usage.{name}")
+    if session.source == "anthropic" and session.kind == "stream" and path.startswith("$.usage."):
+        return "$.message" + path[1:]
+    return path
+
+
+#: service tiers each dialect names (its client's literal), canonical name -> the dialect's
+SERVICE_TIERS = {
+    "openai": {"standard": "default", "priority": "priority", "flex": "flex", "scale": "scale", "auto": "auto",
+               "fast": "fast"},
+    "anthropic": {"standard": "standard", "priority": "priority", "batch": "batch"},
+}
+
+
+def tier_from(dialect: str, value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    for canonical, own in SERVICE_TIERS[dialect].items():
+        if own == value:
+            return canonical
+    return f"{dialect}:{value}"
+
+
+def tier_to(dialect: str, u: Usage, session: Session) -> str | None:
+    """The target's name for the usage's tier; a tier it does not name is a recorded loss."""
+    tier = u.service_tier
+    if tier is None:
+        return None
+    own = SERVICE_TIERS.get(dialect, {}).get(tier)
+    if own is None:
+        source, _, raw = tier.partition(":")
+        if raw and source == dialect:
+            return raw
+        _lose_count(session, "service_tier", dialect, f"service tier {tier!r}")
+    return own
+
+
+def _lose_details(obj: dict, path: str, known: tuple, session: Session) -> None:
+    for key, value in obj.items():
+        if key not in known and value is not None and value != 0:
+            session.lose_member(f"{path}.{key}", "such usage field")
+
+
 def usage_from_openai(obj: dict, session: Session, path: str = "$.usage") -> Usage:
     prompt = _details(obj, "prompt_tokens_details", path)
     completion = _details(obj, "completion_tokens_details", path)
-    for details, counts in (("prompt_tokens_details", prompt), ("completion_tokens_details", completion)):
-        for key, value in counts.items():
-            if key not in ("cached_tokens", "reasoning_tokens") and value:
-                session.lose_member(f"{path}.{details}.{key}", "such usage count")
+    _lose_details(prompt, path + ".prompt_tokens_details", ("cached_tokens", "cache_write_tokens"), session)
+    _lose_details(completion, path + ".completion_tokens_details", ("reasoning_tokens",), session)
     return Usage(input=_count(obj, "prompt_tokens", path), output=_count(obj, "completion_tokens", path),
                  cache_read=_count(prompt, "cached_tokens", path + ".prompt_tokens_details"),
+                 cache_write=_count(prompt, "cache_write_tokens", path + ".prompt_tokens_details"),
                  reasoning=_count(completion, "reasoning_tokens", path + ".completion_tokens_details"),
                  total=_count(obj, "total_tokens", path))
 
 
 def usage_to_openai(u: Usage, session: Session) -> bytes:
+    """The openai usage object (the service tier goes at the body's top: ``tier_to``)."""
     out: dict[str, Any] = {}
     if u.input is not None:
         out["prompt_tokens"] = u.input
@@ -146,12 +214,15 @@ def usage_to_openai(u: Usage, session: Session) -> bytes:
         u.input + u.output if u.input is not None and u.output is not None else None)
     if total is not None:
         out["total_tokens"] = total
+    prompt = {}
     if u.cache_read is not None:
-        out["prompt_tokens_details"] = {"cached_tokens": u.cache_read}
+        prompt["cached_tokens"] = u.cache_read
+    if u.cache_write is not None:
+        prompt["cache_write_tokens"] = u.cache_write
+    if prompt:
+        out["prompt_tokens_details"] = prompt
     if u.reasoning is not None:
         out["completion_tokens_details"] = {"reasoning_tokens": u.reasoning}
-    if u.cache_write:
-        _lose_count(session, "cache_write", "openai", "cache-write count", "it is counted in prompt_tokens")
     return dumps(out)
 
 
@@ -160,11 +231,13 @@ def usage_from_anthropic(obj: dict, session: Session, path: str = "$.usage") -> 
     write = _count(obj, "cache_creation_input_tokens", path)
     raw_input = _count(obj, "input_tokens", path)
     total_input = None if raw_input is None else raw_input + (read or 0) + (write or 0)
-    for key, value in obj.items():
-        if key not in ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                       "cache_creation_input_tokens") and value is not None:
-            session.lose_member(f"{path}.{key}", "such usage field")
-    return Usage(input=total_input, output=_count(obj, "output_tokens", path), cache_read=read, cache_write=write)
+    _lose_details(obj, path, ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                              "cache_creation_input_tokens", "output_tokens_details", "service_tier"), session)
+    details = _details(obj, "output_tokens_details", path)
+    _lose_details(details, path + ".output_tokens_details", ("thinking_tokens",), session)
+    return Usage(input=total_input, output=_count(obj, "output_tokens", path), cache_read=read, cache_write=write,
+                 reasoning=_count(details, "thinking_tokens", path + ".output_tokens_details"),
+                 service_tier=tier_from("anthropic", obj.get("service_tier")))
 
 
 def usage_to_anthropic(u: Usage, session: Session, *, require_input: bool) -> dict:
@@ -179,8 +252,11 @@ def usage_to_anthropic(u: Usage, session: Session, *, require_input: bool) -> di
     if u.cache_read is not None:
         out["cache_read_input_tokens"] = u.cache_read
     out["output_tokens"] = u.output if u.output is not None else 0
-    if u.reasoning:
-        _lose_count(session, "reasoning", "anthropic", "reasoning-token count", "it is counted in output_tokens")
+    if u.reasoning is not None:
+        out["output_tokens_details"] = {"thinking_tokens": u.reasoning}
+    tier = tier_to("anthropic", u, session)
+    if tier is not None:
+        out["service_tier"] = tier
     if u.total is not None and u.input is not None and u.output is not None and u.total != u.input + u.output:
         _lose_count(session, "total", "anthropic", "total other than input + output")
     return out
@@ -199,12 +275,16 @@ def usage_to_ollama(u: Usage, session: Session) -> dict:
     for name, what in (("cache_read", "cache-read"), ("cache_write", "cache-write"), ("reasoning", "reasoning")):
         if getattr(u, name):
             _lose_count(session, name, "ollama", f"{what} token count")
+    if u.service_tier is not None:
+        _lose_count(session, "service_tier", "ollama", "service tier")
+    if u.total is not None and u.input is not None and u.output is not None and u.total != u.input + u.output:
+        _lose_count(session, "total", "ollama", "total other than input + output")
     return out
 
 
 def _lose_count(session: Session, name: str, target: str, what: str, done: str | None = None) -> None:
     """A usage count the target cannot report, named by its field in the source."""
-    path = usage_path(session.source, session.kind, name)
+    path = usage_path(session, name)
     session.lose(path, lacks(path_subject(path), target, what, done))
 
 
@@ -213,7 +293,7 @@ def merge_usage(old: Usage | None, new: Usage) -> Usage:
     if old is None:
         return new
     return Usage(**{f: (getattr(new, f) if getattr(new, f) is not None else getattr(old, f))
-                    for f in ("input", "output", "cache_read", "cache_write", "reasoning", "total")})
+                    for f in ("input", "output", "cache_read", "cache_write", "reasoning", "total", "service_tier")})
 
 
 # -- tool-call ids ---------------------------------------------------------------------

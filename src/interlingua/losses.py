@@ -137,26 +137,6 @@ def path_subject(path: str) -> str:
 
 # -- where a canonical thing sits in the source ---------------------------------------------------
 
-#: canonical usage count -> its member in each dialect (openai/anthropic: under ``usage``)
-_USAGE_FIELDS = {
-    "openai": {"input": "usage.prompt_tokens", "output": "usage.completion_tokens",
-               "cache_read": "usage.prompt_tokens_details.cached_tokens",
-               "reasoning": "usage.completion_tokens_details.reasoning_tokens", "total": "usage.total_tokens"},
-    "anthropic": {"input": "usage.input_tokens", "output": "usage.output_tokens",
-                  "cache_read": "usage.cache_read_input_tokens", "cache_write": "usage.cache_creation_input_tokens"},
-    "ollama": {"input": "prompt_eval_count", "output": "eval_count"},
-}
-
-
-def usage_path(dialect: str, kind: str, name: str) -> str:
-    """The source path of a canonical usage count (an anthropic stream gives the full usage in
-    ``message_start``)."""
-    field = _USAGE_FIELDS.get(dialect, {}).get(name, f"usage.{name}")
-    if dialect == "anthropic" and kind == "stream":
-        return f"$.message.{field}"
-    return f"$.{field}"
-
-
 def finish_path(dialect: str, kind: str, choice: int = 0) -> str:
     """The source path of the finish reason."""
     if dialect == "openai":

@@ -170,11 +170,12 @@ class Transcoder:
     >>> out = t.feed(b'{"model":"m","messages":[{"role":"user","content":"hi"}]}') + t.close()
 
     ``losses`` lists what could not be carried; ``reorder`` reports what was held.
-    ``model`` (requests) replaces the source's model name in the output.
+    ``model`` (requests) replaces the source's model name in the output: a
+    name, or a function of the source's model value returning the name.
     """
 
     def __init__(self, source: str, target: str, *, kind: str = "request",
-                 options: Options | None = None, model: str | None = None) -> None:
+                 options: Options | None = None, model: "str | Callable[[object], str] | None" = None) -> None:
         self.session = Session(options, source=source, target=target, kind=kind)
         decoder_cls, encoder_cls = codecs(target, kind)
         self._out: list[bytes] = []
@@ -325,20 +326,24 @@ def decode(chunks: Iterable[bytes], *, source: str, kind: str = "request",
     yield from decoder.close()
 
 
-def _model_renamer(on_event: Callable[[Event], None], model: str) -> Callable[[Event], None]:
-    """``Transcoder(model=...)``: the target gets ``model`` instead of the source's model name.
+def _model_renamer(on_event: Callable[[Event], None], model) -> Callable[[Event], None]:
+    """``Transcoder(model=...)``: the target gets another model name than the source's.
 
-    A proxy routes a client's model name to a backend that knows it by
-    another name. The replacement keeps the control's dialect and key with the
-    new value as its raw JSON, so a same-dialect target writes it where the
-    source had it, and other targets map it as any model control.
+    ``model`` is the name, or a function of the source's model value that
+    returns it (called once, when the model is read: a proxy learns the model
+    and picks the backend's name for it in the same pass). A proxy routes a
+    client's model name to a backend that knows it by another name. The
+    replacement keeps the control's dialect and key with the new value as its
+    raw JSON, so a same-dialect target writes it where the source had it, and
+    other targets map it as any model control.
     """
-    raw = msgspec.json.encode(model)
+    name_for = model if callable(model) else (lambda _value: model)
 
     def on_event_renamed(event: Event) -> None:
         if event.__class__ is Control and event.name == "model":
-            event = Control("model", model, dialect=event.dialect, key=event.key,
-                            raw=raw if event.raw is not None else None)
+            name = name_for(event.value)
+            event = Control("model", name, dialect=event.dialect, key=event.key,
+                            raw=msgspec.json.encode(name) if event.raw is not None else None)
         on_event(event)
 
     return on_event_renamed

@@ -20,10 +20,14 @@ ARGS = '{"a":1}'
 
 OPENAI_RESPONSE_OVERRIDES = {
     "$.choices[].index": 0,
+    "$.service_tier": "priority",  # a tier anthropic names too ("auto": a recorded loss, tested on its own)
+    "$.usage.total_tokens": 2,  # input + output (1 + 1): a differing total is its own loss
     "$.choices[].message.tool_calls[]<function>.function.arguments": ARGS,
 }
 OPENAI_STREAM_OVERRIDES = {
     "$.choices[].index": 0,
+    "$.service_tier": "priority",
+    "$.usage.total_tokens": 2,
     "$.choices[].delta.role": "assistant",
     "$.choices[].delta.tool_calls[].index": 0,
     "$.choices[].delta.tool_calls[].function.arguments": ARGS,

@@ -14,7 +14,8 @@ each request it
   connection dropped mid-stream), ``fault-slow-start`` / ``fault-slow-mid``
   (silent for ``SLOW`` seconds before the first byte / after three frames),
   ``fault-hang`` (three frames, then waits for the connection to close and
-  records when it did).
+  records when it did), ``echo-tool`` (a JSON answer calling the request's
+  first tool by the name it arrived with).
 
 Only 127.0.0.1 is ever used.
 """
@@ -115,6 +116,23 @@ def error_body(dialect: str, status: int) -> bytes:
     return json.dumps({"error": message}).encode()
 
 
+def echo_tool_answer(dialect: str, request: dict) -> bytes:
+    tool = request["tools"][0]
+    name = tool["name"] if dialect == "anthropic" else tool["function"]["name"]
+    if dialect == "anthropic":
+        return json.dumps({"id": "msg_e", "type": "message", "role": "assistant", "model": "m", "content": [
+            {"type": "tool_use", "id": "toolu_e", "name": name, "input": {"q": 1}}], "stop_reason": "tool_use",
+            "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}).encode()
+    if dialect == "openai":
+        return json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_e", "type": "function", "function": {"name": name, "arguments": '{"q": 1}'}}]},
+             "finish_reason": "tool_calls"}]}).encode()
+    return json.dumps({"model": "m", "created_at": "2025-01-01T00:00:00Z", "message": {
+        "role": "assistant", "content": "", "tool_calls": [{"function": {"name": name, "arguments": {"q": 1}}}]},
+        "done": True, "done_reason": "stop"}).encode()
+
+
 @dataclass
 class Received:
     dialect: str
@@ -155,6 +173,9 @@ class Upstream:
             await self._plain(send, 422, error_body(dialect, 422))
             return
         scenario, _, pace = str(body.get("model", "")).rpartition("/")[2].partition("@")
+        if scenario == "echo-tool":  # answer calling the first tool under the name it was given
+            await self._plain(send, 200, echo_tool_answer(dialect, body))
+            return
         await self._answer(scenario, dialect, wants_stream(dialect, body), send, receive, record,
                            float(pace) if pace else self.pace)
 

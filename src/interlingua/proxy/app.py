@@ -38,6 +38,7 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 
 import anyio
+import msgspec
 
 from ..aio import aclose_quietly, transcode_stream
 from ..errors import TranscodeError
@@ -110,7 +111,7 @@ class Exchange:
     """What one chat request learns on its way, for its response and its log line."""
 
     __slots__ = ("client", "backend", "model", "status", "stream", "request_losses", "response_losses",
-                 "started", "error", "failure", "finished")
+                 "started", "error", "failure", "finished", "request")
 
     def __init__(self, client: str) -> None:
         self.client = client
@@ -124,6 +125,7 @@ class Exchange:
         self.error: str | None = None
         self.failure: BaseException | None = None  # raised inside the upstream body generator
         self.finished = False  # the response's last byte was handed to the server
+        self.request: Transcoder | None = None
 
     def log_line(self) -> str:
         def losses(items):
@@ -176,6 +178,9 @@ class ProxyApp:
         one = config.backends[0]
         #: every model goes to the one backend under its own name: the body need not be held for routing
         self._catch_all = one if len(config.backends) == 1 and "*" in one.models and one.model is None else None
+        dialects = {backend.dialect for backend in config.backends}
+        #: every backend speaks it: the request is transcoded while its model is looked for (one pass)
+        self._one_dialect = dialects.pop() if len(dialects) == 1 else None
 
     # -- ASGI entry ---------------------------------------------------------------------
 
@@ -281,19 +286,18 @@ class ProxyApp:
             raise RequestFailed(413, f"request body over {config.max_body_bytes} bytes")
         body = ClientBody(receive, config.max_body_bytes)
         try:
-            held, backend, model = await self._route(body, client)
+            routed = await self._route(body, client)
         except BodyTooLarge:
             raise RequestFailed(413, f"request body over {config.max_body_bytes} bytes") from None
         except TranscodeError as exc:
             raise RequestFailed(exc.status, str(exc), kind=exc.kind, param=exc.path) from None
-        exchange.backend, exchange.model = backend, model
-        request = Transcoder(client, backend.dialect, kind="request", options=config.options, model=backend.model)
-        exchange.request_losses = request.losses
+        exchange.backend, exchange.model, exchange.request = routed.backend, routed.model, routed.request
+        exchange.request_losses = routed.request.losses
         failure: Exception | None = None
         async with anyio.create_task_group() as group:
             group.start_soon(self._watch_disconnect, body, receive, group.cancel_scope, exchange)
             try:
-                await self._forward(send, exchange, body, held, request)
+                await self._forward(send, exchange, body, routed)
             except Exception as exc:  # noqa: BLE001 -- re-raised below, outside the group (no ExceptionGroup)
                 failure = exc
             finally:
@@ -301,11 +305,23 @@ class ProxyApp:
         if failure is not None:
             raise failure
 
-    async def _route(self, body: ClientBody, client: str) -> tuple[list[bytes], Backend, str | None]:
-        """Read the body until its model is known; returns the chunks read, the backend and the model."""
+    async def _route(self, body: ClientBody, client: str) -> "Routed":
+        """Read the body until its model is known: the backend, and the request transcoder for it.
+
+        * one backend for every model: nothing to read;
+        * every backend of one dialect: the request is transcoded at once, and
+          its model, read in the same pass (``Transcoder(model=<function>)``),
+          picks the backend; the output made before it is held;
+        * backends of several dialects: the target depends on the model, so the
+          client's raw chunks are decoded (``Decoder``) and held until it is read.
+        """
+        config, options = self.config, self.config.options
         if self._catch_all is not None:
-            return [], self._catch_all, None
-        decoder = Decoder(client, kind="request", options=self.config.options)
+            one = self._catch_all
+            return Routed(one, None, Transcoder(client, one.dialect, kind="request", options=options))
+        if self._one_dialect is not None:
+            return await self._route_in_one_pass(body, client)
+        decoder = Decoder(client, kind="request", options=options)
         held: list[bytes] = []
         model = None
         async for chunk in body:
@@ -315,13 +331,40 @@ class ProxyApp:
                 break
         else:
             model = _model_of(decoder.close())
+        backend = self._backend_for(model)
+        return Routed(backend, model, Transcoder(client, backend.dialect, kind="request", options=options,
+                                                 model=backend.model), held_in=held)
+
+    async def _route_in_one_pass(self, body: ClientBody, client: str) -> "Routed":
+        seen: list[object] = []
+
+        def upstream_name(model: object) -> object:
+            seen.append(model)
+            backend = self.config.backend_for(model) if isinstance(model, str) else None
+            return backend.model if backend is not None and backend.model is not None else model
+
+        request = Transcoder(client, self._one_dialect, kind="request", options=self.config.options,
+                             model=upstream_name)
+        held_out: list[bytes] = []
+        closed = False
+        async for chunk in body:
+            held_out.append(request.feed(chunk))
+            if seen:
+                break
+        else:
+            held_out.append(request.close())
+            closed = True
+        model = seen[0] if seen else None
+        return Routed(self._backend_for(model), model, request, held_out=held_out, closed=closed)
+
+    def _backend_for(self, model: object) -> Backend:
         if not isinstance(model, str):
             raise RequestFailed(400, "the request names no model", param="$.model")
         backend = self.config.backend_for(model)
         if backend is None:
             raise RequestFailed(404, f"model {model!r} is not served here (see /v1/models)", kind="not_found_error",
                                 param="$.model")
-        return held, backend, model
+        return backend
 
     async def _watch_disconnect(self, body: ClientBody, receive, scope: anyio.CancelScope,
                                 exchange: Exchange) -> None:
@@ -332,14 +375,19 @@ class ProxyApp:
             exchange.status, exchange.error = 499, "client disconnected"
             scope.cancel()
 
-    async def _upstream_body(self, exchange: Exchange, body: ClientBody, held: list[bytes],
-                             request: Transcoder) -> AsyncIterator[bytes]:
+    async def _upstream_body(self, exchange: Exchange, body: ClientBody, routed: "Routed") -> AsyncIterator[bytes]:
         """The request body in the backend's dialect, transcoded as the client's body arrives."""
+        request = routed.request
         try:
-            for chunk in held:
+            for out in routed.held_out:
+                if out:
+                    yield out
+            for chunk in routed.held_in:
                 out = request.feed(chunk)
                 if out:
                     yield out
+            if routed.closed:
+                return
             async for chunk in body:
                 out = request.feed(chunk)
                 if out:
@@ -364,14 +412,13 @@ class ProxyApp:
             return RequestFailed(exc.status, str(exc), kind="timeout_error" if exc.status == 504 else "api_error")
         return exc
 
-    async def _forward(self, send, exchange: Exchange, body: ClientBody, held: list[bytes],
-                       request: Transcoder) -> None:
+    async def _forward(self, send, exchange: Exchange, body: ClientBody, routed: "Routed") -> None:
         backend = exchange.backend
         headers = [(b"content-type", JSON), (b"accept-encoding", b"identity"), (b"user-agent", b"interlingua-proxy"),
                    *backend.auth_headers()]
         try:
             response = await self.upstream().open(
-                backend.endpoint, headers, self._upstream_body(exchange, body, held, request),
+                backend.endpoint, headers, self._upstream_body(exchange, body, routed),
                 connect_timeout=backend.connect_timeout, read_timeout=backend.read_timeout)
         except Exception as exc:  # noqa: BLE001 -- sorted out by what the body generator saw
             raise self._failed_request(exchange, exc) from None
@@ -398,7 +445,11 @@ class ProxyApp:
         kind = "stream" if ("event-stream" in response.content_type or "ndjson" in response.content_type) \
             else "response"
         exchange.stream = kind == "stream"
-        answer = Transcoder(backend.dialect, client, kind=kind, options=self.config.options)
+        options = self.config.options
+        renamed = exchange.request.tool_names if exchange.request is not None else None
+        if renamed:  # tool names the backend's dialect could not take: its answer names them back
+            options = msgspec.structs.replace(options, tool_names=dict(renamed))
+        answer = Transcoder(backend.dialect, client, kind=kind, options=options)
         exchange.response_losses = answer.losses
         headers = [(b"content-type", STREAM_TYPES[client] if exchange.stream else JSON),
                    (LOSS_HEADER, str(len(exchange.request_losses)).encode())]
@@ -439,6 +490,19 @@ def _before_any_byte(exc: BaseException) -> RequestFailed:
         return RequestFailed(502, f"the upstream's answer is not valid: {exc}", kind="api_error")
     return RequestFailed(getattr(exc, "status", 502), str(exc),
                          kind="timeout_error" if getattr(exc, "status", 0) == 504 else "api_error")
+
+
+class Routed:
+    """Where a request goes and what of it was read while finding out."""
+
+    __slots__ = ("backend", "model", "request", "held_in", "held_out", "closed")
+
+    def __init__(self, backend: Backend, model: object, request: Transcoder, *, held_in: list[bytes] = (),
+                 held_out: list[bytes] = (), closed: bool = False) -> None:
+        self.backend, self.model, self.request = backend, model, request
+        self.held_in = held_in  # client chunks read but not yet transcoded
+        self.held_out = held_out  # transcoded output made before the backend was known
+        self.closed = closed  # the body ended while routing: the transcoder is closed
 
 
 def _model_of(events) -> object:

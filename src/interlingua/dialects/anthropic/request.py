@@ -43,8 +43,7 @@ from ...canonical import (
     unescape_json_text,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, ignore
-from ...errors import JsonSyntaxError
+from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
 from ...losses import INTERNAL_ATTRS, block_subject, lacks
@@ -569,48 +568,6 @@ class _Result:
         return b"," if self.parts > 1 else b""
 
 
-class _Arguments:
-    """Tool-call arguments of another dialect, held until they are known to be a JSON object.
-
-    Outcome (documented): a JSON object is written as ``input``; empty text
-    becomes ``{}``; anything else (invalid JSON, or JSON that is not an
-    object) becomes ``{"_raw_arguments": "<the text>"}`` and a recorded loss.
-    """
-
-    def __init__(self, encoder: "RequestEncoder") -> None:
-        self.hold = encoder.session.reorder.hold("anthropic:tool-arguments")
-        self.first: int | None = None
-        self.bad = False
-        self.tokenizer = tok.Tokenizer(self._token, max_depth=encoder.session.options.max_depth)
-
-    def _token(self, kind: int, value: Any, offset: int) -> None:
-        if self.first is None:
-            self.first = kind
-
-    def feed(self, escaped: bytes) -> None:
-        data = unescape_json_text(escaped)
-        self.hold.write(data)
-        if not self.bad:
-            try:
-                self.tokenizer.feed(data)
-            except JsonSyntaxError:
-                self.bad = True
-
-    def result(self) -> tuple[bytes, bool]:
-        """(the ``input`` JSON, whether it is faithful)."""
-        text = self.hold.take_bytes()
-        if not text.strip():
-            return b"{}", True
-        if not self.bad:
-            try:
-                self.tokenizer.close()
-            except JsonSyntaxError:
-                self.bad = True
-        if not self.bad and self.first == tok.OBJECT_START:
-            return text, True
-        return b'{"_raw_arguments":' + dumps(text.decode("utf-8")) + b"}", False
-
-
 class RequestEncoder(Encoder):
     """Canonical events -> an Anthropic Messages request body.
 
@@ -630,7 +587,7 @@ class RequestEncoder(Encoder):
       tool_calls) is not written (anthropic rejects empty text blocks).
     * reasoning of another dialect without a signature cannot be replayed:
       a recorded loss. A refusal becomes assistant text plus a recorded loss.
-    * tool-call arguments of another dialect: see ``_Arguments``. A call
+    * tool-call arguments of another dialect: see ``encoding.HeldArguments``. A call
       without id (openai legacy ``function_call``) gets a made-up id (a
       recorded loss); a result without id answers the oldest such call.
     * controls of other dialects are gathered (held) and mapped at the end:
@@ -900,7 +857,7 @@ class RequestEncoder(Encoder):
             write = lambda data: w.write(unescape_json_text(data)) if data else None  # noqa: E731
             args = None
         else:
-            args = _Arguments(self)
+            args = HeldArguments(self.session, "anthropic:tool-arguments")
             write = args.feed
 
         def close(late: dict) -> None:
@@ -908,8 +865,7 @@ class RequestEncoder(Encoder):
             if args is not None:
                 data, faithful = args.result()
                 if not faithful:
-                    self._lose(block, f"arguments of a {self._subject(block)} that are not a JSON object",
-                               "tool input other than an object", 'carried as {"_raw_arguments": "<the text>"}')
+                    self._lose_raw_arguments(block)
                 w.write(data)
             tail = b""
             if "id" in every:

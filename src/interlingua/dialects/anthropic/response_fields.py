@@ -32,7 +32,7 @@ def _blocks(at: str) -> dict:
         f"{at}<redacted_thinking>.type": (STRUCTURAL, ALL),
         f"{at}<redacted_thinking>.data": (MAPPED, NONE),
         f"{at}<tool_use>.type": (STRUCTURAL, ALL),
-        f"{at}<tool_use>.id": (MAPPED, OPENAI),
+        f"{at}<tool_use>.id": (MAPPED, ALL),
         f"{at}<tool_use>.name": (MAPPED, ALL),
         f"{at}<tool_use>.input": (MAPPED, ALL),
         f"{at}<tool_use>.caller": (EXTENSION, NONE),

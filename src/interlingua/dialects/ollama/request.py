@@ -79,7 +79,9 @@ from ...canonical import (
     SystemEnd, escape_raw_json, unescape_json_text,
 )
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, first_member, merged_reasoning
+from ...encoding import (
+    STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, first_member, merged_reasoning,
+)
 from ...errors import SchemaError, TranscodeError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import INTERNAL_ATTRS, article, lacks, path_subject
@@ -596,6 +598,10 @@ class RequestEncoder(Encoder):
         self._pending_ext: list[Extension] = []
         #: openai ``name`` of a message whose blocks have not come: a tool message's becomes tool_name
         self._openai_names: dict[int, Extension] = {}
+        self._calls_at: int | None = None  # source index of the last message with tool calls
+        self._user_hold = None  # Hold of the user message waiting for the tool messages after it
+        self._user_writer: JsonWriter | None = None
+        self._user_index: int | None = None
         self._reasoning = session.reorder.hold("ollama:merge-reasoning")
 
     def _top_member(self, key: str, raw: bytes) -> None:
@@ -698,7 +704,9 @@ class RequestEncoder(Encoder):
     def _open_message(self, index: int, role: str, first: tuple[str, bytes, bytes] | None = None) -> _Message:
         """``first``: the member that streams first, opened with the message (``MessageAssembler``)."""
         self._close_message()
-        writer = self.body.messages_writer(system=index == TOP_LEVEL_SYSTEM)
+        if self._user_hold is not None and index != self._user_index:
+            self._flush_user_hold()
+        writer = self._messages_writer(index, role)
         asm = MessageAssembler(writer, self.session, "ollama:member-order", b'"role":' + key_bytes(role), first)
         self._msg = _Message(asm, index, role)
         if role != "tool" and index in self._openai_names:
@@ -713,11 +721,36 @@ class RequestEncoder(Encoder):
         if self._msg is not None:
             self._msg.asm.close()
             self._msg = None
+            if self._user_hold is not None and self.body.messages_ended:
+                self._flush_user_hold()
+
+    def _messages_writer(self, index: int, role: str) -> JsonWriter:
+        """Where a new message goes. The user message right after the tool calls may
+        start with text and hold the results after it (anthropic ``[text,
+        tool_result]``): it is held (``ollama:user-before-tool-result``) and placed
+        after the tool messages made from the same source message, as ollama wants
+        the results right after the calls (as the openai encoder does)."""
+        if role == "user" and self._calls_at is not None and index == self._calls_at + 1:
+            if self._user_hold is None:
+                self._user_hold = self.session.reorder.hold("ollama:user-before-tool-result")
+                self._user_writer = JsonWriter(self._user_hold.write)
+                self._user_writer._first.append(True)  # its elements sit inside the list
+                self._user_index = index
+            return self._user_writer
+        return self.body.messages_writer(system=index == TOP_LEVEL_SYSTEM)
+
+    def _flush_user_hold(self) -> None:
+        hold, self._user_hold, self._user_writer, self._user_index = self._user_hold, None, None, None
+        self._calls_at = None
+        if hold:
+            self.body.messages_writer().raw_element(hold.take_bytes())
 
     def _starts_message(self, block: Block, role: str) -> bool:
         """Whether ``block`` goes into a new message rather than the open one."""
         msg = self._msg
-        new_result = block.section is TOOL_RESULT and msg is not None and msg.has_result
+        # a tool result's further text blocks (attr in_result) stay in its tool message
+        new_result = (block.section is TOOL_RESULT and msg is not None and msg.has_result
+                      and not (block.attrs or {}).get("in_result"))
         return msg is None or block.message != msg.index or role != msg.role or new_result
 
     def _message_for(self, block: Block, role: str) -> _Message:
@@ -778,6 +811,14 @@ class RequestEncoder(Encoder):
         if s is TOOL_CALL:
             return self._tool_call(block, attrs, role)
         return None
+
+    def _arguments(self, w: JsonWriter):
+        """An ollama source's arguments are an object already: they stream. Another
+        dialect's are a JSON text that may not be one (a call cut off at max_tokens):
+        held per call until known (``encoding.HeldArguments``, as for anthropic)."""
+        if self.session.source == DIALECT:
+            return ArgumentsWriter(w.write)
+        return HeldArguments(self.session, "ollama:tool-arguments")
 
     def _lose_server_block(self, block: Block) -> None:
         """A server tool's call or result (anthropic ``server_tool_use``,
@@ -855,7 +896,8 @@ class RequestEncoder(Encoder):
         if "detail" in attrs:
             self._lose_field(block, "detail", attrs)
         if attrs.get("in_result"):
-            self._lose_block(block, "images in tool messages", "moved to a user message after it", attrs=attrs)
+            self._lose_block(block, "images in tool messages", "carried in a user message after the tool messages",
+                             attrs=attrs)
         msg = self._message_for(block, role)
         if not msg.has_image:
             msg.asm.end_member("content")  # the text is complete: let the images stream
@@ -884,6 +926,7 @@ class RequestEncoder(Encoder):
 
     def _tool_call(self, block: Block, attrs: dict, role: str):
         msg = self._message_for(block, role)
+        self._calls_at = block.message
         w = msg.asm.member("tool_calls", b"[")
         w._separate()
         # the id first (Go's order) when the source gave it first; name (and the
@@ -891,7 +934,7 @@ class RequestEncoder(Encoder):
         # bytes do not depend on how the input was cut.
         call_id = _carried_id(attrs.get("id"))
         w.write(b'{"id":' + dumps(call_id) + b',"function":{' if call_id is not None else b'{"function":{')
-        args = ArgumentsWriter(w.write) if not attrs.get("ollama_no_arguments") else None
+        args = self._arguments(w) if not attrs.get("ollama_no_arguments") else None
         if args is not None:
             w.write(b'"arguments":')
 
@@ -900,7 +943,12 @@ class RequestEncoder(Encoder):
                 args.feed(data)
 
         def close(late: dict) -> None:
-            if args is not None:
+            if isinstance(args, HeldArguments):
+                data, faithful = args.result()
+                if not faithful:
+                    self._lose_raw_arguments(block)
+                w.write(data)
+            elif args is not None:
                 args.close()
             merged = {**attrs, **late}
             tail = b""

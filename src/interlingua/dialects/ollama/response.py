@@ -347,6 +347,9 @@ class _EncoderBase(Encoder):
         if t is MessageStart:
             if event.choice == 0:
                 self.model = event.model
+                if event.id is not None and self.session.source != DIALECT:
+                    stream = self.session.source == "anthropic" and self.session.kind == "stream"
+                    self.session.lose_member("$.message.id" if stream else "$.id", "response id")
         elif t is Extension:
             if event.dialect == DIALECT and event.path == "$.created_at":
                 self.created = event.raw

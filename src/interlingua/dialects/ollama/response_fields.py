@@ -8,11 +8,11 @@ from __future__ import annotations
 
 ALL = frozenset({"openai", "anthropic"})
 NONE: frozenset = frozenset()
-MAPPED, STRUCTURAL, EXTENSION = "mapped", "structural", "extension*"
+MAPPED, STRUCTURAL, EXTENSION, TIMESTAMP = "mapped", "structural", "extension*", "timestamp"
 
 RESPONSE = {
     "$.model": (MAPPED, ALL),
-    "$.created_at": (EXTENSION, NONE),
+    "$.created_at": (TIMESTAMP, ALL),
     "$.done": (STRUCTURAL, ALL),
     "$.done_reason": (MAPPED, ALL),
     "$.total_duration": (EXTENSION, NONE),
@@ -24,7 +24,9 @@ RESPONSE = {
     "$.message": (STRUCTURAL, ALL),
     "$.message.role": (STRUCTURAL, ALL),
     "$.message.content": (MAPPED, ALL),
-    "$.message.thinking": (MAPPED, frozenset({"anthropic"})),  # openai: only with openai_reasoning_field
+    # anthropic writes it as thinking with "signature": "" -- a recorded loss (it cannot be replayed);
+    # openai: only with openai_reasoning_field
+    "$.message.thinking": (MAPPED, NONE),
     "$.message.images": (EXTENSION, NONE),
     "$.message.tool_name": (EXTENSION, NONE),
     "$.message.tool_calls": (STRUCTURAL, ALL),

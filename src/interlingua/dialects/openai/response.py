@@ -49,7 +49,7 @@ from ...canonical import (
     Usage,
 )
 from ...decoding import MemberReader, Members, ResponseDecoderBase
-from ...encoding import Encoder, MessageAssembler
+from ...encoding import Encoder, MessageAssembler, ignore
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event
 from ...jsonwriter import JsonWriter, dumps
@@ -62,6 +62,8 @@ from ...lifecycle import (
     finish_to,
     merge_usage,
     skip_value,
+    tier_from,
+    tier_to,
     tool_id,
     usage_from_openai,
     usage_to_openai,
@@ -102,7 +104,7 @@ class _Base(ResponseDecoderBase):
 
     def _starting(self) -> None:
         for key, raw in self.kept.items():  # created, system_fingerprint ... (openai only)
-            self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
+            self.emit(Extension(DIALECT, "$." + key, raw, lossless=key == "created" or raw == b"null"))
 
     def _id(self, value: Any) -> None:
         self.id = value
@@ -128,8 +130,8 @@ class _Base(ResponseDecoderBase):
             if kind == tok.STRING and self.started:
                 return  # every chunk repeats them: once the message started they change nothing
             self.read_value(kind, value, offset, self._id if key == "id" else self._model, OPT_STRING, key)
-        elif key in _KEPT:
-            self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw))
+        elif key == "service_tier":
+            self.read_value(kind, value, offset, self._tier, OPT_STRING, key)
         elif key == "object":
             skip_value(self, kind, value, offset)
         elif key == "error":
@@ -146,11 +148,21 @@ class _Base(ResponseDecoderBase):
     _choice_reader = None
 
     def _keep(self, key: str, raw: bytes) -> None:
-        if self.started:
-            if self.kept.get(key) not in (None, raw):
-                self.session.lose_member("$." + key, "second value for it", "the first one is kept")
+        """A top-level field without canonical meaning: an extension, once (every chunk repeats
+        it; another dialect loses it once, the same dialect copies the stream)."""
+        if key in self.kept:
             return
         self.kept[key] = raw
+        if self.started:  # after id and model: it goes out now
+            self.out(Extension(DIALECT, "$." + key, raw, lossless=key == "created" or raw == b"null"))
+
+    tier_seen = False
+
+    def _tier(self, value: Any) -> None:
+        """``service_tier`` -> the canonical usage's tier (anthropic holds it in its usage), once."""
+        if value is not None and not self.tier_seen:
+            self.tier_seen = True
+            self.out(Usage(service_tier=tier_from(DIALECT, value)))
 
     def _error(self, value: Any) -> None:
         if value is None:
@@ -256,10 +268,14 @@ class _ToolCallReader(MemberReader):
         elif key == "function":
             if kind != tok.NULL:
                 d.each_member(kind, offset, "function", self._function_member)
+        elif key == "custom":  # a custom tool's call (free-form input): no canonical tool call
+            self.custom = True
+            d.read_raw(kind, value, offset, ignore)
         else:
             d.read_raw(kind, value, offset, lambda raw: d.session.lose_member(
-                f"$.choices[{self.c.index}].{'delta' if self.streaming else 'message'}"
-                f".tool_calls[{self.index or 0}].{key}"))
+                f"{self.attrs['path']}.{key}"))
+
+    custom = False
 
     def _index(self, value: Any) -> None:
         self.index = value
@@ -316,6 +332,9 @@ class _ToolCallReader(MemberReader):
         return d.open_block(c, Section.TOOL_CALL, dict(self.attrs), index).fragment
 
     def end(self, offset: int) -> None:
+        if self.custom:
+            self.d.session.lose_member(self.attrs["path"], "custom tool calls", "only function calls are carried")
+            return
         if self.index is None:
             raise self.d.error("tool call delta without index", offset)
         if self.sink is None:
@@ -562,6 +581,17 @@ class _EncoderBase(Encoder):
             self.id, self.model = event.id, event.model
             self._head = None
 
+    def _usage_event(self, event: Usage) -> None:
+        """Counts merge into the usage object; the service tier goes to the body's top."""
+        if event.service_tier is not None:
+            tier = tier_to(DIALECT, event, self.session)
+            if tier is not None and "service_tier" not in self.kept:
+                self.kept["service_tier"] = dumps(tier)
+                self._head = None
+            if event == Usage(service_tier=event.service_tier):
+                return  # no counts: no usage object
+        self.usage = merge_usage(self.usage, event)
+
     def _extension(self, ext: Extension) -> None:
         if ext.dialect == DIALECT and ext.path[2:] in _KEPT:
             self.kept[ext.path[2:]] = ext.raw
@@ -599,10 +629,10 @@ class _EncoderBase(Encoder):
             return "refusal"
         if s is Section.ASSISTANT_REASONING:
             why = controls.reasoning_loss(attrs, self.reasoning_key)
+            self._lose_signature(block, attrs)  # its own field: lost with the block or alone
             if why is not None:
                 self._lose_block(block, *why)
                 return None
-            self._lose_signature(block, attrs)
             return self.reasoning_key
         if s is Section.TOOL_CALL:
             return "tool_calls"
@@ -656,7 +686,7 @@ class StreamEncoder(_EncoderBase):
             self.write(self._chunk(b'{"index":' + str(event.choice).encode()
                                    + b',"delta":{},"finish_reason":' + dumps(reason) + b"}"))
         elif t is Usage:
-            self.usage = merge_usage(self.usage, event)
+            self._usage_event(event)
         elif t is Error:
             self._error(event)
         elif t is End:
@@ -688,6 +718,8 @@ class StreamEncoder(_EncoderBase):
                 return
             self.block = (self.seq, key, None, block.message, dumps(key) + b':"', _TEXT_TAIL)
         if self.block is None or self.block[1] is None:
+            if block.fin and not block.init:  # a lost block's late signature is lost too
+                self._lose_signature(block, block.attrs or {})
             return
         # member: what follows the delta head in a frame that continues the block
         seq, key, index, choice, member, tail = self.block
@@ -753,6 +785,7 @@ class ResponseEncoder(_EncoderBase):
     def _begin(self) -> None:
         if not self.begun:
             self.begun = True
+            self.tier_written = "service_tier" in self.kept
             self.write(b"{" + self._head_members() + b',"choices":[')
 
     def _open_choice(self, index: int) -> MessageAssembler:
@@ -792,7 +825,7 @@ class ResponseEncoder(_EncoderBase):
                 self._open_choice(event.choice)
                 self._close_choice(reason)
         elif t is Usage:
-            self.usage = merge_usage(self.usage, event)
+            self._usage_event(event)
         elif t is Error:
             self.abort(event)
         elif t is End:
@@ -806,6 +839,8 @@ class ResponseEncoder(_EncoderBase):
                     self.block[1]()
                     self.block = None
                     self._lose_signature(block, block.attrs or {})
+            elif block.fin:  # a lost block's late signature is lost too
+                self._lose_signature(block, block.attrs or {})
             return
         key = self._section_key(block)
         if key is None:
@@ -839,6 +874,8 @@ class ResponseEncoder(_EncoderBase):
         self.write(b"]")
         if self.usage is not None:
             self.write(b',"usage":' + usage_to_openai(self.usage, self.session))
+        if not self.tier_written and "service_tier" in self.kept:  # told after the head went out
+            self.write(b',"service_tier":' + self.kept["service_tier"])
         self.write(b"}")
 
     def abort(self, error: Error) -> None:

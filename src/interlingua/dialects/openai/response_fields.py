@@ -13,7 +13,11 @@ Each entry is ``(disposition, homes)``:
 * ``structural`` -- says nothing beyond the shape (type tags, ``object``, indexes);
 * ``extension*`` -- the field and everything under it has no canonical
   meaning: the same dialect passes it through (``interlingua.passthrough``),
-  any other records it lost, once, at this path.
+  any other records it lost, once, at this path;
+* ``timestamp`` -- when the response was made (openai ``created``, ollama
+  ``created_at``): passed through to the same dialect, dropped by the others
+  without a record (decision: the time a response was made is the response's
+  own, not content; a target writes its own or none).
 
 A field not ``mapped`` to a target in ``homes`` is a recorded loss there.
 """
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 ALL = frozenset({"anthropic", "ollama"})
 NONE: frozenset = frozenset()
-MAPPED, STRUCTURAL, EXTENSION = "mapped", "structural", "extension*"
+MAPPED, STRUCTURAL, EXTENSION, TIMESTAMP = "mapped", "structural", "extension*", "timestamp"
 
 _CHOICE = {
     "$.choices": (STRUCTURAL, ALL),
@@ -52,7 +56,7 @@ _TOP = {
     "$.id": (MAPPED, frozenset({"anthropic"})),  # ollama responses have no id
     "$.model": (MAPPED, ALL),
     "$.object": (STRUCTURAL, ALL),
-    "$.created": (EXTENSION, NONE),
+    "$.created": (TIMESTAMP, ALL),
     "$.service_tier": (MAPPED, frozenset({"anthropic"})),
     "$.system_fingerprint": (EXTENSION, NONE),
     "$.moderation": (EXTENSION, NONE),
@@ -69,7 +73,7 @@ RESPONSE = {
     "$.choices[].message.audio": (EXTENSION, NONE),
     "$.choices[].message.function_call": (EXTENSION, NONE),
     "$.choices[].message.tool_calls": (STRUCTURAL, ALL),
-    "$.choices[].message.tool_calls[]<function>.id": (MAPPED, frozenset({"anthropic"})),
+    "$.choices[].message.tool_calls[]<function>.id": (MAPPED, ALL),
     "$.choices[].message.tool_calls[]<function>.type": (STRUCTURAL, ALL),
     "$.choices[].message.tool_calls[]<function>.function": (STRUCTURAL, ALL),
     "$.choices[].message.tool_calls[]<function>.function.name": (MAPPED, ALL),
@@ -88,7 +92,7 @@ STREAM = {
     "$.choices[].delta.function_call": (EXTENSION, NONE),
     "$.choices[].delta.tool_calls": (STRUCTURAL, ALL),
     "$.choices[].delta.tool_calls[].index": (STRUCTURAL, ALL),
-    "$.choices[].delta.tool_calls[].id": (MAPPED, frozenset({"anthropic"})),
+    "$.choices[].delta.tool_calls[].id": (MAPPED, ALL),
     "$.choices[].delta.tool_calls[].type": (STRUCTURAL, ALL),
     "$.choices[].delta.tool_calls[].function": (STRUCTURAL, ALL),
     "$.choices[].delta.tool_calls[].function.name": (MAPPED, ALL),
