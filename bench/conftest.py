@@ -48,8 +48,16 @@ def ratio_lines(benchmarks) -> list[str]:
             median = bench.stats.median
             ratio = f"{base.stats.median / median:6.2f}x orjson" if base else "   (no orjson)"
             mbps = f"{size / median / 1e6:8.1f} MB/s" if size else ""
-            lines.append(f"    {name:<36} {median * 1e3:10.3f} ms {mbps}  {ratio}")
+            lines.append(f"    {name:<36} {median * 1e3:10.3f} ms {mbps}  {ratio}{_per_token(bench)}")
     return lines
+
+
+def _per_token(bench) -> str:
+    """Tokens per second and cost per feed, where the benchmark says how many (test_native_tokenizer)."""
+    info, median = bench.extra_info, bench.stats.median
+    if "tokens" not in info or "orjson" in info.get("contender", ""):
+        return ""
+    return f"  {info['tokens'] / median / 1e6:7.2f} Mtok/s  {median / info['feeds'] * 1e6:8.3f} us/feed"
 
 
 def memory_lines(benchmarks) -> list[str]:

@@ -143,3 +143,71 @@ def test_the_rpt_corpus_cross_outputs_are_valid(backend):
                 f"{source.path.parent.name}: {source.dialect} -> {target.dialect}: {problems}")
         checked += 1
     assert checked > 300
+
+
+# -- the classes, by property: any id, any name ------------------------------------------------
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from interlingua import Options, Transcoder  # noqa: E402
+
+_any_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=90)
+
+
+def _through(source: str, target: str, body: dict, **options) -> tuple[dict, Transcoder]:
+    t = Transcoder(source, target, options=Options(**options))
+    out = t.feed(json.dumps(body).encode()) + t.close()
+    problems = validity.check(target, "request", out, enforced_only=True)
+    assert not problems, problems
+    return json.loads(out), t
+
+
+@given(st.lists(st.tuples(st.text(st.characters(blacklist_categories=("Cs",)), max_size=40), _any_text),
+                min_size=1, max_size=3, unique_by=lambda p: p[0]))
+def test_any_openai_ids_and_names_make_a_valid_anthropic_request_and_come_back(calls):
+    """Class 1 and 2: whatever ids and names an openai-compatible history carries, anthropic
+    gets a request it accepts, with each call and its result still paired; back to openai,
+    the ids are the originals."""
+    names = {name for _, name in calls}
+    body = {"model": "m", "messages": [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}} for call_id, name in calls]}]
+        + [{"role": "tool", "tool_call_id": call_id, "content": "ok"} for call_id, _ in calls],
+        "tools": [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in names]}
+    anthropic, forward = _through("openai", "anthropic", body)
+    wire_names = {t["name"] for t in anthropic["tools"]}
+    assert {b["name"] for b in anthropic["messages"][1]["content"]} <= wire_names
+    back, _ = _through("anthropic", "openai", anthropic)
+    assert [c["id"] for c in back["messages"][1]["tool_calls"]] == [c for c, _ in calls]
+    assert {forward.tool_names.get(n, n) for n in wire_names} == names
+
+
+@given(st.lists(_any_text, min_size=1, max_size=3, unique=True), st.sampled_from(["openai", "anthropic"]))
+def test_any_ollama_tool_names_make_a_valid_request(names, target):
+    body = {"model": "m", "stream": False, "messages": [{"role": "user", "content": "go"}],
+            "tools": [{"type": "function", "function": {"name": n, "parameters": {"properties": {}}}}
+                      for n in names]}
+    _through("ollama", target, body)
+
+
+@given(st.sampled_from(["minimal", "low", "medium", "high", "xhigh", "none"]),
+       st.one_of(st.none(), st.integers(1, 70000)), st.sampled_from([None, "required", "auto"]),
+       st.sampled_from(["claude-sonnet-4-5", "claude-opus-4-6", "m"]))
+def test_any_reasoning_effort_makes_a_valid_anthropic_request(effort, max_tokens, choice, model):
+    """Class 4 and issue 16.5: budgets fit max_tokens, no thinking beside a forced tool."""
+    body = {"model": model, "reasoning_effort": effort, "messages": [{"role": "user", "content": "go"}],
+            "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]}
+    if max_tokens is not None:
+        body["max_completion_tokens"] = max_tokens
+    if choice is not None:
+        body["tool_choice"] = choice
+    _through("openai", "anthropic", body)
+
+
+@given(st.lists(st.text(alphabet="abcXYZ019_-", min_size=1, max_size=80), min_size=1, max_size=3, unique=True))
+def test_any_anthropic_ids_make_a_valid_openai_request(ids):
+    """Anthropic sets no length on ids; openai takes at most 40 characters (naming.openai_id)."""
+    body = {"model": "m", "max_tokens": 10, "messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": i, "name": "f", "input": {}} for i in ids]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": "ok"} for i in ids]}]}
+    _through("anthropic", "openai", body)

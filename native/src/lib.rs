@@ -12,6 +12,7 @@
 //! crate forbids it.
 #![cfg_attr(not(feature = "python"), forbid(unsafe_code))]
 
+pub mod canonical;
 pub mod error;
 pub mod framing;
 pub mod json;

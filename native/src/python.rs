@@ -21,7 +21,7 @@ use crate::reorder::{ByteHold, Hold, ReorderBuffer};
 
 /// The stages the core implements (interlingua.backend reads it to decide
 /// what the native backend covers).
-const COVERS: &[&str] = &["json-tokenizer", "sse-framing", "ndjson-framing", "reorder-buffer"];
+const COVERS: &[&str] = &["json-tokenizer", "sse-framing", "ndjson-framing", "reorder-buffer", "canonical-events"];
 
 /// Below this many bytes a chunk is worked on with the GIL held: releasing and
 /// taking it back costs more than the work (see native/README.md, "Threads").
@@ -378,8 +378,64 @@ fn reorder_ops<'py>(
     Ok((drained, report, error))
 }
 
+// -- canonical events, for tests ---------------------------------------------------------
+
+/// `[(section name, payload form)]` in declaration order; test entry point.
+#[pyfunction]
+fn sections() -> Vec<(&'static str, &'static str)> {
+    use crate::canonical::{PayloadForm, Section};
+    Section::ALL
+        .iter()
+        .map(|s| (s.name(), if s.form() == PayloadForm::Raw { "raw" } else { "escaped" }))
+        .collect()
+}
+
+/// The event tags (the Python classes' `tag`); test entry point.
+#[pyfunction]
+fn event_tags() -> Vec<&'static str> {
+    use crate::canonical::{Block, Control, Event, Extension, Section, Usage};
+    use std::borrow::Cow;
+    let block = Block { section: Section::Unknown, message: 0, payload: Cow::Borrowed(b""), init: true, fin: true, attrs: None };
+    let control = Control { name: "".into(), value: Cow::Borrowed(b""), dialect: None, key: None, raw: None };
+    let extension = Extension { dialect: "".into(), path: "".into(), raw: Cow::Borrowed(b""), message: None, lossless: false };
+    [
+        Event::Block(block),
+        Event::Control(control),
+        Event::Extension(extension),
+        Event::SystemEnd,
+        Event::MessagesEnd,
+        Event::MessageStart { id: None, model: None, choice: 0 },
+        Event::Finish { reason: None, stop_sequence: None, choice: 0 },
+        Event::Usage(Usage::default()),
+        Event::Error { kind: "".into(), message: "".into(), status: None },
+        Event::End,
+        Event::FrameEnd,
+    ]
+    .iter()
+    .map(Event::tag)
+    .collect()
+}
+
+#[pyfunction]
+fn escape_text<'py>(py: Python<'py>, text: &str) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(text.len());
+    crate::canonical::escape_text(text, &mut out);
+    PyBytes::new(py, &out)
+}
+
+#[pyfunction]
+fn escape_raw_json<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(data.len());
+    crate::canonical::escape_raw_json(data, &mut out);
+    PyBytes::new(py, &out)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(sections, m)?)?;
+    m.add_function(wrap_pyfunction!(event_tags, m)?)?;
+    m.add_function(wrap_pyfunction!(escape_text, m)?)?;
+    m.add_function(wrap_pyfunction!(escape_raw_json, m)?)?;
     m.add_function(wrap_pyfunction!(reorder_ops, m)?)?;
     m.add_function(wrap_pyfunction!(frames, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;

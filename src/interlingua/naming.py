@@ -6,7 +6,7 @@ lists every such rule):
 * anthropic: a ``tool_use.id`` / ``tool_result.tool_use_id`` must match
   ``^[a-zA-Z0-9_-]+$``; a tool name ``^[a-zA-Z0-9_-]{1,128}$``.
 * openai: a function name (definitions and history tool calls) must match
-  ``^[a-zA-Z0-9_-]{1,64}$``.
+  ``^[a-zA-Z0-9_-]{1,64}$``; a history tool call's id is at most 40 characters.
 
 Other dialects' ids and names break these (openai-compatible backends send ids
 like ``functions.Bash:0``; MCP tool names run long and use dots or slashes).
@@ -23,6 +23,10 @@ Both maps are *stateless* -- a proxy transcodes a request with one
   an anthropic client made up that starts with ``ID_MARK`` but is not of this
   map comes back from another dialect escaped once more -- still valid, and
   the same on the call and its result.)
+* **long ids** (into openai): an id over 40 characters becomes ``call_`` + 32 hex
+  digits of its SHA-256, on the call and its result alike. Not reversible, and it
+  need not be: an openai backend answers with ids of its own, and a client's id
+  never reaches the model. Nothing is recorded.
 * **names** (into openai and anthropic): a name that fits is kept; any other
   becomes its characters outside ``[a-zA-Z0-9_-]`` replaced by ``_``, cut to
   leave room, then ``_`` and the first 8 hex digits of its SHA-256. The same
@@ -57,6 +61,16 @@ def anthropic_id(call_id: str) -> str:
     if _ID_OK.fullmatch(call_id) and not call_id.startswith(ID_MARK):
         return call_id
     return ID_MARK + base64.urlsafe_b64encode(call_id.encode("utf-8")).rstrip(b"=").decode("ascii")
+
+
+OPENAI_ID_LIMIT = 40
+
+
+def openai_id(call_id: str) -> str:
+    """A tool-call id as openai accepts it (at most 40 characters; see the module docstring)."""
+    if len(call_id) <= OPENAI_ID_LIMIT:
+        return call_id
+    return "call_" + hashlib.sha256(call_id.encode("utf-8")).hexdigest()[:32]
 
 
 def canonical_id(wire_id: str) -> str:

@@ -37,6 +37,11 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
       transcoder had to change (``Transcoder.tool_names`` of that one: wire
       name -> the client's name); tool calls in the response get the client's
       names back (``interlingua.naming``).
+    * ``ollama_sampling_defaults``: an ollama target gets the source dialect's own
+      sampling defaults for what the source left unset (openai: ``temperature``
+      and ``top_p`` 1.0, as Ollama's openai layer sends; anthropic: ``temperature``
+      1.0), so the same request samples the same way. Off by default: an unset
+      field keeps the model's defaults (its Modelfile's tuned values).
     """
 
     strict: bool = False
@@ -49,6 +54,7 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     tool_names: dict[str, str] | None = None
     anthropic_thinking: Literal["auto", "adaptive", "budget"] = "auto"
     anthropic_thinking_budgets: dict[str, int] | None = None
+    ollama_sampling_defaults: bool = False
 
 
 class Loss(msgspec.Struct, frozen=True):

@@ -78,3 +78,14 @@ def test_a_panic_in_the_core_is_a_transcode_error():
     native = backends.native_module()
     with pytest.raises(interlingua.TranscodeError, match="internal error in the native core: boom"):
         native._panic_for_test("boom")
+
+
+def test_no_unsafe_of_our_own_in_the_core():
+    import re
+    native_src = Path(__file__).resolve().parents[2] / "native" / "src"
+    found = [f"{path.name}:{n}" for path in sorted(native_src.rglob("*.rs"))
+             for n, line in enumerate(path.read_text().splitlines(), 1)
+             if re.search(r"\bunsafe\s*(\{|fn\b|impl\b|trait\b)", line.split("//")[0])]
+    assert not found
+    core = [p for p in native_src.rglob("*.rs") if p.name not in ("lib.rs", "python.rs")]
+    assert core and all("#![forbid(unsafe_code)]" in p.read_text() for p in core)

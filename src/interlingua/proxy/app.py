@@ -332,8 +332,12 @@ class ProxyApp:
         else:
             model = _model_of(decoder.close())
         backend = self._backend_for(model)
-        return Routed(backend, model, Transcoder(client, backend.dialect, kind="request", options=options,
-                                                 model=backend.model), held_in=held)
+        request = Transcoder(client, backend.dialect, kind="request", options=options, model=backend.model)
+        if body.ended.is_set():  # the whole body is here: transcode it now, the upstream gets it sized
+            out = [request.feed(chunk) for chunk in held]
+            out.append(request.close())
+            return Routed(backend, model, request, held_out=out, closed=True)
+        return Routed(backend, model, request, held_in=held)
 
     async def _route_in_one_pass(self, body: ClientBody, client: str) -> "Routed":
         seen: list[object] = []
@@ -351,7 +355,7 @@ class ProxyApp:
             held_out.append(request.feed(chunk))
             if seen:
                 break
-        else:
+        if not seen or body.ended.is_set():  # the whole body is here: the upstream gets one body, sized
             held_out.append(request.close())
             closed = True
         model = seen[0] if seen else None
@@ -417,8 +421,9 @@ class ProxyApp:
         headers = [(b"content-type", JSON), (b"accept-encoding", b"identity"), (b"user-agent", b"interlingua-proxy"),
                    *backend.auth_headers()]
         try:
+            content = b"".join(routed.held_out) if routed.closed else self._upstream_body(exchange, body, routed)
             response = await self.upstream().open(
-                backend.endpoint, headers, self._upstream_body(exchange, body, routed),
+                backend.endpoint, headers, content,
                 connect_timeout=backend.connect_timeout, read_timeout=backend.read_timeout)
         except Exception as exc:  # noqa: BLE001 -- sorted out by what the body generator saw
             raise self._failed_request(exchange, exc) from None
@@ -464,6 +469,7 @@ class ProxyApp:
         pieces = transcode_stream(response.chunks(), answer, abort_on=(UpstreamError, TranscodeError),
                                   on_abort=aborted)
         started = False
+        held = b""
         try:
             async with aclosing(pieces):
                 async for piece in pieces:
@@ -472,14 +478,19 @@ class ProxyApp:
                             raise _before_any_byte(failed[0])
                         await send({"type": "http.response.start", "status": 200, "headers": headers})
                         started, exchange.status = True, 200
-                    await send({"type": "http.response.body", "body": piece, "more_body": True})
+                    if exchange.stream:
+                        await send({"type": "http.response.body", "body": piece, "more_body": True})
+                    else:  # a JSON answer: the last piece goes with the end (the client reads it whole anyway)
+                        if held:
+                            await send({"type": "http.response.body", "body": held, "more_body": True})
+                        held = piece
             if not started:
                 if failed:
                     raise _before_any_byte(failed[0])
                 await send({"type": "http.response.start", "status": 200, "headers": headers})
                 exchange.status = 200
             exchange.finished = True
-            await send({"type": "http.response.body", "body": b""})
+            await send({"type": "http.response.body", "body": held})
         except OSError:  # the server says the client is gone
             exchange.status, exchange.error = 499, "client disconnected"
 

@@ -13,6 +13,8 @@ meeting the one-worker throughput target and not. It runs on asyncio only,
 so under trio (hypercorn ``-k trio``) the proxy uses httpx2, which runs on
 both through anyio. ``[server] upstream_client`` forces one.
 
+The body is bytes (sent with content-length) when the whole request was
+read while routing, else an async iterable (chunked, sent as produced).
 Both are wrapped to the same small surface (``open`` -> ``Response`` with
 ``status``, ``content_type``, ``chunks()``, ``read(limit)``, ``aclose()``) and
 the same failures (``UpstreamConnectError``, ``UpstreamTimeout``,
@@ -109,7 +111,7 @@ class AiohttpUpstream:
             auto_decompress=False, skip_auto_headers=("User-Agent", "Content-Type"),
         )
 
-    async def open(self, url: str, headers: list[tuple[bytes, bytes]], body: AsyncIterable[bytes], *,
+    async def open(self, url: str, headers: list[tuple[bytes, bytes]], body: AsyncIterable[bytes] | bytes, *,
                    connect_timeout: float, read_timeout: float) -> Response:
         import asyncio
         aiohttp = self._aiohttp
@@ -164,7 +166,7 @@ class HttpxUpstream:
             limits=httpx2.Limits(max_connections=None, max_keepalive_connections=1000, keepalive_expiry=30),
             trust_env=False)
 
-    async def open(self, url: str, headers: list[tuple[bytes, bytes]], body: AsyncIterable[bytes], *,
+    async def open(self, url: str, headers: list[tuple[bytes, bytes]], body: AsyncIterable[bytes] | bytes, *,
                    connect_timeout: float, read_timeout: float) -> Response:
         httpx = self._httpx
         timeout = httpx.Timeout(connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout)

@@ -79,6 +79,8 @@ OPTION_EXTENSIONS = {
 }
 
 _CANONICAL_TO_OPTION = {v: k for k, v in OPTION_CONTROLS.items()}
+#: each source API's documented sampling defaults (``Options.ollama_sampling_defaults``)
+SOURCE_SAMPLING_DEFAULTS = {"openai": {"temperature": 1.0, "top_p": 1.0}, "anthropic": {"temperature": 1.0}}
 _CANONICAL_TO_TOP = {"model": "model", "stream": "stream", "logprobs": "logprobs",
                      "top_logprobs": "top_logprobs"}
 #: the levels ollama's ``think`` takes (api.ThinkValue: low, medium, high, max)
@@ -194,6 +196,10 @@ def reasoning_to_think(value: Any, where: str, dialect: str | None, session) -> 
     return None
 
 
+def _effort_path(where: str, dialect: str | None) -> str:
+    return where + ".effort" if dialect == "anthropic" and where == "$.output_config" else where
+
+
 def _budget_path(where: str, dialect: str | None) -> str:
     return where + ".budget_tokens" if dialect == "anthropic" and where == "$.thinking" else where
 
@@ -205,9 +211,10 @@ def _think_level(effort: Any, where: str, dialect: str | None, session) -> Any:
         return False
     nearest = _NEAREST_LEVEL.get(dialect or "", _NEAREST_LEVEL["openai"]).get(effort)
     if nearest is not None:
-        _lose(session, where, f"think level {effort!r}", f"sent as think {nearest!r}", dialect=dialect)
+        _lose(session, _effort_path(where, dialect), f"think level for effort {effort!r}",
+              f"sent as think {nearest!r}", dialect=dialect)
         return nearest
-    _lose(session, where, f"think level {effort!r}", dialect=dialect)
+    _lose(session, _effort_path(where, dialect), f"think level for effort {effort!r}", dialect=dialect)
     return None
 
 

@@ -632,6 +632,8 @@ class RequestEncoder(Encoder):
             self.body.end()
             if self._reasoning:
                 self._write_control(merged_reasoning(list(self._reasoning.drain())))
+            if self.session.options.ollama_sampling_defaults:
+                self._source_sampling_defaults()
             if self._options is not None or self._options_empty:
                 body = b",".join(self._options.drain()) if self._options is not None else b""
                 self.out.raw_member("options", b"{" + body + b"}")
@@ -641,6 +643,15 @@ class RequestEncoder(Encoder):
                 # ollama would stream without this.
                 self.out.raw_member("stream", b"false")
             self.body.finish()
+
+    def _source_sampling_defaults(self) -> None:
+        """``Options.ollama_sampling_defaults``: what the source left unset samples as
+        its own API would (openai's 1.0 temperature and top_p), not as the model's
+        Modelfile says."""
+        for key, value in controls.SOURCE_SAMPLING_DEFAULTS.get(self.session.source, {}).items():
+            if "options." + key not in self._control_keys:
+                self._control_keys.add("options." + key)
+                self._top_member("options." + key, dumps(value))
 
     def _on_control(self, control: Control) -> None:
         if control.name == "stream":

@@ -38,6 +38,7 @@ from ...encoding import (
 )
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import INTERNAL_ATTRS
+from ...naming import openai_id
 from ...session import Session
 from . import controls
 
@@ -778,10 +779,14 @@ class RequestEncoder(Encoder):
         w = msg.member(key, b'"')
         return w.write, (lambda late: None)
 
+    def _call_id(self, call_id):
+        """Another dialect's tool-call id as openai accepts it (``naming.openai_id``)."""
+        return openai_id(call_id) if self.foreign and isinstance(call_id, str) else call_id
+
     def _result_id(self, msg: MessageAssembler, attrs: dict) -> None:
         call_id = attrs.get("tool_call_id")
         if call_id is not None and not self._msg_has_result_id:
-            msg.scalar("tool_call_id", dumps(call_id))
+            msg.scalar("tool_call_id", dumps(self._call_id(call_id)))
             self._msg_has_result_id = True
 
     def _result_close(self, block: Block, msg: MessageAssembler, role: str, attrs: dict, late: dict) -> None:
@@ -874,7 +879,7 @@ class RequestEncoder(Encoder):
         w._separate()
         head = b"{"
         if "id" in attrs:
-            head += b'"id":' + dumps(attrs["id"]) + b","
+            head += b'"id":' + dumps(self._call_id(attrs["id"])) + b","
         head += b'"type":"function","function":{'
         if "name" in attrs:
             head += b'"name":' + self._name(block, attrs["name"]) + b","
@@ -884,7 +889,7 @@ class RequestEncoder(Encoder):
             self._foreign_call_attrs(block, {**attrs, **late})
             tail = b'"' + self._late_name(block, attrs, late) + b"}"
             if "id" in late:
-                tail += b',"id":' + dumps(late["id"])
+                tail += b',"id":' + dumps(self._call_id(late["id"]))
             w.write(tail + b"}")
         return w.write, close
 
