@@ -8,7 +8,8 @@ them over a body or a stream.
 
 ``install()`` (called by ``tests/conftest.py``) makes every cross-dialect
 ``Transcoder`` of the test suite -- rpt scenarios, client-capture tests,
-property tests, any new test -- check its output when it closes: an output
+property tests, any new test -- and every body the turn compiler encodes
+check its output when it closes: an output
 that breaks a rule of its target fails the test, unless the *input* already
 breaks a rule of its own dialect (garbage in: no promise; ``SKIPPED`` counts
 those). Both backends: it wraps whichever ``Transcoder`` class
@@ -575,6 +576,28 @@ def install() -> None:
         if getattr(cls, "_validity_installed", False):
             continue
         _wrap(cls)
+    _wrap_compiler()
+
+
+def _wrap_compiler() -> None:
+    """The turn compiler encodes its canonical events for each target: those bodies too."""
+    from interlingua.compiler import transcode
+
+    encode = transcode.encode_compiled
+    if getattr(encode, "_validity_installed", False):
+        return
+
+    def checked(compiled, target, **kwargs):
+        body, session = encode(compiled, target, **kwargs)
+        problems = check(target, "request", body, enforced_only=True)
+        if problems:
+            raise ValidityError(f"compiler -> {target} request the {target} API rejects:\n  "
+                                + "\n  ".join(problems) + f"\noutput: {body[:600]!r}")
+        CHECKED["outputs"] += 1
+        return body, session
+
+    checked._validity_installed = True
+    transcode.encode_compiled = checked
 
 
 def _wrap(cls) -> None:
@@ -599,3 +622,7 @@ def _wrap(cls) -> None:
 
     cls.feed, cls.close = checked_feed, checked_close
     cls._validity_installed = True
+
+
+if __name__ == "__main__":  # python3 tests/validity.py: the rules as one markdown table
+    print(table())

@@ -628,6 +628,10 @@ class RequestEncoder(Encoder):
         self._close_top()
         self.out.open_member(name, b"[")
         self._top = name
+        if name == "messages":
+            self._messages_written = True
+
+    _messages_written = False  # "messages" is required: an empty list is written when none came
 
     def _close_top(self) -> None:
         if self._top is not None:
@@ -657,6 +661,9 @@ class RequestEncoder(Encoder):
                 self._close_top()
             else:
                 self._close_message()
+                if not self._messages_written:  # an empty list stays a list (the field is required)
+                    self._open_top("messages")
+                    self._close_top()
             self._flush_system()
         elif kind is End:
             self._close_top()
