@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from . import json as tok
 from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, Extension, Section, unescape_json_text
-from .errors import JsonSyntaxError, TranscodeError
+from .errors import TranscodeError
 from .jsonwriter import JsonWriter, dumps, key_bytes
 from .losses import (
     NO_PLACE, block_path, block_subject, field_path, field_subject, lacks, path_subject, raw_block_type,
@@ -129,6 +129,13 @@ class Encoder:
 
     _ARGS_LACK = "tool arguments other than a JSON object"
 
+    def _arguments_object(self, args: "HeldArguments", block: Block) -> bytes:
+        """The JSON object a call's held arguments become (``HeldArguments``), the loss recorded."""
+        data, faithful = args.result()
+        if not faithful:
+            self._lose_raw_arguments(block)
+        return data
+
     def _lose_signature(self, block: Block, attrs: dict) -> None:
         """A reasoning block's signature, for a target with no field for it. Sources
         may send it after the text (anthropic does), so encoders check the first
@@ -197,7 +204,7 @@ class HeldArguments:
         if not self.bad:
             try:
                 self.tokenizer.feed(data)
-            except JsonSyntaxError:
+            except TranscodeError:  # not JSON, a duplicate key, too deep: not one object
                 self.bad = True
 
     def result(self) -> tuple[bytes, bool]:
@@ -208,7 +215,7 @@ class HeldArguments:
         if not self.bad:
             try:
                 self.tokenizer.close()
-            except JsonSyntaxError:
+            except TranscodeError:
                 self.bad = True
         if not self.bad and self.first == tok.OBJECT_START:
             return text, True
@@ -245,6 +252,8 @@ def object_schema(schema_raw: bytes, session: Session, name: object) -> bytes:
     session.lose("$.tools", lacks(f"parameters of tool {name!r}, not an object schema", session.target,
                                   "tool parameters other than an object schema", "an empty object schema is written"))
     return _EMPTY_OBJECT_SCHEMA
+
+
 
 
 def ignore(_) -> None:

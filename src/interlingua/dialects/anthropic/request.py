@@ -870,10 +870,7 @@ class RequestEncoder(Encoder):
         def close(late: dict) -> None:
             every = {**attrs, **late}
             if args is not None:
-                data, faithful = args.result()
-                if not faithful:
-                    self._lose_raw_arguments(block)
-                w.write(data)
+                w.write(self._arguments_object(args, block))
             tail = b""
             if "id" in every:
                 tail += b',"id":' + dumps(self._id(every["id"]))

@@ -55,11 +55,12 @@ from ...canonical import (
     MessageStart,
     Section,
     Usage,
-    unescape_json_text,
     escape_raw_json,
+    escape_text,
+    unescape_json_text,
 )
 from ...decoding import MemberReader, Members, ResponseDecoderBase
-from ...encoding import Encoder, ignore
+from ...encoding import Encoder, HeldArguments, ignore
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
@@ -674,9 +675,25 @@ class StreamEncoder(_EncoderBase):
         elif kind == "thinking":
             self._fragment(b'{"type":"thinking_delta","thinking":"', block.payload)
         elif kind == "tool_use":
-            self._fragment(b'{"type":"input_json_delta","partial_json":"', block.payload)
+            self._tool_arguments(block)
         if block.fin and block.attrs and "signature" in block.attrs:
             self.signature = block.attrs["signature"]
+
+    def _tool_arguments(self, block: Block) -> None:
+        """``input_json_delta``: held until the call ends (clients parse the partial
+        JSON): the text if it is one JSON object, else ``{"_raw_arguments": ...}``
+        (``HeldArguments``); empty arguments send no delta (``input`` stays ``{}``)."""
+        if block.init:
+            self.args = (HeldArguments(self.session, "anthropic:tool-arguments"), block)
+        args, first = self.args
+        args.feed(block.payload)
+        if block.fin:
+            self.args = None
+            data = self._arguments_object(args, first)
+            if data != b"{}":  # (the JSON text as a string: any whitespace in it escaped too)
+                self._fragment(b'{"type":"input_json_delta","partial_json":"', escape_text(data.decode("utf-8")))
+
+    args = None  # (HeldArguments, the call's first block) while a call's arguments come
 
     def _fragment(self, delta_head: bytes, payload: bytes) -> None:
         index = self.index
@@ -750,7 +767,6 @@ class ResponseEncoder(_EncoderBase):
         self.finish: Finish | None = None
         self.done = False
         self.lost = False
-        self.json_empty = False
 
     def _begin(self) -> None:
         if not self.begun:
@@ -813,15 +829,13 @@ class ResponseEncoder(_EncoderBase):
                 self.write(b'{"type":"redacted_thinking","data":"')
             elif kind == "tool_use":
                 self.write(self._tool_head(block) + b',"input":')
-                self.json_empty = True
+                self.args = (HeldArguments(self.session, "anthropic:tool-arguments"), block)
         if self.lost:
             return
         kind = self.kind
         payload = block.payload
         if kind == "tool_use":
-            if payload:
-                self.json_empty = False
-                self.write(unescape_json_text(payload))
+            self.args[0].feed(payload)
         else:
             self.write(payload)
         if block.fin:
@@ -836,7 +850,9 @@ class ResponseEncoder(_EncoderBase):
             elif kind == "redacted_thinking":
                 self.write(b'"}')
             elif kind == "tool_use":
-                self.write((b"{}" if self.json_empty else b"") + b"}")
+                args, first = self.args
+                self.args = None
+                self.write(self._arguments_object(args, first) + b"}")
 
     signature = None
 

@@ -46,11 +46,10 @@ from ...canonical import (
     MessageStart,
     Section,
     Usage,
-    unescape_json_text,
     escape_raw_json,
 )
 from ...decoding import Members, ResponseDecoderBase
-from ...encoding import Encoder, MessageAssembler
+from ...encoding import Encoder, MessageAssembler, HeldArguments
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import FrameEnd, ndjson_line
 from ...jsonwriter import JsonWriter, dumps
@@ -435,7 +434,7 @@ class StreamEncoder(_EncoderBase):
         self.frame = OpenFrame(write)
         self.kind: str | None = None
         self.seq = 0
-        self.tool = None  # (attrs, Hold of the unescaped arguments)
+        self.tool = None  # (the call's first block, its HeldArguments)
         self.errored = False
 
     def on_event(self, event: Event) -> None:
@@ -460,18 +459,18 @@ class StreamEncoder(_EncoderBase):
             self.seq += 1
             self.kind = self._classify(block)
             if self.kind == "tool_calls":
-                self.tool = (block.attrs or {}, self.session.reorder.hold("ollama:whole-tool-call"))
+                self.tool = (block, HeldArguments(self.session, "ollama:whole-tool-call"))
         kind = self.kind
         if kind is None:
             return
         if kind == "tool_calls":
-            attrs, hold = self.tool
-            if block.payload:
-                hold.write(unescape_json_text(block.payload))
+            first, args = self.tool
+            args.feed(block.payload)
             if block.fin:
                 self.tool = None
                 self.write(self._head() + b',"message":{"role":"assistant","content":"","tool_calls":['
-                           + self._tool_json(attrs, hold.take_bytes()) + b']},"done":false}\n')
+                           + self._tool_json(first.attrs or {}, self._arguments_object(args, first))
+                           + b']},"done":false}\n')
             return
         seq = self.seq
         if kind == "content":
@@ -535,13 +534,8 @@ class ResponseEncoder(_EncoderBase):
                 w._separate()
                 attrs = block.attrs or {}
                 w.write(_call_head(attrs) + b'{"name":' + dumps(attrs.get("name", "")) + b',"arguments":')
-                state = {"empty": True}
-
-                def write(data: bytes) -> None:
-                    if data:
-                        state["empty"] = False
-                        w.write(unescape_json_text(data))
-                self.placed = (write, lambda: w.write((b"{}" if state["empty"] else b"") + b"}}"))
+                args = HeldArguments(self.session, "ollama:tool-arguments")
+                self.placed = (args.feed, lambda: w.write(self._arguments_object(args, block) + b"}}"))
             else:
                 w = msg.member(kind, b'"')
                 self.placed = (w.write, lambda: None)
