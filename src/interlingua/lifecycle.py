@@ -47,6 +47,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import json
+
 from . import json as tok
 from .canonical import Block, Event, Section, Usage
 from .errors import SchemaError
@@ -294,6 +296,18 @@ def merge_usage(old: Usage | None, new: Usage) -> Usage:
         return new
     return Usage(**{f: (getattr(new, f) if getattr(new, f) is not None else getattr(old, f))
                     for f in ("input", "output", "cache_read", "cache_write", "reasoning", "total", "service_tier")})
+
+
+# -- logprobs ----------------------------------------------------------------------------
+
+
+def logprob_to_openai(raw: bytes) -> dict:
+    """A canonical token entry as openai's ``ChatCompletionTokenLogprob``: ``bytes`` is
+    a required (nullable) member, ``top_logprobs`` a required list."""
+    entry = json.loads(raw)
+    entry.setdefault("bytes", None)
+    entry["top_logprobs"] = [{"bytes": None, **top} for top in entry.get("top_logprobs") or []]
+    return entry
 
 
 # -- tool-call ids ---------------------------------------------------------------------

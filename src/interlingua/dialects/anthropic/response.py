@@ -52,6 +52,7 @@ from ...canonical import (
     Event,
     Extension,
     Finish,
+    Logprobs,
     MessageStart,
     Section,
     Usage,
@@ -530,6 +531,13 @@ class _EncoderBase(Encoder):
         self._lose_unplaced(block)
         return None
 
+    def _lose_logprobs(self) -> None:
+        if not self.logprobs_lost:  # once per response: anthropic has none at all
+            self.logprobs_lost = True
+            self.session.lose("$.logprobs", "token logprobs: anthropic has no logprobs")
+
+    logprobs_lost = False
+
     def _lose_unsigned(self, block: Block) -> None:
         """A thinking block whose source gave no signature (ollama, openai-compatible
         reasoning): written with ``"signature": ""`` as the schema wants, a recorded
@@ -599,6 +607,8 @@ class StreamEncoder(_EncoderBase):
                 if self.finish_hold is None:
                     self.finish_hold = self.session.reorder.hold("anthropic:finish-before-usage")
                 self.finish_hold.append(event, 64)
+        elif t is Logprobs:
+            self._lose_logprobs()
         elif t is Error:
             self.abort(event)
         elif t is End:
@@ -793,6 +803,8 @@ class ResponseEncoder(_EncoderBase):
         elif t is Finish:
             if event.choice == 0:
                 self.finish = event
+        elif t is Logprobs:
+            self._lose_logprobs()
         elif t is Error:
             self.abort(event)
         elif t is End:

@@ -20,6 +20,7 @@ Decoding
   ``prompt_eval_count`` / ``eval_count`` -> ``Usage`` (input / output),
   the ``*_duration`` fields -> ollama extensions (other dialects: a loss),
   ``created_at`` -> a lossless extension. ``{"error": ...}`` -> ``Error``.
+* ``logprobs`` (each line's tokens) -> one ``Logprobs`` event per token entry.
 * A stream without its ``done: true`` line raises ``TruncatedInputError``.
 
 Encoding
@@ -43,6 +44,7 @@ from ...canonical import (
     Event,
     Extension,
     Finish,
+    Logprobs,
     MessageStart,
     Section,
     Usage,
@@ -130,10 +132,18 @@ class _Decoder(ResponseDecoderBase):
             self.read_value(kind, value, offset, lambda v: self.counts.__setitem__(key, v), OPT_INTEGER, key)
         elif key == "error":
             self.read_value(kind, value, offset, self._error)
+        elif key == "logprobs":
+            if kind != tok.NULL:  # one token's entry at a time (bounded by the entry)
+                self.each_element(kind, offset, "logprobs", self._logprob)
         elif key in _DURATIONS or key == "created_at":
             self.read_raw(kind, value, offset, lambda raw: self._extension(key, raw))
         else:
             self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose_member("$." + key))
+
+    def _logprob(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object for a logprobs entry", offset)
+        self.read_raw(kind, value, offset, lambda raw: self.out(Logprobs(raw)))
 
     def _done(self, value: Any) -> None:
         self.done = bool(value)
@@ -339,6 +349,8 @@ class _EncoderBase(Encoder):
         self.usage: Usage | None = None
         self.finish: Finish | None = None
         self.no_reason = False  # the ollama source's done line had no done_reason
+        # token entries: a line's go on that line (stream), a response's after done_reason
+        self.logprobs = session.reorder.hold("ollama:logprobs-after-message")
         self.done = False
 
     def _common(self, event: Event) -> bool:
@@ -363,9 +375,20 @@ class _EncoderBase(Encoder):
         elif t is Finish:
             if event.choice == 0:
                 self.finish = event
+        elif t is Logprobs:
+            if event.choice == 0:
+                self.logprobs.append(event.raw, len(event.raw))
+            else:
+                self.session.lose(f"$.choices[{event.choice}].logprobs", "ollama has no choices (n > 1)")
         else:
             return False
         return True
+
+    def _logprobs_member(self) -> bytes:
+        """``,"logprobs":[...]`` of the entries held since the last line (or nothing)."""
+        if not self.logprobs:
+            return b""
+        return b',"logprobs":[' + b",".join(self.logprobs.drain()) + b"]"
 
     def _head(self) -> bytes:
         out = b'{"model":' + dumps(self.model or "")
@@ -379,6 +402,7 @@ class _EncoderBase(Encoder):
         out = b',"done":true'
         if reason is not None and not self.no_reason:
             out += b',"done_reason":' + dumps(reason)
+        out += self._logprobs_member()
         counts = usage_to_ollama(self.usage, self.session) if self.usage else {}
         for key in ("total_duration", "load_duration"):
             if key in self.durations:
@@ -439,6 +463,11 @@ class StreamEncoder(_EncoderBase):
 
     def on_event(self, event: Event) -> None:
         if type(event) is FrameEnd:
+            if self.logprobs and self.frame.key is not None:  # on the line of the content they score
+                self.frame._tail = self.frame._tail[:-2] + self._logprobs_member() + b"}\n"
+            elif self.logprobs and not self.done:  # a line without streamed text (a whole tool call)
+                self.logprobs.drain()
+                self.session.lose("$.logprobs", "token logprobs of a line without text: not carried")
             self.frame.close()
         elif type(event) is Block:
             if not self.done:

@@ -44,6 +44,7 @@ from ...canonical import (
     Event,
     Extension,
     Finish,
+    Logprobs,
     MessageStart,
     Section,
     Usage,
@@ -60,6 +61,7 @@ from ...lifecycle import (
     OpenFrame,
     finish_from,
     finish_to,
+    logprob_to_openai,
     merge_usage,
     skip_value,
     tier_from,
@@ -651,6 +653,7 @@ class StreamEncoder(_EncoderBase):
 
     def __init__(self, write, session: Session) -> None:
         super().__init__(write, session)
+        self.logprobs: dict[int, list] = {}  # choice -> token entries of the current source frame
         self.frame = OpenFrame(write)
         self.started = False  # the role chunk is written
         self.done = False
@@ -669,10 +672,25 @@ class StreamEncoder(_EncoderBase):
             self.write(self._chunk(b'{"index":' + str(choice).encode()
                                    + b',"delta":{"role":"assistant","content":""},"finish_reason":null}'))
 
+    def _logprobs_chunk(self) -> None:
+        """The token entries of one source frame (``Logprobs``): one chunk with an empty
+        delta after that frame's content (the client's accumulator appends them)."""
+        if self.logprobs:
+            self.frame.close()
+            for choice, entries in sorted(self.logprobs.items()):
+                self._ensure_role(choice)
+                self.write(self._chunk(b'{"index":' + str(choice).encode() + b',"delta":{},"logprobs":'
+                                       + dumps({"content": entries, "refusal": None}) + b',"finish_reason":null}'))
+            self.logprobs = {}
+
     def on_event(self, event: Event) -> None:
         t = type(event)
+        if self.logprobs and t is not Logprobs and t is not Block:
+            self._logprobs_chunk()
         if t is Block:
             self._block(event)
+        elif t is Logprobs:
+            self.logprobs.setdefault(event.choice, []).append(logprob_to_openai(event.raw))
         elif t is FrameEnd:
             self.frame.close()
         elif t is MessageStart:
@@ -780,6 +798,7 @@ class ResponseEncoder(_EncoderBase):
         self.msg: MessageAssembler | None = None
         self.finish: dict[int, str | None] = {}
         self.block = None  # (write, close) of the block in progress
+        self.logprobs: dict[int, list] = {}  # choice -> its token entries (written when it closes)
         self.done = False
 
     def _begin(self) -> None:
@@ -807,6 +826,10 @@ class ResponseEncoder(_EncoderBase):
             self.msg.close()
             self.msg = None
             reason = self.finish.pop(self.choice, reason)
+            entries = self.logprobs.pop(self.choice, None)
+            if entries:  # choices[].logprobs after the message (its content may have streamed)
+                self.write(b',"logprobs":' + dumps({"content": [logprob_to_openai(e) for e in entries.drain()],
+                                                    "refusal": None}))
             self.write(b',"finish_reason":' + dumps(reason) + b"}")
 
     def on_event(self, event: Event) -> None:
@@ -824,6 +847,11 @@ class ResponseEncoder(_EncoderBase):
             else:  # a finish for a choice not written yet
                 self._open_choice(event.choice)
                 self._close_choice(reason)
+        elif t is Logprobs:
+            hold = self.logprobs.get(event.choice)
+            if hold is None:
+                hold = self.logprobs[event.choice] = self.session.reorder.hold("openai:logprobs-after-message")
+            hold.append(event.raw, len(event.raw))
         elif t is Usage:
             self._usage_event(event)
         elif t is Error:
