@@ -139,8 +139,7 @@ class _Decoder(ResponseDecoderBase):
         elif key in _DURATIONS or key == "created_at":
             self.read_raw(kind, value, offset, lambda raw: self._extension(key, raw))
         else:
-            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
-                "$." + key, "response member has no canonical field"))
+            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose_member("$." + key))
 
     def _logprob(self, kind: int, value: Any, offset: int) -> None:
         if kind != tok.OBJECT_START:
@@ -181,12 +180,13 @@ class _Decoder(ResponseDecoderBase):
             self._string(kind, value, offset, Section.ASSISTANT_REASONING, key)
         elif key == "tool_calls":
             if kind != tok.NULL:
+                self._call_position = -1  # the element of this tool_calls array (for loss paths)
                 self.each_object(kind, offset, "tool_calls", self._tool_call)
         elif key == "role":
             skip_value(self, kind, value, offset)
         else:
-            self.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and self.session.lose(
-                "$.message." + key, "message member has no canonical field"))
+            self.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and self.session.lose_member(
+                "$.message." + key))
 
     def _string(self, kind: int, value: Any, offset: int, section: Section, what: str) -> None:
         if kind == tok.NULL:
@@ -217,8 +217,9 @@ class _Decoder(ResponseDecoderBase):
     def _tool_call(self, offset: int):
         self._close()
         self.tools += 1
-        return self._tool_key({"attrs": {"path": f"$.message.tool_calls[{self.tools - 1}]"}, "block": None,
-                               "args": False})
+        self._call_position += 1
+        return self._tool_key({"attrs": {"path": f"$.message.tool_calls[{self._call_position}]"}, "block": None,
+                               "args": False, "position": self._call_position})
 
     def _tool_key(self, call: dict):
         def handler(kind: int, value: Any, offset: int) -> None:
@@ -265,11 +266,12 @@ class _Decoder(ResponseDecoderBase):
                     else:
                         self.stream_raw(kind, value, offset, lambda d, i, f: block.fragment(escape_raw_json(d)))
                 elif key == "index":  # Go writes the call's position: nothing to carry when it is that
-                    self.read_value(kind, value, offset, lambda v: v == self.tools - 1 or self.session.lose(
-                        "$.message.tool_calls.function.index", f"tool call index {v!r} is not its position"))
+                    self.read_value(kind, value, offset, lambda v: v == self.tools - 1 or self.session.lose_member(
+                        f"$.message.tool_calls[{call['position']}].function.index",
+                        f"tool-call index other than its position ({v!r})"))
                 else:
-                    self.read_raw(kind, value, offset, lambda raw: self.session.lose(
-                        "$.message.tool_calls.function." + key, "tool call member has no canonical field"))
+                    self.read_raw(kind, value, offset, lambda raw: self.session.lose_member(
+                        f"$.message.tool_calls[{call['position']}].function.{key}"))
             self.push(member)
         return handler
 
@@ -358,7 +360,8 @@ class _EncoderBase(Encoder):
             if event.choice == 0:
                 self.model = event.model
                 if event.id is not None and self.session.source != DIALECT:
-                    self.session.lose("$.id", "ollama responses have no id")
+                    stream = self.session.source == "anthropic" and self.session.kind == "stream"
+                    self.session.lose_member("$.message.id" if stream else "$.id", "response id")
         elif t is Extension:
             if event.dialect == DIALECT and event.path == "$.created_at":
                 self.created = event.raw
@@ -419,31 +422,26 @@ class _EncoderBase(Encoder):
             out += b',"eval_duration":' + self.durations["eval_duration"]
         return out + b"}"
 
-    @staticmethod
-    def _where(block: Block) -> str:
-        return f"$.choices[{block.message}]" if block.message else "$.message"
-
     def _classify(self, block: Block) -> str | None:
         s = block.section
-        where = self._path(block)
         if block.message > 0:
-            self.session.lose(where, f"{s.value} block: ollama has no choices (n > 1)")
+            self._lose_block(block, "choices (n > 1)", "only the first choice is sent")
             return None
         if s is Section.ASSISTANT_TEXT:
             return "content"
         if s is Section.ASSISTANT_REFUSAL:
-            self.session.lose(where, "ollama has no refusal field; written as content")
+            self._lose_block(block, "refusal field", "written as content")
             return "content"
         if s is Section.ASSISTANT_REASONING:
             attrs = block.attrs or {}
             if attrs.get("redacted"):
-                self.session.lose(where, "redacted reasoning has no ollama form")
+                self._lose_block(block, "field for encrypted thinking")
                 return None
             self._lose_signature(block, attrs)
             return "thinking"
         if s is Section.TOOL_CALL:
             return "tool_calls"
-        self.session.lose(where, f"{s.value} block: ollama has no equivalent")
+        self._lose_unplaced(block)
         return None
 
     @staticmethod

@@ -279,8 +279,8 @@ class _ToolCallReader(MemberReader):
             self.custom = True
             d.read_raw(kind, value, offset, ignore)
         else:
-            d.read_raw(kind, value, offset, lambda raw: d.session.lose(
-                f"{self.attrs['path']}.{key}", "tool call member has no canonical field"))
+            d.read_raw(kind, value, offset, lambda raw: d.session.lose_member(
+                f"{self.attrs['path']}.{key}"))
 
     custom = False
 
@@ -340,7 +340,7 @@ class _ToolCallReader(MemberReader):
 
     def end(self, offset: int) -> None:
         if self.custom:
-            self.d.session.lose(self.attrs["path"], "custom tool call has no canonical form (a function call is)")
+            self.d.session.lose_member(self.attrs["path"], "custom tool calls", "only function calls are carried")
             return
         if self.index is None:
             raise self.d.error("tool call delta without index", offset)
@@ -419,11 +419,10 @@ class _ChoiceReader(MemberReader):
             else:
                 d.read_value(kind, value, offset, self._finish, OPT_STRING, key)
         elif key == "logprobs":
-            d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
-                f"$.choices[{self.c.index}].logprobs", "logprobs have no canonical field"))
+            d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose_member(
+                f"$.choices[{self.c.index}].logprobs", "log probabilities"))
         else:
-            d.read_raw(kind, value, offset, lambda raw: d.session.lose(
-                f"$.choices[{self.c.index}].{key}", "choice member has no canonical field"))
+            d.read_raw(kind, value, offset, lambda raw: d.session.lose_member(f"$.choices[{self.c.index}].{key}"))
 
     def _finish(self, value: Any) -> None:
         self.has_finish = True
@@ -474,9 +473,8 @@ class _MessageReader(MemberReader):
         elif key == "role":
             skip_value(d, kind, value, offset)
         else:
-            d.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and d.session.lose(
-                f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{key}",
-                "message member has no canonical field"))
+            d.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and d.session.lose_member(
+                f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{key}"))
 
     def _tool_call(self, offset: int) -> None:
         _ToolCallReader(self.d, self.c, self.streaming, self.tool_position)  # installs its own reader
@@ -616,10 +614,6 @@ class _EncoderBase(Encoder):
         else:
             self.foreign_extension(ext)
 
-    @staticmethod
-    def _where(block: Block) -> str:
-        return f"$.content[{block.message}]"
-
     def _head_members(self) -> bytes:
         """``"id":...,"object":...,"created":...,"model":...``: every chunk starts with them."""
         if self._head is None:
@@ -653,12 +647,12 @@ class _EncoderBase(Encoder):
             why = controls.reasoning_loss(attrs, self.reasoning_key)
             self._lose_signature(block, attrs)  # its own field: lost with the block or alone
             if why is not None:
-                self._lose_block(block, why)
+                self._lose_block(block, *why)
                 return None
             return self.reasoning_key
         if s is Section.TOOL_CALL:
             return "tool_calls"
-        self._lose_block(block, "openai Chat Completions has no equivalent")
+        self._lose_unplaced(block)
         return None
 
 
@@ -904,8 +898,7 @@ class ResponseEncoder(_EncoderBase):
             placed = (w.write, lambda: w.write(b'"}}'))
         else:
             if msg.has(key):
-                self.session.lose(f"$.content[{block.message}]", f"a second {block.section.value} block "
-                                  "is joined to the first (one openai field)")
+                self._lose_block(block, "second field for it", "joined to the first")
             w = msg.member(key, b'"')
             placed = (w.write, lambda: None)
         placed[0](block.payload)
