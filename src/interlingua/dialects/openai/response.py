@@ -553,6 +553,10 @@ class ResponseDecoder(_Base):
     def _body_end(self) -> None:
         if not self.errored:
             self.start_message()
+        for c in self.choices.values():  # a choice without finish_reason (null): its blocks end here
+            if not c.finished:
+                self.close_block(c)
+                self._flush_held_tools(c)
         self.gate.release()
         if self.usage is not None:
             self.emit(self.usage)
