@@ -134,7 +134,8 @@ class _Base(ResponseDecoderBase):
         elif key == "usage":
             self.read_value(kind, value, offset, self._usage, OPT_OBJECT, key)
         elif key == "id" or key == "model":
-            if kind == tok.STRING and self.started:
+            if self.started and (kind == tok.STRING or kind == tok.STRING_OPEN):  # (any cut alike)
+                skip_value(self, kind, value, offset)
                 return  # every chunk repeats them: once the message started they change nothing
             self.read_value(kind, value, offset, self._id if key == "id" else self._model, OPT_STRING, key)
         elif key == "service_tier":
@@ -555,6 +556,10 @@ class ResponseDecoder(_Base):
     def _body_end(self) -> None:
         if not self.errored:
             self.start_message()
+        for c in self.choices.values():  # a choice without finish_reason (null): its blocks end here
+            if not c.finished:
+                self.close_block(c)
+                self._flush_held_tools(c)
         self.gate.release()
         if self.usage is not None:
             self.emit(self.usage)
