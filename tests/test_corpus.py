@@ -30,24 +30,12 @@ from rpt import split_stream_events
 
 EXPECTED = load_expected()
 
-_I1 = ("issue 16 item 1 (hostile): a cut-off tool call from the backend is pasted into a JSON-object "
-       "dialect as is; the target client cannot parse the body")
 _I5 = "issue 16 item 5 (validity): reasoning_effort with a forced tool becomes thinking + forced tool_choice"
 _I6 = "issue 16 item 6 (ollama): generated ids are constant, times are not taken from the source"
 _I7 = "issue 16 item 7 (validity): a silent drop"
 
 #: (check, item, target) -> why it fails today (the owner's fix flips it; the owner removes it)
 KNOWN: dict[tuple[str, str, str], str] = {
-    **{("client", n, t): _I1 for n, t in [("openai-response-truncated-call", "anthropic"),
-                                           ("openai-response-truncated-call", "ollama"),
-                                           ("openai-stream-truncated-call", "ollama"),
-                                           ("anthropic-stream-truncated-call", "ollama")]},
-    **{("same", n, t): _I1 for n, t in [("openai-response-truncated-call", "anthropic"),
-                                         ("openai-response-truncated-call", "ollama"),
-                                         ("openai-stream-truncated-call", "anthropic"),
-                                         ("openai-stream-truncated-call", "ollama"),
-                                         ("anthropic-stream-truncated-call", "ollama")]},
-    ("rules", "openai-response-truncated-call", "anthropic"): _I1,
 }
 
 

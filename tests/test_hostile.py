@@ -110,3 +110,59 @@ def test_a_lone_surrogate_in_arguments_stays_an_escape(kind, target):
     for doc in fuzz.output_documents(target, kind, out):
         fuzz.strict_json(doc)
     assert b"\\udc00" in out
+
+
+def _openai_call(kind: str, arguments: str) -> bytes:
+    import json
+
+    args = json.dumps(arguments)
+    if kind == "response":
+        return ('{"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, '
+                '"message": {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", '
+                '"function": {"name": "f", "arguments": %s}}]}, "finish_reason": "length"}]}' % args).encode()
+    head = 'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":'
+    pieces = [arguments[i:i + 3] for i in range(0, len(arguments), 3)] or [""]
+    frames = [head + '{"role":"assistant","tool_calls":[{"index":0,"id":"c","type":"function","function":'
+              '{"name":"f","arguments":""}}]},"finish_reason":null}]}\n\n']
+    frames += [head + '{"tool_calls":[{"index":0,"function":{"arguments":%s}}]},"finish_reason":null}]}\n\n'
+               % json.dumps(p) for p in pieces]
+    frames.append(head + '{},"finish_reason":"length"}]}\n\ndata: [DONE]\n\n')
+    return "".join(frames).encode()
+
+
+def _tool_input(target: str, kind: str, out: bytes):
+    import json
+
+    import fuzz
+
+    docs = [fuzz.strict_json(d) for d in fuzz.output_documents(target, kind, out)]
+    if target == "ollama":
+        calls = [c for d in docs for c in (d.get("message") or {}).get("tool_calls") or []]
+        return calls[0]["function"]["arguments"]
+    if kind == "response":
+        return [b for b in docs[0]["content"] if b["type"] == "tool_use"][0]["input"]
+    text = "".join(d["delta"]["partial_json"] for d in docs
+                   if d.get("type") == "content_block_delta" and d["delta"]["type"] == "input_json_delta")
+    return json.loads(text) if text else {}
+
+
+@pytest.mark.parametrize("target", ["anthropic", "ollama"])
+@pytest.mark.parametrize("kind", ["response", "stream"])
+@pytest.mark.parametrize("arguments,carried", [
+    ('{"city": "Paris"}', {"city": "Paris"}),
+    ("", {}),
+    ('{"city": "Par', None),  # cut off at the backend's token limit
+    ('{"a": 1}x', None), ("null", None), ("[1]", None), ('"s"', None), ("not json", None),
+    ('{"a": 1, "a": 2}', None),  # a duplicate key: not one object either
+])
+def test_arguments_that_are_not_one_object_take_the_request_rule(target, kind, arguments, carried):
+    """Issue 16 item 1: responses and streams take the request side's rule --
+    ``{"_raw_arguments": "<text>"}`` and a recorded loss; one object is carried as it is."""
+    t = Transcoder("openai", target, kind=kind)
+    out = t.feed(_openai_call(kind, arguments)) + t.close()
+    got = _tool_input(target, kind, out)
+    lost = [loss for loss in t.losses if "_raw_arguments" in loss.reason]
+    if carried is not None:
+        assert got == carried and not lost
+    else:
+        assert got == {"_raw_arguments": arguments} and len(lost) == 1, (got, t.losses)

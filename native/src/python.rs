@@ -430,8 +430,220 @@ fn escape_raw_json<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &out)
 }
 
+#[pyfunction]
+#[pyo3(signature = (event, data))]
+fn sse_event<'py>(py: Python<'py>, event: Option<&str>, data: &[u8]) -> Bound<'py, PyBytes> {
+    let mut out = Vec::new();
+    crate::framing::sse_event(&mut out, event, data);
+    PyBytes::new(py, &out)
+}
+
+#[pyfunction]
+fn sse_open<'py>(py: Python<'py>, event: Option<&str>) -> Bound<'py, PyBytes> {
+    let mut out = Vec::new();
+    crate::framing::sse_open(&mut out, event);
+    PyBytes::new(py, &out)
+}
+
+#[pyfunction]
+fn ndjson_line<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, PyBytes> {
+    let mut out = Vec::new();
+    crate::framing::ndjson_line(&mut out, data);
+    PyBytes::new(py, &out)
+}
+
+// -- canonical events across the boundary -------------------------------------------------
+
+static CANONICAL: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+static JSON: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+fn module<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyModule>>, name: &str) -> PyResult<Bound<'py, PyModule>> {
+    Ok(cell.get_or_try_init(py, || py.import(name).map(Bound::unbind))?.bind(py).clone())
+}
+
+fn json_loads<'py>(py: Python<'py>, raw: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    module(py, &JSON, "json")?.call_method1("loads", (PyBytes::new(py, raw),))
+}
+
+fn json_dumps(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("separators", (",", ":"))?;
+    kwargs.set_item("ensure_ascii", false)?;
+    let text: String = module(py, &JSON, "json")?.call_method("dumps", (value,), Some(&kwargs))?.extract()?;
+    Ok(text.into_bytes())
+}
+
+fn opt_str(value: Bound<'_, PyAny>) -> PyResult<Option<std::borrow::Cow<'static, str>>> {
+    Ok(value.extract::<Option<String>>()?.map(std::borrow::Cow::Owned))
+}
+
+/// A canonical event as the Python object of `interlingua.canonical` (the
+/// `Decoder` boundary: the only place events become Python objects).
+pub(crate) fn event_to_py<'py>(py: Python<'py>, event: &crate::canonical::Event<'_>) -> PyResult<Bound<'py, PyAny>> {
+    use crate::canonical::Event;
+    let canonical = module(py, &CANONICAL, "interlingua.canonical")?;
+    let kwargs = PyDict::new(py);
+    let class = match event {
+        Event::Block(block) => {
+            kwargs.set_item("section", canonical.getattr("Section")?.call1((block.section.name(),))?)?;
+            kwargs.set_item("message", block.message)?;
+            kwargs.set_item("payload", PyBytes::new(py, &block.payload))?;
+            kwargs.set_item("init", block.init)?;
+            kwargs.set_item("fin", block.fin)?;
+            if let Some(attrs) = &block.attrs {
+                let dict = PyDict::new(py);
+                for (name, raw) in attrs {
+                    dict.set_item(name.as_ref(), json_loads(py, raw)?)?;
+                }
+                kwargs.set_item("attrs", dict)?;
+            }
+            "Block"
+        }
+        Event::Control(control) => {
+            kwargs.set_item("name", control.name.as_ref())?;
+            kwargs.set_item("value", json_loads(py, &control.value)?)?;
+            kwargs.set_item("dialect", control.dialect.as_deref())?;
+            kwargs.set_item("key", control.key.as_deref())?;
+            kwargs.set_item("raw", control.raw.as_deref().map(|raw| PyBytes::new(py, raw)))?;
+            "Control"
+        }
+        Event::Extension(ext) => {
+            kwargs.set_item("dialect", ext.dialect.as_ref())?;
+            kwargs.set_item("path", ext.path.as_ref())?;
+            kwargs.set_item("raw", PyBytes::new(py, &ext.raw))?;
+            kwargs.set_item("message", ext.message)?;
+            kwargs.set_item("lossless", ext.lossless)?;
+            "Extension"
+        }
+        Event::SystemEnd => "SystemEnd",
+        Event::MessagesEnd => "MessagesEnd",
+        Event::MessageStart { id, model, choice } => {
+            kwargs.set_item("id", id.as_deref())?;
+            kwargs.set_item("model", model.as_deref())?;
+            kwargs.set_item("choice", choice)?;
+            "MessageStart"
+        }
+        Event::Finish { reason, stop_sequence, choice } => {
+            kwargs.set_item("reason", reason.as_deref())?;
+            kwargs.set_item("stop_sequence", stop_sequence.as_deref())?;
+            kwargs.set_item("choice", choice)?;
+            "Finish"
+        }
+        Event::Usage(usage) => {
+            for (name, value) in [
+                ("input", usage.input),
+                ("output", usage.output),
+                ("cache_read", usage.cache_read),
+                ("cache_write", usage.cache_write),
+                ("reasoning", usage.reasoning),
+                ("total", usage.total),
+            ] {
+                kwargs.set_item(name, value)?;
+            }
+            "Usage"
+        }
+        Event::Error { kind, message, status } => {
+            kwargs.set_item("type", kind.as_ref())?;
+            kwargs.set_item("message", message.as_ref())?;
+            kwargs.set_item("status", status)?;
+            "Error"
+        }
+        Event::End => "End",
+        Event::FrameEnd => return py.import("interlingua.framing")?.getattr("FrameEnd")?.call0(),
+    };
+    canonical.getattr(class)?.call((), Some(&kwargs))
+}
+
+/// A Python canonical event as the core's (an encoder fed events from Python).
+pub(crate) fn event_from_py(obj: &Bound<'_, PyAny>) -> PyResult<crate::canonical::Event<'static>> {
+    use crate::canonical::{Block, Control, Event, Extension, Section, Usage};
+    use std::borrow::Cow;
+    let py = obj.py();
+    let tag: String = obj.getattr("__struct_config__")?.getattr("tag")?.extract()?;
+    let get = |name: &str| obj.getattr(name);
+    Ok(match tag.as_str() {
+        "block" => {
+            let section: String = get("section")?.getattr("value")?.extract()?;
+            let attrs = get("attrs")?;
+            let attrs = if attrs.is_none() {
+                None
+            } else {
+                let mut out = Vec::new();
+                for (name, value) in attrs.cast::<PyDict>()?.iter() {
+                    out.push((Cow::Owned(name.extract::<String>()?), Cow::Owned(json_dumps(py, &value)?)));
+                }
+                Some(out)
+            };
+            Event::Block(Block {
+                section: Section::from_name(&section).unwrap_or(Section::Unknown),
+                message: get("message")?.extract()?,
+                payload: Cow::Owned(get("payload")?.extract::<Vec<u8>>()?),
+                init: get("init")?.extract()?,
+                fin: get("fin")?.extract()?,
+                attrs,
+            })
+        }
+        "control" => Event::Control(Control {
+            name: Cow::Owned(get("name")?.extract()?),
+            value: Cow::Owned(json_dumps(py, &get("value")?)?),
+            dialect: opt_str(get("dialect")?)?,
+            key: opt_str(get("key")?)?,
+            raw: get("raw")?.extract::<Option<Vec<u8>>>()?.map(Cow::Owned),
+        }),
+        "extension" => Event::Extension(Extension {
+            dialect: Cow::Owned(get("dialect")?.extract()?),
+            path: Cow::Owned(get("path")?.extract()?),
+            raw: Cow::Owned(get("raw")?.extract()?),
+            message: get("message")?.extract()?,
+            lossless: get("lossless")?.extract()?,
+        }),
+        "system-end" => Event::SystemEnd,
+        "messages-end" => Event::MessagesEnd,
+        "message-start" => Event::MessageStart {
+            id: opt_str(get("id")?)?,
+            model: opt_str(get("model")?)?,
+            choice: get("choice")?.extract()?,
+        },
+        "finish" => Event::Finish {
+            reason: opt_str(get("reason")?)?,
+            stop_sequence: opt_str(get("stop_sequence")?)?,
+            choice: get("choice")?.extract()?,
+        },
+        "usage" => Event::Usage(Usage {
+            input: get("input")?.extract()?,
+            output: get("output")?.extract()?,
+            cache_read: get("cache_read")?.extract()?,
+            cache_write: get("cache_write")?.extract()?,
+            reasoning: get("reasoning")?.extract()?,
+            total: get("total")?.extract()?,
+        }),
+        "error" => Event::Error {
+            kind: Cow::Owned(get("type")?.extract()?),
+            message: Cow::Owned(get("message")?.extract()?),
+            status: get("status")?.extract()?,
+        },
+        "end" => Event::End,
+        "frame-end" => Event::FrameEnd,
+        other => return Err(pyo3::exceptions::PyTypeError::new_err(format!("not a canonical event: {other}"))),
+    })
+}
+
+/// Python events -> the core's -> Python events (both conversions); test entry point.
+#[pyfunction]
+fn canonical_roundtrip<'py>(py: Python<'py>, events: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for event in events {
+        out.append(event_to_py(py, &event_from_py(&event)?)?)?;
+    }
+    Ok(out)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(canonical_roundtrip, m)?)?;
+    m.add_function(wrap_pyfunction!(sse_event, m)?)?;
+    m.add_function(wrap_pyfunction!(sse_open, m)?)?;
+    m.add_function(wrap_pyfunction!(ndjson_line, m)?)?;
     m.add_function(wrap_pyfunction!(sections, m)?)?;
     m.add_function(wrap_pyfunction!(event_tags, m)?)?;
     m.add_function(wrap_pyfunction!(escape_text, m)?)?;

@@ -259,7 +259,7 @@ class SseDecoder:
         elif name == b"id":
             if "\x00" not in text:
                 self.last_event_id = text
-        elif text.isdigit():
+        elif text.isascii() and text.isdigit():  # ASCII digits only (WHATWG; int() refuses '²')
             self.retry = int(text)
 
     def _dispatch(self) -> None:

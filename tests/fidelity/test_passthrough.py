@@ -80,7 +80,7 @@ def test_openai_stream_without_done_gets_it():
 
 
 @pytest.mark.parametrize("dialect", STREAMS)
-def test_abort_mid_frame_writes_whole_frames_then_the_error(dialect):
+def test_abort_mid_frame_writes_whole_frames_then_the_error(dialect, backend):
     body = STREAMS[dialect]
     for cut in range(1, len(body) - 1, 7):
         t = Transcoder(dialect, dialect, kind="stream")

@@ -91,7 +91,7 @@ def _filled(value, path="$"):
 
 @pytest.mark.parametrize("size", [1, 7, 64, 1 << 20])
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_full_response_same_dialect_is_json_equal(dialect, size):
+def test_full_response_same_dialect_is_json_equal(dialect, size, backend):
     body = RESPONSES[dialect]()
     _filled(body)
     data = json.dumps(body).encode()
@@ -102,7 +102,7 @@ def test_full_response_same_dialect_is_json_equal(dialect, size):
 
 @pytest.mark.parametrize("size", [1, 7, 64, 1 << 20])
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_full_stream_same_dialect_is_equal_frame_for_frame(dialect, size):
+def test_full_stream_same_dialect_is_equal_frame_for_frame(dialect, size, backend):
     events = STREAMS[dialect]()
     for _, data in events:
         _filled(data)
@@ -169,7 +169,7 @@ PAIRS = [pytest.param(s, t, marks=[pytest.mark.xfail(strict=True, reason=GAPS[s,
 
 
 @pytest.mark.parametrize("source,target", PAIRS)
-def test_full_response_cross_dialect_loses_exactly_what_the_target_cannot_hold(source, target):
+def test_full_response_cross_dialect_loses_exactly_what_the_target_cannot_hold(source, target, backend):
     body = RESPONSES[source]()
     out, t = _cut_run(source, target, "response", json.dumps(body).encode(), 7)
     json.loads(out)

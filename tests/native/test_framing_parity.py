@@ -107,7 +107,15 @@ CASES = [
     b"data: {}\n\n", b"data:{}\r\n\r\n", b"data: {}\r\rdata: {}\r\r", b"event: delta\ndata: 1\ndata: 2\n\n",
     b": comment\ndata\n\n", b"id: 9\nretry: 30\ndata: x\n\n", b"x" * 65 + b": 1\n", b"event: " + b"e" * 40 + b"\n",
     b"data: {}", b"event: \xff\xfe\ndata: {}\n\n", b"retry: 12a\nid: a\x00\n", b"\n\n\r\n",
+    "retry: 7\nretry: \u00b2\nretry: \u0663\n".encode(),  # only ASCII digits set it
 ]
+
+
+@given(st.sampled_from([None, "message_start", "content_block_delta", "\u00e9v"]), st.binary(max_size=40))
+def test_encoders(event, data):
+    assert native.sse_event(event, data) == framing.sse_event(event, data)
+    assert native.sse_open(event) == framing.sse_open(event)
+    assert native.ndjson_line(data) == framing.ndjson_line(data)
 
 
 @pytest.mark.parametrize("stream", CASES)

@@ -151,7 +151,6 @@ GO_LOGPROBS = [{"token": "Hi", "logprob": -0.25, "top_logprobs": [{"token": "Hi"
                                                                   {"token": "Hello", "logprob": -1.5}]}]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 17.3 not done: ollama logprobs are a recorded loss, not carried")
 def test_go_logprobs_become_openai_choice_logprobs(backend):
     body = go(chat_line({"role": "assistant", "content": "Hi"}, True, done_reason="stop", logprobs=GO_LOGPROBS))
     out, losses = transcode("ollama", "openai", body, "response")
@@ -160,10 +159,26 @@ def test_go_logprobs_become_openai_choice_logprobs(backend):
     assert [t.token for t in choice.logprobs.content[0].top_logprobs] == ["Hi", "Hello"]
 
 
-def test_go_logprobs_are_never_dropped_silently(backend):
+    assert losses == []
+
+
+def test_go_stream_logprobs_follow_their_content_in_openai_chunks(backend):
+    body = ndjson(chat_line({"role": "assistant", "content": "Hi"}, logprobs=GO_LOGPROBS),
+                  chat_line({"role": "assistant", "content": "!"}, logprobs=[{"token": "!", "logprob": -0.5}]),
+                  chat_line({"role": "assistant", "content": ""}, True, done_reason="stop"))
+    out, losses = transcode("ollama", "openai", body, "stream")
+    chunks = [openai.types.chat.ChatCompletionChunk.model_validate(c) for c in sse_data(out)]
+    tokens = [t.token for c in chunks for ch in c.choices if ch.logprobs for t in ch.logprobs.content]
+    assert tokens == ["Hi", "!"] and losses == []
+    out, _ = transcode("ollama", "ollama", body, "stream")  # back on the line of the content they score
+    assert [json.loads(line).get("logprobs") for line in out.splitlines()] == [
+        GO_LOGPROBS, [{"token": "!", "logprob": -0.5}], None]
+
+
+def test_logprobs_into_anthropic_are_a_recorded_loss(backend):
     body = go(chat_line({"role": "assistant", "content": "Hi"}, True, done_reason="stop", logprobs=GO_LOGPROBS))
-    _, losses = transcode("ollama", "openai", body, "response")
-    assert any("logprobs" in path for path, _ in losses), losses
+    _, losses = transcode("ollama", "anthropic", body, "response")
+    assert ("$.logprobs", "token logprobs: anthropic has no logprobs") in losses
 
 
 # -- 4. reasoning effort (issue 17.4) -------------------------------------------------------------------

@@ -46,6 +46,7 @@ from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
+from ...losses import INTERNAL_ATTRS, block_subject, lacks
 from ...session import Session
 from . import controls
 
@@ -538,9 +539,8 @@ _OUT_ATTRS = {
     "tool_result": {"cache_control", "is_error"},
 }
 #: attributes that shape the output rather than being members
-_STRUCTURE_ATTRS = {"in_parts", "role", "dialect", "source", "media_type", "data_url", "tool_call_id", "id",
-                    "name", "redacted", "empty", "in_result", "in_messages", "file_id", "content",
-                    "source_extra", "legacy", "where", "is_error"}
+_STRUCTURE_ATTRS = INTERNAL_ATTRS | {"source", "media_type", "tool_call_id", "id", "name", "redacted", "file_id",
+                                    "content", "is_error"}
 _TEXT_HEAD = b'{"type":"text","text":"'
 _TEXT_TAIL = b'"}'
 _USER_SECTIONS = {USER_TEXT, USER_IMAGE, USER_DOCUMENT, TOOL_RESULT}
@@ -628,6 +628,10 @@ class RequestEncoder(Encoder):
         self._close_top()
         self.out.open_member(name, b"[")
         self._top = name
+        if name == "messages":
+            self._messages_written = True
+
+    _messages_written = False  # "messages" is required: an empty list is written when none came
 
     def _close_top(self) -> None:
         if self._top is not None:
@@ -657,6 +661,9 @@ class RequestEncoder(Encoder):
                 self._close_top()
             else:
                 self._close_message()
+                if not self._messages_written:  # an empty list stays a list (the field is required)
+                    self._open_top("messages")
+                    self._close_top()
             self._flush_system()
         elif kind is End:
             self._close_top()
@@ -710,8 +717,8 @@ class RequestEncoder(Encoder):
             # anthropic has one system prompt, before the conversation (no system role in
             # messages): a system message that came after a conversation message moves there
             self._late_system.add(block.message)
-            self.session.lose(self._where(block), "a system message after the conversation began is moved "
-                                                  "into anthropic's top-level system (its place is lost)")
+            self._lose_block(block, "system message after the conversation began",
+                             "moved into the top-level system (its place is lost)")
         if self._system_hold is None:
             self._system_hold = self.session.reorder.hold("anthropic:system-to-top-level")
             self._system_writer = JsonWriter(self._system_hold.write)
@@ -782,8 +789,7 @@ class RequestEncoder(Encoder):
             elif key == EXTRA_ATTR:
                 out += b"," + value.encode()
             elif key not in _STRUCTURE_ATTRS:
-                self.session.lose(self._where(block),
-                                  f"attribute {key!r} of a {block.section.value} block has no anthropic field")
+                self._lose_field(block, key, attrs)
         return out
 
     def _place(self, block: Block):
@@ -807,7 +813,7 @@ class RequestEncoder(Encoder):
         if s is USER_TEXT or s is ASSISTANT_TEXT or s is ASSISTANT_REFUSAL:
             role = "user" if s is USER_TEXT else "assistant"
             if s is ASSISTANT_REFUSAL:
-                self._lose_block(block, "anthropic has no refusal block; written as assistant text")
+                self._lose_block(block, "refusal block", "written as assistant text")
             if self.foreign and block.fin and not block.payload and not attrs.get("empty"):
                 return None  # empty text: absent means the same, and anthropic rejects it
             return self._text(block, attrs, self._message_for(block, role, attrs, True))
@@ -821,7 +827,7 @@ class RequestEncoder(Encoder):
             w = self._message_for(block, attrs.get("role", "user"), attrs, False)
             w._separate()
             return w.write, (lambda late: None)
-        self._lose_block(block, "anthropic Messages has no equivalent")
+        self._lose_unplaced(block)
         return None
 
     def _text(self, block: Block, attrs: dict, w: JsonWriter | None):
@@ -843,7 +849,7 @@ class RequestEncoder(Encoder):
             return w.write, (lambda late: w.write(b'"' + self._members(block, "redacted_thinking",
                                                                         {**attrs, **late}) + b"}"))
         if self.foreign and "signature" not in attrs:
-            self._lose_block(block, "reasoning without a signature cannot be replayed to anthropic")
+            self._lose_block(block, "thinking without a signature", "it cannot be replayed, so it is not sent")
             return None
         w = self._message_for(block, "assistant", attrs, False)
         w._separate()
@@ -864,15 +870,12 @@ class RequestEncoder(Encoder):
         def close(late: dict) -> None:
             every = {**attrs, **late}
             if args is not None:
-                data, faithful = args.result()
-                if not faithful:
-                    self._lose_block(block, "arguments are not a JSON object; carried as {\"_raw_arguments\": text}")
-                w.write(data)
+                w.write(self._arguments_object(args, block))
             tail = b""
             if "id" in every:
                 tail += b',"id":' + dumps(self._id(every["id"]))
             else:
-                self._lose_block(block, "tool call without id; an id is made up")
+                self._lose(block, f"{self._subject(block)} without an id", "tool_use without an id", "an id is made up")
                 made_up = f"toolu_missing_{block.message}"
                 self._unanswered.append(made_up)
                 tail += b',"id":' + dumps(made_up)
@@ -903,8 +906,9 @@ class RequestEncoder(Encoder):
         elif result.id is None:
             # anthropic requires tool_use_id: write a placeholder, and say so
             result.id = f"toolu_unlinked_{result.index}"
-            self.session.lose(f"$.messages[{result.index}]",
-                              "tool result linked to no call: anthropic requires tool_use_id (placeholder written)")
+            self.session.lose(f"$.messages[{result.index}]", lacks(
+                f"{block_subject(self.session.source, TOOL_RESULT)} linked to no call", DIALECT,
+                "tool_result without a tool_use_id", "a placeholder id is written"))
         if not result.id_written:
             tail += b',"tool_use_id":' + dumps(self._id(result.id))
         w.write(tail + self._members_result(attrs) + b"}")
@@ -956,7 +960,7 @@ class RequestEncoder(Encoder):
         result = self._result
         w = result.writer
         if not result.array:  # cannot happen from our decoders; keep the text
-            self._lose_block(block, "part of a string tool result")
+            self._lose_block(block, "second part of a string tool_result content")
             return None
         s = block.section
         if s is TOOL_RESULT:
@@ -973,7 +977,7 @@ class RequestEncoder(Encoder):
         if s in (UNKNOWN, SERVER_TOOL_RESULT) and attrs.get("dialect") == DIALECT:
             w.write(result.separator())
             return w.write, (lambda late: None)
-        self._lose_block(block, "cannot be part of an anthropic tool_result")
+        self._lose_block(block, "such content in a tool_result")
         return None
 
     # -- media ----------------------------------------------------------------------------------
@@ -985,12 +989,12 @@ class RequestEncoder(Encoder):
             source = "data"  # sorted keys: the source type follows its data (a late attr)
         if source is None:
             if attrs.get("file_id") is not None:
-                self._lose_block(block, "a file id of another provider cannot be used")
+                self._lose_block(block, "access to another provider's file ids", attrs=attrs)
             else:
-                self._lose_block(block, "no source anthropic can take")
+                self._lose_block(block, "source it can take", attrs=attrs)
             return None
         if self.foreign and source == "file":
-            self._lose_block(block, "a file id of another provider cannot be used")
+            self._lose_block(block, "access to another provider's file ids", attrs=attrs)
             return None
         if result is None:
             w = self._message_for(block, "user", attrs, False)

@@ -52,14 +52,16 @@ from ...canonical import (
     Event,
     Extension,
     Finish,
+    Logprobs,
     MessageStart,
     Section,
     Usage,
-    unescape_json_text,
     escape_raw_json,
+    escape_text,
+    unescape_json_text,
 )
 from ...decoding import MemberReader, Members, ResponseDecoderBase
-from ...encoding import Encoder, ignore
+from ...encoding import Encoder, HeldArguments, ignore
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
@@ -77,9 +79,11 @@ from ...lifecycle import (
     usage_from_anthropic,
     usage_to_anthropic,
 )
+from ...losses import lacks
 from ...session import Session
 
 DIALECT = "anthropic"
+_MESSAGE_START_READ = frozenset({"type", "role", "stop_reason", "stop_sequence"})
 _BLOCK_DELTA_KEYS = frozenset({"text", "thinking", "partial_json", "signature", "citation"})
 
 
@@ -154,8 +158,8 @@ class _ContentBlock(MemberReader):
                                      lambda: "id" in self.attrs and "name" in self.attrs)
             d.stream_raw(kind, value, offset, self._input_fragment(self.deferred))
         elif t in ("text", "thinking", "redacted_thinking", "tool_use"):
-            d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
-                f"$.content[{self.index}].{key}", "content block member has no canonical field"))
+            d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose_member(
+                f"$.content[{self.index}].{key}" if d.session.kind != "stream" else f"$.content_block.{key}"))
         else:  # a server block, copied member by member
             if key == "input" and kind == tok.OBJECT_START and t == "server_tool_use":
                 # streams send input {} at the start and the JSON in deltas
@@ -304,8 +308,7 @@ class ResponseDecoder(_Base):
         elif key == "error":
             self.read_value(kind, value, offset, self._error)
         else:
-            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
-                "$." + key, "message member has no canonical field"))
+            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose_member("$." + key))
 
     def _usage(self, value: Any) -> None:
         if isinstance(value, dict):
@@ -385,8 +388,7 @@ class StreamDecoder(_Base):
         elif key == "error":
             self.read_value(kind, value, offset, self._error)
         else:
-            self.read_raw(kind, value, offset, lambda raw: self.session.lose(
-                "$." + key, "event member has no canonical field"))
+            self.read_raw(kind, value, offset, lambda raw: self.session.lose_member("$." + key))
 
     def _type(self, value: Any) -> None:
         self.f_type = value
@@ -402,12 +404,16 @@ class StreamDecoder(_Base):
         elif key == "usage":
             self.expect(kind, value, offset, OPT_OBJECT, key)
             self.read_value(kind, value, offset, lambda v: setattr(
-                self, "f_usage", usage_from_anthropic(v, self.session) if isinstance(v, dict) else None))
+                self, "f_usage", usage_from_anthropic(v, self.session, "$.message.usage")
+                if isinstance(v, dict) else None))
         elif key == "content":
-            self.read_raw(kind, value, offset, lambda raw: raw != b"[]" and self.session.lose(
-                "$.message.content", "content in message_start is not read"))
-        else:
+            self.read_raw(kind, value, offset, lambda raw: raw != b"[]" and self.session.lose_member(
+                "$.message.content", "content in a stream's first event", "the content blocks that follow are read"))
+        elif key in _MESSAGE_START_READ:  # the shape; the stop fields are null here (message_delta has them)
             skip_value(self, kind, value, offset)
+        else:  # container, diagnostics ...: no canonical field
+            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose_member(
+                "$.message." + key))
 
     # deltas ------------------------------------------------------------------------------------
 
@@ -418,8 +424,7 @@ class StreamDecoder(_Base):
         elif key in ("stop_reason", "stop_sequence"):
             self.read_value(kind, value, offset, lambda v: self._stop(key, v), OPT_STRING, key)
         elif key not in _BLOCK_DELTA_KEYS:  # message_delta's container, stop_details ...: no canonical field
-            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
-                "$.delta." + key, "delta member has no canonical field"))
+            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose_member("$.delta." + key))
         elif b is None:
             raise self.error(f"{key} delta outside a content block", offset)
         elif key in ("text", "thinking"):
@@ -472,7 +477,7 @@ class StreamDecoder(_Base):
         elif t is None:
             raise SchemaError("event without type", dialect=DIALECT)
         else:
-            self.session.lose(f"$[{t}]", "unknown stream event")
+            self.session.lose("$.type", lacks(f"{t} event", self.session.target or "the target", "such event"))
 
     def finish(self) -> None:
         if self.ended:
@@ -503,21 +508,17 @@ class _EncoderBase(Encoder):
         self.kind: str | None = None  # what the open block is (text, thinking, ...)
         self.thinking_block: Block | None = None  # the open thinking block's first fragment
 
-    @staticmethod
-    def _where(block: Block) -> str:
-        return f"$.choices[{block.message}]" if block.message else "$.content"
-
     def _classify(self, block: Block) -> str | None:
         """The anthropic block type for a canonical block (None: lost)."""
         s = block.section
         attrs = block.attrs or {}
         if block.message > 0:
-            self._lose_block(block, "anthropic has no choices (n > 1)")
+            self._lose_block(block, "choices (n > 1)", "only the first choice is sent")
             return None
         if s is Section.ASSISTANT_TEXT:
             return "text"
         if s is Section.ASSISTANT_REFUSAL:
-            self._lose_block(block, "anthropic has no refusal block; written as text")
+            self._lose_block(block, "refusal block", "written as text")
             return "text"
         if s is Section.ASSISTANT_REASONING:
             return "redacted_thinking" if attrs.get("redacted") else "thinking"
@@ -527,8 +528,15 @@ class _EncoderBase(Encoder):
             return "server"
         if s is Section.CITATIONS and attrs.get("dialect") == DIALECT:
             return "citations"
-        self._lose_block(block, "anthropic has no equivalent")
+        self._lose_unplaced(block)
         return None
+
+    def _lose_logprobs(self) -> None:
+        if not self.logprobs_lost:  # once per response: anthropic has none at all
+            self.logprobs_lost = True
+            self.session.lose("$.logprobs", "token logprobs: anthropic has no logprobs")
+
+    logprobs_lost = False
 
     def _lose_unsigned(self, block: Block) -> None:
         """A thinking block whose source gave no signature (ollama, openai-compatible
@@ -599,6 +607,8 @@ class StreamEncoder(_EncoderBase):
                 if self.finish_hold is None:
                     self.finish_hold = self.session.reorder.hold("anthropic:finish-before-usage")
                 self.finish_hold.append(event, 64)
+        elif t is Logprobs:
+            self._lose_logprobs()
         elif t is Error:
             self.abort(event)
         elif t is End:
@@ -675,9 +685,25 @@ class StreamEncoder(_EncoderBase):
         elif kind == "thinking":
             self._fragment(b'{"type":"thinking_delta","thinking":"', block.payload)
         elif kind == "tool_use":
-            self._fragment(b'{"type":"input_json_delta","partial_json":"', block.payload)
+            self._tool_arguments(block)
         if block.fin and block.attrs and "signature" in block.attrs:
             self.signature = block.attrs["signature"]
+
+    def _tool_arguments(self, block: Block) -> None:
+        """``input_json_delta``: held until the call ends (clients parse the partial
+        JSON): the text if it is one JSON object, else ``{"_raw_arguments": ...}``
+        (``HeldArguments``); empty arguments send no delta (``input`` stays ``{}``)."""
+        if block.init:
+            self.args = (HeldArguments(self.session, "anthropic:tool-arguments"), block)
+        args, first = self.args
+        args.feed(block.payload)
+        if block.fin:
+            self.args = None
+            data = self._arguments_object(args, first)
+            if data != b"{}":  # (the JSON text as a string: any whitespace in it escaped too)
+                self._fragment(b'{"type":"input_json_delta","partial_json":"', escape_text(data.decode("utf-8")))
+
+    args = None  # (HeldArguments, the call's first block) while a call's arguments come
 
     def _fragment(self, delta_head: bytes, payload: bytes) -> None:
         index = self.index
@@ -688,7 +714,7 @@ class StreamEncoder(_EncoderBase):
 
     def _citations(self, block: Block) -> None:
         if self.kind != "text" or not self.block_open:
-            self._lose_block(block, "citations without the text block they belong to")
+            self._lose_block(block, "text block for these citations", "a citation needs the text it cites")
             self.lost = True
             return
         for citation in json.loads(block.payload or b"[]"):
@@ -751,7 +777,6 @@ class ResponseEncoder(_EncoderBase):
         self.finish: Finish | None = None
         self.done = False
         self.lost = False
-        self.json_empty = False
 
     def _begin(self) -> None:
         if not self.begun:
@@ -778,6 +803,8 @@ class ResponseEncoder(_EncoderBase):
         elif t is Finish:
             if event.choice == 0:
                 self.finish = event
+        elif t is Logprobs:
+            self._lose_logprobs()
         elif t is Error:
             self.abort(event)
         elif t is End:
@@ -795,7 +822,7 @@ class ResponseEncoder(_EncoderBase):
                 if self.kind == "text" and self.tail:
                     self.write(b',"citations":' + (block.payload or b"[]"))
                 else:
-                    self._lose_block(block, "citations without the text block they belong to")
+                    self._lose_block(block, "text block for these citations", "a citation needs the text it cites")
                 self.lost = True
                 return
             self._seal()
@@ -814,15 +841,13 @@ class ResponseEncoder(_EncoderBase):
                 self.write(b'{"type":"redacted_thinking","data":"')
             elif kind == "tool_use":
                 self.write(self._tool_head(block) + b',"input":')
-                self.json_empty = True
+                self.args = (HeldArguments(self.session, "anthropic:tool-arguments"), block)
         if self.lost:
             return
         kind = self.kind
         payload = block.payload
         if kind == "tool_use":
-            if payload:
-                self.json_empty = False
-                self.write(unescape_json_text(payload))
+            self.args[0].feed(payload)
         else:
             self.write(payload)
         if block.fin:
@@ -837,7 +862,9 @@ class ResponseEncoder(_EncoderBase):
             elif kind == "redacted_thinking":
                 self.write(b'"}')
             elif kind == "tool_use":
-                self.write((b"{}" if self.json_empty else b"") + b"}")
+                args, first = self.args
+                self.args = None
+                self.write(self._arguments_object(args, first) + b"}")
 
     signature = None
 
