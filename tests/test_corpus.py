@@ -30,13 +30,11 @@ from rpt import split_stream_events
 
 EXPECTED = load_expected()
 
-_I5 = "issue 16 item 5 (validity): reasoning_effort with a forced tool becomes thinking + forced tool_choice"
 _I6 = "issue 16 item 6 (ollama): generated ids are constant, times are not taken from the source"
-_I7 = "issue 16 item 7 (validity): a silent drop"
 
-#: (check, item, target) -> why it fails today (the owner's fix flips it; the owner removes it)
-KNOWN: dict[tuple[str, str, str], str] = {
-}
+#: (check, item, target) -> why it fails today, naming the issue item and its owner (the owner's
+#: fix flips it to a pass; the owner removes the entry). Empty: every per-case check holds.
+KNOWN: dict[tuple[str, str, str], str] = {}
 
 
 def _params(check: str, where=lambda item, target: True):
