@@ -47,7 +47,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import hashlib
 import json
+import re
+from datetime import datetime, timezone
 
 from . import json as tok
 from .canonical import Block, Event, Section, Usage
@@ -296,6 +299,52 @@ def merge_usage(old: Usage | None, new: Usage) -> Usage:
         return new
     return Usage(**{f: (getattr(new, f) if getattr(new, f) is not None else getattr(old, f))
                     for f in ("input", "output", "cache_read", "cache_write", "reasoning", "total", "service_tier")})
+
+
+# -- response ids and times --------------------------------------------------------------
+#
+# An ollama response has no id but a ``created_at`` with nanoseconds (Go's RFC 3339):
+# openai ``created`` is that time in seconds, and a response without id gets one derived
+# from ``model`` + ``created_at`` -- unique per response as the timestamp is, the same
+# whatever the input's cuts, and the same when the same response is transcoded again
+# (a replay or a log agrees). A source with neither keeps the constant
+# ``chatcmpl-interlingua`` / ``msg_interlingua``. openai ``created`` -> ollama
+# ``created_at`` (UTC); a source without a time (anthropic) gives none: no clock is
+# read, so the output depends only on the input.
+
+_RFC3339 = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)$")
+
+
+def ollama_time_to_epoch(raw: bytes) -> int | None:
+    """Seconds since the epoch of an ollama ``created_at`` (raw JSON), or None."""
+    try:
+        value = json.loads(raw)
+        match = _RFC3339.match(value) if isinstance(value, str) else None
+        if match is None:
+            return None
+        zone = "+00:00" if match.group(2) == "Z" else match.group(2)
+        return int(datetime.fromisoformat(match.group(1) + zone).timestamp())
+    except (ValueError, OverflowError):
+        return None
+
+
+def epoch_to_ollama_time(raw: bytes) -> bytes | None:
+    """An openai ``created`` (raw JSON seconds) as an ollama ``created_at`` (raw JSON), or None."""
+    try:
+        value = json.loads(raw)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            return None
+        return dumps(datetime.fromtimestamp(value, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def derived_response_id(prefix: str, created_at: bytes | None, model: str | None) -> str:
+    """The id of a response whose source has none (see above)."""
+    if created_at is None:
+        return prefix + "interlingua"
+    digest = hashlib.sha256(created_at + b"\0" + (model or "").encode("utf-8")).hexdigest()
+    return prefix + digest[:24]
 
 
 # -- logprobs ----------------------------------------------------------------------------

@@ -307,3 +307,26 @@ def test_an_openai_refusal_in_history_is_ollama_assistant_text(backend):
     out, losses = transcode("openai", "ollama", body)
     assert json.loads(out)["messages"][1] == {"role": "assistant", "content": "I can't."}
     assert any("refusal" in why for _, why in losses)
+
+
+# -- issue 16.6: ids and times -------------------------------------------------------------------------
+
+
+def test_ids_are_derived_per_response_and_times_come_from_the_source(backend):
+    first = go(chat_line({"role": "assistant", "content": "a"}, True, done_reason="stop"))
+    second = first.replace(CREATED.encode(), b"2025-06-01T10:00:00.987654321Z")
+    ids = []
+    for body in (first, second):
+        out, _ = transcode("ollama", "openai", body, "response")
+        completion = openai.types.chat.ChatCompletion.model_validate_json(out)
+        assert completion.created == 1748772000  # 2025-06-01T10:00:00Z
+        ids.append(completion.id)
+        out, _ = transcode("ollama", "anthropic", body, "response")
+        ids.append(anthropic.types.Message.model_validate_json(out).id)
+    assert ids[0].startswith("chatcmpl-") and ids[1].startswith("msg_") and len(set(ids)) == 4
+    assert transcode("ollama", "openai", first, "response")[0] == transcode("ollama", "openai", first, "response")[0]
+    openai_body = go({"id": "chatcmpl-1", "object": "chat.completion", "created": 1717000000, "model": "gpt-4o",
+                      "choices": [{"index": 0, "message": {"role": "assistant", "content": "4"},
+                                   "finish_reason": "stop"}]})
+    out, _ = transcode("openai", "ollama", openai_body, "response")
+    assert json.loads(out)["created_at"] == "2024-05-29T16:26:40Z"

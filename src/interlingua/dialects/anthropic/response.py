@@ -69,6 +69,7 @@ from ...naming import anthropic_id, canonical_id
 from ...lifecycle import (
     BlockStream,
     Deferred,
+    derived_response_id,
     KeyFirst,
     OpenFrame,
     finish_from,
@@ -531,6 +532,8 @@ class _EncoderBase(Encoder):
         self._lose_unplaced(block)
         return None
 
+    created_at: bytes | None = None  # an ollama source's created_at (raw)
+
     def _lose_logprobs(self) -> None:
         if not self.logprobs_lost:  # once per response: anthropic has none at all
             self.logprobs_lost = True
@@ -554,7 +557,8 @@ class _EncoderBase(Encoder):
         return b'{"type":"tool_use","id":' + dumps(call_id) + b',"name":' + dumps(attrs.get("name", ""))
 
     def _message_head(self) -> bytes:
-        return (b'{"id":' + dumps(self.id or "msg_interlingua") + b',"type":"message","role":"assistant","model":'
+        message_id = self.id or derived_response_id("msg_", self.created_at, self.model)
+        return (b'{"id":' + dumps(message_id) + b',"type":"message","role":"assistant","model":'
                 + dumps(self.model or ""))
 
 
@@ -594,7 +598,9 @@ class StreamEncoder(_EncoderBase):
             if event.choice == 0:
                 self.id, self.model = event.id, event.model
         elif t is Extension:
-            if event.dialect != DIALECT:
+            if event.dialect == "ollama" and event.path == "$.created_at":
+                self.created_at = event.raw  # the id of a response without one (lifecycle)
+            elif event.dialect != DIALECT:
                 self.foreign_extension(event)
         elif t is Usage:
             self.usage = merge_usage(self.usage, event)
@@ -796,7 +802,9 @@ class ResponseEncoder(_EncoderBase):
             if event.choice == 0:
                 self.id, self.model = event.id, event.model
         elif t is Extension:
-            if event.dialect != DIALECT:
+            if event.dialect == "ollama" and event.path == "$.created_at":
+                self.created_at = event.raw  # the id of a response without one (lifecycle)
+            elif event.dialect != DIALECT:
                 self.foreign_extension(event)
         elif t is Usage:
             self.usage = merge_usage(self.usage, event)

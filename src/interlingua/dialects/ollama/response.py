@@ -60,6 +60,7 @@ from ...lifecycle import (
     Deferred,
     OpenFrame,
     ReasoningFirst,
+    epoch_to_ollama_time,
     finish_from,
     finish_to,
     merge_usage,
@@ -364,6 +365,10 @@ class _EncoderBase(Encoder):
         elif t is Extension:
             if event.dialect == DIALECT and event.path == "$.created_at":
                 self.created = event.raw
+            elif event.dialect == "openai" and event.path == "$.created":  # the source's time (lifecycle)
+                created = epoch_to_ollama_time(event.raw)
+                if created is not None and self.created is None:
+                    self.created = created
             elif event.dialect == DIALECT and event.path == "$.done_reason":
                 self.no_reason = True
             elif event.dialect == DIALECT and event.path[2:] in _DURATIONS:

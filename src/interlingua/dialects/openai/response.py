@@ -28,7 +28,10 @@ Encoding
   chunk too. Reasoning goes into ``Options.openai_reasoning_field`` and
   nowhere else (no field configured: a recorded loss).
 * Response: one ``chat.completion`` body, choices by block ``message``.
-* A source without an id gets ``chatcmpl-interlingua``; without ``created``, 0.
+* A source without an id gets ``chatcmpl-<24 hex>`` derived from an ollama
+  source's ``model`` + ``created_at`` (``lifecycle.derived_response_id``; no
+  time at all: ``chatcmpl-interlingua``); ``created`` is ollama's
+  ``created_at`` in seconds, else 0.
 """
 
 from __future__ import annotations
@@ -59,9 +62,11 @@ from ...lifecycle import (
     KeyFirst,
     ReasoningFirst,
     OpenFrame,
+    derived_response_id,
     finish_from,
     finish_to,
     logprob_to_openai,
+    ollama_time_to_epoch,
     merge_usage,
     skip_value,
     tier_from,
@@ -578,6 +583,8 @@ class _EncoderBase(Encoder):
         self.tool_count = 0
         self._head: bytes | None = None  # _head_members(), until id, model or a kept field changes
 
+    created_at: bytes | None = None  # an ollama source's created_at (raw)
+
     def _message_start(self, event: MessageStart) -> None:
         if event.choice == 0:
             self.id, self.model = event.id, event.model
@@ -598,6 +605,12 @@ class _EncoderBase(Encoder):
         if ext.dialect == DIALECT and ext.path[2:] in _KEPT:
             self.kept[ext.path[2:]] = ext.raw
             self._head = None
+        elif ext.dialect == "ollama" and ext.path == "$.created_at":  # see lifecycle: ids and times
+            self.created_at = ext.raw
+            epoch = ollama_time_to_epoch(ext.raw)
+            if epoch is not None:
+                self.kept.setdefault("created", str(epoch).encode())
+            self._head = None
         else:
             self.foreign_extension(ext)
 
@@ -605,7 +618,8 @@ class _EncoderBase(Encoder):
         """``"id":...,"object":...,"created":...,"model":...``: every chunk starts with them."""
         if self._head is None:
             created = self.kept.get("created", b"0")
-            out = (b'"id":' + dumps(self.id or "chatcmpl-interlingua") + b',"object":' + dumps(self.object)
+            call_id = self.id or derived_response_id("chatcmpl-", self.created_at, self.model)
+            out = (b'"id":' + dumps(call_id) + b',"object":' + dumps(self.object)
                    + b',"created":' + created + b',"model":' + dumps(self.model or ""))
             for key in ("service_tier", "system_fingerprint"):
                 if key in self.kept:
