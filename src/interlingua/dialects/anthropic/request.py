@@ -30,7 +30,7 @@ Decoder decisions (pinned by tests and rpt scenarios):
 
 from __future__ import annotations
 
-from ..fields import REQUEST_FIELDS
+from ..fields import REQUEST_FIELDS, REQUIRED
 
 import json
 from typing import Any, Callable
@@ -86,8 +86,13 @@ def _extra(builder: BlockBuilder, key: str, raw: bytes) -> None:
 
 _FIELDS = REQUEST_FIELDS[DIALECT]
 
+#: a tool_use block of a request cannot go without these (the API answers 400): SchemaError
+_TOOL_USE_REQUIRED = ("id", "name", "input")
+
+
 class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
+    required = REQUIRED[DIALECT]
     system_in_list = False  # top-level ``system``: SystemEnd after it, or at the body's end
 
     def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
@@ -299,6 +304,8 @@ class BlockReader:
             return TOOL_CALL, attrs
         raise AssertionError(t)
 
+    tool_keys: frozenset | set = frozenset()  # a tool_use's members so far (its own set once it has one)
+
     def is_raw(self) -> bool:
         t = self.type
         return t not in _BLOCK_ATTRS or (t == "tool_result" and self.slot.in_result)
@@ -335,6 +342,8 @@ class BlockReader:
         self.type = block_type
         if self.type == "tool_result" and not self.slot.in_result:
             self.result = ResultReader(self)
+        if self.type == "tool_use":
+            self.tool_keys = set()
         # small members first: attributes must ride on the first fragment where possible
         for key, raw in sorted(self.deferred.drain(), key=lambda item: item[0] in _PAYLOAD_KEYS):
             if key == "content" and self.result is not None:
@@ -346,6 +355,10 @@ class BlockReader:
         """The reader of member ``key`` of a block whose type is known."""
         d = self.d
         t = self.type
+        if t == "tool_use":
+            if type(self.tool_keys) is frozenset:  # (the type came from its payload's key)
+                self.tool_keys = set()
+            self.tool_keys.add(key)
         if self.is_raw():
             return lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.raw_members.append(
                 dumps(key) + b":" + raw))
@@ -394,6 +407,10 @@ class BlockReader:
                 self.d.replay(self.result.on_content, self.result.deferred.take_bytes())
             self.result.end()
             return
+        if self.type == "tool_use":
+            for member in _TOOL_USE_REQUIRED:  # (no made-up id: results must answer it)
+                if member not in self.tool_keys:
+                    raise self.d.missing(member, "a tool_use block", offset)
         builder = self._builder()
         if not builder.started and builder.last is None:
             builder.fragment(b"", True, True)  # a block without payload (a file source)

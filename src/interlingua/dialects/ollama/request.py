@@ -66,7 +66,7 @@ Encoder decisions:
 
 from __future__ import annotations
 
-from ..fields import REQUEST_FIELDS
+from ..fields import REQUEST_FIELDS, REQUIRED
 
 import base64
 import json
@@ -146,6 +146,7 @@ _OPTION_FIELDS = REQUEST_FIELDS["ollama.options"]
 
 class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
+    required = REQUIRED[DIALECT]
 
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         super().__init__(emit, session)

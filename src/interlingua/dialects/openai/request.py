@@ -21,7 +21,7 @@ Decoder decisions (documented here and pinned by rpt scenarios):
 
 from __future__ import annotations
 
-from ..fields import REQUEST_FIELDS
+from ..fields import REQUEST_FIELDS, REQUIRED
 
 import json
 from typing import Any, Callable
@@ -59,6 +59,7 @@ _FIELDS = REQUEST_FIELDS[DIALECT]
 
 class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
+    required = REQUIRED[DIALECT]
 
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         self.reasoning_key = session.options.openai_reasoning_field
