@@ -30,10 +30,8 @@ from rpt import split_stream_events
 
 EXPECTED = load_expected()
 
-_I5 = "issue 16 item 5 (validity): reasoning_effort with a forced tool becomes thinking + forced tool_choice"
 _NO_TIME = ("decided (README, Ollama parity: ids and times): an anthropic source has no time and no clock "
             "is read, so its ollama output has no created_at (the ollama client declares it optional)")
-_I7 = "issue 16 item 7 (validity): a silent drop"
 
 #: (check, item, target) -> why it fails today (the owner's fix flips it; the owner removes it)
 KNOWN: dict[tuple[str, str, str], str] = {
