@@ -457,6 +457,8 @@ class _MessageReader(MemberReader):
 
     def member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d, c = self.d, self.c
+        if c.finished and key != "role" and kind != tok.NULL and not (kind == tok.STRING and not value):
+            raise d.error(f"{key} after choice {c.index} finished (its finish_reason came)", offset)
         if key != "content":
             self.text_first.member(key in _REASONING_KEYS and kind != tok.NULL)
         if key == "content":
