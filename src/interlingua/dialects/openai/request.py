@@ -662,7 +662,9 @@ class RequestEncoder(Encoder):
 
     def _close_message(self) -> None:
         if self._msg is not None:
-            if self._msg_needs_content and not self._msg.has("content"):
+            if self._msg_needs_content and not self._msg.has("content") and not (
+                    self._msg_role == "assistant" and (self._msg_had_tool_calls or self._msg.has("function_call")
+                                                       or self._msg.has("refusal"))):
                 self._msg.scalar("content", b'""')
             elif self._msg_role == "assistant" and self.session.source != DIALECT and not any(
                     self._msg.has(k) for k in ("content", "tool_calls", "function_call", "refusal")):
@@ -752,10 +754,11 @@ class RequestEncoder(Encoder):
         if role == "tool":
             self._result_id(msg, attrs)
         if attrs.get("empty"):
-            if role == "tool" and self.session.source != DIALECT:
-                # openai rejects a tool message whose content is [] or missing: the empty result
-                # is "" -- written when the message closes, since further parts of the result
-                # (anthropic [image, text]: the head is empty, the text follows) make it a list
+            if role in ("tool", "assistant") and self.session.source != DIALECT:
+                # openai rejects a tool message whose content is [] or missing, and an assistant
+                # message with nothing in it: the empty content is "" -- written when the message
+                # closes, since further parts (anthropic [image, text] in a result: the head is
+                # empty, the text follows) make it a list, and tool calls make it unneeded
                 self._msg_needs_content = True
             elif attrs.get("in_parts"):
                 msg.member("content", b"[")
