@@ -41,6 +41,7 @@ __all__ = [
     "MessageStart",
     "Finish",
     "Usage",
+    "Logprobs",
     "Error",
     "End",
     "Event",
@@ -224,6 +225,17 @@ class Usage(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="usage
     service_tier: str | None = None
 
 
+class Logprobs(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="logprobs"):
+    """Log probabilities of generated tokens, one token's entry per event, in
+    generation order. ``raw``: the entry as compact JSON, ``{"token", "logprob",
+    "bytes"?, "top_logprobs"?: [{"token", "logprob", "bytes"?}]}`` (openai's
+    ``ChatCompletionTokenLogprob``; ollama's ``api.Logprob`` is the same with the
+    optional members left out)."""
+
+    raw: bytes
+    choice: int = 0
+
+
 class Error(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="error"):
     type: str
     message: str
@@ -234,7 +246,7 @@ class End(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="end"):
     """The source ended (request body closed, or response/stream complete)."""
 
 
-Event = Union[Block, Control, Extension, SystemEnd, MessagesEnd, MessageStart, Finish, Usage, Error, End]
+Event = Union[Block, Control, Extension, SystemEnd, MessagesEnd, MessageStart, Finish, Usage, Logprobs, Error, End]
 
 
 def decode_escaped(payload: bytes) -> str:

@@ -373,12 +373,23 @@ class RequestBodyDecoder(Decoder):
         self._messages_done = False
         self.then(self._body)
 
+    #: members the dialect's request cannot go without (``dialects/fields.REQUIRED``)
+    required: tuple = ()
+
     def _body(self, kind: int, value: Any, offset: int) -> None:
-        self.each_member(kind, offset, "the request body", self._top_member, self._body_end)
+        self._seen_top: set = set()
+        self.each_member(kind, offset, "the request body", self._top_seen, self._body_end)
         if self.system_in_list:
             self.system_end()
 
+    def _top_seen(self, key: str, kind: int, value: Any, offset: int) -> None:
+        self._seen_top.add(key)
+        self._top_member(key, kind, value, offset)
+
     def _body_end(self) -> None:
+        for member in self.required:
+            if member not in self._seen_top:  # at the body's closing brace
+                raise self.missing(member, "the request body", self.at)
         self.system_end()
         self.messages_end()
         self._body_ending()

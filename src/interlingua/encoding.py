@@ -20,6 +20,9 @@ from . import json as tok
 from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, Extension, Section, unescape_json_text
 from .errors import TranscodeError
 from .jsonwriter import JsonWriter, dumps, key_bytes
+from .losses import (
+    NO_PLACE, block_path, block_subject, field_path, field_subject, lacks, path_subject, raw_block_type,
+)
 from .reorder import Hold
 from .session import Session
 
@@ -80,10 +83,11 @@ class Encoder:
     def _place(self, block: Block):
         raise NotImplementedError
 
-    @staticmethod
-    def _where(block: Block) -> str:
-        """The source path a block came from, for loss records."""
-        return "$.system" if block.message == TOP_LEVEL_SYSTEM else f"$.messages[{block.message}]"
+    # -- loss records (wording: interlingua.losses) -------------------------------
+
+    def _where(self, block: Block) -> str:
+        """The source path of the message (request) or response choice a block came from."""
+        return block_path(self.session.source, self.session.kind, block.message)
 
     def _path(self, block: Block) -> str:
         """Where a block was in the source: its ``path`` attribute (response decoders give
@@ -93,14 +97,43 @@ class Encoder:
             return attrs["path"]
         return self._where(block)
 
-    def _lose_block(self, block: Block, why: str) -> None:
-        self.session.lose(self._path(block), f"{block.section.value} block: {why}")
+    def _subject(self, block: Block, attrs: dict | None = None) -> str:
+        """What the source dialect calls the block (attrs: the first fragment's)."""
+        return block_subject(self.session.source, block.section, block.attrs if attrs is None else attrs,
+                             block.payload)
+
+    def _lose(self, block: Block, subject: str, what: str, done: str | None = None, path: str | None = None) -> None:
+        self.session.lose(path or self._path(block), lacks(subject, self.dialect, what, done))
+
+    def _lose_block(self, block: Block, what: str, done: str | None = None, attrs: dict | None = None) -> None:
+        """The block (or something about it) is not carried: ``<block>: <target> has no <what>``."""
+        self._lose(block, self._subject(block, attrs), what, done)
+
+    def _lose_unplaced(self, block: Block) -> None:
+        """A block the target has no place for at all (server tools, audio, unknown content)."""
+        self._lose_block(block, NO_PLACE.get(block.section, "such content"))
+
+    def _lose_field(self, block: Block, key: str, attrs: dict | None = None, done: str | None = None) -> None:
+        """A block attribute the target has no member for (``cache_control`` of a text block),
+        at the field's own path where the block has one (``$.content[0].signature``)."""
+        attrs = block.attrs if attrs is None else attrs
+        path = (attrs or {}).get("path") or (block.attrs or {}).get("path")
+        self._lose(block, field_subject(self.session.source, key, block.section, attrs), "field for it", done,
+                   field_path(path, key) if path else None)
+
+    def _lose_raw_arguments(self, block: Block) -> None:
+        """Tool-call arguments that are not a JSON object, for a target whose arguments are one
+        (``HeldArguments``)."""
+        self._lose(block, f"arguments of a {self._subject(block)} that are not a JSON object", self._ARGS_LACK,
+                   'carried as {"_raw_arguments": "<the text>"}')
+
+    _ARGS_LACK = "tool arguments other than a JSON object"
 
     def _arguments_object(self, args: "HeldArguments", block: Block) -> bytes:
         """The JSON object a call's held arguments become (``HeldArguments``), the loss recorded."""
         data, faithful = args.result()
         if not faithful:
-            self._lose_block(block, RAW_ARGUMENTS_LOSS)
+            self._lose_raw_arguments(block)
         return data
 
     def _lose_signature(self, block: Block, attrs: dict) -> None:
@@ -108,10 +141,7 @@ class Encoder:
         may send it after the text (anthropic does), so encoders check the first
         fragment's attributes and the last's (late attributes)."""
         if block.section is Section.ASSISTANT_REASONING and attrs.get("signature"):
-            path = attrs.get("path") or self._path(block)
-            if path.endswith(".thinking"):  # the signature is the thinking block's sibling field
-                path = path[: -len("thinking")] + "signature"
-            self.session.lose(path, f"thinking signature has no {self.dialect} field")
+            self._lose_field(block, "signature", attrs, "the thinking cannot be replayed")
 
     def _tool_definition(self, block: Block) -> None:
         """A tool definition (or a tool of this dialect carried raw) -> an element of the tools array."""
@@ -119,9 +149,11 @@ class Encoder:
         if block.section is Section.UNKNOWN and attrs.get("dialect") == self.dialect:
             self._tool_element("tools", block.payload)
         elif block.section is Section.UNKNOWN:
-            self.session.lose("$.tools", f"a {attrs.get('dialect')} tool has no {self.dialect} form")
+            kind = raw_block_type(block.payload)
+            self.session.lose("$.tools", lacks(f"{kind} tool" if kind else "tools entry", self.dialect,
+                                               "such tool"))
         elif block.section is not Section.TOOL_DEFINITION:
-            self._lose_block(block, "not a tool definition")
+            self._lose_block(block, "place for it among the tools")
         elif not block.fin:  # decoders read a definition whole (bounded); never in fragments
             raise TranscodeError("tool definition in fragments", dialect=self.dialect)
         else:
@@ -141,7 +173,7 @@ class Encoder:
     def foreign_extension(self, ext: Extension) -> None:
         """An extension of another dialect: lossless ones vanish, others are recorded losses."""
         if not ext.lossless:
-            self.session.lose(ext.path, f"{ext.dialect} field has no equivalent in {self.dialect}",
+            self.session.lose(ext.path, lacks(path_subject(ext.path), self.dialect, "such field"),
                               dialect=ext.dialect)
 
 
@@ -217,12 +249,11 @@ def object_schema(schema_raw: bytes, session: Session, name: object) -> bytes:
         return schema_raw
     if isinstance(schema, dict) and "type" not in schema:
         return b'{"type":"object"' + (b"," + schema_raw[1:] if len(schema) else b"}")
-    session.lose("$.tools", f"parameters of tool {name!r} are not an object schema ({session.target} "
-                            "requires type object): an empty object schema is written")
+    session.lose("$.tools", lacks(f"parameters of tool {name!r}, not an object schema", session.target,
+                                  "tool parameters other than an object schema", "an empty object schema is written"))
     return _EMPTY_OBJECT_SCHEMA
 
 
-RAW_ARGUMENTS_LOSS = 'arguments are not a JSON object; carried as {"_raw_arguments": text}'
 
 
 def ignore(_) -> None:

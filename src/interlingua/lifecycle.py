@@ -47,10 +47,16 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import hashlib
+import json
+import re
+from datetime import datetime, timezone
+
 from . import json as tok
 from .canonical import Block, Event, Section, Usage
 from .errors import SchemaError
 from .jsonwriter import dumps
+from .losses import finish_path, lacks, path_subject
 from .session import Session
 
 FINISH_TO = {
@@ -84,8 +90,9 @@ def finish_to(dialect: str, reason: str | None, session: Session, stop_sequence:
     sequence that ended generation (anthropic ``stop_sequence``) has a field in
     anthropic only: elsewhere its value is a recorded loss (the reason, ``stop``, is kept)."""
     if stop_sequence is not None and dialect != "anthropic":
-        session.lose("$.stop_sequence", f"the stop sequence that ended generation ({stop_sequence!r}) "
-                                        f"has no {dialect} field")
+        path = "$.delta.stop_sequence" if session.kind == "stream" else "$.stop_sequence"
+        session.lose(path, lacks(f"stop_sequence {stop_sequence!r}", dialect,
+                                 "field for the stop sequence that ended generation", "the finish reason is kept"))
     if reason is None:
         return None
     mapped = FINISH_TO[dialect].get(reason)
@@ -94,7 +101,9 @@ def finish_to(dialect: str, reason: str | None, session: Session, stop_sequence:
     source, _, raw = reason.partition(":")
     if raw and source == dialect:
         return raw
-    session.lose("$.finish_reason", f"finish reason {reason!r} has no {dialect} equivalent")
+    path = finish_path(session.source, session.kind)
+    session.lose(path, lacks(f"{path.rsplit('.', 1)[-1]} {raw or reason!r}", dialect, "such finish reason",
+                             f"sent as {_PLAIN_STOP[dialect]!r}"))
     return _PLAIN_STOP[dialect]
 
 
@@ -142,7 +151,12 @@ USAGE_PATHS = {
 
 
 def usage_path(session: Session, name: str) -> str:
-    return USAGE_PATHS.get(session.source, {}).get(name, f"$.usage.{name}")
+    """The source path of a canonical usage count (an anthropic stream gives the full usage
+    in ``message_start``: ``$.message.usage``)."""
+    path = USAGE_PATHS.get(session.source, {}).get(name, f"$.usage.{name}")
+    if session.source == "anthropic" and session.kind == "stream" and path.startswith("$.usage."):
+        return "$.message" + path[1:]
+    return path
 
 
 #: service tiers each dialect names (its client's literal), canonical name -> the dialect's
@@ -172,14 +186,14 @@ def tier_to(dialect: str, u: Usage, session: Session) -> str | None:
         source, _, raw = tier.partition(":")
         if raw and source == dialect:
             return raw
-        session.lose(usage_path(session, "service_tier"), f"{dialect} has no service tier {tier!r}")
+        _lose_count(session, "service_tier", dialect, f"service tier {tier!r}")
     return own
 
 
 def _lose_details(obj: dict, path: str, known: tuple, session: Session) -> None:
     for key, value in obj.items():
         if key not in known and value is not None and value != 0:
-            session.lose(f"{path}.{key}", "usage detail has no canonical field")
+            session.lose_member(f"{path}.{key}", "such usage field")
 
 
 def usage_from_openai(obj: dict, session: Session, path: str = "$.usage") -> Usage:
@@ -249,7 +263,7 @@ def usage_to_anthropic(u: Usage, session: Session, *, require_input: bool) -> di
     if tier is not None:
         out["service_tier"] = tier
     if u.total is not None and u.input is not None and u.output is not None and u.total != u.input + u.output:
-        session.lose(usage_path(session, "total"), "anthropic usage has no total that differs from input + output")
+        _lose_count(session, "total", "anthropic", "total other than input + output")
     return out
 
 
@@ -263,14 +277,20 @@ def usage_to_ollama(u: Usage, session: Session) -> dict:
         out["prompt_eval_count"] = u.input
     if u.output is not None:
         out["eval_count"] = u.output
-    for name in ("cache_read", "cache_write", "reasoning"):
+    for name, what in (("cache_read", "cache-read"), ("cache_write", "cache-write"), ("reasoning", "reasoning")):
         if getattr(u, name):
-            session.lose(usage_path(session, name), f"ollama has no {name} token count")
+            _lose_count(session, name, "ollama", f"{what} token count")
     if u.service_tier is not None:
-        session.lose(usage_path(session, "service_tier"), "ollama has no service tier")
+        _lose_count(session, "service_tier", "ollama", "service tier")
     if u.total is not None and u.input is not None and u.output is not None and u.total != u.input + u.output:
-        session.lose(usage_path(session, "total"), "ollama has no total that differs from input + output")
+        _lose_count(session, "total", "ollama", "total other than input + output")
     return out
+
+
+def _lose_count(session: Session, name: str, target: str, what: str, done: str | None = None) -> None:
+    """A usage count the target cannot report, named by its field in the source."""
+    path = usage_path(session, name)
+    session.lose(path, lacks(path_subject(path), target, what, done))
 
 
 def merge_usage(old: Usage | None, new: Usage) -> Usage:
@@ -279,6 +299,64 @@ def merge_usage(old: Usage | None, new: Usage) -> Usage:
         return new
     return Usage(**{f: (getattr(new, f) if getattr(new, f) is not None else getattr(old, f))
                     for f in ("input", "output", "cache_read", "cache_write", "reasoning", "total", "service_tier")})
+
+
+# -- response ids and times --------------------------------------------------------------
+#
+# An ollama response has no id but a ``created_at`` with nanoseconds (Go's RFC 3339):
+# openai ``created`` is that time in seconds, and a response without id gets one derived
+# from ``model`` + ``created_at`` -- unique per response as the timestamp is, the same
+# whatever the input's cuts, and the same when the same response is transcoded again
+# (a replay or a log agrees). A source with neither keeps the constant
+# ``chatcmpl-interlingua`` / ``msg_interlingua``. openai ``created`` -> ollama
+# ``created_at`` (UTC); a source without a time (anthropic) gives none: no clock is
+# read, so the output depends only on the input.
+
+_RFC3339 = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)$")
+
+
+def ollama_time_to_epoch(raw: bytes) -> int | None:
+    """Seconds since the epoch of an ollama ``created_at`` (raw JSON), or None."""
+    try:
+        value = json.loads(raw)
+        match = _RFC3339.match(value) if isinstance(value, str) else None
+        if match is None:
+            return None
+        zone = "+00:00" if match.group(2) == "Z" else match.group(2)
+        return int(datetime.fromisoformat(match.group(1) + zone).timestamp())
+    except (ValueError, OverflowError):
+        return None
+
+
+def epoch_to_ollama_time(raw: bytes) -> bytes | None:
+    """An openai ``created`` (raw JSON seconds) as an ollama ``created_at`` (raw JSON), or None."""
+    try:
+        value = json.loads(raw)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            return None
+        return dumps(datetime.fromtimestamp(value, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def derived_response_id(prefix: str, created_at: bytes | None, model: str | None) -> str:
+    """The id of a response whose source has none (see above)."""
+    if created_at is None:
+        return prefix + "interlingua"
+    digest = hashlib.sha256(created_at + b"\0" + (model or "").encode("utf-8")).hexdigest()
+    return prefix + digest[:24]
+
+
+# -- logprobs ----------------------------------------------------------------------------
+
+
+def logprob_to_openai(raw: bytes) -> dict:
+    """A canonical token entry as openai's ``ChatCompletionTokenLogprob``: ``bytes`` is
+    a required (nullable) member, ``top_logprobs`` a required list."""
+    entry = json.loads(raw)
+    entry.setdefault("bytes", None)
+    entry["top_logprobs"] = [{"bytes": None, **top} for top in entry.get("top_logprobs") or []]
+    return entry
 
 
 # -- tool-call ids ---------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Literal
 import msgspec
 
 from .errors import LossError
+from .losses import lacks, path_subject
 from .naming import NAME_LIMIT, wire_name
 from .reorder import DEFAULT_BUDGET, ReorderBuffer
 
@@ -92,14 +93,19 @@ class Session:
         if wire != text and self.tool_names.get(wire) != text:
             self.tool_names[wire] = text
             what = f"tool name {text!r}" if name is not None else "a missing tool name"
-            self.lose(path, f"{what} is not a valid {self.target} tool name "
-                            f"(^[a-zA-Z0-9_-]{{1,{NAME_LIMIT[self.target]}}}$); sent as {wire!r}")
+            self.lose(path, lacks(what, self.target, f"such tool name (^[a-zA-Z0-9_-]{{1,{NAME_LIMIT[self.target]}}}$)",
+                                  f"sent as {wire!r}"))
         return wire
 
     def tool_name_in(self, name: str) -> str:
         """A tool name read from a response: the client's name when the request renamed it."""
         names = self.options.tool_names
         return names.get(name, name) if names and isinstance(name, str) else name
+
+    def lose_member(self, path: str, what: str = "such field", done: str | None = None) -> None:
+        """A member of the source at ``path`` the target has nothing for (decoders: they
+        record what no canonical event carries, in the target's terms)."""
+        self.lose(path, lacks(path_subject(path), self.target or "the target", what, done))
 
     def lose(self, path: str, reason: str, *, dialect: str | None = None) -> None:
         """Record that the field at ``path`` (in the source) is not carried; strict raises.

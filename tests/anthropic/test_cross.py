@@ -190,7 +190,7 @@ def test_controls_both_ways():
     assert body["thinking"] == {"type": "adaptive"}
     assert body["output_config"] == {"effort": "low", "format": {"type": "json_schema", "schema": {"type": "object"}}}
     assert body["service_tier"] == "standard_only"
-    assert {l.path for l in losses} == {"$.top_p", "$.response_format"}  # undeclared top_p; schema name
+    assert {l.path for l in losses} == {"$.top_p", "$.response_format.json_schema.name"}  # undeclared top_p; schema name
     body, losses = a2o(**anthropic_cases()["controls"])
     assert body["reasoning_effort"] == "low" and body["user"] == "u-1"
     assert body["response_format"]["type"] == "json_schema" and losses == []

@@ -48,7 +48,9 @@ def test_openai_body_is_the_expected_payload(case_path):
 def _role_texts(body: bytes, dialect: str) -> list[tuple[str, str]]:
     """(role, text) per message, from decoding a body back to canonical blocks."""
     decoder = Decoder(dialect)
-    events = decoder.feed(body) + decoder.close()
+    # the compiled body leaves model (and anthropic's max_tokens) to the caller: a request needs them
+    whole = {"model": "m", **({"max_tokens": 1} if dialect == "anthropic" else {}), **json.loads(body)}
+    events = decoder.feed(json.dumps(whole).encode()) + decoder.close()
     texts: dict[int, list] = {}
     role_of = {Section.USER_TEXT: "user", Section.ASSISTANT_TEXT: "assistant"}
     for event in events:

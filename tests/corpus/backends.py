@@ -11,6 +11,7 @@ SSE with ``include_usage``; anthropic: ``message`` / the event stream with ``pin
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
 
 from .text import prose, signature, source_file
@@ -169,7 +170,10 @@ def anthropic_stream(turn: Turn, rid: str) -> bytes:
 # -- ollama -------------------------------------------------------------------------------------
 
 _OLLAMA_DONE = {"stop": "stop", "tool": "stop", "length": "length", "stop_sequence": "stop"}
-_CREATED = "2026-12-01T09:14:07.123456789Z"
+def _created(rid: str) -> str:
+    """Each response its own time, as Ollama's server stamps it (Go's RFC 3339, nanoseconds:
+    two responses never share one); derived from the response's id so the corpus is fixed."""
+    return "2026-12-01T09:14:07.%09dZ" % (zlib.crc32(rid.encode()) % 10**9)
 
 
 def _ollama_stats(turn: Turn) -> dict:
@@ -189,12 +193,12 @@ def ollama_response(turn: Turn, rid: str) -> bytes:
         message["thinking"] = turn.reasoning  # ollama writes content first, then thinking
     if turn.calls:
         message["tool_calls"] = _ollama_calls(turn)
-    return _j({"model": "qwen3:30b", "created_at": _CREATED, "message": message, "done": True,
+    return _j({"model": "qwen3:30b", "created_at": _created(rid), "message": message, "done": True,
                **_ollama_stats(turn)}).encode()
 
 
 def ollama_stream(turn: Turn, rid: str) -> bytes:
-    head = {"model": "qwen3:30b", "created_at": _CREATED}
+    head = {"model": "qwen3:30b", "created_at": _created(rid)}
     lines = [{**head, "message": {"role": "assistant", "content": "", "thinking": p}, "done": False}
              for p in _split(turn.reasoning, turn.piece)]
     lines += [{**head, "message": {"role": "assistant", "content": p}, "done": False}

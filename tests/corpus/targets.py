@@ -93,20 +93,37 @@ def _mock2(body: bytes, kind: str):
     return httpx2.MockTransport(lambda request: httpx2.Response(200, content=body, headers={"content-type": ctype}))
 
 
-def openai_seen(kind: str, body: bytes) -> Seen:
+def openai_final(kind: str, body: bytes):
+    """The ``ChatCompletion`` the openai client makes of a response or stream."""
     client = openai.OpenAI(api_key="k", base_url="http://openai.test/v1", max_retries=0,
                            http_client=httpx2.Client(transport=_mock2(body, kind)))
     messages = [{"role": "user", "content": "hi"}]
-    if kind == "stream":  # the client's own accumulator (ChatCompletionStreamState)
-        with client.chat.completions.stream(model="m", messages=messages) as stream:
-            for _ in stream:
-                pass
-            try:
-                completion = stream.get_final_completion()
-            except openai.LengthFinishReasonError as exc:  # the helper's way of saying "cut off"
-                completion = exc.completion
-    else:
-        completion = client.chat.completions.create(model="m", messages=messages)
+    if kind != "stream":
+        return client.chat.completions.create(model="m", messages=messages)
+    with client.chat.completions.stream(model="m", messages=messages) as stream:
+        for _ in stream:  # the client's own accumulator (ChatCompletionStreamState)
+            pass
+        try:
+            return stream.get_final_completion()
+        except openai.LengthFinishReasonError as exc:  # the helper's way of saying "cut off"
+            return exc.completion
+
+
+def anthropic_final(kind: str, body: bytes):
+    """The ``Message`` the anthropic client makes of a response or stream (``MessageStream``)."""
+    client = anthropic.Anthropic(api_key="k", base_url="http://anthropic.test", max_retries=0,
+                                 http_client=httpx2.Client(transport=_mock2(body, kind)))
+    kwargs = dict(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}])
+    if kind != "stream":
+        return client.messages.create(**kwargs)
+    with client.messages.stream(**kwargs) as stream:
+        for _ in stream:
+            pass
+        return stream.get_final_message()
+
+
+def openai_seen(kind: str, body: bytes) -> Seen:
+    completion = openai_final(kind, body)
     choice = completion.choices[0]
     msg = choice.message
     usage = completion.usage
@@ -116,16 +133,7 @@ def openai_seen(kind: str, body: bytes) -> Seen:
 
 
 def anthropic_seen(kind: str, body: bytes) -> Seen:
-    client = anthropic.Anthropic(api_key="k", base_url="http://anthropic.test", max_retries=0,
-                                 http_client=httpx2.Client(transport=_mock2(body, kind)))
-    kwargs = dict(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}])
-    if kind == "stream":  # the client's MessageStream (accumulate_event)
-        with client.messages.stream(**kwargs) as stream:
-            for _ in stream:
-                pass
-            message = stream.get_final_message()
-    else:
-        message = client.messages.create(**kwargs)
+    message = anthropic_final(kind, body)
     content = message.content
     u = message.usage
     total_in = None if u.input_tokens is None else (

@@ -100,8 +100,8 @@ def test_anthropic_events_to_ollama():
     assert body["tools"] == [{"type": "function", "function": {"name": "weather", "description": "Weather",
                                                                "parameters": {"type": "object"}}}]
     reasons = [l.reason for l in session.losses]
-    for what in ("without fetching", "thinking signature", "redacted thinking", "several text blocks joined",
-                 "is_error", "user-document", "cache_control", "budget_tokens", "text after an image"):
+    for what in ("not fetched", "signature of a thinking block", "redacted_thinking block", "several system text blocks",
+                 "is_error", "document block", "cache_control", "thinking budget", "after an image"):
         assert any(what in r for r in reasons), what
     assert session.reorder.report()["by_reason"]["ollama:messages-before-system"] > 0
 

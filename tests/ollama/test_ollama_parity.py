@@ -151,7 +151,6 @@ GO_LOGPROBS = [{"token": "Hi", "logprob": -0.25, "top_logprobs": [{"token": "Hi"
                                                                   {"token": "Hello", "logprob": -1.5}]}]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 17.3 not done: ollama logprobs are a recorded loss, not carried")
 def test_go_logprobs_become_openai_choice_logprobs(backend):
     body = go(chat_line({"role": "assistant", "content": "Hi"}, True, done_reason="stop", logprobs=GO_LOGPROBS))
     out, losses = transcode("ollama", "openai", body, "response")
@@ -160,10 +159,26 @@ def test_go_logprobs_become_openai_choice_logprobs(backend):
     assert [t.token for t in choice.logprobs.content[0].top_logprobs] == ["Hi", "Hello"]
 
 
-def test_go_logprobs_are_never_dropped_silently(backend):
+    assert losses == []
+
+
+def test_go_stream_logprobs_follow_their_content_in_openai_chunks(backend):
+    body = ndjson(chat_line({"role": "assistant", "content": "Hi"}, logprobs=GO_LOGPROBS),
+                  chat_line({"role": "assistant", "content": "!"}, logprobs=[{"token": "!", "logprob": -0.5}]),
+                  chat_line({"role": "assistant", "content": ""}, True, done_reason="stop"))
+    out, losses = transcode("ollama", "openai", body, "stream")
+    chunks = [openai.types.chat.ChatCompletionChunk.model_validate(c) for c in sse_data(out)]
+    tokens = [t.token for c in chunks for ch in c.choices if ch.logprobs for t in ch.logprobs.content]
+    assert tokens == ["Hi", "!"] and losses == []
+    out, _ = transcode("ollama", "ollama", body, "stream")  # back on the line of the content they score
+    assert [json.loads(line).get("logprobs") for line in out.splitlines()] == [
+        GO_LOGPROBS, [{"token": "!", "logprob": -0.5}], None]
+
+
+def test_logprobs_into_anthropic_are_a_recorded_loss(backend):
     body = go(chat_line({"role": "assistant", "content": "Hi"}, True, done_reason="stop", logprobs=GO_LOGPROBS))
-    _, losses = transcode("ollama", "openai", body, "response")
-    assert any("logprobs" in path for path, _ in losses), losses
+    _, losses = transcode("ollama", "anthropic", body, "response")
+    assert ("$.logprobs", "token logprobs: anthropic has no logprobs") in losses
 
 
 # -- 4. reasoning effort (issue 17.4) -------------------------------------------------------------------
@@ -292,3 +307,26 @@ def test_an_openai_refusal_in_history_is_ollama_assistant_text(backend):
     out, losses = transcode("openai", "ollama", body)
     assert json.loads(out)["messages"][1] == {"role": "assistant", "content": "I can't."}
     assert any("refusal" in why for _, why in losses)
+
+
+# -- issue 16.6: ids and times -------------------------------------------------------------------------
+
+
+def test_ids_are_derived_per_response_and_times_come_from_the_source(backend):
+    first = go(chat_line({"role": "assistant", "content": "a"}, True, done_reason="stop"))
+    second = first.replace(CREATED.encode(), b"2025-06-01T10:00:00.987654321Z")
+    ids = []
+    for body in (first, second):
+        out, _ = transcode("ollama", "openai", body, "response")
+        completion = openai.types.chat.ChatCompletion.model_validate_json(out)
+        assert completion.created == 1748772000  # 2025-06-01T10:00:00Z
+        ids.append(completion.id)
+        out, _ = transcode("ollama", "anthropic", body, "response")
+        ids.append(anthropic.types.Message.model_validate_json(out).id)
+    assert ids[0].startswith("chatcmpl-") and ids[1].startswith("msg_") and len(set(ids)) == 4
+    assert transcode("ollama", "openai", first, "response")[0] == transcode("ollama", "openai", first, "response")[0]
+    openai_body = go({"id": "chatcmpl-1", "object": "chat.completion", "created": 1717000000, "model": "gpt-4o",
+                      "choices": [{"index": 0, "message": {"role": "assistant", "content": "4"},
+                                   "finish_reason": "stop"}]})
+    out, _ = transcode("openai", "ollama", openai_body, "response")
+    assert json.loads(out)["created_at"] == "2024-05-29T16:26:40Z"

@@ -172,7 +172,9 @@ def normalise_ollama(body: dict) -> dict:
     * a tool result's ``tool_name`` is what its linked call names (openai links by id, and the
       ollama encoder writes the name of the call the id points to).
     * ``options: {}``, ``tools: []`` and ``images: []`` mean what their absence means.
-    * a tool result without content comes back with ``content: ""`` (openai requires content).
+    * a tool result without content comes back with ``content: ""`` (openai requires content);
+      so does an assistant message with neither content nor tool calls (openai rejects an
+      assistant message with nothing in it).
     """
     body = copy.deepcopy(body)
     body.setdefault("stream", True)
@@ -190,6 +192,8 @@ def normalise_ollama(body: dict) -> dict:
         if message.get("images") == []:
             del message["images"]
         if message.get("role") == "tool" and "content" not in message:
+            message["content"] = ""
+        if message.get("role") == "assistant" and "content" not in message and not message.get("tool_calls"):
             message["content"] = ""
         if "tool_calls" in message:
             pending = [[c["function"]["name"], False] for c in message["tool_calls"]]

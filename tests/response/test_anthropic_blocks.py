@@ -45,7 +45,8 @@ def test_server_blocks_are_losses_for_openai():
     out, t = run("anthropic", "openai", "response", BODY)
     assert json.loads(out)["choices"][0]["message"]["content"] == "It is blue."
     reasons = " ".join(loss.reason for loss in t.losses)
-    assert "server-tool-result" in reasons and "citations" in reasons
+    assert "server_tool_use block: openai has no server tools" in reasons
+    assert "web_search_tool_result block: openai has no server tools" in reasons and "citations" in reasons
 
 
 def test_streamed_server_tool_input_and_citations_delta():

@@ -44,3 +44,13 @@ REQUEST_FIELDS = {
 
 #: openai's reasoning_effort values (the official client's ``ReasoningEffort``)
 OPENAI_REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+
+#: what each dialect's request cannot go without: a missing one is a ``SchemaError``
+#: naming it, at the body's closing brace (the API answers 400; a default would change
+#: what the request means -- anthropic without max_tokens would generate without limit).
+#: ollama's ``messages`` may be absent (the server then only loads the model).
+REQUIRED = {
+    "openai": ("model", "messages"),
+    "anthropic": ("model", "max_tokens", "messages"),
+    "ollama": ("model",),
+}

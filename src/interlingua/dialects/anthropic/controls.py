@@ -28,6 +28,7 @@ from typing import Any
 from ...canonical import Control
 from ...encoding import object_schema
 from ...jsonwriter import dumps
+from ...losses import lacks, path_subject
 
 DIALECT = "anthropic"
 
@@ -178,7 +179,7 @@ def encode(controls: dict[str, list[Control]], session) -> list[tuple[str, bytes
     if "service_tier" in given:
         tier = {"default": "standard_only", "auto": "auto"}.get(given["service_tier"].value)
         if tier is None:
-            _lose(session, given["service_tier"], "service tier has no anthropic equivalent")
+            _lose(session, given["service_tier"], f"service tier {given['service_tier'].value!r}")
         else:
             out.append(("service_tier", dumps(tier)))
     handled = set(_SAME) | {"stop", "tool_choice", "parallel_tool_calls", "reasoning", "response_format",
@@ -187,13 +188,13 @@ def encode(controls: dict[str, list[Control]], session) -> list[tuple[str, bytes
         if name in handled:
             continue
         if name in _UNDECLARED:
-            _lose(session, control, f"{name} is not a parameter of anthropic messages.create")
+            _lose(session, control, "such parameter", "the client's messages.create does not declare it")
             continue
         if name in _DEFAULTS and control.value == _DEFAULTS[name]:
             continue
         if name == "stream_options" and set(control.value or {}) <= {"include_usage"}:
             continue  # anthropic streams always report usage
-        _lose(session, control, f"control {name!r} has no anthropic equivalent")
+        _lose(session, control, "such parameter")
     return out
 
 
@@ -201,13 +202,14 @@ def _first(items: list[Control], session) -> Control:
     """The control written of several with one name; the others are losses unless equal."""
     for other in items[1:]:
         if other.value != items[0].value:
-            _lose(session, other, f"a second value for {other.name!r} (the first is kept)")
+            _lose(session, other, f"second value for {other.name}", "the first is kept")
     return items[0]
 
 
-def _lose(session, control: Control, reason: str) -> None:
-    where = f"$.{control.key}" if control.key else control.name
-    session.lose(where, reason, dialect=control.dialect)
+def _lose(session, control: Control, what: str, done: str | None = None, sub: str = "") -> None:
+    """``control`` (or its member ``sub``) has no anthropic form: named by its source path."""
+    where = (f"$.{control.key}" if control.key else control.name) + sub
+    session.lose(where, lacks(path_subject(where), DIALECT, what, done), dialect=control.dialect)
 
 
 def _max_tokens(given: dict, session) -> int | None:
@@ -219,14 +221,15 @@ def _max_tokens(given: dict, session) -> int | None:
         return None
     value = control.value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        _lose(session, control, f"max tokens {value!r} is not a number; Options.default_max_tokens written")
+        _lose(session, control, f"max_tokens that is not a number ({value!r})", "Options.default_max_tokens is written")
         return None
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            _lose(session, control, f"max tokens {value!r} is not a number; Options.default_max_tokens written")
+            _lose(session, control, f"max_tokens that is not a number ({value!r})",
+                  "Options.default_max_tokens is written")
             return None
         if not value.is_integer():
-            _lose(session, control, f"max tokens {value!r} is not an integer; rounded down")
+            _lose(session, control, f"fractional max_tokens ({value!r})", "rounded down")
         value = int(value)
     return value
 
@@ -244,7 +247,7 @@ def _tool_choice(given: dict, session, out: list) -> bool:
         elif kind == "tool":
             choice = {"type": "tool", "name": session.tool_name_out(value.get("name"), "$.tool_choice")}
         else:
-            _lose(session, given["tool_choice"], "tool choice has no anthropic form")
+            _lose(session, given["tool_choice"], "such tool choice")
     parallel = given.get("parallel_tool_calls")
     if parallel is not None and parallel.value is False:
         if choice is None:
@@ -311,7 +314,7 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
             thinking = {"type": "disabled"}
         else:
             if effort not in _EFFORTS:
-                _lose(session, items[-1], f"reasoning effort {effort!r} approximated as 'low'")
+                _lose(session, items[-1], f"effort level {effort!r}", "approximated as 'low'")
                 effort = "low"
             if mode == "adaptive":
                 output_config["effort"] = effort
@@ -327,10 +330,10 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
     elif isinstance(merged.get("budget_tokens"), int):
         thinking = {"type": "enabled", "budget_tokens": merged["budget_tokens"]}
     elif items:
-        _lose(session, items[-1], "reasoning setting has no anthropic form")
+        _lose(session, items[-1], "such reasoning setting")
     if forced and thinking is not None and thinking["type"] != "disabled":
-        _lose(session, items[-1], "thinking with a forced tool choice is rejected by anthropic: the tool "
-                                  "choice is kept, thinking is off")
+        _lose(session, items[-1], "thinking together with a forced tool choice",
+              "the tool choice is kept, thinking is off")
         thinking = None
     if thinking is not None and thinking["type"] == "enabled":
         thinking, max_tokens = _fit_budget(thinking, max_tokens, items[-1], session)
@@ -343,10 +346,11 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
             output_config["format"] = {"type": "json_schema", "schema": fmt.get("schema")}
             for extra in ("name", "description", "strict"):
                 if extra in fmt:
-                    _lose(session, given["response_format"],
-                          f"json_schema {extra!r} has no anthropic field")
+                    control = given["response_format"]
+                    _lose(session, control, "field for it",
+                          sub=f".json_schema.{extra}" if control.dialect == "openai" else f".{extra}")
         elif kind != "text":
-            _lose(session, given["response_format"], f"response format {kind!r} has no anthropic form")
+            _lose(session, given["response_format"], f"response format {kind!r}")
     if thinking is not None:
         out.append(("thinking", dumps(thinking)))
     if output_config:
@@ -358,17 +362,17 @@ def _fit_budget(thinking: dict, max_tokens: int | None, control: Control, sessio
     """``(thinking or None, max_tokens)`` with ``1024 <= budget_tokens < max_tokens``."""
     budget = thinking["budget_tokens"]
     if budget < _MIN_BUDGET:
-        _lose(session, control, f"thinking budget {budget} raised to anthropic's least, {_MIN_BUDGET}")
+        _lose(session, control, f"thinking budget below {_MIN_BUDGET} ({budget})", f"raised to {_MIN_BUDGET}")
         budget = _MIN_BUDGET
     if max_tokens is None:
         return {"type": "enabled", "budget_tokens": budget}, session.options.default_max_tokens + budget
     if budget < max_tokens:
         return {"type": "enabled", "budget_tokens": budget}, max_tokens
     if max_tokens - 1 >= _MIN_BUDGET:
-        _lose(session, control, f"thinking budget {budget} cut to {max_tokens - 1} (it must be below max_tokens)")
+        _lose(session, control, f"thinking budget of max_tokens or more ({budget})", f"cut to {max_tokens - 1}")
         return {"type": "enabled", "budget_tokens": max_tokens - 1}, max_tokens
-    _lose(session, control, f"max tokens {max_tokens} leaves no room for anthropic's least thinking budget "
-                            f"({_MIN_BUDGET}): thinking is off")
+    _lose(session, control, f"room below max_tokens {max_tokens} for the least thinking budget ({_MIN_BUDGET})",
+          "thinking is off")
     return None, max_tokens
 
 
@@ -408,7 +412,7 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
         elif key == "anthropic_extra":
             body += b"," + value.encode()
         elif key not in ("name", "legacy", "dialect"):
-            session.lose("$.tools", f"tool attribute {key!r} has no anthropic field")
+            session.lose("$.tools", lacks(f"{key} of a tool", DIALECT, "field for it"))
     if schema_raw and session.source != DIALECT:
         schema_raw = object_schema(schema_raw, session, attrs.get("name"))
     body += b',"input_schema":' + (schema_raw or b'{"type":"object","properties":{}}')

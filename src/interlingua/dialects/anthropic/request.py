@@ -30,7 +30,7 @@ Decoder decisions (pinned by tests and rpt scenarios):
 
 from __future__ import annotations
 
-from ..fields import REQUEST_FIELDS
+from ..fields import REQUEST_FIELDS, REQUIRED
 
 import json
 from typing import Any, Callable
@@ -46,6 +46,7 @@ from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
+from ...losses import INTERNAL_ATTRS, block_subject, lacks
 from ...session import Session
 from . import controls
 
@@ -85,8 +86,13 @@ def _extra(builder: BlockBuilder, key: str, raw: bytes) -> None:
 
 _FIELDS = REQUEST_FIELDS[DIALECT]
 
+#: a tool_use block of a request cannot go without these (the API answers 400): SchemaError
+_TOOL_USE_REQUIRED = ("id", "name", "input")
+
+
 class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
+    required = REQUIRED[DIALECT]
     system_in_list = False  # top-level ``system``: SystemEnd after it, or at the body's end
 
     def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
@@ -298,6 +304,8 @@ class BlockReader:
             return TOOL_CALL, attrs
         raise AssertionError(t)
 
+    tool_keys: frozenset | set = frozenset()  # a tool_use's members so far (its own set once it has one)
+
     def is_raw(self) -> bool:
         t = self.type
         return t not in _BLOCK_ATTRS or (t == "tool_result" and self.slot.in_result)
@@ -334,6 +342,8 @@ class BlockReader:
         self.type = block_type
         if self.type == "tool_result" and not self.slot.in_result:
             self.result = ResultReader(self)
+        if self.type == "tool_use":
+            self.tool_keys = set()
         # small members first: attributes must ride on the first fragment where possible
         for key, raw in sorted(self.deferred.drain(), key=lambda item: item[0] in _PAYLOAD_KEYS):
             if key == "content" and self.result is not None:
@@ -345,6 +355,10 @@ class BlockReader:
         """The reader of member ``key`` of a block whose type is known."""
         d = self.d
         t = self.type
+        if t == "tool_use":
+            if type(self.tool_keys) is frozenset:  # (the type came from its payload's key)
+                self.tool_keys = set()
+            self.tool_keys.add(key)
         if self.is_raw():
             return lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.raw_members.append(
                 dumps(key) + b":" + raw))
@@ -393,6 +407,10 @@ class BlockReader:
                 self.d.replay(self.result.on_content, self.result.deferred.take_bytes())
             self.result.end()
             return
+        if self.type == "tool_use":
+            for member in _TOOL_USE_REQUIRED:  # (no made-up id: results must answer it)
+                if member not in self.tool_keys:
+                    raise self.d.missing(member, "a tool_use block", offset)
         builder = self._builder()
         if not builder.started and builder.last is None:
             builder.fragment(b"", True, True)  # a block without payload (a file source)
@@ -538,9 +556,8 @@ _OUT_ATTRS = {
     "tool_result": {"cache_control", "is_error"},
 }
 #: attributes that shape the output rather than being members
-_STRUCTURE_ATTRS = {"in_parts", "role", "dialect", "source", "media_type", "data_url", "tool_call_id", "id",
-                    "name", "redacted", "empty", "in_result", "in_messages", "file_id", "content",
-                    "source_extra", "legacy", "where", "is_error"}
+_STRUCTURE_ATTRS = INTERNAL_ATTRS | {"source", "media_type", "tool_call_id", "id", "name", "redacted", "file_id",
+                                    "content", "is_error"}
 _TEXT_HEAD = b'{"type":"text","text":"'
 _TEXT_TAIL = b'"}'
 _USER_SECTIONS = {USER_TEXT, USER_IMAGE, USER_DOCUMENT, TOOL_RESULT}
@@ -717,8 +734,8 @@ class RequestEncoder(Encoder):
             # anthropic has one system prompt, before the conversation (no system role in
             # messages): a system message that came after a conversation message moves there
             self._late_system.add(block.message)
-            self.session.lose(self._where(block), "a system message after the conversation began is moved "
-                                                  "into anthropic's top-level system (its place is lost)")
+            self._lose_block(block, "system message after the conversation began",
+                             "moved into the top-level system (its place is lost)")
         if self._system_hold is None:
             self._system_hold = self.session.reorder.hold("anthropic:system-to-top-level")
             self._system_writer = JsonWriter(self._system_hold.write)
@@ -789,8 +806,7 @@ class RequestEncoder(Encoder):
             elif key == EXTRA_ATTR:
                 out += b"," + value.encode()
             elif key not in _STRUCTURE_ATTRS:
-                self.session.lose(self._where(block),
-                                  f"attribute {key!r} of a {block.section.value} block has no anthropic field")
+                self._lose_field(block, key, attrs)
         return out
 
     def _place(self, block: Block):
@@ -814,7 +830,7 @@ class RequestEncoder(Encoder):
         if s is USER_TEXT or s is ASSISTANT_TEXT or s is ASSISTANT_REFUSAL:
             role = "user" if s is USER_TEXT else "assistant"
             if s is ASSISTANT_REFUSAL:
-                self._lose_block(block, "anthropic has no refusal block; written as assistant text")
+                self._lose_block(block, "refusal block", "written as assistant text")
             if self.foreign and block.fin and not block.payload and not attrs.get("empty"):
                 return None  # empty text: absent means the same, and anthropic rejects it
             return self._text(block, attrs, self._message_for(block, role, attrs, True))
@@ -828,7 +844,7 @@ class RequestEncoder(Encoder):
             w = self._message_for(block, attrs.get("role", "user"), attrs, False)
             w._separate()
             return w.write, (lambda late: None)
-        self._lose_block(block, "anthropic Messages has no equivalent")
+        self._lose_unplaced(block)
         return None
 
     def _text(self, block: Block, attrs: dict, w: JsonWriter | None):
@@ -850,7 +866,7 @@ class RequestEncoder(Encoder):
             return w.write, (lambda late: w.write(b'"' + self._members(block, "redacted_thinking",
                                                                         {**attrs, **late}) + b"}"))
         if self.foreign and "signature" not in attrs:
-            self._lose_block(block, "reasoning without a signature cannot be replayed to anthropic")
+            self._lose_block(block, "thinking without a signature", "it cannot be replayed, so it is not sent")
             return None
         w = self._message_for(block, "assistant", attrs, False)
         w._separate()
@@ -876,7 +892,7 @@ class RequestEncoder(Encoder):
             if "id" in every:
                 tail += b',"id":' + dumps(self._id(every["id"]))
             else:
-                self._lose_block(block, "tool call without id; an id is made up")
+                self._lose(block, f"{self._subject(block)} without an id", "tool_use without an id", "an id is made up")
                 made_up = f"toolu_missing_{block.message}"
                 self._unanswered.append(made_up)
                 tail += b',"id":' + dumps(made_up)
@@ -907,8 +923,9 @@ class RequestEncoder(Encoder):
         elif result.id is None:
             # anthropic requires tool_use_id: write a placeholder, and say so
             result.id = f"toolu_unlinked_{result.index}"
-            self.session.lose(f"$.messages[{result.index}]",
-                              "tool result linked to no call: anthropic requires tool_use_id (placeholder written)")
+            self.session.lose(f"$.messages[{result.index}]", lacks(
+                f"{block_subject(self.session.source, TOOL_RESULT)} linked to no call", DIALECT,
+                "tool_result without a tool_use_id", "a placeholder id is written"))
         if not result.id_written:
             tail += b',"tool_use_id":' + dumps(self._id(result.id))
         w.write(tail + self._members_result(attrs) + b"}")
@@ -960,7 +977,7 @@ class RequestEncoder(Encoder):
         result = self._result
         w = result.writer
         if not result.array:  # cannot happen from our decoders; keep the text
-            self._lose_block(block, "part of a string tool result")
+            self._lose_block(block, "second part of a string tool_result content")
             return None
         s = block.section
         if s is TOOL_RESULT:
@@ -977,7 +994,7 @@ class RequestEncoder(Encoder):
         if s in (UNKNOWN, SERVER_TOOL_RESULT) and attrs.get("dialect") == DIALECT:
             w.write(result.separator())
             return w.write, (lambda late: None)
-        self._lose_block(block, "cannot be part of an anthropic tool_result")
+        self._lose_block(block, "such content in a tool_result")
         return None
 
     # -- media ----------------------------------------------------------------------------------
@@ -989,12 +1006,12 @@ class RequestEncoder(Encoder):
             source = "data"  # sorted keys: the source type follows its data (a late attr)
         if source is None:
             if attrs.get("file_id") is not None:
-                self._lose_block(block, "a file id of another provider cannot be used")
+                self._lose_block(block, "access to another provider's file ids", attrs=attrs)
             else:
-                self._lose_block(block, "no source anthropic can take")
+                self._lose_block(block, "source it can take", attrs=attrs)
             return None
         if self.foreign and source == "file":
-            self._lose_block(block, "a file id of another provider cannot be used")
+            self._lose_block(block, "access to another provider's file ids", attrs=attrs)
             return None
         if result is None:
             w = self._message_for(block, "user", attrs, False)

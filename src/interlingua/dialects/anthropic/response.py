@@ -52,6 +52,7 @@ from ...canonical import (
     Event,
     Extension,
     Finish,
+    Logprobs,
     MessageStart,
     Section,
     Usage,
@@ -68,6 +69,7 @@ from ...naming import anthropic_id, canonical_id
 from ...lifecycle import (
     BlockStream,
     Deferred,
+    derived_response_id,
     KeyFirst,
     OpenFrame,
     finish_from,
@@ -78,6 +80,7 @@ from ...lifecycle import (
     usage_from_anthropic,
     usage_to_anthropic,
 )
+from ...losses import lacks
 from ...session import Session
 
 DIALECT = "anthropic"
@@ -156,8 +159,8 @@ class _ContentBlock(MemberReader):
                                      lambda: "id" in self.attrs and "name" in self.attrs)
             d.stream_raw(kind, value, offset, self._input_fragment(self.deferred))
         elif t in ("text", "thinking", "redacted_thinking", "tool_use"):
-            d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
-                f"$.content[{self.index}].{key}", "content block member has no canonical field"))
+            d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose_member(
+                f"$.content[{self.index}].{key}" if d.session.kind != "stream" else f"$.content_block.{key}"))
         else:  # a server block, copied member by member
             if key == "input" and kind == tok.OBJECT_START and t == "server_tool_use":
                 # streams send input {} at the start and the JSON in deltas
@@ -306,8 +309,7 @@ class ResponseDecoder(_Base):
         elif key == "error":
             self.read_value(kind, value, offset, self._error)
         else:
-            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
-                "$." + key, "message member has no canonical field"))
+            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose_member("$." + key))
 
     def _usage(self, value: Any) -> None:
         if isinstance(value, dict):
@@ -387,8 +389,7 @@ class StreamDecoder(_Base):
         elif key == "error":
             self.read_value(kind, value, offset, self._error)
         else:
-            self.read_raw(kind, value, offset, lambda raw: self.session.lose(
-                "$." + key, "event member has no canonical field"))
+            self.read_raw(kind, value, offset, lambda raw: self.session.lose_member("$." + key))
 
     def _type(self, value: Any) -> None:
         self.f_type = value
@@ -404,15 +405,16 @@ class StreamDecoder(_Base):
         elif key == "usage":
             self.expect(kind, value, offset, OPT_OBJECT, key)
             self.read_value(kind, value, offset, lambda v: setattr(
-                self, "f_usage", usage_from_anthropic(v, self.session) if isinstance(v, dict) else None))
+                self, "f_usage", usage_from_anthropic(v, self.session, "$.message.usage")
+                if isinstance(v, dict) else None))
         elif key == "content":
-            self.read_raw(kind, value, offset, lambda raw: raw != b"[]" and self.session.lose(
-                "$.message.content", "content in message_start is not read"))
+            self.read_raw(kind, value, offset, lambda raw: raw != b"[]" and self.session.lose_member(
+                "$.message.content", "content in a stream's first event", "the content blocks that follow are read"))
         elif key in _MESSAGE_START_READ:  # the shape; the stop fields are null here (message_delta has them)
             skip_value(self, kind, value, offset)
         else:  # container, diagnostics ...: no canonical field
-            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
-                "$.message." + key, "message member has no canonical field"))
+            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose_member(
+                "$.message." + key))
 
     # deltas ------------------------------------------------------------------------------------
 
@@ -423,8 +425,7 @@ class StreamDecoder(_Base):
         elif key in ("stop_reason", "stop_sequence"):
             self.read_value(kind, value, offset, lambda v: self._stop(key, v), OPT_STRING, key)
         elif key not in _BLOCK_DELTA_KEYS:  # message_delta's container, stop_details ...: no canonical field
-            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
-                "$.delta." + key, "delta member has no canonical field"))
+            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose_member("$.delta." + key))
         elif b is None:
             raise self.error(f"{key} delta outside a content block", offset)
         elif key in ("text", "thinking"):
@@ -477,7 +478,7 @@ class StreamDecoder(_Base):
         elif t is None:
             raise SchemaError("event without type", dialect=DIALECT)
         else:
-            self.session.lose(f"$[{t}]", "unknown stream event")
+            self.session.lose("$.type", lacks(f"{t} event", self.session.target or "the target", "such event"))
 
     def finish(self) -> None:
         if self.ended:
@@ -508,21 +509,17 @@ class _EncoderBase(Encoder):
         self.kind: str | None = None  # what the open block is (text, thinking, ...)
         self.thinking_block: Block | None = None  # the open thinking block's first fragment
 
-    @staticmethod
-    def _where(block: Block) -> str:
-        return f"$.choices[{block.message}]" if block.message else "$.content"
-
     def _classify(self, block: Block) -> str | None:
         """The anthropic block type for a canonical block (None: lost)."""
         s = block.section
         attrs = block.attrs or {}
         if block.message > 0:
-            self._lose_block(block, "anthropic has no choices (n > 1)")
+            self._lose_block(block, "choices (n > 1)", "only the first choice is sent")
             return None
         if s is Section.ASSISTANT_TEXT:
             return "text"
         if s is Section.ASSISTANT_REFUSAL:
-            self._lose_block(block, "anthropic has no refusal block; written as text")
+            self._lose_block(block, "refusal block", "written as text")
             return "text"
         if s is Section.ASSISTANT_REASONING:
             return "redacted_thinking" if attrs.get("redacted") else "thinking"
@@ -532,8 +529,17 @@ class _EncoderBase(Encoder):
             return "server"
         if s is Section.CITATIONS and attrs.get("dialect") == DIALECT:
             return "citations"
-        self._lose_block(block, "anthropic has no equivalent")
+        self._lose_unplaced(block)
         return None
+
+    created_at: bytes | None = None  # an ollama source's created_at (raw)
+
+    def _lose_logprobs(self) -> None:
+        if not self.logprobs_lost:  # once per response: anthropic has none at all
+            self.logprobs_lost = True
+            self.session.lose("$.logprobs", "token logprobs: anthropic has no logprobs")
+
+    logprobs_lost = False
 
     def _lose_unsigned(self, block: Block) -> None:
         """A thinking block whose source gave no signature (ollama, openai-compatible
@@ -551,7 +557,8 @@ class _EncoderBase(Encoder):
         return b'{"type":"tool_use","id":' + dumps(call_id) + b',"name":' + dumps(attrs.get("name", ""))
 
     def _message_head(self) -> bytes:
-        return (b'{"id":' + dumps(self.id or "msg_interlingua") + b',"type":"message","role":"assistant","model":'
+        message_id = self.id or derived_response_id("msg_", self.created_at, self.model)
+        return (b'{"id":' + dumps(message_id) + b',"type":"message","role":"assistant","model":'
                 + dumps(self.model or ""))
 
 
@@ -591,7 +598,9 @@ class StreamEncoder(_EncoderBase):
             if event.choice == 0:
                 self.id, self.model = event.id, event.model
         elif t is Extension:
-            if event.dialect != DIALECT:
+            if event.dialect == "ollama" and event.path == "$.created_at":
+                self.created_at = event.raw  # the id of a response without one (lifecycle)
+            elif event.dialect != DIALECT:
                 self.foreign_extension(event)
         elif t is Usage:
             self.usage = merge_usage(self.usage, event)
@@ -604,6 +613,8 @@ class StreamEncoder(_EncoderBase):
                 if self.finish_hold is None:
                     self.finish_hold = self.session.reorder.hold("anthropic:finish-before-usage")
                 self.finish_hold.append(event, 64)
+        elif t is Logprobs:
+            self._lose_logprobs()
         elif t is Error:
             self.abort(event)
         elif t is End:
@@ -709,7 +720,7 @@ class StreamEncoder(_EncoderBase):
 
     def _citations(self, block: Block) -> None:
         if self.kind != "text" or not self.block_open:
-            self._lose_block(block, "citations without the text block they belong to")
+            self._lose_block(block, "text block for these citations", "a citation needs the text it cites")
             self.lost = True
             return
         for citation in json.loads(block.payload or b"[]"):
@@ -791,13 +802,17 @@ class ResponseEncoder(_EncoderBase):
             if event.choice == 0:
                 self.id, self.model = event.id, event.model
         elif t is Extension:
-            if event.dialect != DIALECT:
+            if event.dialect == "ollama" and event.path == "$.created_at":
+                self.created_at = event.raw  # the id of a response without one (lifecycle)
+            elif event.dialect != DIALECT:
                 self.foreign_extension(event)
         elif t is Usage:
             self.usage = merge_usage(self.usage, event)
         elif t is Finish:
             if event.choice == 0:
                 self.finish = event
+        elif t is Logprobs:
+            self._lose_logprobs()
         elif t is Error:
             self.abort(event)
         elif t is End:
@@ -815,7 +830,7 @@ class ResponseEncoder(_EncoderBase):
                 if self.kind == "text" and self.tail:
                     self.write(b',"citations":' + (block.payload or b"[]"))
                 else:
-                    self._lose_block(block, "citations without the text block they belong to")
+                    self._lose_block(block, "text block for these citations", "a citation needs the text it cites")
                 self.lost = True
                 return
             self._seal()

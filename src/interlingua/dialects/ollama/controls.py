@@ -41,6 +41,7 @@ import json
 from typing import Any
 
 from ...canonical import Control
+from ...losses import lacks, path_subject
 
 DIALECT = "ollama"
 
@@ -154,40 +155,53 @@ def encode_control(control: Control, session) -> list[tuple[str, Any]]:
         if kind == "json_schema":
             for extra in ("name", "description", "strict"):
                 if extra in value:
-                    session.lose(where, f"json_schema {extra!r} has no ollama field", dialect=control.dialect)
+                    _lose(session, where + (f".json_schema.{extra}" if control.dialect == "openai" else f".{extra}"),
+                          "field for it", dialect=control.dialect)
             return [("format", value.get("schema"))]
     elif name == "reasoning":
         think = reasoning_to_think(value, where, control.dialect, session)
         if think is not None:
             return [("think", think)]
         return []
-    session.lose(where, f"control {name!r} has no ollama equivalent", dialect=control.dialect)
+    _lose(session, where, "such parameter", dialect=control.dialect)
     return []
+
+
+def _lose(session, where: str, what: str, done: str | None = None, *, dialect: str | None) -> None:
+    session.lose(where, lacks(path_subject(where), DIALECT, what, done), dialect=dialect)
 
 
 def reasoning_to_think(value: Any, where: str, dialect: str | None, session) -> Any:
     """Canonical reasoning -> ollama ``think``; see the module docstring."""
     if not isinstance(value, dict):
-        session.lose(where, "reasoning setting has no ollama form", dialect=dialect)
+        _lose(session, where, "such reasoning setting", dialect=dialect)
         return None
     if value.get("enabled") is False:
         # thinking disabled wins over an effort given beside it (anthropic
         # thinking.type disabled + output_config.effort): never turn reasoning on
         if value.get("effort") not in (None, "none"):
-            session.lose(where, f"reasoning effort {value['effort']!r} with thinking disabled: "
-                                "ollama think false has no effort", dialect=dialect)
+            _lose(session, where, f"effort with thinking off (effort {value['effort']!r})", "think is false",
+                  dialect=dialect)
         return False
     if "effort" in value:
         return _think_level(value["effort"], where, dialect, session)
     if "enabled" in value:
         if "budget_tokens" in value:
-            session.lose(where, "thinking budget_tokens has no ollama field", dialect=dialect)
+            _lose(session, _budget_path(where, dialect), "thinking budget", "think is on or off", dialect=dialect)
         return bool(value["enabled"])
     if "budget_tokens" in value:
-        session.lose(where, "thinking budget_tokens has no ollama field", dialect=dialect)
+        _lose(session, _budget_path(where, dialect), "thinking budget", "think is on", dialect=dialect)
         return True
-    session.lose(where, "reasoning setting has no ollama form", dialect=dialect)
+    _lose(session, where, "such reasoning setting", dialect=dialect)
     return None
+
+
+def _effort_path(where: str, dialect: str | None) -> str:
+    return where + ".effort" if dialect == "anthropic" and where == "$.output_config" else where
+
+
+def _budget_path(where: str, dialect: str | None) -> str:
+    return where + ".budget_tokens" if dialect == "anthropic" and where == "$.thinking" else where
 
 
 def _think_level(effort: Any, where: str, dialect: str | None, session) -> Any:
@@ -197,10 +211,10 @@ def _think_level(effort: Any, where: str, dialect: str | None, session) -> Any:
         return False
     nearest = _NEAREST_LEVEL.get(dialect or "", _NEAREST_LEVEL["openai"]).get(effort)
     if nearest is not None:
-        session.lose(where, f"reasoning effort {effort!r} becomes ollama think {nearest!r} "
-                            "(ollama has no such level)", dialect=dialect)
+        _lose(session, _effort_path(where, dialect), f"think level for effort {effort!r}",
+              f"sent as think {nearest!r}", dialect=dialect)
         return nearest
-    session.lose(where, f"reasoning effort {effort!r} has no ollama level", dialect=dialect)
+    _lose(session, _effort_path(where, dialect), f"think level for effort {effort!r}", dialect=dialect)
     return None
 
 
@@ -249,7 +263,7 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
         body += b"," + attrs["ollama_extra"].encode()
     for key in attrs:
         if key not in _TOOL_SHAPE_ATTRS:
-            session.lose("$.tools", f"tool attribute {key!r} has no ollama field")
+            session.lose("$.tools", lacks(f"{key} of a tool", DIALECT, "field for it"))
     if schema_raw:
         body += b',"parameters":' + schema_raw
     elif attrs.get("ollama_null_parameters"):

@@ -66,7 +66,7 @@ Encoder decisions:
 
 from __future__ import annotations
 
-from ..fields import REQUEST_FIELDS
+from ..fields import REQUEST_FIELDS, REQUIRED
 
 import base64
 import json
@@ -84,6 +84,7 @@ from ...encoding import (
 )
 from ...errors import SchemaError, TranscodeError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
+from ...losses import INTERNAL_ATTRS, article, lacks, path_subject
 from ...session import Session
 from . import controls
 
@@ -145,6 +146,7 @@ _OPTION_FIELDS = REQUEST_FIELDS["ollama.options"]
 
 class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
+    required = REQUIRED[DIALECT]
 
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         super().__init__(emit, session)
@@ -543,9 +545,8 @@ class ToolCallReader:
 
 _TEXT_SECTIONS = {SYSTEM_INSTRUCTION, USER_TEXT, ASSISTANT_TEXT, TOOL_RESULT}
 #: attributes that shape the output (or are handled where they matter)
-_QUIET_ATTRS = {"in_parts", "role", "dialect", "key", "source", "media_type", "data_url", "tool_call_id",
-                "id", "name", "empty", "index", _EXTRA_ATTR, "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_call_extra", "in_result",
-                "ollama_no_arguments", "signature", "redacted", "is_error", "where", "legacy"}
+_QUIET_ATTRS = INTERNAL_ATTRS | {"source", "media_type", "tool_call_id", "id", "name", "index", _EXTRA_ATTR,
+                                 "signature", "redacted", "is_error"}
 _TEXT_MEMBERS = {"content": STRING_CONTENT, "thinking": first_member("thinking", b'"')}
 _SEPARATOR = b"\\n\\n"  # between joined text blocks (escaped form)
 _UNNAMED = "application/octet-stream"  # what openai writes for an image nobody named
@@ -669,8 +670,9 @@ class RequestEncoder(Encoder):
     def _write_control(self, control: Control) -> None:
         for key, value in controls.encode_control(control, self.session):
             if key in self._control_keys:  # e.g. openai max_tokens beside max_completion_tokens
-                self.session.lose(f"$.{control.key}" if control.key else control.name,
-                                  f"a second value for ollama {key!r} (the first is kept)", dialect=control.dialect)
+                where = f"$.{control.key}" if control.key else control.name
+                self.session.lose(where, lacks(path_subject(where), DIALECT, f"second value for {key}",
+                                               "the first is kept"), dialect=control.dialect)
                 continue
             self._control_keys.add(key)
             self._top_member(key, dumps(value))
@@ -774,8 +776,7 @@ class RequestEncoder(Encoder):
     def _check_attrs(self, block: Block, attrs: dict) -> None:
         for key in attrs:
             if key not in _QUIET_ATTRS and not (key == "cache_control" and attrs[key] is None):
-                self.session.lose(self._where(block),
-                                  f"attribute {key!r} of a {block.section.value} block has no ollama field")
+                self._lose_field(block, key, attrs)
 
     def _role_of(self, block: Block, attrs: dict) -> str | None:
         natural = SECTION_ROLE.get(block.section)
@@ -783,10 +784,10 @@ class RequestEncoder(Encoder):
         if role is None or role == natural:
             return natural
         if role == "developer" and block.section is SYSTEM_INSTRUCTION:
-            self.session.lose(self._where(block), "developer role becomes ollama system")
+            self._lose_block(block, "developer role", "sent as a system message", attrs=attrs)
             return "system"
         if role == "function" and block.section is TOOL_RESULT:
-            self.session.lose(self._where(block), "function role becomes ollama tool")
+            self._lose(block, "function message", "function role", "sent as a tool message")
             return "tool"
         return role  # ollama takes any role string; an ollama body's own odd roles come back
 
@@ -797,23 +798,23 @@ class RequestEncoder(Encoder):
         if s is UNKNOWN:
             if attrs.get("dialect") == DIALECT and "role" in attrs:
                 return self._unknown(block, attrs)
-            self._lose_block(block, "no ollama equivalent")
+            self._lose_unplaced(block)
             return None
         if s is SERVER_TOOL_RESULT:
             self._lose_server_block(block)
             return None
         role = self._role_of(block, attrs)
         if role is None:
-            self._lose_block(block, "ollama has no such section")
+            self._lose_unplaced(block)
             return None
         if s in _TEXT_SECTIONS:
             return self._text(block, attrs, role, "content")
         if s is ASSISTANT_REFUSAL:  # the assistant's turn stays: its refusal is what it said
-            self.session.lose(self._where(block), "refusal: ollama has no refusal field, carried as assistant text")
+            self._lose_block(block, "refusal field", "carried as assistant text", attrs=attrs)
             return self._text(block, attrs, role, "content")
         if s is ASSISTANT_REASONING:
             if attrs.get("redacted"):
-                self._lose_block(block, "redacted thinking cannot be carried")
+                self._lose_block(block, "field for encrypted thinking", attrs=attrs)
                 return None
             self._lose_signature(block, attrs)
             return self._text(block, attrs, role, "thinking")
@@ -835,14 +836,7 @@ class RequestEncoder(Encoder):
         """A server tool's call or result (anthropic ``server_tool_use``,
         ``web_search_tool_result`` ...): the server ran it; ollama can neither run nor
         replay it. Recorded, named by its block type; the message's other blocks stay."""
-        kind = "server tool"
-        if block.init and block.fin:
-            try:
-                kind = json.loads(block.payload).get("type", kind)
-            except (ValueError, AttributeError):
-                pass
-        self.session.lose(self._where(block), f"{(block.attrs or {}).get('dialect', 'a')} {kind} block: "
-                                              "ollama has no server tools (not carried)")
+        self._lose_block(block, "server tools", "not carried")
 
     def _text(self, block: Block, attrs: dict, role: str, key: str):
         if self._starts_message(block, role) and not attrs.get("empty"):
@@ -852,20 +846,23 @@ class RequestEncoder(Encoder):
         if block.section is TOOL_RESULT:
             msg.has_result = True
             if attrs.get("is_error"):
-                self.session.lose(self._where(block), "tool result is_error has no ollama field")
+                self._lose_field(block, "is_error", attrs)
         if attrs.get("empty"):
             return (lambda data: None), (lambda late: self._text_close(block, msg, attrs, late))
         if key == "content" and msg.asm.ended("content"):
             # content ended when the images began (so that they stream): more text
             # goes on in a following message of the same role
-            self.session.lose(self._where(block), "text after an image: moved to a following ollama message")
+            self._lose(block, f"{self._subject(block, attrs)} after an image", "text after images in a message",
+                       "moved to a following message")
             msg = self._open_message(block.message, role)
         elif msg.has_image and key == "content" and self.session.source != DIALECT:
-            self.session.lose(self._where(block), "text after an image: ollama puts images after the text")
+            self._lose(block, f"{self._subject(block, attrs)} after an image", "order of text and images",
+                       "the images follow the text")
         count = msg.texts.get(key, 0)
         w = msg.asm.member(key, b'"')
         if count:
-            self.session.lose(self._where(block), f"several text blocks joined into one ollama {key}")
+            self._lose(block, f"several {self._subject(block, attrs)}s", f"second {key} in a message",
+                       "joined with a blank line")
             w.write(_SEPARATOR)
         msg.texts[key] = count + 1
         return w.write, (lambda late: self._text_close(block, msg, attrs, late))
@@ -894,7 +891,8 @@ class RequestEncoder(Encoder):
         elif name is None and call_id is not None and not attrs.get("ollama_no_tool_name"):
             name = self._call_names.get(call_id)
             if name is None:
-                self.session.lose(self._where(block), f"tool result for unknown call {call_id!r}: no tool_name")
+                self._lose(block, f"{self._subject(block)} for the unknown call {call_id!r}",
+                           "tool_name to give it", "sent without tool_name")
         if name is not None:
             msg.named = True
             msg.asm.scalar("tool_name", dumps(name))
@@ -904,14 +902,14 @@ class RequestEncoder(Encoder):
 
     def _image(self, block: Block, attrs: dict, role: str):
         if attrs.get("source", "base64") != "base64":
-            self._lose_block(block, f"a {attrs.get('source')} image cannot become an ollama image "
-                                    "without fetching it (not fetched)")
+            source = attrs.get("source")
+            self._lose_block(block, "image URLs" if source == "url" else f"{source} images", "not fetched", attrs=attrs)
             return None
         if "detail" in attrs:
-            self.session.lose(self._where(block), "image detail has no ollama field")
+            self._lose_field(block, "detail", attrs)
         if attrs.get("in_result"):
-            self.session.lose(self._where(block), "image inside a tool result: carried in a user message "
-                                                  "after the tool messages")
+            self._lose_block(block, "images in tool messages", "carried in a user message after the tool messages",
+                             attrs=attrs)
         msg = self._message_for(block, role)
         if not msg.has_image:
             msg.asm.end_member("content")  # the text is complete: let the images stream
@@ -933,8 +931,9 @@ class RequestEncoder(Encoder):
             declared = {**attrs, **late}.get("media_type", _UNNAMED)
             shown = sniff_media_type(bytes(head)) or _UNNAMED
             if declared != shown:
-                self.session.lose(self._where(block), f"media type {declared!r}: ollama writes none and the "
-                                                      f"bytes show {shown!r}")
+                self._lose(block, f"media type {declared!r} of {article(self._subject(block, attrs))} "
+                                  f"{self._subject(block, attrs)}", "media type field",
+                           f"the bytes show {shown!r}")
         return write, close
 
     def _tool_call(self, block: Block, attrs: dict, role: str):
@@ -959,8 +958,7 @@ class RequestEncoder(Encoder):
             if isinstance(args, HeldArguments):
                 data, faithful = args.result()
                 if not faithful:
-                    self.session.lose(self._where(block), "tool-call arguments are not a JSON object; carried as "
-                                                          '{"_raw_arguments": text}')
+                    self._lose_raw_arguments(block)
                 w.write(data)
             elif args is not None:
                 args.close()

@@ -20,6 +20,7 @@ Decoding
   ``prompt_eval_count`` / ``eval_count`` -> ``Usage`` (input / output),
   the ``*_duration`` fields -> ollama extensions (other dialects: a loss),
   ``created_at`` -> a lossless extension. ``{"error": ...}`` -> ``Error``.
+* ``logprobs`` (each line's tokens) -> one ``Logprobs`` event per token entry.
 * A stream without its ``done: true`` line raises ``TruncatedInputError``.
 
 Encoding
@@ -43,6 +44,7 @@ from ...canonical import (
     Event,
     Extension,
     Finish,
+    Logprobs,
     MessageStart,
     Section,
     Usage,
@@ -58,6 +60,7 @@ from ...lifecycle import (
     Deferred,
     OpenFrame,
     ReasoningFirst,
+    epoch_to_ollama_time,
     finish_from,
     finish_to,
     merge_usage,
@@ -130,11 +133,18 @@ class _Decoder(ResponseDecoderBase):
             self.read_value(kind, value, offset, lambda v: self.counts.__setitem__(key, v), OPT_INTEGER, key)
         elif key == "error":
             self.read_value(kind, value, offset, self._error)
+        elif key == "logprobs":
+            if kind != tok.NULL:  # one token's entry at a time (bounded by the entry)
+                self.each_element(kind, offset, "logprobs", self._logprob)
         elif key in _DURATIONS or key == "created_at":
             self.read_raw(kind, value, offset, lambda raw: self._extension(key, raw))
         else:
-            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose(
-                "$." + key, "response member has no canonical field"))
+            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose_member("$." + key))
+
+    def _logprob(self, kind: int, value: Any, offset: int) -> None:
+        if kind != tok.OBJECT_START:
+            raise self.wrong_type(kind, "an object for a logprobs entry", offset)
+        self.read_raw(kind, value, offset, lambda raw: self.out(Logprobs(raw)))
 
     def _done(self, value: Any) -> None:
         self.done = bool(value)
@@ -170,12 +180,13 @@ class _Decoder(ResponseDecoderBase):
             self._string(kind, value, offset, Section.ASSISTANT_REASONING, key)
         elif key == "tool_calls":
             if kind != tok.NULL:
+                self._call_position = -1  # the element of this tool_calls array (for loss paths)
                 self.each_object(kind, offset, "tool_calls", self._tool_call)
         elif key == "role":
             skip_value(self, kind, value, offset)
         else:
-            self.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and self.session.lose(
-                "$.message." + key, "message member has no canonical field"))
+            self.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and self.session.lose_member(
+                "$.message." + key))
 
     def _string(self, kind: int, value: Any, offset: int, section: Section, what: str) -> None:
         if kind == tok.NULL:
@@ -206,8 +217,9 @@ class _Decoder(ResponseDecoderBase):
     def _tool_call(self, offset: int):
         self._close()
         self.tools += 1
-        return self._tool_key({"attrs": {"path": f"$.message.tool_calls[{self.tools - 1}]"}, "block": None,
-                               "args": False})
+        self._call_position += 1
+        return self._tool_key({"attrs": {"path": f"$.message.tool_calls[{self._call_position}]"}, "block": None,
+                               "args": False, "position": self._call_position})
 
     def _tool_key(self, call: dict):
         def handler(kind: int, value: Any, offset: int) -> None:
@@ -254,11 +266,12 @@ class _Decoder(ResponseDecoderBase):
                     else:
                         self.stream_raw(kind, value, offset, lambda d, i, f: block.fragment(escape_raw_json(d)))
                 elif key == "index":  # Go writes the call's position: nothing to carry when it is that
-                    self.read_value(kind, value, offset, lambda v: v == self.tools - 1 or self.session.lose(
-                        "$.message.tool_calls.function.index", f"tool call index {v!r} is not its position"))
+                    self.read_value(kind, value, offset, lambda v: v == self.tools - 1 or self.session.lose_member(
+                        f"$.message.tool_calls[{call['position']}].function.index",
+                        f"tool-call index other than its position ({v!r})"))
                 else:
-                    self.read_raw(kind, value, offset, lambda raw: self.session.lose(
-                        "$.message.tool_calls.function." + key, "tool call member has no canonical field"))
+                    self.read_raw(kind, value, offset, lambda raw: self.session.lose_member(
+                        f"$.message.tool_calls[{call['position']}].function.{key}"))
             self.push(member)
         return handler
 
@@ -337,6 +350,8 @@ class _EncoderBase(Encoder):
         self.usage: Usage | None = None
         self.finish: Finish | None = None
         self.no_reason = False  # the ollama source's done line had no done_reason
+        # token entries: a line's go on that line (stream), a response's after done_reason
+        self.logprobs = session.reorder.hold("ollama:logprobs-after-message")
         self.done = False
 
     def _common(self, event: Event) -> bool:
@@ -345,10 +360,15 @@ class _EncoderBase(Encoder):
             if event.choice == 0:
                 self.model = event.model
                 if event.id is not None and self.session.source != DIALECT:
-                    self.session.lose("$.id", "ollama responses have no id")
+                    stream = self.session.source == "anthropic" and self.session.kind == "stream"
+                    self.session.lose_member("$.message.id" if stream else "$.id", "response id")
         elif t is Extension:
             if event.dialect == DIALECT and event.path == "$.created_at":
                 self.created = event.raw
+            elif event.dialect == "openai" and event.path == "$.created":  # the source's time (lifecycle)
+                created = epoch_to_ollama_time(event.raw)
+                if created is not None and self.created is None:
+                    self.created = created
             elif event.dialect == DIALECT and event.path == "$.done_reason":
                 self.no_reason = True
             elif event.dialect == DIALECT and event.path[2:] in _DURATIONS:
@@ -360,9 +380,20 @@ class _EncoderBase(Encoder):
         elif t is Finish:
             if event.choice == 0:
                 self.finish = event
+        elif t is Logprobs:
+            if event.choice == 0:
+                self.logprobs.append(event.raw, len(event.raw))
+            else:
+                self.session.lose(f"$.choices[{event.choice}].logprobs", "ollama has no choices (n > 1)")
         else:
             return False
         return True
+
+    def _logprobs_member(self) -> bytes:
+        """``,"logprobs":[...]`` of the entries held since the last line (or nothing)."""
+        if not self.logprobs:
+            return b""
+        return b',"logprobs":[' + b",".join(self.logprobs.drain()) + b"]"
 
     def _head(self) -> bytes:
         out = b'{"model":' + dumps(self.model or "")
@@ -376,6 +407,7 @@ class _EncoderBase(Encoder):
         out = b',"done":true'
         if reason is not None and not self.no_reason:
             out += b',"done_reason":' + dumps(reason)
+        out += self._logprobs_member()
         counts = usage_to_ollama(self.usage, self.session) if self.usage else {}
         for key in ("total_duration", "load_duration"):
             if key in self.durations:
@@ -390,31 +422,26 @@ class _EncoderBase(Encoder):
             out += b',"eval_duration":' + self.durations["eval_duration"]
         return out + b"}"
 
-    @staticmethod
-    def _where(block: Block) -> str:
-        return f"$.choices[{block.message}]" if block.message else "$.message"
-
     def _classify(self, block: Block) -> str | None:
         s = block.section
-        where = self._path(block)
         if block.message > 0:
-            self.session.lose(where, f"{s.value} block: ollama has no choices (n > 1)")
+            self._lose_block(block, "choices (n > 1)", "only the first choice is sent")
             return None
         if s is Section.ASSISTANT_TEXT:
             return "content"
         if s is Section.ASSISTANT_REFUSAL:
-            self.session.lose(where, "ollama has no refusal field; written as content")
+            self._lose_block(block, "refusal field", "written as content")
             return "content"
         if s is Section.ASSISTANT_REASONING:
             attrs = block.attrs or {}
             if attrs.get("redacted"):
-                self.session.lose(where, "redacted reasoning has no ollama form")
+                self._lose_block(block, "field for encrypted thinking")
                 return None
             self._lose_signature(block, attrs)
             return "thinking"
         if s is Section.TOOL_CALL:
             return "tool_calls"
-        self.session.lose(where, f"{s.value} block: ollama has no equivalent")
+        self._lose_unplaced(block)
         return None
 
     @staticmethod
@@ -441,6 +468,11 @@ class StreamEncoder(_EncoderBase):
 
     def on_event(self, event: Event) -> None:
         if type(event) is FrameEnd:
+            if self.logprobs and self.frame.key is not None:  # on the line of the content they score
+                self.frame._tail = self.frame._tail[:-2] + self._logprobs_member() + b"}\n"
+            elif self.logprobs and not self.done:  # a line without streamed text (a whole tool call)
+                self.logprobs.drain()
+                self.session.lose("$.logprobs", "token logprobs of a line without text: not carried")
             self.frame.close()
         elif type(event) is Block:
             if not self.done:

@@ -33,6 +33,7 @@ RESPONSE = {
     "$.message.tool_calls[].function": (STRUCTURAL, ALL),
     "$.message.tool_calls[].function.name": (MAPPED, ALL),
     "$.message.tool_calls[].function.arguments": (MAPPED, ALL),
-    "$.logprobs": (EXTENSION, NONE),
+    # issue 17.3: openai choices[].logprobs.content; anthropic has none (a recorded loss)
+    "$.logprobs": (MAPPED + "*", frozenset({"openai"})),  # the entries go whole
 }
 STREAM = RESPONSE

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from ...canonical import Control
+from ...losses import lacks, path_subject
 
 STRUCTURAL = {"messages", "tools", "functions"}
 
@@ -141,14 +142,15 @@ _SAME_VALUE = {
 }
 
 
-def reasoning_loss(attrs: dict, reasoning_key: str | None) -> str | None:
-    """Why a reasoning block cannot go to openai at all, or None: it goes to
+def reasoning_loss(attrs: dict, reasoning_key: str | None) -> tuple[str, str | None] | None:
+    """What openai lacks for a reasoning block that cannot go there at all
+    (``(what, done)`` for ``Encoder._lose_block``), or None: it goes to
     ``reasoning_key`` (``Options.openai_reasoning_field``). Its signature is lost
     on its own (``Encoder._lose_signature``)."""
     if reasoning_key is None:
-        return "Chat Completions has no reasoning field (option openai_reasoning_field)"
+        return "reasoning field", "Options.openai_reasoning_field chooses one a compatible server reads"
     if attrs.get("redacted"):
-        return "redacted reasoning cannot be carried"
+        return "field for encrypted reasoning", None
     return None
 
 
@@ -186,7 +188,7 @@ def encode_control(control: Control, session) -> tuple[str | None, Any]:
         key, mapped = "reasoning_effort", reasoning_effort(value)
     if key is None or mapped is None:
         where = f"$.{control.key}" if control.key else control.name
-        session.lose(where, f"control {name!r} has no openai equivalent", dialect=control.dialect)
+        session.lose(where, lacks(path_subject(where), "openai", "such parameter"), dialect=control.dialect)
         return None, None
     return key, mapped
 
@@ -235,7 +237,7 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
         elif key == "openai_extra":
             body += b"," + value.encode()
         elif key not in ("name", "legacy", "dialect"):
-            session.lose("$.tools", f"tool attribute {key!r} has no openai field")
+            session.lose("$.tools", lacks(f"{key} of a tool", "openai", "field for it"))
     if schema_raw and session.source != "openai":
         schema_raw = object_schema(schema_raw, session, attrs.get("name"))
     if schema_raw:

@@ -21,7 +21,7 @@ Decoder decisions (documented here and pinned by rpt scenarios):
 
 from __future__ import annotations
 
-from ..fields import REQUEST_FIELDS
+from ..fields import REQUEST_FIELDS, REQUIRED
 
 import json
 from typing import Any, Callable
@@ -37,6 +37,7 @@ from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, ignore, merged_reasoning,
 )
 from ...jsonwriter import JsonWriter, dumps, key_bytes
+from ...losses import INTERNAL_ATTRS
 from ...naming import openai_id
 from ...session import Session
 from . import controls
@@ -58,6 +59,7 @@ _FIELDS = REQUEST_FIELDS[DIALECT]
 
 class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
+    required = REQUIRED[DIALECT]
 
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         self.reasoning_key = session.options.openai_reasoning_field
@@ -662,6 +664,11 @@ class RequestEncoder(Encoder):
         if self._msg is not None:
             if self._msg_needs_content and not self._msg.has("content"):
                 self._msg.scalar("content", b'""')
+            elif self._msg_role == "assistant" and self.session.source != DIALECT and not any(
+                    self._msg.has(k) for k in ("content", "tool_calls", "function_call", "refusal")):
+                # another dialect's empty assistant turn (ollama {"role": "assistant"}): openai
+                # rejects an assistant message with nothing in it; its empty text is ""
+                self._msg.scalar("content", b'""')
             self._msg_needs_content = False
             self._msg.close()
             if self._msg_had_tool_calls:
@@ -705,7 +712,7 @@ class RequestEncoder(Encoder):
         if s is ASSISTANT_REASONING:
             why = controls.reasoning_loss(attrs, self.reasoning_key)
             if why is not None:
-                self._lose_block(block, why)
+                self._lose_block(block, *why)
                 return None
             self._lose_signature(block, attrs)
             write, _ = self._string_member(block, "assistant", self.reasoning_key)
@@ -716,7 +723,7 @@ class RequestEncoder(Encoder):
             return self._tool_result(block, attrs)
         if s is UNKNOWN and attrs.get("dialect") == DIALECT:
             return self._unknown(block, attrs)
-        self._lose_block(block, "openai Chat Completions has no equivalent")
+        self._lose_unplaced(block)
         return None
 
     def _extra_attrs(self, block: Block, attrs: dict, allowed: set) -> bytes:
@@ -728,8 +735,7 @@ class RequestEncoder(Encoder):
             elif key == EXTRA_ATTR:
                 out += b"," + value.encode()
             elif key not in _STRUCTURE_ATTRS:
-                self.session.lose(f"$.messages[{block.message}]",
-                                  f"attribute {key!r} of a {block.section.value} block has no openai field")
+                self._lose_field(block, key, attrs)
         return out
 
     def _text(self, block: Block, role: str, part_type: str = "text"):
@@ -795,8 +801,8 @@ class RequestEncoder(Encoder):
         # another dialect's extra members) is a recorded loss, as for every other block
         self._extra_attrs(block, {k: v for k, v in merged.items() if k != EXTRA_ATTR}, _NO_ATTRS)
         if merged.get("name") is not None and merged.get("tool_call_id") is None:
-            self.session.lose(f"$.messages[{block.message}]",
-                              "tool result names its tool but answers no known call: openai has no field for it")
+            self._lose(block, f"tool_name of a {self._subject(block, merged)} that answers no call",
+                       "field for a result's tool name", "a tool message needs the call's tool_call_id")
 
     def _tool_result(self, block: Block, attrs: dict):
         role = attrs.get("role", "tool")
@@ -813,7 +819,7 @@ class RequestEncoder(Encoder):
 
     def _lose_is_error(self, block: Block, attrs: dict) -> None:
         if attrs.get("is_error"):
-            self.session.lose(f"$.messages[{block.message}]", "tool result is_error has no openai field")
+            self._lose_field(block, "is_error", attrs)
 
     def _media(self, block: Block, attrs: dict):
         s = block.section
@@ -823,11 +829,11 @@ class RequestEncoder(Encoder):
             data_prefix = b"data:" + attrs.get("media_type", "application/octet-stream").encode() + b";base64,"
         elif attrs.get("source") not in (None, "url", "base64") or (
                 s is USER_DOCUMENT and attrs.get("source") == "url"):  # a file has no URL form
-            self._lose_block(block, f"{attrs.get('source')} source has no openai form")
+            self._lose_block(block, f"{attrs.get('source')} source for it", attrs=attrs)
             return None
         if attrs.get("in_result"):
-            self.session.lose(f"$.messages[{block.message}]",
-                              f"{s.value} of a tool result moved to a user message after the tool messages")
+            self._lose_block(block, "media in tool messages", "moved to a user message after the tool messages",
+                             attrs=attrs)
         if attrs.get("in_result") and self._msg is not None and self._msg_role == "tool" \
                 and self._msg_index == block.message and self._after_tool_calls:
             msg = self._moved_media_message(block.message)  # the result's texts go on in its tool message
@@ -904,8 +910,7 @@ class RequestEncoder(Encoder):
         """Another dialect's tool-call fields (ollama ``index``, ``ollama_extra`` ...) are recorded losses."""
         for key in attrs:
             if key not in _STRUCTURE_ATTRS and key not in (EXTRA_ATTR, "type"):
-                self.session.lose(f"$.messages[{block.message}]",
-                                  f"attribute {key!r} of a tool-call block has no openai field")
+                self._lose_field(block, key, attrs)
 
     def _unknown(self, block: Block, attrs: dict):
         if attrs.get("in_parts"):
@@ -929,7 +934,4 @@ class RequestEncoder(Encoder):
 
 
 #: attributes that shape the output rather than being output fields
-_STRUCTURE_ATTRS = {"in_parts", "role", "dialect", "source", "media_type", "data_url", "tool_call_id",
-                    "empty", "legacy", "id", "name", "is_error",
-                    # anthropic shapes: a mid-list system message, a part of a tool result
-                    "in_messages", "in_result"}
+_STRUCTURE_ATTRS = INTERNAL_ATTRS | {"source", "media_type", "tool_call_id", "id", "name", "is_error"}

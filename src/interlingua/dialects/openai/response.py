@@ -28,7 +28,10 @@ Encoding
   chunk too. Reasoning goes into ``Options.openai_reasoning_field`` and
   nowhere else (no field configured: a recorded loss).
 * Response: one ``chat.completion`` body, choices by block ``message``.
-* A source without an id gets ``chatcmpl-interlingua``; without ``created``, 0.
+* A source without an id gets ``chatcmpl-<24 hex>`` derived from an ollama
+  source's ``model`` + ``created_at`` (``lifecycle.derived_response_id``; no
+  time at all: ``chatcmpl-interlingua``); ``created`` is ollama's
+  ``created_at`` in seconds, else 0.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from ...canonical import (
     Event,
     Extension,
     Finish,
+    Logprobs,
     MessageStart,
     Section,
     Usage,
@@ -58,8 +62,11 @@ from ...lifecycle import (
     KeyFirst,
     ReasoningFirst,
     OpenFrame,
+    derived_response_id,
     finish_from,
     finish_to,
+    logprob_to_openai,
+    ollama_time_to_epoch,
     merge_usage,
     skip_value,
     tier_from,
@@ -272,8 +279,8 @@ class _ToolCallReader(MemberReader):
             self.custom = True
             d.read_raw(kind, value, offset, ignore)
         else:
-            d.read_raw(kind, value, offset, lambda raw: d.session.lose(
-                f"{self.attrs['path']}.{key}", "tool call member has no canonical field"))
+            d.read_raw(kind, value, offset, lambda raw: d.session.lose_member(
+                f"{self.attrs['path']}.{key}"))
 
     custom = False
 
@@ -333,7 +340,7 @@ class _ToolCallReader(MemberReader):
 
     def end(self, offset: int) -> None:
         if self.custom:
-            self.d.session.lose(self.attrs["path"], "custom tool call has no canonical form (a function call is)")
+            self.d.session.lose_member(self.attrs["path"], "custom tool calls", "only function calls are carried")
             return
         if self.index is None:
             raise self.d.error("tool call delta without index", offset)
@@ -412,11 +419,10 @@ class _ChoiceReader(MemberReader):
             else:
                 d.read_value(kind, value, offset, self._finish, OPT_STRING, key)
         elif key == "logprobs":
-            d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose(
-                f"$.choices[{self.c.index}].logprobs", "logprobs have no canonical field"))
+            d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose_member(
+                f"$.choices[{self.c.index}].logprobs", "log probabilities"))
         else:
-            d.read_raw(kind, value, offset, lambda raw: d.session.lose(
-                f"$.choices[{self.c.index}].{key}", "choice member has no canonical field"))
+            d.read_raw(kind, value, offset, lambda raw: d.session.lose_member(f"$.choices[{self.c.index}].{key}"))
 
     def _finish(self, value: Any) -> None:
         self.has_finish = True
@@ -467,9 +473,8 @@ class _MessageReader(MemberReader):
         elif key == "role":
             skip_value(d, kind, value, offset)
         else:
-            d.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and d.session.lose(
-                f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{key}",
-                "message member has no canonical field"))
+            d.read_raw(kind, value, offset, lambda raw: raw not in (b"null", b"[]") and d.session.lose_member(
+                f"$.choices[{c.index}].{'delta' if self.streaming else 'message'}.{key}"))
 
     def _tool_call(self, offset: int) -> None:
         _ToolCallReader(self.d, self.c, self.streaming, self.tool_position)  # installs its own reader
@@ -578,6 +583,8 @@ class _EncoderBase(Encoder):
         self.tool_count = 0
         self._head: bytes | None = None  # _head_members(), until id, model or a kept field changes
 
+    created_at: bytes | None = None  # an ollama source's created_at (raw)
+
     def _message_start(self, event: MessageStart) -> None:
         if event.choice == 0:
             self.id, self.model = event.id, event.model
@@ -598,18 +605,21 @@ class _EncoderBase(Encoder):
         if ext.dialect == DIALECT and ext.path[2:] in _KEPT:
             self.kept[ext.path[2:]] = ext.raw
             self._head = None
+        elif ext.dialect == "ollama" and ext.path == "$.created_at":  # see lifecycle: ids and times
+            self.created_at = ext.raw
+            epoch = ollama_time_to_epoch(ext.raw)
+            if epoch is not None:
+                self.kept.setdefault("created", str(epoch).encode())
+            self._head = None
         else:
             self.foreign_extension(ext)
-
-    @staticmethod
-    def _where(block: Block) -> str:
-        return f"$.content[{block.message}]"
 
     def _head_members(self) -> bytes:
         """``"id":...,"object":...,"created":...,"model":...``: every chunk starts with them."""
         if self._head is None:
             created = self.kept.get("created", b"0")
-            out = (b'"id":' + dumps(self.id or "chatcmpl-interlingua") + b',"object":' + dumps(self.object)
+            call_id = self.id or derived_response_id("chatcmpl-", self.created_at, self.model)
+            out = (b'"id":' + dumps(call_id) + b',"object":' + dumps(self.object)
                    + b',"created":' + created + b',"model":' + dumps(self.model or ""))
             for key in ("service_tier", "system_fingerprint"):
                 if key in self.kept:
@@ -637,12 +647,12 @@ class _EncoderBase(Encoder):
             why = controls.reasoning_loss(attrs, self.reasoning_key)
             self._lose_signature(block, attrs)  # its own field: lost with the block or alone
             if why is not None:
-                self._lose_block(block, why)
+                self._lose_block(block, *why)
                 return None
             return self.reasoning_key
         if s is Section.TOOL_CALL:
             return "tool_calls"
-        self._lose_block(block, "openai Chat Completions has no equivalent")
+        self._lose_unplaced(block)
         return None
 
 
@@ -657,6 +667,7 @@ class StreamEncoder(_EncoderBase):
 
     def __init__(self, write, session: Session) -> None:
         super().__init__(write, session)
+        self.logprobs: dict[int, list] = {}  # choice -> token entries of the current source frame
         self.frame = OpenFrame(write)
         self.started = False  # the role chunk is written
         self.done = False
@@ -675,10 +686,25 @@ class StreamEncoder(_EncoderBase):
             self.write(self._chunk(b'{"index":' + str(choice).encode()
                                    + b',"delta":{"role":"assistant","content":""},"finish_reason":null}'))
 
+    def _logprobs_chunk(self) -> None:
+        """The token entries of one source frame (``Logprobs``): one chunk with an empty
+        delta after that frame's content (the client's accumulator appends them)."""
+        if self.logprobs:
+            self.frame.close()
+            for choice, entries in sorted(self.logprobs.items()):
+                self._ensure_role(choice)
+                self.write(self._chunk(b'{"index":' + str(choice).encode() + b',"delta":{},"logprobs":'
+                                       + dumps({"content": entries, "refusal": None}) + b',"finish_reason":null}'))
+            self.logprobs = {}
+
     def on_event(self, event: Event) -> None:
         t = type(event)
+        if self.logprobs and t is not Logprobs and t is not Block:
+            self._logprobs_chunk()
         if t is Block:
             self._block(event)
+        elif t is Logprobs:
+            self.logprobs.setdefault(event.choice, []).append(logprob_to_openai(event.raw))
         elif t is FrameEnd:
             self.frame.close()
         elif t is MessageStart:
@@ -786,6 +812,7 @@ class ResponseEncoder(_EncoderBase):
         self.msg: MessageAssembler | None = None
         self.finish: dict[int, str | None] = {}
         self.block = None  # (write, close) of the block in progress
+        self.logprobs: dict[int, list] = {}  # choice -> its token entries (written when it closes)
         self.done = False
 
     def _begin(self) -> None:
@@ -813,6 +840,10 @@ class ResponseEncoder(_EncoderBase):
             self.msg.close()
             self.msg = None
             reason = self.finish.pop(self.choice, reason)
+            entries = self.logprobs.pop(self.choice, None)
+            if entries:  # choices[].logprobs after the message (its content may have streamed)
+                self.write(b',"logprobs":' + dumps({"content": [logprob_to_openai(e) for e in entries.drain()],
+                                                    "refusal": None}))
             self.write(b',"finish_reason":' + dumps(reason) + b"}")
 
     def on_event(self, event: Event) -> None:
@@ -830,6 +861,11 @@ class ResponseEncoder(_EncoderBase):
             else:  # a finish for a choice not written yet
                 self._open_choice(event.choice)
                 self._close_choice(reason)
+        elif t is Logprobs:
+            hold = self.logprobs.get(event.choice)
+            if hold is None:
+                hold = self.logprobs[event.choice] = self.session.reorder.hold("openai:logprobs-after-message")
+            hold.append(event.raw, len(event.raw))
         elif t is Usage:
             self._usage_event(event)
         elif t is Error:
@@ -862,8 +898,7 @@ class ResponseEncoder(_EncoderBase):
             placed = (w.write, lambda: w.write(b'"}}'))
         else:
             if msg.has(key):
-                self.session.lose(f"$.content[{block.message}]", f"a second {block.section.value} block "
-                                  "is joined to the first (one openai field)")
+                self._lose_block(block, "second field for it", "joined to the first")
             w = msg.member(key, b'"')
             placed = (w.write, lambda: None)
         placed[0](block.payload)

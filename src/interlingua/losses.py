@@ -1,0 +1,173 @@
+"""Loss records in the user's language: one wording for every codec.
+
+A loss record (``session.Loss``) names the source field that was not carried by
+its JSON path *in the source dialect* (``path``) and says, in ``reason``, what
+it is called there and what the target lacks. Every reason is built by
+``lacks``, so the wording cannot drift between codecs::
+
+    <source field, in the source dialect's words>: <target> has no <what>[; <what was done>]
+
+    cache_control of a text block: openai has no field for it
+    thinking block: openai has no reasoning field; option openai_reasoning_field
+    image_url part with an http URL: ollama has no image URLs; not fetched
+
+The canonical pivot's own names (section values such as ``assistant-reasoning``,
+attributes that only shape the canonical events such as ``in_result``) are
+never the subject: ``block_subject`` and ``field_subject`` translate a block or
+an attribute back into the source dialect's vocabulary. ``INTERNAL_WORDS`` lists
+what a reason must never contain (tests/test_loss_wording.py checks it over the
+corpus and every rpt scenario).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .canonical import Section
+
+#: block attributes that shape canonical events (where a block goes, how it was
+#: written) rather than being a field of any dialect: never reported as a loss
+INTERNAL_ATTRS = frozenset({
+    "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
+    "source_extra", "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
+    "ollama_call_extra", "path",
+})
+
+#: words of the pivot a loss reason must not contain (the attribute names that are
+#: also plain words -- role, key, empty -- are left out: they may describe a field)
+INTERNAL_WORDS = tuple(sorted({s.value for s in Section} | {a for a in INTERNAL_ATTRS if "_" in a}
+                              | {"canonical"}))
+
+
+#: what a target lacks when it has no place for a whole block of a section at all
+NO_PLACE = {
+    Section.SERVER_TOOL_RESULT: "server tools", Section.CITATIONS: "citations", Section.USER_AUDIO: "audio input",
+    Section.USER_VIDEO: "video input", Section.USER_DOCUMENT: "documents", Section.ASSISTANT_REFUSAL: "refusal field",
+    Section.UNKNOWN: "such content", Section.TOOL_DEFINITION: "such tool",
+}
+
+
+def lacks(subject: str, target: str, what: str, done: str | None = None) -> str:
+    """The one wording of a loss: ``<subject>: <target> has no <what>[; <done>]``."""
+    text = f"{subject}: {target} has no {what}"
+    return f"{text}; {done}" if done else text
+
+
+# -- the source dialect's names -------------------------------------------------------------------
+
+_S = Section
+_BLOCK_NAMES: dict[str, dict[Section, str]] = {
+    "anthropic": {
+        _S.SYSTEM_INSTRUCTION: "system text block", _S.USER_TEXT: "text block", _S.ASSISTANT_TEXT: "text block",
+        _S.USER_IMAGE: "image block", _S.USER_DOCUMENT: "document block", _S.ASSISTANT_REASONING: "thinking block",
+        _S.TOOL_CALL: "tool_use block", _S.TOOL_RESULT: "tool_result block", _S.CITATIONS: "citations of a text block",
+        _S.SERVER_TOOL_RESULT: "server tool block", _S.TOOL_DEFINITION: "tool", _S.UNKNOWN: "content block",
+    },
+    "openai": {
+        _S.SYSTEM_INSTRUCTION: "system message", _S.USER_TEXT: "user text", _S.ASSISTANT_TEXT: "assistant content",
+        _S.USER_IMAGE: "image_url part", _S.USER_DOCUMENT: "file part", _S.USER_AUDIO: "input_audio part",
+        _S.ASSISTANT_REASONING: "reasoning", _S.ASSISTANT_REFUSAL: "refusal", _S.TOOL_CALL: "tool call",
+        _S.TOOL_RESULT: "tool message", _S.TOOL_DEFINITION: "tool", _S.UNKNOWN: "content part",
+    },
+    "ollama": {
+        _S.SYSTEM_INSTRUCTION: "system message", _S.USER_TEXT: "user content", _S.ASSISTANT_TEXT: "assistant content",
+        _S.USER_IMAGE: "image", _S.ASSISTANT_REASONING: "thinking", _S.TOOL_CALL: "tool call",
+        _S.TOOL_RESULT: "tool message", _S.TOOL_DEFINITION: "tool", _S.UNKNOWN: "message",
+    },
+}
+
+
+def raw_block_type(payload: bytes) -> str | None:
+    """The ``type`` of a block carried raw (anthropic server tool blocks, unknown blocks):
+    the anthropic decoders write it first (``{"type":"server_tool_use",...``)."""
+    head = b'{"type":"'
+    if payload.startswith(head):
+        end = payload.find(b'"', len(head))
+        if end > 0:
+            return payload[len(head):end].decode("utf-8", "replace")
+    return None
+
+
+def block_subject(dialect: str, section: Section, attrs: dict[str, Any] | None = None,
+                  payload: bytes = b"") -> str:
+    """What ``dialect`` calls the block a canonical block came from."""
+    attrs = attrs or {}
+    if dialect == "anthropic":
+        if section is _S.ASSISTANT_REASONING and attrs.get("redacted"):
+            return "redacted_thinking block"
+        if section in (_S.SERVER_TOOL_RESULT, _S.UNKNOWN):
+            kind = raw_block_type(payload)
+            if kind:
+                return f"{kind} block"
+    if dialect == "openai":
+        if section is _S.SYSTEM_INSTRUCTION and attrs.get("role") == "developer":
+            return "developer message"
+        if section is _S.UNKNOWN and attrs.get("role"):
+            return f"{attrs['role']} message"
+    if dialect == "ollama" and section is _S.UNKNOWN and attrs.get("role"):
+        return f"{attrs['role']} message"
+    if attrs.get("in_result") and section is not _S.TOOL_RESULT:
+        return f"{block_subject(dialect, section)} in a {block_subject(dialect, _S.TOOL_RESULT)}"
+    return _BLOCK_NAMES.get(dialect, {}).get(section) or f"{dialect} content"
+
+
+#: a block attribute -> the field's name in the source dialect, where it differs from the key
+_FIELD_NAMES: dict[str, dict[str, str]] = {
+    "openai": {"detail": "image_url.detail", "filename": "file.filename", "file_id": "file.file_id"},
+    "anthropic": {"signature": "signature", "file_id": "source.file_id"},
+    "ollama": {"index": "function.index"},
+}
+
+
+def field_subject(dialect: str, key: str, section: Section, attrs: dict[str, Any] | None = None) -> str:
+    """``<field> of a <block>`` in the source dialect's words."""
+    field = _FIELD_NAMES.get(dialect, {}).get(key, key)
+    block = block_subject(dialect, section, attrs)
+    return f"{field} of {article(block)} {block}"
+
+
+def article(noun: str) -> str:
+    return "an" if noun[:1] in "aeiou" else "a"
+
+
+def path_subject(path: str) -> str:
+    """A source path as the subject of a reason: ``$.options.num_ctx`` -> ``options.num_ctx``."""
+    return path[2:] if path.startswith("$.") else path
+
+
+# -- where a canonical thing sits in the source ---------------------------------------------------
+
+def finish_path(dialect: str, kind: str, choice: int = 0) -> str:
+    """The source path of the finish reason."""
+    if dialect == "openai":
+        return f"$.choices[{choice}].finish_reason" if kind != "stream" else "$.choices[0].finish_reason"
+    if dialect == "anthropic":
+        return "$.delta.stop_reason" if kind == "stream" else "$.stop_reason"
+    return "$.done_reason"
+
+
+def block_path(dialect: str, kind: str, message: int) -> str:
+    """The source path of the message (request) or choice (response) a block came from."""
+    if kind == "request":
+        from .canonical import TOP_LEVEL_SYSTEM
+
+        return "$.system" if message == TOP_LEVEL_SYSTEM else f"$.messages[{message}]"
+    if dialect == "openai":
+        return f"$.choices[{message}].message" if kind == "response" else "$.choices[0].delta"
+    if dialect == "anthropic":
+        return "$.content" if kind == "response" else "$.content_block"
+    return "$.message"
+
+
+#: the members that hold a block's payload: a field of the block is their sibling
+_PAYLOAD_MEMBERS = {"text", "thinking", "content", "refusal", "arguments", "input", "reasoning_content", "reasoning",
+                    "data", "partial_json"}
+
+
+def field_path(block_path: str, key: str) -> str:
+    """The path of the block's field ``key``, from the path of the block or of its payload
+    (``$.content[0].thinking`` -> ``$.content[0].signature``)."""
+    head, _, last = block_path.rpartition(".")
+    if head and last in _PAYLOAD_MEMBERS:
+        return f"{head}.{key}"
+    return f"{block_path}.{key}"
