@@ -162,7 +162,10 @@ def expected_losses(value, table: dict, target: str, path: str = "$", pattern: s
 
 
 # losses another engineer's issue owns: left out of the comparison either way
-ELSEWHERE = {"$.stop_sequence": "validity, issue 16.7 (anthropic stop_sequence into openai/ollama)"}
+ELSEWHERE = {"$.stop_sequence": "validity, issue 16.7 (anthropic stop_sequence into openai/ollama)",
+             "$.delta.stop_sequence": "the same, in message_delta",
+             # the protocol's message_start says null (message_delta has the stop); the generated one is filled
+             "$.message.stop_sequence": "the same, in message_start (not read there: see the report)"}
 
 # pairs whose full response does not lose exactly the table's list yet (strict: a fix makes them pass)
 GAPS: dict[tuple[str, str], str] = {}
@@ -194,25 +197,22 @@ def _event_table(table: dict, event: str | None) -> dict:
     return {k[len(prefix):]: v for k, v in table.items() if k.startswith(prefix)}
 
 
-# where an anthropic stream records a loss (the stream decoder's convention): a block's fields at the block's
-# place in the message (``$.content[i]``, i = arrival), usage and the message's mapped fields at their place
-# in the message (one path for a field message_start and message_delta both carry); members only an event
-# has at the event's own path (``$.message.container``, ``$.delta.stop_details``)
+# where an anthropic stream records a loss: a block and its fields at the block's place in the message the
+# stream builds (``$.content[i]``, i = arrival: each block its own record); every other member at its path
+# in its event (``$.message.usage.speed``, ``$.delta.stop_details``), except a usage count: message_start and
+# message_delta carry the one count, lost once where it came first (``$.message.usage.cache_read_input_tokens``)
 _DELTA_FIELD = {"text": "text", "thinking": "thinking", "signature": "signature", "citation": "citations",
                 "partial_json": "input"}
-_MESSAGE_MAPPED = ("id", "model", "stop_reason", "stop_sequence")
 
 
 def _anthropic_stream_path(event: str, path: str, block: int) -> str:
     if event == "content_block_start":
         return f"$.content[{block}]" + path[len("$.content_block"):]
     if event == "content_block_delta":
-        key = path[len("$.delta."):].split(".")[0]
-        return f"$.content[{block}].{_DELTA_FIELD[key]}"
-    for at in ("$.message.", "$.delta."):
-        rest = path[len(at):] if path.startswith(at) else None
-        if rest is not None and (rest.split(".")[0] in _MESSAGE_MAPPED or rest.startswith("usage")):
-            return "$." + rest
+        return f"$.content[{block}].{_DELTA_FIELD[path[len('$.delta.'):].split('.')[0]]}"
+    if event == "message_delta" and path.startswith("$.usage.") \
+            and _table("anthropic", "stream")[f"{event}:{path}"][0] == "mapped":
+        return "$.message" + path[1:]
     return path
 
 
