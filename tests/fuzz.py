@@ -282,8 +282,9 @@ def check_error(source: str, kind: str, outcome: tuple) -> None:
         raise Invalid(f"{cls} names {dialect!r}, not the source {source!r}: {reason}")
     if offset is None or offset < 0:
         raise Invalid(f"{cls} has no offset: {reason}")
-    # inside a document the path is known; a stream's framing or end is outside any
-    if path is None and (kind != "stream" or frame_offset is not None) and "JSON object" not in reason:
+    # inside a document the path is known; a stream's framing, its non-JSON data and its
+    # end are outside any
+    if path is None and kind != "stream":
         raise Invalid(f"{cls} has no path: {reason}")
 
 

@@ -76,11 +76,11 @@ def _blocks(content) -> list:
 
 
 @rule("anthropic", "request", "max_tokens-integer",
-      "max_tokens is required and an integer >= 1 (0 only for a count-only call)",
+      "max_tokens is required and a non-negative integer",
       f"{_ANTHROPIC_REF}: max_tokens integer, required")
 def _a_max_tokens(body):
     value = body.get("max_tokens")
-    if not _is_int(value) or value < 1:
+    if not _is_int(value) or value < 0:
         yield f"max_tokens {value!r}"
 
 
@@ -468,8 +468,15 @@ def _l_pairing(body):
         calls = m.get("tool_calls") if m.get("role") == "assistant" else None
         if not isinstance(calls, list) or not calls:
             continue
+        ids = {c.get("id") for c in calls if isinstance(c, dict) and c.get("id") is not None}
         answered = 0
         while i < len(messages) and messages[i].get("role") == "tool":
+            result_id = messages[i].get("tool_call_id")
+            if ids and result_id is not None and result_id not in ids:
+                yield f"messages[{i}]: tool_call_id {result_id!r} answers no call before it"
+            called = {(c.get("function") or {}).get("name") for c in calls if isinstance(c, dict)}
+            if messages[i].get("tool_name") is not None and messages[i]["tool_name"] not in called:
+                yield f"messages[{i}]: tool_name {messages[i]['tool_name']!r} names no call before it"
             answered += 1
             i += 1
         if answered != len(calls):

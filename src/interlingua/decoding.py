@@ -216,6 +216,11 @@ class Decoder:
             return
         self.read_raw(kind, value, offset, lambda raw: done(self._at(_data, raw, offset=offset)))
 
+    def data(self, raw: bytes, offset: int) -> Any:
+        """A small value's compact JSON (``read_raw``) as Python data, checked as
+        ``read_value`` checks it (a lone surrogate: an error at ``offset``)."""
+        return self._at(_data, raw, offset=offset)
+
     def _at(self, decode: Callable, *args: Any, offset: int) -> Any:
         """``decode(*args)``; its error (a lone surrogate) at the value's first byte."""
         try:

@@ -42,6 +42,7 @@ from ...canonical import (
     Block, Control, End, Event, Extension, MessagesEnd, Section, escape_raw_json,
     unescape_json_text,
 )
+from ...decoding import OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore
 from ...jsonwriter import JsonWriter, dumps, key_bytes
@@ -85,6 +86,10 @@ def _extra(builder: BlockBuilder, key: str, raw: bytes) -> None:
 
 
 _FIELDS = REQUEST_FIELDS[DIALECT]
+
+#: the types of block attributes (decoding.Expect); others (cache_control, citations ...) any
+_ATTR_TYPES = {"name": STRING, "id": STRING, "media_type": STRING, "title": OPT_STRING, "context": OPT_STRING,
+               "signature": STRING}
 
 #: a tool_use block of a request cannot go without these (the API answers 400): SchemaError
 _TOOL_USE_REQUIRED = ("id", "name", "input")
@@ -136,7 +141,7 @@ class RequestDecoder(RequestBodyDecoder):
     # -- tools --------------------------------------------------------------------
 
     def _tool(self, raw: bytes, offset: int) -> None:
-        tool = json.loads(raw)
+        tool = self.data(raw, offset)
         if not isinstance(tool, dict):
             raise self.error("expected an object for a tool", offset)
         canonical = controls.tool_to_canonical(tool)
@@ -320,7 +325,7 @@ class BlockReader:
             return
         key = value
         if key == "type":
-            d.then(lambda k, v, o: d.read_value(k, v, o, lambda t: self._set_type(t, o)))
+            d.then(lambda k, v, o: d.read_value(k, v, o, lambda t: self._set_type(t, o), STRING, "a content block's type"))
             return
         if self.type is None and key in _TYPE_OF_PAYLOAD and not self.deferred:
             self.type = _TYPE_OF_PAYLOAD[key]
@@ -370,15 +375,17 @@ class BlockReader:
         if key == "input" and t == "tool_use":
             return lambda k, v, o: d.stream_raw(k, v, o, self._input)
         if t == "tool_result" and key == "tool_use_id":
-            return lambda k, v, o: d.read_value(k, v, o, lambda x: self.result.set_id(self.d.own_id(x)))
+            return lambda k, v, o: d.read_value(k, v, o, lambda x: self.result.set_id(self.d.own_id(x)), STRING, key)
         if t == "tool_use" and key == "id":
-            return lambda k, v, o: d.read_value(k, v, o, lambda x: self._builder().set(key, self.d.own_id(x)))
+            return lambda k, v, o: d.read_value(k, v, o, lambda x: self._builder().set(key, self.d.own_id(x)),
+                                                STRING, key)
         if t == "tool_result" and key in ("is_error", "cache_control"):
             return lambda k, v, o: d.read_value(k, v, o, lambda x: self.result.set(key, x))
         if t == "tool_result":
             return lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.result.extra(key, raw))
         if key in _BLOCK_ATTRS[t]:
-            return lambda k, v, o: d.read_value(k, v, o, lambda x: self._builder().set(key, x))
+            return lambda k, v, o: d.read_value(k, v, o, lambda x: self._builder().set(key, x),
+                                                _ATTR_TYPES.get(key), key)
         return lambda k, v, o: d.read_raw(k, v, o, lambda raw: _extra(self._builder(), key, raw))
 
     def _input(self, data: bytes, init: bool, fin: bool) -> None:
@@ -403,6 +410,8 @@ class BlockReader:
             self.slot.done(builder)
             return
         if self.result is not None:
+            if not self.result.has_id:  # (a result that answers no call: required, as a tool_use's id)
+                raise self.d.missing("tool_use_id", "a tool_result block", offset)
             if self.result.deferred is not None:
                 self.d.replay(self.result.on_content, self.result.deferred.take_bytes())
             self.result.end()
@@ -456,8 +465,10 @@ class SourceReader:
                 self.builder.set("source", "url")  # tells the encoder the payload key early
             d.then(lambda k, v, o: d.read_string(k, v, o, self.builder.fragment, key))
         elif key == "type":
-            d.then_value(lambda x: self.builder.set("source", x))
-        elif key in ("media_type", "file_id", "content"):
+            d.then_value(lambda x: self.builder.set("source", x), STRING, "a source's type")
+        elif key in ("media_type", "file_id"):
+            d.then_value(lambda x: self.builder.set(key, x), STRING, key)
+        elif key == "content":
             d.then_value(lambda x: self.builder.set(key, x))
         else:
             d.then(lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.builder.set(

@@ -455,6 +455,7 @@ class StreamDecoder(_Base):
 
     def end_frame(self, event: str | None) -> None:
         t = self.f_type
+        self._check_order(t)
         if t == "message_start":
             self.start_message()
             if self.f_usage is not None:
@@ -480,6 +481,24 @@ class StreamDecoder(_Base):
             raise SchemaError("event without type", dialect=DIALECT)
         else:
             self.session.lose("$.type", lacks(f"{t} event", self.session.target or "the target", "such event"))
+
+    def _check_order(self, t: Any) -> None:
+        """The stream's grammar: message_start first (once); a block's deltas and stop
+        name the open block's index (a delta for another block was applied to it)."""
+        if t == "message_start":
+            if self.message_seen:
+                raise SchemaError("a second message_start", dialect=DIALECT)
+            self.message_seen = True
+        elif t in ("content_block_start", "content_block_delta", "content_block_stop", "message_delta") \
+                and not self.message_seen:
+            raise SchemaError(f"{t} before message_start", dialect=DIALECT)
+        if t in ("content_block_delta", "content_block_stop"):
+            block = self.block
+            if block is None or block.index != self.f_index:
+                open_one = "no block is open" if block is None else f"block {block.index} is open"
+                raise SchemaError(f"{t} for block {self.f_index!r}, but {open_one}", dialect=DIALECT)
+
+    message_seen = False
 
     def finish(self) -> None:
         if self.ended:

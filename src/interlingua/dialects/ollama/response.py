@@ -120,7 +120,8 @@ class _Decoder(ResponseDecoderBase):
 
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key == "model":
-            if kind == tok.STRING and self.started:
+            if self.started and (kind == tok.STRING or kind == tok.STRING_OPEN):  # (any cut alike)
+                skip_value(self, kind, value, offset)
                 return  # every line repeats it: once the message started it changes nothing
             self.read_value(kind, value, offset, self._model, OPT_STRING, key)
         elif key == "message":

@@ -21,7 +21,7 @@ Decoder decisions (documented here and pinned by rpt scenarios):
 
 from __future__ import annotations
 
-from ..fields import REQUEST_FIELDS, REQUIRED
+from ..fields import OPENAI_REASONING_EFFORTS as EFFORTS, REQUEST_FIELDS, REQUIRED
 
 import json
 from typing import Any, Callable
@@ -32,6 +32,7 @@ from ...canonical import (
     TOOL_DEFINITION, TOOL_RESULT, TOP_LEVEL_SYSTEM, UNKNOWN, USER_AUDIO, USER_DOCUMENT, USER_IMAGE, USER_TEXT,
     Block, Control, End, Event, Extension, MessagesEnd, Section, SystemEnd, decode_escaped,
 )
+from ...decoding import STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, ignore, merged_reasoning,
@@ -69,6 +70,9 @@ class RequestDecoder(RequestBodyDecoder):
 
     def _top_member(self, key: str, kind: int, value: Any, offset: int) -> None:
         self.expect(kind, value, offset, _FIELDS.get(key), key)
+        if key == "reasoning_effort" and kind == tok.STRING and value.decode("utf-8", "replace") not in EFFORTS:
+            raise self.error(f"unknown reasoning_effort {value.decode('utf-8', 'replace')!r} "
+                             f"(one of {', '.join(EFFORTS)})", offset)
         if key == "messages":
             self.read_messages(kind, offset)
         elif key == "tools" or key == "functions":
@@ -79,6 +83,8 @@ class RequestDecoder(RequestBodyDecoder):
             self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw, offset))
 
     def _top_field(self, key: str, raw: bytes, offset: int) -> None:
+        if key == "reasoning_effort" and raw != b"null" and self.data(raw, offset) not in EFFORTS:
+            raise self.error(f"unknown reasoning_effort {raw.decode()} (one of {', '.join(EFFORTS)})", offset)
         if raw == b"null":  # an explicit null means the same as absent ("tool_choice": null)
             self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
             return
@@ -297,7 +303,7 @@ class ToolCallReader:
             self._end()
             return
         if value == "id":
-            d.then_value(lambda x: self.block.set("id", x))
+            d.then_value(lambda x: self.block.set("id", x), STRING, "a tool call's id")
         elif value == "function":
             d.then(self._function)
         elif value == "type":
@@ -327,7 +333,7 @@ class ToolCallReader:
                 self._end()
             return
         if value == "name":
-            d.then_value(lambda x: self.block.set("name", x))
+            d.then_value(lambda x: self.block.set("name", x), STRING, "a tool call's name")
         elif value == "arguments":
             d.then(self._arguments)
         else:
@@ -369,7 +375,7 @@ class PartReader:
             return
         key = value
         if key == "type":
-            d.then_value(lambda t: self._set_type(t, offset))
+            d.then_value(lambda t: self._set_type(t, offset), STRING, "a content part's type")
         elif self.type is None or self.type == key:
             if key in _PART_SECTIONS and (self.type is None or self.type == key):
                 self.type = self.type or key
@@ -662,7 +668,9 @@ class RequestEncoder(Encoder):
 
     def _close_message(self) -> None:
         if self._msg is not None:
-            if self._msg_needs_content and not self._msg.has("content"):
+            if self._msg_needs_content and not self._msg.has("content") and not (
+                    self._msg_role == "assistant" and (self._msg_had_tool_calls or self._msg.has("function_call")
+                                                       or self._msg.has("refusal"))):
                 self._msg.scalar("content", b'""')
             elif self._msg_role == "assistant" and self.session.source != DIALECT and not any(
                     self._msg.has(k) for k in ("content", "tool_calls", "function_call", "refusal")):
@@ -752,10 +760,11 @@ class RequestEncoder(Encoder):
         if role == "tool":
             self._result_id(msg, attrs)
         if attrs.get("empty"):
-            if role == "tool" and self.session.source != DIALECT:
-                # openai rejects a tool message whose content is [] or missing: the empty result
-                # is "" -- written when the message closes, since further parts of the result
-                # (anthropic [image, text]: the head is empty, the text follows) make it a list
+            if role in ("tool", "assistant") and self.session.source != DIALECT:
+                # openai rejects a tool message whose content is [] or missing, and an assistant
+                # message with nothing in it: the empty content is "" -- written when the message
+                # closes, since further parts (anthropic [image, text] in a result: the head is
+                # empty, the text follows) make it a list, and tool calls make it unneeded
                 self._msg_needs_content = True
             elif attrs.get("in_parts"):
                 msg.member("content", b"[")

@@ -134,7 +134,8 @@ class _Base(ResponseDecoderBase):
         elif key == "usage":
             self.read_value(kind, value, offset, self._usage, OPT_OBJECT, key)
         elif key == "id" or key == "model":
-            if kind == tok.STRING and self.started:
+            if self.started and (kind == tok.STRING or kind == tok.STRING_OPEN):  # (any cut alike)
+                skip_value(self, kind, value, offset)
                 return  # every chunk repeats them: once the message started they change nothing
             self.read_value(kind, value, offset, self._id if key == "id" else self._model, OPT_STRING, key)
         elif key == "service_tier":
@@ -456,6 +457,8 @@ class _MessageReader(MemberReader):
 
     def member(self, key: str, kind: int, value: Any, offset: int) -> None:
         d, c = self.d, self.c
+        if c.finished and key != "role" and kind != tok.NULL and not (kind == tok.STRING and not value):
+            raise d.error(f"{key} after choice {c.index} finished (its finish_reason came)", offset)
         if key != "content":
             self.text_first.member(key in _REASONING_KEYS and kind != tok.NULL)
         if key == "content":
@@ -555,6 +558,10 @@ class ResponseDecoder(_Base):
     def _body_end(self) -> None:
         if not self.errored:
             self.start_message()
+        for c in self.choices.values():  # a choice without finish_reason (null): its blocks end here
+            if not c.finished:
+                self.close_block(c)
+                self._flush_held_tools(c)
         self.gate.release()
         if self.usage is not None:
             self.emit(self.usage)
