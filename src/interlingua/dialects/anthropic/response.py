@@ -159,8 +159,9 @@ class _ContentBlock(MemberReader):
                                      lambda: "id" in self.attrs and "name" in self.attrs)
             d.stream_raw(kind, value, offset, self._input_fragment(self.deferred))
         elif t in ("text", "thinking", "redacted_thinking", "tool_use"):
+            # at its block, as the block's other losses (in a stream too: each block's own record)
             d.read_raw(kind, value, offset, lambda raw: raw != b"null" and d.session.lose_member(
-                f"$.content[{self.index}].{key}" if d.session.kind != "stream" else f"$.content_block.{key}"))
+                f"$.content[{self.index}].{key}"))
         else:  # a server block, copied member by member
             if key == "input" and kind == tok.OBJECT_START and t == "server_tool_use":
                 # streams send input {} at the start and the JSON in deltas
