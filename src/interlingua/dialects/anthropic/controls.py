@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from ...canonical import Control
+from ...errors import SchemaError
 from ...encoding import object_schema
 from ...jsonwriter import dumps
 from ...losses import lacks, path_subject
@@ -78,6 +79,8 @@ def _to_canonical(key: str, value: Any) -> list[tuple[str, Any]]:
     if key == "output_config":
         pairs = []
         if isinstance(value, dict):
+            if value.get("effort") is not None and not isinstance(value["effort"], str):
+                raise SchemaError("expected a string for effort", path="$.output_config.effort")
             if value.get("effort") is not None:
                 pairs.append(("reasoning", {"effort": value["effort"]}))
             fmt = value.get("format")

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from ...canonical import Control
+from ...errors import SchemaError
 from ...losses import lacks, path_subject
 
 STRUCTURAL = {"messages", "tools", "functions"}
@@ -108,6 +109,8 @@ def tool_choice_from_canonical(choice: Any) -> Any:
 def response_format_to_canonical(value: Any) -> Any:
     if isinstance(value, dict) and value.get("type") == "json_schema":
         spec = value.get("json_schema") or {}
+        if not isinstance(spec, dict):
+            raise SchemaError("expected an object for json_schema", path="$.response_format.json_schema")
         out = {"type": "json_schema", "schema": spec.get("schema")}
         for extra in ("name", "strict", "description"):
             if extra in spec:
