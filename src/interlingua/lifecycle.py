@@ -354,8 +354,12 @@ def logprob_to_openai(raw: bytes) -> dict:
     """A canonical token entry as openai's ``ChatCompletionTokenLogprob``: ``bytes`` is
     a required (nullable) member, ``top_logprobs`` a required list."""
     entry = json.loads(raw)
+    tops = entry.get("top_logprobs") if isinstance(entry, dict) else None
+    if not isinstance(entry, dict) or not isinstance(tops or [], list) or not all(
+            isinstance(top, dict) for top in tops or []):
+        raise SchemaError("expected a token entry (an object; top_logprobs a list of objects)", path="$.logprobs")
     entry.setdefault("bytes", None)
-    entry["top_logprobs"] = [{"bytes": None, **top} for top in entry.get("top_logprobs") or []]
+    entry["top_logprobs"] = [{"bytes": None, **top} for top in tops or []]
     return entry
 
 

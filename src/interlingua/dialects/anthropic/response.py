@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from ...decoding import INTEGER, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
+from ...decoding import INTEGER, OPT_ARRAY, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
 from ... import json as tok
 from ...canonical import (
     Block,
@@ -150,7 +150,7 @@ class _ContentBlock(MemberReader):
         elif t == "thinking" and key == "signature":
             d.read_value(kind, value, offset, self._signature)
         elif t == "text" and key == "citations":
-            d.read_value(kind, value, offset, self._citation_list)
+            d.read_value(kind, value, offset, self._citation_list, OPT_ARRAY, key)
         elif t == "tool_use" and key in ("id", "name"):
             d.read_value(kind, value, offset, lambda v: self.attrs.__setitem__(key, d.own(key, v)), STRING, key)
         elif t == "tool_use" and key == "input":
