@@ -193,7 +193,7 @@ class Decoder:
         """The one type check: a value (its first token) that ``expect`` refuses is a
         ``SchemaError`` naming ``what``, at the value's offset and path."""
         if expect is not None and expect.refuses(kind, value):
-            got = "a number with a fraction" if kind == tok.NUMBER else type_name(kind)
+            got = "a number with a fraction" if kind in expect.kinds else type_name(kind)  # (INTEGER's refusal)
             raise self.error(f"expected {expect.name} for {what}, got {got}", offset)
 
     def missing(self, member: str, what: str, offset: int) -> Exception:

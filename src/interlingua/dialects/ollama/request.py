@@ -69,7 +69,6 @@ from __future__ import annotations
 from ..fields import REQUEST_FIELDS, REQUIRED
 
 import base64
-import json
 from typing import Any, Callable
 
 from ... import json as tok
@@ -375,14 +374,14 @@ class MessageReader(MessageReaderBase):
     def _tool_name_member(self, kind: int, value: Any, offset: int) -> None:
         def done(raw: bytes) -> None:
             self._tool_name_raw = raw
-            name = json.loads(raw)
+            name = self.d.data(raw, offset)  # (a lone surrogate: an error at the value)
             self._tool_name = name if isinstance(name, str) else None
         self.d.read_raw(kind, value, offset, done)
 
     def _tool_call_id_member(self, kind: int, value: Any, offset: int) -> None:
         def done(raw: bytes) -> None:
             self._tool_call_id_raw = raw
-            call_id = json.loads(raw)
+            call_id = self.d.data(raw, offset)
             self._tool_call_id = call_id if isinstance(call_id, str) and call_id else None
         self.d.read_raw(kind, value, offset, done)
 
