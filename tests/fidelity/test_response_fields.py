@@ -156,7 +156,8 @@ def expected_losses(value, table: dict, target: str, path: str = "$", pattern: s
         if disposition != "structural" and target not in homes:
             out.append(here)
             continue
-        if disposition == "structural" and isinstance(v, (dict, list)):
+        inside = disposition == "structural" or any(k.startswith((child + ".", child + "[")) for k in table)
+        if inside and isinstance(v, (dict, list)):  # (a mapped field whose members the table classifies too)
             out.extend(expected_losses(v, table, target, here, child))
     return out
 

@@ -20,12 +20,31 @@ SERVER_BLOCKS = ("server_tool_use", "web_search_tool_result", "web_fetch_tool_re
                  "tool_search_tool_result", "container_upload")
 
 
-def _blocks(at: str) -> dict:
-    """The content blocks, at ``at`` (``$.content[]`` in a message, ``$.content_block`` in a stream)."""
+OTHER_CITATIONS = ("char_location", "page_location", "content_block_location", "search_result_location")
+
+
+def _citations(at: str) -> dict:
+    """A response's citations: a web search result is an openai ``url_citation`` annotation (url,
+    title; the span is the text block's); the rest has no openai field. Ollama has no citations."""
+    web = f"{at}[]<web_search_result_location>"
+    return {
+        at: (MAPPED, OPENAI),
+        f"{web}.type": (STRUCTURAL, ALL),
+        f"{web}.url": (MAPPED, OPENAI),
+        f"{web}.title": (MAPPED, OPENAI),
+        f"{web}.cited_text": (MAPPED, NONE),
+        f"{web}.encrypted_index": (MAPPED, NONE),
+        **{f"{at}[]<{t}>": (BLOCK, NONE) for t in OTHER_CITATIONS},
+    }
+
+
+def _blocks(at: str, stream: bool = False) -> dict:
+    """The content blocks, at ``at`` (``$.content[]`` in a message, ``$.content_block`` in a stream:
+    openai streams have no annotations, so there citations are a loss everywhere)."""
     return {
         f"{at}<text>.type": (STRUCTURAL, ALL),
         f"{at}<text>.text": (MAPPED, ALL),
-        f"{at}<text>.citations": (BLOCK, NONE),
+        **({f"{at}<text>.citations": (BLOCK, NONE)} if stream else _citations(f"{at}<text>.citations")),
         f"{at}<thinking>.type": (STRUCTURAL, ALL),
         f"{at}<thinking>.thinking": (MAPPED, frozenset({"ollama"})),  # openai: only with openai_reasoning_field
         f"{at}<thinking>.signature": (MAPPED, NONE),
@@ -93,7 +112,7 @@ STREAM = {
     "content_block_start:$.type": (STRUCTURAL, ALL),
     "content_block_start:$.index": (STRUCTURAL, ALL),
     "content_block_start:$.content_block": (STRUCTURAL, ALL),
-    **{"content_block_start:" + k: v for k, v in _blocks("$.content_block").items()},
+    **{"content_block_start:" + k: v for k, v in _blocks("$.content_block", stream=True).items()},
     "content_block_delta:$.type": (STRUCTURAL, ALL),
     "content_block_delta:$.index": (STRUCTURAL, ALL),
     "content_block_delta:$.delta": (STRUCTURAL, ALL),

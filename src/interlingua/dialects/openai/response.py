@@ -36,6 +36,8 @@ Encoding
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any, Callable
 
 from ...decoding import INTEGER, OPT_OBJECT, OPT_STRING  # (types of members)
@@ -75,6 +77,7 @@ from ...lifecycle import (
     usage_from_openai,
     usage_to_openai,
 )
+from ...losses import lacks
 from ...session import Session
 from . import controls
 
@@ -663,6 +666,17 @@ class _EncoderBase(Encoder):
         return None
 
 
+# an escape of JSON text is one character (a surrogate pair one too); UTF-8 continuation bytes are none
+_ESCAPE = re.compile(rb'\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\.')
+_CONTINUATION = re.compile(rb"[\x80-\xbf]")
+
+
+def _chars(escaped: bytes) -> int:
+    """The characters (code points) of an escaped JSON text fragment: openai's annotation indexes."""
+    plain = _ESCAPE.sub(b"x", escaped)
+    return len(plain) - len(_CONTINUATION.findall(plain))
+
+
 _TEXT_TAIL = b'"},"finish_reason":null}]}' + SSE_END  # closes a chunk of a text delta
 _TOOL_TAIL = b'"}}]},"finish_reason":null}]}' + SSE_END  # closes a chunk of a tool-call delta
 
@@ -820,6 +834,9 @@ class ResponseEncoder(_EncoderBase):
         self.finish: dict[int, str | None] = {}
         self.block = None  # (write, close) of the block in progress
         self.logprobs: dict[int, list] = {}  # choice -> its token entries (written when it closes)
+        self.content_chars = 0  # characters of the open choice's content so far (citation spans)
+        self.text_span = (0, 0)  # the span of its last text block: what a citations block that follows cites
+        self.annotations: list = []  # the open choice's url_citation annotations (written when it closes)
         self.done = False
 
     def _begin(self) -> None:
@@ -844,9 +861,13 @@ class ResponseEncoder(_EncoderBase):
         if self.msg is not None:
             if not self.msg.has("content"):
                 self.msg.scalar("content", b"null")
+            if self.annotations:
+                self.msg.trailing("annotations", dumps(self.annotations))
+                self.annotations = []
             self.msg.close()
             self.msg = None
             reason = self.finish.pop(self.choice, reason)
+            self.content_chars, self.text_span = 0, (0, 0)
             entries = self.logprobs.pop(self.choice, None)
             if entries:  # choices[].logprobs after the message (its content may have streamed)
                 self.write(b',"logprobs":' + dumps({"content": [logprob_to_openai(e) for e in entries.drain()],
@@ -891,6 +912,10 @@ class ResponseEncoder(_EncoderBase):
             elif block.fin:  # a lost block's late signature is lost too
                 self._lose_signature(block, block.attrs or {})
             return
+        if block.section is Section.CITATIONS and (block.attrs or {}).get("dialect") == "anthropic":
+            self._open_choice(block.message)
+            self._annotations(block)
+            return
         key = self._section_key(block)
         if key is None:
             self.block = None
@@ -907,12 +932,40 @@ class ResponseEncoder(_EncoderBase):
             if msg.has(key):
                 self._lose_block(block, "second field for it", "joined to the first")
             w = msg.member(key, b'"')
-            placed = (w.write, lambda: None)
+            placed = (self._counted(w.write), lambda: None) if key == "content" else (w.write, lambda: None)
         placed[0](block.payload)
         if block.fin:
             placed[1]()
         else:
             self.block = placed
+
+    def _counted(self, write):
+        """``write`` for a text block of the content, keeping its span (in characters)."""
+        self.text_span = (self.content_chars, self.content_chars)
+
+        def counted(payload: bytes) -> None:
+            self.content_chars += _chars(payload)
+            self.text_span = (self.text_span[0], self.content_chars)
+            write(payload)
+        return counted
+
+    def _annotations(self, block: Block) -> None:
+        """Anthropic citations of the text block before: each web search result an url_citation over
+        that block's span; what openai has no field for is recorded, per citation."""
+        at = (block.attrs or {}).get("path") or "$.content[].citations"
+        start, end = self.text_span
+        for n, citation in enumerate(json.loads(block.payload or b"[]")):
+            here = f"{at}[{n}]"
+            kind = citation.get("type") if isinstance(citation, dict) else None
+            if kind != "web_search_result_location" or not isinstance(citation.get("url"), str):
+                self.session.lose(here, lacks(f"{kind or 'a'} citation", DIALECT, "such citation"))
+                continue
+            found = {"url": citation["url"], "title": citation.get("title") or "",
+                     "start_index": start, "end_index": end}
+            self.annotations.append({"type": "url_citation", "url_citation": found})
+            for key in citation:
+                if key not in ("type", "url", "title") and citation[key] is not None:
+                    self.session.lose(f"{here}.{key}", lacks(f"{key} of a web search citation", DIALECT, "field for it"))
 
     def _end(self) -> None:
         if self.done:
