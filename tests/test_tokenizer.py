@@ -498,9 +498,16 @@ def test_a_long_key_cut_into_bytes_costs_linear_time():
         tokenizer.close()
         return (time.process_time() - start) / len(data)
 
-    small = min(per_byte(4096) for _ in range(5))
-    large = min(per_byte(65535) for _ in range(3))
-    assert large < 6 * small, (small, large)  # quadratic would be ~16x (measured: ~1x)
+    # Quadratic would be ~16x every time (measured: ~1x). A loaded machine can slow one
+    # measurement several-fold, so the ratio must hold in one of a few rounds, not in each.
+    ratios = []
+    for _ in range(4):
+        small = min(per_byte(4096) for _ in range(3))
+        large = min(per_byte(65535) for _ in range(2))
+        ratios.append(large / small)
+        if ratios[-1] < 6:
+            break
+    assert min(ratios) < 6, ratios
 
 
 @pytest.mark.parametrize("data,offset,path", [

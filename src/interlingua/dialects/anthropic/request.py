@@ -438,6 +438,7 @@ class SourceReader:
         self.builder = builder
 
     deferred = None  # Hold of ``data`` seen before the source's type / media type
+    has_type = False  # the source's ``type`` member was read
 
     def _defer(self, raw: bytes) -> None:
         self.deferred = self.d.session.reorder.hold("anthropic:data-before-media-type")
@@ -450,6 +451,8 @@ class SourceReader:
     def on_key(self, kind: int, value: Any, offset: int) -> None:
         d = self.d
         if kind == tok.OBJECT_END:
+            if not self.has_type:  # (required for every source kind: it says what the payload is)
+                raise d.missing("type", "a source", offset)
             d.pop()
             if self.deferred is not None:
                 # sorted keys put data before type and media_type; every target needs those
@@ -465,6 +468,7 @@ class SourceReader:
                 self.builder.set("source", "url")  # tells the encoder the payload key early
             d.then(lambda k, v, o: d.read_string(k, v, o, self.builder.fragment, key))
         elif key == "type":
+            self.has_type = True
             d.then_value(lambda x: self.builder.set("source", x), STRING, "a source's type")
         elif key in ("media_type", "file_id"):
             d.then_value(lambda x: self.builder.set(key, x), STRING, key)
@@ -852,7 +856,10 @@ class RequestEncoder(Encoder):
         if s is TOOL_CALL:
             return self._tool_call(block, attrs)
         if s in (UNKNOWN, SERVER_TOOL_RESULT) and attrs.get("dialect") == DIALECT:
-            w = self._message_for(block, attrs.get("role", "user"), attrs, False)
+            if block.message == TOP_LEVEL_SYSTEM:  # an unknown block of the top-level system stays there
+                w = self._system_target(block, {**attrs, "in_parts": True})
+            else:
+                w = self._message_for(block, attrs.get("role", "user"), attrs, False)
             w._separate()
             return w.write, (lambda late: None)
         self._lose_unplaced(block)
