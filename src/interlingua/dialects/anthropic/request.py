@@ -45,6 +45,7 @@ from ...canonical import (
 from ...decoding import OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore
+from ...errors import TranscodeError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
 from ...losses import INTERNAL_ATTRS, block_subject, lacks
@@ -160,13 +161,27 @@ class RequestDecoder(RequestBodyDecoder):
 
     # -- replay --------------------------------------------------------------------
 
-    def replay(self, reader, raw: bytes) -> None:
-        """Feed a value read earlier (``raw``) to ``reader(kind, value, offset)`` now."""
+    def held_at(self, offset: int) -> tuple[int, str]:
+        """Where a value about to be held starts in the body (for ``replay``'s errors)."""
+        return offset, self.path()
+
+    def replay(self, reader, raw: bytes, at: tuple[int, str]) -> None:
+        """Feed a value read earlier (``raw``, held from ``at``) to ``reader(kind, value, offset)`` now."""
         depth = len(self._stack)
         self.then(reader)
         inner = tok.Tokenizer(self.on_token, max_depth=self.session.options.max_depth, dialect=DIALECT)
-        inner.feed(raw)
-        inner.close()
+        try:
+            inner.feed(raw)
+            inner.close()
+        except TranscodeError as exc:
+            # the held text is compact JSON, not the body's bytes: its offsets mean nothing to
+            # the sender. The error is at the held value's first byte and path in the body, and
+            # says where inside the value (an outer replay says it again, for its own value)
+            exc.held_reason = getattr(exc, "held_reason", exc.reason)
+            exc.reason = f"{exc.held_reason} (inside the value, at {inner.path()} of it)"
+            exc.offset, exc.path = at
+            exc.args = (exc._render(),)
+            raise
         self.flush()
         assert len(self._stack) == depth, "replayed value left handlers behind"
 
@@ -330,12 +345,13 @@ class BlockReader:
         if self.type is None and key in _TYPE_OF_PAYLOAD and not self.deferred:
             self.type = _TYPE_OF_PAYLOAD[key]
         if self.type is None:
-            d.then(lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.deferred.append((key, raw), len(raw))))
+            d.then(lambda k, v, o: d.read_raw(
+                k, v, o, lambda raw, at=d.held_at(o): self.deferred.append((key, raw, at), len(raw))))
         elif self.result is not None and key == "content":
             if self.result.has_id:
                 d.then(self.result.on_content)
             else:  # the id must be on the result's first block: content waits for it (bounded)
-                d.then(lambda k, v, o: d.read_raw(k, v, o, self.result.defer))
+                d.then(lambda k, v, o: d.read_raw(k, v, o, self.result.defer(d.held_at(o))))
         else:
             d.then(self.member(key))
 
@@ -350,11 +366,11 @@ class BlockReader:
         if self.type == "tool_use":
             self.tool_keys = set()
         # small members first: attributes must ride on the first fragment where possible
-        for key, raw in sorted(self.deferred.drain(), key=lambda item: item[0] in _PAYLOAD_KEYS):
+        for key, raw, at in sorted(self.deferred.drain(), key=lambda item: item[0] in _PAYLOAD_KEYS):
             if key == "content" and self.result is not None:
-                self.d.replay(self.result.on_content, raw)
+                self.d.replay(self.result.on_content, raw, at)
             else:
-                self.d.replay(self.member(key), raw)
+                self.d.replay(self.member(key), raw, at)
 
     def member(self, key: str):
         """The reader of member ``key`` of a block whose type is known."""
@@ -413,7 +429,7 @@ class BlockReader:
             if not self.result.has_id:  # (a result that answers no call: required, as a tool_use's id)
                 raise self.d.missing("tool_use_id", "a tool_result block", offset)
             if self.result.deferred is not None:
-                self.d.replay(self.result.on_content, self.result.deferred.take_bytes())
+                self.d.replay(self.result.on_content, self.result.deferred.take_bytes(), self.result.deferred_at)
             self.result.end()
             return
         if self.type == "tool_use":
@@ -440,9 +456,12 @@ class SourceReader:
     deferred = None  # Hold of ``data`` seen before the source's type / media type
     has_type = False  # the source's ``type`` member was read
 
-    def _defer(self, raw: bytes) -> None:
-        self.deferred = self.d.session.reorder.hold("anthropic:data-before-media-type")
-        self.deferred.write(raw)
+    def _defer(self, at: tuple[int, str]):
+        def hold(raw: bytes) -> None:
+            self.deferred = self.d.session.reorder.hold("anthropic:data-before-media-type")
+            self.deferred_at = at
+            self.deferred.write(raw)
+        return hold
 
     def _known(self) -> bool:
         attrs = self.builder.attrs
@@ -458,11 +477,11 @@ class SourceReader:
                 # sorted keys put data before type and media_type; every target needs those
                 # first (a data URL prefix), so the data waits (in the reorder buffer)
                 d.replay(lambda k, v, o: d.read_string(k, v, o, self.builder.fragment, "data"),
-                         self.deferred.take_bytes())
+                         self.deferred.take_bytes(), self.deferred_at)
             return
         key = value
         if key == "data" and not self._known():
-            d.then(lambda k, v, o: d.read_raw(k, v, o, self._defer))
+            d.then(lambda k, v, o: d.read_raw(k, v, o, self._defer(d.held_at(o))))
         elif key in ("data", "url"):
             if key == "url" and "source" not in self.builder.attrs and "source" not in self.builder.late:
                 self.builder.set("source", "url")  # tells the encoder the payload key early
@@ -500,9 +519,12 @@ class ResultReader:
     has_id = False
     deferred = None  # Hold of the content read before tool_use_id
 
-    def defer(self, raw: bytes) -> None:
-        self.deferred = self.d.session.reorder.hold("anthropic:content-before-tool-use-id")
-        self.deferred.write(raw)
+    def defer(self, at: tuple[int, str]):
+        def hold(raw: bytes) -> None:
+            self.deferred = self.d.session.reorder.hold("anthropic:content-before-tool-use-id")
+            self.deferred_at = at
+            self.deferred.write(raw)
+        return hold
 
     def set_id(self, call_id: Any) -> None:
         self.has_id = True
