@@ -279,3 +279,22 @@ def test_openai_chunk_head_follows_a_late_start_and_late_fields():
     heads = [(c["id"], c["model"], c["created"], c.get("system_fingerprint")) for c in chunks]
     assert heads == [("a", "m1", 0, None)] * 2 + [("a", "m1", 0, "fp")] + [("b", "m2", 7, "fp")] * 2
     assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == "xyz"
+
+
+@pytest.mark.parametrize("target", ["openai", "ollama"])
+def test_a_stop_in_message_start_is_a_recorded_loss_not_a_silent_drop(target):
+    """message_start's stop fields are null by the protocol (message_delta has the stop);
+    a value there is not read as the stop, and is recorded, never dropped silently."""
+    body = sse(
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [],
+            "stop_reason": "end_turn", "stop_sequence": "###", "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                           "usage": {"output_tokens": 1}}),
+        ("message_stop", {"type": "message_stop"}),
+    )
+    out, t = run("anthropic", target, "stream", body)
+    paths = [loss.path for loss in t.losses]
+    assert "$.message.stop_sequence" in paths and "$.message.stop_reason" in paths, paths
+    same, t_same = run("anthropic", "anthropic", "stream", body)
+    assert not t_same.losses and split_stream_events(same) == split_stream_events(body)

@@ -84,7 +84,7 @@ from ...losses import lacks
 from ...session import Session
 
 DIALECT = "anthropic"
-_MESSAGE_START_READ = frozenset({"type", "role", "stop_reason", "stop_sequence"})
+_MESSAGE_START_READ = frozenset({"type", "role"})
 _BLOCK_DELTA_KEYS = frozenset({"text", "thinking", "partial_json", "signature", "citation"})
 
 
@@ -411,7 +411,10 @@ class StreamDecoder(_Base):
         elif key == "content":
             self.read_raw(kind, value, offset, lambda raw: raw != b"[]" and self.session.lose_member(
                 "$.message.content", "content in a stream's first event", "the content blocks that follow are read"))
-        elif key in _MESSAGE_START_READ:  # the shape; the stop fields are null here (message_delta has them)
+        elif key in ("stop_reason", "stop_sequence"):  # null here: message_delta carries the stop
+            self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose_member(
+                "$.message." + key, "place for a stop in message_start", "message_delta's stop is used"))
+        elif key in _MESSAGE_START_READ:  # the shape
             skip_value(self, kind, value, offset)
         else:  # container, diagnostics ...: no canonical field
             self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose_member(
