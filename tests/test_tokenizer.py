@@ -14,6 +14,7 @@ from interlingua.errors import (
     ControlCharacterError, InvalidUtf8Error, JsonSyntaxError, NestingTooDeepError, TranscodeError, TruncatedInputError,
 )
 from interlingua.jsonwriter import RawValue
+from fuzz import cut  # (one way to cut a body at given points, for every test)
 
 def json_documents(int_bound: int):
     return st.recursive(
@@ -44,14 +45,6 @@ def reserialise(chunks: list[bytes]) -> tuple[bytes, list]:
     return b"".join(out), events
 
 
-def cut(data: bytes, points: list[int]) -> list[bytes]:
-    points = sorted({p % (len(data) + 1) for p in points})
-    pieces, last = [], 0
-    for p in points:
-        pieces.append(data[last:p])
-        last = p
-    pieces.append(data[last:])
-    return pieces
 
 
 @given(json_values, st.lists(st.integers(0, 10**6), max_size=12), st.booleans(), st.booleans())

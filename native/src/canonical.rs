@@ -226,19 +226,7 @@ pub fn escape_raw_json(data: &[u8], out: &mut Vec<u8>) {
 /// Text -> the `escaped` payload form (`escape_text`: `json.dumps(text, ensure_ascii=False)`
 /// without its quotes).
 pub fn escape_text(text: &str, out: &mut Vec<u8>) {
-    for &b in text.as_bytes() {
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            0..=0x1f => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
-            _ => out.push(b),
-        }
-    }
+    crate::json::escape_str_bytes(text.as_bytes(), out);
 }
 
 #[cfg(test)]

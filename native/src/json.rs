@@ -271,15 +271,10 @@ fn is_identifier(key: &[u8]) -> bool {
     }
 }
 
-/// `.key`, or `["key"]` as `json.dumps(key, ensure_ascii=False)` writes it.
-fn render_key(out: &mut Vec<u8>, key: &[u8]) {
-    if is_identifier(key) {
-        out.push(b'.');
-        out.extend_from_slice(key);
-        return;
-    }
-    out.extend_from_slice(b"[\"");
-    for &b in key {
+/// The inside of a JSON string as `json.dumps(text, ensure_ascii=False)` writes it
+/// (without its quotes): the escapes it uses for `"`, `\\` and control characters.
+pub fn escape_str_bytes(text: &[u8], out: &mut Vec<u8>) {
+    for &b in text {
         match b {
             b'"' => out.extend_from_slice(b"\\\""),
             b'\\' => out.extend_from_slice(b"\\\\"),
@@ -292,6 +287,17 @@ fn render_key(out: &mut Vec<u8>, key: &[u8]) {
             _ => out.push(b),
         }
     }
+}
+
+/// `.key`, or `["key"]` as `json.dumps(key, ensure_ascii=False)` writes it.
+fn render_key(out: &mut Vec<u8>, key: &[u8]) {
+    if is_identifier(key) {
+        out.push(b'.');
+        out.extend_from_slice(key);
+        return;
+    }
+    out.extend_from_slice(b"[\"");
+    escape_str_bytes(key, out);
     out.extend_from_slice(b"\"]");
 }
 
