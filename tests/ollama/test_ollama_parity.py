@@ -330,3 +330,40 @@ def test_ids_are_derived_per_response_and_times_come_from_the_source(backend):
                                    "finish_reason": "stop"}]})
     out, _ = transcode("openai", "ollama", openai_body, "response")
     assert json.loads(out)["created_at"] == "2024-05-29T16:26:40Z"
+
+
+# -- 9. required fields (issue 17.9): a SchemaError naming the member, where Ollama answers 400 ----
+
+_TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {}}
+
+
+@pytest.mark.parametrize("body,member", [
+    ({"max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}, "model"),
+    ({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}]}, "max_tokens"),
+    ({"model": "qwen3", "max_tokens": 64}, "messages"),
+    ({"model": "qwen3", "max_tokens": 64, "messages": [
+        {"role": "assistant", "content": [{k: v for k, v in _TOOL_USE.items() if k != "id"}]}]}, "id"),
+    ({"model": "qwen3", "max_tokens": 64, "messages": [
+        {"role": "assistant", "content": [{k: v for k, v in _TOOL_USE.items() if k != "name"}]}]}, "name"),
+])
+def test_an_anthropic_request_missing_a_required_member_is_refused(backend, body, member):
+    from interlingua import SchemaError
+
+    for cut in CUTS:
+        t = Transcoder("anthropic", "ollama", kind="request")
+        data = go(body)
+        pieces = [data] if cut is None else [data[i:i + cut] for i in range(0, len(data), cut)]
+        with pytest.raises(SchemaError, match=repr(member)) as caught:
+            for piece in pieces:
+                t.feed(piece)
+            t.close()
+        assert caught.value.dialect == "anthropic" and caught.value.offset is not None and caught.value.path
+
+
+def test_an_unknown_reasoning_effort_is_refused(backend):
+    from interlingua import SchemaError
+
+    body = go({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}], "reasoning_effort": "extreme"})
+    with pytest.raises(SchemaError, match="reasoning_effort") as caught:
+        transcode("openai", "ollama", body)
+    assert caught.value.dialect == "openai" and caught.value.path == "$.reasoning_effort"
