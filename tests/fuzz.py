@@ -38,7 +38,7 @@ if str(_TESTS) not in sys.path:
     sys.path.insert(0, str(_TESTS))
 
 from interlingua import TranscodeError  # noqa: E402
-from rpt import all_wire_scripts, parse_wire  # noqa: E402
+from rpt import all_wire_scripts, parse_wire, split_frames  # noqa: E402
 
 DIALECTS = ("openai", "anthropic", "ollama")
 KINDS = ("request", "response", "stream")
@@ -152,16 +152,6 @@ def seeds() -> tuple[Seed, ...]:
 
 def seeds_of(dialect: str, kind: str) -> list[Seed]:
     return [s for s in seeds() if s.dialect == dialect and s.kind == kind]
-
-
-def split_frames(dialect: str, body: bytes) -> list[bytes]:
-    """A stream's frames, each with its terminator (SSE events, NDJSON lines)."""
-    sep = b"\n" if dialect == "ollama" else b"\n\n"
-    parts = body.split(sep)
-    frames = [p + sep for p in parts[:-1]]
-    if parts[-1]:
-        frames.append(parts[-1])
-    return frames
 
 
 def frame_json(frame: bytes) -> tuple[bytes, bytes, bytes] | None:

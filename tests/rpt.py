@@ -240,6 +240,16 @@ def events_as_builtins(events) -> list:
     return [msgspec.to_builtins(e) for e in events]
 
 
+def split_frames(dialect: str, body: bytes) -> list[bytes]:
+    """A stream's frames, each with its terminator (SSE events, NDJSON lines)."""
+    sep = b"\n" if dialect == "ollama" else b"\n\n"
+    parts = body.split(sep)
+    frames = [p + sep for p in parts[:-1]]
+    if parts[-1]:
+        frames.append(parts[-1])
+    return frames
+
+
 def split_stream_events(data: bytes) -> list:
     """A whole stream -> its frames as ``(event name, JSON value or data text)``, to compare
     streams event by event (an oracle: it holds the whole stream).

@@ -344,16 +344,21 @@ def test_only_json_whitespace_is_skipped(data, offset):
         assert _error([data[:at], data[at:]])[:2] == (JsonSyntaxError, offset)
 
 
-def _tokens_of(tokenizer_and_log, chunks):
-    tokenizer, log = tokenizer_and_log
-    del log[:]
-    error = None
+def _feed_all(tokenizer, chunks):
+    """Feed every chunk and close; the error as (class, reason, offset, path), or None."""
     try:
         for chunk in chunks:
             tokenizer.feed(chunk)
         tokenizer.close()
     except TranscodeError as exc:
-        error = (type(exc), exc.reason, exc.offset, exc.path)
+        return (type(exc), exc.reason, exc.offset, exc.path)
+    return None
+
+
+def _tokens_of(tokenizer_and_log, chunks):
+    tokenizer, log = tokenizer_and_log
+    del log[:]
+    error = _feed_all(tokenizer, chunks)
     return list(log), error
 
 
@@ -424,14 +429,7 @@ def outcome(chunks: list[bytes], **limits):
         else:
             events.append((kind, value, offset))
 
-    tokenizer = tok.Tokenizer(handler, **limits)
-    error = None
-    try:
-        for chunk in chunks:
-            tokenizer.feed(chunk)
-        tokenizer.close()
-    except TranscodeError as exc:
-        error = (type(exc), exc.reason, exc.offset, exc.path)
+    error = _feed_all(tok.Tokenizer(handler, **limits), chunks)
     return events, error
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import anyio
 import uvicorn
 
-from rpt import RPT_ROOT, parse_wire
+from rpt import RPT_ROOT, parse_wire, split_frames
 
 PATHS = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic", "/api/chat": "ollama"}
 SLOW = 2.0
@@ -92,16 +92,6 @@ def wants_stream(dialect: str, body: dict) -> bool:
 
 def scenario_bytes(scenario: str, dialect: str, kind: str) -> bytes:
     return parse_wire(RPT_ROOT / scenario / f"{dialect}.{kind}.rpt").body
-
-
-def frames(body: bytes, dialect: str) -> list[bytes]:
-    """A stream body cut into its frames (SSE events / NDJSON lines), separators kept."""
-    sep = b"\n" if dialect == "ollama" else b"\n\n"
-    parts = body.split(sep)
-    out = [p + sep for p in parts[:-1]]
-    if parts[-1]:
-        out.append(parts[-1])
-    return out
 
 
 def error_body(dialect: str, status: int) -> bytes:
@@ -199,7 +189,7 @@ class Upstream:
         if not stream:
             await send({"type": "http.response.body", "body": body})
             return
-        pieces = frames(body, dialect)
+        pieces = split_frames(dialect, body)
         for i, piece in enumerate(pieces):
             if i == 3 and scenario in ("fault-drop", "fault-slow-mid", "fault-hang"):
                 break
