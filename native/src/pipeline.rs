@@ -24,8 +24,8 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<Box<dyn D
 
 /// `dialects.codecs(dialect, kind)[1]`: the encoder of a dialect and kind.
 pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<Box<dyn Encode>> {
-    let _ = session;
     match (dialect, kind) {
+        ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestEncoder::new(session))),
         _ => Err(not_ported(dialect, kind, "encoder")),
     }
 }
