@@ -51,7 +51,7 @@ fn build_py_err(py: Python<'_>, err: &Error, dialect: Option<&str>) -> PyResult<
         None => err.message.as_str().into_pyobject(py)?.into_any(),
     };
     let kwargs = PyDict::new(py);
-    kwargs.set_item("dialect", dialect)?;
+    kwargs.set_item("dialect", err.dialect.or(dialect))?;
     kwargs.set_item("offset", err.offset)?;
     if let Some(path) = &err.path {
         kwargs.set_item("path", wtf8_to_py(py, path)?)?;
@@ -465,12 +465,12 @@ fn json_loads<'py>(py: Python<'py>, raw: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     module(py, &JSON, "json")?.call_method1("loads", (PyBytes::new(py, raw),))
 }
 
+static JSONWRITER: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+/// `jsonwriter.dumps(value)`: the compact JSON the core's values must equal
+/// (a lone surrogate makes the whole value ASCII-escaped, as Python writes it).
 fn json_dumps(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("separators", (",", ":"))?;
-    kwargs.set_item("ensure_ascii", false)?;
-    let text: String = module(py, &JSON, "json")?.call_method("dumps", (value,), Some(&kwargs))?.extract()?;
-    Ok(text.into_bytes())
+    module(py, &JSONWRITER, "interlingua.jsonwriter")?.call_method1("dumps", (value,))?.extract()
 }
 
 fn opt_str(value: Bound<'_, PyAny>) -> PyResult<Option<std::borrow::Cow<'static, str>>> {
@@ -638,9 +638,197 @@ fn canonical_roundtrip<'py>(py: Python<'py>, events: Vec<Bound<'py, PyAny>>) -> 
     Ok(out)
 }
 
+// -- the pipeline: options, the codecs' test entry points, the Transcoder ----------------------
+
+static INTERLINGUA: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+fn binding_failed(e: PyErr) -> Error {
+    Error::new(crate::error::ErrorClass::Transcode, format!("the binding failed: {e}"))
+}
+
+/// `session.Options` as the core's, field by field. `options` is an
+/// `interlingua.Options`, a dict of its fields (made into one, so that Python's
+/// defaults apply), or None (the defaults).
+fn options_from_py(py: Python<'_>, options: Option<&Bound<'_, PyAny>>) -> PyResult<crate::session::Options> {
+    let class = module(py, &INTERLINGUA, "interlingua")?.getattr("Options")?;
+    let obj = match options {
+        None => class.call0()?,
+        Some(obj) if obj.is_none() => class.call0()?,
+        Some(obj) => match obj.cast::<PyDict>() {
+            Ok(dict) => class.call((), Some(dict))?,
+            Err(_) => obj.clone(),
+        },
+    };
+    let get = |name: &str| obj.getattr(name);
+    let tool_names = get("tool_names")?;
+    let budgets = get("anthropic_thinking_budgets")?;
+    Ok(crate::session::Options {
+        strict: get("strict")?.extract()?,
+        reorder_budget: get("reorder_budget")?.extract()?,
+        refuse_reorder: get("refuse_reorder")?.extract()?,
+        openai_reasoning_field: get("openai_reasoning_field")?.extract()?,
+        default_max_tokens: get("default_max_tokens")?.extract()?,
+        max_depth: get("max_depth")?.extract()?,
+        max_value_bytes: get("max_value_bytes")?.extract()?,
+        tool_names: if tool_names.is_none() { None } else { Some(tool_names.extract()?) },
+        anthropic_thinking: get("anthropic_thinking")?.extract()?,
+        anthropic_thinking_budgets: if budgets.is_none() {
+            None
+        } else {
+            // in the dict's order (the Python code iterates it)
+            let mut out = Vec::new();
+            for (effort, budget) in budgets.cast::<PyDict>()?.iter() {
+                out.push((effort.extract()?, budget.extract()?));
+            }
+            Some(out)
+        },
+        ollama_sampling_defaults: get("ollama_sampling_defaults")?.extract()?,
+    })
+}
+
+/// `dialects.codecs`' checks of the names: the same ValueError.
+fn dialect_and_kind(dialect: &str, kind: &str) -> PyResult<(&'static str, crate::session::Kind)> {
+    use pyo3::exceptions::PyValueError;
+    let known = crate::dialects::DIALECTS.join(", ");
+    let name = crate::pipeline::dialect(dialect)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown dialect {} (known: {known})", py_repr(dialect))))?;
+    let kind = crate::session::Kind::from_name(kind)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown kind {} (known: request, response, stream)", py_repr(kind))))?;
+    Ok((name, kind))
+}
+
+/// Python's `repr` of a str (for the messages that quote a name).
+fn py_repr(text: &str) -> String {
+    crate::json::py_str_repr(text.as_bytes())
+}
+
+/// The core's `Options` made from `options` (an `interlingua.Options`, a dict or
+/// None), field by field as a dict: the conversion's test entry point.
+#[pyfunction]
+#[pyo3(signature = (options=None))]
+fn options_fields<'py>(py: Python<'py>, options: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+    let o = options_from_py(py, options.as_ref())?;
+    let out = PyDict::new(py);
+    out.set_item("strict", o.strict)?;
+    out.set_item("reorder_budget", o.reorder_budget)?;
+    out.set_item("refuse_reorder", o.refuse_reorder)?;
+    out.set_item("openai_reasoning_field", o.openai_reasoning_field)?;
+    out.set_item("default_max_tokens", o.default_max_tokens)?;
+    out.set_item("max_depth", o.max_depth)?;
+    out.set_item("max_value_bytes", o.max_value_bytes)?;
+    out.set_item("tool_names", o.tool_names)?;
+    out.set_item("anthropic_thinking", o.anthropic_thinking)?;
+    let budgets = match o.anthropic_thinking_budgets {
+        None => None,
+        Some(pairs) => {
+            let dict = PyDict::new(py);
+            for (effort, budget) in pairs {
+                dict.set_item(effort, budget)?;
+            }
+            Some(dict)
+        }
+    };
+    out.set_item("anthropic_thinking_budgets", budgets)?;
+    out.set_item("ollama_sampling_defaults", o.ollama_sampling_defaults)?;
+    Ok(out)
+}
+
+fn error_value(py: Python<'_>, err: &Error, dialect: Option<&str>) -> Py<PyAny> {
+    to_py_err(py, err, dialect).into_value(py).into_any()
+}
+
+/// The decoder's events as Python objects, per feed (test entry point only).
+struct EventList<'py> {
+    py: Python<'py>,
+    events: Bound<'py, PyList>,
+}
+
+impl crate::decoding::EventSink for EventList<'_> {
+    fn event(&mut self, event: crate::canonical::Event<'_>, _session: &mut crate::session::Session) -> crate::error::Result<()> {
+        let event = event_to_py(self.py, &event).map_err(binding_failed)?;
+        self.events.append(event).map_err(binding_failed)
+    }
+}
+
+/// Run the native decoder of `source` / `kind` (`pipeline._Front`: the tokenizer
+/// and the dialect decoder, errors located as Python's) over `pieces`, then close.
+/// Returns `(events_per_piece, losses, error)`: one list of events per piece and
+/// one for the close (up to the piece that failed), the losses as
+/// `(dialect, path, reason)`, the TranscodeError (or None). Test entry point.
+#[pyfunction]
+#[pyo3(signature = (source, kind, pieces, options=None))]
+#[allow(clippy::type_complexity)]
+fn decode_events<'py>(
+    py: Python<'py>,
+    source: &str,
+    kind: &str,
+    pieces: Vec<Vec<u8>>,
+    options: Option<Bound<'py, PyAny>>,
+) -> PyResult<(Bound<'py, PyList>, Vec<(String, String, String)>, Option<Py<PyAny>>)> {
+    let (source, kind) = dialect_and_kind(source, kind)?;
+    let options = options_from_py(py, options.as_ref())?;
+    let mut session = crate::session::Session::new(options, source, "", kind);
+    let per_piece = PyList::empty(py);
+    let result = guard(py, || -> crate::error::Result<()> {
+        let mut front = crate::pipeline::Front::new(source, kind, &session)?;
+        for piece in &pieces {
+            let mut sink = EventList { py, events: PyList::empty(py) };
+            let result = front.feed(piece, &mut session, &mut sink);
+            per_piece.append(&sink.events).map_err(binding_failed)?;
+            result?;
+        }
+        let mut sink = EventList { py, events: PyList::empty(py) };
+        let result = front.close(&mut session, &mut sink);
+        per_piece.append(&sink.events).map_err(binding_failed)?;
+        result
+    })?;
+    let losses = session.losses.iter().map(|l| (l.dialect.clone(), l.path.clone(), l.reason.clone())).collect();
+    Ok((per_piece, losses, result.err().map(|err| error_value(py, &err, None))))
+}
+
+/// Run the native encoder of `target` / `kind` over Python canonical `events`
+/// (`python::event_from_py`), then its `finish`. Returns `(out_per_event, tail,
+/// losses, error)`: the bytes written for each event (up to the one that
+/// failed), the bytes `finish` wrote, the losses as `(dialect, path, reason)`,
+/// the TranscodeError (or None; located as the encoder located it). Test entry point.
+#[pyfunction]
+#[pyo3(signature = (source, target, kind, events, options=None))]
+#[allow(clippy::type_complexity)]
+fn encode_events<'py>(
+    py: Python<'py>,
+    source: &str,
+    target: &str,
+    kind: &str,
+    events: Vec<Bound<'py, PyAny>>,
+    options: Option<Bound<'py, PyAny>>,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>, Vec<(String, String, String)>, Option<Py<PyAny>>)> {
+    let (source, kind) = dialect_and_kind(source, kind)?;
+    let (target, _) = dialect_and_kind(target, kind.name())?;
+    let options = options_from_py(py, options.as_ref())?;
+    let events = events.iter().map(event_from_py).collect::<PyResult<Vec<_>>>()?;
+    let mut session = crate::session::Session::new(options, source, target, kind);
+    let per_event = PyList::empty(py);
+    let mut tail = Vec::new();
+    let result = guard(py, || -> crate::error::Result<()> {
+        let mut encoder = crate::pipeline::encoder(target, kind, &session)?;
+        for event in events {
+            let mut out = Vec::new();
+            let result = encoder.event(event, &mut session, &mut out);
+            per_event.append(PyBytes::new(py, &out)).map_err(binding_failed)?;
+            result?;
+        }
+        encoder.finish(&mut session, &mut tail)
+    })?;
+    let losses = session.losses.iter().map(|l| (l.dialect.clone(), l.path.clone(), l.reason.clone())).collect();
+    Ok((per_event, PyBytes::new(py, &tail), losses, result.err().map(|err| error_value(py, &err, None))))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical_roundtrip, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_events, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_events, m)?)?;
+    m.add_function(wrap_pyfunction!(options_fields, m)?)?;
     m.add_function(wrap_pyfunction!(sse_event, m)?)?;
     m.add_function(wrap_pyfunction!(sse_open, m)?)?;
     m.add_function(wrap_pyfunction!(ndjson_line, m)?)?;
