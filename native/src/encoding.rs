@@ -428,7 +428,7 @@ pub fn tool_definition<E: ToolDefinitions + ?Sized>(enc: &mut E, block: &Block<'
         lose_block(io.session, dialect, BlockRef::of(block), "place for it among the tools", None, None)
     } else if !block.fin {
         // decoders read a definition whole (bounded); never in fragments
-        Err(Error::new(ErrorClass::Transcode, "tool definition in fragments"))
+        Err(Error::new(ErrorClass::Transcode, "tool definition in fragments").in_dialect(dialect))
     } else {
         let key = enc.tools_key(attrs);
         let raw = enc.tool_json(attrs, &block.payload, io)?;
@@ -1462,8 +1462,10 @@ mod leaves {
         }
         let dialect = dialect.unwrap_or(session.source).to_string();
         if session.options.strict {
-            return Err(crate::error::Error::new(crate::error::ErrorClass::Loss, format!("cannot carry {path}: {reason}"))
-                .with_path(path.as_bytes().to_vec()));
+            let mut err = crate::error::Error::new(crate::error::ErrorClass::Loss, format!("cannot carry {path}: {reason}"))
+                .with_path(path.as_bytes().to_vec());
+            err.dialect = crate::pipeline::dialect(&dialect);
+            return Err(err);
         }
         session.losses.push(Loss { dialect, path: path.to_string(), reason: reason.to_string() });
         Ok(())
