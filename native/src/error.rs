@@ -14,6 +14,8 @@ pub enum ErrorClass {
     NestingTooDeep,
     Schema,
     DuplicateKey,
+    /// `LoneSurrogateError` (a SchemaError): an escaped lone surrogate in a value read as text
+    LoneSurrogate,
     Loss,
     BudgetExceeded,
     ReorderRefused,
@@ -31,6 +33,7 @@ impl ErrorClass {
             ErrorClass::NestingTooDeep => "NestingTooDeepError",
             ErrorClass::Schema => "SchemaError",
             ErrorClass::DuplicateKey => "DuplicateKeyError",
+            ErrorClass::LoneSurrogate => "LoneSurrogateError",
             ErrorClass::Loss => "LossError",
             ErrorClass::BudgetExceeded => "BudgetExceededError",
             ErrorClass::ReorderRefused => "ReorderRefusedError",
@@ -51,11 +54,15 @@ pub struct Error {
     /// `repr`, whose rule for non-ASCII needs the Unicode database: the core's
     /// message approximates it, the binding writes it with Python's `repr`.
     pub key: Option<Vec<u8>>,
+    /// The dialect, when the raising stage knows it better than the pipeline
+    /// (a `LossError` names the loss's dialect); else the pipeline's is used
+    /// (Python's `exc.locate(dialect=...)` fills only an unset one).
+    pub dialect: Option<String>,
 }
 
 impl Error {
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
-        Error { class, message: message.into(), offset: None, path: None, key: None }
+        Error { class, message: message.into(), offset: None, path: None, key: None, dialect: None }
     }
 
     pub fn at(mut self, offset: u64) -> Self {
@@ -65,6 +72,11 @@ impl Error {
 
     pub fn with_path(mut self, path: Vec<u8>) -> Self {
         self.path = Some(path);
+        self
+    }
+
+    pub fn with_dialect(mut self, dialect: &str) -> Self {
+        self.dialect = Some(dialect.to_string());
         self
     }
 }
