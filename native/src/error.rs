@@ -54,10 +54,10 @@ pub struct Error {
     /// `repr`, whose rule for non-ASCII needs the Unicode database: the core's
     /// message approximates it, the binding writes it with Python's `repr`.
     pub key: Option<Vec<u8>>,
-    /// The dialect, when the raising stage knows it better than the pipeline
-    /// (a `LossError` names the loss's dialect); else the pipeline's is used
-    /// (Python's `exc.locate(dialect=...)` fills only an unset one).
-    pub dialect: Option<String>,
+    /// The dialect, where the raising stage names one (Python's `dialect=` at the
+    /// raise: a loss of a control from another dialect, an encoder's own error);
+    /// otherwise the pipeline names the source (`exc.locate`).
+    pub dialect: Option<&'static str>,
 }
 
 impl Error {
@@ -75,8 +75,27 @@ impl Error {
         self
     }
 
-    pub fn with_dialect(mut self, dialect: &str) -> Self {
-        self.dialect = Some(dialect.to_string());
+    /// Raised naming a dialect (Python's `SomeError(..., dialect=X)`).
+    pub fn in_dialect(mut self, dialect: &'static str) -> Self {
+        self.dialect = Some(dialect);
+        self
+    }
+
+    /// `TranscodeError.locate`: fill in what the raising stage did not know
+    /// (the path only if it has none: Python's `if path and not self.path`).
+    pub fn locate(mut self, dialect: &'static str, path: impl FnOnce() -> Vec<u8>, offset: u64) -> Self {
+        if self.dialect.is_none() {
+            self.dialect = Some(dialect);
+        }
+        if self.offset.is_none() {
+            self.offset = Some(offset);
+        }
+        if self.path.as_ref().map_or(true, |p| p.is_empty()) {
+            let path = path();
+            if !path.is_empty() {
+                self.path = Some(path);
+            }
+        }
         self
     }
 }

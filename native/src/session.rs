@@ -69,21 +69,6 @@ pub enum Kind {
     Stream,
 }
 
-impl Kind {
-    /// The Python name (`Session.kind`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Request => "request",
-            Kind::Response => "response",
-            Kind::Stream => "stream",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Kind> {
-        [Kind::Request, Kind::Response, Kind::Stream].into_iter().find(|k| k.name() == name)
-    }
-}
-
 /// Per-run shared state (`session.Session`).
 pub struct Session {
     pub options: Options,
@@ -137,9 +122,12 @@ impl Session {
             self.lost_paths.insert(key);
         }
         if self.options.strict {
-            return Err(Error::new(ErrorClass::Loss, format!("cannot carry {path}: {reason}"))
-                .with_path(path.as_bytes().to_vec())
-                .with_dialect(dialect));
+            let err = Error::new(ErrorClass::Loss, format!("cannot carry {path}: {reason}")).with_path(path.as_bytes().to_vec());
+            // (an error names a dialect the core knows; any other name: the pipeline's source)
+            return Err(match crate::pipeline::dialect(dialect) {
+                Some(known) => err.in_dialect(known),
+                None => err,
+            });
         }
         self.losses.push(Loss { dialect: dialect.to_string(), path: path.to_string(), reason: reason.to_string() });
         Ok(())
