@@ -28,7 +28,7 @@ OPTION_VARIANTS = [
     {"openai_reasoning_field": "reasoning_content"},
     {"openai_reasoning_field": "reasoning"},
     {"strict": True},
-    {"reorder_budget": 40},
+    *({"reorder_budget": budget} for budget in (0, 7, 40, 200, 1000)),
     {"refuse_reorder": True},
 ]
 
