@@ -11,6 +11,7 @@ from pathlib import Path
 
 import msgspec
 
+import fixed_clock
 from interlingua import Decoder, Options, Transcoder
 from interlingua.canonical import Block, Control, PayloadForm
 from interlingua.framing import NdjsonDecoder, SseDecoder
@@ -60,13 +61,30 @@ class WireScript:
         return [path for only, path in self.losses if only in (None, source)]
 
     def make_options(self, **overrides) -> Options:
-        return Options(**{**self.options, **overrides})
+        return Options(**hooks({**self.options, **overrides}))
 
     def chunks(self, frame: str) -> list[bytes]:
         if frame == "whole":
             return [self.body]
         size = int(frame)
         return [self.body[i:i + size] for i in range(0, len(self.body), size)]
+
+
+#: what every run's clock reads and its entropy draws (rpt/README.md): the suite's fixed ones
+#: (tests/fixed_clock.py), so generated times and ids are pinned; a script sets others with
+#: ``options {"clock": <seconds>, "entropy": "<24 hex digits>"}``
+RPT_CLOCK = fixed_clock.CLOCK  # 2025-12-01T09:00:00.123456Z
+RPT_ENTROPY = fixed_clock.ENTROPY.hex()
+
+
+def hooks(options: dict) -> dict:
+    """JSON options with ``clock`` (seconds) and ``entropy`` (hex) as the hooks Options takes."""
+    out = dict(options)
+    seconds = out.get("clock", RPT_CLOCK)
+    nonce = bytes.fromhex(out.get("entropy", RPT_ENTROPY))
+    out["clock"] = lambda: seconds
+    out["entropy"] = lambda n: nonce[:n]
+    return out
 
 
 def substitute(text: str, variables: dict[str, str]) -> str:
