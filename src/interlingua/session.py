@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import os
+import time
+from typing import Callable, Literal
 
 import msgspec
 
@@ -42,6 +44,13 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
       and ``top_p`` 1.0, as Ollama's openai layer sends; anthropic: ``temperature``
       1.0), so the same request samples the same way. Off by default: an unset
       field keeps the model's defaults (its Modelfile's tuned values).
+    * ``clock``: the wall clock, a callable returning seconds since the epoch
+      (``None``: ``time.time``). Read once per response, when its transcoder is
+      made: the time written where the source has none (anthropic into openai
+      ``created`` / ollama ``created_at``). ``entropy``: ``entropy(n)`` returns
+      ``n`` random bytes (``None``: ``os.urandom``), read with the clock: what
+      makes a generated response id unique. Tests pass fixed ones
+      (``interlingua.lifecycle``: response ids and times).
     """
 
     strict: bool = False
@@ -55,6 +64,32 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     anthropic_thinking: Literal["auto", "adaptive", "budget"] = "auto"
     anthropic_thinking_budgets: dict[str, int] | None = None
     ollama_sampling_defaults: bool = False
+    clock: Callable[[], float] | None = None
+    entropy: Callable[[int], bytes] | None = None
+
+
+NONCE_BYTES = 12
+MAX_CLOCK = 253402300800.0  # 10000-01-01T00:00:00Z: the last time RFC 3339 can write
+
+
+class ResponseStart(msgspec.Struct, frozen=True, gc=False):
+    """What one response reads of the world, once, when its transcoder is made: the
+    codecs get these two values, never the hooks (a native core copies them as they are)."""
+
+    time_us: int  # the wall clock, microseconds since the epoch (UTC)
+    nonce: bytes  # NONCE_BYTES of entropy: what makes a generated id unique
+
+
+def response_start(options: Options) -> ResponseStart:
+    """Read ``Options.clock`` (default ``time.time``) and ``Options.entropy`` (default ``os.urandom``)."""
+    seconds = (options.clock or time.time)()
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 <= seconds < MAX_CLOCK:
+        raise ValueError(f"Options.clock must return seconds since the epoch (0 <= t < year 10000), "
+                         f"not {seconds!r}")
+    nonce = (options.entropy or os.urandom)(NONCE_BYTES)
+    if not isinstance(nonce, bytes) or len(nonce) != NONCE_BYTES:
+        raise ValueError(f"Options.entropy({NONCE_BYTES}) must return {NONCE_BYTES} bytes, not {nonce!r}")
+    return ResponseStart(round(seconds * 1_000_000), nonce)
 
 
 class Loss(msgspec.Struct, frozen=True):
@@ -82,6 +117,15 @@ class Session:
         #: ``interlingua.passthrough``): nothing can be lost, so no loss is recorded
         self.passthrough = False
         self._lost_paths: set[tuple[str, str, str]] = set()
+        self._start: ResponseStart | None = None
+
+    @property
+    def start(self) -> ResponseStart:
+        """The response's clock reading and nonce (``lifecycle.Stamp``), read from the hooks
+        once, when a response encoder is made (a same-dialect response is copied and reads none)."""
+        if self._start is None:
+            self._start = response_start(self.options)
+        return self._start
 
     def tool_name_out(self, name: object, path: str) -> str:
         """A tool name of another dialect as the target accepts it (``naming.wire_name``);
