@@ -6,6 +6,7 @@
     python3 dev.py bench    # the benchmarks (bench/)
     python3 dev.py spike    # the buffering measurement (spike/REPORT.md)
     python3 dev.py proxy-bench [--quick]   # the proxy under load vs direct vs LiteLLM's proxy (bench/proxy/)
+    python3 dev.py build    # set up .venv and (re)build the native extension only, run nothing
 """
 
 import hashlib
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PYTHON = VENV / "bin" / "python"
 EXTRAS = {"demo": "[proxy,demo]", "test": "[test]", "bench": "[test,bench]", "spike": "[test,bench]",
-          "proxy-bench": "[test,bench]"}
+          "proxy-bench": "[test,bench]", "build": "[test]"}
 
 
 NATIVE = ROOT / "native"
@@ -93,6 +94,8 @@ def main() -> int:
         return 2
     ensure_venv(EXTRAS[command])
     os.chdir(ROOT)
+    if command == "build":
+        return 0
     if command == "demo":
         return subprocess.call([str(PYTHON), "-m", "interlingua", "demo"])
     if command == "test":

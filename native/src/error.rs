@@ -51,11 +51,15 @@ pub struct Error {
     /// `repr`, whose rule for non-ASCII needs the Unicode database: the core's
     /// message approximates it, the binding writes it with Python's `repr`.
     pub key: Option<Vec<u8>>,
+    /// The dialect, where the raising stage names one (Python's `dialect=` at the
+    /// raise: a loss of a control from another dialect, an encoder's own error);
+    /// otherwise the pipeline names the source (`exc.locate`).
+    pub dialect: Option<&'static str>,
 }
 
 impl Error {
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
-        Error { class, message: message.into(), offset: None, path: None, key: None }
+        Error { class, message: message.into(), offset: None, path: None, key: None, dialect: None }
     }
 
     pub fn at(mut self, offset: u64) -> Self {
@@ -65,6 +69,30 @@ impl Error {
 
     pub fn with_path(mut self, path: Vec<u8>) -> Self {
         self.path = Some(path);
+        self
+    }
+
+    /// Raised naming a dialect (Python's `SomeError(..., dialect=X)`).
+    pub fn in_dialect(mut self, dialect: &'static str) -> Self {
+        self.dialect = Some(dialect);
+        self
+    }
+
+    /// `TranscodeError.locate`: fill in what the raising stage did not know
+    /// (the path only if it has none: Python's `if path and not self.path`).
+    pub fn locate(mut self, dialect: &'static str, path: impl FnOnce() -> Vec<u8>, offset: u64) -> Self {
+        if self.dialect.is_none() {
+            self.dialect = Some(dialect);
+        }
+        if self.offset.is_none() {
+            self.offset = Some(offset);
+        }
+        if self.path.as_ref().map_or(true, |p| p.is_empty()) {
+            let path = path();
+            if !path.is_empty() {
+                self.path = Some(path);
+            }
+        }
         self
     }
 }

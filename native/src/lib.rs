@@ -12,11 +12,23 @@
 //! crate forbids it.
 #![cfg_attr(not(feature = "python"), forbid(unsafe_code))]
 
+// the stages below the codecs
 pub mod canonical;
 pub mod error;
 pub mod framing;
 pub mod json;
 pub mod reorder;
+// what the codecs share (session.py, losses.py, naming.py, jsonwriter.py, a small JSON value)
+pub mod jsonwriter;
+pub mod losses;
+pub mod naming;
+pub mod session;
+pub mod value;
+// the codec machinery and the codecs
+pub mod decoding;
+pub mod dialects;
+pub mod encoding;
+pub mod pipeline;
 
 #[cfg(feature = "python")]
 mod python;

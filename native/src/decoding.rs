@@ -1,0 +1,1587 @@
+//! The shared machinery of dialect decoders (`src/interlingua/decoding.py`): a
+//! pushdown machine over tokens, and the readers every dialect needs (a small
+//! value, a string streamed as fragments, a value copied as raw JSON text).
+//!
+//! In Rust a decoder is an explicit state machine: its states are named enums
+//! on a stack (DESIGN §9), not closures. The traits `EventSink` and `Decode`
+//! are the contract between the stages; the rest of this file is helper D's
+//! (NATIVE.md).
+//!
+//! # How a dialect decoder is built on it
+//!
+//! Python's decoder is a stack of handler closures; here it is a [`Machine`]
+//! holding a stack of [`Frame`]s over the dialect's own state enum `S` (small,
+//! `Copy`: *which* handler, never the data), and the dialect's data lives in
+//! its decoder struct (the current message, part, tool call: the nesting of a
+//! request is fixed by its schema, so each level's reader is a field).
+//!
+//! * A handler is a variant of `S`; its code is a `match` arm in the dialect's
+//!   [`Dialect`] methods. `token` gets every token of a `Frame::State(s)` (or the
+//!   one token announced with [`Machine::then`]); `member` / `element` / `object`
+//!   / `end` are the callbacks of `each_member` / `each_element` / `each_object`;
+//!   `raw`, `value` and `fragment` are the `done` / `sink` callbacks of
+//!   `read_raw`, `read_value`, `read_string` / `stream_raw`.
+//! * The readers are [`Read`] values naming the state that gets the result:
+//!   `m.then(Read::Value(S::ToolId, Some(STRING), "a tool call's id"))` reads the
+//!   *next* value (Python `then_value`); `m.read(Read::String(S::Content, "content"))`
+//!   hands the *current* token to a reader (Python `read_string(kind, value, ...)`
+//!   called from a handler). `read` must be the handler's last step: the reader
+//!   starts when the handler returns (in Python `done` runs inside the call; the
+//!   handlers call it last, so the order of events is the same).
+//! * Errors are made by [`Cx`] (`cx.error`, `cx.wrong_type`, `cx.expect`,
+//!   `cx.missing`): the same messages as Python's, at the offset given and the
+//!   tokenizer's path at the token being read.
+//! * Events go out through `cx.emit`; a block may borrow the chunk. What must
+//!   wait is held owned (`Gate`, `MessageBase`).
+//!
+//! ```ignore
+//! #[derive(Clone, Copy)]
+//! enum S { Body, Model, Tools, Tool }
+//! impl Dialect for MyDecoder {
+//!     type State = S;
+//!     fn member(&mut self, m: &mut Machine<S>, s: S, key: &[u8], token: Token<'_>, offset: u64,
+//!               cx: &mut Cx<'_>) -> Result<()> {
+//!         match key {
+//!             b"tools" => m.read(Read::Elements(S::Tools, "tools")),
+//!             _ => m.read(Read::Raw(S::Model, None, "")),
+//!         }
+//!         Ok(())
+//!     }
+//!     fn element(&mut self, m: &mut Machine<S>, _s: S, _t: Token<'_>, _o: u64, _cx: &mut Cx<'_>) -> Result<()> {
+//!         m.read(Read::Value(S::Tool, None, ""));
+//!         Ok(())
+//!     }
+//!     fn value(&mut self, _m: &mut Machine<S>, s: S, value: Value, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+//!         /* S::Tool: a whole tool definition as data */
+//!         Ok(())
+//!     }
+//!     /* raw, fragment, end ... */
+//! }
+//! // and the `Decode` impl: `self.m.feed(&mut self.dialect, token, offset, &mut Cx::new(path, session, out))`
+//! ```
+//!
+//! `RequestBody` is `RequestBodyDecoder`'s frame (body members, required
+//! members, `SystemEnd` / `MessagesEnd` / `End`), `MessageBase` is
+//! `MessageReaderBase` (blocks wait for the role), `BlockBuilder` is Python's
+//! (late attributes ride on the last fragment), `Gate` the events held for what
+//! decides them.
+#![forbid(unsafe_code)]
+
+use std::borrow::Cow;
+
+use crate::canonical::{Block, Event, Extension, Section};
+use crate::error::{Error, ErrorClass, Result};
+use crate::json::{py_str_repr, Frames, Token};
+use crate::reorder::Hold;
+use crate::session::Session;
+use crate::value::Value;
+
+/// Where a decoder's canonical events go: the encoder (a `Transcoder`), or a
+/// list (a `Decoder`). An event may borrow the chunk being fed.
+pub trait EventSink {
+    fn event(&mut self, event: Event<'_>, session: &mut Session) -> Result<()>;
+}
+
+/// A dialect decoder: tokens in, canonical events out (`decoding.Decoder`).
+pub trait Decode {
+    /// One token of the document (`on_token`); `path` is where the tokenizer is.
+    fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
+             out: &mut dyn EventSink) -> Result<()>;
+    /// After each fed chunk: hand on raw text gathered so far (`flush`).
+    fn flush(&mut self, _session: &mut Session, _out: &mut dyn EventSink) -> Result<()> {
+        Ok(())
+    }
+    /// After the tokenizer closed successfully (`finish`).
+    fn finish(&mut self, _session: &mut Session, _out: &mut dyn EventSink) -> Result<()> {
+        Ok(())
+    }
+    /// Offset of the token being read: an error raised past the tokenizer (a
+    /// budget, strict mode) is located there (`Decoder.at`).
+    fn at(&self) -> u64;
+}
+
+// -- the type table ---------------------------------------------------------------
+
+/// One JSON type a member may have (the parts an `Expect` is made of).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonType {
+    String,
+    Integer,
+    Number,
+    Boolean,
+    Object,
+    Array,
+    Null,
+}
+
+impl JsonType {
+    fn name(self) -> &'static str {
+        match self {
+            JsonType::String => "a string",
+            JsonType::Integer => "an integer",
+            JsonType::Number => "a number",
+            JsonType::Boolean => "a boolean",
+            JsonType::Object => "an object",
+            JsonType::Array => "an array",
+            JsonType::Null => "null",
+        }
+    }
+
+    fn takes(self, token: &Token<'_>) -> bool {
+        match self {
+            JsonType::String => matches!(token, Token::String(_) | Token::StringOpen(_)),
+            JsonType::Integer | JsonType::Number => matches!(token, Token::Number(_)),
+            JsonType::Boolean => matches!(token, Token::True | Token::False),
+            JsonType::Object => matches!(token, Token::ObjectStart),
+            JsonType::Array => matches!(token, Token::ArrayStart),
+            JsonType::Null => matches!(token, Token::Null),
+        }
+    }
+}
+
+/// What a member's value must be (`decoding.Expect`): the types it may have (so
+/// a wrong type is refused at its first token, with that token's offset and
+/// path, before anything is read or copied). `Integer` also refuses a number
+/// with a fraction or an exponent. `a.or(b)` is Python's `a | b`; the name is
+/// the parts' names joined with " or ", in that order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expect {
+    parts: [JsonType; 8],
+    len: usize,
+}
+
+impl Expect {
+    pub const fn of(part: JsonType) -> Expect {
+        Expect { parts: [part; 8], len: 1 }
+    }
+
+    pub const fn or(self, other: Expect) -> Expect {
+        let mut parts = self.parts;
+        let mut len = self.len;
+        let mut i = 0;
+        while i < other.len && len < 8 {
+            parts[len] = other.parts[i];
+            len += 1;
+            i += 1;
+        }
+        Expect { parts, len }
+    }
+
+    fn parts(&self) -> &[JsonType] {
+        &self.parts[..self.len]
+    }
+
+    /// `Expect.name`: "a string or null".
+    pub fn name(&self) -> String {
+        self.parts().iter().map(|p| p.name()).collect::<Vec<_>>().join(" or ")
+    }
+
+    fn integer(&self) -> bool {
+        self.parts().contains(&JsonType::Integer)
+    }
+
+    /// The token's kind is one of the types (`kind in expect.kinds`).
+    fn takes_kind(&self, token: &Token<'_>) -> bool {
+        self.parts().iter().any(|p| p.takes(token))
+    }
+
+    /// `Expect.refuses(kind, value)`.
+    pub fn refuses(&self, token: &Token<'_>) -> bool {
+        if !self.takes_kind(token) {
+            return true;
+        }
+        match token {
+            Token::Number(text) => self.integer() && !is_integer(text),
+            _ => false,
+        }
+    }
+}
+
+fn is_integer(number: &[u8]) -> bool {
+    !number.iter().any(|&b| b == b'.' || b == b'e' || b == b'E')
+}
+
+pub const STRING: Expect = Expect::of(JsonType::String);
+pub const INTEGER: Expect = Expect::of(JsonType::Integer);
+pub const NUMBER: Expect = Expect::of(JsonType::Number);
+pub const BOOLEAN: Expect = Expect::of(JsonType::Boolean);
+pub const OBJECT: Expect = Expect::of(JsonType::Object);
+pub const ARRAY: Expect = Expect::of(JsonType::Array);
+pub const NULL: Expect = Expect::of(JsonType::Null);
+pub const OPT_STRING: Expect = STRING.or(NULL);
+pub const OPT_INTEGER: Expect = INTEGER.or(NULL);
+pub const OPT_OBJECT: Expect = OBJECT.or(NULL);
+pub const OPT_ARRAY: Expect = ARRAY.or(NULL);
+pub const SCALAR: Expect = STRING.or(NUMBER).or(BOOLEAN).or(NULL);
+pub const ANY: Expect = OBJECT.or(ARRAY).or(SCALAR);
+
+/// `decoding.type_name(kind)`: what a wrong-type error says the value was.
+pub fn type_name(token: &Token<'_>) -> &'static str {
+    match token {
+        Token::ObjectStart => "object",
+        Token::ArrayStart => "array",
+        Token::String(_) | Token::StringOpen(_) => "string",
+        Token::Number(_) => "number",
+        Token::True | Token::False => "boolean",
+        Token::Null => "null",
+        // json.KIND_NAMES (a value never starts with these)
+        Token::ObjectEnd => "object-end",
+        Token::ArrayEnd => "array-end",
+        Token::Key(_) => "key",
+        Token::StringPart(_) => "string-part",
+        Token::StringClose(_) => "string-close",
+    }
+}
+
+// -- the context of a call: path, session, output -----------------------------------
+
+/// What a handler works with besides its own state: the tokenizer's path (for
+/// errors), the run's session, and where events go.
+pub struct Cx<'a> {
+    /// `None` outside a token (flush, finish): errors say `$`
+    pub path: Option<&'a Frames>,
+    pub session: &'a mut Session,
+    pub out: &'a mut dyn EventSink,
+}
+
+impl<'a> Cx<'a> {
+    pub fn new(path: &'a Frames, session: &'a mut Session, out: &'a mut dyn EventSink) -> Self {
+        Cx { path: Some(path), session, out }
+    }
+
+    /// Outside a token (`flush`, `finish`).
+    pub fn outside(session: &'a mut Session, out: &'a mut dyn EventSink) -> Self {
+        Cx { path: None, session, out }
+    }
+
+    pub fn emit(&mut self, event: Event<'_>) -> Result<()> {
+        self.out.event(event, self.session)
+    }
+
+    /// `Decoder.extension`: a dialect field without canonical meaning.
+    pub fn extension(&mut self, dialect: &'static str, path: String, raw: &[u8], message: Option<i64>,
+                     lossless: bool) -> Result<()> {
+        self.emit(Event::Extension(Extension {
+            dialect: Cow::Borrowed(dialect),
+            path: Cow::Owned(path),
+            raw: Cow::Borrowed(raw),
+            message,
+            lossless,
+        }))
+    }
+
+    /// `Decoder.path()`: the JSON path of the token being read.
+    pub fn path(&self) -> Vec<u8> {
+        self.path.map_or_else(|| b"$".to_vec(), Frames::render)
+    }
+
+    /// `Decoder.error(message, offset, cls)`.
+    pub fn error_of(&self, class: ErrorClass, message: impl Into<String>, offset: u64) -> Error {
+        Error::new(class, message).at(offset).with_path(self.path())
+    }
+
+    /// `Decoder.error(message, offset)`: a `SchemaError`.
+    pub fn error(&self, message: impl Into<String>, offset: u64) -> Error {
+        self.error_of(ErrorClass::Schema, message, offset)
+    }
+
+    /// `Decoder.wrong_type`: "expected {expected}, got {type}".
+    pub fn wrong_type(&self, token: &Token<'_>, expected: &str, offset: u64) -> Error {
+        self.error(format!("expected {expected}, got {}", type_name(token)), offset)
+    }
+
+    /// `Decoder.expect`, the one type check: a value (its first token) that
+    /// `expect` refuses is a `SchemaError` naming `what`.
+    pub fn expect(&self, token: &Token<'_>, offset: u64, expect: Option<Expect>, what: &str) -> Result<()> {
+        match expect {
+            Some(expect) if expect.refuses(token) => {
+                let got = if expect.takes_kind(token) { "a number with a fraction" } else { type_name(token) };
+                Err(self.error(format!("expected {} for {what}, got {got}", expect.name()), offset))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `Decoder.missing`: a required member that is absent (at its object's end).
+    pub fn missing(&self, member: &str, what: &str, offset: u64) -> Error {
+        self.error(format!("{what} has no {} (required)", py_str_repr(member.as_bytes())), offset)
+    }
+
+    /// `Decoder.data(raw, offset)`: a small value's compact JSON as data; a lone
+    /// surrogate is an error at the value's first byte.
+    pub fn data(&self, raw: &[u8], offset: u64) -> Result<Value> {
+        parse_value(raw).map_err(|e| self.located(e, offset))
+    }
+
+    /// `Decoder._at`: an error of decoding a value, at its first byte and the current path.
+    fn located(&self, mut err: Error, offset: u64) -> Error {
+        err.offset = Some(offset);
+        err.path = Some(self.path());
+        err
+    }
+
+    fn budget(&self, offset: u64) -> Error {
+        let limit = self.session.options.max_value_bytes;
+        self.error_of(ErrorClass::BudgetExceeded, format!("value larger than max_value_bytes ({limit})"), offset)
+    }
+}
+
+// -- the machine ---------------------------------------------------------------
+
+/// A reader of one value, started at its first token (Python's handlers that
+/// `then` names or a handler calls with the token it got). `S` is the dialect
+/// state that gets the result; `&'static str` is what errors call the value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read<S> {
+    /// the dialect's handler `S` gets the token (`Dialect::token`)
+    State(S),
+    /// `read_value`: the value as data, to `Dialect::value` (type checked first)
+    Value(S, Option<Expect>, &'static str),
+    /// `read_raw`: the value's compact JSON text, to `Dialect::raw` (type checked first)
+    Raw(S, Option<Expect>, &'static str),
+    /// `read_string`: a string's escaped fragments, to `Dialect::fragment`
+    String(S, &'static str),
+    /// `stream_raw`: the value's compact JSON in fragments (one per fed chunk), to `Dialect::fragment`
+    StreamRaw(S),
+    /// `each_member`: an object; each member's value to `Dialect::member`, its end to `Dialect::end`
+    Members(S, &'static str),
+    /// `each_element`: an array; each element's first token to `Dialect::element`, its end to `end`
+    Elements(S, &'static str),
+    /// `each_object`: an array of objects; each `{` to `Dialect::object`, the array's end to `end`
+    Objects(S, &'static str),
+}
+
+/// One entry of the stack: who gets the tokens of the level being read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Frame<S> {
+    /// the dialect's handler (every token of its level: keys, ends, values)
+    State(S),
+    /// `MemberReader`: keys remembered, values to `member`, `}` to `end`
+    Members(S),
+    Elements(S, &'static str),
+    Objects(S, &'static str),
+    /// a container read whole (`read_raw`, or `read_value` when `data`), begun at `offset`
+    Whole { state: S, offset: u64, data: bool },
+    /// a string's later fragments (`read_string`)
+    String(S),
+    /// a container's raw JSON streamed (`stream_raw`)
+    RawStream(S),
+}
+
+/// What the dialect implements: one method per kind of callback, each a
+/// `match` over its states. The defaults are "this state takes no such
+/// callback" (a bug in the dialect, reported as an internal error, never a panic).
+#[allow(unused_variables)]
+pub trait Dialect {
+    type State: Copy + std::fmt::Debug;
+
+    /// A token for handler `s` (a `Frame::State(s)` on top, or `Read::State(s)`).
+    fn token(&mut self, m: &mut Machine<Self::State>, s: Self::State, token: Token<'_>, offset: u64,
+             cx: &mut Cx<'_>) -> Result<()> {
+        Err(unhandled("token", s))
+    }
+    /// A member's value (its first token) in an object read with `Read::Members(s, ..)`.
+    fn member(&mut self, m: &mut Machine<Self::State>, s: Self::State, key: &[u8], token: Token<'_>,
+              offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        Err(unhandled("member", s))
+    }
+    /// An element's first token in an array read with `Read::Elements(s, ..)`.
+    fn element(&mut self, m: &mut Machine<Self::State>, s: Self::State, token: Token<'_>, offset: u64,
+               cx: &mut Cx<'_>) -> Result<()> {
+        Err(unhandled("element", s))
+    }
+    /// An object begins in an array read with `Read::Objects(s, ..)`: push its
+    /// key handler (`m.push(Frame::State(..))`), popped by it at the `}`.
+    fn object(&mut self, m: &mut Machine<Self::State>, s: Self::State, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        Err(unhandled("object", s))
+    }
+    /// The end of the object or array of `Read::Members` / `Elements` / `Objects` (`on_end`);
+    /// its frame is popped already. By default nothing happens (`on_end=None`).
+    fn end(&mut self, m: &mut Machine<Self::State>, s: Self::State, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        Ok(())
+    }
+    /// A value read with `Read::Raw`: its compact JSON text; `offset`: its first byte.
+    fn raw(&mut self, m: &mut Machine<Self::State>, s: Self::State, raw: &[u8], offset: u64,
+           cx: &mut Cx<'_>) -> Result<()> {
+        Err(unhandled("raw", s))
+    }
+    /// A value read with `Read::Value`, as data; `offset`: its first byte.
+    fn value(&mut self, m: &mut Machine<Self::State>, s: Self::State, value: Value, offset: u64,
+             cx: &mut Cx<'_>) -> Result<()> {
+        Err(unhandled("value", s))
+    }
+    /// A fragment of `Read::String` (escaped bytes) or `Read::StreamRaw` (raw JSON text).
+    fn fragment(&mut self, m: &mut Machine<Self::State>, s: Self::State, data: &[u8], init: bool, fin: bool,
+                cx: &mut Cx<'_>) -> Result<()> {
+        Err(unhandled("fragment", s))
+    }
+}
+
+fn unhandled(what: &str, state: impl std::fmt::Debug) -> Error {
+    Error::new(ErrorClass::Transcode, format!("internal error in the native core: state {state:?} takes no {what}"))
+}
+
+/// The pushdown machine (`decoding.Decoder`'s driving part): the stack, the
+/// reader of the next token (`then`), the offset of the token being read, and
+/// the one value being read whole (only one is ever open: its tokens are all
+/// its own).
+pub struct Machine<S> {
+    stack: Vec<Frame<S>>,
+    next: Option<Read<S>>,
+    /// the token being handled goes on to this reader (`read`)
+    redirect: Option<Read<S>>,
+    /// `Decoder.at`: offset of the token being read
+    pub at: u64,
+    /// the key of the member whose value is due (`MemberReader.key`)
+    key: Vec<u8>,
+    /// the value being read whole, or the pending text of a streamed one
+    whole: Vec<u8>,
+    copier: RawCopier,
+    /// `stream_raw`: a fragment has been handed on
+    stream_started: bool,
+}
+
+impl<S: Copy + std::fmt::Debug> Default for Machine<S> {
+    fn default() -> Self {
+        Machine::new()
+    }
+}
+
+impl<S: Copy + std::fmt::Debug> Machine<S> {
+    pub fn new() -> Self {
+        Machine {
+            stack: Vec::with_capacity(8),
+            next: None,
+            redirect: None,
+            at: 0,
+            key: Vec::new(),
+            whole: Vec::new(),
+            copier: RawCopier::default(),
+            stream_started: false,
+        }
+    }
+
+    /// The machine for a document whose first token goes to `first` (a request decoder's `then(_body)`).
+    pub fn starting(first: Read<S>) -> Self {
+        let mut m = Machine::new();
+        m.next = Some(first);
+        m
+    }
+
+    pub fn push(&mut self, frame: Frame<S>) {
+        self.stack.push(frame);
+    }
+
+    pub fn pop(&mut self) {
+        self.stack.pop();
+    }
+
+    pub fn replace(&mut self, frame: Frame<S>) {
+        if let Some(top) = self.stack.last_mut() {
+            *top = frame;
+        }
+    }
+
+    pub fn depth(&self) -> usize {
+        self.stack.len()
+    }
+
+    /// A new document (a stream's next frame): `first` reads its first token.
+    pub fn restart(&mut self, first: Read<S>) {
+        self.stack.clear();
+        self.next = Some(first);
+        self.redirect = None;
+    }
+
+    /// Read the next value with `read` (after a key): it gets the value's first
+    /// token, ahead of the frame on top of the stack (`Decoder.then`).
+    pub fn then(&mut self, read: Read<S>) {
+        debug_assert!(self.next.is_none(), "then() twice before a token");
+        self.next = Some(read);
+    }
+
+    /// Hand the token being handled to `read` once the handler returns (the
+    /// handler's last step: Python's `self.d.read_string(kind, value, offset, ...)`).
+    pub fn read(&mut self, read: Read<S>) {
+        self.redirect = Some(read);
+    }
+
+    /// `Decoder.on_token`: route one token.
+    pub fn feed<D: Dialect<State = S>>(&mut self, dialect: &mut D, token: Token<'_>, offset: u64,
+                                       cx: &mut Cx<'_>) -> Result<()> {
+        self.at = offset;
+        let mut reader = self.next.take();
+        loop {
+            match reader {
+                Some(read) => self.start(dialect, read, token, offset, cx)?,
+                None => self.top(dialect, token, offset, cx)?,
+            }
+            match self.redirect.take() {
+                Some(read) => reader = Some(read),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// `Decoder.flush`: raw text of a streamed value gathered in this chunk goes on.
+    pub fn flush<D: Dialect<State = S>>(&mut self, dialect: &mut D, cx: &mut Cx<'_>) -> Result<()> {
+        let Some(&Frame::RawStream(state)) = self.stack.iter().rev().find(|f| matches!(f, Frame::RawStream(_)))
+        else {
+            return Ok(());
+        };
+        if self.whole.is_empty() {
+            return Ok(());
+        }
+        let data = std::mem::take(&mut self.whole);
+        let init = !self.stream_started;
+        self.stream_started = true;
+        let result = dialect.fragment(self, state, &data, init, false, cx);
+        self.give_back(data);
+        result
+    }
+
+    /// The buffer of a value read whole, back for reuse (its capacity kept).
+    fn give_back(&mut self, mut data: Vec<u8>) {
+        data.clear();
+        if self.whole.is_empty() {
+            self.whole = data;
+        }
+    }
+
+    /// A value's first token, to the reader that reads it.
+    fn start<D: Dialect<State = S>>(&mut self, d: &mut D, read: Read<S>, token: Token<'_>, offset: u64,
+                                    cx: &mut Cx<'_>) -> Result<()> {
+        match read {
+            Read::State(s) => d.token(self, s, token, offset, cx),
+            Read::Value(s, expect, what) => {
+                cx.expect(&token, offset, expect, what)?;
+                match token {
+                    Token::String(_) | Token::Number(_) | Token::True | Token::False | Token::Null => {
+                        let value = scalar(&token, &mut self.whole).map_err(|e| cx.located(e, offset));
+                        self.whole.clear();
+                        d.value(self, s, value?, offset, cx)
+                    }
+                    _ => self.begin_whole(d, s, token, offset, true, cx),
+                }
+            }
+            Read::Raw(s, expect, what) => {
+                cx.expect(&token, offset, expect, what)?;
+                self.begin_whole(d, s, token, offset, false, cx)
+            }
+            Read::String(s, what) => match token {
+                Token::String(data) => d.fragment(self, s, data, true, true, cx),
+                Token::StringOpen(data) => {
+                    self.push(Frame::String(s));
+                    d.fragment(self, s, data, true, false, cx)
+                }
+                _ => Err(cx.wrong_type(&token, &format!("a string for {what}"), offset)),
+            },
+            Read::StreamRaw(s) => {
+                self.whole.clear();
+                self.copier = RawCopier::default();
+                if self.copier.feed(&token, &mut self.whole) {
+                    return self.finish_stream(d, s, cx);
+                }
+                self.stream_started = false;
+                self.push(Frame::RawStream(s));
+                Ok(())
+            }
+            Read::Members(s, what) => match token {
+                Token::ObjectStart => {
+                    self.push(Frame::Members(s));
+                    Ok(())
+                }
+                _ => Err(cx.wrong_type(&token, &format!("an object for {what}"), offset)),
+            },
+            Read::Elements(s, what) | Read::Objects(s, what) => match token {
+                Token::ArrayStart => {
+                    let objects = matches!(read, Read::Objects(..));
+                    self.push(if objects { Frame::Objects(s, what) } else { Frame::Elements(s, what) });
+                    Ok(())
+                }
+                _ => Err(cx.wrong_type(&token, &format!("an array for {what}"), offset)),
+            },
+        }
+    }
+
+    /// `read_raw` from the value's first token: a scalar is done at once.
+    fn begin_whole<D: Dialect<State = S>>(&mut self, d: &mut D, s: S, token: Token<'_>, offset: u64, data: bool,
+                                          cx: &mut Cx<'_>) -> Result<()> {
+        self.whole.clear();
+        self.copier = RawCopier::default();
+        let done = self.copier.feed(&token, &mut self.whole);
+        if self.whole.len() > cx.session.options.max_value_bytes {
+            return Err(cx.budget(offset));
+        }
+        if done {
+            return self.finish_whole(d, s, offset, data, cx);
+        }
+        self.push(Frame::Whole { state: s, offset, data });
+        Ok(())
+    }
+
+    fn finish_whole<D: Dialect<State = S>>(&mut self, d: &mut D, s: S, offset: u64, data: bool,
+                                           cx: &mut Cx<'_>) -> Result<()> {
+        let raw = std::mem::take(&mut self.whole);
+        let result = if data {
+            match cx.data(&raw, offset) {
+                Ok(value) => d.value(self, s, value, offset, cx),
+                Err(e) => Err(e),
+            }
+        } else {
+            d.raw(self, s, &raw, offset, cx)
+        };
+        self.give_back(raw);
+        result
+    }
+
+    fn finish_stream<D: Dialect<State = S>>(&mut self, d: &mut D, s: S, cx: &mut Cx<'_>) -> Result<()> {
+        let data = std::mem::take(&mut self.whole);
+        let init = !self.stream_started;
+        self.stream_started = false;
+        let result = d.fragment(self, s, &data, init, true, cx);
+        self.give_back(data);
+        result
+    }
+
+    /// A token for the frame on top of the stack.
+    fn top<D: Dialect<State = S>>(&mut self, d: &mut D, token: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        let Some(&frame) = self.stack.last() else {
+            return Err(Error::new(ErrorClass::Transcode, "internal error in the native core: a token after the document"));
+        };
+        match frame {
+            Frame::State(s) => d.token(self, s, token, offset, cx),
+            Frame::Members(s) => match token {
+                Token::Key(key) => {
+                    self.key.clear();
+                    self.key.extend_from_slice(key);
+                    Ok(())
+                }
+                Token::ObjectEnd => {
+                    self.pop();
+                    d.end(self, s, offset, cx)
+                }
+                _ => {
+                    let key = std::mem::take(&mut self.key);
+                    let result = d.member(self, s, &key, token, offset, cx);
+                    self.key = key;
+                    result
+                }
+            },
+            Frame::Elements(s, _) => match token {
+                Token::ArrayEnd => {
+                    self.pop();
+                    d.end(self, s, offset, cx)
+                }
+                _ => d.element(self, s, token, offset, cx),
+            },
+            Frame::Objects(s, what) => match token {
+                Token::ObjectStart => d.object(self, s, offset, cx),
+                Token::ArrayEnd => {
+                    self.pop();
+                    d.end(self, s, offset, cx)
+                }
+                _ => Err(cx.wrong_type(&token, &format!("an object in {what}"), offset)),
+            },
+            Frame::Whole { state, offset: first, data } => {
+                let done = self.copier.feed(&token, &mut self.whole);
+                if self.whole.len() > cx.session.options.max_value_bytes {
+                    return Err(cx.budget(first));
+                }
+                if !done {
+                    return Ok(());
+                }
+                self.pop();
+                self.finish_whole(d, state, first, data, cx)
+            }
+            Frame::String(s) => match token {
+                Token::StringPart(data) => d.fragment(self, s, data, false, false, cx),
+                Token::StringClose(data) => {
+                    self.pop();
+                    d.fragment(self, s, data, false, true, cx)
+                }
+                _ => Err(unhandled("a token inside a string", s)),
+            },
+            Frame::RawStream(s) => {
+                if !self.copier.feed(&token, &mut self.whole) {
+                    return Ok(());
+                }
+                self.pop();
+                self.finish_stream(d, s, cx)
+            }
+        }
+    }
+}
+
+// -- value readers ------------------------------------------------------------------
+
+/// `jsonwriter.RawValue`: tokens of one value back to compact JSON text
+/// (strings and numbers copied as they came, keys written as `dumps(key)`).
+#[derive(Clone, Copy, Debug)]
+struct RawCopier {
+    depth: u32,
+    /// nothing written at this level yet (no comma needed)
+    first: bool,
+}
+
+impl Default for RawCopier {
+    fn default() -> Self {
+        RawCopier { depth: 0, first: true }
+    }
+}
+
+impl RawCopier {
+    /// Appends the token's text to `out`; true once the value is complete.
+    fn feed(&mut self, token: &Token<'_>, out: &mut Vec<u8>) -> bool {
+        match *token {
+            Token::Key(key) => {
+                if !self.first {
+                    out.push(b',');
+                }
+                shim::key_bytes(key, out);
+                out.push(b':');
+                self.first = true;
+                false
+            }
+            Token::ObjectEnd | Token::ArrayEnd => {
+                out.push(if matches!(token, Token::ObjectEnd) { b'}' } else { b']' });
+                self.depth = self.depth.saturating_sub(1);
+                self.first = false;
+                self.depth == 0
+            }
+            Token::StringPart(data) => {
+                out.extend_from_slice(data);
+                false
+            }
+            Token::StringClose(data) => {
+                out.extend_from_slice(data);
+                out.push(b'"');
+                self.first = false;
+                self.depth == 0
+            }
+            _ => {
+                if !self.first {
+                    out.push(b',');
+                }
+                match *token {
+                    Token::ObjectStart | Token::ArrayStart => {
+                        out.push(if matches!(token, Token::ObjectStart) { b'{' } else { b'[' });
+                        self.depth += 1;
+                        self.first = true;
+                        return false;
+                    }
+                    Token::StringOpen(data) => {
+                        out.push(b'"');
+                        out.extend_from_slice(data);
+                        return false;
+                    }
+                    Token::String(data) => {
+                        out.push(b'"');
+                        out.extend_from_slice(data);
+                        out.push(b'"');
+                    }
+                    Token::Number(data) => out.extend_from_slice(data),
+                    Token::True => out.extend_from_slice(b"true"),
+                    Token::False => out.extend_from_slice(b"false"),
+                    _ => out.extend_from_slice(b"null"),
+                }
+                self.first = false;
+                self.depth == 0
+            }
+        }
+    }
+}
+
+/// `_scalar(kind, value)` (as `read_value` calls it): one token as data.
+/// `scratch` is a buffer to build the JSON text in.
+fn scalar(token: &Token<'_>, scratch: &mut Vec<u8>) -> Result<Value> {
+    match *token {
+        Token::String(data) if !data.contains(&b'\\') => Ok(Value::Str(data.to_vec())),
+        Token::String(data) => {
+            scratch.clear();
+            scratch.push(b'"');
+            scratch.extend_from_slice(data);
+            scratch.push(b'"');
+            parse_value(scratch)
+        }
+        Token::Number(text) => parse_value(text),
+        Token::True => Ok(Value::Bool(true)),
+        Token::False => Ok(Value::Bool(false)),
+        _ => Ok(Value::Null),
+    }
+}
+
+/// `decoding._data`: compact JSON as data (json.loads), a lone surrogate refused.
+fn parse_value(raw: &[u8]) -> Result<Value> {
+    shim::parse(raw)
+}
+
+/// The small `dumps` the decoders need for attributes: `jsonwriter.dumps(value)`.
+pub fn dumps(value: &Value, out: &mut Vec<u8>) {
+    shim::dumps(value, out)
+}
+
+/// `dumps(str)` of a string token's escaped bytes without decoding them when
+/// they hold no escape (the common case: an id, a name, a type).
+pub fn dumps_escaped(data: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    if !data.contains(&b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(data);
+        out.push(b'"');
+        return Ok(());
+    }
+    let mut quoted = Vec::with_capacity(data.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(data);
+    quoted.push(b'"');
+    dumps(&parse_value(&quoted)?, out);
+    Ok(())
+}
+
+/// A minimal stand-in for helper S's `value::parse` / `jsonwriter::dumps` /
+/// `key_bytes` until they land (then this module goes).
+mod shim {
+    use super::*;
+
+    pub fn key_bytes(key: &[u8], out: &mut Vec<u8>) {
+        out.push(b'"');
+        crate::json::escape_str_bytes(key, out);
+        out.push(b'"');
+    }
+
+    pub fn parse(raw: &[u8]) -> Result<Value> {
+        let mut at = 0;
+        let value = parse_at(raw, &mut at)?;
+        Ok(value)
+    }
+
+    fn lone_surrogate() -> Error {
+        Error::new(ErrorClass::Schema, "lone surrogate escape in a value read as text (not Unicode)")
+    }
+
+    fn parse_at(raw: &[u8], at: &mut usize) -> Result<Value> {
+        let bad = || Error::new(ErrorClass::Transcode, "internal error: bad JSON in parse");
+        match raw.get(*at) {
+            Some(b'{') => {
+                *at += 1;
+                let mut members = Vec::new();
+                if raw.get(*at) == Some(&b'}') {
+                    *at += 1;
+                    return Ok(Value::Object(members));
+                }
+                loop {
+                    let Value::Str(key) = parse_at(raw, at)? else { return Err(bad()) };
+                    *at += 1; // ':'
+                    let value = parse_at(raw, at)?;
+                    members.push((key, value));
+                    match raw.get(*at) {
+                        Some(b',') => *at += 1,
+                        _ => {
+                            *at += 1;
+                            return Ok(Value::Object(members));
+                        }
+                    }
+                }
+            }
+            Some(b'[') => {
+                *at += 1;
+                let mut items = Vec::new();
+                if raw.get(*at) == Some(&b']') {
+                    *at += 1;
+                    return Ok(Value::Array(items));
+                }
+                loop {
+                    items.push(parse_at(raw, at)?);
+                    match raw.get(*at) {
+                        Some(b',') => *at += 1,
+                        _ => {
+                            *at += 1;
+                            return Ok(Value::Array(items));
+                        }
+                    }
+                }
+            }
+            Some(b'"') => {
+                let start = *at + 1;
+                let mut i = start;
+                while raw[i] != b'"' {
+                    i += if raw[i] == b'\\' { 2 } else { 1 };
+                }
+                *at = i + 1;
+                let mut out = Vec::new();
+                unescape(&raw[start..i], &mut out);
+                if out.windows(2).any(|w| w[0] == 0xED && w[1] >= 0xA0) {
+                    return Err(lone_surrogate());
+                }
+                Ok(Value::Str(out))
+            }
+            Some(b't') => {
+                *at += 4;
+                Ok(Value::Bool(true))
+            }
+            Some(b'f') => {
+                *at += 5;
+                Ok(Value::Bool(false))
+            }
+            Some(b'n') => {
+                *at += 4;
+                Ok(Value::Null)
+            }
+            Some(_) => {
+                let start = *at;
+                while *at < raw.len() && b"-+.eE0123456789".contains(&raw[*at]) {
+                    *at += 1;
+                }
+                let text = std::str::from_utf8(&raw[start..*at]).map_err(|_| bad())?;
+                if is_integer(text.as_bytes()) {
+                    let digits = if text == "-0" { "0" } else { text };
+                    Ok(Value::Int(digits.to_string()))
+                } else {
+                    Ok(Value::Float(text.parse().map_err(|_| bad())?))
+                }
+            }
+            None => Err(bad()),
+        }
+    }
+
+    fn unescape(raw: &[u8], out: &mut Vec<u8>) {
+        let mut i = 0;
+        while i < raw.len() {
+            if raw[i] != b'\\' {
+                out.push(raw[i]);
+                i += 1;
+                continue;
+            }
+            let e = raw[i + 1];
+            i += 2;
+            let simple = match e {
+                b'b' => 0x08,
+                b'f' => 0x0c,
+                b'n' => b'\n',
+                b'r' => b'\r',
+                b't' => b'\t',
+                b'u' => 0,
+                other => other,
+            };
+            if e != b'u' {
+                out.push(simple);
+                continue;
+            }
+            let unit = |at: usize| {
+                std::str::from_utf8(&raw[at..at + 4]).ok().and_then(|h| u32::from_str_radix(h, 16).ok()).unwrap_or(0)
+            };
+            let mut code = unit(i);
+            i += 4;
+            if (0xD800..0xDC00).contains(&code) && raw.len() >= i + 6 && raw[i] == b'\\' && raw[i + 1] == b'u' {
+                let low = unit(i + 2);
+                if (0xDC00..0xE000).contains(&low) {
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+                    i += 6;
+                }
+            }
+            let mut buf = [0u8; 4];
+            match char::from_u32(code) {
+                Some(c) => out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes()),
+                None => out.extend_from_slice(&[0xE0 | (code >> 12) as u8, 0x80 | ((code >> 6) & 0x3F) as u8,
+                    0x80 | (code & 0x3F) as u8]),
+            }
+        }
+    }
+
+    pub fn dumps(value: &Value, out: &mut Vec<u8>) {
+        match value {
+            Value::Null => out.extend_from_slice(b"null"),
+            Value::Bool(true) => out.extend_from_slice(b"true"),
+            Value::Bool(false) => out.extend_from_slice(b"false"),
+            Value::Int(digits) => out.extend_from_slice(digits.as_bytes()),
+            Value::Float(f) => out.extend_from_slice(format!("{f:?}").as_bytes()),
+            Value::Str(s) => key_bytes(s, out),
+            Value::Array(items) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    dumps(item, out);
+                }
+                out.push(b']');
+            }
+            Value::Object(members) => {
+                out.push(b'{');
+                for (i, (key, item)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    key_bytes(key, out);
+                    out.push(b':');
+                    dumps(item, out);
+                }
+                out.push(b'}');
+            }
+        }
+    }
+}
+
+// -- canonical output helpers ---------------------------------------------------------
+
+/// A block attribute: its name and its value's compact JSON (`dumps(value)`).
+pub type Attr = (Cow<'static, str>, Vec<u8>);
+
+/// `dict.__setitem__` on attributes kept as a list: a name set again keeps its place.
+pub fn set_attr(attrs: &mut Vec<Attr>, name: Cow<'static, str>, json: Vec<u8>) {
+    match attrs.iter_mut().find(|(n, _)| *n == name) {
+        Some(slot) => slot.1 = json,
+        None => attrs.push((name, json)),
+    }
+}
+
+pub fn get_attr<'x>(attrs: &'x [Attr], name: &str) -> Option<&'x [u8]> {
+    attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice())
+}
+
+/// Attributes as a block carries them (`attrs or None`).
+pub fn block_attrs<'a>(attrs: &[Attr]) -> Option<Vec<(Cow<'a, str>, Cow<'a, [u8]>)>> {
+    if attrs.is_empty() {
+        return None;
+    }
+    Some(attrs.iter().map(|(n, v)| (n.clone(), Cow::Owned(v.clone()))).collect())
+}
+
+/// `decoding.BlockBuilder`: one block's fragments; the last is kept until `close()`.
+///
+/// Attributes set before the payload began ride on the first fragment; those
+/// set after it began (a `detail` after the `url`, a `name` after `arguments`
+/// when keys are sorted) ride on the last one. "Began" is the source's key
+/// order, not the chunking: the events are the same however the input was cut.
+/// Keeping only the last fragment back costs at most one chunk. The builder
+/// returns the blocks to emit (the caller routes them: gate, role); Python's
+/// `done` callback is the caller acting on `fin`.
+#[derive(Clone, Debug)]
+pub struct BlockBuilder {
+    pub section: Section,
+    pub message: i64,
+    pub attrs: Vec<Attr>,
+    pub late: Vec<Attr>,
+    /// the payload has begun (in source order)
+    pub begun: bool,
+    /// the first fragment has been emitted
+    pub started: bool,
+    last: Option<Vec<u8>>,
+}
+
+impl BlockBuilder {
+    pub fn new(section: Section, message: i64, attrs: Vec<Attr>) -> Self {
+        BlockBuilder { section, message, attrs, late: Vec::new(), begun: false, started: false, last: None }
+    }
+
+    /// `fragment(data, init, fin)`: the block to emit now, if any (a `fin` fragment is kept).
+    pub fn fragment<'d>(&mut self, data: &'d [u8], fin: bool) -> Option<Block<'d>> {
+        self.begun = true;
+        if fin {
+            match &mut self.last {
+                Some(last) => last.extend_from_slice(data),
+                None => self.last = Some(data.to_vec()),
+            }
+            return None;
+        }
+        let payload: Cow<'d, [u8]> = match self.last.take() {
+            Some(mut last) => {
+                // a payload in several values (raw parts)
+                last.extend_from_slice(data);
+                Cow::Owned(last)
+            }
+            None => Cow::Borrowed(data),
+        };
+        let attrs = if self.started { None } else { block_attrs(&self.attrs) };
+        let block = Block { section: self.section, message: self.message, payload, init: !self.started, fin: false, attrs };
+        self.started = true;
+        Some(block)
+    }
+
+    /// `set(key, value)`: `json` is `dumps(value)`.
+    pub fn set(&mut self, name: impl Into<Cow<'static, str>>, json: Vec<u8>) {
+        let attrs = if self.begun { &mut self.late } else { &mut self.attrs };
+        set_attr(attrs, name.into(), json);
+    }
+
+    /// `close()`: the last fragment (and, when late attributes came before any
+    /// fragment went out, a second one carrying them).
+    pub fn close(&mut self) -> (Block<'static>, Option<Block<'static>>) {
+        let last = Cow::Owned(self.last.take().unwrap_or_default());
+        let block = |payload, init, fin, attrs| Block { section: self.section, message: self.message, payload, init, fin, attrs };
+        let closed = if !self.started && !self.late.is_empty() {
+            // Late attributes stay on a last fragment of their own, as they
+            // would have had the payload arrived in pieces.
+            (block(last, true, false, block_attrs(&self.attrs)), Some(block(Cow::Borrowed(&b""[..]), false, true, block_attrs(&self.late))))
+        } else if !self.started {
+            (block(last, true, true, block_attrs(&self.attrs)), None)
+        } else {
+            (block(last, false, true, block_attrs(&self.late)), None)
+        };
+        self.started = true;
+        closed
+    }
+}
+
+/// `decoding.event_size`: what a held event counts against the reorder budget.
+pub fn event_size(event: &Event<'_>) -> u64 {
+    let payload = match event {
+        Event::Block(block) => block.payload.len(),
+        _ => 0,
+    };
+    payload as u64 + 64
+}
+
+/// `decoding.Gate`: events that wait for what decides them (a message's
+/// `role`; a response's `id`/`model`). Until `release` they go into a
+/// reorder-buffer hold (owned), then straight through.
+#[derive(Debug)]
+pub struct Gate {
+    reason: &'static str,
+    pub open: bool,
+    hold: Option<Hold<Event<'static>>>,
+}
+
+impl Gate {
+    pub fn new(reason: &'static str) -> Self {
+        Gate { reason, open: false, hold: None }
+    }
+
+    /// Hold `event` (the gate is closed; the caller emits directly when it is open).
+    pub fn hold(&mut self, event: Event<'_>, session: &mut Session) -> Result<()> {
+        let size = event_size(&event);
+        let reason = self.reason;
+        let hold = self.hold.get_or_insert_with(|| session.reorder.hold(reason));
+        hold.append(&mut session.reorder, into_owned(event), size)
+    }
+
+    /// `release()`: the held events, in order, to `emit`; later ones go straight.
+    pub fn release(&mut self, cx: &mut Cx<'_>, mut emit: impl FnMut(Event<'static>, &mut Cx<'_>) -> Result<()>) -> Result<()> {
+        if self.open {
+            return Ok(());
+        }
+        self.open = true;
+        if let Some(mut hold) = self.hold.take() {
+            let held: Vec<Event<'static>> = hold.drain(&mut cx.session.reorder).collect();
+            for event in held {
+                emit(event, cx)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An event owning its bytes (to hold it past the chunk).
+pub fn into_owned(event: Event<'_>) -> Event<'static> {
+    fn own<T: ToOwned + ?Sized>(c: Cow<'_, T>) -> Cow<'static, T> {
+        Cow::Owned(c.into_owned())
+    }
+    fn own_opt<T: ToOwned + ?Sized>(c: Option<Cow<'_, T>>) -> Option<Cow<'static, T>> {
+        c.map(own)
+    }
+    match event {
+        Event::Block(block) => Event::Block(block.into_owned()),
+        Event::Control(c) => Event::Control(crate::canonical::Control {
+            name: own(c.name),
+            value: own(c.value),
+            dialect: own_opt(c.dialect),
+            key: own_opt(c.key),
+            raw: own_opt(c.raw),
+        }),
+        Event::Extension(e) => Event::Extension(Extension {
+            dialect: own(e.dialect),
+            path: own(e.path),
+            raw: own(e.raw),
+            message: e.message,
+            lossless: e.lossless,
+        }),
+        Event::SystemEnd => Event::SystemEnd,
+        Event::MessagesEnd => Event::MessagesEnd,
+        Event::MessageStart { id, model, choice } => Event::MessageStart { id: own_opt(id), model: own_opt(model), choice },
+        Event::Finish { reason, stop_sequence, choice } => {
+            Event::Finish { reason: own_opt(reason), stop_sequence: own_opt(stop_sequence), choice }
+        }
+        Event::Usage(usage) => Event::Usage(usage),
+        Event::Error { kind, message, status } => Event::Error { kind: own(kind), message: own(message), status },
+        Event::End => Event::End,
+        Event::FrameEnd => Event::FrameEnd,
+    }
+}
+
+// -- the request frame ----------------------------------------------------------------
+
+/// `RequestBodyDecoder`'s state: the body object whose members the dialect
+/// reads, a message list numbered by position, and the markers -- `SystemEnd`
+/// (at the body's start for dialects whose system is a list message, else when
+/// the dialect says), `MessagesEnd`, `End`.
+///
+/// Use: the dialect's machine starts with `Machine::starting(Read::State(S::Start))`;
+/// `token(S::Start)` calls `body.start(m, S::Body, token, offset, cx)` (the `{`,
+/// `SystemEnd`, the members frame); `member(S::Body, key, ..)` calls
+/// `body.seen(key)` first; `end(S::Body)` calls `body.end(offset, cx)?`, the
+/// dialect's own `_body_ending` events, then `body.finish(cx)` (the `End`).
+/// Messages: `Read::Objects(S::Messages, "messages")`; `object(S::Messages)`
+/// takes `body.next_message()` as the index and pushes the message's handler;
+/// `end(S::Messages)` calls `body.messages_end(cx)`.
+#[derive(Clone, Debug)]
+pub struct RequestBody {
+    /// members the dialect's request cannot go without (`dialects/fields.REQUIRED`)
+    pub required: &'static [&'static str],
+    /// False: a top-level system may come anywhere (anthropic)
+    pub system_in_list: bool,
+    message_index: i64,
+    system_done: bool,
+    messages_done: bool,
+    /// which of `required` were seen (bit i: `required[i]`)
+    seen: u64,
+}
+
+impl RequestBody {
+    pub fn new(required: &'static [&'static str], system_in_list: bool) -> Self {
+        RequestBody { required, system_in_list, message_index: -1, system_done: false, messages_done: false, seen: 0 }
+    }
+
+    /// `_body`: the body's first token must be `{` (its members go to `state`,
+    /// a `Frame::Members`); `SystemEnd` goes out at once when the system is a list message.
+    pub fn start<S: Copy + std::fmt::Debug>(&mut self, m: &mut Machine<S>, state: S, token: &Token<'_>, offset: u64,
+                                            cx: &mut Cx<'_>) -> Result<()> {
+        if !matches!(token, Token::ObjectStart) {
+            return Err(cx.wrong_type(token, "an object for the request body", offset));
+        }
+        m.push(Frame::Members(state));
+        if self.system_in_list {
+            self.system_end(cx)?;
+        }
+        Ok(())
+    }
+
+    /// `_top_seen`: a body member's key.
+    pub fn seen(&mut self, key: &[u8]) {
+        if let Some(i) = self.required.iter().position(|r| r.as_bytes() == key) {
+            self.seen |= 1 << i;
+        }
+    }
+
+    /// `_body_end` up to its hook: required members (at the body's closing
+    /// brace, offset `at`), `SystemEnd`, `MessagesEnd`.
+    pub fn end(&mut self, at: u64, cx: &mut Cx<'_>) -> Result<()> {
+        for (i, member) in self.required.iter().enumerate() {
+            if self.seen & (1 << i) == 0 {
+                return Err(cx.missing(member, "the request body", at));
+            }
+        }
+        self.system_end(cx)?;
+        self.messages_end(cx)
+    }
+
+    /// The rest of `_body_end`, after the dialect's `_body_ending` events: `End`.
+    pub fn finish(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+        cx.emit(Event::End)
+    }
+
+    pub fn system_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+        if !self.system_done {
+            self.system_done = true;
+            cx.emit(Event::SystemEnd)?;
+        }
+        Ok(())
+    }
+
+    /// `_message`: the index of the message that begins.
+    pub fn next_message(&mut self) -> i64 {
+        self.message_index += 1;
+        self.message_index
+    }
+
+    pub fn messages_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+        if !self.messages_done {
+            self.messages_done = true;
+            cx.emit(Event::MessagesEnd)?;
+        }
+        Ok(())
+    }
+}
+
+/// `MessageReaderBase`: what the request decoders' message readers share -- a
+/// message's blocks wait for its `role` (sources that sort keys put it after
+/// `content`). Until the role is known blocks go into a `Gate` (reason
+/// `<dialect>:content-before-role`); `resolve` (the dialect's `_resolve`) gives
+/// each block its role's form on the way out. Most sources put the role first:
+/// then no hold is made and blocks go straight out.
+#[derive(Debug)]
+pub struct MessageBase {
+    pub index: i64,
+    pub role: Option<String>,
+    gate: Option<Gate>,
+    /// a block of this message has gone out (or is held)
+    pub emitted: bool,
+    hold_reason: &'static str,
+    /// the roles the dialect accepts (None: any string)
+    known_roles: Option<&'static [&'static str]>,
+}
+
+impl MessageBase {
+    pub fn new(index: i64, hold_reason: &'static str, known_roles: Option<&'static [&'static str]>) -> Self {
+        MessageBase { index, role: None, gate: None, emitted: false, hold_reason, known_roles }
+    }
+
+    /// `emit(block)`: straight out (resolved) when the role is known, else held.
+    pub fn emit<'e>(&mut self, block: Block<'e>, cx: &mut Cx<'_>,
+                    resolve: impl FnOnce(&str, Block<'e>) -> Block<'e>) -> Result<()> {
+        self.emitted = true;
+        if self.gate.is_none() {
+            if let Some(role) = &self.role {
+                return cx.emit(Event::Block(resolve(role, block)));
+            }
+            self.gate = Some(Gate::new(self.hold_reason));
+        }
+        match &mut self.gate {
+            Some(gate) => gate.hold(Event::Block(block), cx.session),
+            None => Ok(()),
+        }
+    }
+
+    /// `_set_role`: the role is read: checked, then held blocks go out
+    /// (resolved), later ones go straight.
+    pub fn set_role(&mut self, role: Value, offset: u64, cx: &mut Cx<'_>,
+                    mut resolve: impl FnMut(&str, Block<'static>) -> Block<'static>) -> Result<()> {
+        let Value::Str(role) = role else {
+            return Err(cx.error("expected a string for role", offset));
+        };
+        let role = String::from_utf8(role).map_err(|_| cx.error("expected a string for role", offset))?;
+        if let Some(known) = self.known_roles {
+            if !known.contains(&role.as_str()) {
+                return Err(cx.error(format!("unknown message role {}", py_str_repr(role.as_bytes())), offset));
+            }
+        }
+        self.role = Some(role);
+        if let Some(mut gate) = self.gate.take() {
+            let role = self.role.clone().unwrap_or_default();
+            gate.release(cx, |event, cx| match event {
+                Event::Block(block) => cx.emit(Event::Block(resolve(&role, block))),
+                other => cx.emit(other),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::Tokenizer;
+    use crate::session::{Kind, Options};
+
+    fn options() -> Options {
+        Options {
+            strict: false,
+            reorder_budget: 1 << 20,
+            refuse_reorder: false,
+            openai_reasoning_field: None,
+            default_max_tokens: 4096,
+            max_depth: 128,
+            max_value_bytes: 64,
+            tool_names: None,
+            anthropic_thinking: "auto".into(),
+            anthropic_thinking_budgets: None,
+            ollama_sampling_defaults: false,
+        }
+    }
+
+    /// A toy dialect: `{"name": <value as data>, "raw": <raw>, "text": <string>, "list": [..], "stream": <any>}`;
+    /// it records what each callback got.
+    #[derive(Default)]
+    struct Toy {
+        log: Vec<String>,
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    enum S {
+        Doc,
+        Name,
+        Raw,
+        Text,
+        List,
+        Stream,
+    }
+
+    impl Dialect for Toy {
+        type State = S;
+
+        fn member(&mut self, m: &mut Machine<S>, _s: S, key: &[u8], _t: Token<'_>, _o: u64, _cx: &mut Cx<'_>) -> Result<()> {
+            m.read(match key {
+                b"name" => Read::Value(S::Name, Some(STRING.or(NUMBER)), "name"),
+                b"text" => Read::String(S::Text, "text"),
+                b"list" => Read::Elements(S::List, "list"),
+                b"stream" => Read::StreamRaw(S::Stream),
+                _ => Read::Raw(S::Raw, None, ""),
+            });
+            Ok(())
+        }
+        fn element(&mut self, m: &mut Machine<S>, _s: S, _t: Token<'_>, _o: u64, _cx: &mut Cx<'_>) -> Result<()> {
+            m.read(Read::Value(S::Name, None, ""));
+            Ok(())
+        }
+        fn end(&mut self, _m: &mut Machine<S>, s: S, offset: u64, _cx: &mut Cx<'_>) -> Result<()> {
+            self.log.push(format!("end {s:?} {offset}"));
+            Ok(())
+        }
+        fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], offset: u64, _cx: &mut Cx<'_>) -> Result<()> {
+            self.log.push(format!("raw {s:?} {} {offset}", String::from_utf8_lossy(raw)));
+            Ok(())
+        }
+        fn value(&mut self, _m: &mut Machine<S>, s: S, value: Value, offset: u64, _cx: &mut Cx<'_>) -> Result<()> {
+            self.log.push(format!("value {s:?} {value:?} {offset}"));
+            Ok(())
+        }
+        fn fragment(&mut self, _m: &mut Machine<S>, s: S, data: &[u8], init: bool, fin: bool, _cx: &mut Cx<'_>) -> Result<()> {
+            self.log.push(format!("fragment {s:?} {} {init} {fin}", String::from_utf8_lossy(data)));
+            Ok(())
+        }
+    }
+
+    struct Run {
+        m: Machine<S>,
+        toy: Toy,
+        session: Session,
+    }
+
+    struct NoEvents;
+    impl EventSink for NoEvents {
+        fn event(&mut self, _event: Event<'_>, _session: &mut Session) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    impl crate::json::Sink for Run {
+        fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames) -> Result<()> {
+            let mut out = NoEvents;
+            let mut cx = Cx::new(path, &mut self.session, &mut out);
+            self.m.feed(&mut self.toy, token, offset, &mut cx)
+        }
+    }
+
+    fn run(chunks: &[&[u8]]) -> (Vec<String>, Option<Error>) {
+        let mut r = Run {
+            m: Machine::starting(Read::Members(S::Doc, "the document")),
+            toy: Toy::default(),
+            session: Session::new(options(), "openai", "openai", Kind::Request),
+        };
+        let mut tokenizer = Tokenizer::default();
+        for chunk in chunks {
+            if let Err(e) = tokenizer.feed(chunk, &mut r) {
+                return (r.toy.log, Some(e));
+            }
+            let mut out = NoEvents;
+            let mut cx = Cx::outside(&mut r.session, &mut out);
+            if let Err(e) = r.m.flush(&mut r.toy, &mut cx) {
+                return (r.toy.log, Some(e));
+            }
+        }
+        let err = tokenizer.close(&mut r).err();
+        (r.toy.log, err)
+    }
+
+    #[test]
+    fn readers_route_values_to_their_states() {
+        let doc = br#"{"name":"a\u00e9","raw":{"k":[1,true,null,"x"]},"text":"hello","list":[1,2.5,{"a":"b"}],"stream":{"z":"q"}}"#;
+        let (log, err) = run(&[doc]);
+        assert_eq!(err, None);
+        assert_eq!(
+            log,
+            vec![
+                "value Name Str([97, 195, 169]) 8",
+                r#"raw Raw {"k":[1,true,null,"x"]} 24"#,
+                "fragment Text hello true true",
+                r#"value Name Int("1") 71"#,
+                "value Name Float(2.5) 73",
+                r#"value Name Object([([97], Str([98]))]) 77"#,
+                "end List 86",
+                r#"fragment Stream {"z":"q"} true true"#,
+                "end Doc 106",
+            ]
+        );
+        // cut anywhere: the same callbacks (string and stream fragments joined)
+        for cut in 1..doc.len() {
+            let (cut_log, err) = run(&[&doc[..cut], &doc[cut..]]);
+            assert_eq!(err, None);
+            let joined = join_fragments(&cut_log);
+            assert_eq!(joined, join_fragments(&log), "cut at {cut}");
+        }
+    }
+
+    fn join_fragments(log: &[String]) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for line in log {
+            if let Some(rest) = line.strip_prefix("fragment ") {
+                let mut parts: Vec<&str> = rest.splitn(2, ' ').collect();
+                let body = parts.pop().unwrap_or("");
+                let (data, flags) = body.rsplit_once(' ').map(|(d, _fin)| d.rsplit_once(' ').unwrap()).unwrap();
+                let _ = flags;
+                if let Some(prev) = out.last_mut().filter(|p| p.starts_with("fragment ") && !p.ends_with("|fin")) {
+                    prev.push_str(data);
+                } else {
+                    out.push(format!("fragment {data}"));
+                }
+                if line.ends_with(" true") {
+                    if let Some(p) = out.last_mut() {
+                        p.push_str("|fin");
+                    }
+                }
+            } else {
+                out.push(line.clone());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn type_checks_and_budgets_say_what_python_says() {
+        let (_, err) = run(&[br#"{"name":[1]}"#]);
+        let err = err.unwrap();
+        assert_eq!(err.message, "expected a string or a number for name, got array");
+        assert_eq!((err.offset, err.path.as_deref()), (Some(8), Some(&b"$.name"[..])));
+        let (_, err) = run(&[br#"{"text":5}"#]);
+        assert_eq!(err.unwrap().message, "expected a string for text, got number");
+        let (_, err) = run(&[br#"{"list":{}}"#]);
+        assert_eq!(err.unwrap().message, "expected an array for list, got object");
+        let (_, err) = run(&[br#"[]"#]);
+        assert_eq!(err.unwrap().message, "expected an object for the document, got array");
+        let big = format!(r#"{{"raw":["{}"]}}"#, "x".repeat(70));
+        let (_, err) = run(&[big.as_bytes()]);
+        let err = err.unwrap();
+        assert_eq!((err.class, err.message.as_str()), (ErrorClass::BudgetExceeded, "value larger than max_value_bytes (64)"));
+        assert_eq!((err.offset, err.path.as_deref()), (Some(7), Some(&b"$.raw[0]"[..])));
+        assert_eq!(INTEGER.or(NULL).name(), "an integer or null");
+        let mut cx_session = Session::new(options(), "openai", "openai", Kind::Request);
+        let mut out = NoEvents;
+        let frames = Frames::default();
+        let cx = Cx::new(&frames, &mut cx_session, &mut out);
+        assert_eq!(cx.expect(&Token::Number(b"1.5"), 3, Some(OPT_INTEGER), "n").unwrap_err().message,
+                   "expected an integer or null for n, got a number with a fraction");
+        assert!(cx.expect(&Token::Number(b"15"), 3, Some(OPT_INTEGER), "n").is_ok());
+        assert_eq!(cx.missing("model", "the request body", 9).message, "the request body has no 'model' (required)");
+    }
+
+    #[test]
+    fn block_builder_late_attributes_ride_on_the_last_fragment() {
+        let mut b = BlockBuilder::new(Section::ToolCall, 2, vec![("id".into(), b"\"c1\"".to_vec())]);
+        let first = b.fragment(b"{\"a\"", false).unwrap();
+        assert!(first.init && !first.fin && first.attrs.is_some());
+        assert!(b.fragment(b":1}", true).is_none());
+        b.set("name", b"\"f\"".to_vec());
+        let (last, extra) = b.close();
+        assert_eq!((last.payload.as_ref(), last.init, last.fin), (&b":1}"[..], false, true));
+        assert_eq!(last.attrs.unwrap()[0].0, "name");
+        assert!(extra.is_none());
+
+        // late attributes before any fragment went out: a last fragment of their own
+        let mut b = BlockBuilder::new(Section::UserText, 0, Vec::new());
+        b.fragment(b"hi", true);
+        b.set("cache_control", b"{}".to_vec());
+        let (first, second) = b.close();
+        assert_eq!((first.payload.as_ref(), first.init, first.fin, first.attrs.is_none()), (&b"hi"[..], true, false, true));
+        let second = second.unwrap();
+        assert_eq!((second.payload.as_ref(), second.init, second.fin), (&b""[..], false, true));
+    }
+}

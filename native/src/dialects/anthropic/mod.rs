@@ -1,0 +1,5 @@
+//! The anthropic dialect (`src/interlingua/dialects/anthropic/`).
+#![forbid(unsafe_code)]
+
+pub mod controls;
+pub mod request;

@@ -1,0 +1,4 @@
+//! Writing JSON incrementally, for encoders; re-serialising tokens, for decoders
+//! (`src/interlingua/jsonwriter.py`: `JsonWriter`, `RawValue`, `dumps`, `key_bytes`).
+//! Owner: helper S.
+#![forbid(unsafe_code)]
