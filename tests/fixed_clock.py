@@ -1,16 +1,14 @@
-"""The test suite's clock and entropy (``Options.clock`` / ``Options.entropy``): fixed.
+"""The test suite's clock and entropy (the ``Transcoder``'s ``clock`` / ``entropy``): fixed.
 
 A response whose source has no time or id gets the clock and a generated id
 (``interlingua.lifecycle``: response ids and times). The suite compares outputs
 across cuts, backends, the proxy and the direct core, so ``install()`` (called by
-``tests/conftest.py``) gives every ``Options`` that leaves a hook unset these fixed
-ones; a test that sets a hook gets its own. The library's defaults (``time.time``,
+``tests/conftest.py``) gives every transcoder that leaves a hook unset these fixed
+ones; a test that passes a hook gets its own. The library's defaults (``time.time``,
 ``os.urandom``) are tested through ``DEFAULT_START`` (the unpatched reader).
 """
 
 from __future__ import annotations
-
-import msgspec
 
 CLOCK = 1764579600.123456  # 2025-12-01T09:00:00.123456Z
 ENTROPY = bytes(12)
@@ -35,10 +33,7 @@ def install() -> None:
         return
     DEFAULT_START = session.response_start
 
-    def fixed_start(options):
-        if options.clock is None or options.entropy is None:
-            options = msgspec.structs.replace(options, clock=options.clock or clock,
-                                              entropy=options.entropy or entropy)
-        return DEFAULT_START(options)
+    def fixed_start(given_clock, given_entropy):
+        return DEFAULT_START(given_clock or clock, given_entropy or entropy)
 
     session.response_start = fixed_start

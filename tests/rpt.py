@@ -61,7 +61,11 @@ class WireScript:
         return [path for only, path in self.losses if only in (None, source)]
 
     def make_options(self, **overrides) -> Options:
-        return Options(**hooks({**self.options, **overrides}))
+        return Options(**{k: v for k, v in {**self.options, **overrides}.items() if k not in HOOKS})
+
+    def make_hooks(self, **overrides) -> dict:
+        """The ``Transcoder``'s ``clock`` / ``entropy`` for this script's runs."""
+        return hooks({**self.options, **overrides})
 
     def chunks(self, frame: str) -> list[bytes]:
         if frame == "whole":
@@ -77,14 +81,14 @@ RPT_CLOCK = fixed_clock.CLOCK  # 2025-12-01T09:00:00.123456Z
 RPT_ENTROPY = fixed_clock.ENTROPY.hex()
 
 
+HOOKS = ("clock", "entropy")
+
+
 def hooks(options: dict) -> dict:
-    """JSON options with ``clock`` (seconds) and ``entropy`` (hex) as the hooks Options takes."""
-    out = dict(options)
-    seconds = out.get("clock", RPT_CLOCK)
-    nonce = bytes.fromhex(out.get("entropy", RPT_ENTROPY))
-    out["clock"] = lambda: seconds
-    out["entropy"] = lambda n: nonce[:n]
-    return out
+    """``clock`` (seconds) and ``entropy`` (hex) of a script's options as the ``Transcoder``'s hooks."""
+    seconds = options.get("clock", RPT_CLOCK)
+    nonce = bytes.fromhex(options.get("entropy", RPT_ENTROPY))
+    return {"clock": lambda: seconds, "entropy": lambda n: nonce[:n]}
 
 
 def substitute(text: str, variables: dict[str, str]) -> str:
@@ -194,9 +198,10 @@ def decode_all(script: WireScript, frame: str) -> list:
     return events
 
 
-def transcode_all(source: WireScript, target: str, frame: str, options: Options | None = None):
+def transcode_all(source: WireScript, target: str, frame: str, options: Options | None = None,
+                  hooks: dict | None = None):
     transcoder = Transcoder(source.dialect, target, kind=source.kind,
-                            options=options or source.make_options())
+                            options=options or source.make_options(), **(hooks or source.make_hooks()))
     out = []
     for chunk in source.chunks(frame):
         out.append(transcoder.feed(chunk))

@@ -29,7 +29,7 @@ import pytest
 
 import fixed_clock
 import validity
-from interlingua import Options, Transcoder
+from interlingua import Transcoder
 from interlingua.lifecycle import generated_response_id, generated_tool_id, ollama_created_at, ollama_time_us
 from response.clients import SOURCES
 from rpt import split_stream_events
@@ -37,7 +37,7 @@ from rpt import split_stream_events
 DIALECTS = ("openai", "anthropic", "ollama")
 KINDS = ("response", "stream")
 #: the library's defaults, spelled out (the suite otherwise runs on fixed_clock's)
-REAL = Options(clock=time.time, entropy=os.urandom)
+REAL = {"clock": time.time, "entropy": os.urandom}
 PREFIX = {"openai": "chatcmpl-", "anthropic": "msg_"}
 
 
@@ -99,9 +99,9 @@ def identity(dialect: str, kind: str, data: bytes) -> Identity:
     return got
 
 
-def transcode(source: str, target: str, kind: str, options: Options, body: bytes | None = None) -> bytes:
+def transcode(source: str, target: str, kind: str, hooks: dict, body: bytes | None = None) -> bytes:
     body = source_body(source, kind) if body is None else body
-    t = Transcoder(dialect_of(source), target, kind=kind, options=options)
+    t = Transcoder(dialect_of(source), target, kind=kind, **hooks)
     return b"".join(t.feed(body[i:i + 13]) for i in range(0, len(body), 13)) + t.close()
 
 
@@ -141,8 +141,8 @@ def test_ids_are_carried_or_unique_and_times_are_the_source_or_the_clock(source,
 
 @pytest.mark.parametrize("source,target,kind", PAIRS)
 def test_the_clock_is_used_only_where_the_source_has_no_time(source, target, kind):
-    early = Options(clock=lambda: 1767225600.25, entropy=fixed_clock.entropy)
-    late = Options(clock=lambda: 1767312000.75, entropy=fixed_clock.entropy)
+    early = {"clock": lambda: 1767225600.25, "entropy": fixed_clock.entropy}
+    late = {"clock": lambda: 1767312000.75, "entropy": fixed_clock.entropy}
     out = transcode(source, target, kind, early)
     assert transcode(source, target, kind, early) == out  # the same hooks: the same bytes
     given = identity(dialect_of(source), kind, source_body(source, kind))
@@ -161,9 +161,9 @@ def test_generated_ids_follow_the_documented_formula(target, kind):
     """``prefix`` + 24 hex of SHA-256(nonce, 0, the time in microseconds, 0, model); tool calls
     ``call_`` + 24 hex of SHA-256(response id, 0, index) -- the native core copies this."""
     nonce = bytes.fromhex("0123456789abcdef01234567")
-    options = Options(clock=lambda: 1767225600.5, entropy=lambda n: nonce)
+    hooks = {"clock": lambda: 1767225600.5, "entropy": lambda n: nonce}
     for source, stamp in (("ollama", b"1735689600000000"), ("ollama-untimed", b"1767225600500000")):
-        got = identity(target, kind, transcode(source, target, kind, options))
+        got = identity(target, kind, transcode(source, target, kind, hooks))
         digest = hashlib.sha256(nonce + b"\0" + stamp + b"\0" + b"llama-x").hexdigest()[:24]
         assert got.ids[0] == PREFIX[target] + digest == generated_response_id(
             PREFIX[target], nonce, int(stamp), "llama-x")
@@ -172,35 +172,35 @@ def test_generated_ids_follow_the_documented_formula(target, kind):
 
 
 def test_the_default_hooks_are_the_wall_clock_and_the_os_entropy():
-    """``Options()`` leaves the hooks unset: ``time.time`` and ``os.urandom`` (the suite's
+    """A ``Transcoder`` given no hooks reads ``time.time`` and ``os.urandom`` (the suite's
     fixed ones are installed over the reader: ``fixed_clock.DEFAULT_START`` is the library's)."""
     before = time.time()
-    one, two = fixed_clock.DEFAULT_START(Options()), fixed_clock.DEFAULT_START(Options())
+    one, two = fixed_clock.DEFAULT_START(None, None), fixed_clock.DEFAULT_START(None, None)
     after = time.time()
     assert int(before * 1e6) - 1 <= one.time_us <= two.time_us <= after * 1e6 + 1
     assert len(one.nonce) == 12 and one.nonce != two.nonce
 
 
-@pytest.mark.parametrize("options,message", [
-    (Options(clock=lambda: "now"), "Options.clock"), (Options(clock=lambda: -1.0), "Options.clock"),
-    (Options(clock=lambda: float("nan")), "Options.clock"), (Options(clock=lambda: 1e12), "Options.clock"),
-    (Options(entropy=lambda n: b"short"), "Options.entropy"), (Options(entropy=lambda n: "x" * n), "Options.entropy"),
+@pytest.mark.parametrize("hooks,message", [
+    ({"clock": lambda: "now"}, "clock"), ({"clock": lambda: -1.0}, "clock"), ({"clock": lambda: float("nan")}, "clock"),
+    ({"clock": lambda: 1e12}, "clock"), ({"entropy": lambda n: b"short"}, "entropy"),
+    ({"entropy": lambda n: "x" * n}, "entropy"),
 ])
-def test_a_hook_that_returns_nonsense_is_refused_when_the_transcoder_is_made(options, message):
+def test_a_hook_that_returns_nonsense_is_refused_when_the_transcoder_is_made(hooks, message):
     with pytest.raises(ValueError, match=message):
-        fixed_clock.DEFAULT_START(options)
+        fixed_clock.DEFAULT_START(hooks.get("clock"), hooks.get("entropy"))
     with pytest.raises(ValueError, match=message):
-        Transcoder("anthropic", "openai", kind="response", options=options)
+        Transcoder("anthropic", "openai", kind="response", **hooks)
 
 
 def test_a_request_or_a_same_dialect_response_reads_no_hook():
     calls = []
-    counting = Options(clock=lambda: calls.append(1) or 1.0, entropy=lambda n: calls.append(1) or bytes(n))
+    counting = {"clock": lambda: calls.append(1) or 1.0, "entropy": lambda n: calls.append(1) or bytes(n)}
     request = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
     for source, target, kind in (("openai", "anthropic", "request"), ("ollama", "ollama", "stream"),
                                  ("openai", "openai", "response")):
         body = request if kind == "request" else SOURCES[source, kind]()
-        t = Transcoder(source, target, kind=kind, options=counting)
+        t = Transcoder(source, target, kind=kind, **counting)
         t.feed(body)
         t.close()
     assert calls == []

@@ -308,10 +308,10 @@ def merge_usage(old: Usage | None, new: Usage) -> Usage:
 # has none, the output gets what a server would have written:
 #
 # * **a time**: the wall clock when the response's transcoder was made (the response's
-#   start), ``Options.clock`` -- openai ``created`` in whole seconds, ollama ``created_at``
+#   start), the ``Transcoder``'s ``clock`` -- openai ``created`` in whole seconds, ollama ``created_at``
 #   with microseconds (Go's RFC 3339 form, trailing zeros trimmed);
 # * **a response id**: ``chatcmpl-`` / ``msg_`` + 24 hex digits of SHA-256 over the
-#   response's nonce (12 bytes of ``Options.entropy``, drawn with the clock), its time in
+#   response's nonce (12 bytes of the ``Transcoder``'s ``entropy``, drawn with the clock), its time in
 #   microseconds and its model: two responses do not share one (96 random bits), not even
 #   from the same bytes (a client or a log keys on them), and the output is a function of
 #   the input and the two hook readings -- tests fix both;

@@ -44,13 +44,9 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
       and ``top_p`` 1.0, as Ollama's openai layer sends; anthropic: ``temperature``
       1.0), so the same request samples the same way. Off by default: an unset
       field keeps the model's defaults (its Modelfile's tuned values).
-    * ``clock``: the wall clock, a callable returning seconds since the epoch
-      (``None``: ``time.time``). Read once per response, when its transcoder is
-      made: the time written where the source has none (anthropic into openai
-      ``created`` / ollama ``created_at``). ``entropy``: ``entropy(n)`` returns
-      ``n`` random bytes (``None``: ``os.urandom``), read with the clock: what
-      makes a generated response id unique. Tests pass fixed ones
-      (``interlingua.lifecycle``: response ids and times).
+
+    Options are data (a native core mirrors them field for field); the clock and the
+    entropy a response reads are the ``Transcoder``'s ``clock`` / ``entropy`` arguments.
     """
 
     strict: bool = False
@@ -64,8 +60,6 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     anthropic_thinking: Literal["auto", "adaptive", "budget"] = "auto"
     anthropic_thinking_budgets: dict[str, int] | None = None
     ollama_sampling_defaults: bool = False
-    clock: Callable[[], float] | None = None
-    entropy: Callable[[int], bytes] | None = None
 
 
 NONCE_BYTES = 12
@@ -80,15 +74,19 @@ class ResponseStart(msgspec.Struct, frozen=True, gc=False):
     nonce: bytes  # NONCE_BYTES of entropy: what makes a generated id unique
 
 
-def response_start(options: Options) -> ResponseStart:
-    """Read ``Options.clock`` (default ``time.time``) and ``Options.entropy`` (default ``os.urandom``)."""
-    seconds = (options.clock or time.time)()
+#: ``clock()``: seconds since the epoch; ``entropy(n)``: n random bytes (``Transcoder`` arguments)
+Clock = Callable[[], float]
+Entropy = Callable[[int], bytes]
+
+
+def response_start(clock: Clock | None, entropy: Entropy | None) -> ResponseStart:
+    """Read the hooks once (``None``: ``time.time`` and ``os.urandom``)."""
+    seconds = (clock or time.time)()
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 <= seconds < MAX_CLOCK:
-        raise ValueError(f"Options.clock must return seconds since the epoch (0 <= t < year 10000), "
-                         f"not {seconds!r}")
-    nonce = (options.entropy or os.urandom)(NONCE_BYTES)
+        raise ValueError(f"clock() must return seconds since the epoch (0 <= t < year 10000), not {seconds!r}")
+    nonce = (entropy or os.urandom)(NONCE_BYTES)
     if not isinstance(nonce, bytes) or len(nonce) != NONCE_BYTES:
-        raise ValueError(f"Options.entropy({NONCE_BYTES}) must return {NONCE_BYTES} bytes, not {nonce!r}")
+        raise ValueError(f"entropy({NONCE_BYTES}) must return {NONCE_BYTES} bytes, not {nonce!r}")
     return ResponseStart(round(seconds * 1_000_000), nonce)
 
 
@@ -104,7 +102,7 @@ class Session:
     """Per-run shared state. Not thread-safe; one per transcoding."""
 
     def __init__(self, options: Options | None = None, *, source: str = "", target: str = "",
-                 kind: str = "request") -> None:
+                 kind: str = "request", clock: Clock | None = None, entropy: Entropy | None = None) -> None:
         self.options = options or Options()
         self.kind = kind
         self.source = source
@@ -117,6 +115,7 @@ class Session:
         #: ``interlingua.passthrough``): nothing can be lost, so no loss is recorded
         self.passthrough = False
         self._lost_paths: set[tuple[str, str, str]] = set()
+        self._hooks = (clock, entropy)
         self._start: ResponseStart | None = None
 
     @property
@@ -124,7 +123,7 @@ class Session:
         """The response's clock reading and nonce (``lifecycle.Stamp``), read from the hooks
         once, when a response encoder is made (a same-dialect response is copied and reads none)."""
         if self._start is None:
-            self._start = response_start(self.options)
+            self._start = response_start(*self._hooks)
         return self._start
 
     def tool_name_out(self, name: object, path: str) -> str:
