@@ -359,7 +359,7 @@ impl Messages {
         if index == TOP_LEVEL_SYSTEM {
             return body.messages_writer(true, self, io);
         }
-        if role == USER && self.after_tool_calls && self.user_index.is_none_or(|i| i == index) {
+        if role == USER && self.after_tool_calls && self.user_index.map_or(true, |i| i == index) {
             if let Some(w) = self.user_hold {
                 return Ok(w);
             }
@@ -626,7 +626,7 @@ impl Messages {
         let source = attr(attrs, "source").filter(|raw| *raw != b"null");
         let source_text = source.and_then(json_str);
         let mut data_prefix = Vec::new();
-        if source_text.as_deref() == Some("base64") && attr(attrs, "data_url").is_none_or(crate::encoding::truthy) && s != Section::UserAudio {
+        if source_text.as_deref() == Some("base64") && attr(attrs, "data_url").map_or(true, crate::encoding::truthy) && s != Section::UserAudio {
             // openai takes inline images and files only as data URLs
             data_prefix.extend_from_slice(b"data:");
             let media_type = attr(attrs, "media_type").map_or_else(|| Some("application/octet-stream".to_string()), json_str);
@@ -726,7 +726,7 @@ impl Messages {
         let path = where_(io.session, message);
         let wire = crate::encoding::tool_name_out(io.session, name.filter(|raw| *raw != b"null"), &path)?;
         let mut out = Vec::new();
-        dumps_str(&wire.as_bytes(), &mut out);
+        dumps_str(wire.as_bytes(), &mut out);
         Ok(out)
     }
 
