@@ -51,6 +51,7 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDeco
     let _ = session;
     match (dialect, kind) {
         // ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestDecoder::new(session))),
+        ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestDecoder::new(session))),
         _ => Err(not_ported(dialect, kind, "decoder")),
     }
 }
@@ -59,6 +60,7 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDeco
 pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedEncoder> {
     let _ = session;
     match (dialect, kind) {
+        ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestEncoder::new(session))),
         _ => Err(not_ported(dialect, kind, "encoder")),
     }
 }
