@@ -58,8 +58,8 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDeco
 
 /// `dialects.codecs(dialect, kind)[1]`: the encoder of a dialect and kind.
 pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedEncoder> {
-    let _ = session;
     match (dialect, kind) {
+        ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestEncoder::new(session))),
         ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestEncoder::new(session))),
         _ => Err(not_ported(dialect, kind, "encoder")),
     }

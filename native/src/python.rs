@@ -882,7 +882,8 @@ fn model_name(py: Python<'_>, model: &Bound<'_, PyAny>, hook_error: &HookError) 
 #[pyclass(module = "interlingua._native", name = "Transcoder")]
 struct NativeTranscoder {
     core: crate::pipeline::Transcoder,
-    hook_error: HookError,
+    /// where a `model=` function's exception waits (None: no function, no lock per call)
+    hook_error: Option<HookError>,
     /// a Python exception (the model hook's, a panic's) every later call raises
     py_poison: Option<PyErr>,
 }
@@ -913,7 +914,8 @@ impl NativeTranscoder {
                 return Err(err);
             }
         };
-        if let Some(err) = this.hook_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        let hook_raised = this.hook_error.as_ref().and_then(|slot| slot.lock().unwrap_or_else(|p| p.into_inner()).take());
+        if let Some(err) = hook_raised {
             this.py_poison = Some(err.clone_ref(py));
             return Err(err);
         }
@@ -943,6 +945,7 @@ impl NativeTranscoder {
             Some(model) if !model.is_none() => Some(model_name(py, &model, &hook_error)?),
             _ => None,
         };
+        let hook_error = matches!(model, Some(crate::pipeline::ModelName::Hook(_))).then_some(hook_error);
         let session = crate::session::Session::new(options, source, target, kind);
         let core = guard(py, || crate::pipeline::Transcoder::new(session, model))?
             .map_err(|err| to_py_err(py, &err, None))?;
