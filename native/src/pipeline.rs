@@ -186,15 +186,17 @@ pub struct Transcoder {
 }
 
 impl Transcoder {
-    pub fn new(session: Session, model: Option<ModelName>) -> Result<Transcoder> {
+    pub fn new(mut session: Session, model: Option<ModelName>) -> Result<Transcoder> {
         let (source, target, kind) = (session.source, session.target, session.kind);
         if source == target && kind != Kind::Request {
             // interlingua.passthrough (BodyCopy / FrameCopy): issue 12
             return Err(not_ported(source, kind, "passthrough"));
         }
-        let encoder = encoder(target, kind, &session)?;
+        let mut encoder = encoder(target, kind, &session)?;
         let front = Front::new(source, kind, &session)?;
-        Ok(Transcoder { session, front, encoder, model, out: Vec::new(), poison: None, closed: false })
+        let mut out = Vec::new();
+        encoder.start(&mut session, &mut out)?; // (Python's encoder constructor writes)
+        Ok(Transcoder { session, front, encoder, model, out, poison: None, closed: false })
     }
 
     fn check(&self) -> Result<()> {

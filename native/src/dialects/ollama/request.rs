@@ -1148,6 +1148,11 @@ impl Encode for RequestEncoder {
     }
 
     fn finish(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        self.start(session, out)
+    }
+
+    /// The body's `{` (`MessageListBody.__init__`).
+    fn start(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
         let mut io = Io { out, session, writers: &mut self.writers };
         Self::started(&mut self.state, &mut io)?;
         Ok(())
