@@ -1423,11 +1423,11 @@ impl Messages {
                 members.extend_from_slice(&items.join(&b","[..]));
             }
             members.push(b'}');
-            io.json(WriterId::OUT, |w, b| w.raw_member(b, "options", &members))?;
+            io.json(WriterId::OUT, |w, b| w.raw_member("options", &members, b))?;
         }
         if !self.stream_seen {
             // no stream control: the source meant a non-streaming request; ollama would stream
-            io.json(WriterId::OUT, |w, b| w.raw_member(b, "stream", b"false"))?;
+            io.json(WriterId::OUT, |w, b| w.raw_member("stream", b"false", b))?;
         }
         body.finish(io)
     }
@@ -1490,7 +1490,7 @@ impl Messages {
             let mut held = Vec::new();
             io.writers.take(hold, &mut io.session.reorder, &mut held);
             let w = body.messages_writer(false, self, io)?;
-            io.json(w, |jw, b| jw.raw_element(b, &held))?;
+            io.json(w, |jw, b| jw.raw_element(&held, b))?;
         } else {
             io.writers.drop_writer(hold, &mut io.session.reorder);
         }
