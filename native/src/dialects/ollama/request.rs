@@ -62,11 +62,11 @@ pub fn carried_id(call_id: &[u8]) -> Option<&[u8]> {
 }
 
 /// Media type of an image from its first base64 characters (None if unknown):
-/// `base64.b64decode` of the usable prefix (non-validating, as Python's), then the
-/// magic numbers.
+/// `base64.b64decode` of the usable prefix (non-validating, as Python's: `digest::b64decode`),
+/// then the magic numbers.
 pub fn sniff_media_type(b64_prefix: &[u8]) -> Option<&'static str> {
     let usable = b64_prefix.len() / 4 * 4;
-    let head = b64decode_lenient(&b64_prefix[..usable])?;
+    let head = crate::digest::b64decode(&b64_prefix[..usable])?;
     if head.starts_with(b"\x89PNG") {
         Some("image/png")
     } else if head.starts_with(b"\xff\xd8\xff") {
@@ -78,56 +78,6 @@ pub fn sniff_media_type(b64_prefix: &[u8]) -> Option<&'static str> {
     } else {
         None
     }
-}
-
-/// `binascii.a2b_base64(data, strict_mode=False)`: characters outside the alphabet
-/// are skipped, a complete pad ends the data; None where Python raises
-/// (`binascii.Error`: a dangling character or incorrect padding).
-fn b64decode_lenient(data: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(data.len() / 4 * 3);
-    let (mut quad_pos, mut left, mut pads) = (0u8, 0u8, 0u8);
-    for &c in data {
-        if c == b'=' {
-            if quad_pos >= 2 {
-                pads += 1;
-                if quad_pos + pads >= 4 {
-                    return Some(out);
-                }
-            }
-            continue;
-        }
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => continue,
-        };
-        pads = 0;
-        match quad_pos {
-            0 => {
-                quad_pos = 1;
-                left = v;
-            }
-            1 => {
-                quad_pos = 2;
-                out.push((left << 2) | (v >> 4));
-                left = v & 0x0f;
-            }
-            2 => {
-                quad_pos = 3;
-                out.push((left << 4) | (v >> 2));
-                left = v & 0x03;
-            }
-            _ => {
-                quad_pos = 0;
-                out.push((left << 6) | v);
-                left = 0;
-            }
-        }
-    }
-    (quad_pos == 0).then_some(out)
 }
 
 // -- decoder (helper L) -----------------------------------------------------------------
@@ -2109,8 +2059,5 @@ mod tests {
         assert_eq!(sniff_media_type(b"UklGRiQAAABXRUJQVlA4"), Some("image/webp"));
         assert_eq!(sniff_media_type(b"data:image/png;base64,iVBOR"), None);
         assert_eq!(sniff_media_type(b"iVB"), None);
-        assert_eq!(b64decode_lenient(b"YQ==YQ"), Some(b"a".to_vec()));
-        assert_eq!(b64decode_lenient(b"Y"), None);
-        assert_eq!(b64decode_lenient(b"YW=J"), None);
     }
 }
