@@ -1664,7 +1664,7 @@ impl Messages {
             let what = if source == b"\"url\"" {
                 "image URLs".to_string()
             } else {
-                format!("{} images", crate::encoding::py_str(source))
+                format!("{} images", crate::losses::py_str(source))
             };
             lose_block(io.session, DIALECT, BlockRef::of(block), &what, Some("not fetched"), Some(attrs))?;
             return Ok(None);
