@@ -816,9 +816,19 @@ fn parse_value(raw: &[u8]) -> Result<Value> {
     shim::parse(raw)
 }
 
+/// `json.loads(raw)`: any value, a lone surrogate kept (the controls' `json.loads`).
+pub fn loads(raw: &[u8]) -> Result<Value> {
+    shim::loads(raw)
+}
+
 /// The small `dumps` the decoders need for attributes: `jsonwriter.dumps(value)`.
 pub fn dumps(value: &Value, out: &mut Vec<u8>) {
     shim::dumps(value, out)
+}
+
+/// `jsonwriter.dumps(text)` of a string (WTF-8): a key, a role, a name.
+pub fn dumps_key(text: &[u8], out: &mut Vec<u8>) {
+    shim::key_bytes(text, out)
 }
 
 /// `dumps(str)` of a string token's escaped bytes without decoding them when
@@ -851,15 +861,19 @@ mod shim {
 
     pub fn parse(raw: &[u8]) -> Result<Value> {
         let mut at = 0;
-        let value = parse_at(raw, &mut at)?;
-        Ok(value)
+        parse_at(raw, &mut at, true)
+    }
+
+    pub fn loads(raw: &[u8]) -> Result<Value> {
+        let mut at = 0;
+        parse_at(raw, &mut at, false)
     }
 
     fn lone_surrogate() -> Error {
         Error::new(ErrorClass::Schema, "lone surrogate escape in a value read as text (not Unicode)")
     }
 
-    fn parse_at(raw: &[u8], at: &mut usize) -> Result<Value> {
+    fn parse_at(raw: &[u8], at: &mut usize, refuse: bool) -> Result<Value> {
         let bad = || Error::new(ErrorClass::Transcode, "internal error: bad JSON in parse");
         match raw.get(*at) {
             Some(b'{') => {
@@ -870,9 +884,9 @@ mod shim {
                     return Ok(Value::Object(members));
                 }
                 loop {
-                    let Value::Str(key) = parse_at(raw, at)? else { return Err(bad()) };
+                    let Value::Str(key) = parse_at(raw, at, refuse)? else { return Err(bad()) };
                     *at += 1; // ':'
-                    let value = parse_at(raw, at)?;
+                    let value = parse_at(raw, at, refuse)?;
                     members.push((key, value));
                     match raw.get(*at) {
                         Some(b',') => *at += 1,
@@ -891,7 +905,7 @@ mod shim {
                     return Ok(Value::Array(items));
                 }
                 loop {
-                    items.push(parse_at(raw, at)?);
+                    items.push(parse_at(raw, at, refuse)?);
                     match raw.get(*at) {
                         Some(b',') => *at += 1,
                         _ => {
@@ -910,7 +924,7 @@ mod shim {
                 *at = i + 1;
                 let mut out = Vec::new();
                 unescape(&raw[start..i], &mut out);
-                if out.windows(2).any(|w| w[0] == 0xED && w[1] >= 0xA0) {
+                if refuse && out.windows(2).any(|w| w[0] == 0xED && w[1] >= 0xA0) {
                     return Err(lone_surrogate());
                 }
                 Ok(Value::Str(out))
