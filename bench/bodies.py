@@ -93,8 +93,70 @@ def huge_text(dialect: str, size: int) -> bytes:
     return _request(dialect, "Summarise.", [("user", _text(size))])
 
 
+_WEATHER_TOOL = ("get_weather", "Current weather for a city: temperature, wind and \"feels like\" (°C or °F).",
+                 {"type": "object", "properties": {
+                     "location": {"type": "string", "description": "City and country, e.g. Zürich, CH"},
+                     "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+                  "required": ["location"]})
+_CALL_ARGS = {"location": "Zürich, CH", "unit": "celsius"}
+_CALL_RESULT = '{"temperature": 21.5, "wind": "12 km/h NW", "summary": "Sonnig — «leichte» Brise"}'
+
+
+@cache
+def conversation(dialect: str, size: int = 10_000) -> bytes:
+    """A chat of several messages with a tool definition, a tool call and its result: prose
+    and a source file with escapes and non-ASCII (tests/corpus/text.py), in the order of
+    that dialect's official client. The per-token cost shows here (the rpt large-* bodies are one long text)."""
+    from corpus.text import prose, source_file  # tests/corpus: quotes, newlines, tabs, non-ASCII, emoji
+
+    words = size // 46
+    texts = [prose(f"conv{i}", words) for i in range(6)]
+    texts[3] = "Why does this fail?\n\n" + source_file("conv", size // 400)
+    system = "You are a helpful assistant.\nAnswer in the user's language; use tools when useful."
+    name, description, schema = _WEATHER_TOOL
+    if dialect == "anthropic":  # the anthropic client: max_tokens, messages, model, system, tools
+        messages = [
+            {"role": "user", "content": texts[0]},
+            {"role": "assistant", "content": [{"type": "text", "text": texts[1]},
+                                              {"type": "tool_use", "id": "toolu_01", "name": name, "input": _CALL_ARGS}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": _CALL_RESULT}]},
+            {"role": "assistant", "content": texts[2]},
+            {"role": "user", "content": texts[3]},
+            {"role": "assistant", "content": texts[4]},
+            {"role": "user", "content": texts[5]},
+        ]
+        value = {"max_tokens": 1024, "messages": messages, "model": "claude", "system": system,
+                 "tools": [{"name": name, "description": description, "input_schema": schema}]}
+    else:
+        tool = {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
+        if dialect == "ollama":
+            call = {"function": {"name": name, "arguments": _CALL_ARGS}}
+            result = {"role": "tool", "content": _CALL_RESULT, "tool_name": name}
+        else:
+            call = {"id": "call_01", "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(_CALL_ARGS, ensure_ascii=False)}}
+            result = {"role": "tool", "tool_call_id": "call_01", "content": _CALL_RESULT}
+        messages = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": texts[0]},
+            {"role": "assistant", "content": texts[1], "tool_calls": [call]},
+            result,
+            {"role": "assistant", "content": texts[2]},
+            {"role": "user", "content": texts[3]},
+            {"role": "assistant", "content": texts[4]},
+            {"role": "user", "content": texts[5]},
+        ]
+        if dialect == "ollama":
+            value = {"model": "llama3", "stream": False, "messages": messages, "tools": [tool]}
+        else:
+            value = {"messages": messages, "model": "gpt-4o", "tools": [tool]}
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def request_bodies() -> list[Body]:
     bodies = []
+    for dialect in DIALECTS:
+        bodies += [Body("conversation-10k", dialect, "request", conversation(dialect), frame) for frame in (8192, 64)]
     for scenario in ("large-10k", "large-100k"):
         for (dialect, kind), data in rpt_bodies(scenario).items():
             if kind == "request":

@@ -18,9 +18,9 @@ use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
 use crate::session::{Kind, Session};
 
 /// A dialect decoder the pipeline can run with the GIL released (a codec holds
-/// no Python object and no `Rc`: plain state).
-pub type BoxedDecoder = Box<dyn Decode + Send>;
-pub type BoxedEncoder = Box<dyn Encode + Send>;
+/// no Python object and no `Rc`: plain state; `Sync` as a pyclass must be).
+pub type BoxedDecoder = Box<dyn Decode + Send + Sync>;
+pub type BoxedEncoder = Box<dyn Encode + Send + Sync>;
 
 fn not_ported(dialect: &str, kind: Kind, side: &str) -> Error {
     Error::new(ErrorClass::Transcode, format!("the native core has no {dialect} {} {side} yet", kind.name()))
@@ -67,7 +67,7 @@ pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedEnco
 
 /// The tokenizer's sink: each token to the decoder, its events to `out`.
 struct Tokens<'a> {
-    decoder: &'a mut (dyn Decode + Send),
+    decoder: &'a mut (dyn Decode + Send + Sync),
     session: &'a mut Session,
     out: &'a mut dyn EventSink,
 }
@@ -134,7 +134,7 @@ pub enum ModelName {
     Fixed { value: Vec<u8>, raw: Vec<u8> },
     /// a function of the source's model value (compact JSON) returning `(value, raw)`
     /// as above; called once per model control (`_model_renamer`)
-    Hook(Box<dyn FnMut(&[u8]) -> Result<(Vec<u8>, Vec<u8>)> + Send>),
+    Hook(Box<dyn FnMut(&[u8]) -> Result<(Vec<u8>, Vec<u8>)> + Send + Sync>),
 }
 
 impl ModelName {
@@ -152,7 +152,7 @@ impl ModelName {
 /// The decoder's event sink in a transcoder: each event into the encoder, whose
 /// output goes to this feed's bytes.
 struct Encoding<'a> {
-    encoder: &'a mut (dyn Encode + Send),
+    encoder: &'a mut (dyn Encode + Send + Sync),
     model: Option<&'a mut ModelName>,
     out: &'a mut Vec<u8>,
 }
@@ -255,6 +255,131 @@ mod tests {
         assert_eq!(Kind::from_name("body"), None);
         assert_eq!(dialect("ollama"), Some("ollama"));
         assert_eq!(dialect("gemini"), None);
+    }
+
+    /// A toy decoder: `"model"`'s string is a model control, a number is a SchemaError
+    /// (raised without a location: the front locates it), the body's end is `End`.
+    struct Toy {
+        key: Vec<u8>,
+        text: Vec<u8>,
+        at: u64,
+    }
+
+    impl Decode for Toy {
+        fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
+                 out: &mut dyn EventSink) -> Result<()> {
+            self.at = offset;
+            match token {
+                Token::Key(key) => self.key = key.to_vec(),
+                Token::StringOpen(text) | Token::StringPart(text) => self.text.extend_from_slice(text),
+                Token::String(text) | Token::StringClose(text) if self.key == b"model" => {
+                    let mut value = b"\"".to_vec();
+                    value.append(&mut self.text);
+                    value.extend_from_slice(text);
+                    value.push(b'"');
+                    let control = Control { name: "model".into(), value: value.into(), dialect: Some("openai".into()),
+                                            key: Some("model".into()), raw: None };
+                    out.event(Event::Control(control), session)?;
+                }
+                Token::Number(_) => return Err(Error::new(ErrorClass::Schema, "no numbers")),
+                Token::ObjectEnd if path.depth() == 0 => out.event(Event::End, session)?,
+                _ => {}
+            }
+            Ok(())
+        }
+
+        fn at(&self) -> u64 {
+            self.at
+        }
+    }
+
+    /// A toy encoder: each event's tag, a control's value after it.
+    struct Tags;
+
+    impl Encode for Tags {
+        fn event(&mut self, event: Event<'_>, _session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+            out.extend_from_slice(event.tag().as_bytes());
+            if let Event::Control(control) = &event {
+                out.extend_from_slice(&control.value);
+            }
+            out.push(b';');
+            Ok(())
+        }
+
+        fn finish(&mut self, _session: &mut Session, _out: &mut Vec<u8>) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn toy(model: Option<ModelName>) -> Transcoder {
+        let options = crate::session::Options {
+            strict: false,
+            reorder_budget: crate::reorder::DEFAULT_BUDGET,
+            refuse_reorder: false,
+            openai_reasoning_field: None,
+            default_max_tokens: 4096,
+            max_depth: 128,
+            max_value_bytes: 1 << 20,
+            tool_names: None,
+            anthropic_thinking: "auto".into(),
+            anthropic_thinking_budgets: None,
+            ollama_sampling_defaults: false,
+        };
+        let session = Session::new(options, "openai", "anthropic", Kind::Request);
+        let limits = Limits { max_depth: session.options.max_depth, ..Limits::default() };
+        let front = Front { source: "openai", tokenizer: Tokenizer::new(limits), decoder: Box::new(Toy { key: vec![], text: vec![], at: 0 }) };
+        Transcoder { session, front, encoder: Box::new(Tags), model, out: Vec::new(), poison: None, closed: false }
+    }
+
+    #[test]
+    fn events_go_through_the_encoder_as_the_chunks_arrive() {
+        let body = br#"{"model": "m1", "x": [true]}"#;
+        for cut in 0..=body.len() {
+            let mut t = toy(None);
+            let (mut first, mut rest) = (Vec::new(), Vec::new());
+            t.feed(&body[..cut], &mut first).unwrap();
+            t.feed(&body[cut..], &mut rest).unwrap();
+            t.close(&mut rest).unwrap();
+            first.extend_from_slice(&rest);
+            assert_eq!(first, b"control\"m1\";end;", "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn the_model_hook_renames_the_model_control() {
+        let mut t = toy(Some(ModelName::Fixed { value: b"\"m2\"".to_vec(), raw: b"\"m2\"".to_vec() }));
+        let mut out = Vec::new();
+        t.feed(br#"{"model":"m1"}"#, &mut out).unwrap();
+        assert_eq!(out, b"control\"m2\";end;");
+        let mut calls = 0;
+        let hook = ModelName::Hook(Box::new(move |value: &[u8]| {
+            calls += 1;
+            assert_eq!((value, calls), (&b"\"m1\""[..], 1));
+            Ok((b"\"m3\"".to_vec(), b"\"m3\"".to_vec()))
+        }));
+        let mut t = toy(Some(hook));
+        out.clear();
+        t.feed(br#"{"model":"m1"}"#, &mut out).unwrap();
+        assert_eq!(out, b"control\"m3\";end;");
+    }
+
+    #[test]
+    fn an_error_is_located_and_poisons_the_transcoder() {
+        let mut t = toy(None);
+        let mut out = Vec::new();
+        let err = t.feed(br#"{"model":"m1", "n": [1,"#, &mut out).unwrap_err();
+        assert!(out.is_empty(), "the failing feed returns nothing");
+        assert_eq!((err.class, err.dialect, err.offset), (ErrorClass::Schema, Some("openai"), Some(21)));
+        assert_eq!(err.path.as_deref(), Some(&b"$.n[0]"[..]));
+        t.pending_output(&mut out);
+        assert_eq!(out, b"control\"m1\";", "what was written before the error is pending");
+        assert_eq!(t.feed(b"]}", &mut out).unwrap_err(), err);
+        assert_eq!(t.close(&mut out).unwrap_err(), err);
+        // the end of input: located at the tokenizer's offset
+        let mut t = toy(None);
+        t.feed(br#"{"a": "#, &mut out).unwrap();
+        let err = t.close(&mut out).unwrap_err();
+        assert_eq!((err.class, err.dialect, err.offset), (ErrorClass::TruncatedInput, Some("openai"), Some(6)));
     }
 
     #[test]

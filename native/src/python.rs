@@ -70,15 +70,7 @@ pub(crate) fn wtf8_to_py<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'
 
 /// Run `work` (core code); a panic becomes a `TranscodeError` naming it.
 pub(crate) fn guard<T>(py: Python<'_>, work: impl FnOnce() -> T) -> PyResult<T> {
-    catch_unwind(AssertUnwindSafe(work)).map_err(|payload| {
-        let what = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".to_string());
-        let err = Error::new(crate::error::ErrorClass::Transcode, format!("internal error in the native core: {what}"));
-        to_py_err(py, &err, None)
-    })
+    catch_unwind(AssertUnwindSafe(work)).map_err(|payload| to_py_err(py, &panic_error(payload), None))
 }
 
 /// Test hook: a panic inside `guard`, to show it arrives as a TranscodeError.
@@ -823,6 +815,237 @@ fn encode_events<'py>(
     Ok((per_event, PyBytes::new(py, &tail), losses, result.err().map(|err| error_value(py, &err, None))))
 }
 
+// -- the request Transcoder ------------------------------------------------------------------
+
+static SESSION: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+static MSGSPEC_JSON: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+/// The run's losses as `interlingua.Loss` objects.
+fn losses_to_py<'py>(py: Python<'py>, losses: &[crate::session::Loss]) -> PyResult<Bound<'py, PyList>> {
+    let class = module(py, &SESSION, "interlingua.session")?.getattr("Loss")?;
+    let out = PyList::empty(py);
+    for loss in losses {
+        out.append(class.call1((loss.dialect.as_str(), loss.path.as_str(), loss.reason.as_str()))?)?;
+    }
+    Ok(out)
+}
+
+/// `msgspec.json.encode(value)`: the raw JSON `_model_renamer` gives a renamed model control.
+fn msgspec_encode(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    module(py, &MSGSPEC_JSON, "msgspec.json")?.call_method1("encode", (value,))?.extract()
+}
+
+/// A panic's message (`guard`, and the calls that release the GIL).
+fn panic_error(payload: Box<dyn std::any::Any + Send>) -> Error {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    Error::new(crate::error::ErrorClass::Transcode, format!("internal error in the native core: {what}"))
+}
+
+/// A Python exception raised by the `model=` hook while the core ran: kept here
+/// (the core sees a marker error) and raised as itself, as Python's
+/// `_model_renamer` lets it through.
+type HookError = std::sync::Arc<std::sync::Mutex<Option<PyErr>>>;
+
+/// `Transcoder(model=...)`: a name (any value: Python uses it as it is), or a
+/// function of the source's model value returning it.
+fn model_name(py: Python<'_>, model: &Bound<'_, PyAny>, hook_error: &HookError) -> PyResult<crate::pipeline::ModelName> {
+    use crate::pipeline::ModelName;
+    if !model.is_callable() {
+        return Ok(ModelName::Fixed { value: json_dumps(py, model)?, raw: msgspec_encode(py, model)? });
+    }
+    let hook = model.clone().unbind();
+    let slot = hook_error.clone();
+    Ok(ModelName::Hook(Box::new(move |value: &[u8]| {
+        Python::attach(|py| {
+            let named = (|| -> PyResult<(Vec<u8>, Vec<u8>)> {
+                let name = hook.bind(py).call1((json_loads(py, value)?,))?;
+                Ok((json_dumps(py, &name)?, msgspec_encode(py, &name)?))
+            })();
+            named.map_err(|e| {
+                *slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(e);
+                Error::new(crate::error::ErrorClass::Transcode, "the model hook raised")
+            })
+        })
+    })))
+}
+
+/// `interlingua.Transcoder` for requests on the native core: bytes of one dialect
+/// in (cut anywhere), the target's bytes out, with the Python class's API
+/// (`feed`, `close`, `abort`, `pending_output`, `losses`, `reorder`, `tool_names`).
+/// A chunk of `DETACH_MIN` bytes or more is worked on with the GIL released; a
+/// second thread calling in meanwhile gets `RuntimeError`. After an error every
+/// later `feed` / `close` raises it again (Python's `_Poison`).
+#[pyclass(module = "interlingua._native", name = "Transcoder")]
+struct NativeTranscoder {
+    core: crate::pipeline::Transcoder,
+    hook_error: HookError,
+    /// a Python exception (the model hook's, a panic's) every later call raises
+    py_poison: Option<PyErr>,
+}
+
+impl NativeTranscoder {
+    /// One step of the core (`feed` or `close`), with the GIL released for a big
+    /// chunk; errors as Python's, and the ones the core cannot hold kept here.
+    fn step(
+        slf: &Bound<'_, Self>,
+        size: usize,
+        work: impl FnOnce(&mut crate::pipeline::Transcoder, &mut Vec<u8>) -> crate::error::Result<()> + Send,
+    ) -> PyResult<Vec<u8>> {
+        let py = slf.py();
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("Transcoder"))?;
+        let this = &mut *this;
+        if let Some(err) = &this.py_poison {
+            return Err(err.clone_ref(py));
+        }
+        let mut out = Vec::new();
+        let core = &mut this.core;
+        let run = || catch_unwind(AssertUnwindSafe(|| work(core, &mut out)));
+        let result = if size >= DETACH_MIN { py.detach(run) } else { run() };
+        let result = match result {
+            Ok(result) => result,
+            Err(payload) => {
+                let err = to_py_err(py, &panic_error(payload), None);
+                this.py_poison = Some(err.clone_ref(py));
+                return Err(err);
+            }
+        };
+        if let Some(err) = this.hook_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            this.py_poison = Some(err.clone_ref(py));
+            return Err(err);
+        }
+        result.map_err(|err| to_py_err(py, &err, None))?;
+        Ok(out)
+    }
+}
+
+#[pymethods]
+impl NativeTranscoder {
+    #[new]
+    #[pyo3(signature = (source, target, *, kind="request", options=None, model=None))]
+    fn new(
+        py: Python<'_>,
+        source: &str,
+        target: &str,
+        kind: &str,
+        options: Option<Bound<'_, PyAny>>,
+        model: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let options = options_from_py(py, options.as_ref())?;
+        // Python looks the target's codecs up first, then the source's
+        let (target, kind) = dialect_and_kind(target, kind)?;
+        let (source, _) = dialect_and_kind(source, kind.name())?;
+        let hook_error = HookError::default();
+        let model = match model {
+            Some(model) if !model.is_none() => Some(model_name(py, &model, &hook_error)?),
+            _ => None,
+        };
+        let session = crate::session::Session::new(options, source, target, kind);
+        let core = guard(py, || crate::pipeline::Transcoder::new(session, model))?
+            .map_err(|err| to_py_err(py, &err, None))?;
+        Ok(NativeTranscoder { core, hook_error, py_poison: None })
+    }
+
+    /// Feed a chunk; returns the output it made possible (maybe `b""`).
+    fn feed<'py>(slf: &Bound<'py, Self>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let out = Self::step(slf, data.len(), |core, out| core.feed(data, out))?;
+        Ok(PyBytes::new(slf.py(), &out))
+    }
+
+    /// End of input; returns the rest of the output.
+    fn close<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyBytes>> {
+        let out = Self::step(slf, 0, |core, out| core.close(out))?;
+        Ok(PyBytes::new(slf.py(), &out))
+    }
+
+    /// After an error: the output produced before it (a prefix of the full output).
+    fn pending_output<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("Transcoder"))?;
+        let mut out = Vec::new();
+        this.core.pending_output(&mut out);
+        Ok(PyBytes::new(slf.py(), &out))
+    }
+
+    /// `Transcoder.abort`: a request encoder has no error event, so (as in Python)
+    /// this is the output produced so far.
+    #[pyo3(signature = (error=None))]
+    fn abort<'py>(slf: &Bound<'py, Self>, error: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyBytes>> {
+        let _ = error;
+        Self::pending_output(slf)
+    }
+
+    /// What could not be carried (`interlingua.Loss` records, in order).
+    #[getter]
+    fn losses<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
+        let this = slf.try_borrow().map_err(|_| busy("Transcoder"))?;
+        losses_to_py(slf.py(), &this.core.session.losses)
+    }
+
+    /// What was held for reordering (a snapshot of the reorder buffer's figures).
+    #[getter]
+    fn reorder(slf: &Bound<'_, Self>) -> PyResult<ReorderReport> {
+        let this = slf.try_borrow().map_err(|_| busy("Transcoder"))?;
+        let buffer = &this.core.session.reorder;
+        let (high_water, by_reason) = buffer.report();
+        Ok(ReorderReport {
+            budget: buffer.budget,
+            refuse: buffer.refuse,
+            held: buffer.held(),
+            high_water,
+            by_reason: by_reason.into_iter().map(|(reason, high)| (reason.to_string(), high)).collect(),
+        })
+    }
+
+    /// Tool names changed for the target (wire name -> source name).
+    #[getter]
+    fn tool_names<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
+        let this = slf.try_borrow().map_err(|_| busy("Transcoder"))?;
+        let names = PyDict::new(slf.py());
+        for (wire, name) in &this.core.session.tool_names {
+            names.set_item(wire, name)?;
+        }
+        Ok(names)
+    }
+}
+
+/// `Transcoder.reorder` of the native transcoder: the figures of
+/// `reorder.ReorderBuffer` (taken when asked, not live).
+#[pyclass(module = "interlingua._native", frozen)]
+struct ReorderReport {
+    #[pyo3(get)]
+    budget: u64,
+    #[pyo3(get)]
+    refuse: bool,
+    #[pyo3(get)]
+    held: u64,
+    #[pyo3(get)]
+    high_water: u64,
+    by_reason: Vec<(String, u64)>,
+}
+
+#[pymethods]
+impl ReorderReport {
+    #[getter]
+    fn high_water_by_reason<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        for (reason, high) in &self.by_reason {
+            out.set_item(reason, high)?;
+        }
+        Ok(out)
+    }
+
+    /// `ReorderBuffer.report()`.
+    fn report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        out.set_item("high_water", self.high_water)?;
+        out.set_item("by_reason", self.high_water_by_reason(py)?)?;
+        Ok(out)
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical_roundtrip, m)?)?;
@@ -840,6 +1063,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(frames, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
     m.add_class::<TokenCounter>()?;
+    m.add_class::<NativeTranscoder>()?;
+    m.add_class::<ReorderReport>()?;
     m.add("COVERS", PyTuple::new(m.py(), COVERS)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;

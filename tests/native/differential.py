@@ -388,3 +388,16 @@ def request_bodies(dialect: str) -> st.SearchStrategy:
     return st.builds(lambda request, ascii_only, spaced: json.dumps(
         request, ensure_ascii=ascii_only, separators=(", ", ": ") if spaced else (",", ":")).encode(),
         requests, st.booleans(), st.booleans())
+
+
+@st.composite
+def feed_cuts(draw, data: bytes) -> list[int]:
+    """Cut points for a whole pipeline run: ``cut_points`` for a small body; for a large
+    one (a corpus request) a few random cuts or frames of 64 B, 1021 B or 8 KiB (every
+    byte of 300 kB is minutes of Python)."""
+    if len(data) <= 4096:
+        return draw(cut_points(data))
+    frame = draw(st.sampled_from([0, 64, 1021, 8192]))
+    if frame:
+        return list(range(frame, len(data), frame))
+    return sorted(draw(st.lists(st.integers(0, len(data)), max_size=8)))
