@@ -57,8 +57,8 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDeco
 
 /// `dialects.codecs(dialect, kind)[1]`: the encoder of a dialect and kind.
 pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedEncoder> {
-    let _ = session;
     match (dialect, kind) {
+        ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestEncoder::new(session))),
         _ => Err(not_ported(dialect, kind, "encoder")),
     }
 }
@@ -245,6 +245,98 @@ impl Transcoder {
     }
 }
 
+// -- the decoder: bytes in, canonical events out --------------------------------------------
+
+/// `pipeline.Decoder` for the kinds whose decoders exist (requests): `feed` /
+/// `close` hand over the events they produced, owned (they outlive the chunk:
+/// the binding makes Python objects of them). After an error every later call
+/// returns that error (`_Poison`).
+pub struct Decoder {
+    pub session: Session,
+    front: Front,
+    poison: Option<Error>,
+}
+
+/// The events of one call, owned.
+struct Collect<'a>(&'a mut Vec<Event<'static>>);
+
+impl EventSink for Collect<'_> {
+    fn event(&mut self, event: Event<'_>, _session: &mut Session) -> Result<()> {
+        self.0.push(owned(event));
+        Ok(())
+    }
+}
+
+/// An event that owns its bytes.
+pub fn owned(event: Event<'_>) -> Event<'static> {
+    use std::borrow::Cow;
+    fn text(cow: Cow<'_, str>) -> Cow<'static, str> {
+        Cow::Owned(cow.into_owned())
+    }
+    fn bytes(cow: Cow<'_, [u8]>) -> Cow<'static, [u8]> {
+        Cow::Owned(cow.into_owned())
+    }
+    match event {
+        Event::Block(block) => Event::Block(block.into_owned()),
+        Event::Control(c) => Event::Control(Control {
+            name: text(c.name),
+            value: bytes(c.value),
+            dialect: c.dialect.map(text),
+            key: c.key.map(text),
+            raw: c.raw.map(bytes),
+        }),
+        Event::Extension(e) => Event::Extension(crate::canonical::Extension {
+            dialect: text(e.dialect),
+            path: text(e.path),
+            raw: bytes(e.raw),
+            message: e.message,
+            lossless: e.lossless,
+        }),
+        Event::SystemEnd => Event::SystemEnd,
+        Event::MessagesEnd => Event::MessagesEnd,
+        Event::MessageStart { id, model, choice } => Event::MessageStart { id: id.map(text), model: model.map(text), choice },
+        Event::Finish { reason, stop_sequence, choice } => {
+            Event::Finish { reason: reason.map(text), stop_sequence: stop_sequence.map(text), choice }
+        }
+        Event::Usage(usage) => Event::Usage(usage),
+        Event::Error { kind, message, status } => Event::Error { kind: text(kind), message: text(message), status },
+        Event::End => Event::End,
+        Event::FrameEnd => Event::FrameEnd,
+    }
+}
+
+impl Decoder {
+    pub fn new(session: Session) -> Result<Decoder> {
+        let front = Front::new(session.source, session.kind, &session)?;
+        Ok(Decoder { session, front, poison: None })
+    }
+
+    fn step(&mut self, events: &mut Vec<Event<'static>>,
+            work: impl FnOnce(&mut Front, &mut Session, &mut Collect<'_>) -> Result<()>) -> Result<()> {
+        if let Some(err) = &self.poison {
+            return Err(err.clone());
+        }
+        let start = events.len();
+        let mut sink = Collect(events);
+        let result = work(&mut self.front, &mut self.session, &mut sink);
+        if let Err(err) = &result {
+            self.poison = Some(err.clone());
+            events.truncate(start); // Python's Decoder.feed raises: the failing call's events are not handed over
+        }
+        result
+    }
+
+    /// `Decoder.feed`: the events this chunk produced (appended to `events`).
+    pub fn feed(&mut self, data: &[u8], events: &mut Vec<Event<'static>>) -> Result<()> {
+        self.step(events, |front, session, sink| front.feed(data, session, sink))
+    }
+
+    /// `Decoder.close`: the rest of the events.
+    pub fn close(&mut self, events: &mut Vec<Event<'static>>) -> Result<()> {
+        self.step(events, |front, session, sink| front.close(session, sink))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,6 +472,21 @@ mod tests {
         t.feed(br#"{"a": "#, &mut out).unwrap();
         let err = t.close(&mut out).unwrap_err();
         assert_eq!((err.class, err.dialect, err.offset), (ErrorClass::TruncatedInput, Some("openai"), Some(6)));
+    }
+
+    #[test]
+    fn a_decoder_hands_over_owned_events_and_nothing_of_a_failing_call() {
+        let t = toy(None);
+        let mut decoder = Decoder { session: t.session, front: t.front, poison: None };
+        let mut events = Vec::new();
+        decoder.feed(br#"{"model": "m"#, &mut events).unwrap();
+        assert!(events.is_empty());
+        decoder.feed(br#"1", "#, &mut events).unwrap();
+        assert!(matches!(&events[..], [Event::Control(c)] if c.value.as_ref() == b"\"m1\""));
+        let err = decoder.feed(br#""x": {"model": "m2"}, "n": 3}"#, &mut events).unwrap_err();
+        assert_eq!(events.len(), 1, "the failing call's control is not handed over");
+        assert_eq!(err.path.as_deref(), Some(&b"$.n"[..]));
+        assert_eq!(decoder.close(&mut events).unwrap_err(), err);
     }
 
     #[test]

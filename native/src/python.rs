@@ -1011,6 +1011,74 @@ impl NativeTranscoder {
     }
 }
 
+/// `interlingua.Decoder` for requests on the native core: `feed` / `close` return
+/// the canonical events (`interlingua.canonical` objects, made only here, at the
+/// boundary) they produced. The GIL is released while the core works on a chunk
+/// of `DETACH_MIN` bytes or more; a second thread calling in meanwhile gets
+/// `RuntimeError`; after an error every later call raises it again.
+#[pyclass(module = "interlingua._native", name = "Decoder")]
+struct NativeDecoder {
+    core: crate::pipeline::Decoder,
+    /// a panic's error, raised again by every later call
+    py_poison: Option<PyErr>,
+}
+
+impl NativeDecoder {
+    fn step<'py>(
+        slf: &Bound<'py, Self>,
+        size: usize,
+        work: impl FnOnce(&mut crate::pipeline::Decoder, &mut Vec<crate::canonical::Event<'static>>) -> crate::error::Result<()>
+            + Send,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let py = slf.py();
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("Decoder"))?;
+        let this = &mut *this;
+        if let Some(err) = &this.py_poison {
+            return Err(err.clone_ref(py));
+        }
+        let mut events = Vec::new();
+        let core = &mut this.core;
+        let run = || catch_unwind(AssertUnwindSafe(|| work(core, &mut events)));
+        let result = if size >= DETACH_MIN { py.detach(run) } else { run() };
+        match result {
+            Ok(result) => result.map_err(|err| to_py_err(py, &err, None))?,
+            Err(payload) => {
+                let err = to_py_err(py, &panic_error(payload), None);
+                this.py_poison = Some(err.clone_ref(py));
+                return Err(err);
+            }
+        }
+        let out = PyList::empty(py);
+        for event in &events {
+            out.append(event_to_py(py, event)?)?;
+        }
+        Ok(out)
+    }
+}
+
+#[pymethods]
+impl NativeDecoder {
+    #[new]
+    #[pyo3(signature = (source, *, kind="request", options=None))]
+    fn new(py: Python<'_>, source: &str, kind: &str, options: Option<Bound<'_, PyAny>>) -> PyResult<Self> {
+        let options = options_from_py(py, options.as_ref())?;
+        let (source, kind) = dialect_and_kind(source, kind)?;
+        let session = crate::session::Session::new(options, source, "", kind);
+        let core = guard(py, || crate::pipeline::Decoder::new(session))?.map_err(|err| to_py_err(py, &err, None))?;
+        Ok(NativeDecoder { core, py_poison: None })
+    }
+
+    /// Feed a chunk; returns the events it produced.
+    fn feed<'py>(slf: &Bound<'py, Self>, data: &[u8]) -> PyResult<Bound<'py, PyList>> {
+        Self::step(slf, data.len(), |core, events| core.feed(data, events))
+    }
+
+    /// End of input; returns the rest of the events.
+    fn close<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
+        Self::step(slf, 0, |core, events| core.close(events))
+    }
+}
+
 /// `Transcoder.reorder` of the native transcoder: the figures of
 /// `reorder.ReorderBuffer` (taken when asked, not live).
 #[pyclass(module = "interlingua._native", frozen)]
@@ -1064,6 +1132,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
     m.add_class::<TokenCounter>()?;
     m.add_class::<NativeTranscoder>()?;
+    m.add_class::<NativeDecoder>()?;
     m.add_class::<ReorderReport>()?;
     m.add("COVERS", PyTuple::new(m.py(), COVERS)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -9,7 +9,9 @@ interlingua``) when the extension is missing or does not cover the pipeline.
 What the native core covers today is ``NATIVE_COVERS`` (the extension's
 ``COVERS``): its stages -- the JSON tokenizer, SSE/NDJSON framing, the reorder
 buffer, the canonical events -- exist and are tested against their Python
-modules, but the dialect codecs do not, so the ``Transcoder`` is Python and
+modules, and the request pipeline (``_native.Transcoder`` / ``Decoder``, with
+the request codecs ported so far) is held equal to Python's by
+``tests/native``; the responses and streams are not ported (issue 12), so
 ``BACKEND`` is ``"python"`` even where the extension is built. A native stage
 is not spliced into the Python pipeline piecemeal: the Python decoders take one
 call per token, and a native tokenizer feeding them would make a Python object

@@ -286,8 +286,11 @@ def assert_encoder_parity(source: str, target: str, events: list, options=None, 
     tail, losses and error as Python's, fed ``events`` (Python canonical events, e.g.
     ``python_events(source, body)``). Skips while the native side has no port for it."""
     from interlingua.backend import native_module
-    n_out, n_tail, n_losses, n_error = native_module().encode_events(source, target, kind, events,
-                                                                      _options(options))
+    try:
+        n_out, n_tail, n_losses, n_error = native_module().encode_events(source, target, kind, events,
+                                                                          _options(options))
+    except UnicodeEncodeError as exc:  # event_from_py: a str holding a lone surrogate (a "\ud800" key)
+        pytest.skip(f"not ported: canonical.rs holds str as UTF-8, this event cannot cross the binding ({exc})")
     skip_if_not_ported(n_error)
     p_out, p_tail, p_losses, p_error = python_encode_events(source, target, kind, events, options)
     where = f"{source} -> {target} {kind}"

@@ -1083,3 +1083,928 @@ impl Dialect for Openai {
 }
 
 // -- encoder (helper E) -----------------------------------------------------------------
+
+use std::borrow::Cow;
+
+use crate::canonical::{Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
+use crate::encoding::{
+    attr, attr_is, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field,
+    lose_signature, lose_unplaced, merged, merged_reasoning, on_block, openai_id, tool_definition, where_, Attr,
+    BlockHead, BlockRef, Encode, First, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener,
+    OwnedAttrs, PlaceBlocks, ToolDefinitions, WriterId, Writers, PARTS_CONTENT, STRING_CONTENT,
+};
+use crate::error::Result;
+use crate::reorder::Hold;
+use crate::session::Session;
+
+use super::controls;
+
+const DIALECT: &str = "openai";
+const MEMBER_ORDER: &str = "openai:member-order";
+
+/// A role as JSON text (`key_bytes(role)`: roles of other dialects' unknown blocks are any value).
+type Role = Cow<'static, [u8]>;
+const SYSTEM: &[u8] = b"\"system\"";
+const USER: &[u8] = b"\"user\"";
+const ASSISTANT: &[u8] = b"\"assistant\"";
+const TOOL: &[u8] = b"\"tool\"";
+
+/// `EXTRA_ATTR`: an openai-only member of a part or tool call (`"k":v,...` text).
+const EXTRA_ATTR: &str = "openai_extra";
+/// `_STRUCTURE_ATTRS`: attributes that shape the output rather than being output fields.
+fn structure_attr(key: &str) -> bool {
+    crate::encoding::is_internal_attr(key) || matches!(key, "source" | "media_type" | "tool_call_id" | "id" | "name" | "is_error")
+}
+
+/// `attrs.get(key, default)` as JSON text.
+fn attr_or<'x>(attrs: &'x [Attr<'_>], key: &str, default: &'x [u8]) -> &'x [u8] {
+    attr(attrs, key).unwrap_or(default)
+}
+
+/// The part attributes a media part writes inside its object (`inner`).
+const IMAGE_INNER: &[&str] = &["detail"];
+const FILE_INNER: &[&str] = &["filename", "file_id"];
+const AUDIO_INNER: &[&str] = &["format"];
+
+/// The named state of a placed block (what Python's `(write, close)` closures hold).
+enum Placed {
+    /// fragments to a writer; nothing at close (text, refusal, unknown content)
+    Stream(WriterId),
+    /// fragments dropped, nothing at close
+    Nothing,
+    /// a tool message's string (or empty: no writer) content; close: `_result_close`
+    ToolText { w: Option<WriterId>, head: BlockHead },
+    /// `{"type":"text","text":"...`; close: `"`, the late attributes, `}` (a tool message's id)
+    Part { w: WriterId, head: BlockHead, tool: bool },
+    /// reasoning into `Options.openai_reasoning_field`; close: a late signature is a loss
+    Reasoning { w: WriterId, head: BlockHead },
+    Media { w: WriterId, head: BlockHead, outer: OwnedAttrs, has_payload: bool, inner: &'static [&'static str] },
+    Call { w: WriterId, head: BlockHead },
+    LegacyCall { w: WriterId, head: BlockHead },
+    /// a tool result (`_tool_result`): a late `is_error` is a loss, then the text's close
+    Result(Box<Placed>, BlockHead),
+}
+
+/// Which message a block writes into: the open one, or the user message that takes a
+/// tool result's media (`_moved`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Open,
+    Moved,
+}
+
+/// Everything of the encoder but the body and the block in progress (`MessageCloser`).
+struct Messages {
+    foreign: bool,
+    reasoning_key: Option<&'static str>,
+    msg: Option<MessageAssembler>,
+    msg_index: Option<i64>,
+    msg_role: Option<Role>,
+    msg_has_result_id: bool,
+    msg_had_tool_calls: bool,
+    /// an empty tool result: content "" unless parts follow
+    msg_needs_content: bool,
+    /// the next source message may hold tool results
+    after_tool_calls: bool,
+    /// source index of the last message with tool calls
+    tool_calls_index: Option<i64>,
+    /// a user message waiting for tool messages (its writer's hold)
+    user_hold: Option<WriterId>,
+    user_index: Option<i64>,
+    /// the user message that takes a tool result's images/documents while the tool
+    /// message (its texts) stays open: written into the user hold
+    moved: Option<MessageAssembler>,
+    pending_ext: Vec<Extension<'static>>,
+    /// reasoning controls of other dialects, merged into one key at the end
+    reasoning: Hold<Control<'static>>,
+}
+
+struct Encoding {
+    body: MessageListBody,
+    m: Messages,
+    block: InBlock<Placed>,
+}
+
+/// Canonical events -> an OpenAI Chat Completions request body (`RequestEncoder`).
+///
+/// Order rules it enforces (the holds are the reorder buffer's): system first
+/// (`openai:messages-before-system`), tool messages directly after the assistant's
+/// tool calls (`openai:user-before-tool-result`), members of a message in any order
+/// (`openai:member-order`), fields that come while a top-level system opened the list
+/// (`openai:fields-inside-messages`), reasoning controls merged (`openai:merge-reasoning`).
+pub struct RequestEncoder {
+    writers: Writers,
+    reasoning_key: Option<&'static str>,
+    /// made at the first event: Python's constructor writes the body's `{`
+    state: Option<Encoding>,
+}
+
+impl RequestEncoder {
+    pub fn new(session: &Session) -> Self {
+        let reasoning_key = match session.options.openai_reasoning_field.as_deref() {
+            Some("reasoning_content") => Some("reasoning_content"),
+            Some("reasoning") => Some("reasoning"),
+            _ => None,
+        };
+        RequestEncoder { writers: Writers::default(), reasoning_key, state: None }
+    }
+
+    fn started<'s>(state: &'s mut Option<Encoding>, reasoning_key: Option<&'static str>, io: &mut Io<'_>) -> Result<&'s mut Encoding> {
+        if state.is_none() {
+            let body = MessageListBody::new(io, DIALECT)?;
+            let reasoning = io.hold("openai:merge-reasoning");
+            let m = Messages {
+                foreign: io.session.source != DIALECT,
+                reasoning_key,
+                msg: None,
+                msg_index: None,
+                msg_role: None,
+                msg_has_result_id: false,
+                msg_had_tool_calls: false,
+                msg_needs_content: false,
+                after_tool_calls: false,
+                tool_calls_index: None,
+                user_hold: None,
+                user_index: None,
+                moved: None,
+                pending_ext: Vec::new(),
+                reasoning,
+            };
+            *state = Some(Encoding { body, m, block: InBlock::None });
+        }
+        Ok(state.as_mut().expect("started"))
+    }
+}
+
+impl Encode for RequestEncoder {
+    fn event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        let mut io = Io { out, session, writers: &mut self.writers };
+        let e = Self::started(&mut self.state, self.reasoning_key, &mut io)?;
+        match event {
+            Event::Block(block) => on_block(e, &block, &mut io),
+            Event::Control(control) => e.m.on_control(&mut e.body, control, &mut io),
+            Event::Extension(ext) => e.m.on_extension(&mut e.body, ext, &mut io),
+            Event::SystemEnd => e.body.system_end(&mut e.m, &mut io),
+            Event::MessagesEnd => e.body.messages_end(&mut e.m, &mut io),
+            Event::End => {
+                e.body.end(&mut e.m, &mut io)?;
+                e.m.write_reasoning(&mut e.body, &mut io)?;
+                e.body.finish(&mut io)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn finish(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        let mut io = Io { out, session, writers: &mut self.writers };
+        Self::started(&mut self.state, self.reasoning_key, &mut io)?;
+        Ok(())
+    }
+}
+
+impl PlaceBlocks for Encoding {
+    type Placed = Placed;
+
+    fn in_block(&mut self) -> &mut InBlock<Placed> {
+        &mut self.block
+    }
+
+    fn place(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed>> {
+        self.m.place(&mut self.body, block, io)
+    }
+
+    fn write(&mut self, placed: &mut Placed, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
+        match placed {
+            Placed::Stream(w)
+            | Placed::ToolText { w: Some(w), .. }
+            | Placed::Part { w, .. }
+            | Placed::Reasoning { w, .. }
+            | Placed::Media { w, .. }
+            | Placed::Call { w, .. }
+            | Placed::LegacyCall { w, .. } => io.write(*w, payload),
+            Placed::Nothing | Placed::ToolText { w: None, .. } => Ok(()),
+            Placed::Result(inner, _) => self.write(inner, payload, io),
+        }
+    }
+
+    fn close(&mut self, placed: Placed, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+        self.m.close(placed, late, io)
+    }
+
+    fn tool_definition(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<()> {
+        tool_definition(self, block, io)
+    }
+}
+
+impl ToolDefinitions for Encoding {
+    fn dialect(&self) -> &'static str {
+        DIALECT
+    }
+
+    fn tools_key(&self, attrs: &[Attr<'_>]) -> &'static str {
+        if attr_truthy(attrs, "legacy") { "functions" } else { "tools" }
+    }
+
+    fn tool_json(&mut self, attrs: &[Attr<'_>], schema: &[u8], io: &mut Io<'_>) -> Result<Vec<u8>> {
+        controls::tool_from_canonical(attrs, schema, io.session)
+    }
+
+    fn tool_element(&mut self, key: &'static str, raw: &[u8], io: &mut Io<'_>) -> Result<()> {
+        self.body.element(key, raw, &mut self.m, io)
+    }
+}
+
+impl MessageCloser for Messages {
+    fn close_message(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
+        let Some(mut msg) = self.msg.take() else { return Ok(()) };
+        let role = self.msg_role.as_deref().unwrap_or(b"");
+        let assistant = role == ASSISTANT;
+        let answered = self.msg_had_tool_calls || msg.has("function_call") || msg.has("refusal");
+        if self.msg_needs_content && !msg.has("content") && !(assistant && answered) {
+            msg.scalar(io, "content", b"\"\"")?;
+        } else if assistant
+            && io.session.source != DIALECT
+            && !["content", "tool_calls", "function_call", "refusal"].iter().any(|k| msg.has(k))
+        {
+            // another dialect's empty assistant turn (ollama {"role": "assistant"}): openai
+            // rejects an assistant message with nothing in it; its empty text is ""
+            msg.scalar(io, "content", b"\"\"")?;
+        }
+        self.msg_needs_content = false;
+        msg.close(io)?;
+        if self.msg_had_tool_calls {
+            self.after_tool_calls = true;
+            self.tool_calls_index = self.msg_index;
+        }
+        if self.user_hold.is_some() && body.messages_ended {
+            self.flush_user_hold(body, io)?;
+        }
+        Ok(())
+    }
+}
+
+impl Messages {
+    // -- controls and extensions ----------------------------------------------------
+
+    fn on_control(&mut self, body: &mut MessageListBody, control: Control<'_>, io: &mut Io<'_>) -> Result<()> {
+        if control.dialect.as_deref() == Some(DIALECT) {
+            if let Some(key) = control.key.as_deref() {
+                let raw = control.raw.as_deref().unwrap_or(&control.value);
+                return body.member(key, raw, self, io);
+            }
+        }
+        if control.name == "reasoning" {
+            let size = control.value.len() as u64;
+            let held = Control {
+                name: Cow::Owned(control.name.into_owned()),
+                value: Cow::Owned(control.value.into_owned()),
+                dialect: control.dialect.map(|d| Cow::Owned(d.into_owned())),
+                key: control.key.map(|k| Cow::Owned(k.into_owned())),
+                raw: control.raw.map(|r| Cow::Owned(r.into_owned())),
+            };
+            return self.reasoning.append(&mut io.session.reorder, held, size);
+        }
+        if let Some((key, value)) = controls::encode_control(&control, io.session)? {
+            body.member(key, &value, self, io)?;
+            if key == "stream" && value == b"true" && control.name == "stream" {
+                // another dialect's client gets usage at a stream's end (anthropic message_delta,
+                // ollama's done line); an openai backend sends it only when asked
+                body.member("stream_options", b"{\"include_usage\":true}", self, io)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn on_extension(&mut self, body: &mut MessageListBody, ext: Extension<'_>, io: &mut Io<'_>) -> Result<()> {
+        if ext.dialect != DIALECT {
+            return foreign_extension(io.session, DIALECT, &ext);
+        }
+        match ext.message {
+            None => body.member(ext.path.get(2..).unwrap_or(""), &ext.raw, self, io),
+            Some(index) if self.msg.is_some() && Some(index) == self.msg_index => {
+                let msg = self.msg.as_mut().expect("open");
+                msg.trailing(io, last_segment(&ext.path), &ext.raw)
+            }
+            // a field of a message whose first block has not come yet
+            Some(_) => {
+                self.pending_ext.push(Extension {
+                    dialect: Cow::Owned(ext.dialect.into_owned()),
+                    path: Cow::Owned(ext.path.into_owned()),
+                    raw: Cow::Owned(ext.raw.into_owned()),
+                    message: ext.message,
+                    lossless: ext.lossless,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// One `reasoning_effort` from every reasoning control: an effort wins over a budget.
+    fn write_reasoning(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
+        if self.reasoning.is_empty() {
+            return Ok(());
+        }
+        let items: Vec<Control<'static>> = self.reasoning.drain(&mut io.session.reorder).collect();
+        if let Some((key, value)) = controls::encode_control(&merged_reasoning(&items), io.session)? {
+            body.member(key, &value, self, io)?;
+        }
+        Ok(())
+    }
+
+    // -- messages -----------------------------------------------------------------------
+
+    /// Where the next message element goes (the output, or a hold).
+    fn messages_writer(&mut self, body: &mut MessageListBody, index: i64, role: &[u8], io: &mut Io<'_>) -> Result<WriterId> {
+        if index == TOP_LEVEL_SYSTEM {
+            return body.messages_writer(true, self, io);
+        }
+        if role == USER && self.after_tool_calls && self.user_index.is_none_or(|i| i == index) {
+            if let Some(w) = self.user_hold {
+                return Ok(w);
+            }
+            let w = io.writers.held(&mut io.session.reorder, "openai:user-before-tool-result");
+            io.push_first(w);
+            self.user_hold = Some(w);
+            self.user_index = Some(index);
+            return Ok(w);
+        }
+        body.messages_writer(false, self, io)
+    }
+
+    fn close_moved(&mut self, io: &mut Io<'_>) -> Result<()> {
+        match self.moved.take() {
+            Some(moved) => moved.close(io),
+            None => Ok(()),
+        }
+    }
+
+    /// The user message for a tool result's media, beside the result's open tool message.
+    fn moved_media_message(&mut self, body: &mut MessageListBody, index: i64, io: &mut Io<'_>) -> Result<()> {
+        if self.moved.is_none() {
+            let w = self.messages_writer(body, index, USER, io)?;
+            self.moved = Some(MessageAssembler::new(w, io, MEMBER_ORDER, b"\"role\":\"user\"", None)?);
+        }
+        Ok(())
+    }
+
+    fn flush_user_hold(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
+        self.close_moved(io)?;
+        let Some(hold) = self.user_hold else { return Ok(()) };
+        if io.writers.holds_bytes(hold) {
+            let w = body.messages_writer(false, self, io)?;
+            let mut held = Vec::new();
+            io.writers.take(hold, &mut io.session.reorder, &mut held);
+            io.json(w, |jw, b| jw.raw_element(b, &held))?;
+        } else {
+            io.writers.drop_writer(hold, &mut io.session.reorder);
+        }
+        self.user_hold = None;
+        self.user_index = None;
+        self.after_tool_calls = false;
+        Ok(())
+    }
+
+    /// `first`: the member that streams first, opened with the message.
+    fn open_message(&mut self, body: &mut MessageListBody, index: i64, role: &[u8], first: Option<First>, io: &mut Io<'_>) -> Result<()> {
+        self.close_message(body, io)?;
+        self.close_moved(io)?;
+        if self.user_hold.is_some() && Some(index) != self.user_index {
+            self.flush_user_hold(body, io)?;
+        }
+        if Some(index) != self.msg_index && role != TOOL && self.user_hold.is_none() && self.msg_index != self.tool_calls_index {
+            // a message that does not directly follow the tool calls: nothing to hold.
+            // (The one that does may start with user text and hold tool results after
+            // it -- anthropic [text, tool_result] -- so its user blocks are held.)
+            self.after_tool_calls = false;
+        }
+        let writer = self.messages_writer(body, index, role, io)?;
+        let head = [&b"\"role\":"[..], role].concat();
+        let mut msg = MessageAssembler::new(writer, io, MEMBER_ORDER, &head, first)?;
+        self.msg_index = Some(index);
+        self.msg_role = Some(Cow::Owned(role.to_vec()));
+        self.msg_has_result_id = false;
+        self.msg_had_tool_calls = false;
+        if !self.pending_ext.is_empty() {
+            let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_ext).into_iter().partition(|e| e.message == Some(index));
+            for ext in mine {
+                msg.trailing(io, last_segment(&ext.path), &ext.raw)?;
+            }
+            self.pending_ext = rest;
+        }
+        self.msg = Some(msg);
+        Ok(())
+    }
+
+    /// Whether `block` goes into a new message rather than the open one.
+    fn starts_message(&self, block: &Block<'_>, role: &[u8]) -> bool {
+        let starts_result = role == TOOL
+            && block.init
+            && block.attrs.as_deref().is_some_and(|a| has_attr(a, "tool_call_id"))
+            && self.msg_has_result_id;
+        self.msg.is_none() || Some(block.message) != self.msg_index || self.msg_role.as_deref() != Some(role) || starts_result
+    }
+
+    fn message_for(&mut self, body: &mut MessageListBody, block: &Block<'_>, role: &[u8], io: &mut Io<'_>) -> Result<()> {
+        if self.starts_message(block, role) {
+            self.open_message(body, block.message, role, None, io)?;
+        }
+        Ok(())
+    }
+
+    fn assembler(&mut self, which: Which) -> &mut MessageAssembler {
+        match which {
+            Which::Open => self.msg.as_mut(),
+            Which::Moved => self.moved.as_mut(),
+        }
+        .expect("an open message")
+    }
+
+    // -- blocks -------------------------------------------------------------------------
+
+    /// Open the block in the right message and member; None: not carried (lost).
+    fn place(&mut self, body: &mut MessageListBody, block: &Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed>> {
+        let attrs = block.attrs.as_deref().unwrap_or(&[]);
+        match block.section {
+            Section::SystemInstruction => {
+                let role = attr_or(attrs, "role", SYSTEM).to_vec();
+                self.text(body, block, &role, "text", io).map(Some)
+            }
+            Section::UserText => self.text(body, block, USER, "text", io).map(Some),
+            Section::UserImage | Section::UserDocument | Section::UserAudio => self.media(body, block, attrs, io),
+            Section::AssistantText => self.text(body, block, ASSISTANT, "text", io).map(Some),
+            Section::AssistantRefusal => {
+                if attr_truthy(attrs, "in_parts") {
+                    return self.text(body, block, ASSISTANT, "refusal", io).map(Some);
+                }
+                self.string_member(body, block, ASSISTANT, "refusal", io).map(|w| Some(Placed::Stream(w)))
+            }
+            Section::AssistantReasoning => {
+                let reasoning_key = match controls::reasoning_loss(attrs, self.reasoning_key) {
+                    Some((what, done)) => {
+                        lose_block(io.session, DIALECT, BlockRef::of(block), what, done, None)?;
+                        return Ok(None);
+                    }
+                    None => self.reasoning_key.expect("reasoning_loss: a key"),
+                };
+                lose_signature(io.session, DIALECT, BlockRef::of(block), attrs)?;
+                let w = self.string_member(body, block, ASSISTANT, reasoning_key, io)?;
+                Ok(Some(Placed::Reasoning { w, head: BlockHead::of(block) }))
+            }
+            Section::ToolCall => self.tool_call(body, block, attrs, io).map(Some),
+            Section::ToolResult => self.tool_result(body, block, attrs, io).map(Some),
+            Section::Unknown if attr_is(attrs, "dialect", DIALECT) => self.unknown(body, block, attrs, io).map(Some),
+            _ => {
+                lose_unplaced(io.session, DIALECT, BlockRef::of(block))?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Members for the part attributes openai knows (`allowed`); the rest are recorded losses.
+    fn extra_attrs(&self, io: &mut Io<'_>, block: BlockRef<'_>, attrs: &[Attr<'_>], allowed: &[&str]) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        for (key, value) in attrs {
+            if allowed.contains(&key.as_ref()) {
+                out.push(b',');
+                crate::encoding::dumps_str(key, &mut out);
+                out.push(b':');
+                out.extend_from_slice(value);
+            } else if key == EXTRA_ATTR {
+                out.push(b',');
+                out.extend_from_slice(json_str(value).unwrap_or_default().as_bytes());
+            } else if !structure_attr(key) {
+                lose_field(io.session, DIALECT, block, key, Some(attrs), None)?;
+            }
+        }
+        Ok(out)
+    }
+
+    fn text(&mut self, body: &mut MessageListBody, block: &Block<'_>, role: &[u8], part_type: &str, io: &mut Io<'_>) -> Result<Placed> {
+        let attrs = block.attrs.as_deref().unwrap_or(&[]);
+        let in_parts = attr_truthy(attrs, "in_parts");
+        let empty = attr_truthy(attrs, "empty");
+        let tool = role == TOOL;
+        if !tool && !empty && self.starts_message(block, role) {
+            // the common case, a text that starts its message: "content" opens with the message
+            let first = if in_parts { PARTS_CONTENT } else { STRING_CONTENT };
+            self.open_message(body, block.message, role, Some(first), io)?;
+            if !in_parts {
+                return Ok(Placed::Stream(self.assembler(Which::Open).out));
+            }
+        } else {
+            self.message_for(body, block, role, io)?;
+        }
+        if tool {
+            self.result_id(attrs, io)?;
+        }
+        if empty {
+            if (tool || role == ASSISTANT) && io.session.source != DIALECT {
+                // openai rejects a tool message whose content is [] or missing, and an assistant
+                // message with nothing in it: the empty content is "" -- written when the message
+                // closes, since further parts make it a list, and tool calls make it unneeded
+                self.msg_needs_content = true;
+            } else if in_parts {
+                self.assembler(Which::Open).member(io, "content", Opener::Array)?;
+            }
+            return Ok(if tool { Placed::ToolText { w: None, head: BlockHead::of(block) } } else { Placed::Nothing });
+        }
+        let msg = self.assembler(Which::Open);
+        if !in_parts && !msg.has("content") {
+            let w = msg.member(io, "content", Opener::String)?;
+            if !tool {
+                return Ok(Placed::Stream(w));
+            }
+            return Ok(Placed::ToolText { w: Some(w), head: BlockHead::of(block) });
+        }
+        let w = msg.member(io, "content", Opener::Array)?;
+        let mut name = Vec::new();
+        crate::encoding::dumps_str(part_type, &mut name);
+        let extra = self.extra_attrs(io, BlockRef::of(block), attrs, &[])?;
+        let sep = io.sep(w);
+        let open = [sep, b"{\"type\":", &name, &extra, b",", &name, b":\""].concat();
+        io.write(w, &open)?;
+        Ok(Placed::Part { w, head: BlockHead::of(block), tool })
+    }
+
+    fn string_member(&mut self, body: &mut MessageListBody, block: &Block<'_>, role: &[u8], key: &'static str, io: &mut Io<'_>) -> Result<WriterId> {
+        self.message_for(body, block, role, io)?;
+        self.assembler(Which::Open).member(io, key, Opener::String)
+    }
+
+    /// Another dialect's tool-call id as openai accepts it (`naming.openai_id`): the JSON text.
+    fn call_id(&self, call_id: &[u8]) -> Result<Vec<u8>> {
+        if !self.foreign {
+            return Ok(call_id.to_vec());
+        }
+        match json_str(call_id) {
+            Some(text) => {
+                let mut out = Vec::new();
+                crate::encoding::dumps_str(&openai_id(&text)?, &mut out);
+                Ok(out)
+            }
+            None => Ok(call_id.to_vec()),
+        }
+    }
+
+    fn result_id(&mut self, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+        let Some(call_id) = attr(attrs, "tool_call_id").filter(|raw| *raw != b"null") else { return Ok(()) };
+        if self.msg_has_result_id {
+            return Ok(());
+        }
+        let id = self.call_id(call_id)?;
+        self.assembler(Which::Open).scalar(io, "tool_call_id", &id)?;
+        self.msg_has_result_id = true;
+        Ok(())
+    }
+
+    /// A result's call id may come late; its tool name is carried by that id, lost without one.
+    fn result_close(&mut self, head: &BlockHead, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+        self.result_id(late, io)?;
+        let all = merged(&head.attrs, late);
+        // a string (or empty) result has no part to carry attributes: each one is a loss
+        let without_extra: OwnedAttrs = all.iter().filter(|(k, _)| k != EXTRA_ATTR).cloned().collect();
+        self.extra_attrs(io, head.as_ref(), &without_extra, &[])?;
+        let named = attr(&all, "name").is_some_and(|raw| raw != b"null");
+        let answered = attr(&all, "tool_call_id").is_some_and(|raw| raw != b"null");
+        if named && !answered {
+            let what = format!("tool_name of a {} that answers no call", crate::encoding::subject(io.session, head.as_ref(), Some(&all)));
+            lose(io.session, DIALECT, head.as_ref(), &what, "field for a result's tool name", Some("a tool message needs the call's tool_call_id"), None)?;
+        }
+        Ok(())
+    }
+
+    fn tool_result(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Placed> {
+        let role = attr_or(attrs, "role", TOOL).to_vec();
+        lose_is_error(io, BlockRef::of(block), attrs)?;
+        let placed = self.text(body, block, &role, "text", io)?;
+        Ok(Placed::Result(Box::new(placed), BlockHead::of(block)))
+    }
+
+    fn media(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed>> {
+        let s = block.section;
+        let source = attr(attrs, "source").filter(|raw| *raw != b"null");
+        let source_text = source.and_then(json_str);
+        let mut data_prefix = Vec::new();
+        if source_text.as_deref() == Some("base64") && attr(attrs, "data_url").is_none_or(crate::encoding::truthy) && s != Section::UserAudio {
+            // openai takes inline images and files only as data URLs
+            data_prefix.extend_from_slice(b"data:");
+            let media_type = attr(attrs, "media_type").map_or_else(|| Some("application/octet-stream".to_string()), json_str);
+            data_prefix.extend_from_slice(media_type.unwrap_or_default().as_bytes());
+            data_prefix.extend_from_slice(b";base64,");
+        } else if (source.is_some() && !matches!(source_text.as_deref(), Some("url" | "base64")))
+            || (s == Section::UserDocument && source_text.as_deref() == Some("url"))
+        {
+            // a file has no URL form
+            let what = format!("{} source for it", crate::encoding::py_str(source.unwrap_or(b"null")));
+            lose_block(io.session, DIALECT, BlockRef::of(block), &what, None, Some(attrs))?;
+            return Ok(None);
+        }
+        let in_result = attr_truthy(attrs, "in_result");
+        if in_result {
+            lose_block(io.session, DIALECT, BlockRef::of(block), "media in tool messages", Some("moved to a user message after the tool messages"), Some(attrs))?;
+        }
+        let which = if in_result
+            && self.msg.is_some()
+            && self.msg_role.as_deref() == Some(TOOL)
+            && self.msg_index == Some(block.message)
+            && self.after_tool_calls
+        {
+            // the result's texts go on in its tool message
+            self.moved_media_message(body, block.message, io)?;
+            Which::Moved
+        } else {
+            self.message_for(body, block, USER, io)?;
+            Which::Open
+        };
+        let w = self.assembler(which).member(io, "content", Opener::Array)?;
+        io.separate(w)?;
+        let (head, key, inner): (&[u8], &str, &'static [&'static str]) = match s {
+            Section::UserImage => (b"{\"type\":\"image_url\",\"image_url\":{", "url", IMAGE_INNER),
+            Section::UserDocument => (b"{\"type\":\"file\",\"file\":{", "file_data", FILE_INNER),
+            _ => (b"{\"type\":\"input_audio\",\"input_audio\":{", "data", AUDIO_INNER),
+        };
+        let inside: OwnedAttrs = attrs.iter().filter(|(k, _)| inner.contains(&k.as_ref())).map(own_attr).collect();
+        let early = self.extra_attrs(io, BlockRef::of(block), &inside, inner)?;
+        let has_payload = s == Section::UserAudio || source.is_some();
+        let mut body_text = early.get(1..).unwrap_or_default().to_vec();
+        if has_payload {
+            if !body_text.is_empty() {
+                body_text.push(b',');
+            }
+            crate::encoding::dumps_str(key, &mut body_text);
+            body_text.extend_from_slice(b":\"");
+            body_text.extend_from_slice(&data_prefix);
+        }
+        io.write(w, &[head, &body_text].concat())?;
+        let outer: OwnedAttrs = attrs.iter().filter(|(k, _)| !inner.contains(&k.as_ref())).map(own_attr).collect();
+        Ok(Some(Placed::Media { w, head: BlockHead::of(block), outer, has_payload, inner }))
+    }
+
+    fn tool_call(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Placed> {
+        let not_extra: OwnedAttrs = attrs.iter().filter(|(k, _)| k != EXTRA_ATTR).map(own_attr).collect();
+        self.extra_attrs(io, BlockRef::of(block), &not_extra, &[])?;
+        self.message_for(body, block, ASSISTANT, io)?;
+        if attr_truthy(attrs, "legacy") {
+            // function_call: {"name", "arguments"}, no id
+            let w = self.assembler(Which::Open).member(io, "function_call", Opener::Object)?;
+            let mut head = Vec::new();
+            if let Some(name) = attr(attrs, "name") {
+                head.extend_from_slice(b"\"name\":");
+                head.extend_from_slice(&self.name(io, block.message, Some(name))?);
+                head.push(b',');
+            }
+            head.extend_from_slice(b"\"arguments\":\"");
+            io.write(w, &head)?;
+            return Ok(Placed::LegacyCall { w, head: BlockHead::of(block) });
+        }
+        self.msg_had_tool_calls = true;
+        let w = self.assembler(Which::Open).member(io, "tool_calls", Opener::Array)?;
+        io.separate(w)?;
+        let mut head = b"{".to_vec();
+        if let Some(id) = attr(attrs, "id") {
+            head.extend_from_slice(b"\"id\":");
+            head.extend_from_slice(&self.call_id(id)?);
+            head.push(b',');
+        }
+        head.extend_from_slice(b"\"type\":\"function\",\"function\":{");
+        if let Some(name) = attr(attrs, "name") {
+            head.extend_from_slice(b"\"name\":");
+            head.extend_from_slice(&self.name(io, block.message, Some(name))?);
+            head.push(b',');
+        }
+        head.extend_from_slice(b"\"arguments\":\"");
+        io.write(w, &head)?;
+        Ok(Placed::Call { w, head: BlockHead::of(block) })
+    }
+
+    /// A tool call's name as openai accepts it (`naming`: another dialect's may not fit).
+    fn name(&self, io: &mut Io<'_>, message: i64, name: Option<&[u8]>) -> Result<Vec<u8>> {
+        if !self.foreign {
+            return Ok(name.unwrap_or(b"null").to_vec());
+        }
+        let path = where_(io.session, message);
+        let wire = crate::encoding::tool_name_out(io.session, name.filter(|raw| *raw != b"null"), &path)?;
+        let mut out = Vec::new();
+        crate::encoding::dumps_str(&wire, &mut out);
+        Ok(out)
+    }
+
+    /// `,"name":...` for a name that came late, or for none at all (openai requires one).
+    fn late_name(&self, io: &mut Io<'_>, head: &BlockHead, late: &[Attr<'_>]) -> Result<Vec<u8>> {
+        if let Some(name) = attr(late, "name") {
+            return Ok([&b",\"name\":"[..], &self.name(io, head.message, Some(name))?].concat());
+        }
+        if !has_attr(&head.attrs, "name") && self.foreign {
+            return Ok([&b",\"name\":"[..], &self.name(io, head.message, None)?].concat());
+        }
+        Ok(Vec::new())
+    }
+
+    fn unknown(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Placed> {
+        let role = attr_or(attrs, "role", USER).to_vec();
+        self.message_for(body, block, &role, io)?;
+        if attr_truthy(attrs, "in_parts") {
+            let w = self.assembler(Which::Open).member(io, "content", Opener::Array)?;
+            io.separate(w)?;
+            return Ok(Placed::Stream(w));
+        }
+        let w = self.assembler(Which::Open).member(io, "content", Opener::Raw)?;
+        Ok(Placed::Stream(w))
+    }
+
+    // -- closes ---------------------------------------------------------------------------
+
+    fn close(&mut self, placed: Placed, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+        match placed {
+            Placed::Stream(_) | Placed::Nothing => Ok(()),
+            Placed::ToolText { head, .. } => self.result_close(&head, late, io),
+            Placed::Part { w, head, tool } => {
+                let extra = self.extra_attrs(io, head.as_ref(), late, &[])?;
+                io.write(w, &[&b"\""[..], &extra, b"}"].concat())?;
+                if tool {
+                    self.result_id(late, io)?;
+                }
+                Ok(())
+            }
+            Placed::Reasoning { head, .. } => lose_signature(io.session, DIALECT, head.as_ref(), late),
+            Placed::Media { w, head, outer, has_payload, inner } => {
+                lose_is_error(io, head.as_ref(), late)?;
+                let mut tail: Vec<u8> = if has_payload { b"\"".to_vec() } else { Vec::new() };
+                let late_inner: OwnedAttrs = late.iter().filter(|(k, _)| inner.contains(&k.as_ref())).map(own_attr).collect();
+                tail.extend_from_slice(&self.extra_attrs(io, head.as_ref(), &late_inner, inner)?);
+                tail.push(b'}');
+                let late_outer: OwnedAttrs = late.iter().filter(|(k, _)| !inner.contains(&k.as_ref())).map(own_attr).collect();
+                tail.extend_from_slice(&self.extra_attrs(io, head.as_ref(), &merged(&outer, &late_outer), &[])?);
+                tail.push(b'}');
+                io.write(w, &tail)
+            }
+            Placed::Call { w, head } => {
+                let all = merged(&head.attrs, late);
+                self.foreign_call_attrs(io, head.as_ref(), &all)?;
+                let mut tail = b"\"".to_vec();
+                tail.extend_from_slice(&self.late_name(io, &head, late)?);
+                tail.push(b'}');
+                if let Some(id) = attr(late, "id") {
+                    tail.extend_from_slice(b",\"id\":");
+                    tail.extend_from_slice(&self.call_id(id)?);
+                }
+                tail.push(b'}');
+                io.write(w, &tail)
+            }
+            Placed::LegacyCall { w, head } => {
+                let tail = [&b"\""[..], &self.late_name(io, &head, late)?].concat();
+                io.write(w, &tail)
+            }
+            Placed::Result(inner, head) => {
+                // is_error may come after the content
+                lose_is_error(io, head.as_ref(), late)?;
+                self.close(*inner, late, io)
+            }
+        }
+    }
+
+    /// Another dialect's tool-call fields (ollama `index`, ...) are recorded losses.
+    fn foreign_call_attrs(&self, io: &mut Io<'_>, block: BlockRef<'_>, attrs: &[Attr<'_>]) -> Result<()> {
+        for (key, _) in attrs {
+            if !structure_attr(key) && key != EXTRA_ATTR && key != "type" {
+                lose_field(io.session, DIALECT, block, key, Some(attrs), None)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn lose_is_error(io: &mut Io<'_>, block: BlockRef<'_>, attrs: &[Attr<'_>]) -> Result<()> {
+    if attr_truthy(attrs, "is_error") {
+        lose_field(io.session, DIALECT, block, "is_error", Some(attrs), None)?;
+    }
+    Ok(())
+}
+
+fn own_attr((k, v): &Attr<'_>) -> Attr<'static> {
+    (Cow::Owned(k.to_string()), Cow::Owned(v.to_vec()))
+}
+
+/// `path.rsplit(".", 1)[1]`: a message field's key.
+fn last_segment(path: &str) -> &str {
+    path.rsplit_once('.').map_or(path, |(_, key)| key)
+}
+
+#[cfg(test)]
+mod encoder_tests {
+    use super::*;
+    use crate::canonical::REQUEST_LEVEL;
+    use crate::session::{Kind, Options};
+
+    fn options() -> Options {
+        Options {
+            strict: false,
+            reorder_budget: crate::reorder::DEFAULT_BUDGET,
+            refuse_reorder: false,
+            openai_reasoning_field: None,
+            default_max_tokens: 4096,
+            max_depth: 128,
+            max_value_bytes: 1 << 20,
+            tool_names: None,
+            anthropic_thinking: "auto".into(),
+            anthropic_thinking_budgets: None,
+            ollama_sampling_defaults: false,
+        }
+    }
+
+    fn block(section: Section, message: i64, payload: &'static str, attrs: &[(&'static str, &'static str)]) -> Event<'static> {
+        Event::Block(Block {
+            section,
+            message,
+            payload: Cow::Borrowed(payload.as_bytes()),
+            init: true,
+            fin: true,
+            attrs: (!attrs.is_empty()).then(|| attrs.iter().map(|(k, v)| (Cow::Borrowed(*k), Cow::Borrowed(v.as_bytes()))).collect()),
+        })
+    }
+
+    fn control(name: &'static str, value: &'static str, dialect: &'static str, key: &'static str) -> Event<'static> {
+        Event::Control(Control {
+            name: Cow::Borrowed(name),
+            value: Cow::Borrowed(value.as_bytes()),
+            dialect: Some(Cow::Borrowed(dialect)),
+            key: Some(Cow::Borrowed(key)),
+            raw: Some(Cow::Borrowed(value.as_bytes())),
+        })
+    }
+
+    fn run(source: &'static str, events: Vec<Event<'static>>) -> (Vec<String>, Session) {
+        let mut session = Session::new(options(), source, "openai", Kind::Request);
+        let mut encoder = RequestEncoder::new(&session);
+        let mut outs = Vec::new();
+        for event in events {
+            let mut out = Vec::new();
+            encoder.event(event, &mut session, &mut out).unwrap();
+            outs.push(String::from_utf8(out).unwrap());
+        }
+        (outs, session)
+    }
+
+    #[test]
+    fn an_openai_body_streams_through() {
+        let (outs, _) = run("openai", vec![
+            control("model", "\"m\"", "openai", "model"),
+            Event::SystemEnd,
+            block(Section::UserText, 0, "hi", &[]),
+            Event::MessagesEnd,
+            Event::End,
+        ]);
+        assert_eq!(outs.concat(), "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+        assert_eq!(outs[2], ",\"messages\":[{\"role\":\"user\",\"content\":\"hi");
+    }
+
+    #[test]
+    fn an_anthropic_body_gets_its_system_first_and_tool_messages_after_calls() {
+        let (outs, session) = run("anthropic", vec![
+            control("model", "\"m\"", "anthropic", "model"),
+            block(Section::UserText, 0, "q", &[]),
+            block(Section::ToolCall, 1, "{\\\"a\\\":1}", &[("id", "\"c1\""), ("name", "\"f\"")]),
+            block(Section::UserText, 2, "then", &[]),
+            block(Section::ToolResult, 2, "r", &[("tool_call_id", "\"c1\"")]),
+            Event::MessagesEnd,
+            block(Section::SystemInstruction, TOP_LEVEL_SYSTEM, "sys", &[]),
+            Event::SystemEnd,
+            block(Section::ToolDefinition, REQUEST_LEVEL, "{\"type\":\"object\"}", &[("name", "\"f\"")]),
+            control("max_output_tokens", "5", "anthropic", "max_tokens"),
+            Event::End,
+        ]);
+        assert_eq!(
+            outs.concat(),
+            concat!(
+                "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"sys\"},",
+                "{\"role\":\"user\",\"content\":\"q\"},",
+                "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}}]},",
+                "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"r\"},",
+                "{\"role\":\"user\",\"content\":\"then\"}],",
+                "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}],",
+                "\"max_completion_tokens\":5}"
+            )
+        );
+        assert!(session.losses.is_empty(), "{:?}", session.losses);
+        let (_, by_reason) = session.reorder.report();
+        assert_eq!(by_reason.iter().map(|r| r.0).collect::<Vec<_>>(), ["openai:messages-before-system", "openai:user-before-tool-result"]);
+    }
+
+    #[test]
+    fn reasoning_without_a_field_is_a_loss() {
+        let (outs, session) = run("anthropic", vec![
+            Event::SystemEnd,
+            block(Section::AssistantReasoning, 0, "think", &[("signature", "\"s\"")]),
+            block(Section::AssistantText, 0, "answer", &[]),
+            Event::MessagesEnd,
+            Event::End,
+        ]);
+        assert_eq!(outs.concat(), "{\"messages\":[{\"role\":\"assistant\",\"content\":\"answer\"}]}");
+        assert_eq!(session.losses.len(), 1);
+        assert_eq!(session.losses[0].path, "$.messages[0]");
+        assert_eq!(
+            session.losses[0].reason,
+            "thinking block: openai has no reasoning field; Options.openai_reasoning_field chooses one a compatible server reads"
+        );
+    }
+}

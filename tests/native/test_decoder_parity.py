@@ -1,0 +1,69 @@
+"""The native request Decoder (``interlingua._native.Decoder``) against ``interlingua.Decoder``:
+the same events out of every ``feed`` and of ``close`` (a block's fragments joined per feed,
+differential.py's rule), the same error at the same call and again after it, for every rpt
+request scenario (with its Options) and fuzz mutants, cut at random points. A dialect
+whose decoder is not ported yet is skipped, naming it."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, strategies as st
+
+from interlingua import Decoder, Options, TranscodeError
+from interlingua.backend import native_module
+from interlingua.dialects import DIALECTS
+
+from .differential import error_facts, feed_cuts, feeds, fuzz_mutant, join_fragments, rpt_requests, skip_if_not_ported
+
+native = native_module()
+
+
+def run(decoder, pieces: list[bytes]) -> tuple:
+    per_call, error, again = [], None, None
+    try:
+        for piece in pieces:
+            per_call.append(join_fragments(decoder.feed(piece)))
+        per_call.append(join_fragments(decoder.close()))
+    except TranscodeError as exc:
+        error = exc
+        try:
+            decoder.close()
+        except TranscodeError as later:
+            again = error_facts(later)
+    return per_call, error_facts(error), again
+
+
+def assert_decoder_class_parity(dialect: str, body: bytes, cuts, options=None) -> None:
+    options = Options(**options) if isinstance(options, dict) else options
+    try:
+        native_decoder = native.Decoder(dialect, options=options)
+    except TranscodeError as exc:
+        skip_if_not_ported(exc)
+        raise
+    pieces = feeds(body, sorted(cuts))
+    native_run = run(native_decoder, pieces)
+    if native_run[1] is not None and "not ported yet" in native_run[1][1]:
+        pytest.skip(f"not ported: {native_run[1][1]}")
+    python_run = run(Decoder(dialect, options=options), pieces)
+    assert native_run == python_run, f"{dialect}, cuts {cuts[:20]}"
+    assert python_run[2] == python_run[1], "an error poisons the decoder"
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@given(data=st.data())
+def test_rpt_requests(dialect, data):
+    case = data.draw(st.sampled_from(rpt_requests(dialect)), label="case")
+    assert_decoder_class_parity(dialect, case.body, data.draw(feed_cuts(case.body), label="cuts"), case.options)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@given(data=st.data())
+def test_fuzz_mutants(dialect, data):
+    case = data.draw(fuzz_mutant(dialect), label="mutant")
+    assert_decoder_class_parity(dialect, case.body, data.draw(feed_cuts(case.body), label="cuts"))
+
+
+def test_responses_and_streams_are_not_ported_yet():
+    for kind in ("response", "stream"):
+        with pytest.raises(TranscodeError, match="native core has no"):
+            native.Decoder("openai", kind=kind)
