@@ -11,6 +11,8 @@
 
 use std::borrow::Cow;
 
+use crate::error::{Error, ErrorClass, Result};
+
 /// The section taxonomy (DESIGN §3); anything else is `Unknown`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Section {
@@ -229,6 +231,140 @@ pub fn escape_text(text: &str, out: &mut Vec<u8>) {
     crate::json::escape_str_bytes(text.as_bytes(), out);
 }
 
+/// The inside of a JSON string (escapes kept) decoded (`decode_escaped`, i.e.
+/// `json.loads('"' + payload + '"')`), as WTF-8: surrogate pairs joined as
+/// Python's json joins them, a lone `\ud800` kept as its code point (a Python
+/// `str` can hold one; `std::str` cannot, hence bytes). Borrowed when there is
+/// no escape. A payload that is not a JSON string's inside (a bad escape, a
+/// raw control character or quote) is an error; decoders never make one.
+pub fn decode_escaped(payload: &[u8]) -> Result<Cow<'_, [u8]>> {
+    if memchr::memchr(b'\\', payload).is_none() {
+        return match payload.iter().position(|&b| b < 0x20 || b == b'"') {
+            None => Ok(Cow::Borrowed(payload)),
+            Some(at) => Err(not_a_string(at)),
+        };
+    }
+    let mut out = Vec::with_capacity(payload.len());
+    unescape_into(payload, &mut out)?;
+    Ok(Cow::Owned(out))
+}
+
+fn not_a_string(at: usize) -> Error {
+    Error::new(ErrorClass::JsonSyntax, format!("not the inside of a JSON string (byte {at})"))
+}
+
+/// Append the decoded `payload` (a JSON string's inside) to `out` as WTF-8.
+pub fn unescape_into(payload: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    let mut i = 0;
+    while let Some(found) = memchr::memchr2(b'\\', b'"', &payload[i..]) {
+        let j = i + found;
+        let plain = &payload[i..j];
+        if let Some(c) = plain.iter().position(|&b| b < 0x20) {
+            return Err(not_a_string(i + c));
+        }
+        out.extend_from_slice(plain);
+        if payload[j] == b'"' {
+            return Err(not_a_string(j));
+        }
+        let simple = match payload.get(j + 1) {
+            Some(b'"') => b'"',
+            Some(b'\\') => b'\\',
+            Some(b'/') => b'/',
+            Some(b'b') => 0x08,
+            Some(b'f') => 0x0c,
+            Some(b'n') => b'\n',
+            Some(b'r') => b'\r',
+            Some(b't') => b'\t',
+            Some(b'u') => {
+                i = unescape_unit(payload, j, out)?;
+                continue;
+            }
+            _ => return Err(not_a_string(j)),
+        };
+        out.push(simple);
+        i = j + 2;
+    }
+    let rest = &payload[i..];
+    if let Some(c) = rest.iter().position(|&b| b < 0x20) {
+        return Err(not_a_string(i + c));
+    }
+    out.extend_from_slice(rest);
+    Ok(())
+}
+
+/// The `\uXXXX` escape at `at` (and its low half, when it is a high surrogate
+/// followed by one: Python joins exactly those); returns where the text goes on.
+fn unescape_unit(payload: &[u8], at: usize, out: &mut Vec<u8>) -> Result<usize> {
+    let hex4 = |from: usize| -> Option<u32> {
+        let digits = payload.get(from..from + 4)?;
+        digits.iter().try_fold(0u32, |v, &h| Some(v << 4 | (h as char).to_digit(16)?))
+    };
+    let mut code = hex4(at + 2).ok_or_else(|| not_a_string(at))?;
+    let mut next = at + 6;
+    if (0xD800..0xDC00).contains(&code) && payload.get(next..next + 2) == Some(b"\\u") {
+        if let Some(low) = hex4(next + 2).filter(|low| (0xDC00..0xE000).contains(low)) {
+            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+            next += 6;
+        }
+    }
+    push_wtf8(out, code);
+    Ok(next)
+}
+
+/// One code point as WTF-8 (UTF-8, with surrogates encoded like any other code point).
+pub fn push_wtf8(out: &mut Vec<u8>, code: u32) {
+    if code < 0x80 {
+        out.push(code as u8);
+    } else if code < 0x800 {
+        out.extend_from_slice(&[0xC0 | (code >> 6) as u8, 0x80 | (code & 0x3F) as u8]);
+    } else if code < 0x10000 {
+        out.extend_from_slice(&[0xE0 | (code >> 12) as u8, 0x80 | ((code >> 6) & 0x3F) as u8, 0x80 | (code & 0x3F) as u8]);
+    } else {
+        out.extend_from_slice(&[
+            0xF0 | (code >> 18) as u8,
+            0x80 | ((code >> 12) & 0x3F) as u8,
+            0x80 | ((code >> 6) & 0x3F) as u8,
+            0x80 | (code & 0x3F) as u8,
+        ]);
+    }
+}
+
+/// The lone surrogates of WTF-8 text: each `(at, code point)`. A surrogate is
+/// encoded `ED A0..BF xx` (valid UTF-8 has no such sequence).
+pub fn lone_surrogates(text: &[u8]) -> impl Iterator<Item = (usize, u32)> + '_ {
+    memchr::memchr_iter(0xED, text).filter_map(move |at| match text.get(at + 1..at + 3) {
+        Some(&[b1, b2]) if (0xA0..0xC0).contains(&b1) => {
+            Some((at, 0xD000 | ((b1 as u32 & 0x3F) << 6) | (b2 as u32 & 0x3F)))
+        }
+        _ => None,
+    })
+}
+
+/// Whether WTF-8 text holds a lone surrogate (Python's `_LONE_SURROGATE.search`).
+pub fn has_lone_surrogate(text: &[u8]) -> bool {
+    lone_surrogates(text).next().is_some()
+}
+
+/// The text an escaped payload holds, as UTF-8 (`unescape_json_text`): a tool
+/// call's arguments (JSON inside a JSON string) on their way to a dialect that
+/// carries them as an object. A lone surrogate cannot be UTF-8: it is written
+/// back as its `\uxxxx` escape (lowercase hex, Python's `"\\u%04x"`).
+pub fn unescape_json_text(payload: &[u8]) -> Result<Cow<'_, [u8]>> {
+    let text = decode_escaped(payload)?;
+    if !has_lone_surrogate(&text) {
+        return Ok(text);
+    }
+    let mut out = Vec::with_capacity(text.len() + 8);
+    let mut start = 0;
+    for (at, code) in lone_surrogates(&text) {
+        out.extend_from_slice(&text[start..at]);
+        out.extend_from_slice(format!("\\u{code:04x}").as_bytes());
+        start = at + 3;
+    }
+    out.extend_from_slice(&text[start..]);
+    Ok(Cow::Owned(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,5 +403,33 @@ mod tests {
         drop(chunk);
         assert_eq!(held.payload.as_ref(), b"hello");
         assert_eq!(Event::Block(held).tag(), "block");
+    }
+
+    #[test]
+    fn decode_escaped_as_json_loads() {
+        let cases: &[(&[u8], &[u8])] = &[
+            (b"plain \xc3\xa9", b"plain \xc3\xa9"),
+            (br#"a\"b\\c\/d\b\f\n\r\t"#, b"a\"b\\c/d\x08\x0c\n\r\t"),
+            (br"\u00e9\u20AC", "é€".as_bytes()),
+            (br"\ud83d\ude00", "😀".as_bytes()),
+            (br"\ud800", b"\xed\xa0\x80"),
+            (br"\udc00\ud800x", b"\xed\xb0\x80\xed\xa0\x80x"),
+            (br"\ud800\ud800\udc00", b"\xed\xa0\x80\xf0\x90\x80\x80"),
+            (br"\ud800\n", b"\xed\xa0\x80\n"),
+        ];
+        for (payload, text) in cases {
+            assert_eq!(decode_escaped(payload).unwrap().as_ref(), *text, "{payload:?}");
+        }
+        assert!(matches!(decode_escaped(b"abc").unwrap(), Cow::Borrowed(_)));
+        for bad in [&b"\\"[..], b"\\x", b"\\u12", b"\\u12g4", b"a\"", b"a\nb", b"\\n\x01"] {
+            assert_eq!(decode_escaped(bad).unwrap_err().class, ErrorClass::JsonSyntax, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn unescape_json_text_writes_lone_surrogates_back_escaped() {
+        assert_eq!(unescape_json_text(br#"{\"a\":1}"#).unwrap().as_ref(), br#"{"a":1}"#);
+        assert_eq!(unescape_json_text(br#"\"\uD800x\udfff\""#).unwrap().as_ref(), br#""\ud800x\udfff""#);
+        assert_eq!(unescape_json_text("é".as_bytes()).unwrap().as_ref(), "é".as_bytes());
     }
 }

@@ -14,6 +14,8 @@ pub enum ErrorClass {
     NestingTooDeep,
     Schema,
     DuplicateKey,
+    /// `LoneSurrogateError` (a SchemaError): an escaped lone surrogate in a value read as text
+    LoneSurrogate,
     Loss,
     BudgetExceeded,
     ReorderRefused,
@@ -31,6 +33,7 @@ impl ErrorClass {
             ErrorClass::NestingTooDeep => "NestingTooDeepError",
             ErrorClass::Schema => "SchemaError",
             ErrorClass::DuplicateKey => "DuplicateKeyError",
+            ErrorClass::LoneSurrogate => "LoneSurrogateError",
             ErrorClass::Loss => "LossError",
             ErrorClass::BudgetExceeded => "BudgetExceededError",
             ErrorClass::ReorderRefused => "ReorderRefusedError",

@@ -1,4 +1,286 @@
 //! Writing JSON incrementally, for encoders; re-serialising tokens, for decoders
 //! (`src/interlingua/jsonwriter.py`: `JsonWriter`, `RawValue`, `dumps`, `key_bytes`).
+//!
+//! `JsonWriter` keeps only the separators' state (one flag per open
+//! container), so an encoder can write a string it is still receiving
+//! fragment by fragment. `RawValue` turns tokenizer tokens back into compact
+//! JSON text: strings and numbers are copied as they arrived (escapes kept),
+//! so the result is JSON-equal to the input and a string's bytes are never
+//! re-encoded.
+//!
+//! Both append to the `out` they are given: each Python call's one `write`
+//! (the separator with its item, so a hold counts it as one) is one append
+//! here; an encoder writing into a hold passes a scratch vector and moves it
+//! into the hold whole. Python's `key_bytes` cache of short names is a Python
+//! speed-up with no behaviour: here a name is escaped as it is written.
 //! Owner: helper S.
 #![forbid(unsafe_code)]
+
+use crate::json::Token;
+pub use crate::value::{dumps, dumps_str};
+
+/// `key_bytes(key)`: a member name (or a role) as a JSON string (`dumps` of it:
+/// a lone surrogate in it makes it ASCII-escaped whole).
+pub fn key_bytes(key: impl AsRef<[u8]>, out: &mut Vec<u8>) {
+    dumps_str(key.as_ref(), out);
+}
+
+/// `LITERAL_TEXT[kind]`: the text of `true`, `false`, `null` (other tokens: `None`).
+pub fn literal_text(token: &Token<'_>) -> Option<&'static [u8]> {
+    match token {
+        Token::True => Some(b"true"),
+        Token::False => Some(b"false"),
+        Token::Null => Some(b"null"),
+        _ => None,
+    }
+}
+
+/// Writes one JSON document, element by element (`JsonWriter`).
+#[derive(Clone, Debug, Default)]
+pub struct JsonWriter {
+    /// per open container: nothing written in it yet
+    first: Vec<bool>,
+}
+
+impl JsonWriter {
+    pub fn new() -> Self {
+        JsonWriter::default()
+    }
+
+    /// Open containers.
+    pub fn depth(&self) -> usize {
+        self.first.len()
+    }
+
+    /// What goes before the next item of the open container: `,` or nothing.
+    fn sep(&mut self, out: &mut Vec<u8>) {
+        if let Some(first) = self.first.last_mut() {
+            if *first {
+                *first = false;
+            } else {
+                out.push(b',');
+            }
+        }
+    }
+
+    /// `_separate`: the separator alone.
+    pub fn separate(&mut self, out: &mut Vec<u8>) {
+        self.sep(out);
+    }
+
+    /// `{`, and `head`: the object's first members as JSON text (`"k":v`), if any.
+    pub fn begin_object(&mut self, head: &[u8], out: &mut Vec<u8>) {
+        self.sep(out);
+        out.push(b'{');
+        out.extend_from_slice(head);
+        self.first.push(head.is_empty());
+    }
+
+    pub fn end_object(&mut self, out: &mut Vec<u8>) {
+        self.first.pop();
+        out.push(b'}');
+    }
+
+    pub fn end_array(&mut self, out: &mut Vec<u8>) {
+        self.first.pop();
+        out.push(b']');
+    }
+
+    /// `"name":raw`.
+    pub fn raw_member(&mut self, name: impl AsRef<[u8]>, raw: &[u8], out: &mut Vec<u8>) {
+        self.sep(out);
+        key_bytes(name, out);
+        out.push(b':');
+        out.extend_from_slice(raw);
+    }
+
+    /// `"name":{` / `"name":[` -- a container member written piecewise.
+    pub fn open_member(&mut self, name: impl AsRef<[u8]>, opener: &[u8], out: &mut Vec<u8>) {
+        self.sep(out);
+        key_bytes(name, out);
+        out.push(b':');
+        out.extend_from_slice(opener);
+        self.first.push(true);
+    }
+
+    /// A whole JSON value as an array element.
+    pub fn raw_element(&mut self, raw: &[u8], out: &mut Vec<u8>) {
+        self.sep(out);
+        out.extend_from_slice(raw);
+    }
+
+    /// `"name":"` -- a string member whose escaped fragments the caller writes.
+    pub fn string_member_open(&mut self, name: impl AsRef<[u8]>, out: &mut Vec<u8>) {
+        self.sep(out);
+        key_bytes(name, out);
+        out.extend_from_slice(b":\"");
+    }
+}
+
+/// Feeds on the tokens of one JSON value; appends its compact text to `out`
+/// (`RawValue`). `feed` returns true once the value is complete.
+#[derive(Clone, Debug)]
+pub struct RawValue {
+    depth: usize,
+    /// nothing written at this level yet (no comma needed)
+    first: bool,
+}
+
+impl Default for RawValue {
+    fn default() -> Self {
+        RawValue { depth: 0, first: true }
+    }
+}
+
+impl RawValue {
+    pub fn new() -> Self {
+        RawValue::default()
+    }
+
+    pub fn feed(&mut self, token: &Token<'_>, out: &mut Vec<u8>) -> bool {
+        match *token {
+            Token::Key(key) => {
+                if !self.first {
+                    out.push(b',');
+                }
+                key_bytes(key, out);
+                out.push(b':');
+                self.first = true; // the member's value follows without a comma
+                false
+            }
+            Token::ObjectEnd | Token::ArrayEnd => {
+                out.push(if matches!(token, Token::ObjectEnd) { b'}' } else { b']' });
+                self.depth = self.depth.saturating_sub(1);
+                self.first = false;
+                self.depth == 0
+            }
+            Token::StringPart(part) => {
+                out.extend_from_slice(part);
+                false
+            }
+            Token::StringClose(part) => {
+                out.extend_from_slice(part);
+                out.push(b'"');
+                self.first = false;
+                self.depth == 0
+            }
+            Token::ObjectStart | Token::ArrayStart => {
+                self.separate(out);
+                out.push(if matches!(token, Token::ObjectStart) { b'{' } else { b'[' });
+                self.depth += 1;
+                self.first = true;
+                false
+            }
+            Token::StringOpen(part) => {
+                self.separate(out);
+                out.push(b'"');
+                out.extend_from_slice(part);
+                false
+            }
+            Token::String(text) => {
+                self.separate(out);
+                out.push(b'"');
+                out.extend_from_slice(text);
+                out.push(b'"');
+                self.scalar_done()
+            }
+            Token::Number(text) => {
+                self.separate(out);
+                out.extend_from_slice(text);
+                self.scalar_done()
+            }
+            Token::True | Token::False | Token::Null => {
+                self.separate(out);
+                out.extend_from_slice(literal_text(token).unwrap_or_default());
+                self.scalar_done()
+            }
+        }
+    }
+
+    fn separate(&self, out: &mut Vec<u8>) {
+        if !self.first {
+            out.push(b',');
+        }
+    }
+
+    fn scalar_done(&mut self) -> bool {
+        self.first = false;
+        self.depth == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Result;
+    use crate::json::{Frames, Sink, Tokenizer};
+
+    /// Tokens into a `RawValue`, remembering where it said it was complete.
+    struct Raw {
+        value: RawValue,
+        out: Vec<u8>,
+        complete_at: Vec<usize>,
+    }
+
+    impl Sink for Raw {
+        fn token(&mut self, token: Token<'_>, _offset: u64, _path: &Frames) -> Result<()> {
+            if self.value.feed(&token, &mut self.out) {
+                self.complete_at.push(self.out.len());
+            }
+            Ok(())
+        }
+    }
+
+    fn raw_text(doc: &[u8], cut: usize) -> (Vec<u8>, Vec<usize>) {
+        let mut sink = Raw { value: RawValue::new(), out: Vec::new(), complete_at: Vec::new() };
+        let mut tokenizer = Tokenizer::default();
+        tokenizer.feed(&doc[..cut], &mut sink).unwrap();
+        tokenizer.feed(&doc[cut..], &mut sink).unwrap();
+        tokenizer.close(&mut sink).unwrap();
+        (sink.out, sink.complete_at)
+    }
+
+    #[test]
+    fn raw_value_is_the_compact_text_at_every_cut() {
+        let table: &[(&[u8], &[u8])] = &[
+            (br#" { "a" : [ 1 , 2.50 , -0 , true , false , null ] , "b\u00e9" : { } , "c" : "x\"\u00e9y" } "#,
+             r#"{"a":[1,2.50,-0,true,false,null],"bé":{},"c":"x\"\u00e9y"}"#.as_bytes()),
+            (br#"[ [ ] , { "\ud800" : "\ud800" } ]"#, br#"[[],{"\ud800":"\ud800"}]"#),
+            (br#""plain""#, br#""plain""#),
+            (b"12", b"12"),
+        ];
+        for (doc, compact) in table {
+            for cut in 0..=doc.len() {
+                let (out, complete_at) = raw_text(doc, cut);
+                assert_eq!(out, *compact, "cut {cut} of {:?}", String::from_utf8_lossy(doc));
+                assert_eq!(complete_at, vec![compact.len()]);
+            }
+        }
+    }
+
+    #[test]
+    fn writer_separators() {
+        let mut w = JsonWriter::new();
+        let mut out = Vec::new();
+        w.begin_object(b"", &mut out);
+        w.raw_member("model", b"\"m\"", &mut out);
+        w.open_member("messages", b"[", &mut out);
+        w.begin_object(br#""role":"user""#, &mut out);
+        w.string_member_open("content", &mut out);
+        out.extend_from_slice(b"hi\"");
+        w.end_object(&mut out);
+        w.raw_element(b"1", &mut out);
+        w.separate(&mut out);
+        w.end_array(&mut out);
+        w.raw_member(b"k\xed\xa0\x80".as_slice(), b"null", &mut out);
+        w.end_object(&mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"},1,],"k\ud800":null}"#
+        );
+        assert_eq!(w.depth(), 0);
+        let mut key = Vec::new();
+        key_bytes("é\n", &mut key);
+        assert_eq!(key, "\"é\\n\"".as_bytes());
+    }
+}

@@ -1,3 +1,333 @@
 //! How a loss is said (`src/interlingua/losses.py`): `lacks`, the subjects and
-//! paths of blocks and fields, `INTERNAL_ATTRS`. Owner: helper S.
+//! paths of blocks and fields, `INTERNAL_ATTRS`. Every reason a codec records
+//! is built here, in the source dialect's words, with Python's exact strings.
+//!
+//! Block attributes are the canonical form (`(name, compact JSON)` pairs, as
+//! `Block::attrs`): a test of an attribute is Python's truth value of the JSON
+//! (`null`, `false`, `0`, `""`, `[]`, `{}` are false) and the text of one is
+//! its decoded string (any other value: its JSON text). Owner: helper S.
 #![forbid(unsafe_code)]
+
+use std::borrow::Cow;
+
+use crate::canonical::{RawJson, Section, TOP_LEVEL_SYSTEM};
+use crate::value::Value;
+
+/// Block attributes as `Block::attrs` holds them.
+pub type Attrs<'a> = [(Cow<'a, str>, RawJson<'a>)];
+
+/// Block attributes that shape canonical events (where a block goes, how it was
+/// written) rather than being a field of any dialect: never reported as a loss.
+pub const INTERNAL_ATTRS: &[&str] = &[
+    "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
+    "source_extra", "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
+    "ollama_call_extra", "path",
+];
+
+pub fn is_internal_attr(name: &str) -> bool {
+    INTERNAL_ATTRS.contains(&name)
+}
+
+/// Words of the pivot a loss reason must not contain (`INTERNAL_WORDS`, sorted):
+/// the section names, the internal attributes with a `_`, and "canonical".
+pub fn internal_words() -> Vec<&'static str> {
+    let mut words: Vec<&'static str> = Section::ALL.iter().map(|s| s.name()).collect();
+    words.extend(INTERNAL_ATTRS.iter().filter(|a| a.contains('_')));
+    words.push("canonical");
+    words.sort_unstable();
+    words.dedup();
+    words
+}
+
+/// `NO_PLACE`: what a target lacks when it has no place for a whole block of a section.
+pub fn no_place(section: Section) -> Option<&'static str> {
+    Some(match section {
+        Section::ServerToolResult => "server tools",
+        Section::Citations => "citations",
+        Section::UserAudio => "audio input",
+        Section::UserVideo => "video input",
+        Section::UserDocument => "documents",
+        Section::AssistantRefusal => "refusal field",
+        Section::Unknown => "such content",
+        Section::ToolDefinition => "such tool",
+        _ => return None,
+    })
+}
+
+/// The one wording of a loss: `<subject>: <target> has no <what>[; <done>]`.
+pub fn lacks(subject: &str, target: &str, what: &str, done: Option<&str>) -> String {
+    match done {
+        Some(done) if !done.is_empty() => format!("{subject}: {target} has no {what}; {done}"),
+        _ => format!("{subject}: {target} has no {what}"),
+    }
+}
+
+// -- the source dialect's names -------------------------------------------------------
+
+/// `_BLOCK_NAMES[dialect][section]`.
+fn block_name(dialect: &str, section: Section) -> Option<&'static str> {
+    use Section as S;
+    Some(match (dialect, section) {
+        ("anthropic", S::SystemInstruction) => "system text block",
+        ("anthropic", S::UserText | S::AssistantText) => "text block",
+        ("anthropic", S::UserImage) => "image block",
+        ("anthropic", S::UserDocument) => "document block",
+        ("anthropic", S::AssistantReasoning) => "thinking block",
+        ("anthropic", S::ToolCall) => "tool_use block",
+        ("anthropic", S::ToolResult) => "tool_result block",
+        ("anthropic", S::Citations) => "citations of a text block",
+        ("anthropic", S::ServerToolResult) => "server tool block",
+        ("anthropic", S::ToolDefinition) => "tool",
+        ("anthropic", S::Unknown) => "content block",
+        ("openai", S::SystemInstruction) => "system message",
+        ("openai", S::UserText) => "user text",
+        ("openai", S::AssistantText) => "assistant content",
+        ("openai", S::UserImage) => "image_url part",
+        ("openai", S::UserDocument) => "file part",
+        ("openai", S::UserAudio) => "input_audio part",
+        ("openai", S::AssistantReasoning) => "reasoning",
+        ("openai", S::AssistantRefusal) => "refusal",
+        ("openai", S::ToolCall) => "tool call",
+        ("openai", S::ToolResult) => "tool message",
+        ("openai", S::ToolDefinition) => "tool",
+        ("openai", S::Unknown) => "content part",
+        ("ollama", S::SystemInstruction) => "system message",
+        ("ollama", S::UserText) => "user content",
+        ("ollama", S::AssistantText) => "assistant content",
+        ("ollama", S::UserImage) => "image",
+        ("ollama", S::AssistantReasoning) => "thinking",
+        ("ollama", S::ToolCall) => "tool call",
+        ("ollama", S::ToolResult) => "tool message",
+        ("ollama", S::ToolDefinition) => "tool",
+        ("ollama", S::Unknown) => "message",
+        _ => return None,
+    })
+}
+
+/// The `type` of a block carried raw (anthropic server tool blocks, unknown
+/// blocks): the anthropic decoders write it first (`{"type":"server_tool_use",...`).
+/// Its bytes as Python decodes them (`errors="replace"`).
+pub fn raw_block_type(payload: &[u8]) -> Option<Cow<'_, str>> {
+    const HEAD: &[u8] = b"{\"type\":\"";
+    let rest = payload.strip_prefix(HEAD)?;
+    let end = memchr::memchr(b'"', rest)?;
+    Some(String::from_utf8_lossy(&rest[..end]))
+}
+
+/// An attribute's raw JSON, if set.
+fn attr<'x>(attrs: Option<&'x Attrs<'_>>, name: &str) -> Option<&'x [u8]> {
+    attrs?.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_ref())
+}
+
+/// Python's truth value of a compact JSON value (`1e-400` is `0.0`: false).
+pub fn json_truthy(raw: &[u8]) -> bool {
+    match raw {
+        b"null" | b"false" | b"\"\"" | b"[]" | b"{}" => false,
+        b"true" => true,
+        _ => Value::loads(raw).map_or(true, |value| value.truthy()),
+    }
+}
+
+/// `str(value)` of an attribute as an f-string writes it: a string's text, `True`,
+/// a number's repr (a container: its JSON, where Python would write its repr).
+fn attr_text(raw: &[u8]) -> String {
+    match Value::loads(raw) {
+        Ok(Value::Str(text)) => String::from_utf8_lossy(&text).into_owned(),
+        Ok(Value::Bool(b)) => (if b { "True" } else { "False" }).to_string(),
+        _ => String::from_utf8_lossy(raw).into_owned(),
+    }
+}
+
+/// What `dialect` calls the block a canonical block came from (`block_subject`).
+pub fn block_subject(dialect: &str, section: Section, attrs: Option<&Attrs<'_>>, payload: &[u8]) -> String {
+    let truthy = |name: &str| attr(attrs, name).is_some_and(json_truthy);
+    if dialect == "anthropic" {
+        if section == Section::AssistantReasoning && truthy("redacted") {
+            return "redacted_thinking block".to_string();
+        }
+        if matches!(section, Section::ServerToolResult | Section::Unknown) {
+            if let Some(kind) = raw_block_type(payload).filter(|k| !k.is_empty()) {
+                return format!("{kind} block");
+            }
+        }
+    }
+    let role = attr(attrs, "role").filter(|raw| json_truthy(raw));
+    if dialect == "openai" {
+        if section == Section::SystemInstruction && role == Some(b"\"developer\"") {
+            return "developer message".to_string();
+        }
+        if section == Section::Unknown {
+            if let Some(role) = role {
+                return format!("{} message", attr_text(role));
+            }
+        }
+    }
+    if dialect == "ollama" && section == Section::Unknown {
+        if let Some(role) = role {
+            return format!("{} message", attr_text(role));
+        }
+    }
+    if truthy("in_result") && section != Section::ToolResult {
+        return format!(
+            "{} in a {}",
+            block_subject(dialect, section, None, b""),
+            block_subject(dialect, Section::ToolResult, None, b"")
+        );
+    }
+    match block_name(dialect, section) {
+        Some(name) => name.to_string(),
+        None => format!("{dialect} content"),
+    }
+}
+
+/// `_FIELD_NAMES`: a block attribute -> the field's name in the source dialect, where it differs.
+fn field_name<'k>(dialect: &str, key: &'k str) -> &'k str {
+    match (dialect, key) {
+        ("openai", "detail") => "image_url.detail",
+        ("openai", "filename") => "file.filename",
+        ("openai", "file_id") => "file.file_id",
+        ("anthropic", "signature") => "signature",
+        ("anthropic", "file_id") => "source.file_id",
+        ("ollama", "index") => "function.index",
+        _ => key,
+    }
+}
+
+/// `<field> of a <block>` in the source dialect's words (`field_subject`).
+pub fn field_subject(dialect: &str, key: &str, section: Section, attrs: Option<&Attrs<'_>>) -> String {
+    let block = block_subject(dialect, section, attrs, b"");
+    format!("{} of {} {block}", field_name(dialect, key), article(&block))
+}
+
+/// `a` / `an` (by the first letter being a vowel, as Python's `noun[:1] in "aeiou"`).
+pub fn article(noun: &str) -> &'static str {
+    match noun.bytes().next() {
+        Some(b'a' | b'e' | b'i' | b'o' | b'u') | None => "an",
+        _ => "a",
+    }
+}
+
+/// A source path as the subject of a reason: `$.options.num_ctx` -> `options.num_ctx`.
+pub fn path_subject(path: &str) -> &str {
+    path.strip_prefix("$.").unwrap_or(path)
+}
+
+// -- where a canonical thing sits in the source ---------------------------------------
+
+/// The source path of the finish reason (`finish_path`); `kind`: "request", "response" or "stream".
+pub fn finish_path(dialect: &str, kind: &str, choice: i64) -> String {
+    match dialect {
+        "openai" if kind != "stream" => format!("$.choices[{choice}].finish_reason"),
+        "openai" => "$.choices[0].finish_reason".to_string(),
+        "anthropic" if kind == "stream" => "$.delta.stop_reason".to_string(),
+        "anthropic" => "$.stop_reason".to_string(),
+        _ => "$.done_reason".to_string(),
+    }
+}
+
+/// The source path of the message (request) or choice (response) a block came from.
+pub fn block_path(dialect: &str, kind: &str, message: i64) -> String {
+    if kind == "request" {
+        return if message == TOP_LEVEL_SYSTEM { "$.system".to_string() } else { format!("$.messages[{message}]") };
+    }
+    match dialect {
+        "openai" if kind == "response" => format!("$.choices[{message}].message"),
+        "openai" => "$.choices[0].delta".to_string(),
+        "anthropic" if kind == "response" => "$.content".to_string(),
+        "anthropic" => "$.content_block".to_string(),
+        _ => "$.message".to_string(),
+    }
+}
+
+/// The members that hold a block's payload: a field of the block is their sibling.
+const PAYLOAD_MEMBERS: &[&str] =
+    &["text", "thinking", "content", "refusal", "arguments", "input", "reasoning_content", "reasoning", "data", "partial_json"];
+
+/// The path of the block's field `key`, from the path of the block or of its
+/// payload (`$.content[0].thinking` -> `$.content[0].signature`).
+pub fn field_path(block_path: &str, key: &str) -> String {
+    if let Some((head, last)) = block_path.rsplit_once('.') {
+        if !head.is_empty() && PAYLOAD_MEMBERS.contains(&last) {
+            return format!("{head}.{key}");
+        }
+    }
+    format!("{block_path}.{key}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(pairs: &[(&'static str, &'static str)]) -> Vec<(Cow<'static, str>, RawJson<'static>)> {
+        pairs.iter().map(|(k, v)| (Cow::Borrowed(*k), Cow::Borrowed(v.as_bytes()))).collect()
+    }
+
+    #[test]
+    fn the_wording() {
+        assert_eq!(lacks("cache_control of a text block", "openai", "field for it", None),
+                   "cache_control of a text block: openai has no field for it");
+        assert_eq!(lacks("thinking block", "openai", "reasoning field", Some("option openai_reasoning_field")),
+                   "thinking block: openai has no reasoning field; option openai_reasoning_field");
+        assert_eq!(lacks("x", "y", "z", Some("")), "x: y has no z");
+        assert_eq!(path_subject("$.options.num_ctx"), "options.num_ctx");
+        assert_eq!(path_subject("$[\"a b\"]"), "$[\"a b\"]");
+        assert_eq!((article("image"), article("tool"), article("")), ("an", "a", "an"));
+    }
+
+    #[test]
+    fn subjects() {
+        let none = None;
+        assert_eq!(block_subject("anthropic", Section::UserText, none, b""), "text block");
+        let redacted = attrs(&[("redacted", "true")]);
+        assert_eq!(block_subject("anthropic", Section::AssistantReasoning, Some(&redacted), b""), "redacted_thinking block");
+        let not_redacted = attrs(&[("redacted", "false")]);
+        assert_eq!(block_subject("anthropic", Section::AssistantReasoning, Some(&not_redacted), b""), "thinking block");
+        assert_eq!(block_subject("anthropic", Section::ServerToolResult, none, br#"{"type":"web_search_tool_result","x":1}"#),
+                   "web_search_tool_result block");
+        assert_eq!(block_subject("anthropic", Section::Unknown, none, br#"{"type":""}"#), "content block");
+        let developer = attrs(&[("role", "\"developer\"")]);
+        assert_eq!(block_subject("openai", Section::SystemInstruction, Some(&developer), b""), "developer message");
+        let role = attrs(&[("role", "\"critic\"")]);
+        assert_eq!(block_subject("openai", Section::Unknown, Some(&role), b""), "critic message");
+        assert_eq!(block_subject("ollama", Section::Unknown, Some(&role), b""), "critic message");
+        let in_result = attrs(&[("in_result", "true")]);
+        assert_eq!(block_subject("anthropic", Section::UserImage, Some(&in_result), b""), "image block in a tool_result block");
+        assert_eq!(block_subject("ollama", Section::UserDocument, none, b""), "ollama content");
+        assert_eq!(block_subject("gemini", Section::UserText, none, b""), "gemini content");
+        assert_eq!(field_subject("openai", "detail", Section::UserImage, none), "image_url.detail of an image_url part");
+        assert_eq!(field_subject("anthropic", "cache_control", Section::UserText, none), "cache_control of a text block");
+        assert_eq!(no_place(Section::UserAudio), Some("audio input"));
+        assert_eq!(no_place(Section::UserText), None);
+        assert_eq!(raw_block_type(b"{\"type\":\"x\xff\"}").as_deref(), Some("x\u{fffd}"));
+        assert_eq!(raw_block_type(b"{\"type\":\"unterminated"), None);
+    }
+
+    #[test]
+    fn truth_of_json() {
+        for falsy in ["null", "false", "0", "-0", "0.0", "-0.0", "0e10", "0E-3", "1e-400", "\"\"", "[]", "{}"] {
+            assert!(!json_truthy(falsy.as_bytes()), "{falsy}");
+        }
+        for truthy in ["true", "1", "0.5", "1e-300", "\"a\"", "[0]", "{\"a\":0}", "-2", "10"] {
+            assert!(json_truthy(truthy.as_bytes()), "{truthy}");
+        }
+    }
+
+    #[test]
+    fn paths() {
+        assert_eq!(finish_path("openai", "response", 2), "$.choices[2].finish_reason");
+        assert_eq!(finish_path("openai", "stream", 2), "$.choices[0].finish_reason");
+        assert_eq!(finish_path("anthropic", "stream", 0), "$.delta.stop_reason");
+        assert_eq!(finish_path("anthropic", "response", 0), "$.stop_reason");
+        assert_eq!(finish_path("ollama", "stream", 0), "$.done_reason");
+        assert_eq!(block_path("openai", "request", 3), "$.messages[3]");
+        assert_eq!(block_path("anthropic", "request", TOP_LEVEL_SYSTEM), "$.system");
+        assert_eq!(block_path("openai", "response", 1), "$.choices[1].message");
+        assert_eq!(block_path("openai", "stream", 1), "$.choices[0].delta");
+        assert_eq!(block_path("anthropic", "stream", 1), "$.content_block");
+        assert_eq!(block_path("ollama", "response", 1), "$.message");
+        assert_eq!(field_path("$.content[0].thinking", "signature"), "$.content[0].signature");
+        assert_eq!(field_path("$.messages[1]", "name"), "$.messages[1].name");
+        assert_eq!(field_path(".text", "x"), ".text.x");
+        assert!(internal_words().windows(2).all(|w| w[0] < w[1]) && internal_words().contains(&"canonical"));
+    }
+}

@@ -882,7 +882,8 @@ fn model_name(py: Python<'_>, model: &Bound<'_, PyAny>, hook_error: &HookError) 
 #[pyclass(module = "interlingua._native", name = "Transcoder")]
 struct NativeTranscoder {
     core: crate::pipeline::Transcoder,
-    hook_error: HookError,
+    /// where a `model=` function's exception waits (None: no function, no lock per call)
+    hook_error: Option<HookError>,
     /// a Python exception (the model hook's, a panic's) every later call raises
     py_poison: Option<PyErr>,
 }
@@ -913,7 +914,8 @@ impl NativeTranscoder {
                 return Err(err);
             }
         };
-        if let Some(err) = this.hook_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        let hook_raised = this.hook_error.as_ref().and_then(|slot| slot.lock().unwrap_or_else(|p| p.into_inner()).take());
+        if let Some(err) = hook_raised {
             this.py_poison = Some(err.clone_ref(py));
             return Err(err);
         }
@@ -943,6 +945,7 @@ impl NativeTranscoder {
             Some(model) if !model.is_none() => Some(model_name(py, &model, &hook_error)?),
             _ => None,
         };
+        let hook_error = matches!(model, Some(crate::pipeline::ModelName::Hook(_))).then_some(hook_error);
         let session = crate::session::Session::new(options, source, target, kind);
         let core = guard(py, || crate::pipeline::Transcoder::new(session, model))?
             .map_err(|err| to_py_err(py, &err, None))?;
@@ -1114,6 +1117,237 @@ impl ReorderReport {
     }
 }
 
+// -- the codecs' leaves (value, jsonwriter, naming, digest, losses, session), for the
+// parity tests (helper S's block; test entry points only) ---------------------------------
+
+/// `(ok, bytes)`: a core `Result<Vec<u8>>` as bytes or the Python exception.
+fn bytes_or_err<'py>(py: Python<'py>, result: crate::error::Result<Vec<u8>>) -> PyResult<Bound<'py, PyBytes>> {
+    result.map(|b| PyBytes::new(py, &b)).map_err(|e| to_py_err(py, &e, None))
+}
+
+/// `jsonwriter.dumps(json.loads(raw))` (`data`: `decoding._data(raw)`, lone surrogates refused).
+#[pyfunction]
+#[pyo3(signature = (raw, *, data))]
+fn value_roundtrip<'py>(py: Python<'py>, raw: &[u8], data: bool) -> PyResult<Bound<'py, PyBytes>> {
+    use crate::value::Value;
+    let value = guard(py, || if data { Value::parse(raw) } else { Value::loads(raw) })?;
+    bytes_or_err(py, value.map(|v| v.to_json()))
+}
+
+/// `jsonwriter.dumps(decoding._scalar(kind, value))`.
+#[pyfunction]
+fn value_scalar<'py>(py: Python<'py>, kind: u8, value: Option<&[u8]>) -> PyResult<Bound<'py, PyBytes>> {
+    let bytes = value.unwrap_or_default();
+    let token = match kind {
+        6 => Token::String(bytes),
+        10 => Token::Number(bytes),
+        11 => Token::True,
+        12 => Token::False,
+        13 => Token::Null,
+        _ => return Err(PyRuntimeError::new_err("not a scalar token kind")),
+    };
+    let value = guard(py, || crate::value::Value::scalar(&token))?.unwrap_or_else(|| unreachable!());
+    bytes_or_err(py, value.map(|v| v.to_json()))
+}
+
+/// `canonical.decode_escaped(payload)` (a str, lone surrogates kept).
+#[pyfunction]
+fn decode_escaped<'py>(py: Python<'py>, payload: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    let text = guard(py, || crate::canonical::decode_escaped(payload).map(|t| t.into_owned()))?;
+    wtf8_to_py(py, &text.map_err(|e| to_py_err(py, &e, None))?)
+}
+
+/// `canonical.unescape_json_text(payload)`.
+#[pyfunction]
+fn unescape_json_text<'py>(py: Python<'py>, payload: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    let text = guard(py, || crate::canonical::unescape_json_text(payload).map(|t| t.into_owned()))?;
+    bytes_or_err(py, text)
+}
+
+/// A `naming` function by name: `anthropic_id`, `openai_id`, `canonical_id`,
+/// `wire_name`, `name_fits` (the last two take `dialect`).
+#[pyfunction]
+#[pyo3(signature = (function, text, dialect=""))]
+fn naming_call<'py>(py: Python<'py>, function: &str, text: &str, dialect: &str) -> PyResult<Bound<'py, PyAny>> {
+    use crate::naming::*;
+    let text = text.to_string();
+    let dialect = dialect.to_string();
+    let function = function.to_string();
+    let result = guard(py, move || match function.as_str() {
+        "anthropic_id" => Ok(anthropic_id(&text)),
+        "openai_id" => Ok(openai_id(&text)),
+        "canonical_id" => Ok(canonical_id(&text)),
+        "wire_name" => Ok(wire_name(&text, &dialect)),
+        "name_fits" => Err(name_fits(&text, &dialect)),
+        _ => panic!("no naming function {function}"),
+    })?;
+    Ok(match result {
+        Ok(text) => text.into_pyobject(py)?.into_any(),
+        Err(fits) => pyo3::types::PyBool::new(py, fits).to_owned().into_any(),
+    })
+}
+
+/// `digest`: `sha256_hex`, `b64encode`, `urlsafe_b64encode`, `b64decode` (None: binascii's error).
+#[pyfunction]
+fn digest_call<'py>(py: Python<'py>, function: &str, data: &[u8]) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    use crate::digest::*;
+    let out = guard(py, || match function {
+        "sha256_hex" => Some(sha256_hex(data).into_bytes()),
+        "b64encode" => Some(b64encode(data).into_bytes()),
+        "urlsafe_b64encode" => Some(urlsafe_b64encode(data).into_bytes()),
+        "b64decode" => b64decode(data),
+        _ => panic!("no digest function {function}"),
+    })?;
+    Ok(out.map(|b| PyBytes::new(py, &b)))
+}
+
+/// A `losses` function by name, its arguments in a tuple:
+/// `block_subject(dialect, section, attrs: [(name, json bytes)] | None, payload)`,
+/// `field_subject(dialect, key, section, attrs)`, `finish_path(dialect, kind, choice)`,
+/// `block_path(dialect, kind, message)`, `field_path(path, key)`, `path_subject(path)`,
+/// `raw_block_type(payload)`, `lacks(subject, target, what, done)`, `article(noun)`.
+#[pyfunction]
+fn losses_call(py: Python<'_>, function: &str, args: &Bound<'_, PyTuple>) -> PyResult<Option<String>> {
+    use crate::canonical::Section;
+    use crate::losses::*;
+    use std::borrow::Cow;
+    let section = |i: usize| -> PyResult<Section> {
+        let name: String = args.get_item(i)?.extract()?;
+        Section::from_name(&name).ok_or_else(|| PyRuntimeError::new_err(format!("no section {name}")))
+    };
+    type Attrs = Vec<(Cow<'static, str>, crate::canonical::RawJson<'static>)>;
+    let attrs = |i: usize| -> PyResult<Option<Attrs>> {
+        let pairs: Option<Vec<(String, Vec<u8>)>> = args.get_item(i)?.extract()?;
+        Ok(pairs.map(|p| p.into_iter().map(|(k, v)| (Cow::Owned(k), Cow::Owned(v))).collect()))
+    };
+    let text = |i: usize| -> PyResult<String> { args.get_item(i)?.extract() };
+    Ok(match function {
+        "block_subject" => {
+            let (dialect, section, attrs) = (text(0)?, section(1)?, attrs(2)?);
+            let payload: Vec<u8> = args.get_item(3)?.extract()?;
+            Some(guard(py, || block_subject(&dialect, section, attrs.as_deref(), &payload))?)
+        }
+        "field_subject" => {
+            let attrs = attrs(3)?;
+            let (dialect, key, section) = (text(0)?, text(1)?, section(2)?);
+            Some(guard(py, || field_subject(&dialect, &key, section, attrs.as_deref()))?)
+        }
+        "finish_path" => Some(finish_path(&text(0)?, &text(1)?, args.get_item(2)?.extract()?)),
+        "block_path" => Some(block_path(&text(0)?, &text(1)?, args.get_item(2)?.extract()?)),
+        "field_path" => Some(field_path(&text(0)?, &text(1)?)),
+        "path_subject" => Some(path_subject(&text(0)?).to_string()),
+        "raw_block_type" => raw_block_type(&args.get_item(0)?.extract::<Vec<u8>>()?).map(Cow::into_owned),
+        "lacks" => Some(lacks(&text(0)?, &text(1)?, &text(2)?, args.get_item(3)?.extract::<Option<String>>()?.as_deref())),
+        "article" => Some(article(&text(0)?).to_string()),
+        _ => return Err(PyRuntimeError::new_err(format!("no losses function {function}"))),
+    })
+}
+
+/// A `Session` driven by `ops`: `("lose", path, reason, dialect|None)`,
+/// `("lose_member", path, what, done|None)`, `("tool_name_out", name json|None, path)`,
+/// `("tool_name_in", name)`. Returns `(results, losses, tool_names, error)`:
+/// each op's result (a name, or None), the losses as `(dialect, path, reason)`,
+/// the renamed tools, and the error that stopped the ops (or None).
+#[pyfunction]
+#[pyo3(signature = (source, target, kind, ops, *, strict=false, passthrough=false, tool_names=None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn session_ops<'py>(
+    py: Python<'py>,
+    source: &str,
+    target: &str,
+    kind: &str,
+    ops: Vec<Bound<'py, PyTuple>>,
+    strict: bool,
+    passthrough: bool,
+    tool_names: Option<std::collections::HashMap<String, String>>,
+) -> PyResult<(Vec<Option<String>>, Vec<(String, String, String)>, std::collections::HashMap<String, String>, Option<Py<PyAny>>)> {
+    use crate::session::{Kind, Options, Session};
+    use crate::value::Value;
+    let known = |name: &str| crate::pipeline::dialect(name).unwrap_or("");
+    let kind = Kind::from_name(kind).ok_or_else(|| PyRuntimeError::new_err("no such kind"))?;
+    let options = Options { strict, tool_names, ..Options::default() };
+    let mut session = Session::new(options, known(source), known(target), kind);
+    session.passthrough = passthrough;
+    let mut results = Vec::new();
+    let mut error = None;
+    for op in ops {
+        let name: String = op.get_item(0)?.extract()?;
+        let arg = |i: usize| -> PyResult<Option<String>> { op.get_item(i)?.extract() };
+        let outcome = match name.as_str() {
+            "lose" => session.lose(&arg(1)?.unwrap_or_default(), &arg(2)?.unwrap_or_default(), arg(3)?.as_deref()).map(|_| None),
+            "lose_member" => {
+                let (path, what, done) = (arg(1)?.unwrap_or_default(), arg(2)?.unwrap_or_default(), arg(3)?);
+                session.lose_member(&path, &what, done.as_deref()).map(|_| None)
+            }
+            "tool_name_out" => {
+                let raw: Option<Vec<u8>> = op.get_item(1)?.extract()?;
+                let value = raw.map(|r| Value::loads(&r)).transpose().map_err(|e| to_py_err(py, &e, None))?;
+                let path = arg(2)?.unwrap_or_default();
+                guard(py, || session.tool_name_out(value.as_ref(), &path))?.map(Some)
+            }
+            "tool_name_in" => Ok(Some(session.tool_name_in(&arg(1)?.unwrap_or_default()).into_owned())),
+            _ => return Err(PyRuntimeError::new_err(format!("no session op {name}"))),
+        };
+        match outcome {
+            Ok(result) => results.push(result),
+            Err(err) => {
+                error = Some(to_py_err(py, &err, None).into_value(py).into_any());
+                break;
+            }
+        }
+    }
+    let losses = session.losses.iter().map(|l| (l.dialect.clone(), l.path.clone(), l.reason.clone())).collect();
+    Ok((results, losses, session.tool_names.clone(), error))
+}
+
+/// Tokens into a `jsonwriter::RawValue`: its text and the output length at each completion.
+struct RawValueSink {
+    raw: crate::jsonwriter::RawValue,
+    out: Vec<u8>,
+    complete_at: Vec<usize>,
+}
+
+impl Sink for RawValueSink {
+    fn token(&mut self, token: Token<'_>, _offset: u64, _path: &Frames) -> crate::error::Result<()> {
+        if self.raw.feed(&token, &mut self.out) {
+            self.complete_at.push(self.out.len());
+        }
+        Ok(())
+    }
+}
+
+/// `RawValue` fed the tokens of `data` cut at `cuts`: `(text, complete_at, error)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn raw_value_text<'py>(py: Python<'py>, data: &[u8], cuts: Vec<usize>) -> PyResult<(Bound<'py, PyBytes>, Vec<usize>, Option<Py<PyAny>>)> {
+    let mut sink = RawValueSink { raw: Default::default(), out: Vec::new(), complete_at: Vec::new() };
+    let result = guard(py, || {
+        let mut tokenizer = Tokenizer::default();
+        let mut start = 0;
+        for cut in cuts.iter().copied().chain([data.len()]) {
+            let end = cut.clamp(start, data.len());
+            tokenizer.feed(&data[start..end], &mut sink)?;
+            start = end;
+        }
+        tokenizer.close(&mut sink)
+    })?;
+    let error = result.err().map(|e| to_py_err(py, &e, None).into_value(py).into_any());
+    Ok((PyBytes::new(py, &sink.out), sink.complete_at, error))
+}
+
+fn add_leaves(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(raw_value_text, m)?)?;
+    m.add_function(wrap_pyfunction!(value_roundtrip, m)?)?;
+    m.add_function(wrap_pyfunction!(value_scalar, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_escaped, m)?)?;
+    m.add_function(wrap_pyfunction!(unescape_json_text, m)?)?;
+    m.add_function(wrap_pyfunction!(naming_call, m)?)?;
+    m.add_function(wrap_pyfunction!(digest_call, m)?)?;
+    m.add_function(wrap_pyfunction!(losses_call, m)?)?;
+    m.add_function(wrap_pyfunction!(session_ops, m)?)?;
+    Ok(())
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical_roundtrip, m)?)?;
@@ -1137,5 +1371,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("COVERS", PyTuple::new(m.py(), COVERS)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    add_leaves(m)?;
     Ok(())
 }

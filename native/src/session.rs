@@ -7,8 +7,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::error::Result;
-use crate::reorder::ReorderBuffer;
+use crate::error::{Error, ErrorClass, Result};
+use crate::json::py_str_repr;
+use crate::losses::{lacks, path_subject};
+use crate::naming::{name_limit, wire_name};
+use crate::reorder::{ReorderBuffer, DEFAULT_BUDGET};
+use crate::value::{Value, LONE_SURROGATE_MESSAGE};
 
 /// `session.Options`, field for field (same names, same defaults).
 #[derive(Clone, Debug)]
@@ -28,6 +32,25 @@ pub struct Options {
     /// effort -> budget; `None`: anthropic.controls.THINKING_BUDGETS
     pub anthropic_thinking_budgets: Option<Vec<(String, i64)>>,
     pub ollama_sampling_defaults: bool,
+}
+
+impl Default for Options {
+    /// `session.Options()`.
+    fn default() -> Self {
+        Options {
+            strict: false,
+            reorder_budget: DEFAULT_BUDGET,
+            refuse_reorder: false,
+            openai_reasoning_field: None,
+            default_max_tokens: 4096,
+            max_depth: 128,
+            max_value_bytes: 1 << 20,
+            tool_names: None,
+            anthropic_thinking: "auto".to_string(),
+            anthropic_thinking_budgets: None,
+            ollama_sampling_defaults: false,
+        }
+    }
 }
 
 /// A field of the input that could not be carried into the target.
@@ -78,9 +101,182 @@ impl Session {
     }
 
     /// `Session.lose`: record that the field at `path` (in the source) is not
-    /// carried; strict raises `LossError`. (Body: helper S.)
+    /// carried; strict: a `LossError` "cannot carry {path}: {reason}" naming the
+    /// loss's dialect and `path`. Nothing is recorded for a passthrough run.
+    /// Responses and streams record one loss per (dialect, path, reason): a
+    /// stream repeats its fields in every frame. (A request's paths name a
+    /// message, not a field: two losses there are two things lost.)
     pub fn lose(&mut self, path: &str, reason: &str, dialect: Option<&str>) -> Result<()> {
-        let _ = (path, reason, dialect, &self.lost_paths);
-        todo!("helper S: Session.lose")
+        if self.passthrough {
+            return Ok(());
+        }
+        let dialect = match dialect {
+            Some(d) if !d.is_empty() => d,
+            _ => self.source,
+        };
+        if self.kind != Kind::Request {
+            let key = (dialect.to_string(), path.to_string(), reason.to_string());
+            if self.lost_paths.contains(&key) {
+                return Ok(());
+            }
+            self.lost_paths.insert(key);
+        }
+        if self.options.strict {
+            let err = Error::new(ErrorClass::Loss, format!("cannot carry {path}: {reason}")).with_path(path.as_bytes().to_vec());
+            // (an error names a dialect the core knows; any other name: the pipeline's source)
+            return Err(match crate::pipeline::dialect(dialect) {
+                Some(known) => err.in_dialect(known),
+                None => err,
+            });
+        }
+        self.losses.push(Loss { dialect: dialect.to_string(), path: path.to_string(), reason: reason.to_string() });
+        Ok(())
+    }
+
+    /// `Session.lose_member`: a member of the source at `path` the target has
+    /// nothing for (decoders: what no canonical event carries, in the target's
+    /// terms); `what` defaults to "such field" in Python.
+    pub fn lose_member(&mut self, path: &str, what: &str, done: Option<&str>) -> Result<()> {
+        let target = if self.target.is_empty() { "the target" } else { self.target };
+        let reason = lacks(path_subject(path), target, what, done);
+        self.lose(path, &reason, None)
+    }
+
+    /// `Session.tool_name_out`: a tool name of another dialect as the target
+    /// accepts it (`naming::wire_name`); each name changed is recorded once, as
+    /// a loss at `path`. `name`: the value the source had (`None`: missing; not
+    /// a string: taken as `""`; `null` is missing, as `attrs.get("name")`).
+    ///
+    /// A name holding a lone surrogate (possible where a control's value was
+    /// read with plain `json.loads`, e.g. openai `tool_choice`) cannot be hashed:
+    /// Python raises `UnicodeEncodeError` there (a bug, reported); here it is a
+    /// `LoneSurrogateError`. (Where Python returns such a name unchanged -- the
+    /// same dialect, or a target with no name rule, which no encoder asks --
+    /// it comes back with U+FFFD for the surrogate: a `String` cannot hold it.)
+    pub fn tool_name_out(&mut self, name: Option<&Value>, path: &str) -> Result<String> {
+        let text = match name {
+            Some(Value::Str(bytes)) => match std::str::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(_) if self.source == self.target || name_limit(self.target).is_none() => {
+                    return Ok(String::from_utf8_lossy(bytes).into_owned())
+                }
+                Err(_) => return Err(Error::new(ErrorClass::LoneSurrogate, LONE_SURROGATE_MESSAGE)),
+            },
+            _ => "",
+        };
+        let Some(limit) = name_limit(self.target).filter(|_| self.source != self.target) else {
+            return Ok(text.to_string());
+        };
+        let wire = wire_name(text, self.target);
+        if wire != text && self.tool_names.get(&wire).map(String::as_str) != Some(text) {
+            self.tool_names.insert(wire.clone(), text.to_string());
+            let what = match name {
+                None | Some(Value::Null) => "a missing tool name".to_string(),
+                Some(_) => format!("tool name {}", py_str_repr(text.as_bytes())),
+            };
+            let lack = format!("such tool name (^[a-zA-Z0-9_-]{{1,{limit}}}$)");
+            let done = format!("sent as {}", py_str_repr(wire.as_bytes()));
+            self.lose(path, &lacks(&what, self.target, &lack, Some(&done)), None)?;
+        }
+        Ok(wire)
+    }
+
+    /// `Session.tool_name_in`: a tool name read from a response: the client's
+    /// name when the request renamed it (`Options.tool_names`).
+    pub fn tool_name_in<'n>(&self, name: &'n str) -> std::borrow::Cow<'n, str> {
+        match self.options.tool_names.as_ref().and_then(|names| names.get(name)) {
+            Some(client) => std::borrow::Cow::Owned(client.clone()),
+            None => std::borrow::Cow::Borrowed(name),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(kind: Kind, strict: bool) -> Session {
+        Session::new(Options { strict, ..Options::default() }, "openai", "anthropic", kind)
+    }
+
+    #[test]
+    fn python_defaults() {
+        let o = Options::default();
+        assert_eq!((o.strict, o.reorder_budget, o.refuse_reorder, o.default_max_tokens), (false, 64 << 20, false, 4096));
+        assert_eq!((o.max_depth, o.max_value_bytes, o.anthropic_thinking.as_str()), (128, 1 << 20, "auto"));
+        assert!(o.openai_reasoning_field.is_none() && o.tool_names.is_none() && o.anthropic_thinking_budgets.is_none());
+        assert!(!o.ollama_sampling_defaults);
+        assert_eq!(Kind::from_name("stream"), Some(Kind::Stream));
+    }
+
+    #[test]
+    fn lose_records_strict_raises_passthrough_keeps_nothing() {
+        let mut s = session(Kind::Request, false);
+        s.lose("$.a", "r", None).unwrap();
+        s.lose("$.a", "r", None).unwrap(); // a request records both
+        s.lose("$.b", "r", Some("anthropic")).unwrap();
+        s.lose("$.c", "r", Some("")).unwrap();
+        let dialects: Vec<&str> = s.losses.iter().map(|l| l.dialect.as_str()).collect();
+        assert_eq!(dialects, ["openai", "openai", "anthropic", "openai"]);
+
+        let mut stream = session(Kind::Stream, false);
+        for _ in 0..3 {
+            stream.lose("$.a", "r", None).unwrap();
+        }
+        stream.lose("$.a", "other", None).unwrap();
+        assert_eq!(stream.losses.len(), 2);
+
+        let mut strict = session(Kind::Request, true);
+        let err = strict.lose("$.x", "x: anthropic has no y", Some("ollama")).unwrap_err();
+        assert_eq!(err.class, ErrorClass::Loss);
+        assert_eq!(err.message, "cannot carry $.x: x: anthropic has no y");
+        assert_eq!((err.path.as_deref(), err.dialect.as_deref()), (Some(&b"$.x"[..]), Some("ollama")));
+        assert!(strict.losses.is_empty());
+
+        let mut copy = session(Kind::Response, true);
+        copy.passthrough = true;
+        copy.lose("$.x", "r", None).unwrap();
+        assert!(copy.losses.is_empty());
+    }
+
+    #[test]
+    fn lose_member_words() {
+        let mut s = session(Kind::Response, false);
+        s.lose_member("$.options.num_ctx", "such field", None).unwrap();
+        s.target = "";
+        s.lose_member("$.x", "response id", Some("dropped")).unwrap();
+        assert_eq!(s.losses[0].reason, "options.num_ctx: anthropic has no such field");
+        assert_eq!(s.losses[1].reason, "x: the target has no response id; dropped");
+    }
+
+    #[test]
+    fn tool_names_out_and_in() {
+        let mut s = session(Kind::Request, false);
+        assert_eq!(s.tool_name_out(Some(&Value::str("ok_name")), "$.tools").unwrap(), "ok_name");
+        let wire = s.tool_name_out(Some(&Value::str("mcp.read")), "$.tools").unwrap();
+        assert_eq!(wire, wire_name("mcp.read", "anthropic"));
+        s.tool_name_out(Some(&Value::str("mcp.read")), "$.messages[1]").unwrap(); // recorded once
+        assert_eq!(s.losses.len(), 1);
+        assert_eq!(
+            s.losses[0].reason,
+            format!("tool name 'mcp.read': anthropic has no such tool name (^[a-zA-Z0-9_-]{{1,128}}$); sent as '{wire}'")
+        );
+        assert_eq!(s.tool_names.get(&wire).map(String::as_str), Some("mcp.read"));
+        s.tool_name_out(None, "$.tool_choice").unwrap();
+        s.tool_name_out(Some(&Value::int(3)), "$.tools").unwrap(); // the same wire name: recorded once
+        assert!(s.losses[1].reason.starts_with("a missing tool name: anthropic has no such tool name"));
+        assert_eq!(s.losses.len(), 2);
+        let surrogate = Value::Str(b"a\xed\xa0\x80".to_vec());
+        assert_eq!(s.tool_name_out(Some(&surrogate), "$.tools").unwrap_err().class, ErrorClass::LoneSurrogate);
+
+        let mut same = Session::new(Options::default(), "openai", "openai", Kind::Request);
+        assert_eq!(same.tool_name_out(Some(&Value::str("a.b")), "$.tools").unwrap(), "a.b");
+        let mut ollama = Session::new(Options::default(), "openai", "ollama", Kind::Request);
+        assert_eq!(ollama.tool_name_out(None, "$.tools").unwrap(), "");
+
+        let names = HashMap::from([("mcp_read_1".to_string(), "mcp.read".to_string())]);
+        let response = Session::new(Options { tool_names: Some(names), ..Options::default() }, "anthropic", "openai", Kind::Response);
+        assert_eq!(response.tool_name_in("mcp_read_1"), "mcp.read");
+        assert_eq!(response.tool_name_in("other"), "other");
     }
 }

@@ -404,3 +404,38 @@ def feed_cuts(draw, data: bytes) -> list[int]:
     if frame:
         return list(range(frame, len(data), frame))
     return sorted(draw(st.lists(st.integers(0, len(data)), max_size=8)))
+
+
+KEY_ORDERS = ("client", "sorted", "reversed", "random")
+
+
+def _reordered(value, order: str, rng):
+    import fuzz
+    if isinstance(value, fuzz.Obj):
+        members = [[key, _reordered(item, order, rng)] for key, item in value]
+        if order == "sorted":
+            members.sort(key=lambda member: member[0])
+        elif order == "reversed":
+            members.reverse()
+        elif order == "random":
+            rng.shuffle(members)
+        return fuzz.Obj(members)
+    if isinstance(value, list):
+        return [_reordered(item, order, rng) for item in value]
+    return value
+
+
+def key_order(case: Case, order: str, seed: int = 0) -> Case:
+    """The case with every object's members sorted, reversed or shuffled (the spike's key
+    orders: Go maps, ``jq -S``, other serialisers); a body that is not JSON stays as it is."""
+    import random
+
+    import fuzz
+    if order == "client":
+        return case
+    try:
+        root = fuzz.parse(case.body)
+    except ValueError:
+        return case
+    body = fuzz.dump(_reordered(root, order, random.Random(seed))).encode("utf-8")
+    return Case(f"{case.name} (keys {order})", case.dialect, body, case.options)

@@ -16,7 +16,8 @@ from interlingua.backend import native_module
 from interlingua.dialects import DIALECTS
 
 from .differential import (
-    corpus_requests, error_facts, feed_cuts, feeds, fuzz_mutant, rpt_requests, skip_if_not_ported,
+    KEY_ORDERS, corpus_requests, error_facts, feed_cuts, feeds, fuzz_mutant, key_order, rpt_requests,
+    skip_if_not_ported,
 )
 
 native = native_module()
@@ -86,6 +87,7 @@ def assert_transcoder_parity(source: str, target: str, body: bytes, cuts, option
 @given(data=st.data())
 def test_rpt_requests(source, target, data):
     case = data.draw(st.sampled_from(rpt_requests(source)), label="case")
+    case = key_order(case, data.draw(st.sampled_from(KEY_ORDERS), label="key order"), data.draw(st.integers(0, 9)))
     assert_transcoder_parity(source, target, case.body, data.draw(feed_cuts(case.body), label="cuts"),
                              case.options)
 

@@ -1,0 +1,72 @@
+//! The native request pipeline (`pipeline::Transcoder`) on any bytes, for every pair
+//! whose codecs are ported: no panic, no hang, and the same result -- the same
+//! output bytes, or the same error -- whole or cut at the point the input picks.
+//! The first byte picks the pair (of the 9) and the cut; the rest is the body.
+//! Seed it with the rpt request bodies, each behind a pair byte (native/README.md).
+#![no_main]
+
+use _native::error::Error;
+use _native::pipeline::{Transcoder, ModelName};
+use _native::session::{Kind, Options, Session};
+use libfuzzer_sys::fuzz_target;
+
+const DIALECTS: [&str; 3] = ["openai", "anthropic", "ollama"];
+
+fn options() -> Options {
+    Options {
+        strict: false,
+        reorder_budget: 1 << 16,
+        refuse_reorder: false,
+        openai_reasoning_field: None,
+        default_max_tokens: 4096,
+        max_depth: 32,
+        max_value_bytes: 1 << 16,
+        tool_names: None,
+        anthropic_thinking: "auto".into(),
+        anthropic_thinking_budgets: None,
+        ollama_sampling_defaults: false,
+    }
+}
+
+/// The output, or the error with the output pending before it.
+fn run(source: &'static str, target: &'static str, pieces: &[&[u8]]) -> Option<(Vec<u8>, Option<Error>)> {
+    let session = Session::new(options(), source, target, Kind::Request);
+    let model: Option<ModelName> = None;
+    let mut transcoder = Transcoder::new(session, model).ok()?; // not ported: nothing to fuzz
+    let mut out = Vec::new();
+    let mut result = Ok(());
+    for piece in pieces {
+        result = transcoder.feed(piece, &mut out);
+        if result.is_err() {
+            break;
+        }
+    }
+    if result.is_ok() {
+        result = transcoder.close(&mut out);
+    }
+    if result.is_err() {
+        transcoder.pending_output(&mut out);
+    }
+    Some((out, result.err()))
+}
+
+/// What tests/fuzz.py requires equal for every cut: class, dialect, offset, path.
+fn located(err: &Option<Error>) -> Option<(&'static str, Option<&'static str>, Option<u64>, Option<Vec<u8>>)> {
+    err.as_ref().map(|e| (e.class.name(), e.dialect, e.offset, e.path.clone()))
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&pick, body)) = data.split_first() else { return };
+    let (source, target) = (DIALECTS[(pick % 9 / 3) as usize], DIALECTS[(pick % 3) as usize]);
+    let Some(whole) = run(source, target, &[body]) else { return };
+    let cut = (pick as usize / 9 * 7919) % (body.len() + 1);
+    let cut_result = run(source, target, &[&body[..cut], &body[cut..]]).expect("ported a moment ago");
+    let bytes: Vec<&[u8]> = body.chunks(1).collect();
+    let bytewise = run(source, target, &bytes).expect("ported a moment ago");
+    assert_eq!(located(&whole.1), located(&cut_result.1), "{source} -> {target}: the error depends on the cut at {cut}");
+    assert_eq!(located(&whole.1), located(&bytewise.1), "{source} -> {target}: the error depends on feeding byte by byte");
+    if whole.1.is_none() {
+        assert_eq!(whole.0, cut_result.0, "{source} -> {target}: the output depends on the cut at {cut}");
+        assert_eq!(whole.0, bytewise.0, "{source} -> {target}: the output depends on feeding byte by byte");
+    }
+});
