@@ -110,7 +110,11 @@ impl Front {
         let mut tokens = Tokens { decoder, session, out };
         let result = self.tokenizer.feed(data, &mut tokens);
         let Tokens { decoder, session, out } = tokens;
-        let result = result.and_then(|()| decoder.flush(session, out));
+        let result = match result {
+            Ok(()) => decoder.flush(session, out),
+            // what the decoder held to join string fragments went out before the fault in Python
+            Err(e) => decoder.interrupted(session, out).and(Err(e)),
+        };
         result.map_err(|e| e.locate(self.source, || self.tokenizer.path(), decoder.at()))
     }
 
