@@ -64,6 +64,13 @@ pub use crate::losses::json_truthy as truthy;
 /// feed; what must wait (a hold) goes to `session.reorder` and is written later.
 pub trait Encode {
     fn event(&mut self, event: crate::canonical::Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()>;
+    /// What Python's encoder writes when it is made (the body's `{`: a Transcoder's
+    /// first feed returns it even when that feed makes no event). The Transcoder calls
+    /// it once, before any event; an encoder that writes lazily on its first event
+    /// does the same here. Default: nothing.
+    fn start(&mut self, _session: &mut Session, _out: &mut Vec<u8>) -> Result<()> {
+        Ok(())
+    }
     /// The source ended (`finish`): write the rest.
     fn finish(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()>;
 }

@@ -194,9 +194,11 @@ impl Transcoder {
             // interlingua.passthrough (BodyCopy / FrameCopy): issue 12
             return Err(not_ported(source, kind, "passthrough"));
         }
-        let encoder = encoder(target, kind, &session)?;
+        let mut encoder = encoder(target, kind, &session)?;
         let front = Front::new(source, kind, &session)?;
-        Ok(Transcoder { session, front, encoder, model, out: Vec::new(), poison: None, closed: false })
+        let (mut session, mut out) = (session, Vec::new());
+        encoder.start(&mut session, &mut out)?; // what Python's encoder writes when it is made
+        Ok(Transcoder { session, front, encoder, model, out, poison: None, closed: false })
     }
 
     fn check(&self) -> Result<()> {

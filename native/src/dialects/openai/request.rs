@@ -1252,6 +1252,12 @@ impl Encode for RequestEncoder {
         }
     }
 
+    fn start(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        let mut io = Io { out, session, writers: &mut self.writers };
+        Self::started(&mut self.state, self.reasoning_key, &mut io)?;
+        Ok(())
+    }
+
     fn finish(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
         let mut io = Io { out, session, writers: &mut self.writers };
         Self::started(&mut self.state, self.reasoning_key, &mut io)?;
