@@ -136,6 +136,16 @@ impl<'a> Block<'a> {
     }
 }
 
+impl Block<'_> {
+    /// `Block.text()`: the payload decoded (WTF-8) for escaped payloads, else the JSON text.
+    pub fn text(&self) -> Result<Cow<'_, [u8]>> {
+        match self.form() {
+            PayloadForm::Escaped => decode_escaped(&self.payload),
+            PayloadForm::Raw => Ok(Cow::Borrowed(&self.payload)),
+        }
+    }
+}
+
 /// A request-level setting under its canonical name; where it came from, so
 /// the encoder of the same dialect writes it back exactly.
 #[derive(Clone, Debug, PartialEq)]
@@ -155,6 +165,13 @@ pub struct Extension<'a> {
     pub raw: RawJson<'a>,
     pub message: Option<i64>,
     pub lossless: bool,
+}
+
+impl Extension<'_> {
+    /// `Extension.value()`: `json.loads(raw)`.
+    pub fn value(&self) -> Result<crate::value::Value> {
+        crate::value::Value::loads(&self.raw)
+    }
 }
 
 /// Token counts; `None`: the source did not say (absent is not zero).
@@ -424,6 +441,15 @@ mod tests {
         for bad in [&b"\\"[..], b"\\x", b"\\u12", b"\\u12g4", b"a\"", b"a\nb", b"\\n\x01"] {
             assert_eq!(decode_escaped(bad).unwrap_err().class, ErrorClass::JsonSyntax, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn block_text_and_extension_value() {
+        let block = |section, payload: &'static [u8]| Block { section, message: 0, payload: Cow::Borrowed(payload), init: true, fin: true, attrs: None };
+        assert_eq!(block(Section::UserText, br"a\nb").text().unwrap().as_ref(), b"a\nb");
+        assert_eq!(block(Section::ToolDefinition, br#"{"a":"\n"}"#).text().unwrap().as_ref(), br#"{"a":"\n"}"#);
+        let ext = Extension { dialect: "ollama".into(), path: "$.x".into(), raw: Cow::Borrowed(b"\"t\""), message: None, lossless: false };
+        assert_eq!(ext.value().unwrap(), crate::value::Value::str("t"));
     }
 
     #[test]

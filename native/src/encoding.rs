@@ -49,22 +49,16 @@
 
 use std::borrow::Cow;
 
-use crate::canonical::{Block, Control, Extension, PayloadForm, RawJson, Section, REQUEST_LEVEL};
+use crate::canonical::{unescape_json_text, Block, Control, Extension, PayloadForm, RawJson, Section, REQUEST_LEVEL};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
+use crate::jsonwriter::{dumps_str, key_bytes, JsonWriter};
+use crate::losses::{block_path, block_subject, field_path, field_subject, lacks, no_place, path_subject, raw_block_type};
 use crate::reorder::{ByteHold, Hold, ReorderBuffer};
 use crate::session::Session;
+use crate::value::Value;
 
-// (until helper S's modules land: `lacks`, `path_subject`, `dumps_str`, `tool_name_out`,
-// `openai_id` and `session_lose` are the shim's; callers switch to S's with it)
-pub use self::leaves::{
-    dumps_str, is_internal_attr, json_members, json_str, lacks, lose as session_lose, openai_id, path_subject,
-    py_str, tool_name_out,
-};
-use self::leaves::{
-    block_path, block_subject, field_path, field_subject, key_bytes, no_place,
-    py_repr_str, raw_block_type, unescape_json_text, JsonWriter,
-};
+pub use crate::losses::json_truthy as truthy;
 
 /// A dialect encoder (`encoding.Encoder`): `out` is the run's output of this
 /// feed; what must wait (a hold) goes to `session.reorder` and is written later.
@@ -99,9 +93,17 @@ pub fn attr_truthy(attrs: &[Attr<'_>], key: &str) -> bool {
     attr(attrs, key).is_some_and(truthy)
 }
 
-/// `attrs.get(key)` when it is a string (else None).
+/// `attrs.get(key)` when it is a string (else None; a lone surrogate: None).
 pub fn attr_str(attrs: &[Attr<'_>], key: &str) -> Option<String> {
     attr(attrs, key).and_then(json_str)
+}
+
+/// A JSON string's text (None: not a string, or one holding a lone surrogate).
+pub fn json_str(raw: &[u8]) -> Option<String> {
+    match Value::loads(raw) {
+        Ok(Value::Str(text)) => String::from_utf8(text).ok(),
+        _ => None,
+    }
 }
 
 /// Whether `attrs.get(key) == text` (a JSON string equal to `text`).
@@ -113,17 +115,15 @@ pub fn attr_is(attrs: &[Attr<'_>], key: &str, text: &str) -> bool {
     }
 }
 
-/// Python's `bool()` of the value whose compact JSON text is `raw`.
-pub fn truthy(raw: &[u8]) -> bool {
-    match raw {
-        b"null" | b"false" | b"\"\"" | b"[]" | b"{}" => false,
-        [b'-' | b'0'..=b'9', ..] => {
-            // a number: zero whatever its spelling (0, -0, 0.0, 0e5, -0.0E-3)
-            let mantissa = raw.split(|&b| b == b'e' || b == b'E').next().unwrap_or(raw);
-            mantissa.iter().any(|b| (b'1'..=b'9').contains(b))
-        }
-        _ => true,
-    }
+/// `attrs.get(key)` as data (None: absent).
+pub fn attr_value(attrs: &[Attr<'_>], key: &str) -> Result<Option<Value>> {
+    attr(attrs, key).map(Value::loads).transpose()
+}
+
+/// `session.tool_name_out(attrs.get("name"), path)` of a name attribute's JSON text.
+pub fn tool_name_out(session: &mut Session, name: Option<&[u8]>, path: &str) -> Result<String> {
+    let name = name.map(Value::loads).transpose()?;
+    session.tool_name_out(name.as_ref(), path)
 }
 
 /// The attributes as owned data (to keep them past the event).
@@ -261,7 +261,10 @@ impl Io<'_> {
 
     /// `writer._sep()`: `,` or nothing before the next item of the open container.
     pub fn sep(&mut self, w: WriterId) -> &'static [u8] {
-        self.writers.slot(w).json.sep()
+        let Writers { slots, scratch, .. } = &mut *self.writers;
+        scratch.clear();
+        slots[w.0].as_mut().expect("a writer of this encoder").json.separate(scratch);
+        if scratch.is_empty() { b"" } else { b"," }
     }
 
     /// `writer._separate()`.
@@ -275,12 +278,12 @@ impl Io<'_> {
 
     /// `writer._first.append(True)`: a container opened by raw text.
     pub fn push_first(&mut self, w: WriterId) {
-        self.writers.slot(w).json.push_first();
+        self.writers.slot(w).json.open_raw();
     }
 
     /// `writer._first.pop()`.
     pub fn pop_first(&mut self, w: WriterId) {
-        self.writers.slot(w).json.pop_first();
+        self.writers.slot(w).json.close_raw();
     }
 
     /// A new hold of `reason` (`session.reorder.hold(reason)`).
@@ -290,7 +293,7 @@ impl Io<'_> {
 
     /// `session.lose(path, reason, dialect=...)`.
     pub fn lose(&mut self, path: &str, reason: &str, dialect: Option<&str>) -> Result<()> {
-        leaves::lose(self.session, path, reason, dialect)
+        self.session.lose(path, reason, dialect)
     }
 }
 
@@ -440,7 +443,7 @@ pub fn tool_definition<E: ToolDefinitions + ?Sized>(enc: &mut E, block: &Block<'
 
 /// `_where(block)`: the source path of the message a block came from.
 pub fn where_(session: &Session, message: i64) -> String {
-    block_path(session.source, session.kind, message)
+    block_path(session.source, session.kind.name(), message)
 }
 
 /// `_path(block)`: the block's `path` attribute, else `_where`.
@@ -453,7 +456,7 @@ pub fn block_source_path(session: &Session, block: BlockRef<'_>) -> String {
 
 /// `_subject(block, attrs)`: what the source dialect calls the block.
 pub fn subject(session: &Session, block: BlockRef<'_>, attrs: Option<&[Attr<'_>]>) -> String {
-    block_subject(session.source, block.section, attrs.unwrap_or(block.attrs), block.payload)
+    block_subject(session.source, block.section, Some(attrs.unwrap_or(block.attrs)), block.payload)
 }
 
 /// `_lose(block, subject, what, done, path)`.
@@ -463,7 +466,7 @@ pub fn lose(session: &mut Session, dialect: &str, block: BlockRef<'_>, subject: 
         Some(p) if !p.is_empty() => p.to_string(),
         _ => block_source_path(session, block),
     };
-    leaves::lose(session, &path, &lacks(subject, dialect, what, done), None)
+    session.lose(&path, &lacks(subject, dialect, what, done), None)
 }
 
 /// `_lose_block`: the block (or something about it) is not carried.
@@ -486,7 +489,7 @@ pub fn lose_field(session: &mut Session, dialect: &str, block: BlockRef<'_>, key
     let path = [attrs, block.attrs]
         .into_iter()
         .find_map(|a| attr(a, "path").filter(|raw| truthy(raw)).and_then(json_str));
-    let subject = field_subject(session.source, key, block.section, attrs);
+    let subject = field_subject(session.source, key, block.section, Some(attrs));
     let field = path.map(|p| field_path(&p, key));
     lose(session, dialect, block, &subject, "field for it", done, field.as_deref())
 }
@@ -524,7 +527,7 @@ pub fn foreign_extension(session: &mut Session, dialect: &str, ext: &Extension<'
         return Ok(());
     }
     let reason = lacks(path_subject(&ext.path), dialect, "such field", None);
-    leaves::lose(session, &ext.path, &reason, Some(&ext.dialect))
+    session.lose(&ext.path, &reason, Some(&ext.dialect))
 }
 
 // -- tool arguments ---------------------------------------------------------------------------
@@ -562,7 +565,7 @@ impl HeldArguments {
     }
 
     pub fn feed(&mut self, escaped: &[u8], session: &mut Session) -> Result<()> {
-        let data = unescape_json_text(escaped);
+        let data = unescape_json_text(escaped)?;
         self.hold.write(&mut session.reorder, &data)?;
         if !self.bad && self.tokenizer.feed(&data, &mut self.first).is_err() {
             // not JSON, a duplicate key, too deep: not one object
@@ -584,9 +587,9 @@ impl HeldArguments {
         if !self.bad && self.first.0 == Some(Token::ObjectStart.kind()) {
             return (text, true);
         }
-        let mut out = b"{\"_raw_arguments\":\"".to_vec();
-        crate::json::escape_str_bytes(&text, &mut out);
-        out.extend_from_slice(b"\"}");
+        let mut out = b"{\"_raw_arguments\":".to_vec();
+        dumps_str(&text, &mut out);
+        out.push(b'}');
         (out, false)
     }
 }
@@ -594,31 +597,25 @@ impl HeldArguments {
 // -- controls and schemas ----------------------------------------------------------------------
 
 /// `merged_reasoning`: one `reasoning` control from several (anthropic `thinking` and
-/// `output_config.effort`): their values merge; each target's mapping then decides.
+/// `output_config.effort`): their values merge (`dict.update`: a key keeps its first place,
+/// takes its last value); each target's mapping then decides.
 pub fn merged_reasoning(items: &[Control<'_>]) -> Control<'static> {
-    let mut members: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut members: Vec<(Vec<u8>, Value)> = Vec::new();
     for control in items {
-        for (key, value) in json_members(&control.value).unwrap_or_default() {
-            match members.iter_mut().find(|(k, _)| *k == key) {
-                Some(slot) => slot.1 = value.to_vec(),
-                None => members.push((key.to_vec(), value.to_vec())),
+        // (a control's value is JSON text its decoder wrote: it parses)
+        if let Ok(Value::Object(more)) = Value::loads(&control.value) {
+            for (key, value) in more {
+                match members.iter_mut().find(|(k, _)| *k == key) {
+                    Some(slot) => slot.1 = value,
+                    None => members.push((key, value)),
+                }
             }
         }
     }
-    let mut value = b"{".to_vec();
-    for (i, (key, raw)) in members.iter().enumerate() {
-        if i > 0 {
-            value.push(b',');
-        }
-        value.extend_from_slice(key);
-        value.push(b':');
-        value.extend_from_slice(raw);
-    }
-    value.push(b'}');
     let last = items.last();
     Control {
         name: Cow::Borrowed("reasoning"),
-        value: Cow::Owned(value),
+        value: Cow::Owned(Value::Object(members).to_json()),
         dialect: last.and_then(|c| c.dialect.as_ref()).map(|d| Cow::Owned(d.to_string())),
         key: last.and_then(|c| c.key.as_ref()).map(|k| Cow::Owned(k.to_string())),
         raw: None,
@@ -632,9 +629,9 @@ const EMPTY_OBJECT_SCHEMA: &[u8] = b"{\"type\":\"object\",\"properties\":{}}";
 /// loss; one of another type, or not an object, is replaced by an empty object schema
 /// (recorded). `name`: the tool's `name` attribute (JSON text), for the loss.
 pub fn object_schema(schema_raw: &[u8], session: &mut Session, name: Option<&[u8]>) -> Result<Vec<u8>> {
-    if let Some(members) = json_members(schema_raw) {
-        match members.iter().find(|(k, _)| *k == b"\"type\"") {
-            Some((_, value)) if json_str(value).as_deref() == Some("object") => return Ok(schema_raw.to_vec()),
+    if let Value::Object(members) = Value::loads(schema_raw)? {
+        match members.iter().find(|(k, _)| k == b"type") {
+            Some((_, Value::Str(kind))) if kind == b"object" => return Ok(schema_raw.to_vec()),
             Some(_) => {}
             None => {
                 let mut out = b"{\"type\":\"object\"".to_vec();
@@ -648,10 +645,31 @@ pub fn object_schema(schema_raw: &[u8], session: &mut Session, name: Option<&[u8
             }
         }
     }
-    let subject = format!("parameters of tool {}, not an object schema", py_repr_str(name));
+    let subject = format!("parameters of tool {}, not an object schema", py_repr(name)?);
     let reason = lacks(&subject, session.target, "tool parameters other than an object schema", Some("an empty object schema is written"));
-    leaves::lose(session, "$.tools", &reason, None)?;
+    session.lose("$.tools", &reason, None)?;
     Ok(EMPTY_OBJECT_SCHEMA.to_vec())
+}
+
+/// `repr(name)` of a tool's name attribute (its JSON text; absent: None).
+fn py_repr(name: Option<&[u8]>) -> Result<String> {
+    Ok(match name.map(Value::loads).transpose()? {
+        None | Some(Value::Null) => "None".to_string(),
+        Some(Value::Str(text)) => crate::json::py_str_repr(&text),
+        Some(Value::Bool(b)) => (if b { "True" } else { "False" }).to_string(),
+        Some(_) => String::from_utf8_lossy(name.unwrap_or_default()).into_owned(),
+    })
+}
+
+/// `str(value)` of an attribute in an f-string (a string's text, `True`, `None`; a
+/// container: its JSON text, where Python writes its repr).
+pub fn py_str(raw: &[u8]) -> String {
+    match Value::loads(raw) {
+        Ok(Value::Null) => "None".to_string(),
+        Ok(Value::Bool(b)) => (if b { "True" } else { "False" }).to_string(),
+        Ok(Value::Str(text)) => String::from_utf8_lossy(&text).into_owned(),
+        _ => String::from_utf8_lossy(raw).into_owned(),
+    }
 }
 
 // -- one target message ---------------------------------------------------------------------
@@ -690,7 +708,8 @@ impl Opener {
 }
 
 /// `first_member(key, opener)`: the member a `MessageAssembler` opens with the brace,
-/// with its JSON text (`"content":"`).
+/// with its JSON text (`"content":"`). A dialect makes its own as a constant:
+/// `First { key: "thinking", opener: Opener::String, opening: b"\"thinking\":\"" }`.
 #[derive(Clone, Copy, Debug)]
 pub struct First {
     pub key: &'static str,
@@ -730,7 +749,7 @@ impl MessageAssembler {
     pub fn new(out: WriterId, io: &mut Io<'_>, reason: &'static str, head: &[u8], first: Option<First>) -> Result<Self> {
         let mut msg = MessageAssembler { out, reason, members: Vec::new(), streaming: None, ended: Vec::new(), late_scalars: None, held: false };
         match first {
-            None => io.json(out, |w, b| w.begin_object(b, head))?,
+            None => io.json(out, |w, b| w.begin_object(head, b))?,
             Some(first) => {
                 msg.members.push(Member { key: first.key, hold: None, opener: first.opener });
                 msg.streaming = Some(0);
@@ -740,7 +759,7 @@ impl MessageAssembler {
                     opening.push(b',');
                 }
                 opening.extend_from_slice(first.opening);
-                io.json(out, |w, b| w.begin_object(b, &opening))?;
+                io.json(out, |w, b| w.begin_object(&opening, b))?;
                 if first.opener.container() {
                     io.push_first(out);
                 }
@@ -758,7 +777,7 @@ impl MessageAssembler {
     /// A small member written whole (role, an id): now, or at close if a member is mid-stream.
     pub fn scalar(&mut self, io: &mut Io<'_>, key: &str, value: &[u8]) -> Result<()> {
         if self.streaming.is_none() {
-            return io.json(self.out, |w, b| w.raw_member(b, key, value));
+            return io.json(self.out, |w, b| w.raw_member(key, value, b));
         }
         self.late(io, key, value)
     }
@@ -782,9 +801,9 @@ impl MessageAssembler {
         }
         if self.streaming.is_none() {
             match opener {
-                Opener::Array | Opener::Object => io.json(self.out, |w, b| w.open_member(b, key, opener.open()))?,
-                Opener::String => io.json(self.out, |w, b| w.string_member_open(b, key))?,
-                Opener::Raw => io.json(self.out, |w, b| w.raw_member(b, key, b""))?,
+                Opener::Array | Opener::Object => io.json(self.out, |w, b| w.open_member(key, opener.open(), b))?,
+                Opener::String => io.json(self.out, |w, b| w.string_member_open(key, b))?,
+                Opener::Raw => io.json(self.out, |w, b| w.raw_member(key, b"", b))?,
             }
             self.members.push(Member { key, hold: None, opener });
             self.streaming = Some(self.members.len() - 1);
@@ -915,7 +934,7 @@ impl MessageListBody {
             pending: None,
             later,
         };
-        io.json(body.out, |w, b| w.begin_object(b, b""))?;
+        io.json(body.out, |w, b| w.begin_object(b"", b))?;
         Ok(body)
     }
 
@@ -924,7 +943,7 @@ impl MessageListBody {
             return Ok(());
         }
         self.close_array(c, io)?;
-        io.json(self.out, |w, b| w.open_member(b, name, b"["))?;
+        io.json(self.out, |w, b| w.open_member(name, b"[", b))?;
         self.top = Some(name);
         self.messages_opened |= name == "messages";
         Ok(())
@@ -952,7 +971,7 @@ impl MessageListBody {
             return self.later.append(&mut io.session.reorder, Later::Member(key.to_string(), raw.to_vec()), size);
         }
         self.close_array(c, io)?;
-        io.json(self.out, |w, b| w.raw_member(b, key, raw))
+        io.json(self.out, |w, b| w.raw_member(key, raw, b))
     }
 
     /// An element of the top-level array `name` (tools, functions).
@@ -962,7 +981,7 @@ impl MessageListBody {
             return self.later.append(&mut io.session.reorder, Later::Element(name, raw.to_vec()), size);
         }
         self.open_array(name, c, io)?;
-        io.json(self.out, |w, b| w.raw_element(b, raw))
+        io.json(self.out, |w, b| w.raw_element(raw, b))
     }
 
     /// Where the next message goes: the list on the output, or the hold of messages that
@@ -992,7 +1011,7 @@ impl MessageListBody {
             self.open_array("messages", c, io)?;
             let mut held = Vec::new();
             io.writers.take(pending, &mut io.session.reorder, &mut held);
-            io.json(self.out, |w, b| w.raw_element(b, &held))?;
+            io.json(self.out, |w, b| w.raw_element(&held, b))?;
         } else {
             io.writers.drop_writer(pending, &mut io.session.reorder);
         }
@@ -1056,422 +1075,6 @@ impl MessageListBody {
     }
 }
 
-// -- helper S's leaves, until they land ----------------------------------------------------------
-//
-// A private shim (NATIVE.md: "write against the contract meanwhile"): the few
-// functions of jsonwriter.rs / losses.rs / value.rs / canonical.rs / session.rs this file
-// calls, with the Python semantics. Deleted when S's modules land.
-mod leaves {
-    use crate::canonical::Section;
-    use crate::error::Result;
-    use crate::session::{Kind, Loss, Session};
-
-    use super::Attr;
-
-    #[derive(Default, Debug)]
-    pub struct JsonWriter {
-        first: Vec<bool>,
-    }
-
-    impl JsonWriter {
-        pub fn sep(&mut self) -> &'static [u8] {
-            match self.first.last_mut() {
-                Some(first) if *first => {
-                    *first = false;
-                    b""
-                }
-                Some(_) => b",",
-                None => b"",
-            }
-        }
-        pub fn push_first(&mut self) {
-            self.first.push(true);
-        }
-        pub fn pop_first(&mut self) {
-            self.first.pop();
-        }
-        pub fn begin_object(&mut self, out: &mut Vec<u8>, head: &[u8]) {
-            out.extend_from_slice(self.sep());
-            out.push(b'{');
-            out.extend_from_slice(head);
-            self.first.push(head.is_empty());
-        }
-        pub fn end_object(&mut self, out: &mut Vec<u8>) {
-            self.first.pop();
-            out.push(b'}');
-        }
-        pub fn end_array(&mut self, out: &mut Vec<u8>) {
-            self.first.pop();
-            out.push(b']');
-        }
-        pub fn raw_member(&mut self, out: &mut Vec<u8>, name: &str, raw: &[u8]) {
-            out.extend_from_slice(self.sep());
-            key_bytes(name, out);
-            out.push(b':');
-            out.extend_from_slice(raw);
-        }
-        pub fn open_member(&mut self, out: &mut Vec<u8>, name: &str, opener: &[u8]) {
-            out.extend_from_slice(self.sep());
-            key_bytes(name, out);
-            out.push(b':');
-            out.extend_from_slice(opener);
-            self.first.push(true);
-        }
-        pub fn raw_element(&mut self, out: &mut Vec<u8>, raw: &[u8]) {
-            out.extend_from_slice(self.sep());
-            out.extend_from_slice(raw);
-        }
-        pub fn string_member_open(&mut self, out: &mut Vec<u8>, name: &str) {
-            out.extend_from_slice(self.sep());
-            key_bytes(name, out);
-            out.extend_from_slice(b":\"");
-        }
-    }
-
-    pub fn is_internal_attr(name: &str) -> bool {
-        [
-            "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
-            "source_extra", "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
-            "ollama_call_extra", "path",
-        ]
-        .contains(&name)
-    }
-
-    /// `str(value)` / an f-string of an attribute's value (a container: its JSON text).
-    pub fn py_str(raw: &[u8]) -> String {
-        match raw {
-            b"null" => "None".to_string(),
-            b"true" => "True".to_string(),
-            b"false" => "False".to_string(),
-            _ => json_str(raw).unwrap_or_else(|| String::from_utf8_lossy(raw).into_owned()),
-        }
-    }
-
-    /// `dumps(text)` of a str.
-    pub fn dumps_str(text: &str, out: &mut Vec<u8>) {
-        key_bytes(text, out)
-    }
-
-    fn name_fits(name: &str, limit: usize) -> bool {
-        let n = name.chars().count();
-        0 < n && n <= limit && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    }
-
-    /// `Session.tool_name_out` (`name`: the attribute's JSON text; absent or null: None).
-    pub fn tool_name_out(session: &mut Session, name: Option<&[u8]>, path: &str) -> Result<String> {
-        let _ = path;
-        let text = name.and_then(json_str).unwrap_or_default();
-        let limit = match session.target {
-            "openai" => 64,
-            "anthropic" => 128,
-            _ => return Ok(text),
-        };
-        if session.source == session.target || name_fits(&text, limit) {
-            return Ok(text);
-        }
-        Err(crate::error::Error::new(crate::error::ErrorClass::Transcode, "tool name mapping (naming.wire_name) not ported yet"))
-    }
-
-    /// `naming.openai_id`.
-    pub fn openai_id(call_id: &str) -> Result<String> {
-        if call_id.chars().count() <= 40 {
-            return Ok(call_id.to_string());
-        }
-        Err(crate::error::Error::new(crate::error::ErrorClass::Transcode, "long tool-call ids (naming.openai_id) not ported yet"))
-    }
-
-    pub fn key_bytes(key: &str, out: &mut Vec<u8>) {
-        out.push(b'"');
-        crate::json::escape_str_bytes(key.as_bytes(), out);
-        out.push(b'"');
-    }
-
-    /// A JSON string's text (None: not a string, or a lone surrogate).
-    pub fn json_str(raw: &[u8]) -> Option<String> {
-        if raw.len() < 2 || raw[0] != b'"' || raw[raw.len() - 1] != b'"' {
-            return None;
-        }
-        let inner = &raw[1..raw.len() - 1];
-        if !inner.contains(&b'\\') {
-            return String::from_utf8(inner.to_vec()).ok();
-        }
-        String::from_utf8(unescape(inner)?).ok()
-    }
-
-    fn hex4(b: &[u8]) -> Option<u32> {
-        std::str::from_utf8(b.get(..4)?).ok().and_then(|h| u32::from_str_radix(h, 16).ok())
-    }
-
-    /// The escapes of a JSON string's inside decoded; a lone surrogate as its `\uXXXX` text
-    /// when `keep_lone`, else None.
-    fn unescape_with(inner: &[u8], keep_lone: bool) -> Option<Vec<u8>> {
-        let mut out = Vec::with_capacity(inner.len());
-        let mut i = 0;
-        while i < inner.len() {
-            let b = inner[i];
-            if b != b'\\' {
-                out.push(b);
-                i += 1;
-                continue;
-            }
-            let e = *inner.get(i + 1)?;
-            i += 2;
-            let c = match e {
-                b'"' => '"',
-                b'\\' => '\\',
-                b'/' => '/',
-                b'b' => '\u{8}',
-                b'f' => '\u{c}',
-                b'n' => '\n',
-                b'r' => '\r',
-                b't' => '\t',
-                b'u' => {
-                    let hi = hex4(&inner[i..])?;
-                    i += 4;
-                    if (0xD800..0xDC00).contains(&hi) && inner.get(i) == Some(&b'\\') && inner.get(i + 1) == Some(&b'u') {
-                        if let Some(lo) = hex4(&inner[i + 2..]).filter(|lo| (0xDC00..0xE000).contains(lo)) {
-                            i += 6;
-                            let c = char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?;
-                            out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
-                            continue;
-                        }
-                    }
-                    match char::from_u32(hi) {
-                        Some(c) => c,
-                        None if keep_lone => {
-                            out.extend_from_slice(format!("\\u{hi:04x}").as_bytes());
-                            continue;
-                        }
-                        None => return None,
-                    }
-                }
-                _ => return None,
-            };
-            out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
-        }
-        Some(out)
-    }
-
-    fn unescape(inner: &[u8]) -> Option<Vec<u8>> {
-        unescape_with(inner, false)
-    }
-
-    /// `canonical.unescape_json_text`.
-    pub fn unescape_json_text(payload: &[u8]) -> Vec<u8> {
-        if !payload.contains(&b'\\') {
-            return payload.to_vec();
-        }
-        unescape_with(payload, true).unwrap_or_else(|| payload.to_vec())
-    }
-
-    /// `repr(name)` of a tool's name attribute (a string, or None).
-    pub fn py_repr_str(raw: Option<&[u8]>) -> String {
-        match raw.and_then(json_str) {
-            Some(text) => crate::json::py_str_repr(text.as_bytes()),
-            None => "None".to_string(),
-        }
-    }
-
-    /// The members of a JSON object's compact text (as `dumps` writes it): (key JSON text,
-    /// value JSON text); None if not an object.
-    pub fn json_members(raw: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
-        if raw.first() != Some(&b'{') {
-            return None;
-        }
-        let mut members = Vec::new();
-        let (mut depth, mut in_str, mut esc) = (0usize, false, false);
-        let mut start = 1;
-        let mut colon = None;
-        for (i, &b) in raw.iter().enumerate() {
-            if in_str {
-                if esc {
-                    esc = false;
-                } else if b == b'\\' {
-                    esc = true;
-                } else if b == b'"' {
-                    in_str = false;
-                }
-                continue;
-            }
-            match b {
-                b'"' => in_str = true,
-                b'{' | b'[' => depth += 1,
-                b'}' | b']' => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        if let Some(c) = colon {
-                            members.push((&raw[start..c], &raw[c + 1..i]));
-                        }
-                    }
-                }
-                b':' if depth == 1 && colon.is_none() => colon = Some(i),
-                b',' if depth == 1 => {
-                    if let Some(c) = colon {
-                        members.push((&raw[start..c], &raw[c + 1..i]));
-                    }
-                    start = i + 1;
-                    colon = None;
-                }
-                _ => {}
-            }
-        }
-        Some(members)
-    }
-
-    pub fn lacks(subject: &str, target: &str, what: &str, done: Option<&str>) -> String {
-        match done {
-            Some(done) => format!("{subject}: {target} has no {what}; {done}"),
-            None => format!("{subject}: {target} has no {what}"),
-        }
-    }
-
-    pub fn path_subject(path: &str) -> &str {
-        path.strip_prefix("$.").unwrap_or(path)
-    }
-
-    pub fn no_place(section: Section) -> Option<&'static str> {
-        Some(match section {
-            Section::ServerToolResult => "server tools",
-            Section::Citations => "citations",
-            Section::UserAudio => "audio input",
-            Section::UserVideo => "video input",
-            Section::UserDocument => "documents",
-            Section::AssistantRefusal => "refusal field",
-            Section::Unknown => "such content",
-            Section::ToolDefinition => "such tool",
-            _ => return None,
-        })
-    }
-
-    pub fn raw_block_type(payload: &[u8]) -> Option<String> {
-        let head = b"{\"type\":\"";
-        let rest = payload.strip_prefix(&head[..])?;
-        let end = rest.iter().position(|&b| b == b'"')?;
-        Some(String::from_utf8_lossy(&rest[..end]).into_owned())
-    }
-
-    fn block_name(dialect: &str, s: Section) -> Option<&'static str> {
-        use Section as S;
-        Some(match (dialect, s) {
-            ("anthropic", S::SystemInstruction) => "system text block",
-            ("anthropic", S::UserText | S::AssistantText) => "text block",
-            ("anthropic", S::UserImage) => "image block",
-            ("anthropic", S::UserDocument) => "document block",
-            ("anthropic", S::AssistantReasoning) => "thinking block",
-            ("anthropic", S::ToolCall) => "tool_use block",
-            ("anthropic", S::ToolResult) => "tool_result block",
-            ("anthropic", S::Citations) => "citations of a text block",
-            ("anthropic", S::ServerToolResult) => "server tool block",
-            ("anthropic", S::ToolDefinition) => "tool",
-            ("anthropic", S::Unknown) => "content block",
-            ("openai", S::SystemInstruction) => "system message",
-            ("openai", S::UserText) => "user text",
-            ("openai", S::AssistantText) => "assistant content",
-            ("openai", S::UserImage) => "image_url part",
-            ("openai", S::UserDocument) => "file part",
-            ("openai", S::UserAudio) => "input_audio part",
-            ("openai", S::AssistantReasoning) => "reasoning",
-            ("openai", S::AssistantRefusal) => "refusal",
-            ("openai", S::ToolCall) => "tool call",
-            ("openai", S::ToolResult) => "tool message",
-            ("openai", S::ToolDefinition) => "tool",
-            ("openai", S::Unknown) => "content part",
-            ("ollama", S::SystemInstruction) => "system message",
-            ("ollama", S::UserText) => "user content",
-            ("ollama", S::AssistantText) => "assistant content",
-            ("ollama", S::UserImage) => "image",
-            ("ollama", S::AssistantReasoning) => "thinking",
-            ("ollama", S::ToolCall) => "tool call",
-            ("ollama", S::ToolResult) => "tool message",
-            ("ollama", S::ToolDefinition) => "tool",
-            ("ollama", S::Unknown) => "message",
-            _ => return None,
-        })
-    }
-
-    pub fn block_subject(dialect: &str, section: Section, attrs: &[Attr<'_>], payload: &[u8]) -> String {
-        use super::{attr_str, attr_truthy};
-        if dialect == "anthropic" {
-            if section == Section::AssistantReasoning && attr_truthy(attrs, "redacted") {
-                return "redacted_thinking block".to_string();
-            }
-            if matches!(section, Section::ServerToolResult | Section::Unknown) {
-                if let Some(kind) = raw_block_type(payload).filter(|k| !k.is_empty()) {
-                    return format!("{kind} block");
-                }
-            }
-        }
-        if dialect == "openai" {
-            if section == Section::SystemInstruction && super::attr_is(attrs, "role", "developer") {
-                return "developer message".to_string();
-            }
-        }
-        if (dialect == "openai" || dialect == "ollama") && section == Section::Unknown && attr_truthy(attrs, "role") {
-            let role = attr_str(attrs, "role").unwrap_or_default();
-            return format!("{role} message");
-        }
-        if attr_truthy(attrs, "in_result") && section != Section::ToolResult {
-            return format!("{} in a {}", block_subject(dialect, section, &[], b""), block_subject(dialect, Section::ToolResult, &[], b""));
-        }
-        block_name(dialect, section).map(str::to_string).unwrap_or_else(|| format!("{dialect} content"))
-    }
-
-    pub fn field_subject(dialect: &str, key: &str, section: Section, attrs: &[Attr<'_>]) -> String {
-        let field = match (dialect, key) {
-            ("openai", "detail") => "image_url.detail",
-            ("openai", "filename") => "file.filename",
-            ("openai", "file_id") => "file.file_id",
-            ("anthropic", "signature") => "signature",
-            ("anthropic", "file_id") => "source.file_id",
-            ("ollama", "index") => "function.index",
-            _ => key,
-        };
-        let block = block_subject(dialect, section, attrs, b"");
-        let article = if block.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
-        format!("{field} of {article} {block}")
-    }
-
-    pub fn block_path(dialect: &str, kind: Kind, message: i64) -> String {
-        match kind {
-            Kind::Request if message == crate::canonical::TOP_LEVEL_SYSTEM => "$.system".to_string(),
-            Kind::Request => format!("$.messages[{message}]"),
-            Kind::Response if dialect == "openai" => format!("$.choices[{message}].message"),
-            Kind::Stream if dialect == "openai" => "$.choices[0].delta".to_string(),
-            Kind::Response if dialect == "anthropic" => "$.content".to_string(),
-            Kind::Stream if dialect == "anthropic" => "$.content_block".to_string(),
-            _ => "$.message".to_string(),
-        }
-    }
-
-    const PAYLOAD_MEMBERS: [&str; 10] =
-        ["text", "thinking", "content", "refusal", "arguments", "input", "reasoning_content", "reasoning", "data", "partial_json"];
-
-    pub fn field_path(block_path: &str, key: &str) -> String {
-        if let Some((head, last)) = block_path.rsplit_once('.') {
-            if !head.is_empty() && PAYLOAD_MEMBERS.contains(&last) {
-                return format!("{head}.{key}");
-            }
-        }
-        format!("{block_path}.{key}")
-    }
-
-    /// `Session.lose` (until session.rs has its body).
-    pub fn lose(session: &mut Session, path: &str, reason: &str, dialect: Option<&str>) -> Result<()> {
-        if session.passthrough {
-            return Ok(());
-        }
-        let dialect = dialect.unwrap_or(session.source).to_string();
-        if session.options.strict {
-            let mut err = crate::error::Error::new(crate::error::ErrorClass::Loss, format!("cannot carry {path}: {reason}"))
-                .with_path(path.as_bytes().to_vec());
-            err.dialect = crate::pipeline::dialect(&dialect);
-            return Err(err);
-        }
-        session.losses.push(Loss { dialect, path: path.to_string(), reason: reason.to_string() });
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1502,10 +1105,10 @@ mod tests {
 
     #[test]
     fn truthiness_is_pythons() {
-        for raw in ["null", "false", "0", "-0", "0.0", "-0.0", "0e5", "\"\"", "[]", "{}"] {
+        for raw in ["null", "false", "0", "-0", "0.0", "-0.0", "0e5", "1e-400", "\"\"", "[]", "{}"] {
             assert!(!truthy(raw.as_bytes()), "{raw}");
         }
-        for raw in ["true", "1", "0.5", "-2", "1e-400", "\"x\"", "[0]", "{\"a\":1}"] {
+        for raw in ["true", "1", "0.5", "-2", "\"x\"", "[0]", "{\"a\":1}"] {
             assert!(truthy(raw.as_bytes()), "{raw}");
         }
     }
@@ -1520,8 +1123,8 @@ mod tests {
         io.write(msg.out, b"hi").unwrap();
         let calls = msg.member(&mut io, "tool_calls", Opener::Array).unwrap();
         assert_ne!(calls, WriterId::OUT);
-        io.json(calls, |w, b| w.raw_element(b, b"1")).unwrap();
-        io.json(calls, |w, b| w.raw_element(b, b"2")).unwrap();
+        io.json(calls, |w, b| w.raw_element(b"1", b)).unwrap();
+        io.json(calls, |w, b| w.raw_element(b"2", b)).unwrap();
         msg.scalar(&mut io, "name", b"\"n\"").unwrap();
         assert_eq!(io.session.reorder.held(), 3 + 7);
         msg.close(&mut io).unwrap();

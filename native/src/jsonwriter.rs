@@ -63,6 +63,17 @@ impl JsonWriter {
         }
     }
 
+    /// `_first.append(True)`: a container its owner opened by raw text (an encoder's
+    /// message opened with its first member, a hold whose elements sit inside a list).
+    pub fn open_raw(&mut self) {
+        self.first.push(true);
+    }
+
+    /// `_first.pop()`: such a container closed by raw text.
+    pub fn close_raw(&mut self) {
+        self.first.pop();
+    }
+
     /// `_separate`: the separator alone.
     pub fn separate(&mut self, out: &mut Vec<u8>) {
         self.sep(out);

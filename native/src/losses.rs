@@ -128,12 +128,17 @@ pub fn json_truthy(raw: &[u8]) -> bool {
     }
 }
 
-/// `str(value)` of an attribute as an f-string writes it: a string's text, `True`,
-/// a number's repr (a container: its JSON, where Python would write its repr).
-fn attr_text(raw: &[u8]) -> String {
+/// `str(value)` of an attribute (compact JSON) as an f-string writes it: a
+/// string's text, `None`, `True`, `False`, a number's repr (a container: its
+/// JSON, where Python would write its repr).
+pub fn py_str(raw: &[u8]) -> String {
     match Value::loads(raw) {
         Ok(Value::Str(text)) => String::from_utf8_lossy(&text).into_owned(),
+        Ok(Value::Null) => "None".to_string(),
         Ok(Value::Bool(b)) => (if b { "True" } else { "False" }).to_string(),
+        Ok(Value::Int(digits)) => digits,
+        Ok(Value::Float(f)) if f.is_infinite() => (if f > 0.0 { "inf" } else { "-inf" }).to_string(),
+        Ok(number @ Value::Float(_)) => String::from_utf8_lossy(&number.to_json()).into_owned(),
         _ => String::from_utf8_lossy(raw).into_owned(),
     }
 }
@@ -158,13 +163,13 @@ pub fn block_subject(dialect: &str, section: Section, attrs: Option<&Attrs<'_>>,
         }
         if section == Section::Unknown {
             if let Some(role) = role {
-                return format!("{} message", attr_text(role));
+                return format!("{} message", py_str(role));
             }
         }
     }
     if dialect == "ollama" && section == Section::Unknown {
         if let Some(role) = role {
-            return format!("{} message", attr_text(role));
+            return format!("{} message", py_str(role));
         }
     }
     if truthy("in_result") && section != Section::ToolResult {
@@ -300,6 +305,8 @@ mod tests {
         assert_eq!(no_place(Section::UserText), None);
         assert_eq!(raw_block_type(b"{\"type\":\"x\xff\"}").as_deref(), Some("x\u{fffd}"));
         assert_eq!(raw_block_type(b"{\"type\":\"unterminated"), None);
+        let strs: Vec<String> = ["null", "true", "1e400", "-0", "\"a\\u00e9\"", "[1,2]"].iter().map(|r| py_str(r.as_bytes())).collect();
+        assert_eq!(strs, ["None", "True", "inf", "0", "aé", "[1,2]"]);
     }
 
     #[test]

@@ -181,6 +181,12 @@ impl Session {
         Ok(wire)
     }
 
+    /// `tool_name_out` of an attribute's compact JSON (`attrs.get("name")`: absent -> `None`).
+    pub fn tool_name_out_json(&mut self, raw: Option<&[u8]>, path: &str) -> Result<String> {
+        let name = raw.map(Value::loads).transpose()?;
+        self.tool_name_out(name.as_ref(), path)
+    }
+
     /// `Session.tool_name_in`: a tool name read from a response: the client's
     /// name when the request renamed it (`Options.tool_names`).
     pub fn tool_name_in<'n>(&self, name: &'n str) -> std::borrow::Cow<'n, str> {
@@ -262,7 +268,7 @@ mod tests {
             format!("tool name 'mcp.read': anthropic has no such tool name (^[a-zA-Z0-9_-]{{1,128}}$); sent as '{wire}'")
         );
         assert_eq!(s.tool_names.get(&wire).map(String::as_str), Some("mcp.read"));
-        s.tool_name_out(None, "$.tool_choice").unwrap();
+        s.tool_name_out_json(Some(b"null"), "$.tool_choice").unwrap();
         s.tool_name_out(Some(&Value::int(3)), "$.tools").unwrap(); // the same wire name: recorded once
         assert!(s.losses[1].reason.starts_with("a missing tool name: anthropic has no such tool name"));
         assert_eq!(s.losses.len(), 2);

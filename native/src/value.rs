@@ -16,6 +16,9 @@
 //!   ASCII-escaped (`jsonwriter.dumps`'s fallback: `ensure_ascii=True`, which
 //!   also escapes DEL and every non-ASCII character, astral ones as pairs).
 //!
+//! The text read is the tokenizer's JSON: `loads` refuses the `NaN` / `Infinity`
+//! literals Python's `json.loads` would take (the tokenizer never passes them).
+//!
 //! Not the same: Python's `json` raises `RecursionError` (not a TranscodeError)
 //! for values nested about 1,000 deep (reachable only with `Options(max_depth=...)`
 //! above that); here `loads` / `parse` refuse values nested deeper than

@@ -61,3 +61,165 @@ def test_generated_requests(dialect_and_body):
 def test_fuzz_mutants(case):
     """Mutants and cut bodies: the events up to the decoder's error (no End), or all of them."""
     _parity(case.dialect, case.body)
+
+
+# -- the rules no scenario reaches, as canonical events made by hand ----------------------------
+
+from interlingua.canonical import (  # noqa: E402
+    REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, End, Extension, MessagesEnd, Section, SystemEnd,
+)
+
+S = Section
+
+
+def _control(name, value, dialect="anthropic", key=None, raw=None):
+    return Control(name, value, dialect=dialect, key=key, raw=raw)
+
+
+#: controls of other dialects: every mapping of encode_control, its losses, the merge of reasoning
+CONTROLS = {
+    "tool_choice kinds": [_control("tool_choice", {"type": t}, key="tool_choice") for t in ("auto", "none", "required")],
+    "tool_choice a tool": [_control("tool_choice", {"type": "tool", "name": "get_weather"}, key="tool_choice")],
+    "tool_choice a tool without a name": [_control("tool_choice", {"type": "tool"}, key="tool_choice")],
+    "tool_choice other": [_control("tool_choice", {"type": "other", "value": 3}, key="tool_choice")],
+    "tool_choice without key": [_control("tool_choice", {"type": "any"})],
+    "response_format": [_control("response_format", {"type": t}, key="output_format") for t in ("text", "json_object")],
+    "response_format schema": [_control("response_format", {"type": "json_schema", "schema": {"type": "object"},
+                                                            "strict": True, "description": "d"}, key="output_format")],
+    "response_format schema named": [_control("response_format", {"type": "json_schema", "name": None})],
+    "response_format other": [_control("response_format", {"type": "other", "value": [1]}, key="format")],
+    "reasoning effort": [_control("reasoning", {"effort": "high"}, key="output_config")],
+    "reasoning budgets": [_control("reasoning", {"enabled": True, "budget_tokens": b}, key="thinking")
+                          for b in (1, 2047, 2048, 8191, 8192, 10 ** 30, -5, True)],
+    "reasoning merged": [_control("reasoning", {"enabled": True, "budget_tokens": 9000}, key="thinking"),
+                         _control("reasoning", {"effort": "low"}, key="output_config")],
+    "reasoning disabled": [_control("reasoning", {"enabled": False}, key="thinking")],
+    "reasoning think": [_control("reasoning", {"enabled": True}, dialect="ollama", key="think")],
+    "reasoning nothing": [_control("reasoning", {}, key="thinking"), _control("reasoning", "x", key="thinking")],
+    "reasoning effort null": [_control("reasoning", {"effort": None}, key="thinking")],
+    "same values": [_control(n, v, key=n) for n, v in (("model", "m"), ("temperature", 0.5), ("top_p", 1),
+                                                     ("stop", ["a"]), ("seed", 3), ("user", "u"), ("n", 2),
+                                                     ("metadata", {"a": "b"}))],
+    "max tokens": [_control("max_output_tokens", 10, key="max_tokens")],
+    "null value": [_control("temperature", None, key="temperature")],
+    "no openai key": [_control("top_k", 5, key="top_k"), _control("top_k", 5)],
+    "stream": [_control("stream", True, key="stream")],
+    "stream false": [_control("stream", False, key="stream")],
+    "stream of openai": [_control("stream", True, dialect="openai", key="stream", raw=b"true")],
+    "openai raw": [_control("temperature", 0.5, dialect="openai", key="temperature", raw=b"0.50")],
+}
+
+
+def _text(section, message, payload=b"x", **attrs):
+    return Block(section, message, payload, attrs=attrs or None)
+
+
+def _frags(section, message, parts, attrs=None, late=None):
+    """A block in fragments: attrs on the first, late attrs on the last."""
+    out = []
+    for i, part in enumerate(parts):
+        init, fin = i == 0, i == len(parts) - 1
+        at = attrs if init else (late if fin else None)
+        out.append(Block(section, message, part, init, fin, at or None))
+    if len(parts) == 1 and late:
+        out[0] = Block(section, message, parts[0], True, False, attrs or None)
+        out.append(Block(section, message, b"", False, True, late))
+    return out
+
+
+#: blocks and extensions: each Python encoder rule and attribute path
+BLOCKS = {
+    "openai extras on parts": [
+        _text(S.USER_TEXT, 0, b"a", in_parts=True, openai_extra='"x":1'),
+        _text(S.USER_IMAGE, 0, b"http://i", in_parts=True, source="url", detail="low", openai_extra='"y":2'),
+    ],
+    "extensions pending and trailing": [
+        Extension("openai", "$.messages[0].name", b'"n"', message=0),
+        _text(S.USER_TEXT, 0),
+        Extension("openai", "$.messages[0].x", b"1", message=0),
+        Extension("anthropic", "$.messages[0].cache", b"1", message=0),
+        Extension("anthropic", "$.messages[0].nothing", b"null", message=0, lossless=True),
+        Extension("openai", "$.top", b"[1]"),
+    ],
+    "late tool call attributes": [
+        *_frags(S.TOOL_CALL, 0, [b"{", b"}"], {"index": 0}, {"id": "c" * 30, "name": "f"}),
+        *_frags(S.TOOL_CALL, 0, [b"{}"], {"id": "a", "type": "custom"}, {"cache_control": {"type": "ephemeral"}}),
+        *_frags(S.TOOL_CALL, 0, [b""], {}),
+    ],
+    "legacy calls": [
+        *_frags(S.TOOL_CALL, 0, [b"{}"], {"legacy": True, "name": "f"}),
+        *_frags(S.TOOL_CALL, 1, [b"{}"], {"legacy": True}, {"name": None}),
+        *_frags(S.TOOL_CALL, 2, [b"{}"], {"legacy": True}),
+    ],
+    "tool results": [
+        _text(S.TOOL_CALL, 0, b"{}", id="c1", name="f"),
+        *_frags(S.TOOL_RESULT, 1, [b"r", b"s"], {"tool_call_id": "c1"}, {"is_error": True, "name": "f"}),
+        *_frags(S.TOOL_RESULT, 1, [b"t"], {"name": "f", "cache_control": {"type": "ephemeral"}}),
+        *_frags(S.TOOL_RESULT, 2, [b""], {"empty": True}, {"tool_call_id": "c2"}),
+        *_frags(S.TOOL_RESULT, 3, [b"p"], {"in_parts": True, "tool_call_id": "c3"}, {"is_error": True}),
+        _text(S.TOOL_RESULT, 3, b"q", in_parts=True, role="user"),
+        _text(S.TOOL_RESULT, 4, b"", empty=True, in_parts=True),
+    ],
+    "media": [
+        _text(S.USER_IMAGE, 0, b"QUJD", source="base64", media_type="image/png"),
+        _text(S.USER_IMAGE, 0, b"QUJD", source="base64"),
+        _text(S.USER_IMAGE, 0, b"QUJD", source="base64", data_url=False, media_type="image/png"),
+        _text(S.USER_DOCUMENT, 0, b"http://d", source="url"),
+        _text(S.USER_DOCUMENT, 0, b"", source="file", file_id="f1"),
+        _text(S.USER_DOCUMENT, 0, b"", file_id="f1", filename="a.pdf"),
+        *_frags(S.USER_AUDIO, 0, [b"QQ", b"=="], {"format": "wav"}, {"format": "mp3", "extra": 1, "is_error": True}),
+        _text(S.USER_VIDEO, 0, b"v"),
+        _text(S.USER_IMAGE, 0, b"x", source=5),
+    ],
+    "media in a result": [
+        _text(S.TOOL_CALL, 0, b"{}", id="c1", name="f"),
+        _text(S.TOOL_RESULT, 1, b"r", tool_call_id="c1"),
+        _text(S.USER_IMAGE, 1, b"QUJD", source="base64", media_type="image/png", in_result=True),
+        _text(S.TOOL_RESULT, 1, b"more", in_parts=True),
+        _text(S.USER_TEXT, 1, b"after"),
+    ],
+    "reasoning and refusal": [
+        *_frags(S.ASSISTANT_REASONING, 0, [b"th", b"ink"], {"signature": "s"}, {"signature": "t"}),
+        _text(S.ASSISTANT_REASONING, 0, b"", redacted=True),
+        _text(S.ASSISTANT_REFUSAL, 0, b"no"),
+        _text(S.ASSISTANT_REFUSAL, 1, b"no", in_parts=True),
+        _text(S.ASSISTANT_TEXT, 2, b"", empty=True),
+        _text(S.ASSISTANT_TEXT, 3, b"", empty=True, in_parts=True),
+    ],
+    "system roles and unknown": [
+        _text(S.SYSTEM_INSTRUCTION, TOP_LEVEL_SYSTEM, b"s", cache_control={"type": "ephemeral"}),
+        SystemEnd(),
+        _text(S.SYSTEM_INSTRUCTION, 0, b"d", role="developer"),
+        _text(S.UNKNOWN, 1, b'"raw"', dialect="openai", role="critic"),
+        _text(S.UNKNOWN, 2, b'{"type":"x"}', dialect="openai", in_parts=True, role="user"),
+        _text(S.UNKNOWN, 3, b'{"type":"server_tool_use"}'),
+        _text(S.CITATIONS, 3, b"[]"),
+        _text(S.SERVER_TOOL_RESULT, 3, b'{"type":"web_search_tool_result"}'),
+    ],
+    "tools": [
+        _text(S.TOOL_DEFINITION, REQUEST_LEVEL, b'{"properties":{}}', name="f", description="d", cache_control=1),
+        _text(S.TOOL_DEFINITION, REQUEST_LEVEL, b"{}", name="g", strict=True),
+        _text(S.TOOL_DEFINITION, REQUEST_LEVEL, b'{"type":"array"}', name="h"),
+        _text(S.TOOL_DEFINITION, REQUEST_LEVEL, b"", name="i", legacy=True),
+        _text(S.TOOL_DEFINITION, REQUEST_LEVEL, b'"s"', name="j", openai_extra='"k":1'),
+        _text(S.UNKNOWN, REQUEST_LEVEL, b'{"type":"function","x":1}', dialect="openai"),
+        _text(S.UNKNOWN, REQUEST_LEVEL, b'{"type":"web_search_20250305"}'),
+        _text(S.UNKNOWN, REQUEST_LEVEL, b"[]"),
+        _text(S.USER_TEXT, REQUEST_LEVEL, b"t"),
+        Block(S.TOOL_DEFINITION, REQUEST_LEVEL, b"{", True, False, {"name": "k"}),
+    ],
+}
+
+
+def _body(events):
+    return [SystemEnd(), *events, MessagesEnd(), End()] if not any(type(e) is SystemEnd for e in events) \
+        else [*events, MessagesEnd(), End()]
+
+
+@pytest.mark.parametrize("variant", [None, *OPTION_VARIANTS], ids=repr)
+@pytest.mark.parametrize("source", ["anthropic", "ollama", "openai"])
+@pytest.mark.parametrize("name", [*CONTROLS, *BLOCKS])
+def test_rules_by_hand(name, source, variant):
+    events = CONTROLS.get(name) or BLOCKS[name]
+    events = [_text(S.USER_TEXT, 0, b"hi"), *events] if name in CONTROLS else events
+    assert_encoder_parity(source, TARGET, _body(events), variant)

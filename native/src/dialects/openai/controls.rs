@@ -8,9 +8,12 @@
 use std::borrow::Cow;
 
 use crate::canonical::Control;
-use crate::encoding::{attr_truthy, json_members, json_str, object_schema, tool_name_out, Attr};
+use crate::encoding::{attr, attr_truthy, object_schema, tool_name_out, Attr};
 use crate::error::Result;
+use crate::jsonwriter::dumps_str;
+use crate::losses::{lacks, path_subject};
 use crate::session::Session;
+use crate::value::Value;
 
 /// `_SAME_VALUE`: canonical control -> openai key, for controls that keep their value as is.
 fn same_value_key(name: &str) -> Option<&'static str> {
@@ -36,18 +39,14 @@ fn same_value_key(name: &str) -> Option<&'static str> {
     })
 }
 
-/// `value.get(key)` of an object's compact JSON (None: absent, or not an object).
-fn get<'r>(raw: &'r [u8], key: &str) -> Option<&'r [u8]> {
-    json_members(raw)?.into_iter().find(|(k, _)| json_str(k).as_deref() == Some(key)).map(|(_, v)| v)
-}
-
-/// `value.get("type")` when the value is an object and its type a string.
-fn type_of(raw: &[u8]) -> Option<String> {
-    get(raw, "type").and_then(json_str)
+/// `value.get("type")` of an object, when it is a string.
+fn type_of(value: &Value) -> Option<&[u8]> {
+    value.get("type").and_then(Value::as_wtf8)
 }
 
 /// `reasoning_loss`: what openai lacks for a reasoning block that cannot go there at all
-/// (`(what, done)` for `lose_block`), or None: it goes to `reasoning_key`.
+/// (`(what, done)` for `lose_block`), or None: it goes to `reasoning_key`
+/// (`Options.openai_reasoning_field`). Its signature is lost on its own (`lose_signature`).
 pub fn reasoning_loss(attrs: &[Attr<'_>], reasoning_key: Option<&str>) -> Option<(&'static str, Option<&'static str>)> {
     if reasoning_key.is_none() {
         return Some(("reasoning field", Some("Options.openai_reasoning_field chooses one a compatible server reads")));
@@ -58,60 +57,71 @@ pub fn reasoning_loss(attrs: &[Attr<'_>], reasoning_key: Option<&str>) -> Option
     None
 }
 
-/// `reasoning_effort`: canonical reasoning -> an openai effort (JSON text). A token budget
-/// maps by a documented table: < 2048 low, < 8192 medium, else high; `enabled: false` ->
-/// none; `enabled: true` without a budget -> medium.
-pub fn reasoning_effort(reasoning: &[u8]) -> Option<Vec<u8>> {
-    let members = json_members(reasoning)?;
-    let member = |key: &str| members.iter().find(|(k, _)| json_str(k).as_deref() == Some(key)).map(|(_, v)| *v);
-    if let Some(effort) = member("effort") {
-        return (effort != b"null").then(|| effort.to_vec());
+/// `reasoning_effort`: canonical reasoning -> an openai effort. A token budget maps by a
+/// documented table: < 2048 low, < 8192 medium, else high; `enabled: false` -> none;
+/// `enabled: true` without a budget (ollama `think: true`) -> medium. None: no effort
+/// (an `effort` of null too).
+pub fn reasoning_effort(reasoning: &Value) -> Option<Value> {
+    if !reasoning.is_object() {
+        return None;
     }
-    let enabled = member("enabled");
-    if enabled == Some(b"false") {
-        return Some(b"\"none\"".to_vec());
+    if let Some(effort) = reasoning.get("effort") {
+        return (!effort.is_null()).then(|| effort.clone());
     }
-    if let Some(budget) = member("budget_tokens").and_then(py_int) {
-        let effort: &[u8] = if budget < 2048 { b"\"low\"" } else if budget < 8192 { b"\"medium\"" } else { b"\"high\"" };
-        return Some(effort.to_vec());
+    let enabled = reasoning.get("enabled");
+    if enabled == Some(&Value::Bool(false)) {
+        return Some(Value::str("none"));
     }
-    if enabled == Some(b"true") {
-        return Some(b"\"medium\"".to_vec());
+    if let Some(budget) = reasoning.get("budget_tokens").and_then(py_int) {
+        return Some(Value::str(if budget < 2048 { "low" } else if budget < 8192 { "medium" } else { "high" }));
+    }
+    if enabled == Some(&Value::Bool(true)) {
+        return Some(Value::str("medium"));
     }
     None
 }
 
-/// An `isinstance(v, int)` value (bools too) as a number to compare; ints beyond i128 saturate.
-fn py_int(raw: &[u8]) -> Option<i128> {
-    match raw {
-        b"true" => Some(1),
-        b"false" => Some(0),
-        _ if raw.iter().all(|b| b.is_ascii_digit() || *b == b'-') && !raw.is_empty() => {
-            let text = std::str::from_utf8(raw).ok()?;
-            Some(text.parse().unwrap_or(if raw[0] == b'-' { i128::MIN } else { i128::MAX }))
-        }
+/// An `isinstance(v, int)` value (a bool too) as a number to compare (beyond i128: saturated).
+fn py_int(value: &Value) -> Option<i128> {
+    match value {
+        Value::Bool(b) => Some(*b as i128),
+        Value::Int(digits) => Some(digits.parse().unwrap_or(if digits.starts_with('-') { i128::MIN } else { i128::MAX })),
+        _ => None,
+    }
+}
+
+/// What `tool_choice_from_canonical` makes of a canonical choice.
+enum Choice {
+    /// "auto", "none" or "required"
+    Kind(Value),
+    /// `{"type": "function", "function": {"name": ...}}`: the name is the caller's to map
+    Named,
+}
+
+/// `tool_choice_from_canonical`.
+fn tool_choice_from_canonical(choice: &Value) -> Option<Choice> {
+    match type_of(choice) {
+        Some(kind @ (b"auto" | b"none" | b"required")) => Some(Choice::Kind(Value::Str(kind.to_vec()))),
+        Some(b"tool") => Some(Choice::Named),
         _ => None,
     }
 }
 
 /// `response_format_from_canonical`.
-pub fn response_format_from_canonical(fmt: &[u8]) -> Option<Vec<u8>> {
-    let kind = get(fmt, "type")?;
-    match json_str(kind).as_deref() {
-        Some("text" | "json_object") => Some([&b"{\"type\":"[..], kind, b"}"].concat()),
-        Some("json_schema") => {
-            let mut spec = b"{\"name\":".to_vec();
-            spec.extend_from_slice(get(fmt, "name").unwrap_or(b"\"response\""));
+pub fn response_format_from_canonical(fmt: &Value) -> Option<Value> {
+    let kind = type_of(fmt)?;
+    let object = |members: Vec<(&str, Value)>| Value::Object(members.into_iter().map(|(k, v)| (k.as_bytes().to_vec(), v)).collect());
+    match kind {
+        b"text" | b"json_object" => Some(object(vec![("type", Value::Str(kind.to_vec()))])),
+        b"json_schema" => {
+            let mut spec = vec![("name", fmt.get("name").cloned().unwrap_or_else(|| Value::str("response")))];
             for extra in ["description", "strict"] {
-                if let Some(value) = get(fmt, extra) {
-                    spec.extend_from_slice(format!(",\"{extra}\":").as_bytes());
-                    spec.extend_from_slice(value);
+                if let Some(value) = fmt.get(extra) {
+                    spec.push((extra, value.clone()));
                 }
             }
-            spec.extend_from_slice(b",\"schema\":");
-            spec.extend_from_slice(get(fmt, "schema").unwrap_or(b"null"));
-            spec.extend_from_slice(b"}");
-            Some([&b"{\"type\":\"json_schema\",\"json_schema\":"[..], &spec, b"}"].concat())
+            spec.push(("schema", fmt.get("schema").cloned().unwrap_or(Value::Null)));
+            Some(object(vec![("type", Value::str("json_schema")), ("json_schema", object(spec))]))
         }
         _ => None,
     }
@@ -120,27 +130,27 @@ pub fn response_format_from_canonical(fmt: &[u8]) -> Option<Vec<u8>> {
 /// `encode_control`: a canonical control as an openai `(key, value JSON)`; None and a
 /// recorded loss if none.
 pub fn encode_control(control: &Control<'_>, session: &mut Session) -> Result<Option<(&'static str, Vec<u8>)>> {
-    let value = control.value.as_ref();
+    let value = Value::loads(&control.value)?;
     let (key, mapped) = match control.name.as_ref() {
         "tool_choice" => {
-            let mapped = match type_of(value).as_deref() {
-                Some(kind @ ("auto" | "none" | "required")) => Some(format!("\"{kind}\"").into_bytes()),
-                Some("tool") => {
+            let mapped = match tool_choice_from_canonical(&value) {
+                Some(Choice::Kind(kind)) => Some(kind.to_json()),
+                Some(Choice::Named) => {
                     // a named tool: named as its definition is
                     let path = format!("$.{}", control.key.as_deref().unwrap_or("None"));
-                    let name = tool_name_out(session, get(value, "name"), &path)?;
+                    let name = session.tool_name_out(value.get("name"), &path)?;
                     let mut out = b"{\"type\":\"function\",\"function\":{\"name\":".to_vec();
-                    crate::encoding::dumps_str(&name, &mut out);
+                    dumps_str(name.as_bytes(), &mut out);
                     out.extend_from_slice(b"}}");
                     Some(out)
                 }
-                _ => None,
+                None => None,
             };
             (Some("tool_choice"), mapped)
         }
-        "response_format" => (Some("response_format"), response_format_from_canonical(value)),
-        "reasoning" => (Some("reasoning_effort"), reasoning_effort(value)),
-        name => (same_value_key(name), (value != b"null").then(|| value.to_vec())),
+        "response_format" => (Some("response_format"), response_format_from_canonical(&value).map(|v| v.to_json())),
+        "reasoning" => (Some("reasoning_effort"), reasoning_effort(&value).map(|v| v.to_json())),
+        name => (same_value_key(name), (!value.is_null()).then(|| value.to_json())),
     };
     match (key, mapped) {
         (Some(key), Some(mapped)) => Ok(Some((key, mapped))),
@@ -149,8 +159,8 @@ pub fn encode_control(control: &Control<'_>, session: &mut Session) -> Result<Op
                 Some(key) if !key.is_empty() => Cow::Owned(format!("$.{key}")),
                 _ => Cow::Borrowed(control.name.as_ref()),
             };
-            let reason = crate::encoding::lacks(crate::encoding::path_subject(&place), "openai", "such parameter", None);
-            crate::encoding::session_lose(session, &place, &reason, control.dialect.as_deref())?;
+            let reason = lacks(path_subject(&place), "openai", "such parameter", None);
+            session.lose(&place, &reason, control.dialect.as_deref())?;
             Ok(None)
         }
     }
@@ -158,27 +168,26 @@ pub fn encode_control(control: &Control<'_>, session: &mut Session) -> Result<Op
 
 /// `tool_from_canonical`: the openai tool object for a canonical tool definition (compact JSON).
 pub fn tool_from_canonical(attrs: &[Attr<'_>], schema_raw: &[u8], session: &mut Session) -> Result<Vec<u8>> {
-    let name = crate::encoding::attr(attrs, "name");
+    let name = attr(attrs, "name");
     let mut body = b"{\"name\":".to_vec();
     let wire = tool_name_out(session, name, "$.tools")?;
-    crate::encoding::dumps_str(&wire, &mut body);
+    dumps_str(wire.as_bytes(), &mut body);
     for (key, value) in attrs {
         match key.as_ref() {
             "description" | "strict" => {
                 body.push(b',');
-                crate::encoding::dumps_str(key, &mut body);
+                dumps_str(key.as_bytes(), &mut body);
                 body.push(b':');
                 body.extend_from_slice(value);
             }
             "openai_extra" => {
                 body.push(b',');
-                body.extend_from_slice(json_str(value).unwrap_or_default().as_bytes());
+                if let Value::Str(members) = Value::loads(value)? {
+                    body.extend_from_slice(&members);
+                }
             }
             "name" | "legacy" | "dialect" => {}
-            other => {
-                let reason = crate::encoding::lacks(&format!("{other} of a tool"), "openai", "field for it", None);
-                crate::encoding::session_lose(session, "$.tools", &reason, None)?;
-            }
+            other => session.lose("$.tools", &lacks(&format!("{other} of a tool"), "openai", "field for it", None), None)?,
         }
     }
     let mut schema = Cow::Borrowed(schema_raw);

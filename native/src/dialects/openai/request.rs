@@ -11,11 +11,14 @@ use std::borrow::Cow;
 use crate::canonical::{Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
     attr, attr_is, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field,
-    lose_signature, lose_unplaced, merged, merged_reasoning, on_block, openai_id, tool_definition, where_, Attr,
+    lose_signature, lose_unplaced, merged, merged_reasoning, on_block, tool_definition, where_, Attr,
     BlockHead, BlockRef, Encode, First, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener,
     OwnedAttrs, PlaceBlocks, ToolDefinitions, WriterId, Writers, PARTS_CONTENT, STRING_CONTENT,
 };
 use crate::error::Result;
+use crate::jsonwriter::dumps_str;
+use crate::losses::is_internal_attr;
+use crate::naming::openai_id;
 use crate::reorder::Hold;
 use crate::session::Session;
 
@@ -35,7 +38,7 @@ const TOOL: &[u8] = b"\"tool\"";
 const EXTRA_ATTR: &str = "openai_extra";
 /// `_STRUCTURE_ATTRS`: attributes that shape the output rather than being output fields.
 fn structure_attr(key: &str) -> bool {
-    crate::encoding::is_internal_attr(key) || matches!(key, "source" | "media_type" | "tool_call_id" | "id" | "name" | "is_error")
+    is_internal_attr(key) || matches!(key, "source" | "media_type" | "tool_call_id" | "id" | "name" | "is_error")
 }
 
 /// `attrs.get(key, default)` as JSON text.
@@ -376,7 +379,7 @@ impl Messages {
             let w = body.messages_writer(false, self, io)?;
             let mut held = Vec::new();
             io.writers.take(hold, &mut io.session.reorder, &mut held);
-            io.json(w, |jw, b| jw.raw_element(b, &held))?;
+            io.json(w, |jw, b| jw.raw_element(&held, b))?;
         } else {
             io.writers.drop_writer(hold, &mut io.session.reorder);
         }
@@ -488,7 +491,7 @@ impl Messages {
         for (key, value) in attrs {
             if allowed.contains(&key.as_ref()) {
                 out.push(b',');
-                crate::encoding::dumps_str(key, &mut out);
+                dumps_str(key.as_bytes(), &mut out);
                 out.push(b':');
                 out.extend_from_slice(value);
             } else if key == EXTRA_ATTR {
@@ -540,7 +543,7 @@ impl Messages {
         }
         let w = msg.member(io, "content", Opener::Array)?;
         let mut name = Vec::new();
-        crate::encoding::dumps_str(part_type, &mut name);
+        dumps_str(part_type.as_bytes(), &mut name);
         let extra = self.extra_attrs(io, BlockRef::of(block), attrs, &[])?;
         let sep = io.sep(w);
         let open = [sep, b"{\"type\":", &name, &extra, b",", &name, b":\""].concat();
@@ -561,7 +564,7 @@ impl Messages {
         match json_str(call_id) {
             Some(text) => {
                 let mut out = Vec::new();
-                crate::encoding::dumps_str(&openai_id(&text)?, &mut out);
+                dumps_str(openai_id(&text).as_bytes(), &mut out);
                 Ok(out)
             }
             None => Ok(call_id.to_vec()),
@@ -653,7 +656,7 @@ impl Messages {
             if !body_text.is_empty() {
                 body_text.push(b',');
             }
-            crate::encoding::dumps_str(key, &mut body_text);
+            dumps_str(key.as_bytes(), &mut body_text);
             body_text.extend_from_slice(b":\"");
             body_text.extend_from_slice(&data_prefix);
         }
@@ -707,7 +710,7 @@ impl Messages {
         let path = where_(io.session, message);
         let wire = crate::encoding::tool_name_out(io.session, name.filter(|raw| *raw != b"null"), &path)?;
         let mut out = Vec::new();
-        crate::encoding::dumps_str(&wire, &mut out);
+        dumps_str(&wire.as_bytes(), &mut out);
         Ok(out)
     }
 
