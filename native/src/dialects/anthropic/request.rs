@@ -230,7 +230,7 @@ mod encoder {
         fn open(&mut self, io: &mut Io<'_>) -> Result<()> {
             if !self.opened {
                 self.opened = true;
-                io.json(OUT, |w, b| w.begin_object(b, b""))?;
+                io.json(OUT, |w, b| w.begin_object(b"", b))?;
             }
             Ok(())
         }
@@ -242,7 +242,7 @@ mod encoder {
                 return Ok(());
             }
             self.close_top(io)?;
-            io.json(OUT, |w, b| w.open_member(b, name, b"["))?;
+            io.json(OUT, |w, b| w.open_member(name, b"[", b))?;
             self.top = Some(name);
             if name == "messages" {
                 self.messages_written = true;
@@ -267,7 +267,7 @@ mod encoder {
 
         fn top_member(&mut self, key: &str, raw: &[u8], io: &mut Io<'_>) -> Result<()> {
             self.close_top(io)?;
-            io.json(OUT, |w, b| w.raw_member(b, key, raw))
+            io.json(OUT, |w, b| w.raw_member(key, raw, b))
         }
 
         fn messages_end(&mut self, io: &mut Io<'_>) -> Result<()> {
@@ -328,7 +328,7 @@ mod encoder {
                 return Ok(());
             }
             for (key, raw) in controls::encode(&gathered, io.session)? {
-                io.json(OUT, |w, b| w.raw_member(b, key, &raw))?;
+                io.json(OUT, |w, b| w.raw_member(key, &raw, b))?;
             }
             Ok(())
         }
@@ -363,7 +363,7 @@ mod encoder {
             if block.message == TOP_LEVEL_SYSTEM {
                 if self.top != Some("system") && !in_parts {
                     self.close_top(io)?;
-                    io.json(OUT, |w, b| w.string_member_open(b, "system"))?;
+                    io.json(OUT, |w, b| w.string_member_open("system", b))?;
                     io.push_first(OUT); // so close_top pops symmetrically
                     self.top = Some("system");
                     self.system_string = true;
@@ -942,7 +942,7 @@ mod encoder {
 
         fn tool_element(&mut self, key: &'static str, raw: &[u8], io: &mut Io<'_>) -> Result<()> {
             self.open_top(key, io)?;
-            io.json(OUT, |w, b| w.raw_element(b, raw))
+            io.json(OUT, |w, b| w.raw_element(raw, b))
         }
     }
 
