@@ -51,6 +51,7 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDeco
     let _ = session;
     match (dialect, kind) {
         // ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestDecoder::new(session))),
+        ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestDecoder::new(session))),
         _ => Err(not_ported(dialect, kind, "decoder")),
     }
 }
@@ -60,6 +61,7 @@ pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedEnco
     match (dialect, kind) {
         ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestEncoder::new(session))),
         ("anthropic", Kind::Request) => Ok(Box::new(crate::dialects::anthropic::request::RequestEncoder::new(session))),
+        ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestEncoder::new(session))),
         _ => Err(not_ported(dialect, kind, "encoder")),
     }
 }
@@ -185,15 +187,17 @@ pub struct Transcoder {
 }
 
 impl Transcoder {
-    pub fn new(session: Session, model: Option<ModelName>) -> Result<Transcoder> {
+    pub fn new(mut session: Session, model: Option<ModelName>) -> Result<Transcoder> {
         let (source, target, kind) = (session.source, session.target, session.kind);
         if source == target && kind != Kind::Request {
             // interlingua.passthrough (BodyCopy / FrameCopy): issue 12
             return Err(not_ported(source, kind, "passthrough"));
         }
-        let encoder = encoder(target, kind, &session)?;
+        let mut encoder = encoder(target, kind, &session)?;
         let front = Front::new(source, kind, &session)?;
-        Ok(Transcoder { session, front, encoder, model, out: Vec::new(), poison: None, closed: false })
+        let mut out = Vec::new();
+        encoder.start(&mut session, &mut out)?; // (Python's encoder constructor writes)
+        Ok(Transcoder { session, front, encoder, model, out, poison: None, closed: false })
     }
 
     fn check(&self) -> Result<()> {
@@ -405,20 +409,7 @@ mod tests {
     }
 
     fn toy(model: Option<ModelName>) -> Transcoder {
-        let options = crate::session::Options {
-            strict: false,
-            reorder_budget: crate::reorder::DEFAULT_BUDGET,
-            refuse_reorder: false,
-            openai_reasoning_field: None,
-            default_max_tokens: 4096,
-            max_depth: 128,
-            max_value_bytes: 1 << 20,
-            tool_names: None,
-            anthropic_thinking: "auto".into(),
-            anthropic_thinking_budgets: None,
-            ollama_sampling_defaults: false,
-        };
-        let session = Session::new(options, "openai", "anthropic", Kind::Request);
+        let session = Session::new(crate::session::Options::default(), "openai", "anthropic", Kind::Request);
         let limits = Limits { max_depth: session.options.max_depth, ..Limits::default() };
         let front = Front { source: "openai", tokenizer: Tokenizer::new(limits), decoder: Box::new(Toy { key: vec![], text: vec![], at: 0 }) };
         Transcoder { session, front, encoder: Box::new(Tags), model, out: Vec::new(), poison: None, closed: false }
