@@ -1573,6 +1573,12 @@ mod encoder {
             let mut io = Io { out, session, writers: &mut self.writers };
             self.state.open(&mut io)
         }
+
+        /// The body's `{`, written when the encoder is made (Python's constructor); fed
+        /// events directly, the encoder writes it with the first one.
+        fn start(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+            self.finish(session, out)
+        }
     }
 
     impl State {
