@@ -258,3 +258,23 @@ def test_rules_by_hand(name, source, variant):
     events = CONTROLS.get(name) or BLOCKS[name]
     events = [_text(S.USER_TEXT, 0, b"hi"), *events] if name in CONTROLS else events
     assert_encoder_parity(source, TARGET, _body(events), variant)
+
+
+# -- end to end: the native Transcoder into openai (native decoders + this encoder) ---------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_the_native_transcoder_into_openai(case):
+    """Every scenario and corpus request of every dialect through ``_native.Transcoder`` into
+    openai, whole, cut at a few random points and (up to 2 KiB) at every byte: the same output
+    per feed, losses, reorder report, tool names and error as ``interlingua.Transcoder``
+    (``test_transcoder_parity.assert_transcoder_parity``), deterministically."""
+    from .test_transcoder_parity import assert_transcoder_parity
+
+    rng = random.Random(case.name)
+    n = len(case.body)
+    cut_sets = [[]] + [sorted(rng.sample(range(1, n), min(k, n - 1))) for k in (3, 27) if n > 1]
+    if n <= 2048:
+        cut_sets.append(list(range(1, n)))
+    for cuts in cut_sets:
+        assert_transcoder_parity(case.dialect, TARGET, case.body, cuts, case.options)
