@@ -33,6 +33,12 @@ import validity  # noqa: E402
 
 validity.install()
 
+# responses whose source has no time or id: a fixed clock and entropy unless a test sets its
+# own, so outputs compare across cuts and runs (tests/fixed_clock.py)
+import fixed_clock  # noqa: E402
+
+fixed_clock.install()
+
 
 def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(

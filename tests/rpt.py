@@ -11,6 +11,7 @@ from pathlib import Path
 
 import msgspec
 
+import fixed_clock
 from interlingua import Decoder, Options, Transcoder
 from interlingua.canonical import Block, Control, PayloadForm
 from interlingua.framing import NdjsonDecoder, SseDecoder
@@ -60,13 +61,34 @@ class WireScript:
         return [path for only, path in self.losses if only in (None, source)]
 
     def make_options(self, **overrides) -> Options:
-        return Options(**{**self.options, **overrides})
+        return Options(**{k: v for k, v in {**self.options, **overrides}.items() if k not in HOOKS})
+
+    def make_hooks(self, **overrides) -> dict:
+        """The ``Transcoder``'s ``clock`` / ``entropy`` for this script's runs."""
+        return hooks({**self.options, **overrides})
 
     def chunks(self, frame: str) -> list[bytes]:
         if frame == "whole":
             return [self.body]
         size = int(frame)
         return [self.body[i:i + size] for i in range(0, len(self.body), size)]
+
+
+#: what every run's clock reads and its entropy draws (rpt/README.md): the suite's fixed ones
+#: (tests/fixed_clock.py), so generated times and ids are pinned; a script sets others with
+#: ``options {"clock": <seconds>, "entropy": "<24 hex digits>"}``
+RPT_CLOCK = fixed_clock.CLOCK  # 2025-12-01T09:00:00.123456Z
+RPT_ENTROPY = fixed_clock.ENTROPY.hex()
+
+
+HOOKS = ("clock", "entropy")
+
+
+def hooks(options: dict) -> dict:
+    """``clock`` (seconds) and ``entropy`` (hex) of a script's options as the ``Transcoder``'s hooks."""
+    seconds = options.get("clock", RPT_CLOCK)
+    nonce = bytes.fromhex(options.get("entropy", RPT_ENTROPY))
+    return {"clock": lambda: seconds, "entropy": lambda n: nonce[:n]}
 
 
 def substitute(text: str, variables: dict[str, str]) -> str:
@@ -176,9 +198,10 @@ def decode_all(script: WireScript, frame: str) -> list:
     return events
 
 
-def transcode_all(source: WireScript, target: str, frame: str, options: Options | None = None):
+def transcode_all(source: WireScript, target: str, frame: str, options: Options | None = None,
+                  hooks: dict | None = None):
     transcoder = Transcoder(source.dialect, target, kind=source.kind,
-                            options=options or source.make_options())
+                            options=options or source.make_options(), **(hooks or source.make_hooks()))
     out = []
     for chunk in source.chunks(frame):
         out.append(transcoder.feed(chunk))

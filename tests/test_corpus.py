@@ -24,14 +24,12 @@ import json
 
 import pytest
 
+import fixed_clock
 from corpus import ITEMS, cases, load_expected, run
 from corpus.targets import Seen, consume, validate
 from rpt import split_stream_events
 
 EXPECTED = load_expected()
-
-_NO_TIME = ("decided (README, Ollama parity: ids and times): an anthropic source has no time and no clock "
-            "is read, so its ollama output has no created_at (the ollama client declares it optional)")
 
 #: (check, item, target) -> why it fails today (the owner's fix flips it; the owner removes it)
 KNOWN: dict[tuple[str, str, str], str] = {
@@ -211,13 +209,14 @@ def _epoch(stamp: str) -> int:
     return int(datetime.fromisoformat(stamp[:26] + "Z" if len(stamp) > 27 else stamp).timestamp())
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=_NO_TIME)] if i.dialect == "anthropic" else [])
-    for n, i in ITEMS.items() if i.kind != "request" and i.dialect != "ollama"])
+@pytest.mark.parametrize("name", [n for n, i in ITEMS.items() if i.kind != "request" and i.dialect != "ollama"])
 def test_ollama_outputs_carry_created_at(name):
-    """issue 16 item 6: ollama's clients read created_at; it comes from the source's time."""
+    """issue 16 item 6: ollama's clients read created_at; it is the source's time (openai
+    created), else the clock at the response's start (anthropic has no time)."""
     seen = consume("ollama", ITEMS[name].kind, run(name, "ollama")[0])
-    assert seen.created
+    source = consume(ITEMS[name].dialect, ITEMS[name].kind, ITEMS[name].body)
+    want = source.created if ITEMS[name].dialect == "openai" else int(fixed_clock.CLOCK)
+    assert _epoch(seen.created) == want, seen.created
 
 
 @pytest.mark.parametrize("target", ["openai", "ollama"])

@@ -100,10 +100,10 @@ def test_cross(source_path, target_path):
     if source.dialect in target.not_from:
         pytest.skip(f"not-from {source.dialect}: {target.not_from[source.dialect]}")
     expected = target.expected_from.get(source.dialect, target.body)
-    options = source.make_options(**target.options)
+    options, hooks = source.make_options(**target.options), source.make_hooks(**target.options)
     first = None
     for frame in source.frames:
-        out, transcoder = transcode_all(source, target.dialect, frame, options)
+        out, transcoder = transcode_all(source, target.dialect, frame, options, hooks)
         if first is None:
             first = out
             assert _json_values(out, target.kind) == _json_values(expected, target.kind)

@@ -49,6 +49,8 @@ BAD = {
     ("anthropic", "tool-name-pattern"): _a(tools=[{"name": "a.b", "input_schema": _SCHEMA}]),
     ("anthropic", "tool-id-pattern"): _a(messages=[_USER, _tool_use("functions.f:0"), _result("functions.f:0")]),
     ("anthropic", "tool-pairing"): _a(messages=[_USER, _tool_use("t1"), _result("t2")]),
+    ("anthropic", "tool-use-ids-unique"): _a(messages=[_USER, _tool_use("t1"), _result("t1"), _tool_use("t1"),
+                                                       _result("t1")]),
     ("anthropic", "thinking-budget"): _a(thinking={"type": "enabled", "budget_tokens": 512}),
     ("anthropic", "thinking-vs-forced-tool"): _a(thinking={"type": "adaptive"}, tool_choice={"type": "any"}),
     ("anthropic", "image-media-type"): _a(messages=[{"role": "user", "content": [
@@ -62,6 +64,10 @@ BAD = {
     ("openai", "tool-call-id-length"): _o(messages=[_USER, _calls("c" * 41),
                                                      {"role": "tool", "tool_call_id": "c" * 41, "content": "ok"}]),
     ("openai", "tool-pairing"): _o(messages=[_USER, _calls("c1"), {"role": "tool", "content": "ok"}]),
+    ("openai", "tool-call-ids-unique"): _o(messages=[_USER, _calls("c1"), {"role": "tool", "tool_call_id": "c1",
+                                                                          "content": "ok"},
+                                                     _calls("c1"), {"role": "tool", "tool_call_id": "c1",
+                                                                    "content": "ok"}]),
     ("openai", "content-parts-non-empty"): _o(messages=[{"role": "user", "content": []}]),
     ("openai", "assistant-has-something"): _o(messages=[_USER, {"role": "assistant"}]),
     ("ollama", "arguments-object"): {**_L, "messages": [_USER, {"role": "assistant", "tool_calls": [

@@ -180,6 +180,21 @@ def _a_tool_ids(body):
                 yield f"messages[{i}].content[{j}].{key} {b.get(key)!r}"
 
 
+@rule("anthropic", "request", "tool-use-ids-unique",
+      "no two tool_use blocks of the request share an id (an agent history from several "
+      "responses: generated ids must not repeat across turns)",
+      "Anthropic API error 'messages.N.content.M: `tool_use` ids must be unique' "
+      "(as users report it: anthropics/claude-code#20901, #28515)")
+def _a_unique_ids(body):
+    seen: dict = {}
+    for i, m in enumerate(_messages(body)):
+        for j, b in enumerate(_blocks(m.get("content"))):
+            if b.get("type") == "tool_use":
+                where = seen.setdefault(b.get("id"), f"messages[{i}].content[{j}]")
+                if where != f"messages[{i}].content[{j}]":
+                    yield f"messages[{i}].content[{j}].id {b.get('id')!r} repeats {where}"
+
+
 @rule("anthropic", "request", "tool-pairing",
       "each tool_use is answered by a tool_result in the next (user) message, and each "
       "tool_result answers a tool_use of the message before it",
@@ -332,6 +347,19 @@ def _o_id_length(body):
         for j, c in enumerate(calls if isinstance(calls, list) else []):
             if isinstance(c, dict) and isinstance(c.get("id"), str) and len(c["id"]) > OPENAI_ID_MAX:
                 yield f"messages[{i}].tool_calls[{j}].id is {len(c['id'])} characters"
+
+
+@rule("openai", "request", "tool-call-ids-unique",
+      "no two tool messages of the request answer the same tool_call_id",
+      "OpenAI API error \"Invalid parameter: Duplicate value for 'tool_call_id' of '<id>', in "
+      "messages[7] and messages[8]\" (as users report it: agno-agi/agno#5116, anomalyco/opencode#1211)")
+def _o_unique_ids(body):
+    seen: dict = {}
+    for i, m in enumerate(_messages(body)):
+        if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
+            first = seen.setdefault(m["tool_call_id"], i)
+            if first != i:
+                yield f"messages[{i}].tool_call_id {m['tool_call_id']!r} repeats messages[{first}]"
 
 
 @rule("openai", "request", "tool-pairing",

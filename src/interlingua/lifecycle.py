@@ -1,4 +1,4 @@
-"""Shared rules of response codecs: finish reasons, usage, output frames, tool-call ids.
+"""Shared rules of response codecs: finish reasons, usage, response ids and times, output frames.
 
 Finish reasons (canonical <-> each dialect)
 ==========================================
@@ -50,14 +50,14 @@ from typing import Any, Callable
 import hashlib
 import json
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from . import json as tok
 from .canonical import Block, Event, Section, Usage
 from .errors import SchemaError
 from .jsonwriter import dumps
 from .losses import finish_path, lacks, path_subject
-from .session import Session
+from .session import MAX_CLOCK, ResponseStart, Session
 
 FINISH_TO = {
     "openai": {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls",
@@ -303,48 +303,134 @@ def merge_usage(old: Usage | None, new: Usage) -> Usage:
 
 # -- response ids and times --------------------------------------------------------------
 #
-# An ollama response has no id but a ``created_at`` with nanoseconds (Go's RFC 3339):
-# openai ``created`` is that time in seconds, and a response without id gets one derived
-# from ``model`` + ``created_at`` -- unique per response as the timestamp is, the same
-# whatever the input's cuts, and the same when the same response is transcoded again
-# (a replay or a log agrees). A source with neither keeps the constant
-# ``chatcmpl-interlingua`` / ``msg_interlingua``. openai ``created`` -> ollama
-# ``created_at`` (UTC); a source without a time (anthropic) gives none: no clock is
-# read, so the output depends only on the input.
+# Where the source has an id or a time, it is carried: openai ``created`` (seconds) is
+# ollama ``created_at`` (RFC 3339, UTC) and back; anthropic has no time field. Where it
+# has none, the output gets what a server would have written:
+#
+# * **a time**: the wall clock when the response's transcoder was made (the response's
+#   start), the ``Transcoder``'s ``clock`` -- openai ``created`` in whole seconds, ollama ``created_at``
+#   with microseconds (Go's RFC 3339 form, trailing zeros trimmed);
+# * **a response id**: ``chatcmpl-`` / ``msg_`` + 24 hex digits of SHA-256 over the
+#   response's nonce (12 bytes of the ``Transcoder``'s ``entropy``, drawn with the clock), its time in
+#   microseconds and its model: two responses do not share one (96 random bits), not even
+#   from the same bytes (a client or a log keys on them), and the output is a function of
+#   the input and the two hook readings -- tests fix both;
+# * **a tool-call id**: ``call_`` + 24 hex digits of SHA-256 over the response's id and the
+#   call's index in the response: unique across the turns of a conversation (Anthropic
+#   refuses a request whose ``tool_use`` ids repeat), and the same for the same response.
+#
+# The hooks are read once per response, when its encoder is made (``Session.start``; never
+# for a request or a same-dialect copy): the codecs get two values (``ResponseStart``),
+# never a callback, so a native core takes them from its wrapper and copies the rest.
 
-_RFC3339 = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)$")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_US = 1_000_000
+_RFC3339 = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
 
 
-def ollama_time_to_epoch(raw: bytes) -> int | None:
-    """Seconds since the epoch of an ollama ``created_at`` (raw JSON), or None."""
+def ollama_time_us(raw: bytes) -> int | None:
+    """Microseconds since the epoch of an ollama ``created_at`` (raw JSON; finer digits are
+    cut), or None when it is not an RFC 3339 time."""
     try:
         value = json.loads(raw)
         match = _RFC3339.match(value) if isinstance(value, str) else None
         if match is None:
             return None
-        zone = "+00:00" if match.group(2) == "Z" else match.group(2)
-        return int(datetime.fromisoformat(match.group(1) + zone).timestamp())
+        zone = "+00:00" if match.group(3) == "Z" else match.group(3)
+        whole = datetime.fromisoformat(match.group(1) + zone) - _EPOCH
+        time_us = whole // timedelta(microseconds=1) + int(((match.group(2) or "") + "000000")[:6])
     except (ValueError, OverflowError):
         return None
+    return time_us if 0 < time_us < MAX_CLOCK * _US else None
 
 
-def epoch_to_ollama_time(raw: bytes) -> bytes | None:
-    """An openai ``created`` (raw JSON seconds) as an ollama ``created_at`` (raw JSON), or None."""
+def openai_time_us(raw: bytes) -> int | None:
+    """Microseconds since the epoch of an openai ``created`` (raw JSON seconds), or None
+    (not a positive integer: ``0`` is what a server that does not know writes)."""
     try:
         value = json.loads(raw)
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            return None
-        return dumps(datetime.fromtimestamp(value, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    except (ValueError, OverflowError, OSError):
+    except ValueError:
         return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < MAX_CLOCK:
+        return None
+    return value * _US
 
 
-def derived_response_id(prefix: str, created_at: bytes | None, model: str | None) -> str:
+def openai_created(time_us: int) -> bytes:
+    """An openai ``created``: whole seconds."""
+    return str(time_us // _US).encode()
+
+
+def ollama_created_at(time_us: int) -> bytes:
+    """An ollama ``created_at`` (raw JSON): RFC 3339 in UTC, microseconds with trailing zeros
+    trimmed and no fraction for a whole second (Go's ``RFC3339Nano``, which Ollama writes)."""
+    t = _EPOCH + timedelta(microseconds=time_us)
+    text = f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+    fraction = time_us % _US
+    if fraction:
+        text += "." + f"{fraction:06d}".rstrip("0")
+    return dumps(text + "Z")
+
+
+def source_time_us(ext) -> int | None:
+    """The response's time when the extension is a source's time field, else None."""
+    if ext.dialect == "ollama" and ext.path == "$.created_at":
+        return ollama_time_us(ext.raw)
+    if ext.dialect == "openai" and ext.path == "$.created":
+        return openai_time_us(ext.raw)
+    return None
+
+
+def _digest(*parts: bytes) -> str:
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:24]
+
+
+def _utf8(text: str | None) -> bytes:
+    return (text or "").encode("utf-8", "surrogatepass")
+
+
+def generated_response_id(prefix: str, nonce: bytes, time_us: int, model: str | None) -> str:
     """The id of a response whose source has none (see above)."""
-    if created_at is None:
-        return prefix + "interlingua"
-    digest = hashlib.sha256(created_at + b"\0" + (model or "").encode("utf-8")).hexdigest()
-    return prefix + digest[:24]
+    return prefix + _digest(nonce, str(time_us).encode(), _utf8(model))
+
+
+def generated_tool_id(response_id: str, n: int) -> str:
+    """The id of the ``n``-th tool call (from 0) of a response whose source gave it none."""
+    return "call_" + _digest(_utf8(response_id), str(n).encode())
+
+
+class Stamp:
+    """One response's id and time as an encoder writes them: the source's where it has
+    them, else generated from the ``ResponseStart`` (see above). The first source time
+    counts; a generated id, once made, stays (every frame of a stream carries the same)."""
+
+    __slots__ = ("start", "source_us", "_id")
+
+    def __init__(self, start: ResponseStart) -> None:
+        self.start = start
+        self.source_us: int | None = None
+        self._id: str | None = None
+
+    def source(self, ext) -> bool:
+        """Take the time of a source's time field; True when ``ext`` is one."""
+        found = source_time_us(ext)
+        if found is not None and self.source_us is None:
+            self.source_us = found
+        return (ext.dialect, ext.path) in _TIME_FIELDS
+
+    @property
+    def time_us(self) -> int:
+        return self.source_us if self.source_us is not None else self.start.time_us
+
+    def response_id(self, prefix: str, source_id: str | None, model: str | None) -> str:
+        if source_id:
+            return source_id
+        if self._id is None:
+            self._id = generated_response_id(prefix, self.start.nonce, self.time_us, model)
+        return self._id
+
+
+_TIME_FIELDS = {("ollama", "$.created_at"), ("openai", "$.created")}
 
 
 # -- logprobs ----------------------------------------------------------------------------
@@ -361,17 +447,6 @@ def logprob_to_openai(raw: bytes) -> dict:
     entry.setdefault("bytes", None)
     entry["top_logprobs"] = [{"bytes": None, **top} for top in tops or []]
     return entry
-
-
-# -- tool-call ids ---------------------------------------------------------------------
-
-
-def tool_id(n: int) -> str:
-    """The id given to the ``n``-th tool call (from 0) of a response whose source has none (ollama).
-
-    Deterministic, so a transcoded response and a transcoded replay of it agree.
-    """
-    return f"call_{n}"
 
 
 # -- output frames -----------------------------------------------------------------------

@@ -17,7 +17,7 @@ from .errors import TranscodeError
 from .framing import FrameEnd, NdjsonDecoder, SseDecoder
 from .json import Tokenizer
 from .passthrough import BodyCopy, FrameCopy
-from .session import Options, Session
+from .session import Clock, Entropy, Options, Session
 
 _FRAME_END = FrameEnd()  # immutable: one marker serves every frame
 
@@ -172,11 +172,19 @@ class Transcoder:
     ``losses`` lists what could not be carried; ``reorder`` reports what was held.
     ``model`` (requests) replaces the source's model name in the output: a
     name, or a function of the source's model value returning the name.
+
+    ``clock`` (seconds since the epoch; default ``time.time``) and ``entropy``
+    (``entropy(n)`` -> n random bytes; default ``os.urandom``) are read once, here, for a
+    response or stream into another dialect: the time written where the source has none,
+    and the nonce that makes a generated id unique (``interlingua.lifecycle``: response
+    ids and times). Tests and replays pass fixed ones: the same input and hook readings
+    give the same output.
     """
 
     def __init__(self, source: str, target: str, *, kind: str = "request",
-                 options: Options | None = None, model: "str | Callable[[object], str] | None" = None) -> None:
-        self.session = Session(options, source=source, target=target, kind=kind)
+                 options: Options | None = None, model: "str | Callable[[object], str] | None" = None,
+                 clock: Clock | None = None, entropy: Entropy | None = None) -> None:
+        self.session = Session(options, source=source, target=target, kind=kind, clock=clock, entropy=entropy)
         decoder_cls, encoder_cls = codecs(target, kind)
         self._out: list[bytes] = []
         copy = None
@@ -300,12 +308,14 @@ class _Poison:
 
 
 def transcode(chunks: Iterable[bytes], *, source: str, target: str, kind: str = "request",
-              options: Options | None = None, losses: list | None = None) -> Iterator[bytes]:
+              options: Options | None = None, losses: list | None = None,
+              clock: Clock | None = None, entropy: Entropy | None = None) -> Iterator[bytes]:
     """Transcode an iterable of byte chunks; yields output bytes as soon as they exist.
 
-    Pass a list as ``losses`` to receive the loss records.
+    Pass a list as ``losses`` to receive the loss records; ``clock`` / ``entropy``: see
+    ``Transcoder``.
     """
-    transcoder = Transcoder(source, target, kind=kind, options=options)
+    transcoder = Transcoder(source, target, kind=kind, options=options, clock=clock, entropy=entropy)
     for chunk in chunks:
         out = transcoder.feed(chunk)
         if out:

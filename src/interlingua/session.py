@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import os
+import time
+from typing import Callable, Literal
 
 import msgspec
 
@@ -42,6 +44,9 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
       and ``top_p`` 1.0, as Ollama's openai layer sends; anthropic: ``temperature``
       1.0), so the same request samples the same way. Off by default: an unset
       field keeps the model's defaults (its Modelfile's tuned values).
+
+    Options are data (a native core mirrors them field for field); the clock and the
+    entropy a response reads are the ``Transcoder``'s ``clock`` / ``entropy`` arguments.
     """
 
     strict: bool = False
@@ -57,6 +62,34 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     ollama_sampling_defaults: bool = False
 
 
+NONCE_BYTES = 12
+MAX_CLOCK = 253402300800.0  # 10000-01-01T00:00:00Z: the last time RFC 3339 can write
+
+
+class ResponseStart(msgspec.Struct, frozen=True, gc=False):
+    """What one response reads of the world, once, when its transcoder is made: the
+    codecs get these two values, never the hooks (a native core copies them as they are)."""
+
+    time_us: int  # the wall clock, microseconds since the epoch (UTC)
+    nonce: bytes  # NONCE_BYTES of entropy: what makes a generated id unique
+
+
+#: ``clock()``: seconds since the epoch; ``entropy(n)``: n random bytes (``Transcoder`` arguments)
+Clock = Callable[[], float]
+Entropy = Callable[[int], bytes]
+
+
+def response_start(clock: Clock | None, entropy: Entropy | None) -> ResponseStart:
+    """Read the hooks once (``None``: ``time.time`` and ``os.urandom``)."""
+    seconds = (clock or time.time)()
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 <= seconds < MAX_CLOCK:
+        raise ValueError(f"clock() must return seconds since the epoch (0 <= t < year 10000), not {seconds!r}")
+    nonce = (entropy or os.urandom)(NONCE_BYTES)
+    if not isinstance(nonce, bytes) or len(nonce) != NONCE_BYTES:
+        raise ValueError(f"entropy({NONCE_BYTES}) must return {NONCE_BYTES} bytes, not {nonce!r}")
+    return ResponseStart(round(seconds * 1_000_000), nonce)
+
+
 class Loss(msgspec.Struct, frozen=True):
     """A field of the input that could not be carried into the target."""
 
@@ -69,7 +102,7 @@ class Session:
     """Per-run shared state. Not thread-safe; one per transcoding."""
 
     def __init__(self, options: Options | None = None, *, source: str = "", target: str = "",
-                 kind: str = "request") -> None:
+                 kind: str = "request", clock: Clock | None = None, entropy: Entropy | None = None) -> None:
         self.options = options or Options()
         self.kind = kind
         self.source = source
@@ -82,6 +115,16 @@ class Session:
         #: ``interlingua.passthrough``): nothing can be lost, so no loss is recorded
         self.passthrough = False
         self._lost_paths: set[tuple[str, str, str]] = set()
+        self._hooks = (clock, entropy)
+        self._start: ResponseStart | None = None
+
+    @property
+    def start(self) -> ResponseStart:
+        """The response's clock reading and nonce (``lifecycle.Stamp``), read from the hooks
+        once, when a response encoder is made (a same-dialect response is copied and reads none)."""
+        if self._start is None:
+            self._start = response_start(*self._hooks)
+        return self._start
 
     def tool_name_out(self, name: object, path: str) -> str:
         """A tool name of another dialect as the target accepts it (``naming.wire_name``);

@@ -312,7 +312,9 @@ def test_an_openai_refusal_in_history_is_ollama_assistant_text(backend):
 # -- issue 16.6: ids and times -------------------------------------------------------------------------
 
 
-def test_ids_are_derived_per_response_and_times_come_from_the_source(backend):
+def test_ids_are_generated_per_response_and_times_come_from_the_source(backend):
+    """Ollama sends no response id: each gets its own (lifecycle: response ids and times;
+    the class over every pair: tests/test_ids_and_times.py)."""
     first = go(chat_line({"role": "assistant", "content": "a"}, True, done_reason="stop"))
     second = first.replace(CREATED.encode(), b"2025-06-01T10:00:00.987654321Z")
     ids = []
@@ -324,6 +326,7 @@ def test_ids_are_derived_per_response_and_times_come_from_the_source(backend):
         out, _ = transcode("ollama", "anthropic", body, "response")
         ids.append(anthropic.types.Message.model_validate_json(out).id)
     assert ids[0].startswith("chatcmpl-") and ids[1].startswith("msg_") and len(set(ids)) == 4
+    # the same bytes with the same clock and entropy (the suite's fixed ones): the same output
     assert transcode("ollama", "openai", first, "response")[0] == transcode("ollama", "openai", first, "response")[0]
     openai_body = go({"id": "chatcmpl-1", "object": "chat.completion", "created": 1717000000, "model": "gpt-4o",
                       "choices": [{"index": 0, "message": {"role": "assistant", "content": "4"},

@@ -223,9 +223,9 @@ write("response-choices-n2", "stream", "openai", nbody,
       comment="n=2: blocks carry the choice index; anthropic and ollama carry choice 0 and record a loss",
       )
 
-# 9. ollama tool calls get call_<n> ids
+# 9. ollama tool calls get generated ids (lifecycle: response ids and times)
 write("response-ollama-tool-ids", "stream", "ollama", C.ollama_stream(),
-      comment="ollama tool calls have no id: openai/anthropic get call_0, call_1, ... (deterministic)")
+      comment="ollama tool calls have no id: openai/anthropic get call_ + 24 hex of the response id and the index (unique across turns)")
 write("response-ollama-tool-ids", "response", "ollama", C.ollama_response(),
-      comment="ollama tool calls have no id: openai/anthropic get call_0, ... (deterministic)")
+      comment="ollama tool calls have no id: openai/anthropic get call_ + 24 hex of the response id and the index (unique across turns)")
 print("ok")

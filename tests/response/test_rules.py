@@ -12,7 +12,10 @@ import pytest
 
 from interlingua import Decoder, Options, Transcoder, TranscodeError, TruncatedInputError
 from interlingua.canonical import Block, Usage
+from interlingua.lifecycle import generated_tool_id
 from rpt import split_stream_events
+
+import fixed_clock
 
 from clients import FINALS, anthropic_stream, openai_stream, ollama_stream
 
@@ -232,9 +235,11 @@ def test_finish_reasons_from_anthropic(reason, expect, lossy):
 
 
 def test_ollama_tool_calls_get_stable_ids():
+    """Generated from the response's id and the call's index: the same for any cut."""
     one, _ = run("ollama", "openai", "stream", ollama_stream())
     two, _ = run("ollama", "openai", "stream", ollama_stream(), size=1)
-    assert one == two and b'"id":"call_0"' in one
+    response_id = split_stream_events(one)[0][1]["id"]
+    assert one == two and b'"id":"' + generated_tool_id(response_id, 0).encode() + b'"' in one
 
 
 def test_every_stream_has_its_terminator_even_without_the_source_one():
@@ -277,7 +282,8 @@ def test_openai_chunk_head_follows_a_late_start_and_late_fields():
         encoder.on_event(event)
     chunks = [d for _, d in split_stream_events(b"".join(out)) if d != "[DONE]"]
     heads = [(c["id"], c["model"], c["created"], c.get("system_fingerprint")) for c in chunks]
-    assert heads == [("a", "m1", 0, None)] * 2 + [("a", "m1", 0, "fp")] + [("b", "m2", 7, "fp")] * 2
+    now = int(fixed_clock.CLOCK)  # no source time yet: the clock (lifecycle: response ids and times)
+    assert heads == [("a", "m1", now, None)] * 2 + [("a", "m1", now, "fp")] + [("b", "m2", 7, "fp")] * 2
     assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == "xyz"
 
 

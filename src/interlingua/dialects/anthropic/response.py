@@ -31,7 +31,9 @@ Encoding
   the end arrives -- and message_stop. An error becomes ``event: error`` and
   the stream ends there.
 * Only choice 0 is carried: blocks of other choices are recorded losses.
-* A tool call without id gets ``call_<n>`` (see ``lifecycle.tool_id``).
+* A response without id gets a generated ``msg_<24 hex>``, a tool call without
+  one ``call_<24 hex>`` (``lifecycle``: response ids and times; anthropic has no
+  time field).
 * Refusal text is written as text (a recorded loss: anthropic has no refusal block).
 * Thinking whose source has no signature (ollama, openai-compatible
   reasoning) is written with ``"signature": ""`` (the schema wants the key), a
@@ -69,14 +71,14 @@ from ...naming import anthropic_id, canonical_id
 from ...lifecycle import (
     BlockStream,
     Deferred,
-    derived_response_id,
     KeyFirst,
+    Stamp,
+    generated_tool_id,
     OpenFrame,
     finish_from,
     finish_to,
     merge_usage,
     skip_value,
-    tool_id,
     usage_from_anthropic,
     usage_to_anthropic,
 )
@@ -529,6 +531,7 @@ class _EncoderBase(Encoder):
         self.model: str | None = None
         self.usage: Usage | None = None
         self.tool_count = 0
+        self.stamp = Stamp(session.start)  # the source's time; a generated id
         self.kind: str | None = None  # what the open block is (text, thinking, ...)
         self.thinking_block: Block | None = None  # the open thinking block's first fragment
 
@@ -555,8 +558,6 @@ class _EncoderBase(Encoder):
         self._lose_unplaced(block)
         return None
 
-    created_at: bytes | None = None  # an ollama source's created_at (raw)
-
     def _lose_logprobs(self) -> None:
         if not self.logprobs_lost:  # once per response: anthropic has none at all
             self.logprobs_lost = True
@@ -573,16 +574,22 @@ class _EncoderBase(Encoder):
 
     def _tool_head(self, block: Block) -> bytes:
         attrs = block.attrs or {}
-        call_id = attrs.get("id") or tool_id(self.tool_count)
+        call_id = attrs.get("id") or generated_tool_id(self._message_id(), self.tool_count)
         self.tool_count += 1
         if self.session.source != DIALECT and isinstance(call_id, str):
             call_id = anthropic_id(call_id)  # another dialect's id may not fit (``naming``)
         return b'{"type":"tool_use","id":' + dumps(call_id) + b',"name":' + dumps(attrs.get("name", ""))
 
+    def _message_id(self) -> str:
+        return self.stamp.response_id("msg_", self.id, self.model)
+
     def _message_head(self) -> bytes:
-        message_id = self.id or derived_response_id("msg_", self.created_at, self.model)
-        return (b'{"id":' + dumps(message_id) + b',"type":"message","role":"assistant","model":'
+        return (b'{"id":' + dumps(self._message_id()) + b',"type":"message","role":"assistant","model":'
                 + dumps(self.model or ""))
+
+    def _extension(self, event: Extension) -> None:
+        if not self.stamp.source(event) and event.dialect != DIALECT:  # (times: lifecycle)
+            self.foreign_extension(event)
 
 
 class StreamEncoder(_EncoderBase):
@@ -621,10 +628,7 @@ class StreamEncoder(_EncoderBase):
             if event.choice == 0:
                 self.id, self.model = event.id, event.model
         elif t is Extension:
-            if event.dialect == "ollama" and event.path == "$.created_at":
-                self.created_at = event.raw  # the id of a response without one (lifecycle)
-            elif event.dialect != DIALECT:
-                self.foreign_extension(event)
+            self._extension(event)
         elif t is Usage:
             self.usage = merge_usage(self.usage, event)
             if self.finish_hold is not None:
@@ -825,10 +829,7 @@ class ResponseEncoder(_EncoderBase):
             if event.choice == 0:
                 self.id, self.model = event.id, event.model
         elif t is Extension:
-            if event.dialect == "ollama" and event.path == "$.created_at":
-                self.created_at = event.raw  # the id of a response without one (lifecycle)
-            elif event.dialect != DIALECT:
-                self.foreign_extension(event)
+            self._extension(event)
         elif t is Usage:
             self.usage = merge_usage(self.usage, event)
         elif t is Finish:

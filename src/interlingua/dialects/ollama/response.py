@@ -29,6 +29,8 @@ Encoding
   held until complete (``ollama:whole-tool-call``: ollama sends whole calls);
   the final ``done: true`` line carries ``done_reason``, the counts and the
   durations. An error becomes an ``{"error": "..."}`` line and ends the stream.
+* Every line has ``created_at``: the source's time (openai ``created``), else the
+  clock at the response's start (``lifecycle``: response ids and times).
 """
 
 from __future__ import annotations
@@ -60,10 +62,11 @@ from ...lifecycle import (
     Deferred,
     OpenFrame,
     ReasoningFirst,
-    epoch_to_ollama_time,
+    Stamp,
     finish_from,
     finish_to,
     merge_usage,
+    ollama_created_at,
     skip_value,
     usage_from_ollama,
     usage_to_ollama,
@@ -346,7 +349,8 @@ class _EncoderBase(Encoder):
     def __init__(self, write, session: Session) -> None:
         super().__init__(write, session)
         self.model: str | None = None
-        self.created: bytes | None = None
+        self.created: bytes | None = None  # an ollama source's created_at (raw): written as it came
+        self.stamp = Stamp(session.start)  # else the source's time, or the clock (lifecycle)
         self.durations: dict[str, bytes] = {}
         self.usage: Usage | None = None
         self.finish: Finish | None = None
@@ -364,12 +368,9 @@ class _EncoderBase(Encoder):
                     stream = self.session.source == "anthropic" and self.session.kind == "stream"
                     self.session.lose_member("$.message.id" if stream else "$.id", "response id")
         elif t is Extension:
-            if event.dialect == DIALECT and event.path == "$.created_at":
-                self.created = event.raw
-            elif event.dialect == "openai" and event.path == "$.created":  # the source's time (lifecycle)
-                created = epoch_to_ollama_time(event.raw)
-                if created is not None and self.created is None:
-                    self.created = created
+            if self.stamp.source(event):  # a time field (lifecycle: response ids and times)
+                if event.dialect == DIALECT and self.created is None:
+                    self.created = event.raw
             elif event.dialect == DIALECT and event.path == "$.done_reason":
                 self.no_reason = True
             elif event.dialect == DIALECT and event.path[2:] in _DURATIONS:
@@ -397,10 +398,9 @@ class _EncoderBase(Encoder):
         return b',"logprobs":[' + b",".join(self.logprobs.drain()) + b"]"
 
     def _head(self) -> bytes:
-        out = b'{"model":' + dumps(self.model or "")
-        if self.created is not None:
-            out += b',"created_at":' + self.created
-        return out
+        if self.created is None:  # once written, every line has the same
+            self.created = ollama_created_at(self.stamp.time_us)
+        return b'{"model":' + dumps(self.model or "") + b',"created_at":' + self.created
 
     def _tail(self) -> bytes:
         """``"done":true`` and what comes with it."""

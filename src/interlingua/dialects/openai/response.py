@@ -28,10 +28,10 @@ Encoding
   chunk too. Reasoning goes into ``Options.openai_reasoning_field`` and
   nowhere else (no field configured: a recorded loss).
 * Response: one ``chat.completion`` body, choices by block ``message``.
-* A source without an id gets ``chatcmpl-<24 hex>`` derived from an ollama
-  source's ``model`` + ``created_at`` (``lifecycle.derived_response_id``; no
-  time at all: ``chatcmpl-interlingua``); ``created`` is ollama's
-  ``created_at`` in seconds, else 0.
+* ``created`` is the source's time (ollama ``created_at`` in seconds), else the
+  clock at the response's start; a source without an id gets a generated
+  ``chatcmpl-<24 hex>``, a tool call without one ``call_<24 hex>``
+  (``lifecycle``: response ids and times).
 """
 
 from __future__ import annotations
@@ -64,16 +64,16 @@ from ...lifecycle import (
     KeyFirst,
     ReasoningFirst,
     OpenFrame,
-    derived_response_id,
+    Stamp,
     finish_from,
     finish_to,
     logprob_to_openai,
-    ollama_time_to_epoch,
     merge_usage,
     skip_value,
     tier_from,
     tier_to,
-    tool_id,
+    generated_tool_id,
+    openai_created,
     usage_from_openai,
     usage_to_openai,
 )
@@ -591,9 +591,8 @@ class _EncoderBase(Encoder):
         self.kept: dict[str, bytes] = {}
         self.usage: Usage | None = None
         self.tool_count = 0
+        self.stamp = Stamp(session.start)  # the source's time, or the clock; a generated id
         self._head: bytes | None = None  # _head_members(), until id, model or a kept field changes
-
-    created_at: bytes | None = None  # an ollama source's created_at (raw)
 
     def _message_start(self, event: MessageStart) -> None:
         if event.choice == 0:
@@ -612,24 +611,22 @@ class _EncoderBase(Encoder):
         self.usage = merge_usage(self.usage, event)
 
     def _extension(self, ext: Extension) -> None:
+        if self.stamp.source(ext):  # a time field (lifecycle: response ids and times)
+            self._head = None
         if ext.dialect == DIALECT and ext.path[2:] in _KEPT:
             self.kept[ext.path[2:]] = ext.raw
             self._head = None
-        elif ext.dialect == "ollama" and ext.path == "$.created_at":  # see lifecycle: ids and times
-            self.created_at = ext.raw
-            epoch = ollama_time_to_epoch(ext.raw)
-            if epoch is not None:
-                self.kept.setdefault("created", str(epoch).encode())
-            self._head = None
-        else:
+        elif not (ext.dialect == "ollama" and ext.path == "$.created_at"):
             self.foreign_extension(ext)
+
+    def _response_id(self) -> str:
+        return self.stamp.response_id("chatcmpl-", self.id, self.model)
 
     def _head_members(self) -> bytes:
         """``"id":...,"object":...,"created":...,"model":...``: every chunk starts with them."""
         if self._head is None:
-            created = self.kept.get("created", b"0")
-            call_id = self.id or derived_response_id("chatcmpl-", self.created_at, self.model)
-            out = (b'"id":' + dumps(call_id) + b',"object":' + dumps(self.object)
+            created = self.kept.get("created") or openai_created(self.stamp.time_us)
+            out = (b'"id":' + dumps(self._response_id()) + b',"object":' + dumps(self.object)
                    + b',"created":' + created + b',"model":' + dumps(self.model or ""))
             for key in ("service_tier", "system_fingerprint"):
                 if key in self.kept:
@@ -641,7 +638,7 @@ class _EncoderBase(Encoder):
         attrs = block.attrs or {}
         call_id = attrs.get("id")
         if call_id is None:
-            call_id = tool_id(self.tool_count)
+            call_id = generated_tool_id(self._response_id(), self.tool_count)
         self.tool_count += 1
         return call_id, attrs.get("name", "")
 
