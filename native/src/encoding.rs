@@ -58,7 +58,7 @@ use crate::reorder::{ByteHold, Hold, ReorderBuffer};
 use crate::session::Session;
 use crate::value::Value;
 
-pub use crate::losses::json_truthy as truthy;
+pub use crate::losses::{json_truthy as truthy, py_str};
 
 /// A dialect encoder (`encoding.Encoder`): `out` is the run's output of this
 /// feed; what must wait (a hold) goes to `session.reorder` and is written later.
@@ -122,8 +122,7 @@ pub fn attr_value(attrs: &[Attr<'_>], key: &str) -> Result<Option<Value>> {
 
 /// `session.tool_name_out(attrs.get("name"), path)` of a name attribute's JSON text.
 pub fn tool_name_out(session: &mut Session, name: Option<&[u8]>, path: &str) -> Result<String> {
-    let name = name.map(Value::loads).transpose()?;
-    session.tool_name_out(name.as_ref(), path)
+    session.tool_name_out_json(name, path)
 }
 
 /// The attributes as owned data (to keep them past the event).
@@ -661,16 +660,6 @@ fn py_repr(name: Option<&[u8]>) -> Result<String> {
     })
 }
 
-/// `str(value)` of an attribute in an f-string (a string's text, `True`, `None`; a
-/// container: its JSON text, where Python writes its repr).
-pub fn py_str(raw: &[u8]) -> String {
-    match Value::loads(raw) {
-        Ok(Value::Null) => "None".to_string(),
-        Ok(Value::Bool(b)) => (if b { "True" } else { "False" }).to_string(),
-        Ok(Value::Str(text)) => String::from_utf8_lossy(&text).into_owned(),
-        _ => String::from_utf8_lossy(raw).into_owned(),
-    }
-}
 
 // -- one target message ---------------------------------------------------------------------
 

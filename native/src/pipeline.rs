@@ -404,20 +404,7 @@ mod tests {
     }
 
     fn toy(model: Option<ModelName>) -> Transcoder {
-        let options = crate::session::Options {
-            strict: false,
-            reorder_budget: crate::reorder::DEFAULT_BUDGET,
-            refuse_reorder: false,
-            openai_reasoning_field: None,
-            default_max_tokens: 4096,
-            max_depth: 128,
-            max_value_bytes: 1 << 20,
-            tool_names: None,
-            anthropic_thinking: "auto".into(),
-            anthropic_thinking_budgets: None,
-            ollama_sampling_defaults: false,
-        };
-        let session = Session::new(options, "openai", "anthropic", Kind::Request);
+        let session = Session::new(crate::session::Options::default(), "openai", "anthropic", Kind::Request);
         let limits = Limits { max_depth: session.options.max_depth, ..Limits::default() };
         let front = Front { source: "openai", tokenizer: Tokenizer::new(limits), decoder: Box::new(Toy { key: vec![], text: vec![], at: 0 }) };
         Transcoder { session, front, encoder: Box::new(Tags), model, out: Vec::new(), poison: None, closed: false }

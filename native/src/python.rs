@@ -926,8 +926,11 @@ impl NativeTranscoder {
 
 #[pymethods]
 impl NativeTranscoder {
+    /// `clock` / `entropy` are read by a response encoder only (`Session.start`): a request
+    /// transcoder takes them, as Python's does, and reads neither.
     #[new]
-    #[pyo3(signature = (source, target, *, kind="request", options=None, model=None))]
+    #[pyo3(signature = (source, target, *, kind="request", options=None, model=None, clock=None, entropy=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         source: &str,
@@ -935,7 +938,10 @@ impl NativeTranscoder {
         kind: &str,
         options: Option<Bound<'_, PyAny>>,
         model: Option<Bound<'_, PyAny>>,
+        clock: Option<Bound<'_, PyAny>>,
+        entropy: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let _ = (clock, entropy);
         let options = options_from_py(py, options.as_ref())?;
         // Python looks the target's codecs up first, then the source's
         let (target, kind) = dialect_and_kind(target, kind)?;

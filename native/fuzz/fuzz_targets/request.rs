@@ -13,19 +13,8 @@ use libfuzzer_sys::fuzz_target;
 const DIALECTS: [&str; 3] = ["openai", "anthropic", "ollama"];
 
 fn options() -> Options {
-    Options {
-        strict: false,
-        reorder_budget: 1 << 16,
-        refuse_reorder: false,
-        openai_reasoning_field: None,
-        default_max_tokens: 4096,
-        max_depth: 32,
-        max_value_bytes: 1 << 16,
-        tool_names: None,
-        anthropic_thinking: "auto".into(),
-        anthropic_thinking_budgets: None,
-        ollama_sampling_defaults: false,
-    }
+    // small budgets and depth: the limits are reached too
+    Options { reorder_budget: 1 << 16, max_depth: 32, max_value_bytes: 1 << 16, ..Options::default() }
 }
 
 /// The output, or the error with the output pending before it.

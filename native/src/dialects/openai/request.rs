@@ -34,6 +34,22 @@ const USER: &[u8] = b"\"user\"";
 const ASSISTANT: &[u8] = b"\"assistant\"";
 const TOOL: &[u8] = b"\"tool\"";
 
+/// The roles the encoder writes most (no copy per message).
+fn known_role(role: &[u8]) -> Option<&'static [u8]> {
+    [SYSTEM, USER, ASSISTANT, TOOL].into_iter().find(|known| *known == role)
+}
+
+/// `b'"role":' + key_bytes(role)`.
+fn role_head(role: &[u8]) -> Cow<'static, [u8]> {
+    match role {
+        SYSTEM => Cow::Borrowed(b"\"role\":\"system\""),
+        USER => Cow::Borrowed(b"\"role\":\"user\""),
+        ASSISTANT => Cow::Borrowed(b"\"role\":\"assistant\""),
+        TOOL => Cow::Borrowed(b"\"role\":\"tool\""),
+        _ => Cow::Owned([&b"\"role\":"[..], role].concat()),
+    }
+}
+
 /// `EXTRA_ATTR`: an openai-only member of a part or tool call (`"k":v,...` text).
 const EXTRA_ATTR: &str = "openai_extra";
 /// `_STRUCTURE_ATTRS`: attributes that shape the output rather than being output fields.
@@ -403,10 +419,10 @@ impl Messages {
             self.after_tool_calls = false;
         }
         let writer = self.messages_writer(body, index, role, io)?;
-        let head = [&b"\"role\":"[..], role].concat();
+        let head = role_head(role);
         let mut msg = MessageAssembler::new(writer, io, MEMBER_ORDER, &head, first)?;
         self.msg_index = Some(index);
-        self.msg_role = Some(Cow::Owned(role.to_vec()));
+        self.msg_role = Some(known_role(role).map_or_else(|| Cow::Owned(role.to_vec()), Cow::Borrowed));
         self.msg_has_result_id = false;
         self.msg_had_tool_calls = false;
         if !self.pending_ext.is_empty() {
