@@ -66,6 +66,14 @@ pub trait Encode {
     fn event(&mut self, event: crate::canonical::Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()>;
     /// The source ended (`finish`): write the rest.
     fn finish(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()>;
+    /// What the encoder writes when it is made, before any event (Python's constructor:
+    /// a request body's `{`, which `Transcoder.feed` returns with the first chunk even
+    /// when that chunk makes no event). The `Transcoder` calls it once, first; an encoder
+    /// fed events directly (`encode_events`) writes it with its first event instead, as
+    /// Python's appears in the first event's output there. Default: nothing.
+    fn start(&mut self, _session: &mut Session, _out: &mut Vec<u8>) -> Result<()> {
+        Ok(())
+    }
 }
 
 // -- block attributes -----------------------------------------------------------------

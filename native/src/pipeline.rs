@@ -51,6 +51,7 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDeco
     let _ = session;
     match (dialect, kind) {
         // ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestDecoder::new(session))),
+        ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestDecoder::new(session))),
         _ => Err(not_ported(dialect, kind, "decoder")),
     }
 }
@@ -59,6 +60,7 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDeco
 pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedEncoder> {
     match (dialect, kind) {
         ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestEncoder::new(session))),
+        ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestEncoder::new(session))),
         _ => Err(not_ported(dialect, kind, "encoder")),
     }
 }
@@ -184,15 +186,17 @@ pub struct Transcoder {
 }
 
 impl Transcoder {
-    pub fn new(session: Session, model: Option<ModelName>) -> Result<Transcoder> {
+    pub fn new(mut session: Session, model: Option<ModelName>) -> Result<Transcoder> {
         let (source, target, kind) = (session.source, session.target, session.kind);
         if source == target && kind != Kind::Request {
             // interlingua.passthrough (BodyCopy / FrameCopy): issue 12
             return Err(not_ported(source, kind, "passthrough"));
         }
-        let encoder = encoder(target, kind, &session)?;
+        let mut encoder = encoder(target, kind, &session)?;
         let front = Front::new(source, kind, &session)?;
-        Ok(Transcoder { session, front, encoder, model, out: Vec::new(), poison: None, closed: false })
+        let mut out = Vec::new();
+        encoder.start(&mut session, &mut out)?; // (Python's encoder constructor writes)
+        Ok(Transcoder { session, front, encoder, model, out, poison: None, closed: false })
     }
 
     fn check(&self) -> Result<()> {

@@ -16,8 +16,8 @@ from interlingua.backend import native_module
 from interlingua.dialects import DIALECTS
 
 from .differential import (
-    KEY_ORDERS, corpus_requests, error_facts, feed_cuts, feeds, fuzz_mutant, key_order, rpt_requests,
-    skip_if_not_ported,
+    KEY_ORDERS, corpus_requests, error_facts, feed_cuts, feeds, fuzz_mutant, key_order, python_events, rpt_requests,
+    skip_if_not_ported, skip_if_unnameable,
 )
 
 native = native_module()
@@ -74,6 +74,7 @@ def assert_transcoder_parity(source: str, target: str, body: bytes, cuts, option
     if native_run["error"] is not None and "not ported yet" in native_run["error"][1]:
         pytest.skip(f"not ported: {native_run['error'][1]}")
     python_run = run(PythonTranscoder(source, target, options=options, **kwargs), pieces)
+    skip_if_unnameable(python_events(source, body, options))
     for name in python_run:
         assert native_run[name] == python_run[name], f"{source} -> {target}: {name} differs (cuts {cuts[:20]})"
     if python_run["error"] is None:

@@ -1,6 +1,473 @@
 //! ollama request-level settings <-> canonical controls (`src/interlingua/dialects/ollama/controls.py`).
+//!
+//! Pure functions over small values (`value::Value`, Python data after
+//! `json.loads`); the mapping decisions are the Python module's docstring.
+//! Control and attribute values leave here as compact JSON (`jsonwriter::dumps`),
+//! the canonical events' form.
 #![forbid(unsafe_code)]
+
+use std::borrow::Cow;
+
+use crate::canonical::Control;
+use crate::error::Result;
+use crate::losses::{json_truthy, lacks, path_subject};
+use crate::session::Session;
+use crate::value::Value;
+
+pub const DIALECT: &str = "ollama";
 
 // -- decoding (helper L) ----------------------------------------------------------------
 
+/// `CONTROLS`: top-level key -> canonical control name.
+pub fn control_name(key: &[u8]) -> Option<&'static str> {
+    Some(match key {
+        b"model" => "model",
+        b"stream" => "stream",
+        b"format" => "response_format",
+        b"think" => "reasoning",
+        b"logprobs" => "logprobs",
+        b"top_logprobs" => "top_logprobs",
+        _ => return None,
+    })
+}
+
+/// `OPTION_CONTROLS`: `options` key -> canonical control name.
+pub fn option_control_name(key: &[u8]) -> Option<&'static str> {
+    Some(match key {
+        b"num_predict" => "max_output_tokens",
+        b"temperature" => "temperature",
+        b"top_p" => "top_p",
+        b"top_k" => "top_k",
+        b"stop" => "stop",
+        b"seed" => "seed",
+        b"presence_penalty" => "presence_penalty",
+        b"frequency_penalty" => "frequency_penalty",
+        _ => return None,
+    })
+}
+
+/// `decode`: a top-level field as a control, or None (the caller makes it an extension).
+/// `raw` is the member's compact JSON (`read_raw`), `value` the same parsed.
+pub fn decode(key: &str, raw: &[u8], value: Value) -> Option<Control<'static>> {
+    let name = control_name(key.as_bytes())?;
+    let value = match key {
+        "format" => format_to_canonical(value),
+        "think" => think_to_canonical(value),
+        _ => value,
+    };
+    Some(control(name, &value, key.to_string(), raw))
+}
+
+/// `decode_option`: an `options` member as a control, or None.
+pub fn decode_option(key: &str, raw: &[u8], value: Value) -> Option<Control<'static>> {
+    let name = option_control_name(key.as_bytes())?;
+    let value = match value {
+        Value::Str(text) if key == "stop" => Value::Array(vec![Value::Str(text)]),
+        value => value,
+    };
+    Some(control(name, &value, format!("options.{key}"), raw))
+}
+
+fn control(name: &'static str, value: &Value, key: String, raw: &[u8]) -> Control<'static> {
+    Control {
+        name: Cow::Borrowed(name),
+        value: Cow::Owned(value.to_json()),
+        dialect: Some(Cow::Borrowed(DIALECT)),
+        key: Some(Cow::Owned(key)),
+        raw: Some(Cow::Owned(raw.to_vec())),
+    }
+}
+
+fn object(members: Vec<(&str, Value)>) -> Value {
+    Value::Object(members.into_iter().map(|(k, v)| (k.as_bytes().to_vec(), v)).collect())
+}
+
+fn text(s: &str) -> Value {
+    Value::Str(s.as_bytes().to_vec())
+}
+
+pub fn format_to_canonical(value: Value) -> Value {
+    match value {
+        Value::Str(ref s) if s == b"json" => object(vec![("type", text("json_object"))]),
+        Value::Str(ref s) if s.is_empty() => object(vec![("type", text("text"))]),
+        Value::Null => object(vec![("type", text("text"))]),
+        Value::Object(_) => object(vec![("type", text("json_schema")), ("schema", value)]),
+        value => object(vec![("type", text("other")), ("value", value)]),
+    }
+}
+
+pub fn think_to_canonical(value: Value) -> Value {
+    match value {
+        Value::Bool(_) => object(vec![("enabled", value)]),
+        Value::Str(_) => object(vec![("effort", value)]),
+        value => object(vec![("other", value)]),
+    }
+}
+
+/// `tool_to_canonical`: `(attrs, parameters schema)` of a function tool; None for
+/// other shapes. attrs are `(name, compact JSON)` in the Python dict's order.
+pub fn tool_to_canonical(tool: &Value) -> Option<(Vec<(Cow<'static, str>, Cow<'static, [u8]>)>, Option<&Value>)> {
+    let Value::Object(members) = tool else { return None };
+    if members.iter().any(|(k, _)| k != b"type" && k != b"function") {
+        return None;
+    }
+    if let Some(kind) = tool.get("type") {
+        if !is_str(kind, "function") {
+            return None;
+        }
+    }
+    let function = tool.get("function")?;
+    let Value::Object(function_members) = function else { return None };
+    let name = function.get("name")?;
+    if !matches!(name, Value::Str(_)) {
+        return None;
+    }
+    let mut attrs: Vec<(Cow<'static, str>, Cow<'static, [u8]>)> = vec![(Cow::Borrowed("name"), Cow::Owned(name.to_json()))];
+    let mut extra: Vec<u8> = Vec::new();
+    for (key, value) in function_members {
+        if key == b"description" {
+            attrs.push((Cow::Borrowed("description"), Cow::Owned(value.to_json())));
+        } else if key != b"name" && key != b"parameters" {
+            if !extra.is_empty() {
+                extra.push(b',');
+            }
+            extra.extend_from_slice(&Value::Str(key.clone()).to_json());
+            extra.push(b':');
+            extra.extend_from_slice(&value.to_json());
+        }
+    }
+    if !extra.is_empty() {
+        attrs.push((Cow::Borrowed("ollama_extra"), Cow::Owned(Value::Str(extra).to_json())));
+    }
+    if tool.get("type").is_none() {
+        attrs.push((Cow::Borrowed("ollama_no_type"), Cow::Borrowed(b"true")));
+    }
+    let parameters = function.get("parameters");
+    if matches!(parameters, Some(Value::Null)) {
+        attrs.push((Cow::Borrowed("ollama_null_parameters"), Cow::Borrowed(b"true")));
+    }
+    Some((attrs, parameters.filter(|p| !matches!(p, Value::Null))))
+}
+
 // -- encoding (helper L) ----------------------------------------------------------------
+
+/// `_CANONICAL_TO_TOP`
+fn top_key(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "model" => "model",
+        "stream" => "stream",
+        "logprobs" => "logprobs",
+        "top_logprobs" => "top_logprobs",
+        _ => return None,
+    })
+}
+
+/// `_CANONICAL_TO_OPTION`
+fn option_key(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "max_output_tokens" => "num_predict",
+        "temperature" => "temperature",
+        "top_p" => "top_p",
+        "top_k" => "top_k",
+        "stop" => "stop",
+        "seed" => "seed",
+        "presence_penalty" => "presence_penalty",
+        "frequency_penalty" => "frequency_penalty",
+        _ => return None,
+    })
+}
+
+/// `SOURCE_SAMPLING_DEFAULTS`: each source API's documented sampling defaults
+/// (`Options.ollama_sampling_defaults`), as `(option key, compact JSON)`.
+pub fn source_sampling_defaults(source: &str) -> &'static [(&'static str, &'static [u8])] {
+    match source {
+        "openai" => &[("temperature", b"1.0"), ("top_p", b"1.0")],
+        "anthropic" => &[("temperature", b"1.0")],
+        _ => &[],
+    }
+}
+
+/// The levels ollama's `think` takes (api.ThinkValue).
+const THINK_LEVELS: [&str; 4] = ["low", "medium", "high", "max"];
+
+/// `_NEAREST_LEVEL`: efforts outside ollama's levels, per source scale.
+fn nearest_level(dialect: Option<&str>, effort: &[u8]) -> Option<&'static str> {
+    let anthropic = dialect == Some("anthropic");
+    Some(match effort {
+        b"minimal" => "low",
+        b"xhigh" if anthropic => "high",
+        b"xhigh" => "max",
+        b"ultra" => "max",
+        _ => return None,
+    })
+}
+
+/// `encode_control`: a canonical control as ollama `(key, compact JSON)` pairs;
+/// `options.x` keys go in `options`. Empty: nothing is written (a recorded loss
+/// where something was meant).
+pub fn encode_control(control: &Control<'_>, value: &Value, session: &mut Session) -> Result<Vec<(String, Vec<u8>)>> {
+    let name = control.name.as_ref();
+    let dialect = control.dialect.as_deref();
+    let where_ = match control.key.as_deref() {
+        Some(key) if !key.is_empty() => format!("$.{key}"),
+        _ => name.to_string(),
+    };
+    if let Some(key) = top_key(name) {
+        return Ok(vec![(key.to_string(), control.value.to_vec())]);
+    }
+    if let Some(key) = option_key(name) {
+        return Ok(vec![(format!("options.{key}"), control.value.to_vec())]);
+    }
+    if name == "response_format" {
+        let kind = if matches!(value, Value::Object(_)) { value.get("type") } else { None };
+        if kind.is_some_and(|k| is_str(k, "json_object")) {
+            return Ok(vec![("format".to_string(), b"\"json\"".to_vec())]);
+        }
+        if kind.is_some_and(|k| is_str(k, "text")) {
+            return Ok(Vec::new()); // no format is the default
+        }
+        if kind.is_some_and(|k| is_str(k, "json_schema")) {
+            for extra in ["name", "description", "strict"] {
+                if value.get(extra).is_some() {
+                    let path = if dialect == Some("openai") {
+                        format!("{where_}.json_schema.{extra}")
+                    } else {
+                        format!("{where_}.{extra}")
+                    };
+                    lose(session, &path, "field for it", None, dialect)?;
+                }
+            }
+            let schema = value.get("schema").map_or_else(|| b"null".to_vec(), Value::to_json);
+            return Ok(vec![("format".to_string(), schema)]);
+        }
+    } else if name == "reasoning" {
+        return Ok(match reasoning_to_think(value, &where_, dialect, session)? {
+            Some(think) => vec![("think".to_string(), think)],
+            None => Vec::new(),
+        });
+    }
+    lose(session, &where_, "such parameter", None, dialect)?;
+    Ok(Vec::new())
+}
+
+fn lose(session: &mut Session, where_: &str, what: &str, done: Option<&str>, dialect: Option<&str>) -> Result<()> {
+    session.lose(where_, &lacks(path_subject(where_), DIALECT, what, done), dialect)
+}
+
+/// `reasoning_to_think`: canonical reasoning -> ollama `think` (compact JSON), or
+/// None (nothing written, the loss recorded).
+pub fn reasoning_to_think(value: &Value, where_: &str, dialect: Option<&str>, session: &mut Session)
+                          -> Result<Option<Vec<u8>>> {
+    if !matches!(value, Value::Object(_)) {
+        lose(session, where_, "such reasoning setting", None, dialect)?;
+        return Ok(None);
+    }
+    let effort = value.get("effort");
+    if matches!(value.get("enabled"), Some(Value::Bool(false))) {
+        // thinking disabled wins over an effort given beside it: never turn reasoning on
+        if let Some(effort) = effort.filter(|e| !matches!(e, Value::Null) && !is_str(e, "none")) {
+            let what = format!("effort with thinking off (effort {})", py_repr(effort));
+            lose(session, where_, &what, Some("think is false"), dialect)?;
+        }
+        return Ok(Some(b"false".to_vec()));
+    }
+    if let Some(effort) = effort {
+        return think_level(effort, where_, dialect, session);
+    }
+    let budget = value.get("budget_tokens").is_some();
+    if let Some(enabled) = value.get("enabled") {
+        if budget {
+            lose(session, &budget_path(where_, dialect), "thinking budget", Some("think is on or off"), dialect)?;
+        }
+        return Ok(Some(if enabled.truthy() { b"true".to_vec() } else { b"false".to_vec() }));
+    }
+    if budget {
+        lose(session, &budget_path(where_, dialect), "thinking budget", Some("think is on"), dialect)?;
+        return Ok(Some(b"true".to_vec()));
+    }
+    lose(session, where_, "such reasoning setting", None, dialect)?;
+    Ok(None)
+}
+
+fn effort_path(where_: &str, dialect: Option<&str>) -> String {
+    if dialect == Some("anthropic") && where_ == "$.output_config" {
+        format!("{where_}.effort")
+    } else {
+        where_.to_string()
+    }
+}
+
+fn budget_path(where_: &str, dialect: Option<&str>) -> String {
+    if dialect == Some("anthropic") && where_ == "$.thinking" {
+        format!("{where_}.budget_tokens")
+    } else {
+        where_.to_string()
+    }
+}
+
+fn think_level(effort: &Value, where_: &str, dialect: Option<&str>, session: &mut Session) -> Result<Option<Vec<u8>>> {
+    if let Value::Str(level) = effort {
+        if THINK_LEVELS.iter().any(|l| l.as_bytes() == level.as_slice()) {
+            return Ok(Some(effort.to_json()));
+        }
+        if level == b"none" {
+            return Ok(Some(b"false".to_vec()));
+        }
+    }
+    let what = format!("think level for effort {}", py_repr(effort));
+    // (Python looks a non-string effort up in a dict: a list or object there is a
+    // TypeError; every decoder gives a string)
+    let nearest = match effort {
+        Value::Str(level) => nearest_level(dialect, level),
+        _ => None,
+    };
+    let path = effort_path(where_, dialect);
+    if let Some(nearest) = nearest {
+        lose(session, &path, &what, Some(&format!("sent as think '{nearest}'")), dialect)?;
+        return Ok(Some(text(nearest).to_json()));
+    }
+    lose(session, &path, &what, None, dialect)?;
+    Ok(None)
+}
+
+/// `_TOOL_SHAPE_ATTRS`
+const TOOL_SHAPE_ATTRS: [&str; 6] =
+    ["name", "description", "ollama_extra", "ollama_no_type", "ollama_null_parameters", "dialect"];
+
+/// `tool_from_canonical`: the ollama tool object for a canonical tool definition
+/// (compact JSON). `attrs`: the block's `(name, compact JSON)` attributes.
+pub fn tool_from_canonical(attrs: &[(Cow<'_, str>, Cow<'_, [u8]>)], schema_raw: &[u8], session: &mut Session)
+                           -> Result<Vec<u8>> {
+    let attr = |name: &str| attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_ref());
+    let mut body = b"{\"name\":".to_vec();
+    body.extend_from_slice(attr("name").unwrap_or(b"null"));
+    if let Some(description) = attr("description") {
+        body.extend_from_slice(b",\"description\":");
+        body.extend_from_slice(description);
+    }
+    if let Some(extra) = attr("ollama_extra") {
+        body.push(b',');
+        if let Ok(Value::Str(text)) = Value::loads(extra) {
+            body.extend_from_slice(&text);
+        }
+    }
+    for (key, _) in attrs {
+        if !TOOL_SHAPE_ATTRS.contains(&key.as_ref()) {
+            session.lose("$.tools", &lacks(&format!("{key} of a tool"), DIALECT, "field for it", None), None)?;
+        }
+    }
+    if !schema_raw.is_empty() {
+        body.extend_from_slice(b",\"parameters\":");
+        body.extend_from_slice(schema_raw);
+    } else if attr("ollama_null_parameters").is_some_and(json_truthy) {
+        body.extend_from_slice(b",\"parameters\":null");
+    }
+    body.push(b'}');
+    let mut tool = if attr("ollama_no_type").is_some_and(json_truthy) {
+        b"{\"function\":".to_vec()
+    } else {
+        b"{\"type\":\"function\",\"function\":".to_vec()
+    };
+    tool.extend_from_slice(&body);
+    tool.push(b'}');
+    Ok(tool)
+}
+
+// -- small value helpers ----------------------------------------------------------------
+
+fn is_str(value: &Value, text: &str) -> bool {
+    matches!(value, Value::Str(s) if s == text.as_bytes())
+}
+
+/// Python `repr` of a small value (loss wording): a string as `repr` writes it,
+/// anything else as its JSON (Python writes `True`/`None` and `{'k': v}` there;
+/// every decoder gives these functions strings).
+pub(crate) fn py_repr(value: &Value) -> String {
+    match value {
+        Value::Str(s) => py_str_repr_wtf8(s),
+        Value::Bool(true) => "True".to_string(),
+        Value::Bool(false) => "False".to_string(),
+        Value::Null => "None".to_string(),
+        other => String::from_utf8_lossy(&other.to_json()).into_owned(),
+    }
+}
+
+/// `repr` of a WTF-8 string: `json::py_str_repr`, and a lone surrogate as Python writes
+/// one (`'\\ud800'`: not printable).
+pub(crate) fn py_str_repr_wtf8(text: &[u8]) -> String {
+    if !crate::canonical::has_lone_surrogate(text) {
+        return crate::json::py_str_repr(text);
+    }
+    let mut out = String::new();
+    let mut start = 0;
+    let mut quote = '\'';
+    let whole: String = String::from_utf8_lossy(text).into_owned();
+    if whole.contains('\'') && !whole.contains('"') {
+        quote = '"';
+    }
+    out.push(quote);
+    for (at, code) in crate::canonical::lone_surrogates(text) {
+        out.push_str(&inner_repr(&text[start..at], quote));
+        out.push_str(&format!("\\u{code:04x}"));
+        start = at + 3;
+    }
+    out.push_str(&inner_repr(&text[start..], quote));
+    out.push(quote);
+    out
+}
+
+/// The inside of `py_str_repr(text)` written with `quote` (text without lone surrogates).
+fn inner_repr(text: &[u8], quote: char) -> String {
+    let plain = crate::json::py_str_repr(text);
+    let used = plain.chars().next().unwrap_or('\'');
+    let inner = &plain[used.len_utf8()..plain.len() - used.len_utf8()];
+    if used == quote {
+        return inner.to_string();
+    }
+    // re-quote: the quote py_str_repr escaped is plain here, the other one is escaped
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' && chars.peek() == Some(&used) {
+            out.push(used);
+            chars.next();
+        } else if c == '\\' {
+            out.push(c);
+            if let Some(next) = chars.next() {
+                out.push(next);
+            }
+        } else if c == quote {
+            out.push('\\');
+            out.push(c);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reprs_are_pythons() {
+        assert_eq!(py_str_repr_wtf8(b"a\xed\xa0\x80'"), "\"a\\ud800'\"");
+        assert_eq!(py_str_repr_wtf8(b"\xed\xb0\x80\"x"), "'\\udc00\"x'");
+        assert_eq!(py_str_repr_wtf8(b"plain"), "'plain'");
+        assert_eq!(py_repr(&Value::Bool(true)), "True");
+    }
+
+    #[test]
+    fn format_and_think_map_as_python_does() {
+        let canon = |v: &[u8]| format_to_canonical(Value::loads(v).unwrap()).to_json();
+        assert_eq!(canon(b"\"json\""), b"{\"type\":\"json_object\"}");
+        assert_eq!(canon(b"\"\""), b"{\"type\":\"text\"}");
+        assert_eq!(canon(b"{\"a\":1}"), b"{\"type\":\"json_schema\",\"schema\":{\"a\":1}}");
+        assert_eq!(canon(b"\"yaml\""), b"{\"type\":\"other\",\"value\":\"yaml\"}");
+        let think = |v: &[u8]| think_to_canonical(Value::loads(v).unwrap()).to_json();
+        assert_eq!(think(b"true"), b"{\"enabled\":true}");
+        assert_eq!(think(b"\"max\""), b"{\"effort\":\"max\"}");
+        assert_eq!(think(b"null"), b"{\"other\":null}");
+    }
+}

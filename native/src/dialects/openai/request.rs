@@ -201,6 +201,11 @@ impl Encode for RequestEncoder {
         Self::started(&mut self.state, self.reasoning_key, &mut io)?;
         Ok(())
     }
+
+    /// The body's `{`, written when the encoder is made (Python's constructor).
+    fn start(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        self.finish(session, out)
+    }
 }
 
 impl PlaceBlocks for Encoding {
