@@ -61,6 +61,7 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDeco
 pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedEncoder> {
     match (dialect, kind) {
         ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestEncoder::new(session))),
+        ("anthropic", Kind::Request) => Ok(Box::new(crate::dialects::anthropic::request::RequestEncoder::new(session))),
         ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestEncoder::new(session))),
         _ => Err(not_ported(dialect, kind, "encoder")),
     }
