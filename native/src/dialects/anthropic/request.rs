@@ -253,6 +253,12 @@ impl Decode for RequestDecoder {
         self.m.flush(&mut self.d, &mut Cx::outside(session, out))
     }
 
+    /// (helper D) the chunk failed: a string fragment the machine held to join goes on
+    /// (Python's tokenizer had delivered it before the fault).
+    fn interrupted(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        self.m.interrupted(&mut self.d, &mut Cx::outside(session, out))
+    }
+
     fn at(&self) -> u64 {
         self.m.at
     }
