@@ -1126,6 +1126,16 @@ impl BlockBuilder {
     }
 }
 
+// -- (helper AD) what the anthropic request decoder needs of BlockBuilder --------------
+
+impl BlockBuilder {
+    /// Python's `builder.last is not None`: a final fragment is kept for `close` (the
+    /// tool_result reader asks whether its head block has a payload yet).
+    pub fn has_last(&self) -> bool {
+        self.last.is_some()
+    }
+}
+
 /// `decoding.event_size`: what a held event counts against the reorder budget.
 pub fn event_size(event: &Event<'_>) -> u64 {
     let payload = match event {

@@ -50,6 +50,7 @@ pub fn dialect(name: &str) -> Option<&'static str> {
 pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDecoder> {
     let _ = session;
     match (dialect, kind) {
+        ("anthropic", Kind::Request) => Ok(Box::new(crate::dialects::anthropic::request::RequestDecoder::new(session))),
         // ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestDecoder::new(session))),
         ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestDecoder::new(session))),
         _ => Err(not_ported(dialect, kind, "decoder")),
