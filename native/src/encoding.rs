@@ -157,13 +157,17 @@ pub fn char_len(text: &[u8]) -> u64 {
 
 // -- writers ----------------------------------------------------------------------------
 
-/// A writer of the `Writers` arena: the output (`OUT`) or a hold.
+/// A writer of the `Writers` arena: the output (`OUT`) or a hold. A writer whose hold
+/// was taken is gone: its id is stale (the generation tells it from the slot's next writer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WriterId(usize);
+pub struct WriterId {
+    index: u32,
+    generation: u32,
+}
 
 impl WriterId {
     /// The run's output (the encoder's `self.out` in Python).
-    pub const OUT: WriterId = WriterId(0);
+    pub const OUT: WriterId = WriterId { index: 0, generation: 0 };
 }
 
 struct Slot {
@@ -174,16 +178,24 @@ struct Slot {
 
 /// Every `JsonWriter` of one encoder: separator state, and where its bytes go.
 pub struct Writers {
-    slots: Vec<Option<Slot>>,
-    free: Vec<usize>,
+    /// (generation, the writer while it lives)
+    slots: Vec<(u32, Option<Slot>)>,
+    free: Vec<u32>,
     /// a held writer's bytes of one write, before they go into its hold
     scratch: Vec<u8>,
 }
 
 impl Default for Writers {
     fn default() -> Self {
-        Writers { slots: vec![Some(Slot { json: JsonWriter::default(), hold: None })], free: Vec::new(), scratch: Vec::new() }
+        let out = Slot { json: JsonWriter::default(), hold: None };
+        Writers { slots: vec![(0, Some(out))], free: Vec::new(), scratch: Vec::new() }
     }
+}
+
+/// A write to a writer whose hold was taken (its message closed): no decoder's events
+/// lead there (a block's fragments are not split by a message's end); an error, not a panic.
+fn stale() -> Error {
+    Error::new(ErrorClass::Transcode, "internal error in the native core: a write to a writer already taken")
 }
 
 impl Writers {
@@ -191,34 +203,42 @@ impl Writers {
     pub fn held(&mut self, reorder: &mut ReorderBuffer, reason: &str) -> WriterId {
         let slot = Slot { json: JsonWriter::default(), hold: Some(reorder.byte_hold(reason)) };
         match self.free.pop() {
-            Some(i) => {
-                self.slots[i] = Some(slot);
-                WriterId(i)
+            Some(index) => {
+                let entry = &mut self.slots[index as usize];
+                entry.0 = entry.0.wrapping_add(1);
+                entry.1 = Some(slot);
+                WriterId { index, generation: entry.0 }
             }
             None => {
-                self.slots.push(Some(slot));
-                WriterId(self.slots.len() - 1)
+                self.slots.push((0, Some(slot)));
+                WriterId { index: (self.slots.len() - 1) as u32, generation: 0 }
             }
         }
     }
 
-    fn slot(&mut self, id: WriterId) -> &mut Slot {
-        self.slots[id.0].as_mut().expect("a writer of this encoder")
+    fn slot(&mut self, id: WriterId) -> Option<&mut Slot> {
+        match self.slots.get_mut(id.index as usize) {
+            Some((generation, Some(slot))) if *generation == id.generation => Some(slot),
+            _ => None,
+        }
     }
 
     /// `bool(hold)`: whether anything was written into a held writer.
     pub fn holds_bytes(&self, id: WriterId) -> bool {
-        self.slots[id.0].as_ref().and_then(|s| s.hold.as_ref()).is_some_and(|h| !h.is_empty())
+        match self.slots.get(id.index as usize) {
+            Some((generation, Some(slot))) if *generation == id.generation => slot.hold.as_ref().is_some_and(|h| !h.is_empty()),
+            _ => false,
+        }
     }
 
     /// `hold.take_bytes()` appended to `into`; the writer is gone.
     pub fn take(&mut self, id: WriterId, reorder: &mut ReorderBuffer, into: &mut Vec<u8>) {
-        if id == WriterId::OUT {
+        if id == WriterId::OUT || self.slot(id).is_none() {
             return;
         }
-        if let Some(Slot { hold: Some(mut hold), .. }) = self.slots[id.0].take() {
+        if let Some(Slot { hold: Some(mut hold), .. }) = self.slots[id.index as usize].1.take() {
             hold.take_into(reorder, into);
-            self.free.push(id.0);
+            self.free.push(id.index);
         }
     }
 
@@ -241,7 +261,10 @@ impl Io<'_> {
     /// output, or into a buffer that then goes into `w`'s hold.
     pub fn json<R>(&mut self, w: WriterId, f: impl FnOnce(&mut JsonWriter, &mut Vec<u8>) -> R) -> Result<R> {
         let Writers { slots, scratch, .. } = &mut *self.writers;
-        let slot = slots[w.0].as_mut().expect("a writer of this encoder");
+        let slot = match slots.get_mut(w.index as usize) {
+            Some((generation, Some(slot))) if *generation == w.generation => slot,
+            _ => return Err(stale()),
+        };
         match &mut slot.hold {
             None => Ok(f(&mut slot.json, self.out)),
             Some(hold) => {
@@ -255,8 +278,7 @@ impl Io<'_> {
 
     /// `writer.write(data)`.
     pub fn write(&mut self, w: WriterId, data: &[u8]) -> Result<()> {
-        let Writers { slots, .. } = &mut *self.writers;
-        let slot = slots[w.0].as_mut().expect("a writer of this encoder");
+        let slot = self.writers.slot(w).ok_or_else(stale)?;
         match &mut slot.hold {
             None => {
                 self.out.extend_from_slice(data);
@@ -270,7 +292,11 @@ impl Io<'_> {
     pub fn sep(&mut self, w: WriterId) -> &'static [u8] {
         let Writers { slots, scratch, .. } = &mut *self.writers;
         scratch.clear();
-        slots[w.0].as_mut().expect("a writer of this encoder").json.separate(scratch);
+        if let Some((generation, Some(slot))) = slots.get_mut(w.index as usize) {
+            if *generation == w.generation {
+                slot.json.separate(scratch);
+            }
+        }
         if scratch.is_empty() { b"" } else { b"," }
     }
 
@@ -285,12 +311,16 @@ impl Io<'_> {
 
     /// `writer._first.append(True)`: a container opened by raw text.
     pub fn push_first(&mut self, w: WriterId) {
-        self.writers.slot(w).json.open_raw();
+        if let Some(slot) = self.writers.slot(w) {
+            slot.json.open_raw();
+        }
     }
 
     /// `writer._first.pop()`.
     pub fn pop_first(&mut self, w: WriterId) {
-        self.writers.slot(w).json.close_raw();
+        if let Some(slot) = self.writers.slot(w) {
+            slot.json.close_raw();
+        }
     }
 
     /// A new hold of `reason` (`session.reorder.hold(reason)`).
@@ -1078,19 +1108,7 @@ mod tests {
     use crate::session::{Kind, Options};
 
     pub(crate) fn options() -> Options {
-        Options {
-            strict: false,
-            reorder_budget: crate::reorder::DEFAULT_BUDGET,
-            refuse_reorder: false,
-            openai_reasoning_field: None,
-            default_max_tokens: 4096,
-            max_depth: 128,
-            max_value_bytes: 1 << 20,
-            tool_names: None,
-            anthropic_thinking: "auto".into(),
-            anthropic_thinking_budgets: None,
-            ollama_sampling_defaults: false,
-        }
+        Options::default()
     }
 
     struct NoMessages;
@@ -1157,6 +1175,26 @@ mod tests {
         let (high, by_reason) = session.reorder.report();
         assert!(high > 0);
         assert_eq!(by_reason.iter().map(|r| r.0).collect::<Vec<_>>(), ["openai:messages-before-system", "openai:fields-inside-messages"]);
+    }
+
+    #[test]
+    fn a_taken_writer_is_stale_not_a_panic() {
+        let mut session = Session::new(options(), "anthropic", "openai", Kind::Request);
+        let mut writers = Writers::default();
+        let mut out = Vec::new();
+        let mut io = Io { out: &mut out, session: &mut session, writers: &mut writers };
+        let old = io.writers.held(&mut io.session.reorder, "t:x");
+        io.write(old, b"ab").unwrap();
+        let mut taken = Vec::new();
+        io.writers.take(old, &mut io.session.reorder, &mut taken);
+        let new = io.writers.held(&mut io.session.reorder, "t:x"); // the same slot, again
+        assert_ne!(old, new);
+        io.write(new, b"c").unwrap();
+        assert_eq!(io.write(old, b"d").unwrap_err().class, ErrorClass::Transcode);
+        assert_eq!(io.sep(old), b"");
+        io.push_first(old);
+        assert!(io.writers.holds_bytes(new) && !io.writers.holds_bytes(old));
+        assert_eq!((taken.as_slice(), io.session.reorder.held()), (&b"ab"[..], 1));
     }
 
     #[test]

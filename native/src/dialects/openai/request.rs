@@ -15,7 +15,7 @@ use crate::encoding::{
     BlockHead, BlockRef, Encode, First, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener,
     OwnedAttrs, PlaceBlocks, ToolDefinitions, WriterId, Writers, PARTS_CONTENT, STRING_CONTENT,
 };
-use crate::error::Result;
+use crate::error::{Error, ErrorClass, Result};
 use crate::jsonwriter::dumps_str;
 use crate::losses::is_internal_attr;
 use crate::naming::openai_id;
@@ -364,7 +364,7 @@ impl Messages {
         if index == TOP_LEVEL_SYSTEM {
             return body.messages_writer(true, self, io);
         }
-        if role == USER && self.after_tool_calls && self.user_index.is_none_or(|i| i == index) {
+        if role == USER && self.after_tool_calls && self.user_index.map_or(true, |i| i == index) {
             if let Some(w) = self.user_hold {
                 return Ok(w);
             }
@@ -457,12 +457,14 @@ impl Messages {
         Ok(())
     }
 
-    fn assembler(&mut self, which: Which) -> &mut MessageAssembler {
+    /// The message a block writes into (open: the caller opened it; a block's close finds
+    /// it open, as no decoder's events end a message between a block's fragments).
+    fn assembler(&mut self, which: Which) -> Result<&mut MessageAssembler> {
         match which {
             Which::Open => self.msg.as_mut(),
             Which::Moved => self.moved.as_mut(),
         }
-        .expect("an open message")
+        .ok_or_else(|| Error::new(ErrorClass::Transcode, "internal error in the native core: a block of a closed message"))
     }
 
     // -- blocks -------------------------------------------------------------------------
@@ -535,7 +537,7 @@ impl Messages {
             let first = if in_parts { PARTS_CONTENT } else { STRING_CONTENT };
             self.open_message(body, block.message, role, Some(first), io)?;
             if !in_parts {
-                return Ok(Placed::Stream(self.assembler(Which::Open).out));
+                return Ok(Placed::Stream(self.assembler(Which::Open)?.out));
             }
         } else {
             self.message_for(body, block, role, io)?;
@@ -550,11 +552,11 @@ impl Messages {
                 // closes, since further parts make it a list, and tool calls make it unneeded
                 self.msg_needs_content = true;
             } else if in_parts {
-                self.assembler(Which::Open).member(io, "content", Opener::Array)?;
+                self.assembler(Which::Open)?.member(io, "content", Opener::Array)?;
             }
             return Ok(if tool { Placed::ToolText { w: None, head: BlockHead::of(block) } } else { Placed::Nothing });
         }
-        let msg = self.assembler(Which::Open);
+        let msg = self.assembler(Which::Open)?;
         if !in_parts && !msg.has("content") {
             let w = msg.member(io, "content", Opener::String)?;
             if !tool {
@@ -574,7 +576,7 @@ impl Messages {
 
     fn string_member(&mut self, body: &mut MessageListBody, block: &Block<'_>, role: &[u8], key: &'static str, io: &mut Io<'_>) -> Result<WriterId> {
         self.message_for(body, block, role, io)?;
-        self.assembler(Which::Open).member(io, key, Opener::String)
+        self.assembler(Which::Open)?.member(io, key, Opener::String)
     }
 
     /// Another dialect's tool-call id as openai accepts it (`naming.openai_id`): the JSON text.
@@ -598,7 +600,7 @@ impl Messages {
             return Ok(());
         }
         let id = self.call_id(call_id)?;
-        self.assembler(Which::Open).scalar(io, "tool_call_id", &id)?;
+        self.assembler(Which::Open)?.scalar(io, "tool_call_id", &id)?;
         self.msg_has_result_id = true;
         Ok(())
     }
@@ -631,7 +633,7 @@ impl Messages {
         let source = attr(attrs, "source").filter(|raw| *raw != b"null");
         let source_text = source.and_then(json_str);
         let mut data_prefix = Vec::new();
-        if source_text.as_deref() == Some("base64") && attr(attrs, "data_url").is_none_or(crate::encoding::truthy) && s != Section::UserAudio {
+        if source_text.as_deref() == Some("base64") && attr(attrs, "data_url").map_or(true, crate::encoding::truthy) && s != Section::UserAudio {
             // openai takes inline images and files only as data URLs
             data_prefix.extend_from_slice(b"data:");
             let media_type = attr(attrs, "media_type").map_or_else(|| Some("application/octet-stream".to_string()), json_str);
@@ -662,7 +664,7 @@ impl Messages {
             self.message_for(body, block, USER, io)?;
             Which::Open
         };
-        let w = self.assembler(which).member(io, "content", Opener::Array)?;
+        let w = self.assembler(which)?.member(io, "content", Opener::Array)?;
         io.separate(w)?;
         let (head, key, inner): (&[u8], &str, &'static [&'static str]) = match s {
             Section::UserImage => (b"{\"type\":\"image_url\",\"image_url\":{", "url", IMAGE_INNER),
@@ -692,7 +694,7 @@ impl Messages {
         self.message_for(body, block, ASSISTANT, io)?;
         if attr_truthy(attrs, "legacy") {
             // function_call: {"name", "arguments"}, no id
-            let w = self.assembler(Which::Open).member(io, "function_call", Opener::Object)?;
+            let w = self.assembler(Which::Open)?.member(io, "function_call", Opener::Object)?;
             let mut head = Vec::new();
             if let Some(name) = attr(attrs, "name") {
                 head.extend_from_slice(b"\"name\":");
@@ -704,7 +706,7 @@ impl Messages {
             return Ok(Placed::LegacyCall { w, head: BlockHead::of(block) });
         }
         self.msg_had_tool_calls = true;
-        let w = self.assembler(Which::Open).member(io, "tool_calls", Opener::Array)?;
+        let w = self.assembler(Which::Open)?.member(io, "tool_calls", Opener::Array)?;
         io.separate(w)?;
         let mut head = b"{".to_vec();
         if let Some(id) = attr(attrs, "id") {
@@ -731,7 +733,7 @@ impl Messages {
         let path = where_(io.session, message);
         let wire = crate::encoding::tool_name_out(io.session, name.filter(|raw| *raw != b"null"), &path)?;
         let mut out = Vec::new();
-        dumps_str(&wire.as_bytes(), &mut out);
+        dumps_str(wire.as_bytes(), &mut out);
         Ok(out)
     }
 
@@ -750,11 +752,11 @@ impl Messages {
         let role = attr_or(attrs, "role", USER).to_vec();
         self.message_for(body, block, &role, io)?;
         if attr_truthy(attrs, "in_parts") {
-            let w = self.assembler(Which::Open).member(io, "content", Opener::Array)?;
+            let w = self.assembler(Which::Open)?.member(io, "content", Opener::Array)?;
             io.separate(w)?;
             return Ok(Placed::Stream(w));
         }
-        let w = self.assembler(Which::Open).member(io, "content", Opener::Raw)?;
+        let w = self.assembler(Which::Open)?.member(io, "content", Opener::Raw)?;
         Ok(Placed::Stream(w))
     }
 
@@ -843,19 +845,7 @@ mod encoder_tests {
     use crate::session::{Kind, Options};
 
     fn options() -> Options {
-        Options {
-            strict: false,
-            reorder_budget: crate::reorder::DEFAULT_BUDGET,
-            refuse_reorder: false,
-            openai_reasoning_field: None,
-            default_max_tokens: 4096,
-            max_depth: 128,
-            max_value_bytes: 1 << 20,
-            tool_names: None,
-            anthropic_thinking: "auto".into(),
-            anthropic_thinking_budgets: None,
-            ollama_sampling_defaults: false,
-        }
+        Options::default()
     }
 
     fn block(section: Section, message: i64, payload: &'static str, attrs: &[(&'static str, &'static str)]) -> Event<'static> {
@@ -952,5 +942,82 @@ mod encoder_tests {
             session.losses[0].reason,
             "thinking block: openai has no reasoning field; Options.openai_reasoning_field chooses one a compatible server reads"
         );
+    }
+}
+
+#[cfg(test)]
+mod encoder_robustness {
+    use super::*;
+    use crate::canonical::REQUEST_LEVEL;
+    use crate::session::{Kind, Options};
+
+    /// A small deterministic generator (no dependency).
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn next(&mut self, n: usize) -> usize {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((self.0 >> 33) as usize) % n
+        }
+    }
+
+    const ATTRS: &[(&str, &str)] = &[
+        ("in_parts", "true"), ("empty", "true"), ("role", "\"tool\""), ("role", "\"developer\""), ("tool_call_id", "\"c\""),
+        ("id", "\"i\""), ("name", "\"f\""), ("name", "null"), ("legacy", "true"), ("source", "\"base64\""),
+        ("source", "\"url\""), ("source", "\"file\""), ("in_result", "true"), ("is_error", "true"), ("signature", "\"s\""),
+        ("redacted", "true"), ("dialect", "\"openai\""), ("openai_extra", "\"\\\"k\\\":1\""), ("cache_control", "{}"),
+        ("media_type", "\"image/png\""), ("data_url", "false"), ("detail", "\"low\""), ("path", "\"$.x.text\""),
+    ];
+
+    fn event(rng: &mut Lcg) -> Event<'static> {
+        let sections = Section::ALL;
+        match rng.next(12) {
+            0 => Event::SystemEnd,
+            1 => Event::MessagesEnd,
+            2 => Event::End,
+            3 => Event::Control(Control {
+                name: Cow::Borrowed(["model", "reasoning", "tool_choice", "stream", "top_k"][rng.next(5)]),
+                value: Cow::Borrowed(["true", "{\"effort\":\"low\"}", "{\"type\":\"tool\",\"name\":\"f\"}", "\"m\""][rng.next(4)].as_bytes()),
+                dialect: Some(Cow::Borrowed(["openai", "anthropic"][rng.next(2)])),
+                key: Some(Cow::Borrowed("k")),
+                raw: Some(Cow::Borrowed(b"1")),
+            }),
+            4 => Event::Extension(Extension {
+                dialect: Cow::Borrowed(["openai", "ollama"][rng.next(2)]),
+                path: Cow::Borrowed("$.messages[1].name"),
+                raw: Cow::Borrowed(b"\"n\""),
+                message: [None, Some(0), Some(1)][rng.next(3)],
+                lossless: rng.next(2) == 0,
+            }),
+            _ => {
+                let attrs: Vec<_> = (0..rng.next(4)).map(|_| ATTRS[rng.next(ATTRS.len())]).map(|(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v.as_bytes()))).collect();
+                Event::Block(Block {
+                    section: sections[rng.next(sections.len())],
+                    message: [0, 1, 2, REQUEST_LEVEL, TOP_LEVEL_SYSTEM][rng.next(5)],
+                    payload: Cow::Borrowed(["x", "{}", "", "{\"type\":\"a\"}"][rng.next(4)].as_bytes()),
+                    init: rng.next(3) != 0,
+                    fin: rng.next(3) != 0,
+                    attrs: (!attrs.is_empty()).then_some(attrs),
+                })
+            }
+        }
+    }
+
+    #[test]
+    fn any_event_sequence_is_output_or_an_error_never_a_panic() {
+        let mut rng = Lcg(7);
+        for _ in 0..20_000 {
+            let options = Options { openai_reasoning_field: [None, Some("reasoning".to_string())][rng.next(2)].clone(), ..Options::default() };
+            let mut session = Session::new(options, ["anthropic", "openai", "ollama"][rng.next(3)], "openai", Kind::Request);
+            let mut encoder = RequestEncoder::new(&session);
+            for _ in 0..rng.next(30) {
+                let mut out = Vec::new();
+                if encoder.event(event(&mut rng), &mut session, &mut out).is_err() {
+                    break;
+                }
+            }
+            let mut out = Vec::new();
+            let _ = encoder.finish(&mut session, &mut out);
+        }
     }
 }
