@@ -320,8 +320,10 @@ def sweep(transcoder_cls, *, progress: Callable[[str], None] | None = None) -> t
 
 
 if __name__ == "__main__":
+    import fixed_clock
     from interlingua import Transcoder
 
+    fixed_clock.install()  # generated times and ids: the same for every cut (as under pytest)
     total, failed = sweep(Transcoder, progress=lambda line: print(line, file=sys.stderr))
     for line in failed:
         print(line)

@@ -157,6 +157,36 @@ def test_the_clock_is_used_only_where_the_source_has_no_time(source, target, kin
 
 @pytest.mark.parametrize("target", ["openai", "anthropic"])
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_time_after_the_content_still_gives_one_id_and_one_time(target, kind):
+    """Reversed keys put created_at after the content (and model last): one id and one time in
+    every frame all the same (the decoder starts the message at model, so the time is known
+    by then; a time that came after the first frame would not be used)."""
+    lines = [json.loads(line) for line in SOURCES["ollama", kind]().decode().splitlines()]
+    body = "".join(json.dumps(dict(reversed(line.items()))) + "\n" for line in lines).encode()
+    hooks = {"clock": lambda: 1767225600.5, "entropy": fixed_clock.entropy}
+    got = identity(target, kind, transcode("ollama", target, kind, hooks, body if kind == "stream" else body.strip()))
+    assert len(set(got.ids)) == 1 and len(set(got.times)) <= 1
+    if target == "openai":
+        assert got.times[0] == 1735689600_000000  # 2025-01-01T00:00:00Z, the source's
+
+
+@pytest.mark.parametrize("target", ["openai", "anthropic"])
+def test_a_time_that_comes_after_the_first_frame_is_not_used(target):
+    """A stream whose first lines have no created_at: the first frame goes out with the clock,
+    and every later frame keeps that time and id (nothing is held for a timestamp)."""
+    lines = [json.loads(line) for line in SOURCES["ollama", "stream"]().decode().splitlines()]
+    for line in lines[:-1]:
+        line.pop("created_at")
+    body = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    hooks = {"clock": lambda: 1767225600.5, "entropy": fixed_clock.entropy}
+    got = identity(target, "stream", transcode("ollama", target, "stream", hooks, body))
+    assert len(set(got.ids)) == 1 and len(set(got.times)) <= 1
+    if target == "openai":
+        assert got.times[0] == 1767225600_000000
+
+
+@pytest.mark.parametrize("target", ["openai", "anthropic"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_generated_ids_follow_the_documented_formula(target, kind):
     """``prefix`` + 24 hex of SHA-256(nonce, 0, the time in microseconds, 0, model); tool calls
     ``call_`` + 24 hex of SHA-256(response id, 0, index) -- the native core copies this."""

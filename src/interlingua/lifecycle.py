@@ -402,13 +402,16 @@ def generated_tool_id(response_id: str, n: int) -> str:
 class Stamp:
     """One response's id and time as an encoder writes them: the source's where it has
     them, else generated from the ``ResponseStart`` (see above). The first source time
-    counts; a generated id, once made, stays (every frame of a stream carries the same)."""
+    counts; once the time or a generated id is written it stays, so every frame of a
+    stream carries the same (a source time that comes after the first frame was written
+    is not used: nothing is held for a timestamp)."""
 
-    __slots__ = ("start", "source_us", "_id")
+    __slots__ = ("start", "source_us", "_time_us", "_id")
 
     def __init__(self, start: ResponseStart) -> None:
         self.start = start
         self.source_us: int | None = None
+        self._time_us: int | None = None
         self._id: str | None = None
 
     def source(self, ext) -> bool:
@@ -420,7 +423,10 @@ class Stamp:
 
     @property
     def time_us(self) -> int:
-        return self.source_us if self.source_us is not None else self.start.time_us
+        """The response's time, fixed by its first use."""
+        if self._time_us is None:
+            self._time_us = self.source_us if self.source_us is not None else self.start.time_us
+        return self._time_us
 
     def response_id(self, prefix: str, source_id: str | None, model: str | None) -> str:
         if source_id:
