@@ -72,6 +72,7 @@ use std::borrow::Cow;
 use crate::canonical::{Block, Event, Extension, Section};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{py_str_repr, Frames, Token};
+use crate::jsonwriter::RawValue;
 use crate::reorder::Hold;
 use crate::session::Session;
 use crate::value::Value;
@@ -89,6 +90,12 @@ pub trait Decode {
              out: &mut dyn EventSink) -> Result<()>;
     /// After each fed chunk: hand on raw text gathered so far (`flush`).
     fn flush(&mut self, _session: &mut Session, _out: &mut dyn EventSink) -> Result<()> {
+        Ok(())
+    }
+    /// The chunk being fed failed (the tokenizer's error, or the decoder's): hand
+    /// on what the decoder held only to join string fragments (`Machine::interrupted`;
+    /// Python had sent it before the fault). Not in Python: its fragments need no joining.
+    fn interrupted(&mut self, _session: &mut Session, _out: &mut dyn EventSink) -> Result<()> {
         Ok(())
     }
     /// After the tokenizer closed successfully (`finish`).
@@ -436,9 +443,34 @@ pub struct Machine<S> {
     key: Vec<u8>,
     /// the value being read whole, or the pending text of a streamed one
     whole: Vec<u8>,
-    copier: RawCopier,
+    copier: RawValue,
     /// `stream_raw`: a fragment has been handed on
     stream_started: bool,
+    /// the first string fragment of a feed, copied until the string's next
+    /// fragment in the same feed or the feed's end (see `HeldFragment`)
+    held: Option<HeldFragment<S>>,
+    /// a chunk ended (`flush`): the next token is the first of a feed
+    feed_start: bool,
+    /// the token being routed is the first of its feed
+    first_of_feed: bool,
+}
+
+/// Where a chunk boundary split an escape or a UTF-8 character inside a string,
+/// the native tokenizer delivers the completed unit as a fragment of its own
+/// before the fragment that borrows the new chunk; json.py delivers the two
+/// joined (native/README.md, "Parity of string fragments"). A decoder's events
+/// depend on fragment boundaries (`BlockBuilder` sends a fragment at once and
+/// keeps only a string's last one), so the machine joins them back: a string
+/// fragment that opens a feed is held (it is at most that completed unit plus
+/// the rest of the chunk) and handed on joined with the next fragment of its
+/// string in the same feed, or alone when the feed ends -- Python's boundaries.
+#[derive(Debug)]
+struct HeldFragment<S> {
+    state: S,
+    data: Vec<u8>,
+    init: bool,
+    /// the token's offset (`at` while it is handed on, as Python's joined token)
+    at: u64,
 }
 
 impl<S: Copy + std::fmt::Debug> Default for Machine<S> {
@@ -456,8 +488,11 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
             at: 0,
             key: Vec::new(),
             whole: Vec::new(),
-            copier: RawCopier::default(),
+            copier: RawValue::new(),
             stream_started: false,
+            held: None,
+            feed_start: false,
+            first_of_feed: false,
         }
     }
 
@@ -491,6 +526,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
         self.stack.clear();
         self.next = Some(first);
         self.redirect = None;
+        self.held = None;
     }
 
     /// Read the next value with `read` (after a key): it gets the value's first
@@ -510,6 +546,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
     pub fn feed<D: Dialect<State = S>>(&mut self, dialect: &mut D, token: Token<'_>, offset: u64,
                                        cx: &mut Cx<'_>) -> Result<()> {
         self.at = offset;
+        self.first_of_feed = std::mem::take(&mut self.feed_start);
         let mut reader = self.next.take();
         loop {
             match reader {
@@ -525,6 +562,11 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
 
     /// `Decoder.flush`: raw text of a streamed value gathered in this chunk goes on.
     pub fn flush<D: Dialect<State = S>>(&mut self, dialect: &mut D, cx: &mut Cx<'_>) -> Result<()> {
+        self.feed_start = true;
+        if let Some(held) = self.held.take() {
+            self.at = held.at;
+            dialect.fragment(self, held.state, &held.data, held.init, false, cx)?;
+        }
         let Some(&Frame::RawStream(state)) = self.stack.iter().rev().find(|f| matches!(f, Frame::RawStream(_)))
         else {
             return Ok(());
@@ -538,6 +580,18 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
         let result = dialect.fragment(self, state, &data, init, false, cx);
         self.give_back(data);
         result
+    }
+
+    /// The chunk failed before its end (`Decode::interrupted`): a held string
+    /// fragment goes on, as Python's tokenizer had delivered it before the fault.
+    pub fn interrupted<D: Dialect<State = S>>(&mut self, dialect: &mut D, cx: &mut Cx<'_>) -> Result<()> {
+        match self.held.take() {
+            Some(held) => {
+                self.at = held.at;
+                dialect.fragment(self, held.state, &held.data, held.init, false, cx)
+            }
+            None => Ok(()),
+        }
     }
 
     /// The buffer of a value read whole, back for reuse (its capacity kept).
@@ -557,9 +611,8 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
                 cx.expect(&token, offset, expect, what)?;
                 match token {
                     Token::String(_) | Token::Number(_) | Token::True | Token::False | Token::Null => {
-                        let value = scalar(&token, &mut self.whole).map_err(|e| cx.located(e, offset));
-                        self.whole.clear();
-                        d.value(self, s, value?, offset, cx)
+                        let value = Value::scalar(&token).unwrap_or(Ok(Value::Null)).map_err(|e| cx.located(e, offset))?;
+                        d.value(self, s, value, offset, cx)
                     }
                     _ => self.begin_whole(d, s, token, offset, true, cx),
                 }
@@ -572,13 +625,17 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
                 Token::String(data) => d.fragment(self, s, data, true, true, cx),
                 Token::StringOpen(data) => {
                     self.push(Frame::String(s));
+                    if self.first_of_feed {
+                        self.held = Some(HeldFragment { state: s, data: data.to_vec(), init: true, at: offset });
+                        return Ok(());
+                    }
                     d.fragment(self, s, data, true, false, cx)
                 }
                 _ => Err(cx.wrong_type(&token, &format!("a string for {what}"), offset)),
             },
             Read::StreamRaw(s) => {
                 self.whole.clear();
-                self.copier = RawCopier::default();
+                self.copier = RawValue::new();
                 if self.copier.feed(&token, &mut self.whole) {
                     return self.finish_stream(d, s, cx);
                 }
@@ -608,7 +665,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
     fn begin_whole<D: Dialect<State = S>>(&mut self, d: &mut D, s: S, token: Token<'_>, offset: u64, data: bool,
                                           cx: &mut Cx<'_>) -> Result<()> {
         self.whole.clear();
-        self.copier = RawCopier::default();
+        self.copier = RawValue::new();
         let done = self.copier.feed(&token, &mut self.whole);
         if self.whole.len() > cx.session.options.max_value_bytes {
             return Err(cx.budget(offset));
@@ -695,10 +752,23 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
                 self.finish_whole(d, state, first, data, cx)
             }
             Frame::String(s) => match token {
-                Token::StringPart(data) => d.fragment(self, s, data, false, false, cx),
-                Token::StringClose(data) => {
-                    self.pop();
-                    d.fragment(self, s, data, false, true, cx)
+                Token::StringPart(data) | Token::StringClose(data) => {
+                    let fin = matches!(token, Token::StringClose(_));
+                    if fin {
+                        self.pop();
+                    }
+                    match self.held.take() {
+                        Some(mut held) => {
+                            held.data.extend_from_slice(data);
+                            self.at = held.at;
+                            d.fragment(self, s, &held.data, held.init, fin, cx)
+                        }
+                        None if self.first_of_feed && !fin => {
+                            self.held = Some(HeldFragment { state: s, data: data.to_vec(), init: false, at: offset });
+                            Ok(())
+                        }
+                        None => d.fragment(self, s, data, false, fin, cx),
+                    }
                 }
                 _ => Err(unhandled("a token inside a string", s)),
             },
@@ -715,111 +785,19 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
 
 // -- value readers ------------------------------------------------------------------
 
-/// `jsonwriter.RawValue`: tokens of one value back to compact JSON text
-/// (strings and numbers copied as they came, keys written as `dumps(key)`).
-#[derive(Clone, Copy, Debug)]
-struct RawCopier {
-    depth: u32,
-    /// nothing written at this level yet (no comma needed)
-    first: bool,
-}
-
-impl Default for RawCopier {
-    fn default() -> Self {
-        RawCopier { depth: 0, first: true }
-    }
-}
-
-impl RawCopier {
-    /// Appends the token's text to `out`; true once the value is complete.
-    fn feed(&mut self, token: &Token<'_>, out: &mut Vec<u8>) -> bool {
-        match *token {
-            Token::Key(key) => {
-                if !self.first {
-                    out.push(b',');
-                }
-                crate::jsonwriter::key_bytes(key, out);
-                out.push(b':');
-                self.first = true;
-                false
-            }
-            Token::ObjectEnd | Token::ArrayEnd => {
-                out.push(if matches!(token, Token::ObjectEnd) { b'}' } else { b']' });
-                self.depth = self.depth.saturating_sub(1);
-                self.first = false;
-                self.depth == 0
-            }
-            Token::StringPart(data) => {
-                out.extend_from_slice(data);
-                false
-            }
-            Token::StringClose(data) => {
-                out.extend_from_slice(data);
-                out.push(b'"');
-                self.first = false;
-                self.depth == 0
-            }
-            _ => {
-                if !self.first {
-                    out.push(b',');
-                }
-                match *token {
-                    Token::ObjectStart | Token::ArrayStart => {
-                        out.push(if matches!(token, Token::ObjectStart) { b'{' } else { b'[' });
-                        self.depth += 1;
-                        self.first = true;
-                        return false;
-                    }
-                    Token::StringOpen(data) => {
-                        out.push(b'"');
-                        out.extend_from_slice(data);
-                        return false;
-                    }
-                    Token::String(data) => {
-                        out.push(b'"');
-                        out.extend_from_slice(data);
-                        out.push(b'"');
-                    }
-                    Token::Number(data) => out.extend_from_slice(data),
-                    Token::True => out.extend_from_slice(b"true"),
-                    Token::False => out.extend_from_slice(b"false"),
-                    _ => out.extend_from_slice(b"null"),
-                }
-                self.first = false;
-                self.depth == 0
-            }
-        }
-    }
-}
-
-/// `_scalar(kind, value)` (as `read_value` calls it): one token as data.
-/// `scratch` is a buffer to build the JSON text in.
-fn scalar(token: &Token<'_>, scratch: &mut Vec<u8>) -> Result<Value> {
-    match *token {
-        Token::String(data) if !data.contains(&b'\\') => Ok(Value::Str(data.to_vec())),
-        Token::String(data) => {
-            scratch.clear();
-            scratch.push(b'"');
-            scratch.extend_from_slice(data);
-            scratch.push(b'"');
-            parse_value(scratch)
-        }
-        Token::Number(text) => parse_value(text),
-        Token::True => Ok(Value::Bool(true)),
-        Token::False => Ok(Value::Bool(false)),
-        _ => Ok(Value::Null),
-    }
-}
-
 /// `decoding._data`: compact JSON as data (json.loads), a lone surrogate refused.
 fn parse_value(raw: &[u8]) -> Result<Value> {
     Value::parse(raw)
 }
 
-/// The small `dumps` the decoders need for attributes: `jsonwriter.dumps(value)`.
-pub fn dumps(value: &Value, out: &mut Vec<u8>) {
-    crate::value::dumps(value, out)
+/// `json.loads(raw)`: any value, a lone surrogate kept (the controls' `json.loads`).
+pub fn loads(raw: &[u8]) -> Result<Value> {
+    Value::loads(raw)
 }
+
+/// `jsonwriter.dumps(value)` (value.rs) and `dumps(text)` of a string (WTF-8: a key, a
+/// role, a name), under the names the decoders use.
+pub use crate::value::{dumps, dumps_str as dumps_key};
 
 /// `dumps(str)` of a string token's escaped bytes without decoding them when
 /// they hold no escape (the common case: an id, a name, a type).
@@ -836,193 +814,6 @@ pub fn dumps_escaped(data: &[u8], out: &mut Vec<u8>) -> Result<()> {
     quoted.push(b'"');
     dumps(&parse_value(&quoted)?, out);
     Ok(())
-}
-
-// (helper S's leaves are on main: the decoders use them; this stand-in is unused now and
-// goes with helper D's next change -- helper L)
-#[allow(dead_code)]
-/// A minimal stand-in for helper S's `value::parse` / `jsonwriter::dumps` /
-/// `key_bytes` until they land (then this module goes).
-mod shim {
-    use super::*;
-
-    pub fn key_bytes(key: &[u8], out: &mut Vec<u8>) {
-        out.push(b'"');
-        crate::json::escape_str_bytes(key, out);
-        out.push(b'"');
-    }
-
-    pub fn parse(raw: &[u8]) -> Result<Value> {
-        let mut at = 0;
-        let value = parse_at(raw, &mut at)?;
-        Ok(value)
-    }
-
-    fn lone_surrogate() -> Error {
-        Error::new(ErrorClass::Schema, "lone surrogate escape in a value read as text (not Unicode)")
-    }
-
-    fn parse_at(raw: &[u8], at: &mut usize) -> Result<Value> {
-        let bad = || Error::new(ErrorClass::Transcode, "internal error: bad JSON in parse");
-        match raw.get(*at) {
-            Some(b'{') => {
-                *at += 1;
-                let mut members = Vec::new();
-                if raw.get(*at) == Some(&b'}') {
-                    *at += 1;
-                    return Ok(Value::Object(members));
-                }
-                loop {
-                    let Value::Str(key) = parse_at(raw, at)? else { return Err(bad()) };
-                    *at += 1; // ':'
-                    let value = parse_at(raw, at)?;
-                    members.push((key, value));
-                    match raw.get(*at) {
-                        Some(b',') => *at += 1,
-                        _ => {
-                            *at += 1;
-                            return Ok(Value::Object(members));
-                        }
-                    }
-                }
-            }
-            Some(b'[') => {
-                *at += 1;
-                let mut items = Vec::new();
-                if raw.get(*at) == Some(&b']') {
-                    *at += 1;
-                    return Ok(Value::Array(items));
-                }
-                loop {
-                    items.push(parse_at(raw, at)?);
-                    match raw.get(*at) {
-                        Some(b',') => *at += 1,
-                        _ => {
-                            *at += 1;
-                            return Ok(Value::Array(items));
-                        }
-                    }
-                }
-            }
-            Some(b'"') => {
-                let start = *at + 1;
-                let mut i = start;
-                while raw[i] != b'"' {
-                    i += if raw[i] == b'\\' { 2 } else { 1 };
-                }
-                *at = i + 1;
-                let mut out = Vec::new();
-                unescape(&raw[start..i], &mut out);
-                if out.windows(2).any(|w| w[0] == 0xED && w[1] >= 0xA0) {
-                    return Err(lone_surrogate());
-                }
-                Ok(Value::Str(out))
-            }
-            Some(b't') => {
-                *at += 4;
-                Ok(Value::Bool(true))
-            }
-            Some(b'f') => {
-                *at += 5;
-                Ok(Value::Bool(false))
-            }
-            Some(b'n') => {
-                *at += 4;
-                Ok(Value::Null)
-            }
-            Some(_) => {
-                let start = *at;
-                while *at < raw.len() && b"-+.eE0123456789".contains(&raw[*at]) {
-                    *at += 1;
-                }
-                let text = std::str::from_utf8(&raw[start..*at]).map_err(|_| bad())?;
-                if is_integer(text.as_bytes()) {
-                    let digits = if text == "-0" { "0" } else { text };
-                    Ok(Value::Int(digits.to_string()))
-                } else {
-                    Ok(Value::Float(text.parse().map_err(|_| bad())?))
-                }
-            }
-            None => Err(bad()),
-        }
-    }
-
-    fn unescape(raw: &[u8], out: &mut Vec<u8>) {
-        let mut i = 0;
-        while i < raw.len() {
-            if raw[i] != b'\\' {
-                out.push(raw[i]);
-                i += 1;
-                continue;
-            }
-            let e = raw[i + 1];
-            i += 2;
-            let simple = match e {
-                b'b' => 0x08,
-                b'f' => 0x0c,
-                b'n' => b'\n',
-                b'r' => b'\r',
-                b't' => b'\t',
-                b'u' => 0,
-                other => other,
-            };
-            if e != b'u' {
-                out.push(simple);
-                continue;
-            }
-            let unit = |at: usize| {
-                std::str::from_utf8(&raw[at..at + 4]).ok().and_then(|h| u32::from_str_radix(h, 16).ok()).unwrap_or(0)
-            };
-            let mut code = unit(i);
-            i += 4;
-            if (0xD800..0xDC00).contains(&code) && raw.len() >= i + 6 && raw[i] == b'\\' && raw[i + 1] == b'u' {
-                let low = unit(i + 2);
-                if (0xDC00..0xE000).contains(&low) {
-                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-                    i += 6;
-                }
-            }
-            let mut buf = [0u8; 4];
-            match char::from_u32(code) {
-                Some(c) => out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes()),
-                None => out.extend_from_slice(&[0xE0 | (code >> 12) as u8, 0x80 | ((code >> 6) & 0x3F) as u8,
-                    0x80 | (code & 0x3F) as u8]),
-            }
-        }
-    }
-
-    pub fn dumps(value: &Value, out: &mut Vec<u8>) {
-        match value {
-            Value::Null => out.extend_from_slice(b"null"),
-            Value::Bool(true) => out.extend_from_slice(b"true"),
-            Value::Bool(false) => out.extend_from_slice(b"false"),
-            Value::Int(digits) => out.extend_from_slice(digits.as_bytes()),
-            Value::Float(f) => out.extend_from_slice(format!("{f:?}").as_bytes()),
-            Value::Str(s) => key_bytes(s, out),
-            Value::Array(items) => {
-                out.push(b'[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    dumps(item, out);
-                }
-                out.push(b']');
-            }
-            Value::Object(members) => {
-                out.push(b'{');
-                for (i, (key, item)) in members.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    key_bytes(key, out);
-                    out.push(b':');
-                    dumps(item, out);
-                }
-                out.push(b'}');
-            }
-        }
-    }
 }
 
 // -- canonical output helpers ---------------------------------------------------------

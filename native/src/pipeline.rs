@@ -51,7 +51,7 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDeco
     let _ = session;
     match (dialect, kind) {
         ("anthropic", Kind::Request) => Ok(Box::new(crate::dialects::anthropic::request::RequestDecoder::new(session))),
-        // ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestDecoder::new(session))),
+        ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestDecoder::new(session))),
         ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestDecoder::new(session))),
         _ => Err(not_ported(dialect, kind, "decoder")),
     }
@@ -61,6 +61,7 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDeco
 pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedEncoder> {
     match (dialect, kind) {
         ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestEncoder::new(session))),
+        ("anthropic", Kind::Request) => Ok(Box::new(crate::dialects::anthropic::request::RequestEncoder::new(session))),
         ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestEncoder::new(session))),
         _ => Err(not_ported(dialect, kind, "encoder")),
     }
@@ -113,7 +114,11 @@ impl Front {
         let mut tokens = Tokens { decoder, session, out };
         let result = self.tokenizer.feed(data, &mut tokens);
         let Tokens { decoder, session, out } = tokens;
-        let result = result.and_then(|()| decoder.flush(session, out));
+        let result = match result {
+            Ok(()) => decoder.flush(session, out),
+            // what the decoder held to join string fragments went out before the fault in Python
+            Err(e) => decoder.interrupted(session, out).and(Err(e)),
+        };
         result.map_err(|e| e.locate(self.source, || self.tokenizer.path(), decoder.at()))
     }
 

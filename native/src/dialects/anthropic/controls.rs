@@ -250,3 +250,737 @@ mod decoding_tests {
 }
 
 // -- encoding (helper AE) ----------------------------------------------------------------
+//
+// `controls.encode` and the tool definition of `tool_from_canonical`: canonical controls
+// of another dialect -> anthropic fields. Every rule, loss and wording is Python's; the
+// mapping decisions are documented there (`encode`, `_reasoning`). Not ported: integers
+// beyond 128 bits in `max_tokens` or a thinking budget (Python's ints are unbounded): a
+// TranscodeError "... not ported yet". Python's regex `\d` (a Unicode decimal digit) in
+// `ADAPTIVE_MODELS` is taken as any numeric character (the core has no Unicode database).
+// Values no decoder makes where Python raises AttributeError / TypeError (a tool choice or
+// response format that is not an object, an unhashable effort or service tier): read as
+// "no such value" (the loss Python records for an unknown one).
+
+pub use self::to_anthropic::{encode, string_text, tool_from_canonical, Foreign};
+
+mod to_anthropic {
+    use crate::encoding::{attr, object_schema, Attr};
+    use crate::error::{Error, ErrorClass, Result};
+    use crate::jsonwriter::{dumps_str, key_bytes};
+    use crate::losses::{lacks, path_subject};
+    use crate::session::Session;
+    use crate::value::Value;
+
+    const DIALECT: &str = "anthropic";
+    /// `request.EXTRA_ATTR`: members of an anthropic object without canonical meaning, as JSON text
+    const EXTRA_ATTR: &str = "anthropic_extra";
+
+    /// A control of another dialect as `encode` reads it: the canonical `Control` with its
+    /// value parsed (`Control.value`), and where it came from (for its losses).
+    #[derive(Clone, Debug)]
+    pub struct Foreign {
+        pub name: String,
+        pub value: Value,
+        pub dialect: Option<String>,
+        pub key: Option<String>,
+    }
+
+    /// `_SAME` but `max_output_tokens` (written first, by `_max_tokens` / `_reasoning`).
+    const SAME: [(&str, &str); 2] = [("model", "model"), ("stream", "stream")];
+    const UNDECLARED: [&str; 3] = ["temperature", "top_p", "top_k"];
+    const EFFORTS: [&str; 5] = ["low", "medium", "high", "xhigh", "max"];
+    /// the controls `encode` maps itself (`handled`)
+    const HANDLED: [&str; 10] = [
+        "model", "max_output_tokens", "stream", "stop", "tool_choice", "parallel_tool_calls", "reasoning",
+        "response_format", "user", "service_tier",
+    ];
+    /// `THINKING_BUDGETS`: each effort's thinking budget (default `Options.anthropic_thinking_budgets`)
+    pub const THINKING_BUDGETS: [(&str, i64); 6] =
+        [("minimal", 1024), ("low", 1024), ("medium", 4096), ("high", 16384), ("xhigh", 32768), ("max", 65536)];
+    const MIN_BUDGET: i128 = 1024;
+
+    /// `encode`: all foreign controls at once (`controls`: canonical name -> the controls of
+    /// that name, in the order they came) -> `[(anthropic key, raw JSON)]`.
+    pub fn encode(controls: &[(String, Vec<Foreign>)], session: &mut Session) -> Result<Vec<(&'static str, Vec<u8>)>> {
+        let mut given: Vec<(&str, &Foreign)> = Vec::with_capacity(controls.len());
+        for (name, items) in controls {
+            if name != "reasoning" {
+                given.push((name, first(items, session)?));
+            }
+        }
+        let find = |name: &str| given.iter().find(|(n, _)| *n == name).map(|(_, c)| *c);
+        let max_tokens = max_tokens_of(find("max_output_tokens"), session)?;
+        let mut out: Vec<(&'static str, Vec<u8>)> = Vec::new();
+        for (name, control) in &given {
+            if let Some((_, key)) = SAME.iter().find(|(n, _)| n == name) {
+                out.push((key, control.value.to_json()));
+            }
+        }
+        if let Some(stop) = find("stop") {
+            out.push(("stop_sequences", match &stop.value {
+                Value::Str(_) => Value::Array(vec![stop.value.clone()]).to_json(),
+                other => other.to_json(),
+            }));
+        }
+        let forced = tool_choice(find("tool_choice"), find("parallel_tool_calls"), session, &mut out)?;
+        let reasoning: &[Foreign] = controls.iter().find(|(n, _)| n == "reasoning").map_or(&[], |(_, v)| v);
+        let max_tokens = reasoning_fields(reasoning, find("model"), find("response_format"), session, &mut out,
+                                          max_tokens, forced)?;
+        out.insert(0, ("max_tokens", max_tokens.to_string().into_bytes()));
+        if let Some(user) = find("user") {
+            out.push(("metadata", Value::Object(vec![(b"user_id".to_vec(), user.value.clone())]).to_json()));
+        }
+        if let Some(tier) = find("service_tier") {
+            match &tier.value {
+                Value::Str(s) if s == b"default" => out.push(("service_tier", b"\"standard_only\"".to_vec())),
+                Value::Str(s) if s == b"auto" => out.push(("service_tier", b"\"auto\"".to_vec())),
+                other => lose(session, tier, &format!("service tier {}", py_repr(other)), None, "")?,
+            }
+        }
+        for (name, control) in &given {
+            if HANDLED.contains(name) {
+                continue;
+            }
+            if UNDECLARED.contains(name) {
+                lose(session, control, "such parameter", Some("the client's messages.create does not declare it"), "")?;
+                continue;
+            }
+            if is_default(name, &control.value) {
+                continue;
+            }
+            if *name == "stream_options" && only_usage(&control.value) {
+                continue; // anthropic streams always report usage
+            }
+            lose(session, control, "such parameter", None, "")?;
+        }
+        Ok(out)
+    }
+
+    /// `_DEFAULTS`: a control whose value means "not given" (Python `==`: `1.0 == 1`, `0 == False`).
+    fn is_default(name: &str, value: &Value) -> bool {
+        let default = match name {
+            "n" => Value::Int("1".into()),
+            "frequency_penalty" | "presence_penalty" => Value::Int("0".into()),
+            "logprobs" => Value::Bool(false),
+            "parallel_tool_calls" => Value::Bool(true),
+            _ => return false,
+        };
+        py_eq(value, &default)
+    }
+
+    /// `set(control.value or {}) <= {"include_usage"}` (a stream_options that asks only for usage).
+    fn only_usage(value: &Value) -> bool {
+        if !value.truthy() {
+            return true;
+        }
+        match value {
+            Value::Object(members) => members.iter().all(|(k, _)| k == b"include_usage"),
+            Value::Array(items) => items.iter().all(|v| matches!(v, Value::Str(s) if s == b"include_usage")),
+            _ => false, // a string's characters (never "include_usage"); Python raises for a number
+        }
+    }
+
+    /// `_first`: the control written of several with one name; the others are losses unless equal.
+    fn first<'c>(items: &'c [Foreign], session: &mut Session) -> Result<&'c Foreign> {
+        let head = &items[0];
+        for other in &items[1..] {
+            if !py_eq(&other.value, &head.value) {
+                lose(session, other, &format!("second value for {}", other.name), Some("the first is kept"), "")?;
+            }
+        }
+        Ok(head)
+    }
+
+    /// `_lose`: `control` (or its member `sub`) has no anthropic form, named by its source path.
+    fn lose(session: &mut Session, control: &Foreign, what: &str, done: Option<&str>, sub: &str) -> Result<()> {
+        let mut path = match control.key.as_deref() {
+            Some(key) if !key.is_empty() => format!("$.{key}"),
+            _ => control.name.clone(),
+        };
+        path.push_str(sub);
+        let reason = lacks(path_subject(&path), DIALECT, what, done);
+        session.lose(&path, &reason, control.dialect.as_deref())
+    }
+
+    /// `_max_tokens`: anthropic's required `max_tokens` from the source's: an integral float as
+    /// its integer, another number rounded down (recorded); `None`: the source gave none, or
+    /// one that is not a number (recorded).
+    fn max_tokens_of(control: Option<&Foreign>, session: &mut Session) -> Result<Option<i128>> {
+        let Some(control) = control else { return Ok(None) };
+        match &control.value {
+            Value::Int(digits) => Ok(Some(big_int(digits)?)),
+            Value::Float(f) if f.is_finite() => {
+                if f.fract() != 0.0 {
+                    lose(session, control, &format!("fractional max_tokens ({})", py_repr(&control.value)),
+                         Some("rounded down"), "")?;
+                }
+                float_int(*f).map(Some)
+            }
+            other => {
+                lose(session, control, &format!("max_tokens that is not a number ({})", py_repr(other)),
+                     Some("Options.default_max_tokens is written"), "")?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// A Python int as `i128`; one beyond it is not ported (Python's ints are unbounded).
+    fn big_int(digits: &str) -> Result<i128> {
+        digits.parse::<i128>().map_err(|_| {
+            Error::new(ErrorClass::Transcode, format!("an integer control beyond 128 bits ({digits}) is not ported yet"))
+        })
+    }
+
+    /// `int(f)` of a finite float (towards zero), within `i128`.
+    fn float_int(f: f64) -> Result<i128> {
+        if f.abs() < 1.7e38 {
+            return Ok(f.trunc() as i128);
+        }
+        Err(Error::new(ErrorClass::Transcode, "a float control beyond 128 bits is not ported yet"))
+    }
+
+    /// `_tool_choice`: writes `tool_choice`; whether it forces tool use (`any` / `tool`).
+    fn tool_choice(choice: Option<&Foreign>, parallel: Option<&Foreign>, session: &mut Session,
+                   out: &mut Vec<(&'static str, Vec<u8>)>) -> Result<bool> {
+        // (kind, the named tool's wire name)
+        let mut written: Option<(&'static str, Option<String>)> = None;
+        if let Some(control) = choice {
+            let kind = control.value.get("type");
+            match kind {
+                Some(Value::Str(s)) if s == b"auto" => written = Some(("auto", None)),
+                Some(Value::Str(s)) if s == b"none" => written = Some(("none", None)),
+                Some(Value::Str(s)) if s == b"required" => written = Some(("any", None)),
+                Some(Value::Str(s)) if s == b"tool" => {
+                    let name = session.tool_name_out(control.value.get("name"), "$.tool_choice")?;
+                    written = Some(("tool", Some(name)));
+                }
+                _ => lose(session, control, "such tool choice", None, "")?,
+            }
+        }
+        let disable = matches!(parallel, Some(c) if c.value == Value::Bool(false));
+        if disable && written.is_none() {
+            written = Some(("auto", None));
+        }
+        let Some((kind, name)) = written else { return Ok(false) };
+        let mut members = vec![(b"type".to_vec(), Value::Str(kind.as_bytes().to_vec()))];
+        if let Some(name) = name {
+            members.push((b"name".to_vec(), Value::Str(name.into_bytes())));
+        }
+        if disable && kind != "none" {
+            // (no tool use at all: nothing to disable)
+            members.push((b"disable_parallel_tool_use".to_vec(), Value::Bool(true)));
+        }
+        out.push(("tool_choice", Value::Object(members).to_json()));
+        Ok(kind == "any" || kind == "tool")
+    }
+
+    /// `ADAPTIVE_MODELS.match(model)`, the regex written out:
+    /// `(?:.*[/.:])?claude-(?:(?:opus|sonnet|haiku)-4-(?:[6-9]|[1-9]\d)|[a-z]+-(?:[5-9]|[1-9]\d)|mythos|fable)(?!\d)`
+    /// (`re.match`: anchored at the start only; `.` is any character but a newline).
+    pub fn adaptive_model(model: &str) -> bool {
+        if claude_tail(model) {
+            return true;
+        }
+        for (i, c) in model.char_indices() {
+            if c == '\n' {
+                return false; // `.*` does not cross a newline
+            }
+            if matches!(c, '/' | '.' | ':') && claude_tail(&model[i + 1..]) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Python's `\d` (a Unicode decimal digit); without the Unicode database the core takes
+    /// any numeric character (Nd, and the rare Nl/No: a documented approximation).
+    fn is_digit(c: Option<char>) -> bool {
+        c.is_some_and(|c| c.is_ascii_digit() || (!c.is_ascii() && c.is_numeric()))
+    }
+
+    fn claude_tail(s: &str) -> bool {
+        let Some(rest) = s.strip_prefix("claude-") else { return false };
+        for family in ["opus", "sonnet", "haiku"] {
+            if let Some(version) = rest.strip_prefix(family).and_then(|r| r.strip_prefix("-4-")) {
+                if version_then_no_digit(version, '6') {
+                    return true;
+                }
+            }
+        }
+        let letters = rest.bytes().take_while(u8::is_ascii_lowercase).count();
+        if letters > 0 {
+            if let Some(version) = rest[letters..].strip_prefix('-') {
+                if version_then_no_digit(version, '5') {
+                    return true;
+                }
+            }
+        }
+        for name in ["mythos", "fable"] {
+            if let Some(after) = rest.strip_prefix(name) {
+                if !is_digit(after.chars().next()) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// `(?:[low-9]|[1-9]\d)(?!\d)` at the start of `s`.
+    fn version_then_no_digit(s: &str, low: char) -> bool {
+        let mut chars = s.chars();
+        let (a, b, c) = (chars.next(), chars.next(), chars.next());
+        let Some(a) = a else { return false };
+        if (low..='9').contains(&a) && !is_digit(b) {
+            return true;
+        }
+        ('1'..='9').contains(&a) && is_digit(b) && !is_digit(c)
+    }
+
+    /// `thinking_mode`: `adaptive` or `budget` (`Options.anthropic_thinking`; `auto` by the model).
+    pub fn thinking_mode(session: &Session, model: Option<&Value>) -> bool {
+        match session.options.anthropic_thinking.as_str() {
+            "adaptive" => true,
+            "auto" => matches!(model, Some(Value::Str(name)) if adaptive_model(&String::from_utf8_lossy(name))),
+            _ => false,
+        }
+    }
+
+    /// `budgets.get(effort, THINKING_BUDGETS[effort])`.
+    /// (`effort` is one of `THINKING_BUDGETS`; an empty option is the default, as Python's `or`.)
+    fn effort_budget(session: &Session, effort: &str) -> i128 {
+        let options = session.options.anthropic_thinking_budgets.as_ref().filter(|b| !b.is_empty());
+        let found = options.and_then(|b| b.iter().find(|(e, _)| e == effort)).map(|(_, b)| *b);
+        let default = THINKING_BUDGETS.iter().find(|(e, _)| *e == effort).map_or(0, |(_, b)| *b);
+        found.unwrap_or(default) as i128
+    }
+
+    /// The `thinking` member being decided.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Thinking {
+        Disabled,
+        Adaptive,
+        /// `{"type": "enabled", "budget_tokens": n}`; `repr`: the budget as Python writes it
+        /// in a loss (`True` for a boolean budget of a constructed event)
+        Enabled(i128, bool),
+    }
+
+    /// `_reasoning`: writes `thinking` / `output_config`; returns the `max_tokens` to write.
+    fn reasoning_fields(items: &[Foreign], model: Option<&Foreign>, response_format: Option<&Foreign>,
+                        session: &mut Session, out: &mut Vec<(&'static str, Vec<u8>)>, mut max_tokens: Option<i128>,
+                        forced: bool) -> Result<i128> {
+        // the values merged (dict.update): a later member replaces an earlier one in place
+        let mut merged: Vec<(&[u8], &Value)> = Vec::new();
+        for control in items {
+            if let Value::Object(members) = &control.value {
+                for (k, v) in members {
+                    match merged.iter_mut().find(|(key, _)| *key == k.as_slice()) {
+                        Some(slot) => slot.1 = v,
+                        None => merged.push((k, v)),
+                    }
+                }
+            }
+        }
+        let get = |key: &str| merged.iter().find(|(k, _)| *k == key.as_bytes()).map(|(_, v)| *v);
+        let adaptive = thinking_mode(session, model.map(|m| &m.value));
+        let mut effort_out: Option<Vec<u8>> = None;
+        let mut thinking: Option<Thinking> = None;
+        let last = items.last();
+        match get("effort") {
+            Some(effort) if *effort != Value::Null => {
+                if matches!(effort, Value::Str(s) if s == b"none") {
+                    thinking = Some(Thinking::Disabled);
+                } else {
+                    let mut level = match effort {
+                        Value::Str(s) => std::str::from_utf8(s).ok().filter(|e| EFFORTS.contains(e)),
+                        _ => None,
+                    };
+                    if level.is_none() {
+                        if let Some(control) = last {
+                            lose(session, control, &format!("effort level {}", py_repr(effort)),
+                                 Some("approximated as 'low'"), "")?;
+                        }
+                        level = Some("low");
+                    }
+                    let level = level.unwrap_or("low");
+                    if adaptive {
+                        effort_out = Some(level.as_bytes().to_vec());
+                        thinking = Some(Thinking::Adaptive);
+                    } else {
+                        thinking = Some(Thinking::Enabled(effort_budget(session, level), false));
+                    }
+                }
+            }
+            _ => {
+                let enabled = get("enabled");
+                if enabled == Some(&Value::Bool(false)) {
+                    thinking = Some(Thinking::Disabled);
+                } else if get("adaptive").is_some_and(Value::truthy)
+                    || (enabled == Some(&Value::Bool(true)) && get("budget_tokens").is_none())
+                {
+                    // on, no budget given (ollama think: true): the model decides, or openai's default depth
+                    thinking = Some(if adaptive { Thinking::Adaptive } else {
+                        Thinking::Enabled(effort_budget(session, "medium"), false)
+                    });
+                } else if let Some(budget) = get("budget_tokens").and_then(int_value) {
+                    let (budget, boolean) = budget?;
+                    thinking = Some(Thinking::Enabled(budget, boolean));
+                } else if let Some(control) = last {
+                    lose(session, control, "such reasoning setting", None, "")?;
+                }
+            }
+        }
+        if forced && matches!(thinking, Some(Thinking::Adaptive | Thinking::Enabled(..))) {
+            if let Some(control) = last {
+                lose(session, control, "thinking together with a forced tool choice",
+                     Some("the tool choice is kept, thinking is off"), "")?;
+            }
+            thinking = None;
+        }
+        if let (Some(Thinking::Enabled(budget, boolean)), Some(control)) = (thinking, last) {
+            let (fitted, max) = fit_budget(budget, boolean, max_tokens, control, session)?;
+            thinking = fitted.map(|b| Thinking::Enabled(b, false));
+            max_tokens = Some(max);
+        }
+        let max_tokens = max_tokens.unwrap_or(session.options.default_max_tokens as i128);
+        let mut format: Option<Value> = None;
+        if let Some(control) = response_format {
+            let kind = control.value.get("type");
+            if matches!(kind, Some(Value::Str(s)) if s == b"json_schema") {
+                let schema = control.value.get("schema").cloned().unwrap_or(Value::Null);
+                format = Some(Value::Object(vec![
+                    (b"type".to_vec(), Value::Str(b"json_schema".to_vec())),
+                    (b"schema".to_vec(), schema),
+                ]));
+                for extra in ["name", "description", "strict"] {
+                    if control.value.get(extra).is_some() {
+                        let sub = if control.dialect.as_deref() == Some("openai") {
+                            format!(".json_schema.{extra}")
+                        } else {
+                            format!(".{extra}")
+                        };
+                        lose(session, control, "field for it", None, &sub)?;
+                    }
+                }
+            } else if !matches!(kind, Some(Value::Str(s)) if s == b"text") {
+                let repr = kind.map_or_else(|| "None".to_string(), py_repr);
+                lose(session, control, &format!("response format {repr}"), None, "")?;
+            }
+        }
+        match thinking {
+            Some(Thinking::Disabled) => out.push(("thinking", b"{\"type\":\"disabled\"}".to_vec())),
+            Some(Thinking::Adaptive) => out.push(("thinking", b"{\"type\":\"adaptive\"}".to_vec())),
+            Some(Thinking::Enabled(budget, _)) => {
+                out.push(("thinking", format!("{{\"type\":\"enabled\",\"budget_tokens\":{budget}}}").into_bytes()))
+            }
+            None => {}
+        }
+        if effort_out.is_some() || format.is_some() {
+            let mut config = Vec::new();
+            if let Some(effort) = effort_out {
+                config.push((b"effort".to_vec(), Value::Str(effort)));
+            }
+            if let Some(format) = format {
+                config.push((b"format".to_vec(), format));
+            }
+            out.push(("output_config", Value::Object(config).to_json()));
+        }
+        Ok(max_tokens)
+    }
+
+    /// `isinstance(v, int)` (a bool is one): `(its value, whether it is a bool)`.
+    fn int_value(value: &Value) -> Option<Result<(i128, bool)>> {
+        match value {
+            Value::Int(digits) => Some(big_int(digits).map(|n| (n, false))),
+            Value::Bool(b) => Some(Ok((*b as i128, true))),
+            _ => None,
+        }
+    }
+
+    /// `_fit_budget`: `(budget or None: thinking off, max_tokens)` with `1024 <= budget < max_tokens`.
+    fn fit_budget(budget: i128, boolean: bool, max_tokens: Option<i128>, control: &Foreign, session: &mut Session)
+                  -> Result<(Option<i128>, i128)> {
+        let mut budget = budget;
+        if budget < MIN_BUDGET {
+            let shown = if boolean { (if budget == 1 { "True" } else { "False" }).to_string() } else { budget.to_string() };
+            lose(session, control, &format!("thinking budget below {MIN_BUDGET} ({shown})"),
+                 Some(&format!("raised to {MIN_BUDGET}")), "")?;
+            budget = MIN_BUDGET;
+        }
+        let Some(max_tokens) = max_tokens else {
+            return Ok((Some(budget), session.options.default_max_tokens as i128 + budget));
+        };
+        if budget < max_tokens {
+            return Ok((Some(budget), max_tokens));
+        }
+        if max_tokens > MIN_BUDGET {
+            // (`max_tokens - 1 >= 1024`)
+            lose(session, control, &format!("thinking budget of max_tokens or more ({budget})"),
+                 Some(&format!("cut to {}", max_tokens - 1)), "")?;
+            return Ok((Some(max_tokens - 1), max_tokens));
+        }
+        lose(session, control,
+             &format!("room below max_tokens {max_tokens} for the least thinking budget ({MIN_BUDGET})"),
+             Some("thinking is off"), "")?;
+        Ok((None, max_tokens))
+    }
+
+    // -- tools --
+
+    /// `_TOOL_ATTRS`: keys of a custom tool that are canonical tool-definition attrs
+    const TOOL_ATTRS: [&str; 3] = ["description", "strict", "cache_control"];
+
+    /// `tool_from_canonical`: the anthropic custom tool for a canonical tool definition
+    /// (`attrs`: the block's, values as compact JSON); a tool without a parameter schema gets
+    /// `{"type":"object","properties":{}}` (anthropic requires `input_schema`).
+    pub fn tool_from_canonical(attrs: &[Attr<'_>], schema_raw: &[u8], session: &mut Session) -> Result<Vec<u8>> {
+        let name_raw = attr(attrs, "name");
+        let name = name_raw.map(Value::loads).transpose()?;
+        let wire = session.tool_name_out(name.as_ref(), "$.tools")?;
+        let mut body = b"{\"name\":".to_vec();
+        dumps_str(wire.as_bytes(), &mut body);
+        for (key, value) in attrs {
+            if TOOL_ATTRS.contains(&key.as_ref()) {
+                body.push(b',');
+                key_bytes(key.as_bytes(), &mut body);
+                body.push(b':');
+                body.extend_from_slice(value);
+            } else if key == EXTRA_ATTR {
+                body.push(b',');
+                body.extend_from_slice(&string_text(value)?);
+            } else if !matches!(key.as_ref(), "name" | "legacy" | "dialect") {
+                session.lose("$.tools", &lacks(&format!("{key} of a tool"), DIALECT, "field for it", None), None)?;
+            }
+        }
+        body.extend_from_slice(b",\"input_schema\":");
+        if schema_raw.is_empty() {
+            body.extend_from_slice(b"{\"type\":\"object\",\"properties\":{}}");
+        } else if session.source != DIALECT {
+            body.extend_from_slice(&object_schema(schema_raw, session, name_raw)?);
+        } else {
+            body.extend_from_slice(schema_raw);
+        }
+        body.push(b'}');
+        Ok(body)
+    }
+
+    /// `value.encode()` of an attribute holding JSON members as a string (`anthropic_extra`).
+    pub fn string_text(raw: &[u8]) -> Result<Vec<u8>> {
+        match Value::loads(raw)? {
+            Value::Str(text) => Ok(text),
+            _ => Err(Error::new(ErrorClass::Transcode, "anthropic_extra that is not a string")),
+        }
+    }
+
+    // -- Python data, as the rules above read it --
+
+
+
+    /// Python `==` of JSON data: numbers by value across int, float and bool; objects whatever
+    /// their members' order.
+    pub fn py_eq(a: &Value, b: &Value) -> bool {
+        match (a, b) {
+            (Value::Null, Value::Null) => true,
+            (Value::Str(x), Value::Str(y)) => x == y,
+            (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| py_eq(p, q)),
+            (Value::Object(x), Value::Object(y)) => {
+                x.len() == y.len() && x.iter().all(|(k, v)| y.iter().any(|(k2, v2)| k == k2 && py_eq(v, v2)))
+            }
+            _ => match (number(a), number(b)) {
+                (Some(x), Some(y)) => x == y,
+                _ => false,
+            },
+        }
+    }
+
+    /// A number (or bool) for `py_eq`: exact for integers within `i128`, and for a float
+    /// against an integer when the float is integral.
+    #[derive(PartialEq)]
+    enum Num {
+        Int(i128),
+        Float(f64),
+        /// an integer beyond `i128`: compared by its digits
+        Big(String),
+    }
+
+    fn number(value: &Value) -> Option<Num> {
+        Some(match value {
+            Value::Bool(b) => Num::Int(*b as i128),
+            Value::Int(digits) => digits.parse::<i128>().map_or_else(|_| Num::Big(digits.clone()), Num::Int),
+            Value::Float(f) if f.fract() == 0.0 && f.abs() < 1.7e38 => Num::Int(*f as i128),
+            Value::Float(f) => Num::Float(*f),
+            _ => return None,
+        })
+    }
+
+    /// Python's `repr` of JSON data (loss reasons quote values so).
+    pub fn py_repr(value: &Value) -> String {
+        match value {
+            Value::Null => "None".into(),
+            Value::Bool(true) => "True".into(),
+            Value::Bool(false) => "False".into(),
+            Value::Int(digits) => digits.clone(),
+            Value::Float(f) if f.is_nan() => "nan".into(),
+            Value::Float(f) if f.is_infinite() => (if *f > 0.0 { "inf" } else { "-inf" }).into(),
+            Value::Float(_) => String::from_utf8_lossy(&value.to_json()).into_owned(),
+            Value::Str(s) => crate::json::py_str_repr(s),
+            Value::Array(items) => format!("[{}]", items.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
+            Value::Object(members) => format!(
+                "{{{}}}",
+                members.iter().map(|(k, v)| format!("{}: {}", crate::json::py_str_repr(k), py_repr(v)))
+                    .collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::session::{Kind, Options};
+
+        fn options(json: &str) -> Options {
+            let mut options = Options::default();
+            let value = Value::loads(json.as_bytes()).unwrap();
+            for (key, v) in value.as_object().unwrap() {
+                match (key.as_slice(), v) {
+                    (b"anthropic_thinking", Value::Str(mode)) => {
+                        options.anthropic_thinking = String::from_utf8(mode.clone()).unwrap()
+                    }
+                    (b"default_max_tokens", v) => options.default_max_tokens = v.as_i64().unwrap(),
+                    (b"strict", Value::Bool(b)) => options.strict = *b,
+                    (b"anthropic_thinking_budgets", Value::Object(budgets)) => {
+                        options.anthropic_thinking_budgets = Some(
+                            budgets.iter().map(|(e, b)| (String::from_utf8(e.clone()).unwrap(), b.as_i64().unwrap())).collect(),
+                        )
+                    }
+                    _ => panic!("option {key:?}"),
+                }
+            }
+            options
+        }
+
+        /// `controls.encode` of foreign controls: the fields and losses Python writes
+        /// (the table was made by running Python's `encode` on the same controls).
+        #[test]
+        fn foreign_controls_map_as_python_maps_them() {
+            // (source, [(name, value, key)], options, the fields written, the losses)
+            type Row<'a> = (&'a str, Vec<(&'a str, &'a str, &'a str)>, &'a str, &'a str, &'a str);
+            let table: Vec<Row<'_>> = vec![
+            ("openai", vec![("model", r#""gpt-x""#, "model"), ("max_output_tokens", r#"100"#, "max_tokens"), ("stream", r#"true"#, "stream")], r#"{}"#, r#"{"max_tokens":100,"model":"gpt-x","stream":true}"#, r#"[]"#),
+            ("openai", vec![("model", r#""claude-opus-4-6""#, "model"), ("reasoning", r#"{"effort":"high"}"#, "reasoning_effort")], r#"{}"#, r#"{"max_tokens":4096,"model":"claude-opus-4-6","thinking":{"type":"adaptive"},"output_config":{"effort":"high"}}"#, r#"[]"#),
+            ("openai", vec![("model", r#""m""#, "model"), ("reasoning", r#"{"effort":"minimal"}"#, "reasoning_effort"), ("max_output_tokens", r#"2000"#, "max_completion_tokens")], r#"{}"#, r#"{"max_tokens":2000,"model":"m","thinking":{"type":"enabled","budget_tokens":1024}}"#, r#"[["openai", "$.reasoning_effort", "reasoning_effort: anthropic has no effort level 'minimal'; approximated as 'low'"]]"#),
+            ("openai", vec![("reasoning", r#"{"effort":"none"}"#, "reasoning_effort")], r#"{}"#, r#"{"max_tokens":4096,"thinking":{"type":"disabled"}}"#, r#"[]"#),
+            ("openai", vec![("max_output_tokens", r#"1.5"#, "max_tokens"), ("max_output_tokens", r#"2"#, "max_completion_tokens")], r#"{}"#, r#"{"max_tokens":1}"#, r#"[["openai", "$.max_completion_tokens", "max_completion_tokens: anthropic has no second value for max_output_tokens; the first is kept"], ["openai", "$.max_tokens", "max_tokens: anthropic has no fractional max_tokens (1.5); rounded down"]]"#),
+            ("openai", vec![("max_output_tokens", r#"3.0"#, "max_tokens")], r#"{}"#, r#"{"max_tokens":3}"#, r#"[]"#),
+            ("openai", vec![("max_output_tokens", r#"1e+20"#, "max_tokens")], r#"{}"#, r#"{"max_tokens":100000000000000000000}"#, r#"[]"#),
+            ("openai", vec![("tool_choice", r#"{"type":"required"}"#, "tool_choice"), ("reasoning", r#"{"effort":"low"}"#, "reasoning_effort"), ("parallel_tool_calls", r#"false"#, "parallel_tool_calls")], r#"{}"#, r#"{"max_tokens":4096,"tool_choice":{"type":"any","disable_parallel_tool_use":true}}"#, r#"[["openai", "$.reasoning_effort", "reasoning_effort: anthropic has no thinking together with a forced tool choice; the tool choice is kept, thinking is off"]]"#),
+            ("openai", vec![("tool_choice", r#"{"type":"none"}"#, "tool_choice"), ("parallel_tool_calls", r#"false"#, "parallel_tool_calls")], r#"{}"#, r#"{"max_tokens":4096,"tool_choice":{"type":"none"}}"#, r#"[]"#),
+            ("openai", vec![("tool_choice", r#"{"type":"other","value":5}"#, "tool_choice")], r#"{}"#, r#"{"max_tokens":4096}"#, r#"[["openai", "$.tool_choice", "tool_choice: anthropic has no such tool choice"]]"#),
+            ("openai", vec![("stop", r#""x""#, "stop"), ("user", r#""u1""#, "user"), ("service_tier", r#""default""#, "service_tier"), ("seed", r#"3"#, "seed"), ("n", r#"1.0"#, "n"), ("temperature", r#"0.5"#, "temperature"), ("logprobs", r#"false"#, "logprobs"), ("stream_options", r#"{"include_usage":true}"#, "stream_options"), ("frequency_penalty", r#"0"#, "frequency_penalty")], r#"{}"#, r#"{"max_tokens":4096,"stop_sequences":["x"],"metadata":{"user_id":"u1"},"service_tier":"standard_only"}"#, r#"[["openai", "$.seed", "seed: anthropic has no such parameter"], ["openai", "$.temperature", "temperature: anthropic has no such parameter; the client's messages.create does not declare it"]]"#),
+            ("openai", vec![("service_tier", r#""flex""#, "service_tier"), ("response_format", r#"{"type":"json_object"}"#, "response_format"), ("stream_options", r#"{"x":1}"#, "stream_options")], r#"{}"#, r#"{"max_tokens":4096}"#, r#"[["openai", "$.response_format", "response_format: anthropic has no response format 'json_object'"], ["openai", "$.service_tier", "service_tier: anthropic has no service tier 'flex'"], ["openai", "$.stream_options", "stream_options: anthropic has no such parameter"]]"#),
+            ("openai", vec![("response_format", r#"{"type":"json_schema","schema":{"type":"object"},"name":"n","strict":true}"#, "response_format"), ("reasoning", r#"{"effort":"medium"}"#, "reasoning_effort"), ("model", r#""claude-sonnet-4-6""#, "model")], r#"{}"#, r#"{"max_tokens":4096,"model":"claude-sonnet-4-6","thinking":{"type":"adaptive"},"output_config":{"effort":"medium","format":{"type":"json_schema","schema":{"type":"object"}}}}"#, r#"[["openai", "$.response_format.json_schema.name", "response_format.json_schema.name: anthropic has no field for it"], ["openai", "$.response_format.json_schema.strict", "response_format.json_schema.strict: anthropic has no field for it"]]"#),
+            ("ollama", vec![("reasoning", r#"{"enabled":true}"#, "think"), ("max_output_tokens", r#"1500"#, "options.num_predict")], r#"{}"#, r#"{"max_tokens":1500,"thinking":{"type":"enabled","budget_tokens":1499}}"#, r#"[["ollama", "$.think", "think: anthropic has no thinking budget of max_tokens or more (4096); cut to 1499"]]"#),
+            ("ollama", vec![("reasoning", r#"{"enabled":true}"#, "think"), ("max_output_tokens", r#"500"#, "options.num_predict")], r#"{}"#, r#"{"max_tokens":500}"#, r#"[["ollama", "$.think", "think: anthropic has no room below max_tokens 500 for the least thinking budget (1024); thinking is off"]]"#),
+            ("ollama", vec![("reasoning", r#"{"effort":"high"}"#, "think")], r#"{"anthropic_thinking": "budget", "anthropic_thinking_budgets": {"high": 500}}"#, r#"{"max_tokens":5120,"thinking":{"type":"enabled","budget_tokens":1024}}"#, r#"[["ollama", "$.think", "think: anthropic has no thinking budget below 1024 (500); raised to 1024"]]"#),
+            ("ollama", vec![("reasoning", r#"{"effort":"high"}"#, "think"), ("max_output_tokens", r#"5000"#, "options.num_predict")], r#"{"anthropic_thinking": "budget"}"#, r#"{"max_tokens":5000,"thinking":{"type":"enabled","budget_tokens":4999}}"#, r#"[["ollama", "$.think", "think: anthropic has no thinking budget of max_tokens or more (16384); cut to 4999"]]"#),
+            ("ollama", vec![("reasoning", r#"{"enabled":true}"#, "think")], r#"{"anthropic_thinking": "adaptive", "default_max_tokens": 10}"#, r#"{"max_tokens":10,"thinking":{"type":"adaptive"}}"#, r#"[]"#),
+            ("openai", vec![("reasoning", r#"{"budget_tokens":true}"#, "x")], r#"{}"#, r#"{"max_tokens":5120,"thinking":{"type":"enabled","budget_tokens":1024}}"#, r#"[["openai", "$.x", "x: anthropic has no thinking budget below 1024 (True); raised to 1024"]]"#),
+            ("openai", vec![("reasoning", r#""weird""#, "reasoning_effort")], r#"{}"#, r#"{"max_tokens":4096}"#, r#"[["openai", "$.reasoning_effort", "reasoning_effort: anthropic has no such reasoning setting"]]"#),
+            ("openai", vec![("tool_choice", r#"{"type":"tool","name":"a.b"}"#, "tool_choice")], r#"{}"#, r#"{"max_tokens":4096,"tool_choice":{"type":"tool","name":"a_b_2e7336dc"}}"#, r#"[["openai", "$.tool_choice", "tool name 'a.b': anthropic has no such tool name (^[a-zA-Z0-9_-]{1,128}$); sent as 'a_b_2e7336dc'"]]"#),
+            ("openai", vec![("model", r#""m""#, "model"), ("model", r#""m2""#, "model"), ("stop", r#"["a","b"]"#, "stop"), ("metadata", r#"{"k":"v"}"#, "metadata")], r#"{"strict": false}"#, r#"{"max_tokens":4096,"model":"m","stop_sequences":["a","b"]}"#, r#"[["openai", "$.model", "model: anthropic has no second value for model; the first is kept"], ["openai", "$.metadata", "metadata: anthropic has no such parameter"]]"#),
+            ];
+            for (source, items, opts, want, want_losses) in table {
+                let mut session = Session::new(options(opts), if source == "openai" { "openai" } else { "ollama" },
+                                               "anthropic", Kind::Request);
+                let mut gathered: Vec<(String, Vec<Foreign>)> = Vec::new();
+                for (name, value, key) in &items {
+                    let control = Foreign {
+                        name: name.to_string(),
+                        value: Value::loads(value.as_bytes()).unwrap(),
+                        dialect: Some(source.to_string()),
+                        key: Some(key.to_string()),
+                    };
+                    match gathered.iter_mut().find(|(n, _)| n == name) {
+                        Some((_, list)) => list.push(control),
+                        None => gathered.push((name.to_string(), vec![control])),
+                    }
+                }
+                let out = encode(&gathered, &mut session).unwrap();
+                let mut body = b"{".to_vec();
+                for (i, (key, raw)) in out.iter().enumerate() {
+                    if i > 0 {
+                        body.push(b',');
+                    }
+                    dumps_str(key.as_bytes(), &mut body);
+                    body.push(b':');
+                    body.extend_from_slice(raw);
+                }
+                body.push(b'}');
+                assert_eq!(String::from_utf8(body).unwrap(), want, "{items:?}");
+                let losses: Vec<Value> = session.losses.iter()
+                    .map(|l| Value::Array(vec![Value::str(&l.dialect), Value::str(&l.path), Value::str(&l.reason)]))
+                    .collect();
+                assert_eq!(Value::Array(losses), Value::loads(want_losses.as_bytes()).unwrap(), "{items:?}");
+            }
+        }
+
+        /// `ADAPTIVE_MODELS.match` (the table: Python's `re` on the same names).
+        #[test]
+        fn adaptive_models_are_the_regexs() {
+            for (model, adaptive) in [
+            ("claude-opus-4-6", true),
+            ("claude-opus-4-5", false),
+            ("claude-opus-4-10", true),
+            ("claude-opus-4-60", true),
+            ("claude-opus-4-6x", true),
+            ("claude-opus-4-61", true),
+            ("claude-sonnet-4-7-20250101", true),
+            ("claude-haiku-4-9", true),
+            ("claude-sonnet-4-5-20250929", false),
+            ("claude-3-7-sonnet", false),
+            ("claude-foo-5", true),
+            ("claude-foo-4", false),
+            ("claude-foo-12", true),
+            ("claude-foo-123", false),
+            ("claude-mythos", true),
+            ("claude-mythos1", false),
+            ("claude-fable-x", true),
+            ("x/claude-opus-4-6", true),
+            ("a.b:claude-mythos", true),
+            ("anthropic.claude-opus-4-6-v1:0", true),
+            ("us.anthropic.claude-sonnet-4-5", false),
+            ("x\n/claude-opus-4-6", false),
+            ("claude-opus-4-6\n", true),
+            ("Claude-opus-4-6", false),
+            ("claude-", false),
+            ("claude-a-5", true),
+            ("claude--5", false),
+            ("claude-ab-05", false),
+            ("claude-opus-4-06", false),
+            ("claude-opus-4-1", false),
+            ("claude-opus-4-16", true),
+            ("m", false),
+            ("", false),
+            ("foo/bar/claude-x-9", true),
+            ("claude-x-9/other", true),
+            ("claude-opus-4-6\u{663}", true),
+            ("claude-x-5\u{663}", true),
+            ("prefix-claude-opus-4-6", false),
+            ("claude-opus-5", true),
+            ("claude-sonnet-5-0", true),
+            ] {
+                assert_eq!(adaptive_model(model), adaptive, "{model:?}");
+            }
+        }
+
+        #[test]
+        fn python_equality_and_repr() {
+            let v = |s: &str| Value::loads(s.as_bytes()).unwrap();
+            assert!(py_eq(&v("1"), &v("1.0")) && py_eq(&v("true"), &v("1")) && py_eq(&v("0"), &v("false")));
+            assert!(py_eq(&v("{\"a\":1,\"b\":[2]}"), &v("{\"b\":[2.0],\"a\":true}")));
+            assert!(!py_eq(&v("1.5"), &v("1")) && !py_eq(&v("\"1\""), &v("1")) && !py_eq(&v("null"), &v("false")));
+            assert_eq!(py_repr(&v("{\"a\":[1,2.5,null,true],\"b\":\"x'y\"}")), "{'a': [1, 2.5, None, True], 'b': \"x'y\"}");
+            assert_eq!(py_repr(&v("1e400")), "inf");
+            assert_eq!(py_repr(&v("1e16")), "1e+16");
+        }
+    }
+}

@@ -320,8 +320,16 @@ impl Decode for RequestDecoder {
 
     fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
         let mut cx = Cx::outside(session, out);
-        self.d.flush_text(&mut cx)?;
-        self.m.flush(&mut self.d, &mut cx)
+        // (helper D) the machine first: a string fragment it held to join goes on, then what is held here
+        self.m.flush(&mut self.d, &mut cx)?;
+        self.d.flush_text(&mut cx)
+    }
+
+    fn interrupted(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        // (helper D) the chunk failed: what was held to join fragments went out before the fault in Python
+        let mut cx = Cx::outside(session, out);
+        self.m.interrupted(&mut self.d, &mut cx)?;
+        self.d.flush_text(&mut cx)
     }
 
     fn at(&self) -> u64 {

@@ -3,6 +3,231 @@
 
 // -- decoding (helper D) ----------------------------------------------------------------
 
+pub use decoding::{
+    control_name, decode, response_format_to_canonical, tool_choice_to_canonical, tool_to_canonical, CLIENT_ONLY,
+    CONTROLS, EXTENSIONS, STRUCTURAL,
+};
+
+mod decoding {
+    use std::borrow::Cow;
+
+    use crate::canonical::Control;
+    use crate::decoding::{dumps, loads, Attr};
+    use crate::error::{Error, ErrorClass, Result};
+    use crate::value::Value;
+
+    /// Fields that are the request's structure, not settings.
+    pub const STRUCTURAL: [&str; 3] = ["messages", "tools", "functions"];
+
+    /// openai key -> canonical control name (`CONTROLS`), in the Python dict's order.
+    pub const CONTROLS: &[(&str, &str)] = &[
+        ("model", "model"),
+        ("max_completion_tokens", "max_output_tokens"),
+        ("max_tokens", "max_output_tokens"),
+        ("temperature", "temperature"),
+        ("top_p", "top_p"),
+        ("stop", "stop"),
+        ("stream", "stream"),
+        ("tool_choice", "tool_choice"),
+        ("function_call", "tool_choice"),
+        ("parallel_tool_calls", "parallel_tool_calls"),
+        ("response_format", "response_format"),
+        ("reasoning_effort", "reasoning"),
+        ("user", "user"),
+        ("seed", "seed"),
+        ("n", "n"),
+        ("frequency_penalty", "frequency_penalty"),
+        ("presence_penalty", "presence_penalty"),
+        ("logprobs", "logprobs"),
+        ("top_logprobs", "top_logprobs"),
+        ("service_tier", "service_tier"),
+        ("stream_options", "stream_options"),
+        ("metadata", "metadata"),
+    ];
+
+    /// Fields with no canonical meaning (openai-only): passed through to openai targets.
+    pub const EXTENSIONS: [&str; 12] = [
+        "audio", "logit_bias", "modalities", "moderation", "prediction", "prompt_cache_key",
+        "prompt_cache_options", "prompt_cache_retention", "safety_identifier", "store",
+        "verbosity", "web_search_options",
+    ];
+
+    /// Client-side arguments of `create` that never reach the body.
+    pub const CLIENT_ONLY: [&str; 4] = ["extra_headers", "extra_query", "extra_body", "timeout"];
+
+    /// `CONTROLS.get(key)`.
+    pub fn control_name(key: &[u8]) -> Option<&'static str> {
+        CONTROLS.iter().find(|(k, _)| k.as_bytes() == key).map(|&(_, name)| name)
+    }
+
+    fn get<'v>(value: &'v Value, key: &str) -> Option<&'v Value> {
+        value.get(key)
+    }
+
+    fn is_str(value: Option<&Value>, text: &str) -> bool {
+        matches!(value, Some(Value::Str(s)) if s == text.as_bytes())
+    }
+
+    fn is_one_of(value: Option<&Value>, texts: &[&str]) -> bool {
+        texts.iter().any(|t| is_str(value, t))
+    }
+
+    fn object(members: Vec<(&str, Value)>) -> Value {
+        Value::Object(members.into_iter().map(|(k, v)| (k.as_bytes().to_vec(), v)).collect())
+    }
+
+    fn string(text: &str) -> Value {
+        Value::Str(text.as_bytes().to_vec())
+    }
+
+    /// `decode(key, raw)`: a top-level field as a control, or `None` (the caller
+    /// makes it an extension). `raw` is the field's compact JSON.
+    pub fn decode(key: &str, raw: &[u8]) -> Result<Option<Control<'static>>> {
+        let Some(name) = control_name(key.as_bytes()) else {
+            return Ok(None);
+        };
+        let mut value = loads(raw)?;
+        let mut raw = raw.to_vec();
+        if key == "tool_choice" && lenient_choice(&value) {
+            // {"type": "auto"|"none"|"required"} (some editors send it; not openai's form): the
+            // string it means, written so to openai targets too -- nothing is lost
+            value = get(&value, "type").cloned().unwrap_or(Value::Null);
+            raw.clear();
+            dumps(&value, &mut raw); // json.dumps of one of three ASCII words: the same text
+        }
+        let canonical = to_canonical(key, value)?;
+        let mut json = Vec::new();
+        dumps(&canonical, &mut json);
+        Ok(Some(Control {
+            name: Cow::Borrowed(name),
+            value: Cow::Owned(json),
+            dialect: Some(Cow::Borrowed("openai")),
+            key: Some(Cow::Owned(key.to_string())),
+            raw: Some(Cow::Owned(raw)),
+        }))
+    }
+
+    fn lenient_choice(value: &Value) -> bool {
+        matches!(value, Value::Object(members) if members.len() == 1 && members[0].0 == b"type")
+            && is_one_of(get(value, "type"), &["auto", "none", "required"])
+    }
+
+    fn to_canonical(key: &str, value: Value) -> Result<Value> {
+        Ok(match key {
+            "stop" if matches!(value, Value::Str(_)) => Value::Array(vec![value]),
+            "tool_choice" | "function_call" => tool_choice_to_canonical(value),
+            "reasoning_effort" => object(vec![("effort", value)]),
+            "response_format" => response_format_to_canonical(value)?,
+            _ => value,
+        })
+    }
+
+    /// `tool_choice_to_canonical`: `{"type": "auto" | "none" | "required" | "tool", "name"?}`;
+    /// other shapes kept as given (`{"type": "other", "value": ...}`).
+    pub fn tool_choice_to_canonical(value: Value) -> Value {
+        if is_one_of(Some(&value), &["auto", "none", "required"]) {
+            return object(vec![("type", value)]);
+        }
+        if let Value::Object(members) = &value {
+            if is_str(get(&value, "type"), "function") {
+                if let Some(function @ Value::Object(_)) = get(&value, "function") {
+                    let name = get(function, "name").cloned().unwrap_or(Value::Null);
+                    return object(vec![("type", string("tool")), ("name", name)]);
+                }
+            }
+            if members.len() == 1 && members[0].0 == b"name" {
+                // legacy function_call {"name": ...}
+                let name = members[0].1.clone();
+                return object(vec![("type", string("tool")), ("name", name)]);
+            }
+        }
+        object(vec![("type", string("other")), ("value", value)])
+    }
+
+    /// `response_format_to_canonical`.
+    pub fn response_format_to_canonical(value: Value) -> Result<Value> {
+        let kind = get(&value, "type");
+        if is_str(kind, "json_schema") {
+            let empty = Value::Object(Vec::new());
+            let spec = match get(&value, "json_schema") {
+                Some(spec) if spec.truthy() => spec, // `spec or {}`
+                _ => &empty,
+            };
+            if !matches!(spec, Value::Object(_)) {
+                return Err(Error::new(ErrorClass::Schema, "expected an object for json_schema")
+                    .with_path(b"$.response_format.json_schema".to_vec()));
+            }
+            let mut out = vec![("type", string("json_schema")), ("schema", get(spec, "schema").cloned().unwrap_or(Value::Null))];
+            for extra in ["name", "strict", "description"] {
+                if let Some(v) = get(spec, extra) {
+                    out.push((extra, v.clone()));
+                }
+            }
+            return Ok(object(out));
+        }
+        if is_one_of(kind, &["text", "json_object"]) {
+            let kind = kind.cloned().unwrap_or(Value::Null);
+            return Ok(object(vec![("type", kind)]));
+        }
+        Ok(object(vec![("type", string("other")), ("value", value)]))
+    }
+
+    /// `tool_to_canonical(tool, legacy)`: `(attrs, parameters schema)` of a function
+    /// tool; `None` for other tool types. attrs: `name`, `description`, `strict` and,
+    /// for other function keys, `openai_extra` (their JSON members, spliced back for
+    /// openai targets), `legacy`. The schema: `None` when absent (Python's
+    /// `function.get("parameters")`, so an explicit null too).
+    pub fn tool_to_canonical(tool: &Value, legacy: bool) -> Option<(Vec<Attr>, Option<&Value>)> {
+        let function = if legacy {
+            tool
+        } else {
+            let Value::Object(members) = tool else { return None };
+            if !is_str(get(tool, "type"), "function") || !matches!(get(tool, "function"), Some(Value::Object(_))) {
+                return None;
+            }
+            if members.iter().any(|(k, _)| k != b"type" && k != b"function") {
+                return None;
+            }
+            get(tool, "function")?
+        };
+        let Value::Object(members) = function else { return None };
+        let name @ Value::Str(_) = get(function, "name")? else { return None };
+        let mut attrs: Vec<Attr> = Vec::new();
+        let mut json = Vec::new();
+        dumps(name, &mut json);
+        attrs.push((Cow::Borrowed("name"), json));
+        let mut extra: Vec<u8> = Vec::new();
+        for (key, value) in members {
+            match key.as_slice() {
+                b"description" | b"strict" => {
+                    let mut json = Vec::new();
+                    dumps(value, &mut json);
+                    let name = if key == b"description" { "description" } else { "strict" };
+                    crate::decoding::set_attr(&mut attrs, Cow::Borrowed(name), json);
+                }
+                b"name" | b"parameters" => {}
+                _ => {
+                    if !extra.is_empty() {
+                        extra.push(b',');
+                    }
+                    crate::decoding::dumps_key(key, &mut extra);
+                    extra.push(b':');
+                    dumps(value, &mut extra);
+                }
+            }
+        }
+        if !extra.is_empty() {
+            let mut json = Vec::new();
+            crate::decoding::dumps_key(&extra, &mut json);
+            attrs.push((Cow::Borrowed("openai_extra"), json));
+        }
+        if legacy {
+            attrs.push((Cow::Borrowed("legacy"), b"true".to_vec()));
+        }
+        Some((attrs, get(function, "parameters").filter(|v| !matches!(v, Value::Null))))
+    }
+}
+
 // -- encoding (helper E) ----------------------------------------------------------------
 
 use std::borrow::Cow;
