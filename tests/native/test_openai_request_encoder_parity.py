@@ -8,13 +8,16 @@ is skipped, naming it."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import HealthCheck, event, given, reject, settings, strategies as st
 
 from interlingua.dialects import DIALECTS
 
 from .differential import (
-    assert_encoder_parity, corpus_requests, fuzz_mutant, python_events, request_bodies, rpt_requests,
+    assert_encoder_parity, corpus_requests, cut_points, feeds, fuzz_mutant, python_decode_events, python_events, request_bodies,
+    rpt_requests,
 )
 
 TARGET = "openai"
@@ -43,33 +46,56 @@ def test_every_scenario_and_corpus_request(case):
     _parity(case.dialect, case.body, case.options)
 
 
+def _cut_events(dialect: str, body: bytes, cuts, options=None) -> list:
+    """The Python decoder's events for ``body`` fed in pieces: its blocks come in fragments
+    (a string cut by a piece), late attributes on their last one."""
+    per_piece, _, _ = python_decode_events(dialect, "request", feeds(body, cuts), options)
+    return [event for events in per_piece for event in events]
+
+
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_every_scenario_cut(case):
+    """The events of the body cut at a few random points, at many, and (up to 4 KiB) at every
+    byte: the encoder's fragment paths (a block written in pieces, closed with late attributes)."""
+    rng = random.Random(case.name)
+    n = len(case.body)
+    cut_sets = [sorted(rng.sample(range(1, n), min(k, n - 1))) for k in (1, 4, 32) if n > 1]
+    if n <= 4096:
+        cut_sets.append(list(range(1, n)))
+    for cuts in cut_sets:
+        assert_encoder_parity(case.dialect, TARGET, _cut_events(case.dialect, case.body, cuts, case.options),
+                              case.options)
+
+
 @pytest.mark.parametrize("variant", OPTION_VARIANTS, ids=lambda v: ",".join(f"{k}={v}" for k, v in v.items()))
 @pytest.mark.parametrize("case", CASES, ids=repr)
 def test_every_scenario_under_each_option(case, variant):
     _parity(case.dialect, case.body, {**(case.options or {}), **variant})
 
 
-def _drawn_parity(dialect: str, body: bytes) -> None:
-    """``_parity`` for a drawn example: one the native side cannot take yet is rejected
-    (counted in hypothesis's statistics by its reason), not a skip of the whole test."""
+def _drawn_parity(dialect: str, body: bytes, cuts=()) -> None:
+    """``_parity`` (of the body cut at ``cuts``) for a drawn example: one the native side
+    cannot take yet is rejected (counted in hypothesis's statistics by its reason), not a
+    skip of the whole test."""
     try:
-        _parity(dialect, body)
+        assert_encoder_parity(dialect, TARGET, _cut_events(dialect, body, cuts))
     except pytest.skip.Exception as skipped:
         event(str(skipped.msg).split(" (")[0])
         reject()
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(st.sampled_from(DIALECTS).flatmap(lambda dialect: st.tuples(st.just(dialect), BODIES[dialect])))
-def test_generated_requests(dialect_and_body):
-    _drawn_parity(*dialect_and_body)
+@given(st.sampled_from(DIALECTS).flatmap(lambda dialect: st.tuples(st.just(dialect), BODIES[dialect])), st.data())
+def test_generated_requests(dialect_and_body, data):
+    dialect, body = dialect_and_body
+    _drawn_parity(dialect, body, data.draw(cut_points(body), label="cuts"))
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(st.sampled_from(DIALECTS).flatmap(fuzz_mutant))
-def test_fuzz_mutants(case):
+@given(st.sampled_from(DIALECTS).flatmap(fuzz_mutant), st.data())
+def test_fuzz_mutants(case, data):
     """Mutants and cut bodies: the events up to the decoder's error (no End), or all of them."""
-    _drawn_parity(case.dialect, case.body)
+    _drawn_parity(case.dialect, case.body, data.draw(cut_points(case.body), label="cuts"))
 
 
 # -- the rules no scenario reaches, as canonical events made by hand ----------------------------
