@@ -1341,7 +1341,32 @@ fn raw_value_text<'py>(py: Python<'py>, data: &[u8], cuts: Vec<usize>) -> PyResu
     Ok((PyBytes::new(py, &sink.out), sink.complete_at, error))
 }
 
+/// `repr(text)` by the core (`unicode::py_repr`); `text` may hold lone surrogates.
+#[pyfunction]
+fn unicode_repr(text: &Bound<'_, pyo3::types::PyString>) -> PyResult<String> {
+    let wtf8: Vec<u8> = text.call_method1("encode", ("utf-8", "surrogatepass"))?.extract()?;
+    Ok(crate::unicode::py_repr(&wtf8))
+}
+
+/// The code points `unicode::is_printable` refuses, as inclusive ranges.
+#[pyfunction]
+fn not_printable_ranges() -> Vec<(u32, u32)> {
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    for code in 0..0x110000u32 {
+        if crate::unicode::is_printable(code) {
+            continue;
+        }
+        match ranges.last_mut() {
+            Some((_, high)) if *high + 1 == code => *high = code,
+            _ => ranges.push((code, code)),
+        }
+    }
+    ranges
+}
+
 fn add_leaves(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(unicode_repr, m)?)?;
+    m.add_function(wrap_pyfunction!(not_printable_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(raw_value_text, m)?)?;
     m.add_function(wrap_pyfunction!(value_roundtrip, m)?)?;
     m.add_function(wrap_pyfunction!(value_scalar, m)?)?;
