@@ -77,9 +77,12 @@ def _tokens(frames: list[bytes]) -> int:
 
 
 def _baselines(data: bytes) -> list[tuple[str, object]]:
-    import orjson
-    return [("orjson loads+dumps", lambda: len(orjson.dumps(orjson.loads(data)))),
-            ("json loads+dumps", lambda: len(json.dumps(json.loads(data), ensure_ascii=False).encode()))]
+    runs = [("json loads+dumps", lambda: len(json.dumps(json.loads(data), ensure_ascii=False).encode()))]
+    try:
+        import orjson
+    except ImportError:  # (the [bench] extra has it: `python3 dev.py bench`)
+        return runs
+    return [("orjson loads+dumps", lambda: len(orjson.dumps(orjson.loads(data)))), *runs]
 
 
 def _params() -> list:

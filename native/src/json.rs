@@ -144,31 +144,10 @@ fn char_count(key: &[u8]) -> usize {
     key.iter().filter(|&&b| b & 0xC0 != 0x80).count()
 }
 
-/// Python's `repr(str)` as far as the core can write it without the Unicode
-/// database (non-ASCII above U+00A0 is taken as printable); see `Error::key`.
+/// Python's `repr(str)` of a key (WTF-8): `unicode::py_repr` (Python 3.11's
+/// Unicode database); see `Error::key` for the binding's own `repr`.
 pub fn py_str_repr(key: &[u8]) -> String {
-    let text = String::from_utf8_lossy(key);
-    let quote = if text.contains('\'') && !text.contains('"') { '"' } else { '\'' };
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push(quote);
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || (0x7f..=0xa0).contains(&(c as u32)) || c == '\u{ad}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
+    crate::unicode::py_repr(key)
 }
 
 // -- the path ---------------------------------------------------------------

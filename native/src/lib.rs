@@ -24,6 +24,7 @@ pub mod jsonwriter;
 pub mod losses;
 pub mod naming;
 pub mod session;
+pub mod unicode;
 pub mod value;
 // the codec machinery and the codecs
 pub mod decoding;

@@ -219,35 +219,42 @@ impl Transcoder {
         result
     }
 
-    /// `Transcoder.feed`: the output this chunk made possible (appended to `out`).
-    pub fn feed(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    /// `Transcoder.feed`: the output this chunk made possible is then `output()`.
+    pub fn feed(&mut self, data: &[u8]) -> Result<()> {
         self.check()?;
         let result = self.run(|front, session, sink| front.feed(data, session, sink));
-        self.poisoned(result)?;
-        out.append(&mut self.out);
-        Ok(())
+        self.poisoned(result)
     }
 
-    /// `Transcoder.close`: the rest of the output. As in Python, a second `close`
-    /// closes nothing more (the decoder's `finish` runs again) and a `feed` after
-    /// it is the tokenizer's "data fed after close()".
-    pub fn close(&mut self, out: &mut Vec<u8>) -> Result<()> {
+    /// `Transcoder.close`: the rest of the output is then `output()`. As in Python, a
+    /// second `close` closes nothing more (the decoder's `finish` runs again) and a
+    /// `feed` after it is the tokenizer's "data fed after close()".
+    pub fn close(&mut self) -> Result<()> {
         self.check()?;
         let result = self.run(|front, session, sink| front.close(session, sink));
         self.closed = true;
-        self.poisoned(result)?;
+        self.poisoned(result)
+    }
+
+    /// The output not taken yet: what the last `feed` / `close` made (`clear_output`
+    /// after taking it), or after an error what was written before it (Python's
+    /// `pending_output`).
+    pub fn output(&self) -> &[u8] {
+        &self.out
+    }
+
+    pub fn clear_output(&mut self) {
+        self.out.clear();
+    }
+
+    /// `output()` appended to `out`, and cleared.
+    pub fn take_output(&mut self, out: &mut Vec<u8>) {
         out.append(&mut self.out);
-        Ok(())
     }
 
     fn run(&mut self, step: impl FnOnce(&mut Front, &mut Session, &mut Encoding<'_>) -> Result<()>) -> Result<()> {
         let mut sink = Encoding { encoder: &mut *self.encoder, model: self.model.as_mut(), out: &mut self.out };
         step(&mut self.front, &mut self.session, &mut sink)
-    }
-
-    /// `Transcoder.pending_output`: after an error, the output produced before it.
-    pub fn pending_output(&mut self, out: &mut Vec<u8>) {
-        out.append(&mut self.out);
     }
 
     pub fn is_closed(&self) -> bool {
@@ -425,21 +432,21 @@ mod tests {
         let body = br#"{"model": "m1", "x": [true]}"#;
         for cut in 0..=body.len() {
             let mut t = toy(None);
-            let (mut first, mut rest) = (Vec::new(), Vec::new());
-            t.feed(&body[..cut], &mut first).unwrap();
-            t.feed(&body[cut..], &mut rest).unwrap();
-            t.close(&mut rest).unwrap();
-            first.extend_from_slice(&rest);
-            assert_eq!(first, b"control\"m1\";end;", "cut at {cut}");
+            let mut out = Vec::new();
+            t.feed(&body[..cut]).unwrap();
+            t.take_output(&mut out);
+            t.feed(&body[cut..]).unwrap();
+            t.close().unwrap();
+            t.take_output(&mut out);
+            assert_eq!(out, b"control\"m1\";end;", "cut at {cut}");
         }
     }
 
     #[test]
     fn the_model_hook_renames_the_model_control() {
         let mut t = toy(Some(ModelName::Fixed { value: b"\"m2\"".to_vec(), raw: b"\"m2\"".to_vec() }));
-        let mut out = Vec::new();
-        t.feed(br#"{"model":"m1"}"#, &mut out).unwrap();
-        assert_eq!(out, b"control\"m2\";end;");
+        t.feed(br#"{"model":"m1"}"#).unwrap();
+        assert_eq!(t.output(), b"control\"m2\";end;");
         let mut calls = 0;
         let hook = ModelName::Hook(Box::new(move |value: &[u8]| {
             calls += 1;
@@ -447,27 +454,23 @@ mod tests {
             Ok((b"\"m3\"".to_vec(), b"\"m3\"".to_vec()))
         }));
         let mut t = toy(Some(hook));
-        out.clear();
-        t.feed(br#"{"model":"m1"}"#, &mut out).unwrap();
-        assert_eq!(out, b"control\"m3\";end;");
+        t.feed(br#"{"model":"m1"}"#).unwrap();
+        assert_eq!(t.output(), b"control\"m3\";end;");
     }
 
     #[test]
     fn an_error_is_located_and_poisons_the_transcoder() {
         let mut t = toy(None);
-        let mut out = Vec::new();
-        let err = t.feed(br#"{"model":"m1", "n": [1,"#, &mut out).unwrap_err();
-        assert!(out.is_empty(), "the failing feed returns nothing");
+        let err = t.feed(br#"{"model":"m1", "n": [1,"#).unwrap_err();
         assert_eq!((err.class, err.dialect, err.offset), (ErrorClass::Schema, Some("openai"), Some(21)));
         assert_eq!(err.path.as_deref(), Some(&b"$.n[0]"[..]));
-        t.pending_output(&mut out);
-        assert_eq!(out, b"control\"m1\";", "what was written before the error is pending");
-        assert_eq!(t.feed(b"]}", &mut out).unwrap_err(), err);
-        assert_eq!(t.close(&mut out).unwrap_err(), err);
+        assert_eq!(t.output(), b"control\"m1\";", "what was written before the error is pending");
+        assert_eq!(t.feed(b"]}").unwrap_err(), err);
+        assert_eq!(t.close().unwrap_err(), err);
         // the end of input: located at the tokenizer's offset
         let mut t = toy(None);
-        t.feed(br#"{"a": "#, &mut out).unwrap();
-        let err = t.close(&mut out).unwrap_err();
+        t.feed(br#"{"a": "#).unwrap();
+        let err = t.close().unwrap_err();
         assert_eq!((err.class, err.dialect, err.offset), (ErrorClass::TruncatedInput, Some("openai"), Some(6)));
     }
 

@@ -641,29 +641,30 @@ fn binding_failed(e: PyErr) -> Error {
 /// `session.Options` as the core's, field by field. `options` is an
 /// `interlingua.Options`, a dict of its fields (made into one, so that Python's
 /// defaults apply), or None (the defaults).
-fn options_from_py(py: Python<'_>, options: Option<&Bound<'_, PyAny>>) -> PyResult<crate::session::Options> {
-    let class = module(py, &INTERLINGUA, "interlingua")?.getattr("Options")?;
+fn options_from_py<'py>(py: Python<'py>, options: Option<&Bound<'py, PyAny>>) -> PyResult<crate::session::Options> {
     let obj = match options {
-        None => class.call0()?,
-        Some(obj) if obj.is_none() => class.call0()?,
+        // `Options()`: the core's defaults are Python's (tests/native/test_harness.py), and a
+        // transcoder per request should not pay for making and reading a Python object
+        None => return Ok(crate::session::Options::default()),
+        Some(obj) if obj.is_none() => return Ok(crate::session::Options::default()),
         Some(obj) => match obj.cast::<PyDict>() {
-            Ok(dict) => class.call((), Some(dict))?,
+            Ok(dict) => module(py, &INTERLINGUA, "interlingua")?.getattr("Options")?.call((), Some(dict))?,
             Err(_) => obj.clone(),
         },
     };
-    let get = |name: &str| obj.getattr(name);
-    let tool_names = get("tool_names")?;
-    let budgets = get("anthropic_thinking_budgets")?;
+    let get = |name: &Bound<'py, pyo3::types::PyString>| obj.getattr(name);
+    let tool_names = get(pyo3::intern!(py, "tool_names"))?;
+    let budgets = get(pyo3::intern!(py, "anthropic_thinking_budgets"))?;
     Ok(crate::session::Options {
-        strict: get("strict")?.extract()?,
-        reorder_budget: get("reorder_budget")?.extract()?,
-        refuse_reorder: get("refuse_reorder")?.extract()?,
-        openai_reasoning_field: get("openai_reasoning_field")?.extract()?,
-        default_max_tokens: get("default_max_tokens")?.extract()?,
-        max_depth: get("max_depth")?.extract()?,
-        max_value_bytes: get("max_value_bytes")?.extract()?,
+        strict: get(pyo3::intern!(py, "strict"))?.extract()?,
+        reorder_budget: get(pyo3::intern!(py, "reorder_budget"))?.extract()?,
+        refuse_reorder: get(pyo3::intern!(py, "refuse_reorder"))?.extract()?,
+        openai_reasoning_field: get(pyo3::intern!(py, "openai_reasoning_field"))?.extract()?,
+        default_max_tokens: get(pyo3::intern!(py, "default_max_tokens"))?.extract()?,
+        max_depth: get(pyo3::intern!(py, "max_depth"))?.extract()?,
+        max_value_bytes: get(pyo3::intern!(py, "max_value_bytes"))?.extract()?,
         tool_names: if tool_names.is_none() { None } else { Some(tool_names.extract()?) },
-        anthropic_thinking: get("anthropic_thinking")?.extract()?,
+        anthropic_thinking: get(pyo3::intern!(py, "anthropic_thinking"))?.extract()?,
         anthropic_thinking_budgets: if budgets.is_none() {
             None
         } else {
@@ -674,16 +675,17 @@ fn options_from_py(py: Python<'_>, options: Option<&Bound<'_, PyAny>>) -> PyResu
             }
             Some(out)
         },
-        ollama_sampling_defaults: get("ollama_sampling_defaults")?.extract()?,
+        ollama_sampling_defaults: get(pyo3::intern!(py, "ollama_sampling_defaults"))?.extract()?,
     })
 }
 
 /// `dialects.codecs`' checks of the names: the same ValueError.
 fn dialect_and_kind(dialect: &str, kind: &str) -> PyResult<(&'static str, crate::session::Kind)> {
     use pyo3::exceptions::PyValueError;
-    let known = crate::dialects::DIALECTS.join(", ");
-    let name = crate::pipeline::dialect(dialect)
-        .ok_or_else(|| PyValueError::new_err(format!("unknown dialect {} (known: {known})", py_repr(dialect))))?;
+    let name = crate::pipeline::dialect(dialect).ok_or_else(|| {
+        let known = crate::dialects::DIALECTS.join(", ");
+        PyValueError::new_err(format!("unknown dialect {} (known: {known})", py_repr(dialect)))
+    })?;
     let kind = crate::session::Kind::from_name(kind)
         .ok_or_else(|| PyValueError::new_err(format!("unknown kind {} (known: request, response, stream)", py_repr(kind))))?;
     Ok((name, kind))
@@ -891,20 +893,19 @@ struct NativeTranscoder {
 impl NativeTranscoder {
     /// One step of the core (`feed` or `close`), with the GIL released for a big
     /// chunk; errors as Python's, and the ones the core cannot hold kept here.
-    fn step(
-        slf: &Bound<'_, Self>,
+    fn step<'py>(
+        slf: &Bound<'py, Self>,
         size: usize,
-        work: impl FnOnce(&mut crate::pipeline::Transcoder, &mut Vec<u8>) -> crate::error::Result<()> + Send,
-    ) -> PyResult<Vec<u8>> {
+        work: impl FnOnce(&mut crate::pipeline::Transcoder) -> crate::error::Result<()> + Send,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let py = slf.py();
         let mut this = slf.try_borrow_mut().map_err(|_| busy("Transcoder"))?;
         let this = &mut *this;
         if let Some(err) = &this.py_poison {
             return Err(err.clone_ref(py));
         }
-        let mut out = Vec::new();
         let core = &mut this.core;
-        let run = || catch_unwind(AssertUnwindSafe(|| work(core, &mut out)));
+        let run = || catch_unwind(AssertUnwindSafe(|| work(core)));
         let result = if size >= DETACH_MIN { py.detach(run) } else { run() };
         let result = match result {
             Ok(result) => result,
@@ -919,7 +920,9 @@ impl NativeTranscoder {
             this.py_poison = Some(err.clone_ref(py));
             return Err(err);
         }
-        result.map_err(|err| to_py_err(py, &err, None))?;
+        result.map_err(|err| to_py_err(py, &err, None))?; // (the output stays pending)
+        let out = PyBytes::new(py, this.core.output());
+        this.core.clear_output();
         Ok(out)
     }
 }
@@ -960,22 +963,20 @@ impl NativeTranscoder {
 
     /// Feed a chunk; returns the output it made possible (maybe `b""`).
     fn feed<'py>(slf: &Bound<'py, Self>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-        let out = Self::step(slf, data.len(), |core, out| core.feed(data, out))?;
-        Ok(PyBytes::new(slf.py(), &out))
+        Self::step(slf, data.len(), |core| core.feed(data))
     }
 
     /// End of input; returns the rest of the output.
     fn close<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyBytes>> {
-        let out = Self::step(slf, 0, |core, out| core.close(out))?;
-        Ok(PyBytes::new(slf.py(), &out))
+        Self::step(slf, 0, |core| core.close())
     }
 
     /// After an error: the output produced before it (a prefix of the full output).
     fn pending_output<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyBytes>> {
         let mut this = slf.try_borrow_mut().map_err(|_| busy("Transcoder"))?;
-        let mut out = Vec::new();
-        this.core.pending_output(&mut out);
-        Ok(PyBytes::new(slf.py(), &out))
+        let out = PyBytes::new(slf.py(), this.core.output());
+        this.core.clear_output();
+        Ok(out)
     }
 
     /// `Transcoder.abort`: a request encoder has no error event, so (as in Python)
@@ -1341,7 +1342,32 @@ fn raw_value_text<'py>(py: Python<'py>, data: &[u8], cuts: Vec<usize>) -> PyResu
     Ok((PyBytes::new(py, &sink.out), sink.complete_at, error))
 }
 
+/// `repr(text)` by the core (`unicode::py_repr`); `text` may hold lone surrogates.
+#[pyfunction]
+fn unicode_repr(text: &Bound<'_, pyo3::types::PyString>) -> PyResult<String> {
+    let wtf8: Vec<u8> = text.call_method1("encode", ("utf-8", "surrogatepass"))?.extract()?;
+    Ok(crate::unicode::py_repr(&wtf8))
+}
+
+/// The code points `unicode::is_printable` refuses, as inclusive ranges.
+#[pyfunction]
+fn not_printable_ranges() -> Vec<(u32, u32)> {
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    for code in 0..0x110000u32 {
+        if crate::unicode::is_printable(code) {
+            continue;
+        }
+        match ranges.last_mut() {
+            Some((_, high)) if *high + 1 == code => *high = code,
+            _ => ranges.push((code, code)),
+        }
+    }
+    ranges
+}
+
 fn add_leaves(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(unicode_repr, m)?)?;
+    m.add_function(wrap_pyfunction!(not_printable_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(raw_value_text, m)?)?;
     m.add_function(wrap_pyfunction!(value_roundtrip, m)?)?;
     m.add_function(wrap_pyfunction!(value_scalar, m)?)?;

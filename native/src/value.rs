@@ -31,6 +31,7 @@ use std::collections::HashMap;
 use crate::canonical::{has_lone_surrogate, unescape_into};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{escape_str_bytes, Token};
+use crate::unicode::wtf8_code_point;
 
 /// A decoded JSON value (Python data after `json.loads`).
 #[derive(Clone, Debug, PartialEq)]
@@ -553,25 +554,6 @@ fn escape_ascii(text: &[u8], out: &mut Vec<u8>) {
                 }
             }
         }
-    }
-}
-
-/// The code point WTF-8 `text` starts with, and its length in bytes (a stray
-/// byte, which WTF-8 from the tokenizer never has, counts as U+FFFD).
-fn wtf8_code_point(text: &[u8]) -> (u32, usize) {
-    let lead = text[0];
-    let (len, init) = match lead {
-        0x00..=0x7F => return (lead as u32, 1),
-        0xC0..=0xDF => (2, (lead & 0x1F) as u32),
-        0xE0..=0xEF => (3, (lead & 0x0F) as u32),
-        0xF0..=0xF7 => (4, (lead & 0x07) as u32),
-        _ => return (0xFFFD, 1),
-    };
-    match text.get(1..len) {
-        Some(tail) if tail.iter().all(|&b| b & 0xC0 == 0x80) => {
-            (tail.iter().fold(init, |code, &b| code << 6 | (b & 0x3F) as u32), len)
-        }
-        _ => (0xFFFD, 1),
     }
 }
 

@@ -157,3 +157,31 @@ def test_session(source, target, kind, ops, strict, passthrough, tool_names):
     n_results, n_losses, n_names, n_error = native.session_ops(source, target, kind, ops, **kwargs)
     p_results, p_losses, p_names, p_error = python_session_ops(source, target, kind, ops, **kwargs)
     assert (n_results, n_losses, n_names, error_facts(n_error)) == (p_results, p_losses, p_names, error_facts(p_error))
+
+
+# -- unicode: Python's repr -------------------------------------------------------------
+
+def test_printable_table_is_this_pythons():
+    import unicodedata
+
+    import pytest
+    if unicodedata.unidata_version != "14.0.0":
+        pytest.skip(f"the table is Unicode 14.0.0 (Python 3.11); this Python has {unicodedata.unidata_version}")
+    expected, start = [], None
+    for code in range(0x110000):
+        if not chr(code).isprintable():
+            if start is None:
+                start = code
+        elif start is not None:
+            expected.append((start, code - 1))
+            start = None
+    expected.append((start, 0x10FFFF))
+    assert native.not_printable_ranges() == expected
+
+
+@given(st.text(st.characters(codec=None) | st.sampled_from(["'", '"', "\\", "\ud800", "\udfff", "\x7f", "\xa0", "\u3000",
+                                                            "\U0010ffff", "\U000e0001", "\u0378"]), max_size=12))
+@example("it's")
+@example("'\"")
+def test_repr(text):
+    assert native.unicode_repr(text) == repr(text)

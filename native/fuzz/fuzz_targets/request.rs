@@ -25,16 +25,15 @@ fn run(source: &'static str, target: &'static str, pieces: &[&[u8]]) -> Option<(
     let mut out = Vec::new();
     let mut result = Ok(());
     for piece in pieces {
-        result = transcoder.feed(piece, &mut out);
+        result = transcoder.feed(piece);
+        transcoder.take_output(&mut out); // (after an error: the output pending before it)
         if result.is_err() {
             break;
         }
     }
     if result.is_ok() {
-        result = transcoder.close(&mut out);
-    }
-    if result.is_err() {
-        transcoder.pending_output(&mut out);
+        result = transcoder.close();
+        transcoder.take_output(&mut out);
     }
     Some((out, result.err()))
 }

@@ -271,7 +271,8 @@ mod to_anthropic {
     use crate::session::Session;
     use crate::value::Value;
 
-    const DIALECT: &str = "anthropic";
+    use super::{DIALECT, TOOL_ATTRS};
+
     /// `request.EXTRA_ATTR`: members of an anthropic object without canonical meaning, as JSON text
     const EXTRA_ATTR: &str = "anthropic_extra";
 
@@ -726,8 +727,6 @@ mod to_anthropic {
 
     // -- tools --
 
-    /// `_TOOL_ATTRS`: keys of a custom tool that are canonical tool-definition attrs
-    const TOOL_ATTRS: [&str; 3] = ["description", "strict", "cache_control"];
 
     /// `tool_from_canonical`: the anthropic custom tool for a canonical tool definition
     /// (`attrs`: the block's, values as compact JSON); a tool without a parameter schema gets

@@ -1401,9 +1401,7 @@ mod encoder {
     use crate::value::Value;
 
     use super::super::controls::{self, Foreign};
-
-    const DIALECT: &str = "anthropic";
-    const EXTRA_ATTR: &str = "anthropic_extra";
+    use super::{DIALECT, EXTRA_ATTR};
     const OUT: WriterId = WriterId::OUT;
     const TEXT_HEAD: &[u8] = b"{\"type\":\"text\",\"text\":\"";
     const TEXT_TAIL: &[u8] = b"\"}";

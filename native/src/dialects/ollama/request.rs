@@ -287,9 +287,6 @@ struct Ollama {
     pending_calls: Vec<PendingCall>,
     msg: Option<MessageReader>,
     scratch: Vec<u8>,
-    /// small string fragments of this feed not handed on yet (`fragment`)
-    held_text: Vec<u8>,
-    held_for: S,
 }
 
 impl RequestDecoder {
@@ -305,8 +302,6 @@ impl RequestDecoder {
                 pending_calls: Vec::new(),
                 msg: None,
                 scratch: Vec::new(),
-                held_text: Vec::new(),
-                held_for: S::Content,
             },
         }
     }
@@ -319,17 +314,12 @@ impl Decode for RequestDecoder {
     }
 
     fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
-        let mut cx = Cx::outside(session, out);
-        // (helper D) the machine first: a string fragment it held to join goes on, then what is held here
-        self.m.flush(&mut self.d, &mut cx)?;
-        self.d.flush_text(&mut cx)
+        self.m.flush(&mut self.d, &mut Cx::outside(session, out))
     }
 
     fn interrupted(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
         // (helper D) the chunk failed: what was held to join fragments went out before the fault in Python
-        let mut cx = Cx::outside(session, out);
-        self.m.interrupted(&mut self.d, &mut cx)?;
-        self.d.flush_text(&mut cx)
+        self.m.interrupted(&mut self.d, &mut Cx::outside(session, out))
     }
 
     fn at(&self) -> u64 {
@@ -659,34 +649,14 @@ impl Dialect for Ollama {
 
     fn fragment(&mut self, _m: &mut Machine<S>, s: S, data: &[u8], _init: bool, fin: bool, cx: &mut Cx<'_>)
                 -> Result<()> {
-        if matches!(s, S::Content | S::Thinking | S::Image) {
-            // A fragment the tokenizer completed from a cut escape or character (at most
-            // 26 bytes, native/README.md "Parity of string fragments") is json.py's
-            // together with what follows in the same feed: it waits for that (or for the
-            // feed's end), so that each feed hands the builder what Python's does.
-            if !fin && data.len() <= CARRIED_FRAGMENT {
-                self.held_for = s;
-                self.held_text.extend_from_slice(data);
-                return Ok(());
-            }
-            if !self.held_text.is_empty() {
-                let mut joined = std::mem::take(&mut self.held_text);
-                joined.extend_from_slice(data);
-                let result = self.text_fragment(s, &joined, fin, cx);
-                joined.clear();
-                self.held_text = joined;
-                return result;
-            }
-        }
+        // (the machine joins a fragment the tokenizer completed from a cut escape with the
+        // next one of its feed: decoding.rs `HeldFragment`)
         self.text_fragment(s, data, fin, cx)
     }
 }
 
-/// The longest string fragment the native tokenizer makes of carried bytes (json.rs `HEAD`).
-const CARRIED_FRAGMENT: usize = 26;
-
 impl Ollama {
-    /// A string fragment of the block being read (after `fragment`'s joining).
+    /// A string fragment of the block being read.
     fn text_fragment(&mut self, s: S, data: &[u8], fin: bool, cx: &mut Cx<'_>) -> Result<()> {
         match s {
             S::Content | S::Thinking => {
@@ -708,19 +678,6 @@ impl Ollama {
             }
             s => Err(internal(s, "fragment")),
         }
-    }
-
-    /// The end of a feed: a held small fragment goes on (`Decoder.flush`'s moment).
-    fn flush_text(&mut self, cx: &mut Cx<'_>) -> Result<()> {
-        if self.held_text.is_empty() {
-            return Ok(());
-        }
-        let s = self.held_for;
-        let held = std::mem::take(&mut self.held_text);
-        let result = self.text_fragment(s, &held, false, cx);
-        self.held_text = held;
-        self.held_text.clear();
-        result
     }
 
     fn set_key(&mut self, key: &[u8]) {
