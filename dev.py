@@ -87,6 +87,17 @@ def cargo_test() -> int:
     return subprocess.call(["cargo", "test", "--quiet", "--locked", "--manifest-path", str(NATIVE / "Cargo.toml")])
 
 
+def test_both_backends(args: list[str]) -> int:
+    """The suite on each backend (DESIGN §9, issue 11): forced Python, then forced native (which
+    fails loudly where the extension lacks the request pipeline); fails if either fails."""
+    failed = 0
+    for name in ("python", "native"):
+        print(f"== pytest, INTERLINGUA_BACKEND={name} ==", flush=True)
+        failed |= subprocess.call([str(PYTHON), "-m", "pytest", "tests", *args],
+                                  env={**os.environ, "INTERLINGUA_BACKEND": name})
+    return failed
+
+
 def main() -> int:
     command = sys.argv[1] if len(sys.argv) > 1 else "demo"
     if command not in EXTRAS:
@@ -99,7 +110,7 @@ def main() -> int:
     if command == "demo":
         return subprocess.call([str(PYTHON), "-m", "interlingua", "demo"])
     if command == "test":
-        return cargo_test() or subprocess.call([str(PYTHON), "-m", "pytest", "tests", *sys.argv[2:]])
+        return cargo_test() or test_both_backends(sys.argv[2:])
     if command == "proxy-bench":
         return subprocess.call([str(PYTHON), "-m", "bench.proxy.load", *sys.argv[2:]])
     if command == "spike":

@@ -16,15 +16,74 @@ settings.register_profile("deep", max_examples=3000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-# Both backends (DESIGN §9): a test that takes ``backend`` runs once per backend; the
-# native run is skipped, saying why, until the native core covers the pipeline.
+# Both backends (DESIGN §9): a test that takes ``backend`` runs once per backend, with
+# ``interlingua.backend.BACKEND`` set for it (read at each Transcoder / Decoder construction:
+# requests run natively on "native"; responses and streams are Python on both until issue 12).
+# The native run is skipped, saying why, where the extension lacks the request pipeline.
 @pytest.fixture(params=["python", "native"])
-def backend(request):
+def backend(request, monkeypatch):
+    import interlingua
     from interlingua import backend as backends
-    if request.param == "native" and backends.PIPELINE not in backends.NATIVE_COVERS:
-        pytest.skip("the native core does not cover the pipeline yet "
+    if request.param == "native" and (backends.NATIVE_IMPORT_ERROR is not None
+                                      or backends.REQUEST_PIPELINE not in backends.NATIVE_COVERS):
+        pytest.skip("the native core does not cover the request pipeline "
                     f"(covers: {', '.join(sorted(backends.NATIVE_COVERS)) or 'nothing'})")
+    monkeypatch.setattr(backends, "BACKEND", request.param)
+    monkeypatch.setattr(interlingua, "BACKEND", request.param)
     return request.param
+
+
+NATIVE_TESTS = Path(__file__).resolve().parent / "native"
+
+
+# tests/native compare the native classes with interlingua's Python ones: there the public
+# classes are Python whatever the default backend (a test may still switch it itself)
+@pytest.fixture(autouse=True)
+def _python_reference_in_native_parity_tests(request, monkeypatch):
+    if Path(request.node.path).parent == NATIVE_TESTS:
+        import interlingua
+        from interlingua import backend as backends
+        monkeypatch.setattr(backends, "BACKEND", "python")
+        monkeypatch.setattr(interlingua, "BACKEND", "python")
+
+
+# Parity gaps of the native request pipeline: the suite's tests whose native run differs from
+# Python's (output, error or loss). On the native backend they are strict xfails, so the rest of
+# the native run still holds, and a closed gap shows as XPASS (then delete its line here). While
+# this is not empty, interlingua.backend.DEFAULT stays "python". (id substring -> the gap)
+_LONE = ("a key holding an escaped lone surrogate (rpt lone-surrogate-key): the native openai and anthropic "
+         "request decoders raise TranscodeError '... not ported yet'; the native ollama decoder makes the key "
+         "U+FFFD (output and loss paths differ) where Python records a loss or writes it escaped")
+_POISON = "after an error the native {} raises an equal new exception, Python the same object again"
+NATIVE_GAPS = {
+    **{f"{test}[lone-surrogate-key/{source}.request.rpt{to}]": _LONE
+       for test, pairs in (
+           ("test_cross", ("anthropic->ollama", "anthropic->openai", "openai->anthropic", "openai->ollama")),
+           ("test_cross_request_output_is_accepted_by_the_target_client_types",
+            ("anthropic->ollama", "anthropic->openai", "openai->anthropic", "openai->ollama")),
+           ("test_decode", ("anthropic", "openai")),
+           ("test_round_trip", ("anthropic", "ollama", "openai")))
+       for pair in pairs
+       for source, to in [(pair.split("->")[0], "->" + pair.split("->")[1] if "->" in pair else "")]},
+    **{f"test_rpt_losses_name_source_fields_and_what_the_target_lacks[lone-surrogate-key:request:{pair}]": _LONE
+       for pair in ("anthropic->ollama", "anthropic->openai", "ollama->anthropic", "ollama->openai",
+                    "openai->anthropic", "openai->ollama")},
+    "test_after_an_error_every_feed_and_close_raises_the_same_error[transcoder-request-": _POISON.format("Transcoder"),
+    "test_after_an_error_every_feed_and_close_raises_the_same_error[decoder-request-": _POISON.format("Decoder"),
+    "test_the_rpt_corpus_cross_outputs_are_valid[native]": _LONE,
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    from interlingua import backend as backends
+    for item in items:
+        if Path(item.path).parent == NATIVE_TESTS:
+            continue
+        runs_native = backends.BACKEND == "native" or "[native]" in item.nodeid
+        for needle, gap in NATIVE_GAPS.items():
+            if runs_native and needle in item.nodeid:
+                item.add_marker(pytest.mark.xfail(reason=f"native parity gap: {gap}", strict=True))
+                break
 
 
 # every cross-dialect Transcoder output of the suite is checked against what its target API

@@ -464,6 +464,12 @@ pub struct Machine<S> {
 /// fragment that opens a feed is held (it is at most that completed unit plus
 /// the rest of the chunk) and handed on joined with the next fragment of its
 /// string in the same feed, or alone when the feed ends -- Python's boundaries.
+/// Only a fragment of at most `CARRIED_MAX` bytes can be such a unit, so only
+/// those are held (a larger first fragment goes on at once, uncopied).
+/// The longest fragment the native tokenizer makes of carried bytes (json.rs: the
+/// carry and a held character completed with the chunk's first `HEAD` bytes).
+const CARRIED_MAX: usize = 26;
+
 #[derive(Debug)]
 struct HeldFragment<S> {
     state: S,
@@ -625,7 +631,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
                 Token::String(data) => d.fragment(self, s, data, true, true, cx),
                 Token::StringOpen(data) => {
                     self.push(Frame::String(s));
-                    if self.first_of_feed {
+                    if self.first_of_feed && data.len() <= CARRIED_MAX {
                         self.held = Some(HeldFragment { state: s, data: data.to_vec(), init: true, at: offset });
                         return Ok(());
                     }
@@ -763,7 +769,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
                             self.at = held.at;
                             d.fragment(self, s, &held.data, held.init, fin, cx)
                         }
-                        None if self.first_of_feed && !fin => {
+                        None if self.first_of_feed && !fin && data.len() <= CARRIED_MAX => {
                             self.held = Some(HeldFragment { state: s, data: data.to_vec(), init: false, at: offset });
                             Ok(())
                         }
@@ -798,23 +804,6 @@ pub fn loads(raw: &[u8]) -> Result<Value> {
 /// `jsonwriter.dumps(value)` (value.rs) and `dumps(text)` of a string (WTF-8: a key, a
 /// role, a name), under the names the decoders use.
 pub use crate::value::{dumps, dumps_str as dumps_key};
-
-/// `dumps(str)` of a string token's escaped bytes without decoding them when
-/// they hold no escape (the common case: an id, a name, a type).
-pub fn dumps_escaped(data: &[u8], out: &mut Vec<u8>) -> Result<()> {
-    if !data.contains(&b'\\') {
-        out.push(b'"');
-        out.extend_from_slice(data);
-        out.push(b'"');
-        return Ok(());
-    }
-    let mut quoted = Vec::with_capacity(data.len() + 2);
-    quoted.push(b'"');
-    quoted.extend_from_slice(data);
-    quoted.push(b'"');
-    dumps(&parse_value(&quoted)?, out);
-    Ok(())
-}
 
 // -- canonical output helpers ---------------------------------------------------------
 
@@ -1337,6 +1326,22 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn a_completed_unit_joins_the_rest_of_its_feed() {
+        // the chunk boundary cuts `\u00e9`: json.py gives "ab" then "\u00e9cd" as one fragment;
+        // the native tokenizer makes "\u00e9" a fragment of its own: the machine joins it
+        let doc = br#"{"text":"ab\u00e9cd"}"#;
+        let cut = doc.iter().position(|&b| b == b'0').unwrap();
+        let (log, err) = run(&[&doc[..cut], &doc[cut..]]);
+        assert_eq!(err, None);
+        assert_eq!(log[..2], ["fragment Text ab true false".to_string(), r"fragment Text \u00e9cd false true".to_string()]);
+        // a string that begins in the carry: one whole fragment, as json.py's STRING
+        let doc = br#"{"text":"\u00e9cd"}"#;
+        let cut = doc.iter().position(|&b| b == b'0').unwrap();
+        let (log, _) = run(&[&doc[..cut], &doc[cut..]]);
+        assert_eq!(log[0], r"fragment Text \u00e9cd true true");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::reorder::{ByteHold, Hold, ReorderBuffer};
 
 /// The stages the core implements (interlingua.backend reads it to decide
 /// what the native backend covers).
-const COVERS: &[&str] = &["json-tokenizer", "sse-framing", "ndjson-framing", "reorder-buffer", "canonical-events"];
+const COVERS: &[&str] = &["json-tokenizer", "sse-framing", "ndjson-framing", "reorder-buffer", "canonical-events", "request-pipeline"];
 
 /// Below this many bytes a chunk is worked on with the GIL held: releasing and
 /// taking it back costs more than the work (see native/README.md, "Threads").

@@ -11,6 +11,7 @@ from typing import Callable, Iterable, Iterator
 
 import msgspec
 
+from . import backend
 from .canonical import Control, Error, Event
 from .dialects import codecs
 from .errors import TranscodeError
@@ -159,11 +160,30 @@ class _StreamFront:
             raise exc.locate(dialect=self.source, path=self._where(), offset=self.framer.offset)
 
 
+class _Backed(type):
+    """Metaclass of ``Transcoder`` / ``Decoder``: for a request on the native backend the
+    constructor returns the native object (``interlingua.backend`` says why this way), and
+    ``isinstance`` counts that object as one of the class's."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        if type.__instancecheck__(cls, obj):
+            return True
+        native = backend._native
+        return native is not None and type(obj) is getattr(native, cls.__name__, None) and cls in _PUBLIC
+
+
+def _native_for(cls, kind: str):
+    """The native class to build instead of ``cls``, or None (Python builds it)."""
+    if kind == "request" and backend.BACKEND == "native" and cls in _PUBLIC:
+        return getattr(backend.native_module(), cls.__name__)
+    return None
+
+
 def _front(source: str, kind: str, emit: Callable[[Event], None], session: Session, copy=None):
     return (_StreamFront if kind == "stream" else _Front)(source, kind, emit, session, copy)
 
 
-class Transcoder:
+class Transcoder(metaclass=_Backed):
     """Push-style transcoder from one dialect to another.
 
     >>> t = Transcoder("openai", "openai")
@@ -179,7 +199,16 @@ class Transcoder:
     and the nonce that makes a generated id unique (``interlingua.lifecycle``: response
     ids and times). Tests and replays pass fixed ones: the same input and hook readings
     give the same output.
+
+    On the native backend a request transcoder is ``interlingua._native.Transcoder``
+    (same arguments, errors and attributes; no ``session``): see ``interlingua.backend``.
     """
+
+    def __new__(cls, source: str, target: str, *, kind: str = "request", **kwargs):
+        native = _native_for(cls, kind)
+        if native is not None:
+            return native(source, target, kind=kind, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, source: str, target: str, *, kind: str = "request",
                  options: Options | None = None, model: "str | Callable[[object], str] | None" = None,
@@ -257,8 +286,17 @@ class Transcoder:
         return self._take()
 
 
-class Decoder:
-    """Push-style decoder to canonical events: ``feed`` / ``close`` return the events they produced."""
+class Decoder(metaclass=_Backed):
+    """Push-style decoder to canonical events: ``feed`` / ``close`` return the events they produced.
+
+    On the native backend a request decoder is ``interlingua._native.Decoder`` (see
+    ``interlingua.backend``)."""
+
+    def __new__(cls, source: str, *, kind: str = "request", **kwargs):
+        native = _native_for(cls, kind)
+        if native is not None:
+            return native(source, kind=kind, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, source: str, *, kind: str = "request", options: Options | None = None) -> None:
         self.session = Session(options, source=source, kind=kind)
@@ -282,6 +320,9 @@ class Decoder:
         with self._poison:
             self._front.close()
         return self._take()
+
+
+_PUBLIC = (Transcoder, Decoder)  # a subclass is Python on both backends
 
 
 class _Poison:

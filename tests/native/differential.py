@@ -241,6 +241,16 @@ def skip_if_not_ported(error) -> None:
         pytest.skip(f"not ported: {error}")
 
 
+def not_ported_here(message: str) -> None:
+    """One input hits a rule the native side has not ported: inside a hypothesis test the
+    example is rejected (the others still run: a skip would end the whole test at the first
+    such draw), elsewhere the test is skipped, naming it."""
+    from hypothesis import currently_in_test_context, reject
+    if currently_in_test_context():
+        reject()
+    pytest.skip(f"not ported: {message}")
+
+
 def join_fragments(events: list) -> list:
     """The parity rule for blocks (native/README.md "Parity of string fragments"): within
     one feed, consecutive fragments of one block are one (payloads joined, ``init`` of the

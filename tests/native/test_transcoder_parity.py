@@ -16,6 +16,7 @@ from interlingua.backend import native_module
 from interlingua.dialects import DIALECTS
 
 from .differential import (
+    not_ported_here,
     KEY_ORDERS, corpus_requests, error_facts, feed_cuts, feeds, fuzz_mutant, key_order, python_events, rpt_requests,
     skip_if_not_ported, skip_if_unnameable,
 )
@@ -72,7 +73,7 @@ def assert_transcoder_parity(source: str, target: str, body: bytes, cuts, option
     pieces = feeds(body, sorted(cuts))
     native_run = run(native_transcoder(source, target, options=options, **kwargs), pieces)
     if native_run["error"] is not None and "not ported yet" in native_run["error"][1]:
-        pytest.skip(f"not ported: {native_run['error'][1]}")
+        not_ported_here(native_run["error"][1])
     python_run = run(PythonTranscoder(source, target, options=options, **kwargs), pieces)
     skip_if_unnameable(python_events(source, body, options))
     for name in python_run:

@@ -456,6 +456,8 @@ class ProxyApp:
             options = msgspec.structs.replace(options, tool_names=dict(renamed))
         answer = Transcoder(backend.dialect, client, kind=kind, options=options)
         exchange.response_losses = answer.losses
+        if exchange.request is not None:  # (a native transcoder's losses are a snapshot: take them now)
+            exchange.request_losses = exchange.request.losses
         headers = [(b"content-type", STREAM_TYPES[client] if exchange.stream else JSON),
                    (LOSS_HEADER, str(len(exchange.request_losses)).encode())]
         if exchange.stream:
