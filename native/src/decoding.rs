@@ -105,6 +105,42 @@ pub trait Decode {
     /// Offset of the token being read: an error raised past the tokenizer (a
     /// budget, strict mode) is located there (`Decoder.at`).
     fn at(&self) -> u64;
+
+    // -- streams: the pipeline's stream front (`_StreamFront`) calls these; a body
+    // decoder (request, response) never sees them. Python's `ResponseDecoderBase`
+    // and the stream decoders define them; the defaults are its base's.
+
+    /// The stream's framing stage (`framing = "sse" | "ndjson"`).
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+    /// A frame's data begins a JSON document (`begin_frame`): the tokenizer was reset.
+    fn begin_frame(&mut self, _session: &mut Session, _out: &mut dyn EventSink) -> Result<()> {
+        Ok(())
+    }
+    /// The frame's JSON document ended and was flushed (`end_frame(event)`);
+    /// `event`: its SSE `event:` name.
+    fn end_frame(&mut self, _event: Option<&str>, _session: &mut Session, _out: &mut dyn EventSink) -> Result<()> {
+        Ok(())
+    }
+    /// A frame whose data is not a JSON object (openai's `[DONE]`), stripped
+    /// (`frame_text(event, data)`).
+    fn frame_text(&mut self, _event: Option<&str>, _data: &[u8], _session: &mut Session,
+                  _out: &mut dyn EventSink) -> Result<()> {
+        Ok(())
+    }
+    /// The frame a copy of this stream adds when the source ended without it
+    /// (`missing_terminator`; passthrough.rs).
+    fn missing_terminator(&self) -> &'static [u8] {
+        b""
+    }
+}
+
+/// A stream's framing stage (`ResponseDecoderBase.framing`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    Sse,
+    Ndjson,
 }
 
 // -- the type table ---------------------------------------------------------------

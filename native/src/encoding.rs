@@ -74,6 +74,12 @@ pub trait Encode {
     fn start(&mut self, _session: &mut Session, _out: &mut Vec<u8>) -> Result<()> {
         Ok(())
     }
+    /// End the output with the target's error event (`Encoder.abort(error)`, response
+    /// and stream encoders; `Transcoder.abort`): `error` is a canonical
+    /// `Event::Error`. Default: nothing (Python's request encoders have no `abort`).
+    fn abort(&mut self, _error: &crate::canonical::Event<'_>, _session: &mut Session, _out: &mut Vec<u8>) -> Result<()> {
+        Ok(())
+    }
 }
 
 // -- block attributes -----------------------------------------------------------------

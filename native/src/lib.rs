@@ -30,6 +30,8 @@ pub mod value;
 pub mod decoding;
 pub mod dialects;
 pub mod encoding;
+pub mod lifecycle;
+pub mod passthrough;
 pub mod pipeline;
 
 #[cfg(feature = "python")]

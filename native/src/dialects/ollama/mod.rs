@@ -3,3 +3,5 @@
 
 pub mod controls;
 pub mod request;
+pub mod response;
+pub mod response_fields;
