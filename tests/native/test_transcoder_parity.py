@@ -135,6 +135,36 @@ def test_a_model_hook_that_raises_raises_through_and_poisons(source, target):
     assert results[0] == results[1]
 
 
+#: keys holding escaped lone surrogates (rpt lone-surrogate-key), at the top level and in a
+#: message, of every dialect: extension paths, losses and a strict loss's message hold them
+LONE_SURROGATE_KEYS = {
+    "openai": b'{"model":"m","messages":[{"role":"user","content":"hi","n\\udc00":2}],"x\\ud83d":1,"\\ud800":[]}',
+    "anthropic": b'{"max_tokens":5,"messages":[{"role":"user","content":"hi","n\\udc00":2}],"model":"m","x\\ud83d":1}',
+    "ollama": b'{"model":"m","options":{"o\\udfff":1},"messages":[{"role":"user","content":"hi","n\\udc00":2}],"x\\ud83d":1}',
+}
+
+
+@pytest.mark.parametrize("source,target", PAIRS)
+@pytest.mark.parametrize("strict", [False, True])
+def test_keys_with_lone_surrogates(source, target, strict):
+    body = LONE_SURROGATE_KEYS[source]
+    run = assert_transcoder_parity(source, target, body, range(1, len(body)), {"strict": strict})
+    if source != target and not strict:
+        assert any("\\ud" in ascii(path) for _, path, _ in run["losses"])
+
+
+def test_the_same_error_object_again_after_an_error():
+    """``pipeline._Poison``: every later feed / close raises the first error's object."""
+    for make in (lambda: native.Transcoder("openai", "anthropic"), lambda: native.Decoder("openai")):
+        t = make()
+        with pytest.raises(TranscodeError) as first:
+            t.feed(b'{"model":x')
+        for call in (lambda: t.feed(b"}"), t.close, lambda: t.feed(b"")):
+            with pytest.raises(TranscodeError) as again:
+                call()
+            assert again.value is first.value
+
+
 def test_names_are_checked_as_python_checks_them():
     for source, target, kind in [("openai", "gemini", "request"), ("gemini", "x", "request"), ("openai", "openai", "x")]:
         with pytest.raises(ValueError) as python:
