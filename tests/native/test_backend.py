@@ -27,7 +27,7 @@ HIDE_NATIVE = "import sys; sys.modules['interlingua._native'] = None\n"  # the i
 def test_the_native_backend_exists_where_the_extension_covers_the_request_pipeline():
     # The extension is built (dev.py) and covers the request pipeline, not yet the responses
     # and streams (issue 12): INTERLINGUA_BACKEND=native runs requests natively; unset, the
-    # backend is backend.DEFAULT ("python" while tests/conftest.py lists native parity gaps).
+    # backend is backend.DEFAULT ("native"; "python" while tests/conftest.py lists native parity gaps).
     assert backends.REQUEST_PIPELINE in backends.native_module().COVERS
     assert backends.PIPELINE not in backends.NATIVE_COVERS
     done = run_python(REPORT, {"INTERLINGUA_BACKEND": ""})
