@@ -243,6 +243,8 @@ def python_encode_events(source: str, target: str, kind: str, events: list, opti
 def skip_if_not_ported(error) -> None:
     """The native side has no codec (or rule) for this input yet: skip, saying which."""
     if error is not None and type(error).__name__ == "TranscodeError" and NOT_PORTED.search(str(error)):
+        if "not ported yet" in str(error):  # one rule, hit by this input: the other inputs still run
+            not_ported_here(str(error))
         pytest.skip(f"not ported: {error}")
 
 
