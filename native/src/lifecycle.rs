@@ -592,15 +592,15 @@ pub fn ollama_created_at(time_us: i64) -> Vec<u8> {
 
 /// Whether an extension is a source's time field (`_TIME_FIELDS`).
 fn is_time_field(ext: &Extension<'_>) -> bool {
-    matches!((ext.dialect.as_ref(), ext.path.as_ref()), ("ollama", "$.created_at") | ("openai", "$.created"))
+    matches!((ext.dialect.as_ref(), ext.path.as_ref()), ("ollama", b"$.created_at") | ("openai", b"$.created"))
 }
 
 /// `source_time_us(ext)`: the response's time when the extension is a source's
 /// time field, else `None`.
 pub fn source_time_us(ext: &Extension<'_>) -> Option<i64> {
     match (ext.dialect.as_ref(), ext.path.as_ref()) {
-        ("ollama", "$.created_at") => ollama_time_us(&ext.raw),
-        ("openai", "$.created") => openai_time_us(&ext.raw),
+        ("ollama", b"$.created_at") => ollama_time_us(&ext.raw),
+        ("openai", b"$.created") => openai_time_us(&ext.raw),
         _ => None,
     }
 }

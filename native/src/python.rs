@@ -1456,7 +1456,7 @@ fn usage_from_py(obj: &Bound<'_, PyAny>) -> PyResult<crate::canonical::Usage> {
 #[allow(clippy::type_complexity)]
 fn lifecycle_call<'py>(py: Python<'py>, function: &str, args: Bound<'py, PyTuple>, source: &str, target: &str,
                        kind: &str, strict: bool)
-                       -> PyResult<(Py<PyAny>, Vec<(String, String, String)>, Option<Py<PyAny>>)> {
+                       -> PyResult<(Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>)> {
     use crate::canonical::{Event, Usage};
     use crate::lifecycle as lc;
     use crate::session::{Kind, Options, Session};
@@ -1570,7 +1570,7 @@ fn lifecycle_call<'py>(py: Python<'py>, function: &str, args: Bound<'py, PyTuple
         }
         _ => return Err(PyRuntimeError::new_err(format!("no lifecycle function {function}"))),
     };
-    let losses = session.losses.iter().map(|l| (l.dialect.clone(), l.path.clone(), l.reason.clone())).collect();
+    let losses = loss_tuples(py, &session.losses)?.into_any().unbind();
     Ok(match outcome {
         Ok(result) => (result, losses, None),
         Err(err) => (none(), losses, Some(to_py_err(py, &err, None).into_value(py).into_any())),
