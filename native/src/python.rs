@@ -23,6 +23,22 @@ use crate::reorder::{ByteHold, Hold, ReorderBuffer};
 /// what the native backend covers).
 const COVERS: &[&str] = &["json-tokenizer", "sse-framing", "ndjson-framing", "reorder-buffer", "canonical-events", "request-pipeline"];
 
+/// `COVERS` with the kinds whose 9 pairs the codec table has (`pipeline::covers`):
+/// `"response-pipeline"`, `"stream-pipeline"`, and `"pipeline"` once both are there.
+fn covers() -> Vec<&'static str> {
+    let mut covers = COVERS.to_vec();
+    let kinds = [(crate::session::Kind::Response, "response-pipeline"), (crate::session::Kind::Stream, "stream-pipeline")];
+    for (kind, name) in kinds {
+        if crate::pipeline::covers(kind) {
+            covers.push(name);
+        }
+    }
+    if covers.contains(&"response-pipeline") && covers.contains(&"stream-pipeline") {
+        covers.push("pipeline");
+    }
+    covers
+}
+
 /// Below this many bytes a chunk is worked on with the GIL held: releasing and
 /// taking it back costs more than the work (see native/README.md, "Threads").
 const DETACH_MIN: usize = 2048;
@@ -1672,7 +1688,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeTranscoder>()?;
     m.add_class::<NativeDecoder>()?;
     m.add_class::<ReorderReport>()?;
-    m.add("COVERS", PyTuple::new(m.py(), COVERS)?)?;
+    m.add("COVERS", PyTuple::new(m.py(), covers())?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     add_leaves(m)?;
