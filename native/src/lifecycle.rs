@@ -736,12 +736,12 @@ mod tests {
         let mut s = session("anthropic", Kind::Stream);
         assert_eq!(finish_to("openai", Some("openai:odd"), &mut s, None).unwrap().as_deref(), Some("odd"));
         assert_eq!(finish_to("openai", Some("pause_turn"), &mut s, Some("END")).unwrap().as_deref(), Some("stop"));
-        let reasons: Vec<&str> = s.losses.iter().map(|l| l.reason.as_str()).collect();
+        let reasons: Vec<&[u8]> = s.losses.iter().map(|l| l.reason.as_slice()).collect();
         assert_eq!(reasons, [
-            "stop_sequence 'END': openai has no field for the stop sequence that ended generation; the finish reason is kept",
-            "stop_reason 'pause_turn': openai has no such finish reason; sent as 'stop'",
+            &b"stop_sequence 'END': openai has no field for the stop sequence that ended generation; the finish reason is kept"[..],
+            b"stop_reason 'pause_turn': openai has no such finish reason; sent as 'stop'",
         ]);
-        assert_eq!(s.losses[1].path, "$.delta.stop_reason");
+        assert_eq!(s.losses[1].path, b"$.delta.stop_reason");
     }
 
     #[test]
@@ -776,7 +776,7 @@ mod tests {
     fn stamp_keeps_the_first_time_and_id() {
         let mut stamp = Stamp::new(ResponseStart { time_us: 5_000_000, nonce: [7; 12] });
         let ext = |dialect: &'static str, path: &'static str, raw: &'static [u8]| Extension {
-            dialect: dialect.into(), path: path.into(), raw: Cow::Borrowed(raw), message: None, lossless: false };
+            dialect: dialect.into(), path: Cow::Borrowed(path.as_bytes()), raw: Cow::Borrowed(raw), message: None, lossless: false };
         assert!(stamp.source(&ext("openai", "$.created", b"1704067200")));
         assert!(!stamp.source(&ext("openai", "$.id", b"\"x\"")));
         assert_eq!(stamp.time_us(), 1_704_067_200_000_000);
