@@ -174,7 +174,7 @@ class _Backed(type):
 
 def _native_for(cls, kind: str):
     """The native class to build instead of ``cls``, or None (Python builds it)."""
-    if kind == "request" and backend.BACKEND == "native" and cls in _PUBLIC:
+    if backend.BACKEND == "native" and cls in _PUBLIC and backend.covers(kind):
         return getattr(backend.native_module(), cls.__name__)
     return None
 
@@ -342,8 +342,9 @@ class Encoder(metaclass=_Backed):
     error every later ``feed`` / ``close`` raises that same error; after ``close`` they
     raise ``TranscodeError``.
 
-    On the native backend a request encoder is ``interlingua._native.Encoder`` (the same
-    arguments, errors and attributes; no ``session``): see ``interlingua.backend``.
+    On the native backend an encoder of a kind the native core covers (``backend.covers``:
+    requests; responses and streams as issue 12 lands) is ``interlingua._native.Encoder``
+    (the same arguments, errors and attributes; no ``session``): see ``interlingua.backend``.
     """
 
     def __new__(cls, target: str, *, kind: str = "request", **kwargs):
