@@ -1129,6 +1129,35 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
 // -- value readers ------------------------------------------------------------------
 
 /// `decoding._data`: compact JSON as data (json.loads), a lone surrogate refused.
+/// A dialect's decoder: its machine and its data, run as a `Decode` (the one forwarding
+/// impl the request decoders share: each is `MachineDecoder<ItsData>`). The stream hooks
+/// keep `Decode`'s defaults (the Python base's); a decoder that needs its own writes its impl.
+pub struct MachineDecoder<D: Dialect> {
+    pub(crate) m: Machine<D::State>,
+    pub(crate) d: D,
+}
+
+impl<D: Dialect> Decode for MachineDecoder<D> {
+    fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
+             out: &mut dyn EventSink) -> Result<()> {
+        self.m.feed(&mut self.d, token, offset, &mut Cx::new(path, session, out))
+    }
+
+    fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        self.m.flush(&mut self.d, &mut Cx::outside(session, out))
+    }
+
+    /// (helper D) the chunk failed: a string fragment the machine held to join goes on
+    /// (Python's tokenizer had delivered it before the fault).
+    fn interrupted(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        self.m.interrupted(&mut self.d, &mut Cx::outside(session, out))
+    }
+
+    fn at(&self) -> u64 {
+        self.m.at
+    }
+}
+
 /// The path of member `key` under `prefix` (`f"$.messages[{i}].{key}"`), WTF-8 as the
 /// decoded key is: a key may hold an escaped lone surrogate (`Extension.path`).
 pub fn member_path(prefix: std::fmt::Arguments<'_>, key: &[u8]) -> Vec<u8> {

@@ -25,7 +25,7 @@ use std::borrow::Cow;
 
 use crate::canonical::{escape_raw_json, Block, Event, Section, REQUEST_LEVEL, TOP_LEVEL_SYSTEM};
 use crate::decoding::{
-    dumps, get_attr, member_path, BlockBuilder, Cx, Decode, Dialect, EventSink, Expect, Frame, Machine, MessageBase, Read,
+    dumps, get_attr, member_path, BlockBuilder, Cx, Dialect, EventSink, Expect, MachineDecoder, Frame, Machine, MessageBase, Read,
     RequestBody, OPT_STRING, STRING,
 };
 use crate::dialects::fields::{field, ANTHROPIC, ANTHROPIC_REQUIRED};
@@ -134,7 +134,7 @@ fn text_section(role: &str) -> Section {
 
 /// The handlers (Python's reader methods and `done` callbacks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum S {
+pub(crate) enum S {
     /// the body's first token
     Start,
     /// the body's members (`_top_member`)
@@ -193,12 +193,9 @@ enum S {
 }
 
 /// The anthropic request decoder (`RequestDecoder`): the machine and the readers' data.
-pub struct RequestDecoder {
-    m: Machine<S>,
-    d: Readers,
-}
+pub(crate) type RequestDecoder = MachineDecoder<Readers>;
 
-struct Readers {
+pub(crate) struct Readers {
     body: RequestBody,
     /// the message being read, or the top-level system
     msg: MessageBase,
@@ -240,27 +237,6 @@ impl RequestDecoder {
                 max_depth: session.options.max_depth,
             },
         }
-    }
-}
-
-impl Decode for RequestDecoder {
-    fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
-             out: &mut dyn EventSink) -> Result<()> {
-        self.m.feed(&mut self.d, token, offset, &mut Cx::new(path, session, out))
-    }
-
-    fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
-        self.m.flush(&mut self.d, &mut Cx::outside(session, out))
-    }
-
-    /// (helper D) the chunk failed: a string fragment the machine held to join goes on
-    /// (Python's tokenizer had delivered it before the fault).
-    fn interrupted(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
-        self.m.interrupted(&mut self.d, &mut Cx::outside(session, out))
-    }
-
-    fn at(&self) -> u64 {
-        self.m.at
     }
 }
 
@@ -1220,6 +1196,7 @@ mod decoder_tests {
     //! of a replayed value's error, events the same however the body is cut. Parity with
     //! Python: tests/native/test_anthropic_request_decoder_parity.py.
     use super::*;
+    use crate::decoding::Decode;
     use crate::session::{Kind as RunKind, Options};
 
     /// Events as text; a block's fragments joined into one line (whatever the cuts, the

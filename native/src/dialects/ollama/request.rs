@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use super::controls;
 use crate::canonical::{escape_raw_json, Block, Control, Event, Section, REQUEST_LEVEL};
 use crate::decoding::{
-    get_attr, member_path, Attr, BlockBuilder, Cx, Decode, Dialect, EventSink, Frame, Machine, MessageBase, Read, RequestBody,
+    get_attr, member_path, Attr, BlockBuilder, Cx, Dialect, Frame, MachineDecoder, Machine, MessageBase, Read, RequestBody,
 };
 use crate::dialects::fields::{self, field, required};
 use crate::error::{Error, ErrorClass, Result};
@@ -85,7 +85,7 @@ pub fn sniff_media_type(b64_prefix: &[u8]) -> Option<&'static str> {
 /// The decoder's handlers (`decoding::Machine` states): which reader gets a token
 /// or a value; the data they work on is in `Ollama`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum S {
+pub(crate) enum S {
     /// the body's first token (`_body`)
     Start,
     /// the body's members (`_top_member`)
@@ -270,13 +270,10 @@ fn resolve<'a>(role: &str, mut block: Block<'a>) -> Block<'a> {
 }
 
 /// `RequestDecoder`: an ollama `/api/chat` body -> canonical events.
-pub struct RequestDecoder {
-    m: Machine<S>,
-    d: Ollama,
-}
+pub(crate) type RequestDecoder = MachineDecoder<Ollama>;
 
 /// The decoder's data (`RequestDecoder`'s attributes and the message being read).
-struct Ollama {
+pub(crate) struct Ollama {
     body: RequestBody,
     stream_seen: bool,
     options_empty: bool,
@@ -304,26 +301,6 @@ impl RequestDecoder {
                 scratch: Vec::new(),
             },
         }
-    }
-}
-
-impl Decode for RequestDecoder {
-    fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
-             out: &mut dyn EventSink) -> Result<()> {
-        self.m.feed(&mut self.d, token, offset, &mut Cx::new(path, session, out))
-    }
-
-    fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
-        self.m.flush(&mut self.d, &mut Cx::outside(session, out))
-    }
-
-    fn interrupted(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
-        // (helper D) the chunk failed: what was held to join fragments went out before the fault in Python
-        self.m.interrupted(&mut self.d, &mut Cx::outside(session, out))
-    }
-
-    fn at(&self) -> u64 {
-        self.m.at
     }
 }
 
@@ -1850,6 +1827,7 @@ fn in_ollama(e: Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decoding::{Decode, EventSink};
     use crate::json::{Limits, Sink, Tokenizer};
     use crate::session::{Kind, Options};
 

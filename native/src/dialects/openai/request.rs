@@ -17,7 +17,7 @@
 // fields of `Openai`: one of each is open at a time (the schema fixes the nesting),
 // and the states `S` say which handler a token goes to.
 
-pub use decoder::RequestDecoder;
+pub(crate) use decoder::RequestDecoder;
 
 mod decoder {
     use std::borrow::Cow;
@@ -25,12 +25,12 @@ mod decoder {
     use super::super::controls;
     use crate::canonical::{Block, Event, Section, REQUEST_LEVEL};
     use crate::decoding::{
-        dumps, dumps_key, get_attr, member_path, loads, set_attr, Attr, BlockBuilder, Cx, Decode, Dialect, EventSink, Frame, Machine,
+        dumps, dumps_key, get_attr, member_path, loads, set_attr, Attr, BlockBuilder, Cx, Dialect, Frame, Machine, MachineDecoder,
         MessageBase, Read, RequestBody, STRING,
     };
     use crate::dialects::fields::{self, OPENAI_REASONING_EFFORTS as EFFORTS};
     use crate::error::{Error, ErrorClass, Result};
-    use crate::json::{py_str_repr, Frames, Token};
+    use crate::json::{py_str_repr, Token};
     use crate::session::Session;
     use crate::value::Value;
 
@@ -53,7 +53,7 @@ mod decoder {
 
     /// The content part types with a payload reader (`_PART_SECTIONS`).
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum Part {
+    pub(crate) enum Part {
         Text,
         Refusal,
         ImageUrl,
@@ -103,7 +103,7 @@ mod decoder {
 
     /// A message member read as a string block (`_string_member`).
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum Member {
+    pub(crate) enum Member {
         Refusal,
         /// `Options.openai_reasoning_field`'s key
         Reasoning,
@@ -111,7 +111,7 @@ mod decoder {
 
     /// The handlers (Python's bound methods and lambdas), by what they read.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum S {
+    pub(crate) enum S {
         /// the document's first token (`_body`)
         Start,
         /// body members (`_top_member`)
@@ -377,7 +377,7 @@ mod decoder {
     }
 
     /// The decoder's data: the body frame and one reader per level.
-    struct Openai {
+    pub(crate) struct Openai {
         body: RequestBody,
         /// `Options.openai_reasoning_field`
         reasoning_key: Option<String>,
@@ -390,10 +390,7 @@ mod decoder {
     }
 
     /// The openai Chat Completions request decoder (`RequestDecoder`).
-    pub struct RequestDecoder {
-        m: Machine<S>,
-        d: Openai,
-    }
+    pub(crate) type RequestDecoder = MachineDecoder<Openai>;
 
     impl RequestDecoder {
         pub fn new(session: &Session) -> Self {
@@ -409,28 +406,6 @@ mod decoder {
                     media: MediaReader { part: Part::ImageUrl, prefix: Vec::new(), prefix_done: true },
                 },
             }
-        }
-    }
-
-    impl Decode for RequestDecoder {
-        fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
-                 out: &mut dyn EventSink) -> Result<()> {
-            let mut cx = Cx::new(path, session, out);
-            self.m.feed(&mut self.d, token, offset, &mut cx)
-        }
-
-        fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
-            let mut cx = Cx::outside(session, out);
-            self.m.flush(&mut self.d, &mut cx)
-        }
-
-        fn interrupted(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
-            let mut cx = Cx::outside(session, out);
-            self.m.interrupted(&mut self.d, &mut cx)
-        }
-
-        fn at(&self) -> u64 {
-            self.m.at
         }
     }
 
