@@ -56,16 +56,16 @@ mod decoder {
     use std::borrow::Cow;
     use std::collections::BTreeMap;
 
-    use crate::canonical::{Block, Event, Extension, Section, Usage};
+    use crate::canonical::{Event, Extension, Section, Usage};
     use crate::decoding::{
-        dumps_key, member_path, Attr, Cx, Decode, Dialect, EventSink, Framing, Frame, Gate, Machine, Read, INTEGER,
-        OPT_OBJECT, OPT_STRING,
+        dumps_key, member_path, Attr, Cx, Decode, Dialect, EventSink, Framing, Frame, Machine, Read, ResponseBase,
+        INTEGER, OPT_OBJECT, OPT_STRING,
     };
     use crate::losses::{lacks_wtf8, path_subject_wtf8};
     use crate::error::{Error, ErrorClass, Result};
     use super::py_str;
     use crate::json::{Frames, Token};
-    use crate::lifecycle::{finish_from, tier_from, usage_from_openai};
+    use crate::lifecycle::{finish_from, tier_from, usage_from_openai, BlockStream};
     use crate::reorder::Hold;
     use crate::session::Session;
     use crate::value::Value;
@@ -107,9 +107,6 @@ mod decoder {
         ChoiceIndexValue,
         /// the members of a choice once its index is known (`_ChoiceReader.member`)
         Choice,
-        /// a choice whose index is not its first member (`KeyFirst`)
-        KeyFirst,
-        KeyFirstIndex,
         FinishReason,
         ChoiceLogprobs,
         ChoiceOther,
@@ -132,60 +129,6 @@ mod decoder {
     }
 
     // -- blocks ---------------------------------------------------------------------------
-
-    /// `lifecycle.BlockStream`: one block emitted fragment by fragment, possibly
-    /// across frames; the first non-empty fragment carries `attrs`.
-    #[derive(Debug)]
-    struct BlockStream {
-        section: Section,
-        message: i64,
-        attrs: Vec<Attr>,
-        started: bool,
-        /// what opened it (a tool call's index)
-        key: Option<i64>,
-    }
-
-    fn block_attrs<'a>(attrs: &[Attr]) -> Option<Vec<(Cow<'a, str>, Cow<'a, [u8]>)>> {
-        crate::decoding::block_attrs(attrs)
-    }
-
-    impl BlockStream {
-        fn new(section: Section, message: i64, attrs: Vec<Attr>, key: Option<i64>) -> Self {
-            BlockStream { section, message, attrs, started: false, key }
-        }
-
-        fn fragment<'d>(&mut self, data: &'d [u8]) -> Option<Block<'d>> {
-            if data.is_empty() {
-                return None;
-            }
-            let attrs = if self.started { None } else { block_attrs(&self.attrs) };
-            let block = Block { section: self.section, message: self.message, payload: Cow::Borrowed(data),
-                                init: !self.started, fin: false, attrs };
-            self.started = true;
-            Some(block)
-        }
-
-        fn announce(&mut self) -> Option<Block<'static>> {
-            if self.started {
-                return None;
-            }
-            self.started = true;
-            Some(Block { section: self.section, message: self.message, payload: Cow::Borrowed(&b""[..]), init: true,
-                         fin: false, attrs: block_attrs(&self.attrs) })
-        }
-
-        fn close(&mut self) -> Block<'static> {
-            let block = if self.started {
-                Block { section: self.section, message: self.message, payload: Cow::Borrowed(&b""[..]), init: false,
-                        fin: true, attrs: None }
-            } else {
-                Block { section: self.section, message: self.message, payload: Cow::Borrowed(&b""[..]), init: true,
-                        fin: true, attrs: block_attrs(&self.attrs) }
-            };
-            self.started = true;
-            block
-        }
-    }
 
     /// `lifecycle.ReasoningFirst`: content a message writes before its reasoning
     /// waits (from its first byte) until the object's next member shows whether
@@ -280,63 +223,6 @@ mod decoder {
         has_finish: bool,
     }
 
-    /// One token held by `KeyFirst` (owned: it outlives its chunk).
-    #[derive(Debug)]
-    struct HeldToken {
-        kind: u8,
-        data: Vec<u8>,
-        offset: u64,
-    }
-
-    impl HeldToken {
-        fn of(token: &Token<'_>, offset: u64) -> HeldToken {
-            let data: &[u8] = match token {
-                Token::Key(d) | Token::String(d) | Token::StringOpen(d) | Token::StringPart(d) | Token::StringClose(d)
-                | Token::Number(d) => d,
-                _ => b"",
-            };
-            HeldToken { kind: token.kind(), data: data.to_vec(), offset }
-        }
-
-        /// `16 + len(value)` (a key's value is a `str`: its characters)
-        fn size(&self) -> u64 {
-            let len = match self.kind {
-                KIND_KEY => self.data.iter().filter(|&&b| b & 0xC0 != 0x80).count(),
-                _ => self.data.len(),
-            };
-            16 + len as u64
-        }
-
-        fn token(&self) -> Token<'_> {
-            let d = &self.data[..];
-            match self.kind {
-                1 => Token::ObjectStart,
-                2 => Token::ObjectEnd,
-                3 => Token::ArrayStart,
-                4 => Token::ArrayEnd,
-                KIND_KEY => Token::Key(d),
-                6 => Token::String(d),
-                7 => Token::StringOpen(d),
-                8 => Token::StringPart(d),
-                9 => Token::StringClose(d),
-                10 => Token::Number(d),
-                11 => Token::True,
-                12 => Token::False,
-                _ => Token::Null,
-            }
-        }
-    }
-
-    const KIND_KEY: u8 = 5;
-
-    /// `KeyFirst(d, "index", _start, "openai:content-before-index", INTEGER)`.
-    #[derive(Debug, Default)]
-    struct KeyFirst {
-        hold: Option<Hold<HeldToken>>,
-        depth: u32,
-        want_value: bool,
-    }
-
     /// `_ToolCallReader`'s state: one `tool_calls` element.
     #[derive(Debug, Default)]
     struct ToolCallReader {
@@ -351,17 +237,13 @@ mod decoder {
     /// The decoder's data (`_Base` and its subclasses').
     struct Openai {
         streaming: bool,
-        gate: Gate,
-        id: Option<String>,
-        model: Option<String>,
-        started: bool,
-        errored: bool,
+        /// the gate until the message starts, id, model (`ResponseDecoderBase`)
+        base: ResponseBase,
         /// top-level fields without canonical meaning: (key, raw JSON), once each
         kept: Vec<(Vec<u8>, Vec<u8>)>,
         tier_seen: bool,
         choices: Vec<Choice>,
         choice: ChoiceReader,
-        key_first: KeyFirst,
         call: ToolCallReader,
         /// the key of the member whose raw value is being read
         key: Vec<u8>,
@@ -407,17 +289,6 @@ mod decoder {
         }
     }
 
-    fn is_scalar_start(token: &Token<'_>) -> bool {
-        matches!(token, Token::String(_) | Token::StringOpen(_) | Token::Number(_) | Token::Null | Token::True
-                        | Token::False)
-    }
-
-    /// `skip_value`: only a container or an open string is read (and dropped).
-    fn skip(m: &mut Machine<S>, token: &Token<'_>) {
-        if matches!(token, Token::ObjectStart | Token::ArrayStart | Token::StringOpen(_)) {
-            m.read(Read::Raw(S::Ignore, None, ""));
-        }
-    }
 
     /// A choice or tool index as the core holds it (Python's int has no bound).
     fn index_of(value: &Value) -> Result<i64> {
@@ -432,16 +303,11 @@ mod decoder {
         fn new(streaming: bool) -> Self {
             Openai {
                 streaming,
-                gate: Gate::new(CONTENT_BEFORE_ID),
-                id: None,
-                model: None,
-                started: false,
-                errored: false,
+                base: ResponseBase::new(CONTENT_BEFORE_ID),
                 kept: Vec::new(),
                 tier_seen: false,
                 choices: Vec::new(),
                 choice: ChoiceReader::default(),
-                key_first: KeyFirst::default(),
                 call: ToolCallReader::default(),
                 key: Vec::new(),
                 usage: None,
@@ -464,14 +330,7 @@ mod decoder {
 
         /// `out(event)`: an event that must follow the message start.
         fn out(&mut self, event: Event<'_>, cx: &mut Cx<'_>) -> Result<()> {
-            if self.gate.open {
-                return cx.emit(event);
-            }
-            self.gate.hold(event, cx.session)
-        }
-
-        fn release_gate(&mut self, cx: &mut Cx<'_>) -> Result<()> {
-            self.gate.release(cx, |event, cx| cx.emit(event))
+            self.base.out(event, cx)
         }
 
         fn kept_extension<'k>(key: &[u8], raw: &'k [u8]) -> Event<'k> {
@@ -485,24 +344,18 @@ mod decoder {
         }
 
         fn start_message(&mut self, cx: &mut Cx<'_>) -> Result<()> {
-            if self.started {
-                return Ok(());
-            }
-            self.started = true;
-            for (key, raw) in &self.kept {
-                // created, system_fingerprint ... (`_starting`)
-                cx.emit(Self::kept_extension(key, raw))?;
-            }
-            cx.emit(Event::MessageStart {
-                id: self.id.clone().map(Cow::Owned),
-                model: self.model.clone().map(Cow::Owned),
-                choice: 0,
-            })?;
-            self.release_gate(cx)
+            let kept = &self.kept;
+            self.base.start_message(cx, |cx| {
+                for (key, raw) in kept {
+                    // created, system_fingerprint ... (`_starting`)
+                    cx.emit(Self::kept_extension(key, raw))?;
+                }
+                Ok(())
+            })
         }
 
         fn maybe_start(&mut self, cx: &mut Cx<'_>) -> Result<()> {
-            if self.id.is_some() && self.model.is_some() {
+            if self.base.id.is_some() && self.base.model.is_some() {
                 self.start_message(cx)?;
             }
             Ok(())
@@ -516,15 +369,16 @@ mod decoder {
                 b"choices" => m.read(Read::Objects(S::Choices, "choices")),
                 b"usage" => m.read(Read::Value(S::Usage, Some(OPT_OBJECT), "usage")),
                 b"id" | b"model" => {
-                    if self.started && matches!(token, Token::String(_) | Token::StringOpen(_)) {
+                    if self.base.started && matches!(token, Token::String(_) | Token::StringOpen(_)) {
                         // every chunk repeats them: once the message started they change nothing
-                        return skip(m, &token);
+                        m.read(Read::Skip);
+                        return;
                     }
                     let (state, what) = if key == b"id" { (S::TopId, "id") } else { (S::TopModel, "model") };
                     m.read(Read::Value(state, Some(OPT_STRING), what));
                 }
                 b"service_tier" => m.read(Read::Value(S::Tier, Some(OPT_STRING), "service_tier")),
-                b"object" => skip(m, &token),
+                b"object" => m.read(Read::Skip),
                 b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
                 _ => {
                     self.remember_key(key);
@@ -539,7 +393,7 @@ mod decoder {
                 return Ok(()); // every chunk repeats it
             }
             let key = self.key.clone();
-            if self.started {
+            if self.base.started {
                 self.out(Self::kept_extension(&key, raw), cx)?;
             }
             self.kept.push((key, raw.to_vec()));
@@ -559,7 +413,7 @@ mod decoder {
             if value.is_null() {
                 return Ok(());
             }
-            self.release_gate(cx)?; // an error needs no id (`start_message_for_error`)
+            self.base.release(cx)?; // an error needs no id (`start_message_for_error`)
             for c in 0..self.choices.len() {
                 // every block gets its last fragment; the error follows it
                 self.close_block(c, cx)?;
@@ -593,7 +447,7 @@ mod decoder {
                 }
             };
             cx.emit(Event::Error { kind: Cow::Owned(kind), message: Cow::Owned(message), status })?;
-            self.errored = true;
+            self.base.errored = true;
             Ok(())
         }
 
@@ -667,7 +521,7 @@ mod decoder {
                     choice.closed_tools.push(key);
                 }
             }
-            let last = block.close();
+            let last = block.close(&[]);
             self.out(Event::Block(last), cx)?;
             if was_tool {
                 self.flush_held_tools(c, cx)?;
@@ -684,7 +538,7 @@ mod decoder {
                         self.out(Event::Block(b), cx)?;
                     }
                 }
-                let last = block.close();
+                let last = block.close(&[]);
                 self.out(Event::Block(last), cx)?;
                 self.choices[c].closed_tools.push(index);
             }
@@ -731,61 +585,16 @@ mod decoder {
             m.push(Frame::State(S::ChoiceFirst));
         }
 
-        fn choice_first(&mut self, m: &mut Machine<S>, token: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        fn choice_first(&mut self, m: &mut Machine<S>, token: Token<'_>) -> Result<()> {
             if token == Token::Key(b"index") {
                 m.replace(Frame::Members(S::Choice));
                 m.then(Read::State(S::ChoiceIndex));
                 return Ok(());
             }
-            m.replace(Frame::State(S::KeyFirst));
-            self.key_first = KeyFirst::default();
-            self.key_first_token(m, token, offset, cx)
-        }
-
-        /// `KeyFirst.read_key`: the index must be a scalar, then an integer.
-        fn read_index(m: &mut Machine<S>, token: &Token<'_>, offset: u64, state: S, cx: &mut Cx<'_>) -> Result<()> {
-            if !is_scalar_start(token) {
-                return Err(cx.error("expected a scalar for index", offset));
-            }
-            m.read(Read::Value(state, Some(INTEGER), "index"));
-            Ok(())
-        }
-
-        /// `KeyFirst.on_token`.
-        fn key_first_token(&mut self, m: &mut Machine<S>, token: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
-            let kf = &mut self.key_first;
-            if kf.want_value {
-                return Self::read_index(m, &token, offset, S::KeyFirstIndex, cx);
-            }
-            if kf.depth == 0 && token == Token::Key(b"index") {
-                kf.want_value = true;
-                return Ok(());
-            }
-            if kf.depth == 0 && token == Token::ObjectEnd {
-                m.pop();
-                self.choose(None)?;
-                m.push(Frame::Members(S::Choice));
-                self.replay(m, cx)?;
-                return m.feed(self, token, offset, cx);
-            }
-            match token {
-                Token::ObjectStart | Token::ArrayStart => kf.depth += 1,
-                Token::ObjectEnd | Token::ArrayEnd => kf.depth = kf.depth.saturating_sub(1),
-                _ => {}
-            }
-            let held = HeldToken::of(&token, offset);
-            let size = held.size();
-            let hold = kf.hold.get_or_insert_with(|| cx.session.reorder.hold(CONTENT_BEFORE_INDEX));
-            hold.append(&mut cx.session.reorder, held, size)
-        }
-
-        /// `KeyFirst._replay`: the held tokens, in order, to the choice's reader.
-        fn replay(&mut self, m: &mut Machine<S>, cx: &mut Cx<'_>) -> Result<()> {
-            let Some(mut hold) = self.key_first.hold.take() else { return Ok(()) };
-            let held: Vec<HeldToken> = hold.drain(&mut cx.session.reorder).collect();
-            for t in &held {
-                m.feed(self, t.token(), t.offset, cx)?;
-            }
+            // the index comes later (sorted keys): the choice's tokens are held until it does
+            m.pop();
+            m.key_first(S::Choice, "index", Some(INTEGER), CONTENT_BEFORE_INDEX);
+            m.read(Read::Top);
             Ok(())
         }
 
@@ -876,7 +685,7 @@ mod decoder {
                         m.read(Read::Objects(S::ToolCalls, "tool_calls"));
                     }
                 }
-                b"role" => skip(m, &token),
+                b"role" => m.read(Read::Skip),
                 _ => {
                     self.remember_key(key);
                     m.read(Read::Raw(S::MessageOther, None, ""));
@@ -977,7 +786,7 @@ mod decoder {
                     None => m.read(Read::Value(S::CallIndex, Some(INTEGER), "a tool call's index")),
                 },
                 b"id" => m.read(Read::Value(S::CallId, Some(OPT_STRING), "a tool call's id")),
-                b"type" => skip(m, &token),
+                b"type" => m.read(Read::Skip),
                 b"function" => {
                     if token != Token::Null {
                         m.read(Read::Members(S::Function, "function"));
@@ -1122,7 +931,7 @@ mod decoder {
 
         /// `ResponseDecoder._body_end`.
         fn body_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {
-            if !self.errored {
+            if !self.base.errored {
                 self.start_message(cx)?;
             }
             for c in 0..self.choices.len() {
@@ -1132,7 +941,7 @@ mod decoder {
                     self.flush_held_tools(c, cx)?;
                 }
             }
-            self.release_gate(cx)?;
+            self.base.release(cx)?;
             if let Some(usage) = self.usage.take() {
                 cx.emit(Event::Usage(usage))?;
             }
@@ -1145,10 +954,10 @@ mod decoder {
                 return Ok(());
             }
             self.ended = true;
-            self.release_gate(cx)?;
+            self.base.release(cx)?;
             for c in &self.choices {
                 if !c.finished {
-                    if self.errored {
+                    if self.base.errored {
                         break;
                     }
                     return Err(Error::new(ErrorClass::TruncatedInput,
@@ -1174,15 +983,17 @@ mod decoder {
                     }
                     Ok(())
                 }
-                S::ChoiceFirst => self.choice_first(m, token, offset, cx),
+                S::ChoiceFirst => self.choice_first(m, token),
                 S::ChoiceIndex => match small_int(&token) {
                     Some(index) => {
                         self.choice.c = self.choice_at(index); // (every chunk: no Value made)
                         Ok(())
                     }
-                    None => Self::read_index(m, &token, offset, S::ChoiceIndexValue, cx),
+                    None => {
+                        m.read(Read::Scalar(S::ChoiceIndexValue, Some(INTEGER), "index"));
+                        Ok(())
+                    }
                 },
-                S::KeyFirst => self.key_first_token(m, token, offset, cx),
                 _ => Err(internal(&format!("state {s:?} takes no token"))),
             }
         }
@@ -1258,7 +1069,7 @@ mod decoder {
             }
         }
 
-        fn value(&mut self, m: &mut Machine<S>, s: S, value: Value, _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        fn value(&mut self, _m: &mut Machine<S>, s: S, value: Value, _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
             match s {
                 S::TopId | S::TopModel => {
                     let text = match &value {
@@ -1266,9 +1077,9 @@ mod decoder {
                         _ => None,
                     };
                     if s == S::TopId {
-                        self.id = text;
+                        self.base.id = text;
                     } else {
-                        self.model = text;
+                        self.base.model = text;
                     }
                     self.maybe_start(cx)
                 }
@@ -1276,12 +1087,6 @@ mod decoder {
                 S::Tier => self.tier(value, cx),
                 S::ErrorValue => self.error_value(value, cx),
                 S::ChoiceIndexValue => self.choose(Some(&value)),
-                S::KeyFirstIndex => {
-                    m.pop(); // the KeyFirst frame
-                    self.choose(Some(&value))?;
-                    m.push(Frame::Members(S::Choice));
-                    self.replay(m, cx)
-                }
                 S::FinishReason => {
                     self.choice.has_finish = true;
                     self.choice.finish = match value {
@@ -1309,6 +1114,17 @@ mod decoder {
                 }
                 _ => Err(internal(&format!("state {s:?} takes no value"))),
             }
+        }
+
+        /// `_ChoiceReader._start(index)`: the choice's members, the held tokens replayed into them.
+        fn key_first(&mut self, m: &mut Machine<S>, s: S, value: Option<Value>, _offset: u64,
+                     _cx: &mut Cx<'_>) -> Result<()> {
+            if s != S::Choice {
+                return Err(internal(&format!("state {s:?} takes no key_first")));
+            }
+            self.choose(value.as_ref())?;
+            m.push(Frame::Members(S::Choice));
+            Ok(())
         }
 
         fn fragment(&mut self, _m: &mut Machine<S>, s: S, data: &[u8], _init: bool, fin: bool,
@@ -1419,7 +1235,7 @@ mod decoder {
             if d.ended {
                 return Ok(());
             }
-            if !d.errored && (d.choices.is_empty() || !d.choices.iter().all(|c| c.finished)) {
+            if !d.base.errored && (d.choices.is_empty() || !d.choices.iter().all(|c| c.finished)) {
                 return Err(Error::new(ErrorClass::TruncatedInput, "stream ended before its finish_reason")
                     .in_dialect(DIALECT));
             }
@@ -1442,7 +1258,7 @@ mod decoder {
         fn end_frame(&mut self, _event: Option<&str>, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
             let d = &mut self.d;
             d.frames += 1;
-            if !d.started && !d.errored {
+            if !d.base.started && !d.base.errored {
                 d.start_message(&mut Cx::outside(session, out))?; // the first chunk ended without id or model
             }
             Ok(())
