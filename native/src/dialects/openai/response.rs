@@ -132,7 +132,10 @@ mod decoder {
 
     /// `lifecycle.ReasoningFirst`: content a message writes before its reasoning
     /// waits (from its first byte) until the object's next member shows whether
-    /// reasoning follows. The held pieces are counted and handed on one by one
+    /// reasoning follows. Not `lifecycle::ReasoningFirst` (whose pieces are a `Vec` each,
+    /// given back in a new `Vec`): an openai stream's every delta is content held so, and
+    /// that is three allocations per frame on the path the issue measures; this one is
+    /// the same rule without them. The held pieces are counted and handed on one by one
     /// (Python's `hold.write` / `drain`: a gate that holds them next counts each), kept
     /// contiguous with their ends: a stream's every delta is held so, and the buffers
     /// live across frames (no allocation per frame).
@@ -1527,8 +1530,13 @@ mod encoder {
         },
     }
 
-    /// `lifecycle.OpenFrame`: at most one output frame open for streaming fragments;
-    /// `key` names what it carries ((block seq, 0) for a tool call's own head, (seq, 1) else).
+    /// `lifecycle.OpenFrame` as response.py uses it: at most one output frame open for
+    /// streaming fragments; `key` names what it carries ((block seq, 0) for a tool call's
+    /// own head, (seq, 1) else). Not `lifecycle::OpenFrame`: a tool call's head opens its
+    /// frame even with an empty payload (Python sets `frame.key` / `frame._tail` itself),
+    /// which that one's `fragment` (nothing for an empty payload) cannot do, and the
+    /// head is written from the encoder's cached `Head` (a `&mut self` the closure of
+    /// `fragment` cannot borrow beside the frame).
     #[derive(Default)]
     struct OpenFrame {
         key: Option<(u64, u8)>,
