@@ -1,3 +1,1405 @@
 //! The anthropic response and stream codecs (`src/interlingua/dialects/anthropic/response.py`):
 //! `ResponseDecoder`, `StreamDecoder`, `ResponseEncoder`, `StreamEncoder`. Owner: helper RA (issue 12).
+//!
+//! # Decoding
+//!
+//! Python's reader objects are the decoder's fields: the response's start (`ResponseDecoderBase`:
+//! id, model, the gate content waits behind until the message starts), at most one content block
+//! (`_ContentBlock`: the `message` body reads one `content[]` element at a time, a stream has one
+//! block open between content_block_start and its stop), and a stream's frame (`f_type`,
+//! `f_index`, `f_usage`, `f_stop`). Their handlers and `done` callbacks are the states `S` of the
+//! decoding machine (decoding.rs). The rules are response.py's docstring; the notes here say
+//! only where the Rust shape differs.
+//!
+//! * A content block's members before its `type` (sorted keys) are held as tokens (reorder
+//!   buffer, `anthropic:content-before-type`) and replayed into the machine when the type comes
+//!   (`KeyFirst`); a source that puts `type` first holds nothing.
+//! * A frame's `type` and `index`, and a delta's type, are read from the token where it is
+//!   a plain string or number (no escape): nothing is allocated per frame for them.
 #![forbid(unsafe_code)]
+
+use std::borrow::Cow;
+
+use crate::canonical::{escape_raw_json, unescape_json_text, Block, Event, Section, Usage};
+use crate::decoding::{
+    block_attrs, dumps, dumps_key, set_attr, Attr, Cx, Decode, Dialect, EventSink, Frame, Gate, Machine, Read,
+    INTEGER, OPT_ARRAY, OPT_OBJECT, OPT_STRING, STRING,
+};
+use crate::error::{Error, ErrorClass, Result};
+use crate::json::{Frames, Token};
+use crate::losses::lacks;
+use crate::naming::canonical_id;
+use crate::reorder::Hold;
+use crate::session::Session;
+use crate::value::Value;
+
+const DIALECT: &str = "anthropic";
+/// `_BLOCK_DELTA_KEYS`: the delta members that belong to a content block
+const BLOCK_DELTA_KEYS: [&[u8]; 5] = [b"text", b"thinking", b"partial_json", b"signature", b"citation"];
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+// ---------------------------------------------------------------------------------------------
+
+/// The handlers (Python's reader methods and `done` callbacks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum S {
+    // -- the `message` body (`ResponseDecoder._member`)
+    Body,
+    StopReason,
+    StopSequence,
+    BodyUsage,
+    Content,
+    // -- shared by both decoders
+    Id,
+    Model,
+    /// `read_value(..., ignore)`
+    Ignore,
+    /// `skip_value` / a raw value nobody reads
+    Skip,
+    /// `_error`
+    ErrorValue,
+    /// a member without canonical field: a loss at `lost_path` unless it is `null`
+    LoseNonNull,
+    /// the same, even when it is `null` (a stream event's unknown member)
+    LoseAlways,
+    // -- a content block (`_ContentBlock`)
+    /// the tokens of a block before its `type` (`KeyFirst.on_token`)
+    BlockHead,
+    /// the value of the block's `type` (`KeyFirst.read_key`)
+    BlockTypeValue,
+    BlockType,
+    /// the block's members (`_ContentBlock.member`)
+    Block,
+    BlockText,
+    Signature,
+    CitationList,
+    ToolId,
+    ToolName,
+    ToolInput,
+    ServerInput,
+    ServerMember,
+    // -- a stream event (`StreamDecoder`)
+    Document,
+    Event,
+    Type,
+    Index,
+    /// message_start's `message` (`_message_member`)
+    Message,
+    MessageUsage,
+    MessageContent,
+    MessageStop,
+    /// the top-level `usage` of an event (`_delta_usage`)
+    EventUsage,
+    Delta,
+    DeltaStopReason,
+    DeltaStopSequence,
+    DeltaText,
+    PartialJson,
+    Citation,
+}
+
+/// `ResponseDecoderBase`: the message start (id, model) and the gate that content waits
+/// behind until it went out (`anthropic:content-before-id`).
+#[derive(Debug)]
+struct Start {
+    gate: Gate,
+    id: Option<String>,
+    model: Option<String>,
+    started: bool,
+    errored: bool,
+}
+
+impl Start {
+    fn new() -> Self {
+        Start { gate: Gate::new("anthropic:content-before-id"), id: None, model: None, started: false, errored: false }
+    }
+
+    /// `out(event)`: an event that must follow the message start.
+    fn out(&mut self, event: Event<'_>, cx: &mut Cx<'_>) -> Result<()> {
+        if self.gate.open {
+            cx.emit(event)
+        } else {
+            self.gate.hold(event, cx.session)
+        }
+    }
+
+    fn release(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+        self.gate.release(cx, |event, cx| cx.emit(event))
+    }
+
+    /// `start_message`: `MessageStart` first, then what waited for it.
+    fn start_message(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+        if self.started {
+            return Ok(());
+        }
+        self.started = true;
+        cx.emit(Event::MessageStart {
+            id: self.id.as_deref().map(Cow::Borrowed),
+            model: self.model.as_deref().map(Cow::Borrowed),
+            choice: 0,
+        })?;
+        self.release(cx)
+    }
+}
+
+/// A content block's type (`_ContentBlock.type`): the four it maps, or a block carried raw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Thinking,
+    RedactedThinking,
+    ToolUse,
+    /// server_tool_use, web_search_tool_result, ... (and no type at all): server-tool-result
+    Server,
+}
+
+/// A token held before the block's `type` came (`KeyFirst`'s hold): kind, bytes, offset.
+type HeldToken = (u8, Vec<u8>, u64);
+
+/// One content block being decoded (`_ContentBlock`, with its `BlockStream`, its
+/// `Deferred` input and its `KeyFirst` hold).
+#[derive(Debug)]
+struct ContentBlock {
+    index: u64,
+    kind: Kind,
+    /// the type as the source wrote it (`None`: none; errors name it)
+    type_name: Option<String>,
+    section: Section,
+    /// the first fragment's attributes (a tool call's id and name fill them until it goes)
+    attrs: Vec<Attr>,
+    /// the `BlockStream` exists (a tool call's is made when its id and name are known, or at its input)
+    opened: bool,
+    /// its first fragment went out
+    started: bool,
+    /// late attributes: a thinking block's signature
+    late: Vec<Attr>,
+    citations: Option<Hold<Vec<u8>>>,
+    /// a tool_use got input (deltas or a non-empty object)
+    json_seen: bool,
+    /// a server block whose input comes as deltas
+    deferred_input: bool,
+    json_parts: bool,
+    /// a tool_use's `input` member came (`self.deferred`), and what it holds until id and name come
+    deferred: bool,
+    deferred_hold: Option<Hold<Vec<u8>>>,
+    /// `_input_fragment`'s head: the first bytes, kept while they may be the `{}` placeholder
+    head: Option<Vec<u8>>,
+    /// `KeyFirst`: tokens before the type, and the nesting inside the object
+    held: Option<Hold<HeldToken>>,
+    depth: i64,
+}
+
+impl ContentBlock {
+    fn new(index: u64) -> Self {
+        ContentBlock {
+            index,
+            kind: Kind::Server,
+            type_name: None,
+            section: Section::ServerToolResult,
+            attrs: Vec::new(),
+            opened: false,
+            started: false,
+            late: Vec::new(),
+            citations: None,
+            json_seen: false,
+            deferred_input: false,
+            json_parts: false,
+            deferred: false,
+            deferred_hold: None,
+            head: None,
+            held: None,
+            depth: 0,
+        }
+    }
+
+    fn at(&self) -> String {
+        format!("$.content[{}]", self.index)
+    }
+
+    /// `BlockStream.fragment`: a fragment of the block (the first carries the attributes).
+    fn fragment(&mut self, data: &[u8], start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+        self.opened = true;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let attrs = if self.started { None } else { block_attrs(&self.attrs) };
+        let first = !self.started;
+        self.started = true;
+        start.out(Event::Block(Block { section: self.section, message: 0, payload: Cow::Borrowed(data), init: first,
+                                       fin: false, attrs }), cx)
+    }
+
+    /// `BlockStream.announce`: the first fragment now, even empty (a tool call's id and name).
+    fn announce(&mut self, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+        self.opened = true;
+        if self.started {
+            return Ok(());
+        }
+        self.started = true;
+        start.out(Event::Block(Block { section: self.section, message: 0, payload: Cow::Borrowed(b""), init: true,
+                                       fin: false, attrs: block_attrs(&self.attrs) }), cx)
+    }
+
+    /// `BlockStream.close(late)`: the last (empty) fragment, with the late attributes.
+    fn close(&mut self, late: &[Attr], start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+        let block = if self.started {
+            Block { section: self.section, message: 0, payload: Cow::Borrowed(b""), init: false, fin: true,
+                    attrs: block_attrs(late) }
+        } else {
+            let mut attrs = self.attrs.clone();
+            for (name, json) in late {
+                set_attr(&mut attrs, name.clone(), json.clone());
+            }
+            Block { section: self.section, message: 0, payload: Cow::Borrowed(b""), init: true, fin: true,
+                    attrs: block_attrs(&attrs) }
+        };
+        self.started = true;
+        start.out(Event::Block(block), cx)
+    }
+
+    /// `_typed`: the block's type is known (`None`: the object had none).
+    fn typed(&mut self, value: Option<String>, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+        let at = self.at();
+        let path = |suffix: &str| {
+            let mut json = Vec::new();
+            dumps_key(format!("{at}{suffix}").as_bytes(), &mut json);
+            json
+        };
+        self.kind = match value.as_deref() {
+            Some("text") => Kind::Text,
+            Some("thinking") => Kind::Thinking,
+            Some("redacted_thinking") => Kind::RedactedThinking,
+            Some("tool_use") => Kind::ToolUse,
+            _ => Kind::Server,
+        };
+        match self.kind {
+            Kind::Text => {
+                self.section = Section::AssistantText;
+                self.attrs = vec![("path".into(), path(".text"))];
+                self.opened = true;
+            }
+            Kind::Thinking => {
+                self.section = Section::AssistantReasoning;
+                self.attrs = vec![("path".into(), path(".thinking"))];
+                self.opened = true;
+            }
+            Kind::RedactedThinking => {
+                self.section = Section::AssistantReasoning;
+                self.attrs = vec![("redacted".into(), b"true".to_vec()), ("path".into(), path(".data"))];
+                self.opened = true;
+            }
+            Kind::ToolUse => {
+                self.section = Section::ToolCall;
+                self.attrs = vec![("path".into(), path(""))];
+            }
+            Kind::Server => {
+                self.section = Section::ServerToolResult;
+                self.attrs = vec![("dialect".into(), b"\"anthropic\"".to_vec()), ("path".into(), path(""))];
+                let mut head = b"{\"type\":".to_vec();
+                match value.as_deref() {
+                    Some(t) => dumps_key(t.as_bytes(), &mut head),
+                    None => head.extend_from_slice(b"null"),
+                }
+                self.fragment(&head, start, cx)?;
+            }
+        }
+        self.type_name = value;
+        Ok(())
+    }
+
+    /// `_signature`: a truthy signature rides on the last fragment.
+    fn signature(&mut self, value: &Value) {
+        if value.truthy() {
+            set_attr(&mut self.late, "signature".into(), json_of(value));
+        }
+    }
+
+    /// `citation(raw)`: held until the block stops (`anthropic:citations-after-text`).
+    fn citation(&mut self, raw: Vec<u8>, session: &mut Session) -> Result<()> {
+        let size = raw.len() as u64;
+        let hold = self.citations.get_or_insert_with(|| session.reorder.hold("anthropic:citations-after-text"));
+        hold.append(&mut session.reorder, raw, size)
+    }
+
+    /// `Deferred.fragment` of a tool call's input: straight on once its id and name are known
+    /// (and nothing was held), else held (`anthropic:input-before-name`).
+    fn deferred_fragment(&mut self, data: Vec<u8>, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+        let ready = self.attrs.iter().any(|(n, _)| n == "id") && self.attrs.iter().any(|(n, _)| n == "name");
+        if self.deferred_hold.is_none() && ready {
+            return self.fragment(&data, start, cx);
+        }
+        let session = &mut *cx.session;
+        let size = data.len() as u64;
+        let hold = self.deferred_hold.get_or_insert_with(|| session.reorder.hold("anthropic:input-before-name"));
+        hold.append(&mut session.reorder, data, size)
+    }
+
+    /// `Deferred.release`: the held input goes out, the block opened.
+    fn release_deferred(&mut self, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+        self.opened = true;
+        if let Some(mut hold) = self.deferred_hold.take() {
+            let held: Vec<Vec<u8>> = hold.drain(&mut cx.session.reorder).collect();
+            for data in held {
+                self.fragment(&data, start, cx)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `_input_fragment`'s sink: the input object's raw JSON, escaped, through the `Deferred`
+    /// (`{}` alone is a stream's placeholder: no payload).
+    fn input_fragment(&mut self, data: &[u8], fin: bool, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+        let data: Cow<'_, [u8]> = match self.head.as_mut() {
+            Some(head) => {
+                head.extend_from_slice(data);
+                if head.len() < 3 && !fin {
+                    return Ok(());
+                }
+                let head = self.head.take().unwrap_or_default();
+                if fin && head == b"{}" {
+                    return Ok(());
+                }
+                Cow::Owned(head)
+            }
+            None => Cow::Borrowed(data),
+        };
+        self.json_seen = true;
+        let mut escaped = Vec::with_capacity(data.len() + 8);
+        escape_raw_json(&data, &mut escaped);
+        self.deferred_fragment(escaped, start, cx)
+    }
+
+    /// `_server_input`: a server block's input object (`{}`: its JSON comes as deltas).
+    fn server_input(&mut self, raw: &[u8], start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+        if raw == b"{}" {
+            self.deferred_input = true;
+            return Ok(());
+        }
+        let mut data = b",\"input\":".to_vec();
+        data.extend_from_slice(raw);
+        self.fragment(&data, start, cx)
+    }
+
+    /// `partial_json(data)`: an input_json_delta fragment.
+    fn partial_json(&mut self, data: &[u8], start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+        if self.kind == Kind::ToolUse {
+            if !data.is_empty() {
+                self.json_seen = true;
+            }
+            return self.fragment(data, start, cx);
+        }
+        if self.deferred_input {
+            if !self.json_parts {
+                self.fragment(b",\"input\":", start, cx)?;
+                self.json_parts = true;
+            }
+            let text = unescape_json_text(data)?;
+            return self.fragment(&text, start, cx);
+        }
+        Err(Error::new(ErrorClass::Schema, format!("input_json_delta on a {} block", self.type_text()))
+            .in_dialect(DIALECT))
+    }
+
+    /// `f"{self.type}"`
+    fn type_text(&self) -> &str {
+        self.type_name.as_deref().unwrap_or("None")
+    }
+
+    /// `end(offset)`: the block object's `}` (a tool call is announced: id and name first).
+    fn object_end(&mut self, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+        if self.kind == Kind::ToolUse {
+            if self.deferred {
+                self.release_deferred(start, cx)?;
+            }
+            self.announce(start, cx)?;
+        }
+        Ok(())
+    }
+
+    /// `stop()`: the block's end (its last fragment), then its citations.
+    fn stop(&mut self, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+        match self.kind {
+            Kind::ToolUse => {
+                if !self.json_seen {
+                    self.fragment(b"{}", start, cx)?;
+                }
+                self.close(&[], start, cx)?;
+            }
+            Kind::Text | Kind::Thinking | Kind::RedactedThinking => {
+                let mut late = std::mem::take(&mut self.late);
+                if !late.is_empty() {
+                    let mut path = Vec::new();
+                    dumps_key(format!("{}.{}", self.at(), self.type_text()).as_bytes(), &mut path);
+                    set_attr(&mut late, "path".into(), path);
+                }
+                self.close(&late, start, cx)?;
+            }
+            Kind::Server => {
+                let tail: &[u8] = match (self.deferred_input, self.json_parts) {
+                    (true, true) | (false, _) => b"}",
+                    (true, false) => b",\"input\":{}}",
+                };
+                self.fragment(tail, start, cx)?;
+                self.close(&[], start, cx)?;
+            }
+        }
+        if let Some(mut hold) = self.citations.take() {
+            let mut raw = b"[".to_vec();
+            for (i, citation) in hold.drain(&mut cx.session.reorder).enumerate() {
+                if i > 0 {
+                    raw.push(b',');
+                }
+                raw.extend_from_slice(&citation);
+            }
+            raw.push(b']');
+            let mut path = Vec::new();
+            dumps_key(format!("{}.citations", self.at()).as_bytes(), &mut path);
+            let attrs = vec![(Cow::Borrowed("dialect"), Cow::Borrowed(&b"\"anthropic\""[..])), (Cow::Borrowed("path"), Cow::Owned(path))];
+            start.out(Event::Block(Block { section: Section::Citations, message: 0, payload: Cow::Owned(raw), init: true,
+                                           fin: true, attrs: Some(attrs) }), cx)?;
+        }
+        Ok(())
+    }
+}
+
+/// A stream frame's `type` (`f_type`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum FrameType {
+    MessageStart,
+    ContentBlockStart,
+    ContentBlockDelta,
+    ContentBlockStop,
+    MessageDelta,
+    MessageStop,
+    Ping,
+    Error,
+    Other(String),
+}
+
+impl FrameType {
+    fn of(text: &[u8]) -> FrameType {
+        match text {
+            b"message_start" => FrameType::MessageStart,
+            b"content_block_start" => FrameType::ContentBlockStart,
+            b"content_block_delta" => FrameType::ContentBlockDelta,
+            b"content_block_stop" => FrameType::ContentBlockStop,
+            b"message_delta" => FrameType::MessageDelta,
+            b"message_stop" => FrameType::MessageStop,
+            b"ping" => FrameType::Ping,
+            b"error" => FrameType::Error,
+            other => FrameType::Other(String::from_utf8_lossy(other).into_owned()),
+        }
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            FrameType::MessageStart => "message_start",
+            FrameType::ContentBlockStart => "content_block_start",
+            FrameType::ContentBlockDelta => "content_block_delta",
+            FrameType::ContentBlockStop => "content_block_stop",
+            FrameType::MessageDelta => "message_delta",
+            FrameType::MessageStop => "message_stop",
+            FrameType::Ping => "ping",
+            FrameType::Error => "error",
+            FrameType::Other(name) => name,
+        }
+    }
+}
+
+/// A frame's `index` (`f_index`): an integer (`repr` is its digits) or absent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum FrameIndex {
+    Absent,
+    Small(u64),
+    /// negative or beyond u64: never a block's index; its Python repr
+    Other(String),
+}
+
+/// The state of one frame of a stream (`_reset_frame`).
+#[derive(Debug)]
+struct FrameState {
+    type_: Option<FrameType>,
+    index: FrameIndex,
+    usage: Option<Usage>,
+    stop_reason: Option<String>,
+    stop_sequence: Option<String>,
+}
+
+impl FrameState {
+    fn new() -> Self {
+        FrameState { type_: None, index: FrameIndex::Absent, usage: None, stop_reason: None, stop_sequence: None }
+    }
+}
+
+/// The readers' data of both decoders (`_Base` and its subclasses).
+struct Readers {
+    stream: bool,
+    start: Start,
+    block: Option<ContentBlock>,
+    /// the target is another dialect: tool ids are made canonical (`own`)
+    foreign: bool,
+    /// where a member without a field was (the loss recorded when its value is complete)
+    lost_path: String,
+    // -- the `message` body
+    stop_reason: Option<String>,
+    stop_sequence: Option<String>,
+    usage: Option<Usage>,
+    position: u64,
+    // -- a stream
+    blocks_seen: u64,
+    ended: bool,
+    message_seen: bool,
+    frame: FrameState,
+}
+
+/// `ResponseDecoder`: the `message` body -> canonical events.
+pub struct ResponseDecoder {
+    m: Machine<S>,
+    d: Readers,
+}
+
+/// `StreamDecoder`: the SSE lifecycle -> canonical events.
+pub struct StreamDecoder {
+    m: Machine<S>,
+    d: Readers,
+}
+
+impl Readers {
+    fn new(session: &Session, stream: bool) -> Self {
+        Readers {
+            stream,
+            start: Start::new(),
+            block: None,
+            foreign: session.target != DIALECT,
+            lost_path: String::new(),
+            stop_reason: None,
+            stop_sequence: None,
+            usage: None,
+            position: 0,
+            blocks_seen: 0,
+            ended: false,
+            message_seen: false,
+            frame: FrameState::new(),
+        }
+    }
+}
+
+impl ResponseDecoder {
+    pub fn new(session: &Session) -> Self {
+        ResponseDecoder { m: Machine::starting(Read::Members(S::Body, "the response body")), d: Readers::new(session, false) }
+    }
+}
+
+impl StreamDecoder {
+    pub fn new(session: &Session) -> Self {
+        StreamDecoder { m: Machine::new(), d: Readers::new(session, true) }
+    }
+}
+
+impl Decode for ResponseDecoder {
+    fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
+             out: &mut dyn EventSink) -> Result<()> {
+        self.m.feed(&mut self.d, token, offset, &mut Cx::new(path, session, out))
+    }
+
+    fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        self.m.flush(&mut self.d, &mut Cx::outside(session, out))
+    }
+
+    fn interrupted(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        self.m.interrupted(&mut self.d, &mut Cx::outside(session, out))
+    }
+
+    fn at(&self) -> u64 {
+        self.m.at
+    }
+}
+
+impl Decode for StreamDecoder {
+    fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
+             out: &mut dyn EventSink) -> Result<()> {
+        self.m.feed(&mut self.d, token, offset, &mut Cx::new(path, session, out))
+    }
+
+    fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        self.m.flush(&mut self.d, &mut Cx::outside(session, out))
+    }
+
+    fn interrupted(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        self.m.interrupted(&mut self.d, &mut Cx::outside(session, out))
+    }
+
+    /// `finish`: a stream must end with message_stop (or an error event).
+    fn finish(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        let d = &mut self.d;
+        if d.ended {
+            return Ok(());
+        }
+        if d.start.errored {
+            d.ended = true;
+            return Cx::outside(session, out).emit(Event::End);
+        }
+        Err(Error::new(ErrorClass::TruncatedInput, "stream ended before message_stop").in_dialect(DIALECT))
+    }
+
+    fn at(&self) -> u64 {
+        self.m.at
+    }
+
+    /// `begin_frame`: a new event document.
+    fn begin_frame(&mut self, _session: &mut Session, _out: &mut dyn EventSink) -> Result<()> {
+        self.d.frame = FrameState::new();
+        self.m.restart(Read::State(S::Document));
+        Ok(())
+    }
+
+    fn end_frame(&mut self, _event: Option<&str>, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        self.d.end_frame(&mut Cx::outside(session, out))
+    }
+
+    fn frame_text(&mut self, _event: Option<&str>, data: &[u8], _session: &mut Session,
+                  _out: &mut dyn EventSink) -> Result<()> {
+        let head = &data[..data.len().min(40)];
+        Err(Error::new(ErrorClass::Schema, format!("SSE data is not a JSON object: {}", py_bytes_repr(head)))
+            .in_dialect(DIALECT))
+    }
+}
+
+/// An invariant of the decoder broke (a bug, never the input's fault): an error, not a panic.
+fn internal(what: &str) -> Error {
+    Error::new(ErrorClass::Transcode, format!("internal error in the anthropic response decoder: {what}"))
+}
+
+/// A member's key as text for a loss path. A key holding a lone surrogate (WTF-8) cannot be
+/// in a `Loss.path` (a Rust `String`): not ported.
+fn key_str(key: &[u8]) -> Result<&str> {
+    std::str::from_utf8(key).map_err(|_| Error::new(ErrorClass::Transcode,
+        "a loss at a key holding a lone surrogate is not ported yet (Loss.path is UTF-8)"))
+}
+
+fn json_of(value: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    dumps(value, &mut out);
+    out
+}
+
+/// A string value read with `STRING`/`OPT_STRING` (never a lone surrogate: read_value refuses it).
+fn text_of(value: Value) -> Option<String> {
+    match value {
+        Value::Str(text) => Some(String::from_utf8(text).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())),
+        _ => None,
+    }
+}
+
+/// `skip_value`: consume a value without keeping it (a container or a string in pieces is read whole).
+fn skip_value(m: &mut Machine<S>, token: &Token<'_>) {
+    if matches!(token, Token::ObjectStart | Token::ArrayStart | Token::StringOpen(_)) {
+        m.read(Read::Raw(S::Skip, None, ""));
+    }
+}
+
+/// A plain string token's text, when it has no escape (else the value is read as data).
+fn plain_string<'t>(token: &Token<'t>) -> Option<&'t [u8]> {
+    match *token {
+        Token::String(text) if memchr::memchr(b'\\', text).is_none() => Some(text),
+        _ => None,
+    }
+}
+
+impl Readers {
+    fn block(&mut self) -> Result<&mut ContentBlock> {
+        self.block.as_mut().ok_or_else(|| internal("no content block is open"))
+    }
+
+    /// A loss at `prefix + key`, recorded when the member's value is complete.
+    fn lose_later(&mut self, m: &mut Machine<S>, prefix: &str, key: &[u8], always: bool) -> Result<()> {
+        let key = key_str(key)?;
+        self.lost_path.clear();
+        self.lost_path.push_str(prefix);
+        self.lost_path.push_str(key);
+        m.read(Read::Raw(if always { S::LoseAlways } else { S::LoseNonNull }, None, ""));
+        Ok(())
+    }
+
+    /// `_error`: an error member or event; every open block gets its last fragment first.
+    fn error(&mut self, value: Value, cx: &mut Cx<'_>) -> Result<()> {
+        let (kind, message) = match &value {
+            Value::Object(_) => {
+                let kind = value.get("type").filter(|v| v.truthy()).map_or_else(|| "api_error".to_string(), py_str);
+                let message = value.get("message").filter(|v| v.truthy()).map_or_else(String::new, py_str);
+                (kind, message)
+            }
+            other => {
+                let message = py_str(other);
+                let kind = "api_error".to_string();
+                (kind, message)
+            }
+        };
+        self.start.release(cx)?;
+        if self.stream {
+            self.close_block(cx)?;
+        }
+        cx.emit(Event::Error { kind: Cow::Owned(kind), message: Cow::Owned(message), status: None })?;
+        self.start.errored = true;
+        Ok(())
+    }
+
+    /// `_close_block` / `close_open`.
+    fn close_block(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+        if let Some(mut block) = self.block.take() {
+            block.stop(&mut self.start, cx)?;
+        }
+        Ok(())
+    }
+
+    // -- the `message` body ------------------------------------------------------------------
+
+    fn body_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>) -> Result<()> {
+        match key {
+            b"id" => m.read(Read::Value(S::Id, Some(OPT_STRING), "id")),
+            b"model" => m.read(Read::Value(S::Model, Some(OPT_STRING), "model")),
+            b"content" => m.read(Read::Objects(S::Content, "content")),
+            b"stop_reason" => m.read(Read::Value(S::StopReason, Some(OPT_STRING), "stop_reason")),
+            b"stop_sequence" => m.read(Read::Value(S::StopSequence, Some(OPT_STRING), "stop_sequence")),
+            b"usage" => m.read(Read::Value(S::BodyUsage, Some(OPT_OBJECT), "usage")),
+            b"type" => m.read(Read::Value(S::Ignore, None, "")),
+            b"role" => skip_value(m, &token),
+            b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
+            _ => return self.lose_later(m, "$.", key, false),
+        }
+        Ok(())
+    }
+
+    /// `ResponseDecoder._end`: the body's `}`.
+    fn body_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+        if self.start.errored {
+            return cx.emit(Event::End);
+        }
+        self.start.start_message(cx)?;
+        if self.stop_reason.is_some() || self.stop_sequence.is_some() {
+            let reason = pending_lifecycle::finish_from(DIALECT, self.stop_reason.as_deref());
+            cx.emit(Event::Finish { reason: reason.map(Cow::Owned), stop_sequence: self.stop_sequence.as_deref().map(Cow::Borrowed),
+                                    choice: 0 })?;
+        }
+        if let Some(usage) = &self.usage {
+            cx.emit(Event::Usage(usage.clone()))?;
+        }
+        cx.emit(Event::End)
+    }
+
+    // -- a content block ---------------------------------------------------------------------
+
+    /// A content block's `{` (its members wait for its type: `KeyFirst`).
+    fn open_block(&mut self, m: &mut Machine<S>, index: u64) {
+        self.block = Some(ContentBlock::new(index));
+        m.push(Frame::State(S::BlockHead));
+    }
+
+    /// `KeyFirst.on_token`: a token of the block before its type.
+    fn block_head(&mut self, m: &mut Machine<S>, token: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+        if block.depth == 0 {
+            match token {
+                Token::Key(b"type") => {
+                    m.then(Read::State(S::BlockTypeValue));
+                    return Ok(());
+                }
+                Token::ObjectEnd => {
+                    m.pop();
+                    self.typed(m, None, cx)?;
+                    return m.feed(self, token, offset, cx);
+                }
+                _ => {}
+            }
+        }
+        match token {
+            Token::ObjectStart | Token::ArrayStart => block.depth += 1,
+            Token::ObjectEnd | Token::ArrayEnd => block.depth -= 1,
+            _ => {}
+        }
+        let data = token.bytes().unwrap_or(b"");
+        let size = 16 + match token {
+            Token::Key(key) => crate::encoding::char_len(key),
+            _ => data.len() as u64,
+        };
+        let session = &mut *cx.session;
+        let hold = block.held.get_or_insert_with(|| session.reorder.hold("anthropic:content-before-type"));
+        hold.append(&mut session.reorder, (token.kind(), data.to_vec(), offset), size)
+    }
+
+    /// `KeyFirst._found` / `start(None)`: the block is typed, its members are read, what
+    /// came before the type is replayed into them.
+    fn typed(&mut self, m: &mut Machine<S>, value: Option<String>, cx: &mut Cx<'_>) -> Result<()> {
+        let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+        block.typed(value, &mut self.start, cx)?;
+        m.push(Frame::Members(S::Block));
+        let held = match block.held.take() {
+            Some(mut hold) => hold.drain(&mut cx.session.reorder).collect::<Vec<_>>(),
+            None => return Ok(()),
+        };
+        for (kind, data, offset) in held {
+            m.feed(self, token_of(kind, &data), offset, cx)?;
+        }
+        Ok(())
+    }
+
+    fn block_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>, cx: &mut Cx<'_>) -> Result<()> {
+        let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+        let kind = block.kind;
+        match (kind, key) {
+            (Kind::Text, b"text") | (Kind::Thinking, b"thinking") | (Kind::RedactedThinking, b"data") => {
+                m.read(Read::String(S::BlockText, if kind == Kind::Text { "text" } else if kind == Kind::Thinking { "thinking" } else { "data" }));
+            }
+            (Kind::Thinking, b"signature") => m.read(Read::Value(S::Signature, None, "")),
+            (Kind::Text, b"citations") => m.read(Read::Value(S::CitationList, Some(OPT_ARRAY), "citations")),
+            (Kind::ToolUse, b"id") => m.read(Read::Value(S::ToolId, Some(STRING), "id")),
+            (Kind::ToolUse, b"name") => m.read(Read::Value(S::ToolName, Some(STRING), "name")),
+            (Kind::ToolUse, b"input") => {
+                // id and name must ride on the first fragment: the input waits until both came
+                block.deferred = true;
+                block.head = Some(Vec::new());
+                m.read(Read::StreamRaw(S::ToolInput));
+            }
+            (Kind::Text | Kind::Thinking | Kind::RedactedThinking | Kind::ToolUse, _) => {
+                let prefix = format!("{}.", block.at());
+                return self.lose_later(m, &prefix, key, false);
+            }
+            (Kind::Server, _) => {
+                if key == b"input" && token == Token::ObjectStart && block.type_name.as_deref() == Some("server_tool_use") {
+                    // streams send input {} at the start and the JSON in deltas
+                    m.read(Read::Raw(S::ServerInput, None, ""));
+                    return Ok(());
+                }
+                let mut head = b",".to_vec();
+                dumps_key(key, &mut head);
+                head.push(b':');
+                block.fragment(&head, &mut self.start, cx)?;
+                m.read(Read::StreamRaw(S::ServerMember));
+            }
+        }
+        Ok(())
+    }
+
+    /// The block object's `}` (`_ContentBlock.end`, then `block_read`: the body's block stops there).
+    fn block_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+        let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+        block.object_end(&mut self.start, cx)?;
+        if !self.stream {
+            self.close_block(cx)?;
+        }
+        Ok(())
+    }
+
+    // -- a stream event ----------------------------------------------------------------------
+
+    fn event_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        match key {
+            b"type" => {
+                if let Some(text) = plain_string(&token) {
+                    self.frame.type_ = Some(FrameType::of(text));
+                } else {
+                    m.read(Read::Value(S::Type, Some(STRING), "type"));
+                }
+            }
+            b"index" => match token {
+                Token::Number(digits) if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) && digits.len() < 19 => {
+                    self.frame.index = FrameIndex::Small(digits.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')));
+                }
+                _ => m.read(Read::Value(S::Index, Some(INTEGER), "index")),
+            },
+            b"message" => m.read(Read::Members(S::Message, "message")),
+            b"content_block" => {
+                if token != Token::ObjectStart {
+                    return Err(cx.wrong_type(&token, "an object for content_block", offset));
+                }
+                self.close_block(cx)?;
+                // numbered by arrival, not by its index member (which may come after it)
+                let index = self.blocks_seen;
+                self.blocks_seen += 1;
+                self.open_block(m, index);
+            }
+            b"delta" => m.read(Read::Members(S::Delta, "delta")),
+            b"usage" => m.read(Read::Value(S::EventUsage, Some(OPT_OBJECT), "usage")),
+            b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
+            _ => return self.lose_later(m, "$.", key, true),
+        }
+        Ok(())
+    }
+
+    /// `_message_member`: message_start's `message`.
+    fn message_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        match key {
+            b"id" => m.read(Read::Value(S::Id, Some(OPT_STRING), "id")),
+            b"model" => m.read(Read::Value(S::Model, Some(OPT_STRING), "model")),
+            b"usage" => {
+                cx.expect(&token, offset, Some(OPT_OBJECT), "usage")?;
+                m.read(Read::Value(S::MessageUsage, None, ""));
+            }
+            b"content" => m.read(Read::Raw(S::MessageContent, None, "")),
+            b"stop_reason" | b"stop_sequence" => {
+                // null here: message_delta carries the stop
+                self.lost_path.clear();
+                self.lost_path.push_str("$.message.");
+                self.lost_path.push_str(key_str(key)?);
+                m.read(Read::Raw(S::MessageStop, None, ""));
+            }
+            b"type" | b"role" => skip_value(m, &token),
+            // container, diagnostics ...: no canonical field
+            _ => return self.lose_later(m, "$.message.", key, false),
+        }
+        Ok(())
+    }
+
+    /// `_delta_member`: a delta (of a content block, or message_delta's).
+    fn delta_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        match key {
+            b"type" => {
+                skip_value(m, &token);
+                return Ok(());
+            }
+            b"stop_reason" => {
+                m.read(Read::Value(S::DeltaStopReason, Some(OPT_STRING), "stop_reason"));
+                return Ok(());
+            }
+            b"stop_sequence" => {
+                m.read(Read::Value(S::DeltaStopSequence, Some(OPT_STRING), "stop_sequence"));
+                return Ok(());
+            }
+            _ if !BLOCK_DELTA_KEYS.contains(&key) => {
+                // message_delta's container, stop_details ...: no canonical field
+                return self.lose_later(m, "$.delta.", key, false);
+            }
+            _ => {}
+        }
+        let key_text = key_str(key)?;
+        let Some(block) = self.block.as_mut() else {
+            return Err(cx.error(format!("{key_text} delta outside a content block"), offset));
+        };
+        match key {
+            b"text" | b"thinking" => {
+                if block.type_name.as_deref().map(str::as_bytes) != Some(key) {
+                    return Err(cx.error(format!("{key_text} delta on a {} block", block.type_text()), offset));
+                }
+                m.read(Read::String(S::DeltaText, if key == b"text" { "text" } else { "thinking" }));
+            }
+            b"partial_json" => m.read(Read::String(S::PartialJson, "partial_json")),
+            b"signature" => m.read(Read::Value(S::Signature, None, "")),
+            _ => m.read(Read::Raw(S::Citation, None, "")),
+        }
+        Ok(())
+    }
+
+    /// `end_frame`: what the event means, once its document ended.
+    fn end_frame(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+        let t = self.frame.type_.take();
+        self.check_order(t.as_ref())?;
+        match t {
+            Some(FrameType::MessageStart) => {
+                self.start.start_message(cx)?;
+                if let Some(usage) = self.frame.usage.take() {
+                    self.usage = Some(usage.clone());
+                    cx.emit(Event::Usage(usage))?;
+                }
+            }
+            Some(FrameType::ContentBlockStop) => self.close_block(cx)?,
+            Some(FrameType::MessageDelta) => {
+                self.close_block(cx)?;
+                let reason = pending_lifecycle::finish_from(DIALECT, self.frame.stop_reason.as_deref());
+                let seq = self.frame.stop_sequence.take();
+                self.start.out(Event::Finish { reason: reason.map(Cow::Owned), stop_sequence: seq.map(Cow::Owned), choice: 0 }, cx)?;
+                if let Some(usage) = self.frame.usage.take() {
+                    let merged = pending_lifecycle::merge_usage(self.usage.as_ref(), &usage);
+                    self.usage = Some(merged.clone());
+                    self.start.out(Event::Usage(merged), cx)?;
+                }
+            }
+            Some(FrameType::MessageStop) => {
+                self.close_block(cx)?;
+                self.ended = true;
+                self.start.release(cx)?;
+                cx.emit(Event::End)?;
+            }
+            Some(FrameType::ContentBlockStart | FrameType::ContentBlockDelta | FrameType::Ping | FrameType::Error) => {}
+            None => return Err(Error::new(ErrorClass::Schema, "event without type").in_dialect(DIALECT)),
+            Some(FrameType::Other(name)) => {
+                let target = if cx.session.target.is_empty() { "the target" } else { cx.session.target };
+                let reason = lacks(&format!("{name} event"), target, "such event", None);
+                cx.session.lose("$.type", &reason, None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `_check_order`: message_start first (once); a block's deltas and stop name the open block.
+    fn check_order(&mut self, t: Option<&FrameType>) -> Result<()> {
+        let schema = |message: String| Error::new(ErrorClass::Schema, message).in_dialect(DIALECT);
+        match t {
+            Some(FrameType::MessageStart) => {
+                if self.message_seen {
+                    return Err(schema("a second message_start".into()));
+                }
+                self.message_seen = true;
+            }
+            Some(t @ (FrameType::ContentBlockStart | FrameType::ContentBlockDelta | FrameType::ContentBlockStop
+                     | FrameType::MessageDelta)) if !self.message_seen => {
+                return Err(schema(format!("{} before message_start", t.name())));
+            }
+            _ => {}
+        }
+        if let Some(t @ (FrameType::ContentBlockDelta | FrameType::ContentBlockStop)) = t {
+            let open = self.block.as_ref().map(|b| b.index);
+            let matches = matches!((&self.frame.index, open), (FrameIndex::Small(i), Some(o)) if *i == o);
+            if !matches {
+                let index = match &self.frame.index {
+                    FrameIndex::Absent => "None".to_string(),
+                    FrameIndex::Small(i) => i.to_string(),
+                    FrameIndex::Other(repr) => repr.clone(),
+                };
+                let open_one = match open {
+                    None => "no block is open".to_string(),
+                    Some(o) => format!("block {o} is open"),
+                };
+                return Err(schema(format!("{} for block {index}, but {open_one}", t.name())));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A held token, back as a token (`KeyFirst._replay`).
+fn token_of(kind: u8, data: &[u8]) -> Token<'_> {
+    match kind {
+        1 => Token::ObjectStart,
+        2 => Token::ObjectEnd,
+        3 => Token::ArrayStart,
+        4 => Token::ArrayEnd,
+        5 => Token::Key(data),
+        6 => Token::String(data),
+        7 => Token::StringOpen(data),
+        8 => Token::StringPart(data),
+        9 => Token::StringClose(data),
+        10 => Token::Number(data),
+        11 => Token::True,
+        12 => Token::False,
+        _ => Token::Null,
+    }
+}
+
+impl Dialect for Readers {
+    type State = S;
+
+    fn token(&mut self, m: &mut Machine<S>, s: S, token: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        match s {
+            S::BlockHead => self.block_head(m, token, offset, cx),
+            S::BlockTypeValue => {
+                // `KeyFirst.read_key`: a scalar, then its type
+                if !matches!(token, Token::String(_) | Token::StringOpen(_) | Token::Number(_) | Token::Null | Token::True
+                             | Token::False) {
+                    return Err(cx.error("expected a scalar for type", offset));
+                }
+                m.read(Read::Value(S::BlockType, Some(STRING), "type"));
+                Ok(())
+            }
+            S::Document => {
+                if token != Token::ObjectStart {
+                    return Err(cx.wrong_type(&token, "an object for an event", offset));
+                }
+                m.push(Frame::Members(S::Event));
+                if self.ended {
+                    return Err(cx.error("event after message_stop", offset));
+                }
+                Ok(())
+            }
+            _ => Err(internal("a token for a state that reads none")),
+        }
+    }
+
+    fn member(&mut self, m: &mut Machine<S>, s: S, key: &[u8], token: Token<'_>, offset: u64,
+              cx: &mut Cx<'_>) -> Result<()> {
+        match s {
+            S::Body => self.body_member(m, key, token),
+            S::Block => self.block_member(m, key, token, cx),
+            S::Event => self.event_member(m, key, token, offset, cx),
+            S::Message => self.message_member(m, key, token, offset, cx),
+            S::Delta => self.delta_member(m, key, token, offset, cx),
+            _ => Err(internal("a member for a state that reads none")),
+        }
+    }
+
+    fn object(&mut self, m: &mut Machine<S>, _s: S, _offset: u64, _cx: &mut Cx<'_>) -> Result<()> {
+        let index = self.position;
+        self.position += 1;
+        self.open_block(m, index);
+        Ok(())
+    }
+
+    fn end(&mut self, _m: &mut Machine<S>, s: S, _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        match s {
+            S::Body => self.body_end(cx),
+            S::Block => self.block_end(cx),
+            _ => Ok(()),
+        }
+    }
+
+    fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        match s {
+            S::Skip => Ok(()),
+            S::LoseNonNull if raw == b"null" => Ok(()),
+            S::LoseNonNull | S::LoseAlways => cx.session.lose_member(&self.lost_path, "such field", None),
+            S::MessageContent if raw == b"[]" => Ok(()),
+            S::MessageContent => cx.session.lose_member("$.message.content", "content in a stream's first event",
+                                                        Some("the content blocks that follow are read")),
+            S::MessageStop if raw == b"null" => Ok(()),
+            S::MessageStop => cx.session.lose_member(&self.lost_path, "place for a stop in message_start",
+                                                     Some("message_delta's stop is used")),
+            S::ServerInput => {
+                let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+                block.server_input(raw, &mut self.start, cx)
+            }
+            S::Citation => {
+                let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+                block.citation(raw.to_vec(), cx.session)
+            }
+            _ => Err(internal("a raw value for a state that reads none")),
+        }
+    }
+
+    fn value(&mut self, m: &mut Machine<S>, s: S, value: Value, _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        match s {
+            S::Id | S::Model => {
+                let text = text_of(value);
+                if s == S::Id {
+                    self.start.id = text;
+                } else {
+                    self.start.model = text;
+                }
+                if !self.stream && self.start.id.is_some() && self.start.model.is_some() {
+                    self.start.start_message(cx)?;
+                }
+                Ok(())
+            }
+            S::StopReason => {
+                self.stop_reason = text_of(value);
+                Ok(())
+            }
+            S::StopSequence => {
+                self.stop_sequence = text_of(value);
+                Ok(())
+            }
+            S::BodyUsage => {
+                if value.is_object() {
+                    self.usage = Some(pending_lifecycle::usage_from_anthropic(&value, cx.session, "$.usage")?);
+                }
+                Ok(())
+            }
+            S::Ignore => Ok(()),
+            S::ErrorValue => self.error(value, cx),
+            S::BlockType => {
+                m.pop(); // the KeyFirst reader
+                self.typed(m, text_of(value), cx)
+            }
+            S::Signature => {
+                self.block()?.signature(&value);
+                Ok(())
+            }
+            S::CitationList => {
+                let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+                if let Value::Array(items) = &value {
+                    for citation in items {
+                        block.citation(json_of(citation), cx.session)?;
+                    }
+                }
+                Ok(())
+            }
+            S::ToolId | S::ToolName => {
+                let text = text_of(value).unwrap_or_default();
+                let owned = if s == S::ToolName {
+                    cx.session.tool_name_in(&text).into_owned()
+                } else if self.foreign {
+                    canonical_id(&text)
+                } else {
+                    text
+                };
+                let mut json = Vec::new();
+                dumps_key(owned.as_bytes(), &mut json);
+                let name = if s == S::ToolName { "name" } else { "id" };
+                set_attr(&mut self.block()?.attrs, name.into(), json);
+                Ok(())
+            }
+            S::Type => {
+                self.frame.type_ = text_of(value).map(|t| FrameType::of(t.as_bytes()));
+                Ok(())
+            }
+            S::Index => {
+                self.frame.index = match &value {
+                    Value::Int(digits) => match digits.parse::<u64>() {
+                        Ok(n) => FrameIndex::Small(n),
+                        Err(_) => FrameIndex::Other(digits.clone()),
+                    },
+                    _ => FrameIndex::Absent,
+                };
+                Ok(())
+            }
+            S::MessageUsage => {
+                self.frame.usage = if value.is_object() {
+                    Some(pending_lifecycle::usage_from_anthropic(&value, cx.session, "$.message.usage")?)
+                } else {
+                    None
+                };
+                Ok(())
+            }
+            S::EventUsage => {
+                if value.is_object() {
+                    self.frame.usage = Some(pending_lifecycle::usage_from_anthropic(&value, cx.session, "$.usage")?);
+                }
+                Ok(())
+            }
+            S::DeltaStopReason => {
+                self.frame.stop_reason = text_of(value);
+                Ok(())
+            }
+            S::DeltaStopSequence => {
+                self.frame.stop_sequence = text_of(value);
+                Ok(())
+            }
+            _ => Err(internal("a value for a state that reads none")),
+        }
+    }
+
+    fn fragment(&mut self, _m: &mut Machine<S>, s: S, data: &[u8], _init: bool, fin: bool,
+                cx: &mut Cx<'_>) -> Result<()> {
+        let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+        match s {
+            S::BlockText | S::DeltaText | S::ServerMember => block.fragment(data, &mut self.start, cx),
+            S::ToolInput => block.input_fragment(data, fin, &mut self.start, cx),
+            S::PartialJson => block.partial_json(data, &mut self.start, cx),
+            _ => Err(internal("a fragment for a state that reads none")),
+        }
+    }
+}
+
+/// Python's `str(value)` of data read from the input (`str(err.get("type"))`).
+fn py_str(value: &Value) -> String {
+    match value {
+        Value::Str(text) => String::from_utf8_lossy(text).into_owned(),
+        other => py_repr(other),
+    }
+}
+
+/// Python's `repr` of data read from the input (a container's `str` is its repr).
+fn py_repr(value: &Value) -> String {
+    match value {
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Int(digits) => digits.clone(),
+        Value::Float(f) if f.is_infinite() => (if *f > 0.0 { "inf" } else { "-inf" }).into(),
+        Value::Float(f) if f.is_nan() => "nan".into(),
+        Value::Float(_) => String::from_utf8_lossy(&json_of(value)).into_owned(),
+        Value::Str(text) => crate::unicode::py_repr(text),
+        Value::Array(items) => format!("[{}]", items.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
+        Value::Object(members) => format!(
+            "{{{}}}",
+            members.iter().map(|(k, v)| format!("{}: {}", crate::unicode::py_repr(k), py_repr(v))).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// Python's `repr(bytes)`: `b'...'` (`"` quotes when the bytes hold `'` and no `"`).
+fn py_bytes_repr(data: &[u8]) -> String {
+    let quote = if data.contains(&b'\'') && !data.contains(&b'"') { b'"' } else { b'\'' };
+    let mut out = String::from("b");
+    out.push(quote as char);
+    for &b in data {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\t' => out.push_str("\\t"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            _ if b == quote => {
+                out.push('\\');
+                out.push(b as char);
+            }
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push(quote as char);
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// What lifecycle.rs (helper RF) will hold: used here until it lands, then removed.
+// ---------------------------------------------------------------------------------------------
+
+mod pending_lifecycle {
+    use crate::canonical::Usage;
+    use crate::error::{Error, ErrorClass, Result};
+    use crate::session::Session;
+    use crate::value::Value;
+
+    pub fn finish_from(dialect: &str, reason: Option<&str>) -> Option<String> {
+        let reason = reason?;
+        let known: &[(&str, &str)] = match dialect {
+            "anthropic" => &[("end_turn", "end_turn"), ("stop_sequence", "stop_sequence"), ("max_tokens", "max_tokens"),
+                             ("tool_use", "tool_use"), ("pause_turn", "pause_turn"), ("refusal", "refusal"),
+                             ("model_context_window_exceeded", "context_window")],
+            _ => &[],
+        };
+        Some(known.iter().find(|(k, _)| *k == reason).map_or_else(|| format!("{dialect}:{reason}"), |(_, v)| v.to_string()))
+    }
+
+    pub fn merge_usage(old: Option<&Usage>, new: &Usage) -> Usage {
+        let Some(old) = old else { return new.clone() };
+        Usage {
+            input: new.input.or(old.input),
+            output: new.output.or(old.output),
+            cache_read: new.cache_read.or(old.cache_read),
+            cache_write: new.cache_write.or(old.cache_write),
+            reasoning: new.reasoning.or(old.reasoning),
+            total: new.total.or(old.total),
+        }
+    }
+
+    fn count(obj: &Value, key: &str, path: &str) -> Result<Option<i64>> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Int(digits)) => digits.parse().map(Some).map_err(|_| Error::new(ErrorClass::Transcode, "big count: not ported")),
+            Some(Value::Float(f)) if f.fract() == 0.0 && *f >= 0.0 => Ok(Some(*f as i64)),
+            Some(_) => Err(Error::new(ErrorClass::Schema, format!("expected an integer for {key}"))
+                .with_path(format!("{path}.{key}").into_bytes())),
+        }
+    }
+
+    fn lose_details(obj: &Value, path: &str, known: &[&str], session: &mut Session) -> Result<()> {
+        for (key, value) in obj.as_object().unwrap_or(&[]) {
+            let key = String::from_utf8_lossy(key);
+            let zero = matches!(value, Value::Int(d) if d == "0") || matches!(value, Value::Float(f) if *f == 0.0)
+                || matches!(value, Value::Bool(false));
+            if !known.contains(&key.as_ref()) && !value.is_null() && !zero {
+                session.lose_member(&format!("{path}.{key}"), "such usage field", None)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn usage_from_anthropic(obj: &Value, session: &mut Session, path: &str) -> Result<Usage> {
+        let read = count(obj, "cache_read_input_tokens", path)?;
+        let write = count(obj, "cache_creation_input_tokens", path)?;
+        let raw_input = count(obj, "input_tokens", path)?;
+        let input = raw_input.map(|n| n + read.unwrap_or(0) + write.unwrap_or(0));
+        lose_details(obj, path, &["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+                                  "output_tokens_details", "service_tier"], session)?;
+        let details = match obj.get("output_tokens_details") {
+            None | Some(Value::Null) => Value::Object(Vec::new()),
+            Some(v @ Value::Object(_)) => v.clone(),
+            Some(_) => return Err(Error::new(ErrorClass::Schema, "expected an object for output_tokens_details")
+                .with_path(format!("{path}.output_tokens_details").into_bytes())),
+        };
+        let details_path = format!("{path}.output_tokens_details");
+        lose_details(&details, &details_path, &["thinking_tokens"], session)?;
+        Ok(Usage { input, output: count(obj, "output_tokens", path)?, cache_read: read, cache_write: write,
+                   reasoning: count(&details, "thinking_tokens", &details_path)?, total: None })
+    }
+}
