@@ -22,14 +22,22 @@ use std::borrow::Cow;
 
 use crate::canonical::{escape_raw_json, unescape_json_text, Block, Event, Section, Usage};
 use crate::decoding::{
-    block_attrs, dumps, dumps_key, set_attr, Attr, Cx, Decode, Dialect, EventSink, Frame, Gate, Machine, Read,
-    INTEGER, OPT_ARRAY, OPT_OBJECT, OPT_STRING, STRING,
+    block_attrs, dumps, dumps_key, into_owned, set_attr, Attr, Cx, Decode, Dialect, EventSink, Frame, Gate, Machine,
+    Read, INTEGER, OPT_ARRAY, OPT_OBJECT, OPT_STRING, STRING,
+};
+use crate::encoding::{
+    arguments_object, attr, attr_is, attr_truthy, foreign_extension, json_str, lose_block, lose_unplaced, truthy,
+    BlockHead, BlockRef, Encode, HeldArguments,
 };
 use crate::error::{Error, ErrorClass, Result};
+use crate::framing::{sse_event, sse_open};
 use crate::json::{Frames, Token};
+use crate::lifecycle::{
+    finish_from, finish_to, generated_tool_id, merge_usage, usage_from_anthropic, usage_to_anthropic, Stamp,
+};
 use crate::losses::lacks;
-use crate::naming::canonical_id;
-use crate::reorder::Hold;
+use crate::naming::{anthropic_id, canonical_id};
+use crate::reorder::{ByteHold, Hold};
 use crate::session::Session;
 use crate::value::Value;
 
@@ -778,8 +786,8 @@ impl Readers {
         }
         self.start.start_message(cx)?;
         if self.stop_reason.is_some() || self.stop_sequence.is_some() {
-            let reason = pending_lifecycle::finish_from(DIALECT, self.stop_reason.as_deref());
-            cx.emit(Event::Finish { reason: reason.map(Cow::Owned), stop_sequence: self.stop_sequence.as_deref().map(Cow::Borrowed),
+            let reason = finish_from(DIALECT, self.stop_reason.as_deref());
+            cx.emit(Event::Finish { reason, stop_sequence: self.stop_sequence.as_deref().map(Cow::Borrowed),
                                     choice: 0 })?;
         }
         if let Some(usage) = &self.usage {
@@ -1005,11 +1013,11 @@ impl Readers {
             Some(FrameType::ContentBlockStop) => self.close_block(cx)?,
             Some(FrameType::MessageDelta) => {
                 self.close_block(cx)?;
-                let reason = pending_lifecycle::finish_from(DIALECT, self.frame.stop_reason.as_deref());
+                let reason = finish_from(DIALECT, self.frame.stop_reason.as_deref());
                 let seq = self.frame.stop_sequence.take();
-                self.start.out(Event::Finish { reason: reason.map(Cow::Owned), stop_sequence: seq.map(Cow::Owned), choice: 0 }, cx)?;
+                self.start.out(Event::Finish { reason, stop_sequence: seq.map(Cow::Owned), choice: 0 }, cx)?;
                 if let Some(usage) = self.frame.usage.take() {
-                    let merged = pending_lifecycle::merge_usage(self.usage.as_ref(), &usage);
+                    let merged = merge_usage(self.usage.as_ref(), usage);
                     self.usage = Some(merged.clone());
                     self.start.out(Event::Usage(merged), cx)?;
                 }
@@ -1189,7 +1197,7 @@ impl Dialect for Readers {
             }
             S::BodyUsage => {
                 if value.is_object() {
-                    self.usage = Some(pending_lifecycle::usage_from_anthropic(&value, cx.session, "$.usage")?);
+                    self.usage = Some(usage_from_anthropic(&value, cx.session, "$.usage")?);
                 }
                 Ok(())
             }
@@ -1243,7 +1251,7 @@ impl Dialect for Readers {
             }
             S::MessageUsage => {
                 self.frame.usage = if value.is_object() {
-                    Some(pending_lifecycle::usage_from_anthropic(&value, cx.session, "$.message.usage")?)
+                    Some(usage_from_anthropic(&value, cx.session, "$.message.usage")?)
                 } else {
                     None
                 };
@@ -1251,7 +1259,7 @@ impl Dialect for Readers {
             }
             S::EventUsage => {
                 if value.is_object() {
-                    self.frame.usage = Some(pending_lifecycle::usage_from_anthropic(&value, cx.session, "$.usage")?);
+                    self.frame.usage = Some(usage_from_anthropic(&value, cx.session, "$.usage")?);
                 }
                 Ok(())
             }
@@ -1330,76 +1338,711 @@ fn py_bytes_repr(data: &[u8]) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// What lifecycle.rs (helper RF) will hold: used here until it lands, then removed.
+// Encoding
 // ---------------------------------------------------------------------------------------------
 
-mod pending_lifecycle {
-    use crate::canonical::Usage;
-    use crate::error::{Error, ErrorClass, Result};
-    use crate::session::Session;
-    use crate::value::Value;
+/// What an anthropic block is written as (`_classify`; `_EncoderBase.kind` of the open block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Out {
+    Text,
+    Thinking,
+    RedactedThinking,
+    ToolUse,
+    /// a server block of anthropic, written back whole
+    Server,
+    Citations,
+}
 
-    pub fn finish_from(dialect: &str, reason: Option<&str>) -> Option<String> {
-        let reason = reason?;
-        let known: &[(&str, &str)] = match dialect {
-            "anthropic" => &[("end_turn", "end_turn"), ("stop_sequence", "stop_sequence"), ("max_tokens", "max_tokens"),
-                             ("tool_use", "tool_use"), ("pause_turn", "pause_turn"), ("refusal", "refusal"),
-                             ("model_context_window_exceeded", "context_window")],
-            _ => &[],
-        };
-        Some(known.iter().find(|(k, _)| *k == reason).map_or_else(|| format!("{dialect}:{reason}"), |(_, v)| v.to_string()))
+/// `_EncoderBase`: what both encoders keep of the response.
+struct EncoderBase {
+    id: Option<String>,
+    model: Option<String>,
+    usage: Option<Usage>,
+    tool_count: u64,
+    /// the source's time; a generated id
+    stamp: Stamp,
+    /// what the open block is
+    kind: Option<Out>,
+    /// the open thinking block's first fragment (its loss names it)
+    thinking_block: Option<BlockHead>,
+    logprobs_lost: bool,
+}
+
+impl EncoderBase {
+    fn new(session: &Session) -> Self {
+        EncoderBase { id: None, model: None, usage: None, tool_count: 0, stamp: Stamp::new(session.start()), kind: None,
+                      thinking_block: None, logprobs_lost: false }
     }
 
-    pub fn merge_usage(old: Option<&Usage>, new: &Usage) -> Usage {
-        let Some(old) = old else { return new.clone() };
-        Usage {
-            input: new.input.or(old.input),
-            output: new.output.or(old.output),
-            cache_read: new.cache_read.or(old.cache_read),
-            cache_write: new.cache_write.or(old.cache_write),
-            reasoning: new.reasoning.or(old.reasoning),
-            total: new.total.or(old.total),
+    /// `_classify`: the anthropic block type for a canonical block (None: lost, recorded).
+    fn classify(&self, block: &Block<'_>, session: &mut Session) -> Result<Option<Out>> {
+        let attrs = block.attrs.as_deref().unwrap_or(&[]);
+        let at = BlockRef::of(block);
+        if block.message > 0 {
+            lose_block(session, DIALECT, at, "choices (n > 1)", Some("only the first choice is sent"), None)?;
+            return Ok(None);
+        }
+        Ok(Some(match block.section {
+            Section::AssistantText => Out::Text,
+            Section::AssistantRefusal => {
+                lose_block(session, DIALECT, at, "refusal block", Some("written as text"), None)?;
+                Out::Text
+            }
+            Section::AssistantReasoning if attr_truthy(attrs, "redacted") => Out::RedactedThinking,
+            Section::AssistantReasoning => Out::Thinking,
+            Section::ToolCall => Out::ToolUse,
+            Section::ServerToolResult if attr_is(attrs, "dialect", DIALECT) => Out::Server,
+            Section::Citations if attr_is(attrs, "dialect", DIALECT) => Out::Citations,
+            _ => {
+                lose_unplaced(session, DIALECT, at)?;
+                return Ok(None);
+            }
+        }))
+    }
+
+    /// `_lose_logprobs`: once per response (anthropic has none at all).
+    fn lose_logprobs(&mut self, session: &mut Session) -> Result<()> {
+        if self.logprobs_lost {
+            return Ok(());
+        }
+        self.logprobs_lost = true;
+        session.lose("$.logprobs", "token logprobs: anthropic has no logprobs", None)
+    }
+
+    /// `_lose_unsigned`: thinking whose source gave no signature, written with `"signature": ""`.
+    fn lose_unsigned(block: BlockRef<'_>, session: &mut Session) -> Result<()> {
+        lose_block(session, DIALECT, block,
+                   "thinking without a signature: written with \"signature\": \"\" (anthropic cannot replay it)", None, None)
+    }
+
+    /// `_tool_head`: `{"type":"tool_use","id":...,"name":...` (a generated id where the source has none).
+    fn tool_head(&mut self, block: &Block<'_>, session: &Session, out: &mut Vec<u8>) {
+        let attrs = block.attrs.as_deref().unwrap_or(&[]);
+        out.extend_from_slice(b"{\"type\":\"tool_use\",\"id\":");
+        match attr(attrs, "id").filter(|raw| truthy(raw)) {
+            Some(raw) => match json_str(raw) {
+                // another dialect's id may not fit (`naming`)
+                Some(id) if session.source != DIALECT => dumps_key(anthropic_id(&id).as_bytes(), out),
+                _ => out.extend_from_slice(raw),
+            },
+            None => {
+                let id = self.message_id();
+                dumps_key(generated_tool_id(id.as_bytes(), self.tool_count).as_bytes(), out);
+            }
+        }
+        self.tool_count += 1;
+        out.extend_from_slice(b",\"name\":");
+        out.extend_from_slice(attr(attrs, "name").unwrap_or(b"\"\""));
+    }
+
+    fn message_id(&mut self) -> String {
+        self.stamp.response_id("msg_", self.id.as_deref(), self.model.as_deref())
+    }
+
+    /// `_message_head`: `{"id":...,"type":"message","role":"assistant","model":...`
+    fn message_head(&mut self, out: &mut Vec<u8>) {
+        let id = self.message_id();
+        out.extend_from_slice(b"{\"id\":");
+        dumps_key(id.as_bytes(), out);
+        out.extend_from_slice(b",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
+        dumps_key(self.model.as_deref().unwrap_or("").as_bytes(), out);
+    }
+
+    fn message_start(&mut self, id: Option<&str>, model: Option<&str>) {
+        self.id = id.map(str::to_string);
+        self.model = model.map(str::to_string);
+    }
+
+    /// `_extension`: a source's time field is the stamp's; another dialect's field is a loss.
+    fn extension(&mut self, ext: &crate::canonical::Extension<'_>, session: &mut Session) -> Result<()> {
+        if !self.stamp.source(ext) && ext.dialect != DIALECT {
+            foreign_extension(session, DIALECT, ext)?;
+        }
+        Ok(())
+    }
+
+    /// The usage object's JSON (`dumps(usage_to_anthropic(self.usage or Usage(), ...))`).
+    fn usage_json(&self, session: &mut Session, require_input: bool, out: &mut Vec<u8>) -> Result<()> {
+        let usage = self.usage.clone().unwrap_or_default();
+        out.extend_from_slice(&usage_to_anthropic(&usage, session, require_input)?.to_json());
+        Ok(())
+    }
+}
+
+/// `_error_type`: the anthropic error type of a canonical error.
+fn error_type(kind: &str) -> &'static str {
+    match kind {
+        "invalid_request_error" => "invalid_request_error",
+        "request_too_large" => "request_too_large",
+        "overloaded_error" => "overloaded_error",
+        "rate_limit_error" => "rate_limit_error",
+        "authentication_error" => "authentication_error",
+        "permission_error" => "permission_error",
+        "not_found_error" => "not_found_error",
+        _ => "api_error",
+    }
+}
+
+/// `{"type":<error type>,"message":<message>}` of an `Event::Error`.
+fn error_object(error: &Event<'_>, out: &mut Vec<u8>) {
+    let (kind, message) = match error {
+        Event::Error { kind, message, .. } => (kind.as_ref(), message.as_ref()),
+        _ => ("", ""),
+    };
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(error_type(kind).as_bytes());
+    out.extend_from_slice(b"\",\"message\":");
+    dumps_key(message.as_bytes(), out);
+    out.push(b'}');
+}
+
+fn index_text(index: i64, out: &mut Vec<u8>) {
+    out.extend_from_slice(index.to_string().as_bytes());
+}
+
+/// `lifecycle.OpenFrame`: at most one output frame open for streaming fragments, keyed by
+/// the block index it carries.
+#[derive(Debug, Default)]
+struct OpenFrame {
+    key: Option<i64>,
+}
+
+/// What closes an open `content_block_delta` frame of text, thinking or partial JSON.
+const DELTA_TAIL: &[u8] = b"\"}}\n\n";
+
+impl OpenFrame {
+    /// `fragment(key, head, tail, payload)`: continue the frame of `key`, or open one.
+    fn fragment(&mut self, key: i64, delta_head: &[u8], payload: &[u8], out: &mut Vec<u8>) {
+        if payload.is_empty() {
+            return;
+        }
+        if self.key != Some(key) {
+            self.close(out);
+            sse_open(out, Some("content_block_delta"));
+            out.extend_from_slice(b"{\"type\":\"content_block_delta\",\"index\":");
+            index_text(key, out);
+            out.extend_from_slice(b",\"delta\":");
+            out.extend_from_slice(delta_head);
+            self.key = Some(key);
+        }
+        out.extend_from_slice(payload);
+    }
+
+    fn close(&mut self, out: &mut Vec<u8>) {
+        if self.key.take().is_some() {
+            out.extend_from_slice(DELTA_TAIL);
         }
     }
+}
 
-    fn count(obj: &Value, key: &str, path: &str) -> Result<Option<i64>> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Int(digits)) => digits.parse().map(Some).map_err(|_| Error::new(ErrorClass::Transcode, "big count: not ported")),
-            Some(Value::Float(f)) if f.fract() == 0.0 && *f >= 0.0 => Ok(Some(*f as i64)),
-            Some(_) => Err(Error::new(ErrorClass::Schema, format!("expected an integer for {key}"))
-                .with_path(format!("{path}.{key}").into_bytes())),
-        }
+/// `StreamEncoder`: canonical events -> the anthropic SSE lifecycle.
+pub struct StreamEncoder {
+    base: EncoderBase,
+    frame: OpenFrame,
+    /// message_start written
+    started: bool,
+    index: i64,
+    block_open: bool,
+    /// a block written whole at its end (redacted thinking, server blocks)
+    held: Option<ByteHold>,
+    /// the open thinking block's signature (raw JSON), written as its signature_delta
+    signature: Option<Vec<u8>>,
+    /// Finish events waiting for usage (`anthropic:finish-before-usage`)
+    finish_hold: Option<Hold<Event<'static>>>,
+    done: bool,
+    errored: bool,
+    /// the current block is not carried
+    lost: bool,
+    delta_written: bool,
+    /// a call's held arguments and its first fragment
+    args: Option<(HeldArguments, BlockHead)>,
+}
+
+impl StreamEncoder {
+    pub fn new(session: &Session) -> Self {
+        StreamEncoder { base: EncoderBase::new(session), frame: OpenFrame::default(), started: false, index: -1,
+                        block_open: false, held: None, signature: None, finish_hold: None, done: false, errored: false,
+                        lost: false, delta_written: false, args: None }
     }
 
-    fn lose_details(obj: &Value, path: &str, known: &[&str], session: &mut Session) -> Result<()> {
-        for (key, value) in obj.as_object().unwrap_or(&[]) {
-            let key = String::from_utf8_lossy(key);
-            let zero = matches!(value, Value::Int(d) if d == "0") || matches!(value, Value::Float(f) if *f == 0.0)
-                || matches!(value, Value::Bool(false));
-            if !known.contains(&key.as_ref()) && !value.is_null() && !zero {
-                session.lose_member(&format!("{path}.{key}"), "such usage field", None)?;
+    /// `_start`: message_start, once (a first usage rides on it; required counts unknown yet are 0).
+    fn start(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if self.started {
+            return Ok(());
+        }
+        self.started = true;
+        let mut data = b"{\"type\":\"message_start\",\"message\":".to_vec();
+        self.base.message_head(&mut data);
+        data.extend_from_slice(b",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":");
+        self.base.usage_json(session, true, &mut data)?;
+        data.extend_from_slice(b"}}");
+        sse_event(out, Some("message_start"), &data);
+        Ok(())
+    }
+
+    /// `_open(content_block)`: the next block's content_block_start.
+    fn open(&mut self, content_block: &[u8], session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        self.close_block(session, out)?;
+        self.index += 1;
+        self.block_open = true;
+        let mut data = b"{\"type\":\"content_block_start\",\"index\":".to_vec();
+        index_text(self.index, &mut data);
+        data.extend_from_slice(b",\"content_block\":");
+        data.extend_from_slice(content_block);
+        data.push(b'}');
+        sse_event(out, Some("content_block_start"), &data);
+        Ok(())
+    }
+
+    /// `_close_block`: the open block's signature_delta (or the unsigned loss), then its stop.
+    fn close_block(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        self.frame.close(out);
+        if !self.block_open {
+            return Ok(());
+        }
+        if let Some(signature) = self.signature.take() {
+            let mut delta = b"{\"type\":\"signature_delta\",\"signature\":".to_vec();
+            delta.extend_from_slice(&signature);
+            delta.push(b'}');
+            self.delta(&delta, out);
+        } else if self.base.kind == Some(Out::Thinking) {
+            if let Some(head) = &self.base.thinking_block {
+                EncoderBase::lose_unsigned(head.as_ref(), session)?;
+            }
+        }
+        self.block_open = false;
+        self.base.kind = None;
+        let mut data = b"{\"type\":\"content_block_stop\",\"index\":".to_vec();
+        index_text(self.index, &mut data);
+        data.push(b'}');
+        sse_event(out, Some("content_block_stop"), &data);
+        Ok(())
+    }
+
+    /// `_delta(delta)`: one whole content_block_delta event.
+    fn delta(&mut self, delta: &[u8], out: &mut Vec<u8>) {
+        self.frame.close(out);
+        let mut data = b"{\"type\":\"content_block_delta\",\"index\":".to_vec();
+        index_text(self.index, &mut data);
+        data.extend_from_slice(b",\"delta\":");
+        data.extend_from_slice(delta);
+        data.push(b'}');
+        sse_event(out, Some("content_block_delta"), &data);
+    }
+
+    fn block(&mut self, block: &Block<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if block.init {
+            self.start(session, out)?;
+            self.lost = false;
+            let Some(kind) = self.base.classify(block, session)? else {
+                self.lost = true;
+                return Ok(());
+            };
+            if kind == Out::Citations {
+                return self.citations(block, session, out);
+            }
+            let attrs = block.attrs.as_deref().unwrap_or(&[]);
+            match kind {
+                Out::RedactedThinking | Out::Server => {
+                    self.close_block(session, out)?;
+                    let reason = if kind == Out::Server { "anthropic:whole-server" } else { "anthropic:whole-redacted_thinking" };
+                    self.held = Some(session.reorder.byte_hold(reason));
+                    self.base.kind = Some(kind);
+                }
+                Out::Text => self.open(b"{\"type\":\"text\",\"text\":\"\"}", session, out)?,
+                Out::Thinking => {
+                    self.open(b"{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}", session, out)?;
+                    self.base.thinking_block = Some(BlockHead::of(block));
+                }
+                _ => {
+                    let mut head = Vec::new();
+                    self.base.tool_head(block, session, &mut head);
+                    head.extend_from_slice(b",\"input\":{}}");
+                    self.open(&head, session, out)?;
+                }
+            }
+            self.base.kind = Some(kind);
+            self.signature = attr(attrs, "signature").filter(|raw| *raw != b"null").map(<[u8]>::to_vec);
+        }
+        if self.lost {
+            return Ok(());
+        }
+        let kind = self.base.kind;
+        if let Some(held) = self.held.as_mut() {
+            held.write(&mut session.reorder, &block.payload)?;
+            if block.fin {
+                let mut payload = Vec::new();
+                held.take_into(&mut session.reorder, &mut payload);
+                self.held = None;
+                if kind == Some(Out::Server) {
+                    self.open(&payload, session, out)?;
+                } else {
+                    let mut content = b"{\"type\":\"redacted_thinking\",\"data\":\"".to_vec();
+                    content.extend_from_slice(&payload);
+                    content.extend_from_slice(b"\"}");
+                    self.open(&content, session, out)?;
+                }
+                self.base.kind = kind;
+            }
+        } else {
+            match kind {
+                Some(Out::Text) => self.frame.fragment(self.index, b"{\"type\":\"text_delta\",\"text\":\"", &block.payload, out),
+                Some(Out::Thinking) => {
+                    self.frame.fragment(self.index, b"{\"type\":\"thinking_delta\",\"thinking\":\"", &block.payload, out)
+                }
+                Some(Out::ToolUse) => self.tool_arguments(block, session, out)?,
+                _ => {}
+            }
+        }
+        if block.fin {
+            if let Some(signature) = block.attrs.as_deref().and_then(|attrs| attr(attrs, "signature")) {
+                self.signature = (signature != b"null").then(|| signature.to_vec());
             }
         }
         Ok(())
     }
 
-    pub fn usage_from_anthropic(obj: &Value, session: &mut Session, path: &str) -> Result<Usage> {
-        let read = count(obj, "cache_read_input_tokens", path)?;
-        let write = count(obj, "cache_creation_input_tokens", path)?;
-        let raw_input = count(obj, "input_tokens", path)?;
-        let input = raw_input.map(|n| n + read.unwrap_or(0) + write.unwrap_or(0));
-        lose_details(obj, path, &["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
-                                  "output_tokens_details", "service_tier"], session)?;
-        let details = match obj.get("output_tokens_details") {
-            None | Some(Value::Null) => Value::Object(Vec::new()),
-            Some(v @ Value::Object(_)) => v.clone(),
-            Some(_) => return Err(Error::new(ErrorClass::Schema, "expected an object for output_tokens_details")
-                .with_path(format!("{path}.output_tokens_details").into_bytes())),
+    /// `_tool_arguments`: input_json_delta, held until the call ends (clients parse the
+    /// partial JSON): one JSON object as it is, else `{"_raw_arguments": ...}`; empty
+    /// arguments send no delta (`input` stays `{}`).
+    fn tool_arguments(&mut self, block: &Block<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if block.init {
+            self.args = Some((HeldArguments::new(session, "anthropic:tool-arguments"), BlockHead::of(block)));
+        }
+        let Some((args, _)) = self.args.as_mut() else {
+            return Err(internal_encoder("tool arguments without their call"));
         };
-        let details_path = format!("{path}.output_tokens_details");
-        lose_details(&details, &details_path, &["thinking_tokens"], session)?;
-        Ok(Usage { input, output: count(obj, "output_tokens", path)?, cache_read: read, cache_write: write,
-                   reasoning: count(&details, "thinking_tokens", &details_path)?, total: None })
+        args.feed(&block.payload, session)?;
+        if !block.fin {
+            return Ok(());
+        }
+        let Some((args, first)) = self.args.take() else {
+            return Err(internal_encoder("tool arguments without their call"));
+        };
+        let data = arguments_object(session, DIALECT, args, first.as_ref())?;
+        if data != b"{}" {
+            // the JSON text as a string: any whitespace in it escaped too
+            let mut escaped = Vec::with_capacity(data.len() + 8);
+            crate::json::escape_str_bytes(&data, &mut escaped);
+            self.frame.fragment(self.index, b"{\"type\":\"input_json_delta\",\"partial_json\":\"", &escaped, out);
+        }
+        Ok(())
+    }
+
+    /// `_citations`: a text block's citations, one citations_delta each.
+    fn citations(&mut self, block: &Block<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        self.lost = true; // nothing more to write for this block
+        if self.base.kind != Some(Out::Text) || !self.block_open {
+            return lose_block(session, DIALECT, BlockRef::of(block), "text block for these citations",
+                              Some("a citation needs the text it cites"), None);
+        }
+        let payload: &[u8] = if block.payload.is_empty() { b"[]" } else { &block.payload };
+        if let Value::Array(items) = Value::loads(payload)? {
+            for citation in &items {
+                let mut delta = b"{\"type\":\"citations_delta\",\"citation\":".to_vec();
+                dumps(citation, &mut delta);
+                delta.push(b'}');
+                self.delta(&delta, out);
+            }
+        }
+        Ok(())
+    }
+
+    /// `_message_delta`: the stop (the last Finish held) and the usage so far.
+    fn message_delta(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        let mut finish = None;
+        if let Some(mut hold) = self.finish_hold.take() {
+            finish = hold.drain(&mut session.reorder).last();
+        }
+        let (reason, stop_sequence) = match &finish {
+            Some(Event::Finish { reason, stop_sequence, .. }) => (reason.as_deref(), stop_sequence.as_deref()),
+            _ => (None, None),
+        };
+        let reason = match finish {
+            Some(_) => finish_to(DIALECT, reason, session, None)?,
+            None => None,
+        };
+        let mut data = b"{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":".to_vec();
+        json_opt_str(reason.as_deref(), &mut data);
+        data.extend_from_slice(b",\"stop_sequence\":");
+        json_opt_str(stop_sequence, &mut data);
+        data.extend_from_slice(b"},\"usage\":");
+        self.base.usage_json(session, false, &mut data)?;
+        data.push(b'}');
+        sse_event(out, Some("message_delta"), &data);
+        self.delta_written = true;
+        Ok(())
+    }
+
+    /// `_end`: the last block's stop, message_delta (unless written), message_stop.
+    fn end(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        if self.errored {
+            return Ok(());
+        }
+        self.start(session, out)?;
+        self.close_block(session, out)?;
+        if self.finish_hold.is_some() || !self.delta_written {
+            self.message_delta(session, out)?;
+        }
+        sse_event(out, Some("message_stop"), b"{\"type\":\"message_stop\"}");
+        Ok(())
+    }
+}
+
+/// `dumps(text or None)`.
+fn json_opt_str(text: Option<&str>, out: &mut Vec<u8>) {
+    match text {
+        Some(text) => dumps_key(text.as_bytes(), out),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+fn internal_encoder(what: &str) -> Error {
+    Error::new(ErrorClass::Transcode, format!("internal error in the anthropic response encoder: {what}"))
+}
+
+impl Encode for StreamEncoder {
+    fn event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        match &event {
+            Event::FrameEnd => self.frame.close(out),
+            Event::Block(block) => {
+                if !self.done {
+                    self.block(block, session, out)?;
+                }
+            }
+            Event::MessageStart { id, model, choice } => {
+                if *choice == 0 {
+                    self.base.message_start(id.as_deref(), model.as_deref());
+                }
+            }
+            Event::Extension(ext) => self.base.extension(ext, session)?,
+            Event::Usage(usage) => {
+                self.base.usage = Some(merge_usage(self.base.usage.as_ref(), usage.clone()));
+                if self.finish_hold.is_some() {
+                    self.message_delta(session, out)?;
+                }
+            }
+            Event::Finish { choice, .. } => {
+                if *choice == 0 && !self.done {
+                    self.start(session, out)?;
+                    self.close_block(session, out)?;
+                    let hold = self.finish_hold.get_or_insert_with(|| session.reorder.hold("anthropic:finish-before-usage"));
+                    hold.append(&mut session.reorder, into_owned(event), 64)?;
+                }
+            }
+            Event::Logprobs { .. } => self.base.lose_logprobs(session)?,
+            Event::Error { .. } => self.abort(&event, session, out)?,
+            Event::End => self.end(session, out)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, _session: &mut Session, _out: &mut Vec<u8>) -> Result<()> {
+        Ok(())
+    }
+
+    /// `abort`: `event: error`, and the stream ends there.
+    fn abort(&mut self, error: &Event<'_>, _session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if self.done || self.errored {
+            return Ok(());
+        }
+        self.frame.close(out);
+        self.errored = true;
+        let mut data = b"{\"type\":\"error\",\"error\":".to_vec();
+        error_object(error, &mut data);
+        data.push(b'}');
+        sse_event(out, Some("error"), &data);
+        Ok(())
+    }
+}
+
+/// `ResponseEncoder`: canonical events -> one `message` body.
+pub struct ResponseEncoder {
+    base: EncoderBase,
+    begun: bool,
+    count: u64,
+    /// what closes the open block (written when the next event shows no citations follow)
+    tail: &'static [u8],
+    finish: Option<(Option<String>, Option<String>)>,
+    done: bool,
+    lost: bool,
+    /// the open thinking block's first signature (raw JSON)
+    signature: Option<Vec<u8>>,
+    args: Option<(HeldArguments, BlockHead)>,
+}
+
+impl ResponseEncoder {
+    pub fn new(session: &Session) -> Self {
+        ResponseEncoder { base: EncoderBase::new(session), begun: false, count: 0, tail: b"", finish: None, done: false,
+                          lost: false, signature: None, args: None }
+    }
+
+    fn begin(&mut self, out: &mut Vec<u8>) {
+        if !self.begun {
+            self.begun = true;
+            self.base.message_head(out);
+            out.extend_from_slice(b",\"content\":[");
+        }
+    }
+
+    fn seal(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(std::mem::take(&mut self.tail));
+    }
+
+    fn block(&mut self, block: &Block<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if block.init {
+            self.lost = false;
+            let Some(kind) = self.base.classify(block, session)? else {
+                self.lost = true;
+                return Ok(());
+            };
+            self.begin(out);
+            if kind == Out::Citations {
+                if self.base.kind == Some(Out::Text) && !self.tail.is_empty() {
+                    out.extend_from_slice(b",\"citations\":");
+                    out.extend_from_slice(if block.payload.is_empty() { b"[]" } else { &block.payload });
+                } else {
+                    lose_block(session, DIALECT, BlockRef::of(block), "text block for these citations",
+                               Some("a citation needs the text it cites"), None)?;
+                }
+                self.lost = true;
+                return Ok(());
+            }
+            self.seal(out);
+            if self.count > 0 {
+                out.push(b',');
+            }
+            self.count += 1;
+            self.base.kind = Some(kind);
+            let attrs = block.attrs.as_deref().unwrap_or(&[]);
+            match kind {
+                Out::Text => out.extend_from_slice(b"{\"type\":\"text\",\"text\":\""),
+                Out::Thinking => {
+                    // the first fragment: its attrs name the source path
+                    self.base.thinking_block = Some(BlockHead::of(block));
+                    out.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":\"");
+                    self.signature = attr(attrs, "signature").map(<[u8]>::to_vec);
+                }
+                Out::RedactedThinking => out.extend_from_slice(b"{\"type\":\"redacted_thinking\",\"data\":\""),
+                Out::ToolUse => {
+                    self.base.tool_head(block, session, out);
+                    out.extend_from_slice(b",\"input\":");
+                    self.args = Some((HeldArguments::new(session, "anthropic:tool-arguments"), BlockHead::of(block)));
+                }
+                Out::Server | Out::Citations => {}
+            }
+        }
+        if self.lost {
+            return Ok(());
+        }
+        let kind = self.base.kind;
+        if kind == Some(Out::ToolUse) {
+            let Some((args, _)) = self.args.as_mut() else {
+                return Err(internal_encoder("tool arguments without their call"));
+            };
+            args.feed(&block.payload, session)?;
+        } else {
+            out.extend_from_slice(&block.payload);
+        }
+        if !block.fin {
+            return Ok(());
+        }
+        match kind {
+            Some(Out::Text) => {
+                out.push(b'"');
+                self.tail = b"}";
+            }
+            Some(Out::Thinking) => {
+                let late = block.attrs.as_deref().and_then(|attrs| attr(attrs, "signature")).filter(|raw| truthy(raw));
+                let first = self.signature.as_deref().filter(|raw| truthy(raw));
+                let signature = late.or(first);
+                if signature.is_none() {
+                    let head = self.base.thinking_block.as_ref().map_or_else(|| BlockRef::of(block), BlockHead::as_ref);
+                    EncoderBase::lose_unsigned(head, session)?;
+                }
+                out.extend_from_slice(b"\",\"signature\":");
+                out.extend_from_slice(signature.unwrap_or(b"\"\""));
+                out.push(b'}');
+            }
+            Some(Out::RedactedThinking) => out.extend_from_slice(b"\"}"),
+            Some(Out::ToolUse) => {
+                let Some((args, first)) = self.args.take() else {
+                    return Err(internal_encoder("tool arguments without their call"));
+                };
+                out.extend_from_slice(&arguments_object(session, DIALECT, args, first.as_ref())?);
+                out.push(b'}');
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        self.begin(out);
+        self.seal(out);
+        let (reason, stop_sequence) = match &self.finish {
+            Some((reason, seq)) => (finish_to(DIALECT, reason.as_deref(), session, None)?, seq.as_deref()),
+            None => (None, None),
+        };
+        out.extend_from_slice(b"],\"stop_reason\":");
+        json_opt_str(reason.as_deref(), out);
+        out.extend_from_slice(b",\"stop_sequence\":");
+        json_opt_str(stop_sequence, out);
+        out.extend_from_slice(b",\"usage\":");
+        self.base.usage_json(session, true, out)?;
+        out.push(b'}');
+        Ok(())
+    }
+}
+
+impl Encode for ResponseEncoder {
+    fn event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        match &event {
+            Event::Block(block) => self.block(block, session, out)?,
+            Event::MessageStart { id, model, choice } => {
+                if *choice == 0 {
+                    self.base.message_start(id.as_deref(), model.as_deref());
+                }
+            }
+            Event::Extension(ext) => self.base.extension(ext, session)?,
+            Event::Usage(usage) => self.base.usage = Some(merge_usage(self.base.usage.as_ref(), usage.clone())),
+            Event::Finish { reason, stop_sequence, choice } => {
+                if *choice == 0 {
+                    self.finish = Some((reason.as_deref().map(str::to_string), stop_sequence.as_deref().map(str::to_string)));
+                }
+            }
+            Event::Logprobs { .. } => self.base.lose_logprobs(session)?,
+            Event::Error { .. } => self.abort(&event, session, out)?,
+            Event::End => self.end(session, out)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, _session: &mut Session, _out: &mut Vec<u8>) -> Result<()> {
+        Ok(())
+    }
+
+    /// `abort`: an error body if nothing was written yet.
+    fn abort(&mut self, error: &Event<'_>, _session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        if !self.begun {
+            out.extend_from_slice(b"{\"type\":\"error\",\"error\":");
+            error_object(error, out);
+            out.push(b'}');
+        }
+        Ok(())
     }
 }
