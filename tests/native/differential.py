@@ -228,7 +228,7 @@ def python_encode_events(source: str, target: str, kind: str, events: list, opti
             finally:
                 per_event.append(b"".join(written))
                 written.clear()
-        encoder.finish()
+        type(encoder).finish(encoder)  # (an encoder attribute may be named finish: anthropic ResponseEncoder.finish)
         tail = b"".join(written)
     except TranscodeError as exc:
         error = exc
