@@ -2046,3 +2046,210 @@ impl Encode for ResponseEncoder {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The codecs without Python: the hold and replay of members before a block's type,
+    //! the stream's grammar, the encoders' abort, and no panic on any event sequence.
+    //! Parity with Python: tests/native/test_anthropic_response_parity.py.
+    use super::*;
+    use crate::json::{Sink, Tokenizer};
+    use crate::session::{Kind, Options, ResponseStart};
+
+    #[derive(Default)]
+    struct Events(Vec<Event<'static>>);
+
+    impl EventSink for Events {
+        fn event(&mut self, event: Event<'_>, _session: &mut Session) -> Result<()> {
+            self.0.push(into_owned(event));
+            Ok(())
+        }
+    }
+
+    struct Run<'a, D: Decode> {
+        decoder: &'a mut D,
+        session: &'a mut Session,
+        out: &'a mut Events,
+    }
+
+    impl<D: Decode> Sink for Run<'_, D> {
+        fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames) -> Result<()> {
+            self.decoder.token(token, offset, path, self.session, self.out)
+        }
+    }
+
+    fn new_session(kind: Kind) -> Session {
+        let mut session = Session::new(Options::default(), DIALECT, "openai", kind);
+        session.response_start = Some(ResponseStart { time_us: 1_764_579_600_123_456, nonce: [0; 12] });
+        session
+    }
+
+    /// A body fed in pieces cut at `cut`; the events with fragments joined.
+    fn decode_body(body: &[u8], cut: usize) -> (Vec<Event<'static>>, Option<Error>) {
+        let mut session = new_session(Kind::Response);
+        let mut decoder = ResponseDecoder::new(&session);
+        let mut out = Events::default();
+        let mut tokenizer = Tokenizer::default();
+        let mut result = Ok(());
+        for piece in [&body[..cut], &body[cut..]] {
+            let mut run = Run { decoder: &mut decoder, session: &mut session, out: &mut out };
+            result = result.and_then(|()| tokenizer.feed(piece, &mut run));
+            result = result.and_then(|()| decoder.flush(&mut session, &mut out));
+        }
+        let mut run = Run { decoder: &mut decoder, session: &mut session, out: &mut out };
+        result = result.and_then(|()| tokenizer.close(&mut run));
+        (joined(out.0), result.err())
+    }
+
+    /// Stream documents, one per frame (what the stream front hands the decoder).
+    fn decode_stream(documents: &[&[u8]]) -> (Vec<Event<'static>>, Option<Error>) {
+        let mut session = new_session(Kind::Stream);
+        let mut decoder = StreamDecoder::new(&session);
+        let mut out = Events::default();
+        let mut tokenizer = Tokenizer::default();
+        let mut result = Ok(());
+        for doc in documents {
+            tokenizer.reset();
+            result = result.and_then(|()| decoder.begin_frame(&mut session, &mut out));
+            let mut run = Run { decoder: &mut decoder, session: &mut session, out: &mut out };
+            result = result.and_then(|()| tokenizer.feed(doc, &mut run)).and_then(|()| tokenizer.close(&mut run));
+            result = result.and_then(|()| decoder.flush(&mut session, &mut out));
+            result = result.and_then(|()| decoder.end_frame(None, &mut session, &mut out));
+            if result.is_err() {
+                break;
+            }
+        }
+        result = result.and_then(|()| decoder.finish(&mut session, &mut out));
+        (joined(out.0), result.err())
+    }
+
+    fn joined(events: Vec<Event<'static>>) -> Vec<Event<'static>> {
+        let mut out: Vec<Event<'static>> = Vec::new();
+        for event in events {
+            if let (Some(Event::Block(last)), Event::Block(block)) = (out.last_mut(), &event) {
+                if !block.init && !last.fin && last.section == block.section {
+                    last.payload.to_mut().extend_from_slice(&block.payload);
+                    last.fin = block.fin;
+                    if block.attrs.is_some() {
+                        last.attrs.get_or_insert_with(Vec::new).extend(block.attrs.clone().unwrap_or_default());
+                    }
+                    continue;
+                }
+            }
+            out.push(event);
+        }
+        out
+    }
+
+    #[test]
+    fn members_before_a_block_s_type_are_replayed_when_it_comes() {
+        let client = br#"{"id":"m","model":"c","content":[{"type":"text","text":"a\u00e9b","citations":[{"n":1}]},{"type":"tool_use","id":"t","name":"f","input":{"q":[1,"x"]}}],"stop_reason":"tool_use"}"#;
+        let sorted = br#"{"content":[{"citations":[{"n":1}],"text":"a\u00e9b","type":"text"},{"id":"t","input":{"q":[1,"x"]},"name":"f","type":"tool_use"}],"id":"m","model":"c","stop_reason":"tool_use"}"#;
+        let (expected, err) = decode_body(client, client.len());
+        assert_eq!(err, None);
+        assert_eq!(expected.len(), 6, "{expected:?}"); // start, text, citations, tool call (one fragment), finish, end
+        for cut in 1..sorted.len() {
+            let (events, err) = decode_body(sorted, cut);
+            assert_eq!(err, None, "cut at {cut}");
+            assert_eq!(events, expected, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn the_stream_s_grammar_is_checked() {
+        let start: &[u8] = br#"{"type":"message_start","message":{"id":"a","model":"m"}}"#;
+        let block: &[u8] = br#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#;
+        let cases: [(&[&[u8]], &str); 4] = [
+            (&[start, block, br#"{"type":"content_block_delta","index":3,"delta":{"text":"x"}}"#],
+             "content_block_delta for block 3, but block 0 is open"),
+            (&[block], "content_block_start before message_start"),
+            (&[start, start], "a second message_start"),
+            (&[start, block], "stream ended before message_stop"),
+        ];
+        for (documents, message) in cases {
+            let (_, err) = decode_stream(documents);
+            assert_eq!(err.map(|e| e.message), Some(message.to_string()));
+        }
+        let (events, err) = decode_stream(&[start, block, br#"{"type":"content_block_delta","index":0,"delta":{"text":"hi"}}"#,
+                                            br#"{"type":"message_stop"}"#]);
+        assert_eq!(err, None);
+        assert!(matches!(&events[1], Event::Block(b) if b.payload.as_ref() == b"hi" && b.init && b.fin));
+    }
+
+    fn encode(encoder: &mut dyn Encode, events: Vec<Event<'static>>, session: &mut Session) -> (Vec<u8>, Result<()>) {
+        let mut out = Vec::new();
+        for event in events {
+            if let Err(e) = encoder.event(event, session, &mut out) {
+                return (out, Err(e));
+            }
+        }
+        let result = encoder.finish(session, &mut out);
+        (out, result)
+    }
+
+    #[test]
+    fn abort_ends_the_output_with_anthropic_s_error() {
+        let error = Event::Error { kind: "boom_error".into(), message: "boom".into(), status: None };
+        let mut session = new_session(Kind::Stream);
+        let mut stream = StreamEncoder::new(&session);
+        let text = Event::Block(Block { section: Section::AssistantText, message: 0, payload: Cow::Borrowed(b"Hi"),
+                                        init: true, fin: false, attrs: None });
+        let (out, result) = encode(&mut stream, vec![Event::MessageStart { id: Some("c1".into()), model: Some("g".into()), choice: 0 },
+                                                     text, Event::FrameEnd], &mut session);
+        assert!(result.is_ok());
+        assert!(out.ends_with(b"\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n"), "{}", String::from_utf8_lossy(&out));
+        let mut tail = Vec::new();
+        stream.abort(&error, &mut session, &mut tail).unwrap();
+        assert_eq!(tail, b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"boom\"}}\n\n");
+        let mut again = Vec::new();
+        stream.abort(&error, &mut session, &mut again).unwrap();
+        assert!(again.is_empty(), "one error event");
+
+        let mut session = new_session(Kind::Response);
+        let mut body = ResponseEncoder::new(&session);
+        let mut tail = Vec::new();
+        body.abort(&error, &mut session, &mut tail).unwrap();
+        assert_eq!(tail, b"{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"boom\"}}");
+    }
+
+    /// A pseudo-random event of the kinds the encoders take.
+    fn event(seed: &mut u64) -> Event<'static> {
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let r = (*seed >> 33) as usize;
+        let sections = [Section::AssistantText, Section::AssistantReasoning, Section::ToolCall, Section::ServerToolResult,
+                        Section::Citations, Section::AssistantRefusal, Section::UserImage];
+        let payloads: [&[u8]; 5] = [b"", b"x", b"{\\\"a\\\":1}", b"[1]", b"not json"];
+        let attrs: [Option<Vec<(Cow<'static, str>, Cow<'static, [u8]>)>>; 4] = [
+            None,
+            Some(vec![("dialect".into(), Cow::Borrowed(&b"\"anthropic\""[..]))]),
+            Some(vec![("signature".into(), Cow::Borrowed(&b"\"s\""[..])), ("redacted".into(), Cow::Borrowed(&b"true"[..]))]),
+            Some(vec![("id".into(), Cow::Borrowed(&b"7"[..])), ("name".into(), Cow::Borrowed(&b"\"n\""[..]))]),
+        ];
+        match r % 9 {
+            0..=3 => Event::Block(Block { section: sections[r / 9 % sections.len()], message: (r / 7 % 3) as i64 - 1,
+                                          payload: Cow::Borrowed(payloads[r / 11 % payloads.len()]), init: r / 13 % 2 == 0,
+                                          fin: r / 17 % 2 == 0, attrs: attrs[r / 19 % attrs.len()].clone() }),
+            4 => Event::Finish { reason: Some("end_turn".into()), stop_sequence: None, choice: (r / 9 % 2) as i64 },
+            5 => Event::Usage(Usage { input: Some(3), output: None, ..Usage::default() }),
+            6 => Event::FrameEnd,
+            7 => Event::Error { kind: "x".into(), message: "m".into(), status: None },
+            _ => Event::End,
+        }
+    }
+
+    #[test]
+    fn any_event_sequence_is_output_or_an_error_never_a_panic() {
+        let mut seed = 7u64;
+        for _ in 0..2000 {
+            let events: Vec<Event<'static>> = (0..12).map(|_| event(&mut seed)).collect();
+            for kind in [Kind::Response, Kind::Stream] {
+                let mut session = new_session(kind);
+                let mut encoder: Box<dyn Encode> = match kind {
+                    Kind::Stream => Box::new(StreamEncoder::new(&session)),
+                    _ => Box::new(ResponseEncoder::new(&session)),
+                };
+                let _ = encode(encoder.as_mut(), events.clone(), &mut session);
+            }
+        }
+    }
+}
