@@ -1496,8 +1496,10 @@ fn error_object(error: &Event<'_>, out: &mut Vec<u8>) {
     out.push(b'}');
 }
 
+/// A block index's digits (formatted into `out`: no allocation per frame).
 fn index_text(index: i64, out: &mut Vec<u8>) {
-    out.extend_from_slice(index.to_string().as_bytes());
+    use std::io::Write;
+    let _ = write!(out, "{index}");
 }
 
 /// `lifecycle.OpenFrame`: at most one output frame open for streaming fragments, keyed by
