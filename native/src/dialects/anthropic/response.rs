@@ -176,8 +176,6 @@ struct ContentBlock {
     section: Section,
     /// the first fragment's attributes (a tool call's id and name fill them until it goes)
     attrs: Vec<Attr>,
-    /// the `BlockStream` exists (a tool call's is made when its id and name are known, or at its input)
-    opened: bool,
     /// its first fragment went out
     started: bool,
     /// late attributes: a thinking block's signature
@@ -206,7 +204,6 @@ impl ContentBlock {
             type_name: None,
             section: Section::ServerToolResult,
             attrs: Vec::new(),
-            opened: false,
             started: false,
             late: Vec::new(),
             citations: None,
@@ -227,7 +224,6 @@ impl ContentBlock {
 
     /// `BlockStream.fragment`: a fragment of the block (the first carries the attributes).
     fn fragment(&mut self, data: &[u8], start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
-        self.opened = true;
         if data.is_empty() {
             return Ok(());
         }
@@ -240,7 +236,6 @@ impl ContentBlock {
 
     /// `BlockStream.announce`: the first fragment now, even empty (a tool call's id and name).
     fn announce(&mut self, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
-        self.opened = true;
         if self.started {
             return Ok(());
         }
@@ -285,17 +280,14 @@ impl ContentBlock {
             Kind::Text => {
                 self.section = Section::AssistantText;
                 self.attrs = vec![("path".into(), path(".text"))];
-                self.opened = true;
             }
             Kind::Thinking => {
                 self.section = Section::AssistantReasoning;
                 self.attrs = vec![("path".into(), path(".thinking"))];
-                self.opened = true;
             }
             Kind::RedactedThinking => {
                 self.section = Section::AssistantReasoning;
                 self.attrs = vec![("redacted".into(), b"true".to_vec()), ("path".into(), path(".data"))];
-                self.opened = true;
             }
             Kind::ToolUse => {
                 self.section = Section::ToolCall;
@@ -343,9 +335,8 @@ impl ContentBlock {
         hold.append(&mut session.reorder, data, size)
     }
 
-    /// `Deferred.release`: the held input goes out, the block opened.
+    /// `Deferred.release`: the held input goes out.
     fn release_deferred(&mut self, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
-        self.opened = true;
         if let Some(mut hold) = self.deferred_hold.take() {
             let held: Vec<Vec<u8>> = hold.drain(&mut cx.session.reorder).collect();
             for data in held {
