@@ -126,6 +126,9 @@ HAND_MADE_STREAMS = {
         b'"name":"f"}}',
         b'{"type":"content_block_stop","index":0}',
     ) + _sse(b'{"type":"message_delta","delta":{"stop_reason":"tool_use"}}') + _STOP,
+    "lone-surrogate-keys": _START + _sse(
+        b'{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"","k\\ud800":1}}',
+        b'{"type":"message_delta","delta":{"d\\udfff":1},"u\\ud83d":2}') + _STOP,
     "no-type-block": _START + _sse(b'{"type":"content_block_start","index":0,"content_block":{"a":[1,{"b":2}]}}',
                                    b'{"type":"content_block_stop","index":0}') + _STOP,
 }
@@ -162,6 +165,8 @@ HAND_MADE_RESPONSES = {
     "error-string": b'{"type":"error","error":"plain"}',
     "no-id": b'{"model":"m","content":[{"type":"text","text":"x"}],"extra":{"a":1},"stop_sequence":"END"}',
     "bad-usage": b'{"id":"i","model":"m","usage":{"input_tokens":"many"}}',
+    "lone-surrogate-keys": b'{"id":"i","model":"m","x\\ud800":1,"content":[{"type":"text","text":"a","y\\udfff":2},'
+                           b'{"type":"web_search_tool_result","z\\ud83d":[3]}]}',
     "input-then-deltas-never": b'{"id":"i","model":"m","content":[{"type":"tool_use","input":{},"id":"c","name":"f"},'
                                b'{"type":"server_tool_use","input":{}}]}',
 }

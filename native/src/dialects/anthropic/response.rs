@@ -35,7 +35,7 @@ use crate::json::{Frames, Token};
 use crate::lifecycle::{
     finish_from, finish_to, generated_tool_id, merge_usage, usage_from_anthropic, usage_to_anthropic, Stamp,
 };
-use crate::losses::lacks;
+use crate::losses::{lacks, lacks_wtf8, path_subject_wtf8};
 use crate::naming::{anthropic_id, canonical_id};
 use crate::reorder::{ByteHold, Hold};
 use crate::session::Session;
@@ -538,8 +538,8 @@ struct Readers {
     block: Option<ContentBlock>,
     /// the target is another dialect: tool ids are made canonical (`own`)
     foreign: bool,
-    /// where a member without a field was (the loss recorded when its value is complete)
-    lost_path: String,
+    /// where a member without a field was (the loss recorded when its value is complete; WTF-8)
+    lost_path: Vec<u8>,
     // -- the `message` body
     stop_reason: Option<String>,
     stop_sequence: Option<String>,
@@ -571,7 +571,7 @@ impl Readers {
             start: Start::new(),
             block: None,
             foreign: session.target != DIALECT,
-            lost_path: String::new(),
+            lost_path: Vec::new(),
             stop_reason: None,
             stop_sequence: None,
             usage: None,
@@ -670,11 +670,12 @@ fn internal(what: &str) -> Error {
     Error::new(ErrorClass::Transcode, format!("internal error in the anthropic response decoder: {what}"))
 }
 
-/// A member's key as text for a loss path. A key holding a lone surrogate (WTF-8) cannot be
-/// in a `Loss.path` (a Rust `String`): not ported.
-fn key_str(key: &[u8]) -> Result<&str> {
-    std::str::from_utf8(key).map_err(|_| Error::new(ErrorClass::Transcode,
-        "a loss at a key holding a lone surrogate is not ported yet (Loss.path is UTF-8)"))
+/// `Session.lose_member` of a path that may hold a key with a lone surrogate (WTF-8, as
+/// Python's str holds it).
+fn lose_member(session: &mut Session, path: &[u8], what: &str, done: Option<&str>) -> Result<()> {
+    let target = if session.target.is_empty() { "the target" } else { session.target };
+    let reason = lacks_wtf8(path_subject_wtf8(path), target, what, done);
+    session.lose(path, reason, None)
 }
 
 fn json_of(value: &Value) -> Vec<u8> {
@@ -712,13 +713,11 @@ impl Readers {
     }
 
     /// A loss at `prefix + key`, recorded when the member's value is complete.
-    fn lose_later(&mut self, m: &mut Machine<S>, prefix: &str, key: &[u8], always: bool) -> Result<()> {
-        let key = key_str(key)?;
+    fn lose_later(&mut self, m: &mut Machine<S>, prefix: &str, key: &[u8], always: bool) {
         self.lost_path.clear();
-        self.lost_path.push_str(prefix);
-        self.lost_path.push_str(key);
+        self.lost_path.extend_from_slice(prefix.as_bytes());
+        self.lost_path.extend_from_slice(key);
         m.read(Read::Raw(if always { S::LoseAlways } else { S::LoseNonNull }, None, ""));
-        Ok(())
     }
 
     /// `_error`: an error member or event; every open block gets its last fragment first.
@@ -765,7 +764,7 @@ impl Readers {
             b"type" => m.read(Read::Value(S::Ignore, None, "")),
             b"role" => skip_value(m, &token),
             b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
-            _ => return self.lose_later(m, "$.", key, false),
+            _ => self.lose_later(m, "$.", key, false),
         }
         Ok(())
     }
@@ -862,7 +861,7 @@ impl Readers {
             }
             (Kind::Text | Kind::Thinking | Kind::RedactedThinking | Kind::ToolUse, _) => {
                 let prefix = format!("{}.", block.at());
-                return self.lose_later(m, &prefix, key, false);
+                self.lose_later(m, &prefix, key, false);
             }
             (Kind::Server, _) => {
                 if key == b"input" && token == Token::ObjectStart && block.type_name.as_deref() == Some("server_tool_use") {
@@ -921,7 +920,7 @@ impl Readers {
             b"delta" => m.read(Read::Members(S::Delta, "delta")),
             b"usage" => m.read(Read::Value(S::EventUsage, Some(OPT_OBJECT), "usage")),
             b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
-            _ => return self.lose_later(m, "$.", key, true),
+            _ => self.lose_later(m, "$.", key, true),
         }
         Ok(())
     }
@@ -939,13 +938,13 @@ impl Readers {
             b"stop_reason" | b"stop_sequence" => {
                 // null here: message_delta carries the stop
                 self.lost_path.clear();
-                self.lost_path.push_str("$.message.");
-                self.lost_path.push_str(key_str(key)?);
+                self.lost_path.extend_from_slice(b"$.message.");
+                self.lost_path.extend_from_slice(key);
                 m.read(Read::Raw(S::MessageStop, None, ""));
             }
             b"type" | b"role" => skip_value(m, &token),
             // container, diagnostics ...: no canonical field
-            _ => return self.lose_later(m, "$.message.", key, false),
+            _ => self.lose_later(m, "$.message.", key, false),
         }
         Ok(())
     }
@@ -967,11 +966,12 @@ impl Readers {
             }
             _ if !BLOCK_DELTA_KEYS.contains(&key) => {
                 // message_delta's container, stop_details ...: no canonical field
-                return self.lose_later(m, "$.delta.", key, false);
+                self.lose_later(m, "$.delta.", key, false);
+                return Ok(());
             }
             _ => {}
         }
-        let key_text = key_str(key)?;
+        let key_text = String::from_utf8_lossy(key); // (one of BLOCK_DELTA_KEYS)
         let Some(block) = self.block.as_mut() else {
             return Err(cx.error(format!("{key_text} delta outside a content block"), offset));
         };
@@ -1145,13 +1145,13 @@ impl Dialect for Readers {
         match s {
             S::Skip => Ok(()),
             S::LoseNonNull if raw == b"null" => Ok(()),
-            S::LoseNonNull | S::LoseAlways => cx.session.lose_member(&self.lost_path, "such field", None),
+            S::LoseNonNull | S::LoseAlways => lose_member(cx.session, &self.lost_path, "such field", None),
             S::MessageContent if raw == b"[]" => Ok(()),
             S::MessageContent => cx.session.lose_member("$.message.content", "content in a stream's first event",
                                                         Some("the content blocks that follow are read")),
             S::MessageStop if raw == b"null" => Ok(()),
-            S::MessageStop => cx.session.lose_member(&self.lost_path, "place for a stop in message_start",
-                                                     Some("message_delta's stop is used")),
+            S::MessageStop => lose_member(cx.session, &self.lost_path, "place for a stop in message_start",
+                                          Some("message_delta's stop is used")),
             S::ServerInput => {
                 let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
                 block.server_input(raw, &mut self.start, cx)
