@@ -971,14 +971,14 @@ impl Readers {
             }
             _ => {}
         }
-        let key_text = String::from_utf8_lossy(key); // (one of BLOCK_DELTA_KEYS)
+        let key_text = || String::from_utf8_lossy(key); // (one of BLOCK_DELTA_KEYS; for errors only)
         let Some(block) = self.block.as_mut() else {
-            return Err(cx.error(format!("{key_text} delta outside a content block"), offset));
+            return Err(cx.error(format!("{} delta outside a content block", key_text()), offset));
         };
         match key {
             b"text" | b"thinking" => {
                 if block.type_name.as_deref().map(str::as_bytes) != Some(key) {
-                    return Err(cx.error(format!("{key_text} delta on a {} block", block.type_text()), offset));
+                    return Err(cx.error(format!("{} delta on a {} block", key_text(), block.type_text()), offset));
                 }
                 m.read(Read::String(S::DeltaText, if key == b"text" { "text" } else { "thinking" }));
             }
