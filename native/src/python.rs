@@ -1511,6 +1511,124 @@ fn lifecycle_call<'py>(py: Python<'py>, function: &str, args: Bound<'py, PyTuple
     })
 }
 
+/// One of lifecycle.rs's helpers driven by `ops`; test entry point. `helper`:
+/// `"block_stream"` (`args`: section, message, attrs `[(name, json)]`, key; ops
+/// `("fragment", data)`, `("announce",)`, `("close", late)`, `("set", name, json)`: the
+/// blocks, as `canonical.Block`s), `"reasoning_first"` (ops `("text", data, init, fin)`,
+/// `("member", reasoning)`, `("reasoning_end",)`, `("release",)`: the sink's calls
+/// `(data, init, fin)`), `"deferred"` (ops `("fragment", data, ready)`, `("release",)`:
+/// the block's fragments), `"open_frame"` (ops `("fragment", key, head, tail, payload)`,
+/// `("close",)`: the bytes each op wrote). Returns `(outputs, (high_water, by_reason), error)`.
+#[pyfunction]
+#[pyo3(signature = (helper, args, ops, *, refuse_reorder=false, reorder_budget=1 << 20))]
+#[allow(clippy::type_complexity)]
+fn lifecycle_helper<'py>(py: Python<'py>, helper: &str, args: Bound<'py, PyTuple>, ops: Vec<Bound<'py, PyTuple>>,
+                         refuse_reorder: bool, reorder_budget: u64)
+                         -> PyResult<(Bound<'py, PyList>, (u64, Vec<(String, u64)>), Option<Py<PyAny>>)> {
+    use crate::canonical::{Event, Section};
+    use crate::lifecycle as lc;
+    use crate::session::{Kind, Options, Session};
+    use std::borrow::Cow;
+    let options = Options { refuse_reorder, reorder_budget, ..Options::default() };
+    let mut session = Session::new(options, "openai", "anthropic", Kind::Stream);
+    let out = PyList::empty(py);
+    let attrs_of = |obj: Bound<'py, PyAny>| -> PyResult<Vec<crate::decoding::Attr>> {
+        let pairs: Vec<(String, Vec<u8>)> = obj.extract()?;
+        Ok(pairs.into_iter().map(|(k, v)| (Cow::Owned(k), v)).collect())
+    };
+    let mut block_stream = None;
+    let mut reasoning = lc::ReasoningFirst::new("test:content-before-reasoning");
+    let mut deferred = lc::Deferred::new("test:arguments-before-name");
+    let mut frame: lc::OpenFrame<i64> = lc::OpenFrame::new();
+    if helper == "block_stream" {
+        let section: String = args.get_item(0)?.extract()?;
+        let section = Section::from_name(&section).ok_or_else(|| PyRuntimeError::new_err("no such section"))?;
+        block_stream = Some(lc::BlockStream::new(section, args.get_item(1)?.extract()?, attrs_of(args.get_item(2)?)?,
+                                                 args.get_item(3)?.extract()?));
+    }
+    let mut error = None;
+    for op in ops {
+        let name: String = op.get_item(0)?.extract()?;
+        let bytes = |i: usize| -> PyResult<Vec<u8>> { op.get_item(i)?.extract() };
+        let piece = |data: &[u8], init: bool, fin: bool| (PyBytes::new(py, data), init, fin);
+        let outcome: crate::error::Result<()> = match (helper, name.as_str()) {
+            ("block_stream", op_name) => {
+                let Some(stream) = block_stream.as_mut() else { return Err(PyRuntimeError::new_err("no stream")) };
+                let block = match op_name {
+                    "fragment" => {
+                        let data = bytes(1)?;
+                        stream.fragment(&data).map(|b| b.into_owned())
+                    }
+                    "announce" => stream.announce(),
+                    "close" => Some(stream.close(&attrs_of(op.get_item(1)?)?)),
+                    "set" => {
+                        crate::decoding::set_attr(&mut stream.attrs, Cow::Owned(op.get_item(1)?.extract()?), bytes(2)?);
+                        None
+                    }
+                    _ => return Err(PyRuntimeError::new_err(format!("no op {op_name}"))),
+                };
+                if let Some(block) = block {
+                    out.append(event_to_py(py, &Event::Block(block))?)?;
+                }
+                Ok(())
+            }
+            ("reasoning_first", "text") => {
+                let (data, init, fin): (Vec<u8>, bool, bool) = (bytes(1)?, op.get_item(2)?.extract()?, op.get_item(3)?.extract()?);
+                match reasoning.text(&data, &mut session) {
+                    Ok(true) => out.append(piece(&data, init, fin)).map(|_| Ok(()))?,
+                    Ok(false) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+            ("reasoning_first", other) => {
+                let released = match other {
+                    "member" => reasoning.member(op.get_item(1)?.extract()?, &mut session),
+                    "reasoning_end" => reasoning.reasoning_end(&mut session),
+                    _ => reasoning.release(&mut session),
+                };
+                for data in released {
+                    out.append(piece(&data, false, false))?;
+                }
+                Ok(())
+            }
+            ("deferred", "fragment") => {
+                let data = bytes(1)?;
+                match deferred.fragment(&data, op.get_item(2)?.extract()?, &mut session) {
+                    Ok(true) => out.append(PyBytes::new(py, &data)).map(|_| Ok(()))?,
+                    Ok(false) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+            ("deferred", _) => {
+                for data in deferred.release(&mut session) {
+                    out.append(PyBytes::new(py, &data))?;
+                }
+                Ok(())
+            }
+            ("open_frame", op_name) => {
+                let mut written = Vec::new();
+                if op_name == "fragment" {
+                    let (key, head, tail, payload): (i64, Vec<u8>, Vec<u8>, Vec<u8>) =
+                        (op.get_item(1)?.extract()?, bytes(2)?, bytes(3)?, bytes(4)?);
+                    frame.fragment(key, |w| w.extend_from_slice(&head), &tail, &payload, &mut written);
+                } else {
+                    frame.close(&mut written);
+                }
+                out.append(PyBytes::new(py, &written))?;
+                Ok(())
+            }
+            _ => return Err(PyRuntimeError::new_err(format!("no helper {helper}"))),
+        };
+        if let Err(err) = outcome {
+            error = Some(to_py_err(py, &err, None).into_value(py).into_any());
+            break;
+        }
+    }
+    let (high, by_reason) = session.reorder.report();
+    let by_reason = by_reason.into_iter().map(|(r, n)| (r.to_string(), n)).collect();
+    Ok((out, (high, by_reason), error))
+}
+
 /// Tokens into a `jsonwriter::RawValue`: its text and the output length at each completion.
 struct RawValueSink {
     raw: crate::jsonwriter::RawValue,
@@ -1582,6 +1700,7 @@ fn add_leaves(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(losses_call, m)?)?;
     m.add_function(wrap_pyfunction!(session_ops, m)?)?;
     m.add_function(wrap_pyfunction!(lifecycle_call, m)?)?;
+    m.add_function(wrap_pyfunction!(lifecycle_helper, m)?)?;
     m.add_function(wrap_pyfunction!(response_start, m)?)?;
     Ok(())
 }
