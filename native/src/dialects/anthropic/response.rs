@@ -22,18 +22,19 @@ use std::borrow::Cow;
 
 use crate::canonical::{escape_raw_json, unescape_json_text, Block, Event, Section, Usage};
 use crate::decoding::{
-    block_attrs, dumps, dumps_key, into_owned, set_attr, Attr, Cx, Decode, Dialect, EventSink, Frame, Gate, Machine,
-    Read, INTEGER, OPT_ARRAY, OPT_OBJECT, OPT_STRING, STRING,
+    dumps, dumps_key, into_owned, set_attr, Attr, Cx, Decode, Dialect, EventSink, Frame, Machine, Read, ResponseBase,
+    INTEGER, OPT_ARRAY, OPT_OBJECT, OPT_STRING, STRING,
 };
 use crate::encoding::{
-    arguments_object, attr, attr_is, attr_truthy, foreign_extension, json_str, lose_block, lose_unplaced, truthy,
-    BlockHead, BlockRef, Encode, HeldArguments,
+    arguments_object, attr, attr_is, attr_truthy, foreign_extension, json_str, lose_block, lose_unplaced,
+    truthy, BlockHead, BlockRef, Encode, HeldArguments,
 };
 use crate::error::{Error, ErrorClass, Result};
 use crate::framing::{sse_event, sse_open};
 use crate::json::{Frames, Token};
 use crate::lifecycle::{
-    finish_from, finish_to, generated_tool_id, merge_usage, usage_from_anthropic, usage_to_anthropic, Stamp,
+    finish_from, finish_to, generated_tool_id, merge_usage, usage_from_anthropic, usage_to_anthropic, BlockStream,
+    Deferred, OpenFrame, Stamp,
 };
 use crate::losses::{lacks, lacks_wtf8, path_subject_wtf8};
 use crate::naming::{anthropic_id, canonical_id};
@@ -63,8 +64,6 @@ enum S {
     Model,
     /// `read_value(..., ignore)`
     Ignore,
-    /// `skip_value` / a raw value nobody reads
-    Skip,
     /// `_error`
     ErrorValue,
     /// a member without canonical field: a loss at `lost_path` unless it is `null`
@@ -72,12 +71,7 @@ enum S {
     /// the same, even when it is `null` (a stream event's unknown member)
     LoseAlways,
     // -- a content block (`_ContentBlock`)
-    /// the tokens of a block before its `type` (`KeyFirst.on_token`)
-    BlockHead,
-    /// the value of the block's `type` (`KeyFirst.read_key`)
-    BlockTypeValue,
-    BlockType,
-    /// the block's members (`_ContentBlock.member`)
+    /// the block's members (`_ContentBlock.member`), read once its `type` is known (`KeyFirst`)
     Block,
     BlockText,
     Signature,
@@ -107,50 +101,6 @@ enum S {
     Citation,
 }
 
-/// `ResponseDecoderBase`: the message start (id, model) and the gate that content waits
-/// behind until it went out (`anthropic:content-before-id`).
-#[derive(Debug)]
-struct Start {
-    gate: Gate,
-    id: Option<String>,
-    model: Option<String>,
-    started: bool,
-    errored: bool,
-}
-
-impl Start {
-    fn new() -> Self {
-        Start { gate: Gate::new("anthropic:content-before-id"), id: None, model: None, started: false, errored: false }
-    }
-
-    /// `out(event)`: an event that must follow the message start.
-    fn out(&mut self, event: Event<'_>, cx: &mut Cx<'_>) -> Result<()> {
-        if self.gate.open {
-            cx.emit(event)
-        } else {
-            self.gate.hold(event, cx.session)
-        }
-    }
-
-    fn release(&mut self, cx: &mut Cx<'_>) -> Result<()> {
-        self.gate.release(cx, |event, cx| cx.emit(event))
-    }
-
-    /// `start_message`: `MessageStart` first, then what waited for it.
-    fn start_message(&mut self, cx: &mut Cx<'_>) -> Result<()> {
-        if self.started {
-            return Ok(());
-        }
-        self.started = true;
-        cx.emit(Event::MessageStart {
-            id: self.id.as_deref().map(Cow::Borrowed),
-            model: self.model.as_deref().map(Cow::Borrowed),
-            choice: 0,
-        })?;
-        self.release(cx)
-    }
-}
-
 /// A content block's type (`_ContentBlock.type`): the four it maps, or a block carried raw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -162,22 +112,16 @@ enum Kind {
     Server,
 }
 
-/// A token held before the block's `type` came (`KeyFirst`'s hold): kind, bytes, offset.
-type HeldToken = (u8, Vec<u8>, u64);
-
-/// One content block being decoded (`_ContentBlock`, with its `BlockStream`, its
-/// `Deferred` input and its `KeyFirst` hold).
+/// One content block being decoded (`_ContentBlock`, with its `BlockStream` and its
+/// `Deferred` input).
 #[derive(Debug)]
 struct ContentBlock {
     index: u64,
     kind: Kind,
     /// the type as the source wrote it (`None`: none; errors name it)
     type_name: Option<String>,
-    section: Section,
-    /// the first fragment's attributes (a tool call's id and name fill them until it goes)
-    attrs: Vec<Attr>,
-    /// its first fragment went out
-    started: bool,
+    /// its fragments (the first's attributes: a tool call's id and name fill them until it goes)
+    stream: BlockStream,
     /// late attributes: a thinking block's signature
     late: Vec<Attr>,
     citations: Option<Hold<Vec<u8>>>,
@@ -186,14 +130,10 @@ struct ContentBlock {
     /// a server block whose input comes as deltas
     deferred_input: bool,
     json_parts: bool,
-    /// a tool_use's `input` member came (`self.deferred`), and what it holds until id and name come
-    deferred: bool,
-    deferred_hold: Option<Hold<Vec<u8>>>,
+    /// a tool_use's `input` member came: what it holds until id and name come
+    deferred: Option<Deferred>,
     /// `_input_fragment`'s head: the first bytes, kept while they may be the `{}` placeholder
     head: Option<Vec<u8>>,
-    /// `KeyFirst`: tokens before the type, and the nesting inside the object
-    held: Option<Hold<HeldToken>>,
-    depth: i64,
 }
 
 impl ContentBlock {
@@ -202,19 +142,14 @@ impl ContentBlock {
             index,
             kind: Kind::Server,
             type_name: None,
-            section: Section::ServerToolResult,
-            attrs: Vec::new(),
-            started: false,
+            stream: BlockStream::new(Section::ServerToolResult, 0, Vec::new(), None),
             late: Vec::new(),
             citations: None,
             json_seen: false,
             deferred_input: false,
             json_parts: false,
-            deferred: false,
-            deferred_hold: None,
+            deferred: None,
             head: None,
-            held: None,
-            depth: 0,
         }
     }
 
@@ -223,46 +158,29 @@ impl ContentBlock {
     }
 
     /// `BlockStream.fragment`: a fragment of the block (the first carries the attributes).
-    fn fragment(&mut self, data: &[u8], start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
-        if data.is_empty() {
-            return Ok(());
+    fn fragment(&mut self, data: &[u8], start: &mut ResponseBase, cx: &mut Cx<'_>) -> Result<()> {
+        match self.stream.fragment(data) {
+            Some(block) => start.out(Event::Block(block), cx),
+            None => Ok(()),
         }
-        let attrs = if self.started { None } else { block_attrs(&self.attrs) };
-        let first = !self.started;
-        self.started = true;
-        start.out(Event::Block(Block { section: self.section, message: 0, payload: Cow::Borrowed(data), init: first,
-                                       fin: false, attrs }), cx)
     }
 
     /// `BlockStream.announce`: the first fragment now, even empty (a tool call's id and name).
-    fn announce(&mut self, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
-        if self.started {
-            return Ok(());
+    fn announce(&mut self, start: &mut ResponseBase, cx: &mut Cx<'_>) -> Result<()> {
+        match self.stream.announce() {
+            Some(block) => start.out(Event::Block(block), cx),
+            None => Ok(()),
         }
-        self.started = true;
-        start.out(Event::Block(Block { section: self.section, message: 0, payload: Cow::Borrowed(b""), init: true,
-                                       fin: false, attrs: block_attrs(&self.attrs) }), cx)
     }
 
     /// `BlockStream.close(late)`: the last (empty) fragment, with the late attributes.
-    fn close(&mut self, late: &[Attr], start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
-        let block = if self.started {
-            Block { section: self.section, message: 0, payload: Cow::Borrowed(b""), init: false, fin: true,
-                    attrs: block_attrs(late) }
-        } else {
-            let mut attrs = self.attrs.clone();
-            for (name, json) in late {
-                set_attr(&mut attrs, name.clone(), json.clone());
-            }
-            Block { section: self.section, message: 0, payload: Cow::Borrowed(b""), init: true, fin: true,
-                    attrs: block_attrs(&attrs) }
-        };
-        self.started = true;
+    fn close(&mut self, late: &[Attr], start: &mut ResponseBase, cx: &mut Cx<'_>) -> Result<()> {
+        let block = self.stream.close(late);
         start.out(Event::Block(block), cx)
     }
 
     /// `_typed`: the block's type is known (`None`: the object had none).
-    fn typed(&mut self, value: Option<String>, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+    fn typed(&mut self, value: Option<String>, start: &mut ResponseBase, cx: &mut Cx<'_>) -> Result<()> {
         let at = self.at();
         let path = |suffix: &str| {
             let mut json = Vec::new();
@@ -276,33 +194,24 @@ impl ContentBlock {
             Some("tool_use") => Kind::ToolUse,
             _ => Kind::Server,
         };
-        match self.kind {
-            Kind::Text => {
-                self.section = Section::AssistantText;
-                self.attrs = vec![("path".into(), path(".text"))];
-            }
-            Kind::Thinking => {
-                self.section = Section::AssistantReasoning;
-                self.attrs = vec![("path".into(), path(".thinking"))];
-            }
+        let (section, attrs): (Section, Vec<Attr>) = match self.kind {
+            Kind::Text => (Section::AssistantText, vec![("path".into(), path(".text"))]),
+            Kind::Thinking => (Section::AssistantReasoning, vec![("path".into(), path(".thinking"))]),
             Kind::RedactedThinking => {
-                self.section = Section::AssistantReasoning;
-                self.attrs = vec![("redacted".into(), b"true".to_vec()), ("path".into(), path(".data"))];
+                (Section::AssistantReasoning, vec![("redacted".into(), b"true".to_vec()), ("path".into(), path(".data"))])
             }
-            Kind::ToolUse => {
-                self.section = Section::ToolCall;
-                self.attrs = vec![("path".into(), path(""))];
+            // (its BlockStream is made when id and name are known, or at its input: the same events)
+            Kind::ToolUse => (Section::ToolCall, vec![("path".into(), path(""))]),
+            Kind::Server => (Section::ServerToolResult, vec![("dialect".into(), b"\"anthropic\"".to_vec()), ("path".into(), path(""))]),
+        };
+        self.stream = BlockStream::new(section, 0, attrs, None);
+        if self.kind == Kind::Server {
+            let mut head = b"{\"type\":".to_vec();
+            match value.as_deref() {
+                Some(t) => dumps_key(t.as_bytes(), &mut head),
+                None => head.extend_from_slice(b"null"),
             }
-            Kind::Server => {
-                self.section = Section::ServerToolResult;
-                self.attrs = vec![("dialect".into(), b"\"anthropic\"".to_vec()), ("path".into(), path(""))];
-                let mut head = b"{\"type\":".to_vec();
-                match value.as_deref() {
-                    Some(t) => dumps_key(t.as_bytes(), &mut head),
-                    None => head.extend_from_slice(b"null"),
-                }
-                self.fragment(&head, start, cx)?;
-            }
+            self.fragment(&head, start, cx)?;
         }
         self.type_name = value;
         Ok(())
@@ -324,31 +233,31 @@ impl ContentBlock {
 
     /// `Deferred.fragment` of a tool call's input: straight on once its id and name are known
     /// (and nothing was held), else held (`anthropic:input-before-name`).
-    fn deferred_fragment(&mut self, data: Vec<u8>, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
-        let ready = self.attrs.iter().any(|(n, _)| n == "id") && self.attrs.iter().any(|(n, _)| n == "name");
-        if self.deferred_hold.is_none() && ready {
-            return self.fragment(&data, start, cx);
+    fn deferred_fragment(&mut self, data: &[u8], start: &mut ResponseBase, cx: &mut Cx<'_>) -> Result<()> {
+        let has = |name: &str| self.stream.attrs.iter().any(|(n, _)| n == name);
+        let ready = has("id") && has("name");
+        let deferred = self.deferred.get_or_insert_with(|| Deferred::new("anthropic:input-before-name"));
+        if deferred.fragment(data, ready, cx.session)? {
+            return self.fragment(data, start, cx);
         }
-        let session = &mut *cx.session;
-        let size = data.len() as u64;
-        let hold = self.deferred_hold.get_or_insert_with(|| session.reorder.hold("anthropic:input-before-name"));
-        hold.append(&mut session.reorder, data, size)
+        Ok(())
     }
 
     /// `Deferred.release`: the held input goes out.
-    fn release_deferred(&mut self, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
-        if let Some(mut hold) = self.deferred_hold.take() {
-            let held: Vec<Vec<u8>> = hold.drain(&mut cx.session.reorder).collect();
-            for data in held {
-                self.fragment(&data, start, cx)?;
-            }
+    fn release_deferred(&mut self, start: &mut ResponseBase, cx: &mut Cx<'_>) -> Result<()> {
+        let held = match self.deferred.as_mut() {
+            Some(deferred) => deferred.release(cx.session),
+            None => return Ok(()),
+        };
+        for data in held {
+            self.fragment(&data, start, cx)?;
         }
         Ok(())
     }
 
     /// `_input_fragment`'s sink: the input object's raw JSON, escaped, through the `Deferred`
     /// (`{}` alone is a stream's placeholder: no payload).
-    fn input_fragment(&mut self, data: &[u8], fin: bool, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+    fn input_fragment(&mut self, data: &[u8], fin: bool, start: &mut ResponseBase, cx: &mut Cx<'_>) -> Result<()> {
         let data: Cow<'_, [u8]> = match self.head.as_mut() {
             Some(head) => {
                 head.extend_from_slice(data);
@@ -366,11 +275,11 @@ impl ContentBlock {
         self.json_seen = true;
         let mut escaped = Vec::with_capacity(data.len() + 8);
         escape_raw_json(&data, &mut escaped);
-        self.deferred_fragment(escaped, start, cx)
+        self.deferred_fragment(&escaped, start, cx)
     }
 
     /// `_server_input`: a server block's input object (`{}`: its JSON comes as deltas).
-    fn server_input(&mut self, raw: &[u8], start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+    fn server_input(&mut self, raw: &[u8], start: &mut ResponseBase, cx: &mut Cx<'_>) -> Result<()> {
         if raw == b"{}" {
             self.deferred_input = true;
             return Ok(());
@@ -381,7 +290,7 @@ impl ContentBlock {
     }
 
     /// `partial_json(data)`: an input_json_delta fragment.
-    fn partial_json(&mut self, data: &[u8], start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+    fn partial_json(&mut self, data: &[u8], start: &mut ResponseBase, cx: &mut Cx<'_>) -> Result<()> {
         if self.kind == Kind::ToolUse {
             if !data.is_empty() {
                 self.json_seen = true;
@@ -406,18 +315,16 @@ impl ContentBlock {
     }
 
     /// `end(offset)`: the block object's `}` (a tool call is announced: id and name first).
-    fn object_end(&mut self, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+    fn object_end(&mut self, start: &mut ResponseBase, cx: &mut Cx<'_>) -> Result<()> {
         if self.kind == Kind::ToolUse {
-            if self.deferred {
-                self.release_deferred(start, cx)?;
-            }
+            self.release_deferred(start, cx)?;
             self.announce(start, cx)?;
         }
         Ok(())
     }
 
     /// `stop()`: the block's end (its last fragment), then its citations.
-    fn stop(&mut self, start: &mut Start, cx: &mut Cx<'_>) -> Result<()> {
+    fn stop(&mut self, start: &mut ResponseBase, cx: &mut Cx<'_>) -> Result<()> {
         match self.kind {
             Kind::ToolUse => {
                 if !self.json_seen {
@@ -534,7 +441,8 @@ impl FrameState {
 /// The readers' data of both decoders (`_Base` and its subclasses).
 struct Readers {
     stream: bool,
-    start: Start,
+    /// `ResponseDecoderBase`: id, model, the gate content waits behind until the message starts
+    start: ResponseBase,
     block: Option<ContentBlock>,
     /// the target is another dialect: tool ids are made canonical (`own`)
     foreign: bool,
@@ -568,7 +476,7 @@ impl Readers {
     fn new(session: &Session, stream: bool) -> Self {
         Readers {
             stream,
-            start: Start::new(),
+            start: ResponseBase::new("anthropic:content-before-id"),
             block: None,
             foreign: session.target != DIALECT,
             lost_path: Vec::new(),
@@ -692,11 +600,9 @@ fn text_of(value: Value) -> Option<String> {
     }
 }
 
-/// `skip_value`: consume a value without keeping it (a container or a string in pieces is read whole).
-fn skip_value(m: &mut Machine<S>, token: &Token<'_>) {
-    if matches!(token, Token::ObjectStart | Token::ArrayStart | Token::StringOpen(_)) {
-        m.read(Read::Raw(S::Skip, None, ""));
-    }
+/// `skip_value`: consume a value without keeping it (`Read::Skip`).
+fn skip_value(m: &mut Machine<S>) {
+    m.read(Read::Skip);
 }
 
 /// A plain string token's text, when it has no escape (else the value is read as data).
@@ -753,7 +659,7 @@ impl Readers {
 
     // -- the `message` body ------------------------------------------------------------------
 
-    fn body_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>) -> Result<()> {
+    fn body_member(&mut self, m: &mut Machine<S>, key: &[u8]) -> Result<()> {
         match key {
             b"id" => m.read(Read::Value(S::Id, Some(OPT_STRING), "id")),
             b"model" => m.read(Read::Value(S::Model, Some(OPT_STRING), "model")),
@@ -762,7 +668,7 @@ impl Readers {
             b"stop_sequence" => m.read(Read::Value(S::StopSequence, Some(OPT_STRING), "stop_sequence")),
             b"usage" => m.read(Read::Value(S::BodyUsage, Some(OPT_OBJECT), "usage")),
             b"type" => m.read(Read::Value(S::Ignore, None, "")),
-            b"role" => skip_value(m, &token),
+            b"role" => skip_value(m),
             b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
             _ => self.lose_later(m, "$.", key, false),
         }
@@ -774,7 +680,7 @@ impl Readers {
         if self.start.errored {
             return cx.emit(Event::End);
         }
-        self.start.start_message(cx)?;
+        self.start.start_message(cx, |_| Ok(()))?;
         if self.stop_reason.is_some() || self.stop_sequence.is_some() {
             let reason = finish_from(DIALECT, self.stop_reason.as_deref());
             cx.emit(Event::Finish { reason, stop_sequence: self.stop_sequence.as_deref().map(Cow::Borrowed),
@@ -788,58 +694,10 @@ impl Readers {
 
     // -- a content block ---------------------------------------------------------------------
 
-    /// A content block's `{` (its members wait for its type: `KeyFirst`).
+    /// A content block's `{`: its members wait for its type (`KeyFirst`), then `key_first`.
     fn open_block(&mut self, m: &mut Machine<S>, index: u64) {
         self.block = Some(ContentBlock::new(index));
-        m.push(Frame::State(S::BlockHead));
-    }
-
-    /// `KeyFirst.on_token`: a token of the block before its type.
-    fn block_head(&mut self, m: &mut Machine<S>, token: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
-        let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
-        if block.depth == 0 {
-            match token {
-                Token::Key(b"type") => {
-                    m.then(Read::State(S::BlockTypeValue));
-                    return Ok(());
-                }
-                Token::ObjectEnd => {
-                    m.pop();
-                    self.typed(m, None, cx)?;
-                    return m.feed(self, token, offset, cx);
-                }
-                _ => {}
-            }
-        }
-        match token {
-            Token::ObjectStart | Token::ArrayStart => block.depth += 1,
-            Token::ObjectEnd | Token::ArrayEnd => block.depth -= 1,
-            _ => {}
-        }
-        let data = token.bytes().unwrap_or(b"");
-        let size = 16 + match token {
-            Token::Key(key) => crate::encoding::char_len(key),
-            _ => data.len() as u64,
-        };
-        let session = &mut *cx.session;
-        let hold = block.held.get_or_insert_with(|| session.reorder.hold("anthropic:content-before-type"));
-        hold.append(&mut session.reorder, (token.kind(), data.to_vec(), offset), size)
-    }
-
-    /// `KeyFirst._found` / `start(None)`: the block is typed, its members are read, what
-    /// came before the type is replayed into them.
-    fn typed(&mut self, m: &mut Machine<S>, value: Option<String>, cx: &mut Cx<'_>) -> Result<()> {
-        let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
-        block.typed(value, &mut self.start, cx)?;
-        m.push(Frame::Members(S::Block));
-        let held = match block.held.take() {
-            Some(mut hold) => hold.drain(&mut cx.session.reorder).collect::<Vec<_>>(),
-            None => return Ok(()),
-        };
-        for (kind, data, offset) in held {
-            m.feed(self, token_of(kind, &data), offset, cx)?;
-        }
-        Ok(())
+        m.key_first(S::Block, "type", Some(STRING), "anthropic:content-before-type");
     }
 
     fn block_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>, cx: &mut Cx<'_>) -> Result<()> {
@@ -855,7 +713,7 @@ impl Readers {
             (Kind::ToolUse, b"name") => m.read(Read::Value(S::ToolName, Some(STRING), "name")),
             (Kind::ToolUse, b"input") => {
                 // id and name must ride on the first fragment: the input waits until both came
-                block.deferred = true;
+                block.deferred = Some(Deferred::new("anthropic:input-before-name"));
                 block.head = Some(Vec::new());
                 m.read(Read::StreamRaw(S::ToolInput));
             }
@@ -942,7 +800,7 @@ impl Readers {
                 self.lost_path.extend_from_slice(key);
                 m.read(Read::Raw(S::MessageStop, None, ""));
             }
-            b"type" | b"role" => skip_value(m, &token),
+            b"type" | b"role" => skip_value(m),
             // container, diagnostics ...: no canonical field
             _ => self.lose_later(m, "$.message.", key, false),
         }
@@ -950,10 +808,10 @@ impl Readers {
     }
 
     /// `_delta_member`: a delta (of a content block, or message_delta's).
-    fn delta_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+    fn delta_member(&mut self, m: &mut Machine<S>, key: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match key {
             b"type" => {
-                skip_value(m, &token);
+                skip_value(m);
                 return Ok(());
             }
             b"stop_reason" => {
@@ -995,7 +853,7 @@ impl Readers {
         self.check_order(t.as_ref())?;
         match t {
             Some(FrameType::MessageStart) => {
-                self.start.start_message(cx)?;
+                self.start.start_message(cx, |_| Ok(()))?;
                 if let Some(usage) = self.frame.usage.take() {
                     self.usage = Some(usage.clone());
                     cx.emit(Event::Usage(usage))?;
@@ -1066,40 +924,11 @@ impl Readers {
     }
 }
 
-/// A held token, back as a token (`KeyFirst._replay`).
-fn token_of(kind: u8, data: &[u8]) -> Token<'_> {
-    match kind {
-        1 => Token::ObjectStart,
-        2 => Token::ObjectEnd,
-        3 => Token::ArrayStart,
-        4 => Token::ArrayEnd,
-        5 => Token::Key(data),
-        6 => Token::String(data),
-        7 => Token::StringOpen(data),
-        8 => Token::StringPart(data),
-        9 => Token::StringClose(data),
-        10 => Token::Number(data),
-        11 => Token::True,
-        12 => Token::False,
-        _ => Token::Null,
-    }
-}
-
 impl Dialect for Readers {
     type State = S;
 
     fn token(&mut self, m: &mut Machine<S>, s: S, token: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
-            S::BlockHead => self.block_head(m, token, offset, cx),
-            S::BlockTypeValue => {
-                // `KeyFirst.read_key`: a scalar, then its type
-                if !matches!(token, Token::String(_) | Token::StringOpen(_) | Token::Number(_) | Token::Null | Token::True
-                             | Token::False) {
-                    return Err(cx.error("expected a scalar for type", offset));
-                }
-                m.read(Read::Value(S::BlockType, Some(STRING), "type"));
-                Ok(())
-            }
             S::Document => {
                 if token != Token::ObjectStart {
                     return Err(cx.wrong_type(&token, "an object for an event", offset));
@@ -1117,13 +946,22 @@ impl Dialect for Readers {
     fn member(&mut self, m: &mut Machine<S>, s: S, key: &[u8], token: Token<'_>, offset: u64,
               cx: &mut Cx<'_>) -> Result<()> {
         match s {
-            S::Body => self.body_member(m, key, token),
+            S::Body => self.body_member(m, key),
             S::Block => self.block_member(m, key, token, cx),
             S::Event => self.event_member(m, key, token, offset, cx),
             S::Message => self.message_member(m, key, token, offset, cx),
-            S::Delta => self.delta_member(m, key, token, offset, cx),
+            S::Delta => self.delta_member(m, key, offset, cx),
             _ => Err(internal("a member for a state that reads none")),
         }
+    }
+
+    /// `KeyFirst`'s `start(value)` (`_typed`): the block is typed, its members are read (what
+    /// came before the type is replayed into them by the machine).
+    fn key_first(&mut self, m: &mut Machine<S>, _s: S, value: Option<Value>, _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+        block.typed(value.and_then(text_of), &mut self.start, cx)?;
+        m.push(Frame::Members(S::Block));
+        Ok(())
     }
 
     fn object(&mut self, m: &mut Machine<S>, _s: S, _offset: u64, _cx: &mut Cx<'_>) -> Result<()> {
@@ -1143,7 +981,6 @@ impl Dialect for Readers {
 
     fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
-            S::Skip => Ok(()),
             S::LoseNonNull if raw == b"null" => Ok(()),
             S::LoseNonNull | S::LoseAlways => lose_member(cx.session, &self.lost_path, "such field", None),
             S::MessageContent if raw == b"[]" => Ok(()),
@@ -1164,7 +1001,7 @@ impl Dialect for Readers {
         }
     }
 
-    fn value(&mut self, m: &mut Machine<S>, s: S, value: Value, _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+    fn value(&mut self, _m: &mut Machine<S>, s: S, value: Value, _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
             S::Id | S::Model => {
                 let text = text_of(value);
@@ -1174,7 +1011,7 @@ impl Dialect for Readers {
                     self.start.model = text;
                 }
                 if !self.stream && self.start.id.is_some() && self.start.model.is_some() {
-                    self.start.start_message(cx)?;
+                    self.start.start_message(cx, |_| Ok(()))?;
                 }
                 Ok(())
             }
@@ -1194,10 +1031,6 @@ impl Dialect for Readers {
             }
             S::Ignore => Ok(()),
             S::ErrorValue => self.error(value, cx),
-            S::BlockType => {
-                m.pop(); // the KeyFirst reader
-                self.typed(m, text_of(value), cx)
-            }
             S::Signature => {
                 self.block()?.signature(&value);
                 Ok(())
@@ -1223,7 +1056,7 @@ impl Dialect for Readers {
                 let mut json = Vec::new();
                 dumps_key(owned.as_bytes(), &mut json);
                 let name = if s == S::ToolName { "name" } else { "id" };
-                set_attr(&mut self.block()?.attrs, name.into(), json);
+                set_attr(&mut self.block()?.stream.attrs, name.into(), json);
                 Ok(())
             }
             S::Type => {
@@ -1493,45 +1326,25 @@ fn index_text(index: i64, out: &mut Vec<u8>) {
     let _ = write!(out, "{index}");
 }
 
-/// `lifecycle.OpenFrame`: at most one output frame open for streaming fragments, keyed by
-/// the block index it carries.
-#[derive(Debug, Default)]
-struct OpenFrame {
-    key: Option<i64>,
-}
-
 /// What closes an open `content_block_delta` frame of text, thinking or partial JSON.
 const DELTA_TAIL: &[u8] = b"\"}}\n\n";
 
-impl OpenFrame {
-    /// `fragment(key, head, tail, payload)`: continue the frame of `key`, or open one.
-    fn fragment(&mut self, key: i64, delta_head: &[u8], payload: &[u8], out: &mut Vec<u8>) {
-        if payload.is_empty() {
-            return;
-        }
-        if self.key != Some(key) {
-            self.close(out);
-            sse_open(out, Some("content_block_delta"));
-            out.extend_from_slice(b"{\"type\":\"content_block_delta\",\"index\":");
-            index_text(key, out);
-            out.extend_from_slice(b",\"delta\":");
-            out.extend_from_slice(delta_head);
-            self.key = Some(key);
-        }
-        out.extend_from_slice(payload);
-    }
-
-    fn close(&mut self, out: &mut Vec<u8>) {
-        if self.key.take().is_some() {
-            out.extend_from_slice(DELTA_TAIL);
-        }
+/// `_fragment`'s frame: `content_block_delta` of block `index`, its delta's head written.
+fn delta_frame<'h>(index: i64, delta_head: &'h [u8]) -> impl FnOnce(&mut Vec<u8>) + 'h {
+    move |out: &mut Vec<u8>| {
+        sse_open(out, Some("content_block_delta"));
+        out.extend_from_slice(b"{\"type\":\"content_block_delta\",\"index\":");
+        index_text(index, out);
+        out.extend_from_slice(b",\"delta\":");
+        out.extend_from_slice(delta_head);
     }
 }
 
 /// `StreamEncoder`: canonical events -> the anthropic SSE lifecycle.
 pub struct StreamEncoder {
     base: EncoderBase,
-    frame: OpenFrame,
+    /// the open delta frame, keyed by its block index
+    frame: OpenFrame<i64>,
     /// message_start written
     started: bool,
     index: i64,
@@ -1553,7 +1366,7 @@ pub struct StreamEncoder {
 
 impl StreamEncoder {
     pub fn new(session: &Session) -> Self {
-        StreamEncoder { base: EncoderBase::new(session), frame: OpenFrame::default(), started: false, index: -1,
+        StreamEncoder { base: EncoderBase::new(session), frame: OpenFrame::new(), started: false, index: -1,
                         block_open: false, held: None, signature: None, finish_hold: None, done: false, errored: false,
                         lost: false, delta_written: false, args: None }
     }
@@ -1610,6 +1423,12 @@ impl StreamEncoder {
         data.push(b'}');
         sse_event(out, Some("content_block_stop"), &data);
         Ok(())
+    }
+
+    /// `_fragment(delta_head, payload)`: a fragment into the open delta frame of the block
+    /// (one output frame per source frame, whatever the chunking).
+    fn fragment(&mut self, delta_head: &[u8], payload: &[u8], out: &mut Vec<u8>) {
+        self.frame.fragment(self.index, delta_frame(self.index, delta_head), DELTA_TAIL, payload, out);
     }
 
     /// `_delta(delta)`: one whole content_block_delta event.
@@ -1679,9 +1498,9 @@ impl StreamEncoder {
             }
         } else {
             match kind {
-                Some(Out::Text) => self.frame.fragment(self.index, b"{\"type\":\"text_delta\",\"text\":\"", &block.payload, out),
+                Some(Out::Text) => self.fragment(b"{\"type\":\"text_delta\",\"text\":\"", &block.payload, out),
                 Some(Out::Thinking) => {
-                    self.frame.fragment(self.index, b"{\"type\":\"thinking_delta\",\"thinking\":\"", &block.payload, out)
+                    self.fragment(b"{\"type\":\"thinking_delta\",\"thinking\":\"", &block.payload, out)
                 }
                 Some(Out::ToolUse) => self.tool_arguments(block, session, out)?,
                 _ => {}
@@ -1717,7 +1536,7 @@ impl StreamEncoder {
             // the JSON text as a string: any whitespace in it escaped too
             let mut escaped = Vec::with_capacity(data.len() + 8);
             crate::json::escape_str_bytes(&data, &mut escaped);
-            self.frame.fragment(self.index, b"{\"type\":\"input_json_delta\",\"partial_json\":\"", &escaped, out);
+            self.fragment(b"{\"type\":\"input_json_delta\",\"partial_json\":\"", &escaped, out);
         }
         Ok(())
     }
