@@ -273,14 +273,10 @@ fn not_a_string(at: usize) -> Error {
 /// Append the decoded `payload` (a JSON string's inside) to `out` as WTF-8.
 pub fn unescape_into(payload: &[u8], out: &mut Vec<u8>) -> Result<()> {
     let mut i = 0;
-    while let Some(found) = memchr::memchr2(b'\\', b'"', &payload[i..]) {
-        let j = i + found;
-        let plain = &payload[i..j];
-        if let Some(c) = plain.iter().position(|&b| b < 0x20) {
-            return Err(not_a_string(i + c));
-        }
-        out.extend_from_slice(plain);
-        if payload[j] == b'"' {
+    // the first `\\`, `"` or control character: one pass (json::find_special)
+    while let Some(j) = crate::json::find_special(payload, i) {
+        out.extend_from_slice(&payload[i..j]);
+        if payload[j] != b'\\' {
             return Err(not_a_string(j));
         }
         let simple = match payload.get(j + 1) {
@@ -301,11 +297,7 @@ pub fn unescape_into(payload: &[u8], out: &mut Vec<u8>) -> Result<()> {
         out.push(simple);
         i = j + 2;
     }
-    let rest = &payload[i..];
-    if let Some(c) = rest.iter().position(|&b| b < 0x20) {
-        return Err(not_a_string(i + c));
-    }
-    out.extend_from_slice(rest);
+    out.extend_from_slice(&payload[i..]);
     Ok(())
 }
 
