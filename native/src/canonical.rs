@@ -351,7 +351,8 @@ pub fn lone_surrogates(text: &[u8]) -> impl Iterator<Item = (usize, u32)> + '_ {
 
 /// Whether WTF-8 text holds a lone surrogate (Python's `_LONE_SURROGATE.search`).
 pub fn has_lone_surrogate(text: &[u8]) -> bool {
-    lone_surrogates(text).next().is_some()
+    // ASCII (most keys, names, ids) has none: checked a word at a time, cheaper than the search
+    !text.is_ascii() && lone_surrogates(text).next().is_some()
 }
 
 /// The text an escaped payload holds, as UTF-8 (`unescape_json_text`): a tool
