@@ -161,7 +161,11 @@ pub struct Control<'a> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Extension<'a> {
     pub dialect: Cow<'a, str>,
-    pub path: Cow<'a, str>,
+    /// `$.messages[0].x` -- WTF-8, not `str`: it ends in an input key, and a key may hold
+    /// an escaped lone surrogate (`"x\ud83d"`) as the Python path's `str` does (the
+    /// binding converts with `surrogatepass`). Block attribute names stay `str`: they
+    /// are the codecs' own names, never an input key.
+    pub path: Cow<'a, [u8]>,
     pub raw: RawJson<'a>,
     pub message: Option<i64>,
     pub lossless: bool,
@@ -175,6 +179,7 @@ impl Extension<'_> {
 }
 
 /// Token counts; `None`: the source did not say (absent is not zero).
+/// `service_tier`: the tier that served them, canonical names (`lifecycle::tier_from`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
     pub input: Option<i64>,
@@ -183,6 +188,7 @@ pub struct Usage {
     pub cache_write: Option<i64>,
     pub reasoning: Option<i64>,
     pub total: Option<i64>,
+    pub service_tier: Option<String>,
 }
 
 /// The canonical events (`canonical.Event`, and `framing.FrameEnd`).
@@ -199,6 +205,9 @@ pub enum Event<'a> {
     MessageStart { id: Option<Cow<'a, str>>, model: Option<Cow<'a, str>>, choice: i64 },
     Finish { reason: Option<Cow<'a, str>>, stop_sequence: Option<Cow<'a, str>>, choice: i64 },
     Usage(Usage),
+    /// one generated token's log probabilities (`canonical.Logprobs`): `raw`, the
+    /// entry's compact JSON (openai's `ChatCompletionTokenLogprob` shape)
+    Logprobs { raw: RawJson<'a>, choice: i64 },
     Error { kind: Cow<'a, str>, message: Cow<'a, str>, status: Option<i64> },
     /// the source ended
     End,
@@ -218,6 +227,7 @@ impl Event<'_> {
             Event::MessageStart { .. } => "message-start",
             Event::Finish { .. } => "finish",
             Event::Usage(_) => "usage",
+            Event::Logprobs { .. } => "logprobs",
             Event::Error { .. } => "error",
             Event::End => "end",
             Event::FrameEnd => "frame-end",
@@ -441,7 +451,7 @@ mod tests {
         let block = |section, payload: &'static [u8]| Block { section, message: 0, payload: Cow::Borrowed(payload), init: true, fin: true, attrs: None };
         assert_eq!(block(Section::UserText, br"a\nb").text().unwrap().as_ref(), b"a\nb");
         assert_eq!(block(Section::ToolDefinition, br#"{"a":"\n"}"#).text().unwrap().as_ref(), br#"{"a":"\n"}"#);
-        let ext = Extension { dialect: "ollama".into(), path: "$.x".into(), raw: Cow::Borrowed(b"\"t\""), message: None, lossless: false };
+        let ext = Extension { dialect: "ollama".into(), path: Cow::Borrowed(b"$.x"), raw: Cow::Borrowed(b"\"t\""), message: None, lossless: false };
         assert_eq!(ext.value().unwrap(), crate::value::Value::str("t"));
     }
 

@@ -53,12 +53,65 @@ impl Default for Options {
     }
 }
 
-/// A field of the input that could not be carried into the target.
+/// A field of the input that could not be carried into the target. `path` and `reason`
+/// are WTF-8: a path ends in an input key, which may hold an escaped lone surrogate
+/// (`"x\ud83d"`), as Python's `str` does (the binding converts with `surrogatepass`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loss {
     pub dialect: String,
-    pub path: String,
-    pub reason: String,
+    pub path: Vec<u8>,
+    pub reason: Vec<u8>,
+}
+
+/// `session.NONCE_BYTES`: the entropy one response reads.
+pub const NONCE_BYTES: usize = 12;
+/// `session.MAX_CLOCK`: 10000-01-01T00:00:00Z, the last time RFC 3339 can write.
+pub const MAX_CLOCK: f64 = 253402300800.0;
+
+/// `session.ResponseStart`: what one response reads of the world, once, when its
+/// transcoder is made -- the wall clock (microseconds since the epoch, UTC) and a
+/// nonce that makes a generated id unique. The codecs get these two values, never
+/// the hooks: the binding reads the `Transcoder`'s `clock` / `entropy` (Python's
+/// `session.response_start`, with its checks) and sets `Session::response_start`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResponseStart {
+    pub time_us: i64,
+    pub nonce: [u8; NONCE_BYTES],
+}
+
+impl ResponseStart {
+    /// `response_start(None, None)`: `time.time()` and `os.urandom(12)` (the core
+    /// run without a binding: cargo tests, the fuzzer, a Rust caller).
+    pub fn now() -> ResponseStart {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let seconds = since.as_secs_f64();
+        ResponseStart { time_us: time_us_of_seconds(seconds), nonce: os_entropy() }
+    }
+}
+
+/// `round(seconds * 1_000_000)` of a float clock reading (half to even, as Python's
+/// `round`); an int reading is `seconds * 1_000_000` exactly.
+pub fn time_us_of_seconds(seconds: f64) -> i64 {
+    (seconds * 1_000_000.0).round_ties_even() as i64
+}
+
+/// `os.urandom(NONCE_BYTES)`; where the OS source cannot be read, std's randomly
+/// keyed hasher (seeded from the OS once per process) with the clock.
+fn os_entropy() -> [u8; NONCE_BYTES] {
+    use std::io::Read;
+    let mut nonce = [0u8; NONCE_BYTES];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut nonce));
+    if read.is_err() {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+        let a = hasher.finish().to_le_bytes();
+        hasher.write_u8(1);
+        let b = hasher.finish().to_le_bytes();
+        nonce[..8].copy_from_slice(&a);
+        nonce[8..].copy_from_slice(&b[..4]);
+    }
+    nonce
 }
 
 /// `"request"`, `"response"` or `"stream"`.
@@ -81,7 +134,10 @@ pub struct Session {
     pub tool_names: HashMap<String, String>,
     /// same-dialect copy (`interlingua.passthrough`): nothing is lost
     pub passthrough: bool,
-    lost_paths: HashSet<(String, String, String)>,
+    lost_paths: HashSet<(String, Vec<u8>, Vec<u8>)>,
+    /// the response's clock reading and nonce (`Session._start`), given by the
+    /// binding from the `Transcoder`'s hooks; `None`: read the defaults at `start()`
+    pub response_start: Option<ResponseStart>,
 }
 
 impl Session {
@@ -97,7 +153,16 @@ impl Session {
             tool_names: HashMap::new(),
             passthrough: false,
             lost_paths: HashSet::new(),
+            response_start: None,
         }
+    }
+
+    /// `Session.start`: the response's clock reading and nonce (`lifecycle::Stamp`),
+    /// read by a response encoder once, when it is made (a same-dialect copy reads
+    /// none). The binding sets `response_start` from the hooks before it makes the
+    /// encoder; without it this is Python's default hooks' reading, taken now.
+    pub fn start(&self) -> ResponseStart {
+        self.response_start.unwrap_or_else(ResponseStart::now)
     }
 
     /// `Session.lose`: record that the field at `path` (in the source) is not
@@ -105,8 +170,10 @@ impl Session {
     /// loss's dialect and `path`. Nothing is recorded for a passthrough run.
     /// Responses and streams record one loss per (dialect, path, reason): a
     /// stream repeats its fields in every frame. (A request's paths name a
-    /// message, not a field: two losses there are two things lost.)
-    pub fn lose(&mut self, path: &str, reason: &str, dialect: Option<&str>) -> Result<()> {
+    /// message, not a field: two losses there are two things lost.) `path` / `reason`:
+    /// WTF-8 (`&str` or bytes).
+    pub fn lose(&mut self, path: impl AsRef<[u8]>, reason: impl AsRef<[u8]>, dialect: Option<&str>) -> Result<()> {
+        let (path, reason) = (path.as_ref(), reason.as_ref());
         if self.passthrough {
             return Ok(());
         }
@@ -115,21 +182,22 @@ impl Session {
             _ => self.source,
         };
         if self.kind != Kind::Request {
-            let key = (dialect.to_string(), path.to_string(), reason.to_string());
+            let key = (dialect.to_string(), path.to_vec(), reason.to_vec());
             if self.lost_paths.contains(&key) {
                 return Ok(());
             }
             self.lost_paths.insert(key);
         }
         if self.options.strict {
-            let err = Error::new(ErrorClass::Loss, format!("cannot carry {path}: {reason}")).with_path(path.as_bytes().to_vec());
+            let message = [&b"cannot carry "[..], path, b": ", reason].concat();
+            let err = Error::wtf8(ErrorClass::Loss, message).with_path(path.to_vec());
             // (an error names a dialect the core knows; any other name: the pipeline's source)
             return Err(match crate::pipeline::dialect(dialect) {
                 Some(known) => err.in_dialect(known),
                 None => err,
             });
         }
-        self.losses.push(Loss { dialect: dialect.to_string(), path: path.to_string(), reason: reason.to_string() });
+        self.losses.push(Loss { dialect: dialect.to_string(), path: path.to_vec(), reason: reason.to_vec() });
         Ok(())
     }
 
@@ -251,8 +319,8 @@ mod tests {
         s.lose_member("$.options.num_ctx", "such field", None).unwrap();
         s.target = "";
         s.lose_member("$.x", "response id", Some("dropped")).unwrap();
-        assert_eq!(s.losses[0].reason, "options.num_ctx: anthropic has no such field");
-        assert_eq!(s.losses[1].reason, "x: the target has no response id; dropped");
+        assert_eq!(s.losses[0].reason, b"options.num_ctx: anthropic has no such field");
+        assert_eq!(s.losses[1].reason, b"x: the target has no response id; dropped");
     }
 
     #[test]
@@ -265,12 +333,12 @@ mod tests {
         assert_eq!(s.losses.len(), 1);
         assert_eq!(
             s.losses[0].reason,
-            format!("tool name 'mcp.read': anthropic has no such tool name (^[a-zA-Z0-9_-]{{1,128}}$); sent as '{wire}'")
+            format!("tool name 'mcp.read': anthropic has no such tool name (^[a-zA-Z0-9_-]{{1,128}}$); sent as '{wire}'").into_bytes()
         );
         assert_eq!(s.tool_names.get(&wire).map(String::as_str), Some("mcp.read"));
         s.tool_name_out_json(Some(b"null"), "$.tool_choice").unwrap();
         s.tool_name_out(Some(&Value::int(3)), "$.tools").unwrap(); // the same wire name: recorded once
-        assert!(s.losses[1].reason.starts_with("a missing tool name: anthropic has no such tool name"));
+        assert!(s.losses[1].reason.starts_with(b"a missing tool name: anthropic has no such tool name"));
         assert_eq!(s.losses.len(), 2);
         let surrogate = Value::Str(b"a\xed\xa0\x80".to_vec());
         assert_eq!(s.tool_name_out(Some(&surrogate), "$.tools").unwrap_err().class, ErrorClass::LoneSurrogate);
