@@ -57,6 +57,8 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDeco
         ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestDecoder::new(session))),
         ("openai", Kind::Response) => Ok(Box::new(crate::dialects::openai::response::ResponseDecoder::new(session))),
         ("openai", Kind::Stream) => Ok(Box::new(crate::dialects::openai::response::StreamDecoder::new(session))),
+        ("anthropic", Kind::Response) => Ok(Box::new(crate::dialects::anthropic::response::ResponseDecoder::new(session))),
+        ("anthropic", Kind::Stream) => Ok(Box::new(crate::dialects::anthropic::response::StreamDecoder::new(session))),
         _ => Err(not_ported(dialect, kind, "decoder")),
     }
 }
@@ -69,6 +71,8 @@ pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedEnco
         ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestEncoder::new(session))),
         ("openai", Kind::Response) => Ok(Box::new(crate::dialects::openai::response::ResponseEncoder::new(session))),
         ("openai", Kind::Stream) => Ok(Box::new(crate::dialects::openai::response::StreamEncoder::new(session))),
+        ("anthropic", Kind::Response) => Ok(Box::new(crate::dialects::anthropic::response::ResponseEncoder::new(session))),
+        ("anthropic", Kind::Stream) => Ok(Box::new(crate::dialects::anthropic::response::StreamEncoder::new(session))),
         _ => Err(not_ported(dialect, kind, "encoder")),
     }
 }
@@ -574,6 +578,7 @@ impl Transcoder {
     /// `Transcoder.feed`: the output this chunk made possible is then `output()`.
     pub fn feed(&mut self, data: &[u8]) -> Result<()> {
         self.check()?;
+        self.out.reserve(data.len() + 64); // a request's output is about its input's size: one allocation, not a doubling series
         let result = self.run(|front, session, sink| front.feed(data, session, sink));
         self.poisoned(result)
     }
