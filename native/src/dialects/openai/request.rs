@@ -1708,8 +1708,7 @@ impl Messages {
         if source_text.as_deref() == Some("base64") && attr(attrs, "data_url").map_or(true, crate::encoding::truthy) && s != Section::UserAudio {
             // openai takes inline images and files only as data URLs
             data_prefix.extend_from_slice(b"data:");
-            let media_type = attr(attrs, "media_type").map_or_else(|| Some("application/octet-stream".to_string()), json_str);
-            data_prefix.extend_from_slice(media_type.unwrap_or_default().as_bytes());
+            data_prefix.extend_from_slice(in_string(attr(attrs, "media_type").unwrap_or(b"\"application/octet-stream\"")));
             data_prefix.extend_from_slice(b";base64,");
         } else if (source.is_some() && !matches!(source_text.as_deref(), Some("url" | "base64")))
             || (s == Section::UserDocument && source_text.as_deref() == Some("url"))
@@ -1891,6 +1890,16 @@ impl Messages {
             }
         }
         Ok(())
+    }
+}
+
+/// Python `_in_string`: a decoded text spliced into a JSON string being written (a data URL's
+/// media type), escaped as `dumps` writes it: the attr's JSON (which is `dumps` of the value)
+/// without its quotes. Not a string: nothing.
+fn in_string(raw: &[u8]) -> &[u8] {
+    match raw {
+        [b'"', inner @ .., b'"'] => inner,
+        _ => b"",
     }
 }
 

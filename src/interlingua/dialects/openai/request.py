@@ -832,7 +832,7 @@ class RequestEncoder(Encoder):
         data_prefix = b""
         if attrs.get("source") == "base64" and attrs.get("data_url", True) and s is not USER_AUDIO:
             # openai takes inline images and files only as data URLs
-            data_prefix = b"data:" + attrs.get("media_type", "application/octet-stream").encode() + b";base64,"
+            data_prefix = b"data:" + _in_string(attrs.get("media_type", "application/octet-stream")) + b";base64,"
         elif attrs.get("source") not in (None, "url", "base64") or (
                 s is USER_DOCUMENT and attrs.get("source") == "url"):  # a file has no URL form
             self._lose_block(block, f"{attrs.get('source')} source for it", attrs=attrs)
@@ -937,6 +937,13 @@ class RequestEncoder(Encoder):
 
     def _tool_element(self, key: str, raw: bytes) -> None:
         self.body.element(key, raw)
+
+
+def _in_string(text) -> bytes:
+    """A decoded text spliced into a JSON string the encoder is writing (a data URL's media
+    type): escaped as ``dumps`` writes it -- a ``"`` or ``\\`` in it would end the string or
+    start an escape, a lone surrogate cannot be UTF-8. Not a string: the data URL has no type."""
+    return dumps(text)[1:-1] if isinstance(text, str) else b""
 
 
 #: attributes that shape the output rather than being output fields

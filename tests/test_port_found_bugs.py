@@ -1,0 +1,54 @@
+"""Request-pipeline bugs the native port found (helper b, 2026-12-01), each pinned by its rpt
+scenario (rpt/b-*) and tested here by class, on both backends (the ``backend`` fixture)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import fuzz
+from interlingua import Options, TranscodeError, Transcoder
+
+#: the characters that break a value spliced into output text unescaped, or split as a path
+_HOSTILE = st.sampled_from(['"', "\\", ".", ":", ",", ";", "[", "]", "{", "}", "$", " ", "\x00", "\x1f", "\n",
+                            "\ud800", "\udc00", "\u2028", "é", "😀", "a", "b", "/"])
+hostile_text = st.lists(_HOSTILE, max_size=8).map("".join)
+#: the ``backend`` fixture only sets which backend the Transcoder constructor picks: the same for every example
+per_backend = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _transcode(source: str, target: str, body: bytes, **options) -> tuple[bytes, list]:
+    t = Transcoder(source, target, kind="request", options=Options(**options))
+    out = t.feed(body) + t.close()
+    return out, list(t.losses)
+
+
+def _body(value) -> bytes:
+    return fuzz.dump(value).encode("utf-8")
+
+
+# -- 1. a decoded value spliced into output text is escaped -------------------------------------
+
+def _image(source: str, media_type: str):
+    if source == "anthropic":
+        return {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": "AAAA"}}]}]}
+    return {"model": "m", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": f"data:{media_type};base64,AAAA"}}]}]}
+
+
+@per_backend
+@given(media_type=hostile_text, source=st.sampled_from(["anthropic", "openai"]))
+def test_any_media_type_makes_a_valid_openai_data_url(backend, media_type, source):
+    """openai carries a base64 image's media type inside its data URL, a JSON string: whatever
+    the type holds (quotes, backslashes, controls, a lone surrogate), the output is strict JSON
+    and the URL says that type (or the source's value-as-text rule rejects it, typed)."""
+    if source == "openai" and "," in media_type:
+        media_type = media_type.replace(",", "")  # a data URL's type ends at its first comma
+    try:
+        out, _ = _transcode(source, "openai", _body(_image(source, media_type)))
+    except TranscodeError:
+        return
+    url = fuzz.strict_json(out)["messages"][0]["content"][0]["image_url"]["url"]
+    assert url == f"data:{media_type};base64,AAAA"
