@@ -52,3 +52,29 @@ def test_any_media_type_makes_a_valid_openai_data_url(backend, media_type, sourc
         return
     url = fuzz.strict_json(out)["messages"][0]["content"][0]["image_url"]["url"]
     assert url == f"data:{media_type};base64,AAAA"
+
+
+# -- 2. a tool message's link to its call, whatever its member order ---------------------------
+
+_TOOL_MESSAGE = {"role": "tool", "content": "here", "images": ["iVBORw0KGgoAAAANSUhEUg=="], "thinking": "hm",
+                 "tool_name": "shot", "tool_call_id": "c1"}
+
+
+@per_backend
+@given(order=st.permutations(list(_TOOL_MESSAGE)), cut=st.integers(1, 64))
+def test_a_tool_message_keeps_its_link_in_any_member_order(backend, order, cut):
+    """``tool_name`` / ``tool_call_id`` may come after the images (Go's order) or the role
+    (sorted keys): the result carries them, into ollama and into openai, however it is cut."""
+    message = {key: _TOOL_MESSAGE[key] for key in order}
+    body = json.dumps({"model": "m", "messages": [
+        {"role": "user", "content": "look"},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "shot", "arguments": {}}}]},
+        message]}).encode()
+    t = Transcoder("ollama", "ollama")
+    out = b"".join(t.feed(body[i:i + cut]) for i in range(0, len(body), cut)) + t.close()
+    result = json.loads(out)["messages"][2]
+    assert (result["tool_name"], result["tool_call_id"]) == ("shot", "c1")
+    assert not [loss for loss in t.losses if "tool_" in loss.path]
+    t = Transcoder("ollama", "openai")
+    out = t.feed(body) + t.close()
+    assert json.loads(out)["messages"][2]["tool_call_id"] == "c1"

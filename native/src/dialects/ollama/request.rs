@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use super::controls;
 use crate::canonical::{escape_raw_json, Block, Control, Event, Section, REQUEST_LEVEL};
 use crate::decoding::{
-    get_attr, Attr, BlockBuilder, Cx, Decode, Dialect, EventSink, Frame, Machine, MessageBase, Read, RequestBody,
+    get_attr, Attr, BlockBuilder, Cx, Decode, Dialect, EventSink, Frame, Gate, Machine, MessageBase, Read, RequestBody,
 };
 use crate::dialects::fields::{self, field, required};
 use crate::error::{Error, ErrorClass, Result};
@@ -152,6 +152,12 @@ struct MessageReader {
     image_prefix: Option<Vec<u8>>,
     /// the tool call being read: its place in `pending_calls`, whether it has arguments
     call: Option<(usize, bool)>,
+    /// `_result`: the content of a message that may be a tool result, kept open after another
+    /// block began (Go writes `images` before `tool_name` / `tool_call_id`; sorted keys put
+    /// them before `role`): its link to the call rides on its last fragment
+    result: Option<BlockBuilder>,
+    /// `_after_result`: the blocks that began meanwhile, held
+    after_result: Option<Gate>,
 }
 
 impl MessageReader {
@@ -170,10 +176,16 @@ impl MessageReader {
             image_count: 0,
             image_prefix: None,
             call: None,
+            result: None,
+            after_result: None,
         }
     }
 
     fn emit(&mut self, block: Block<'_>, cx: &mut Cx<'_>) -> Result<()> {
+        if let Some(held) = self.after_result.as_mut() {
+            self.base.emitted = true;
+            return held.hold(Event::Block(block), cx.session);
+        }
         self.base.emit(block, cx, resolve)
     }
 
@@ -615,7 +627,11 @@ impl Dialect for Ollama {
             S::Tool => self.tool(value, offset, cx),
             S::Role => {
                 let msg = self.msg()?;
-                msg.base.set_role(value, offset, cx, resolve)
+                msg.base.set_role(value, offset, cx, resolve)?;
+                if msg.base.role.as_deref() != Some("tool") {
+                    self.close_result(cx)?;
+                }
+                Ok(())
             }
             S::CallId => {
                 // the current API's call id: it replaces the generated one (Go writes it
@@ -732,7 +748,16 @@ impl Ollama {
 
     /// `MessageReader.builder`: the open block is closed, a new one begins.
     fn builder(&mut self, section: Section, attrs: Vec<Attr>, is_content: bool, cx: &mut Cx<'_>) -> Result<()> {
-        self.close_open(cx)?;
+        let msg = self.msg()?;
+        if msg.block_finished && msg.block_is_content && matches!(msg.base.role.as_deref(), None | Some("tool")) {
+            // `_keep_result_open`: the content stays open (to the message's end, or its
+            // role if that is not `tool`); what follows it waits
+            msg.result = msg.block.take();
+            msg.block_finished = false;
+            msg.after_result = Some(Gate::new("ollama:blocks-before-result-link"));
+        } else {
+            self.close_open(cx)?;
+        }
         let msg = self.msg()?;
         if is_content {
             msg.has_content = true;
@@ -764,6 +789,29 @@ impl Ollama {
         msg.emit(first, cx)?;
         if let Some(second) = second {
             msg.emit(second, cx)?;
+        }
+        Ok(())
+    }
+
+    /// `MessageReader._close_result`: the kept content closes (linked to its call if the
+    /// message is a tool result), then the blocks that waited go out.
+    fn close_result(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+        let Some(msg) = self.msg.as_mut() else { return Ok(()) };
+        let Some(mut result) = msg.result.take() else { return Ok(()) };
+        let held = msg.after_result.take();
+        if msg.base.role.as_deref() == Some("tool") {
+            msg.match_result(&mut result, &mut self.pending_calls);
+        }
+        let (first, second) = result.close();
+        msg.emit(first, cx)?;
+        if let Some(second) = second {
+            msg.emit(second, cx)?;
+        }
+        if let Some(mut held) = held {
+            held.release(cx, |event, cx| match event {
+                Event::Block(block) => msg.emit(block, cx),
+                other => cx.emit(other),
+            })?;
         }
         Ok(())
     }
@@ -819,6 +867,7 @@ impl Ollama {
             self.finished()?;
         }
         self.close_open(cx)?;
+        self.close_result(cx)?;
         let Some(msg) = self.msg.take() else { return Err(internal(S::Message, "a message")) };
         let index = msg.base.index;
         if role != "tool" {

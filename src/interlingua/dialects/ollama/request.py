@@ -77,7 +77,7 @@ from ...canonical import (
     TOP_LEVEL_SYSTEM, UNKNOWN, USER_IMAGE, USER_TEXT, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, escape_raw_json, unescape_json_text,
 )
-from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
+from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
     STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, first_member, merged_reasoning,
 )
@@ -256,6 +256,11 @@ class MessageReader(MessageReaderBase):
         self._tool_call_id: str | None = None  # the current API's link of a result to its call
         self._tool_call_id_raw: bytes | None = None
         self._call_position = 0
+        #: the content of a message that may be a tool result, kept open after another block
+        #: began (``images`` come before ``tool_name`` / ``tool_call_id`` in Go's order, and
+        #: before ``role`` when keys are sorted): its link to the call rides on its last fragment
+        self._result: BlockBuilder | None = None
+        self._after_result: Gate | None = None  # the blocks that began meanwhile, held
 
     def _resolve(self, block: Block) -> Block:
         """Content is built as provisional ``user-text``; give it the role's section,
@@ -278,10 +283,42 @@ class MessageReader(MessageReaderBase):
                          {**(block.attrs or {}), "role": role})
         return block
 
+    def emit(self, block: Block) -> None:
+        if self._after_result is not None:
+            self._emitted = True
+            self._after_result(block)
+        else:
+            super().emit(block)
+
     def builder(self, section: Section, attrs: dict | None = None, done=None) -> BlockBuilder:
         if self._open is not None:
-            self.close_open()
+            if self._open is self._content and self.role in (None, "tool"):
+                self._keep_result_open()
+            else:
+                self.close_open()
         return BlockBuilder(self.emit, section, self.index, attrs, done)
+
+    def _keep_result_open(self) -> None:
+        """A block begins after a result's content, before its link may have come: the
+        content stays open (to the message's end, or its role, if that is not ``tool``),
+        what follows it waits (``ollama:blocks-before-result-link``)."""
+        self._result, self._open = self._open, None
+        self._after_result = Gate(super().emit, self.d.session, f"{DIALECT}:blocks-before-result-link")
+
+    def _close_result(self) -> None:
+        if self._result is None:
+            return
+        result, held = self._result, self._after_result
+        self._result = self._after_result = None
+        if self.role == "tool":
+            self._match_result(result)
+        result.close()
+        held.release()
+
+    def _set_role(self, role: Any, offset: int) -> None:
+        super()._set_role(role, offset)
+        if role != "tool":
+            self._close_result()
 
     def finished(self, builder: BlockBuilder) -> None:
         if self._open is not None:
@@ -351,6 +388,7 @@ class MessageReader(MessageReaderBase):
             builder.fragment(b"", True, True)
             self.finished(builder)
         self.close_open()
+        self._close_result()
         if self.role != "tool":
             for key, raw in (("tool_name", self._tool_name_raw), ("tool_call_id", self._tool_call_id_raw)):
                 if raw is not None:
