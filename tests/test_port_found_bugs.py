@@ -78,3 +78,57 @@ def test_a_tool_message_keeps_its_link_in_any_member_order(backend, order, cut):
     t = Transcoder("ollama", "openai")
     out = t.feed(body) + t.close()
     assert json.loads(out)["messages"][2]["tool_call_id"] == "c1"
+
+
+# -- 3. openai -> openai keeps a tool call's extra members; 5. each loss recorded once ----------
+
+_KEYS = st.text(st.sampled_from("abxyz_.:\"\\é"), min_size=1, max_size=4).filter(
+    lambda k: k not in ("id", "type", "function", "name", "arguments"))
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), hostile_text, st.lists(st.integers(0, 3), max_size=2))
+
+
+@per_backend
+@given(call_extra=st.dictionaries(_KEYS, _VALUES, max_size=2), function_extra=st.dictionaries(_KEYS, _VALUES, max_size=2),
+       sort_keys=st.booleans())
+def test_openai_tool_call_members_come_back_for_openai(backend, call_extra, function_extra, sort_keys):
+    """Members of a history tool call and of its function that openai's client does not
+    declare come back where they were for openai, in either key order; for another target
+    each is a recorded loss, and no loss is recorded twice."""
+    call = {"id": "c1", "type": "function", **call_extra,
+            "function": {"name": "f", "arguments": "{}", **function_extra}}
+    body = {"model": "m", "messages": [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": [call]},
+                                       {"role": "tool", "tool_call_id": "c1", "content": "ok"}]}
+    wire = json.dumps(body, sort_keys=sort_keys).encode()
+    out, losses = _transcode("openai", "openai", wire)
+    assert json.loads(out)["messages"][1]["tool_calls"] == [call]
+    assert not losses
+    for target in ("anthropic", "ollama"):
+        _, losses = _transcode("openai", target, wire)
+        reasons = [loss.reason for loss in losses if loss.path == "$.messages[1]"]
+        assert len(reasons) == len(set(reasons)) == bool(call_extra) + bool(function_extra), reasons
+
+
+#: one tool call with the fields each source carries beside id, name and arguments
+_FOREIGN_CALLS = {
+    "ollama": {"model": "m", "messages": [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": [
+        {"function": {"index": 0, "name": "f", "arguments": {}, "q": 1}, "r": 2}]},
+        {"role": "tool", "content": "ok", "tool_name": "f"}]},
+    "openai": {"model": "m", "messages": [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "custom", "function": {"name": "f", "arguments": "{}", "q": 1}, "r": 2}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"}]},
+    "anthropic": {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "go"}, {
+        "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {},
+                                          "cache_control": {"type": "ephemeral"}, "q": 1}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]},
+}
+
+
+def test_a_tool_call_field_is_lost_once(backend):
+    """Every field of a tool call a target cannot carry is one loss record -- early (the
+    call's first fragment) or late (sorted keys: its last), never both."""
+    for source, body in _FOREIGN_CALLS.items():
+        for sort_keys in (False, True):
+            for target in ("openai", "anthropic", "ollama"):
+                _, losses = _transcode(source, target, json.dumps(body, sort_keys=sort_keys).encode())
+                records = [(loss.path, loss.reason) for loss in losses]
+                assert len(records) == len(set(records)), (source, target, sort_keys, records)

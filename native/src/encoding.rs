@@ -156,6 +156,12 @@ pub fn merged(first: &[Attr<'_>], late: &[Attr<'_>]) -> OwnedAttrs {
     out
 }
 
+/// `late_only(attrs, late)`: the late attributes that were not among the first fragment's
+/// (an encoder records the early ones' losses when the block opens, these at its close).
+pub fn late_only(first: &[Attr<'_>], late: &[Attr<'_>]) -> OwnedAttrs {
+    late.iter().filter(|(k, _)| !has_attr(first, k)).map(|(k, v)| (Cow::Owned(k.to_string()), Cow::Owned(v.to_vec()))).collect()
+}
+
 /// Python's `len(str)` of UTF-8 / WTF-8 text (a hold's size for a key).
 pub fn char_len(text: &[u8]) -> u64 {
     text.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64

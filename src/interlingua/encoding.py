@@ -256,6 +256,14 @@ def object_schema(schema_raw: bytes, session: Session, name: object) -> bytes:
 
 
 
+def late_only(attrs: dict, late: dict) -> dict:
+    """The late attributes of a block that were not among its first fragment's: an encoder
+    that records the losses of the early ones when the block opens records only these at
+    its close. (A decoder may set a key early and again late -- kept members' text grows
+    with each one -- and a field is one loss.)"""
+    return {k: v for k, v in late.items() if k not in attrs} if late else late
+
+
 def ignore(_) -> None:
     """A write or close with nothing to do (shared: no closure made per block)."""
 

@@ -942,7 +942,7 @@ use super::*;
 use crate::canonical::{Extension, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
     Attr, attr, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field, lose_raw_arguments,
-    lose_signature, lose_unplaced, merged, merged_reasoning, on_block, subject, tool_definition, BlockHead, BlockRef,
+    late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, subject, tool_definition, BlockHead, BlockRef,
     Encode, First, HeldArguments, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener, PlaceBlocks,
     ToolDefinitions, WriterId, Writers, STRING_CONTENT,
 };
@@ -1623,7 +1623,7 @@ impl Messages {
     /// late, so the output bytes do not depend on how the input was cut.
     fn text_close(&mut self, head: &BlockHead, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
         if !late.is_empty() {
-            self.check_attrs(head.as_ref(), late, io)?;
+            self.check_attrs(head.as_ref(), &late_only(&head.attrs, late), io)?;
             lose_signature(io.session, DIALECT, head.as_ref(), late)?;
         }
         if head.section == Section::ToolResult {
@@ -1707,7 +1707,7 @@ impl Messages {
         io.write(w, b"\"")?;
         if !late.is_empty() {
             // e.g. openai's detail after the url
-            self.check_attrs(head.as_ref(), late, io)?;
+            self.check_attrs(head.as_ref(), &late_only(&head.attrs, late), io)?;
         }
         let all = merged(&head.attrs, late);
         let declared = attr(&all, "media_type").unwrap_or(UNNAMED);
@@ -1803,7 +1803,7 @@ impl Messages {
         tail.push(b'}');
         io.write(w, &tail)?;
         if !late.is_empty() {
-            self.check_attrs(head.as_ref(), late, io)?;
+            self.check_attrs(head.as_ref(), &late_only(&head.attrs, late), io)?;
         }
         Ok(())
     }

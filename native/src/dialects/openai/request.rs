@@ -39,6 +39,8 @@ mod decoder {
     const DATA_URL_PREFIX_LIMIT: usize = 256;
     /// `EXTRA_ATTR`: an openai-only member of a part or tool call, as JSON text (`"k":v,...`)
     const EXTRA_ATTR: &str = "openai_extra";
+    /// `FUNCTION_EXTRA_ATTR`: the same for a member of a tool call's `function`
+    const FUNCTION_EXTRA_ATTR: &str = "openai_function_extra";
 
     /// `ROLE_TEXT_SECTION.get(role, UNKNOWN)`.
     fn role_text_section(role: &str) -> Section {
@@ -145,8 +147,9 @@ mod decoder {
         FunctionKeys,
         CallName,
         Arguments,
-        /// an openai-only member of a tool call (`_extra`)
-        Extra,
+        /// an openai-only member of a tool call (`_extra`); of its `function` (not the legacy
+        /// `function_call`): kept apart, in `openai_function_extra`
+        Extra { function: bool },
         Parts,
         /// the keys of a content part (`PartReader.on_key`)
         Part,
@@ -622,7 +625,7 @@ mod decoder {
                 }
                 Token::Key(key) => {
                     self.remember_key(key);
-                    m.then(Read::Raw(S::Extra, None, ""));
+                    m.then(Read::Raw(S::Extra { function: false }, None, ""));
                     Ok(())
                 }
                 _ => Err(internal("a value where a tool call key was due")),
@@ -648,8 +651,9 @@ mod decoder {
                     Ok(())
                 }
                 Token::Key(key) => {
+                    // a member of `function` (of `function_call` itself, for the legacy form)
                     self.remember_key(key);
-                    m.then(Read::Raw(S::Extra, None, ""));
+                    m.then(Read::Raw(S::Extra { function: !self.call.legacy }, None, ""));
                     Ok(())
                 }
                 _ => Err(internal("a value where a function key was due")),
@@ -764,7 +768,7 @@ mod decoder {
                         "a content part's extra key holding ':' is not ported yet (Python raises JSONDecodeError)"));
                 }
                 let members = std::mem::take(&mut self.part.raw_parts);
-                add_extra(self.msg.current()?, &members)?;
+                add_extra(self.msg.current()?, &members, EXTRA_ATTR)?;
             }
             Ok(())
         }
@@ -836,8 +840,8 @@ mod decoder {
 
     /// `add_extra(block, key, raw)` for members already written as `"k":v,...`:
     /// `openai_extra` holds the members' JSON text, spliced back by the openai encoder.
-    fn add_extra(block: &mut BlockBuilder, members: &[u8]) -> Result<()> {
-        let existing = get_attr(&block.late, EXTRA_ATTR).or_else(|| get_attr(&block.attrs, EXTRA_ATTR));
+    fn add_extra(block: &mut BlockBuilder, members: &[u8], attr: &'static str) -> Result<()> {
+        let existing = get_attr(&block.late, attr).or_else(|| get_attr(&block.attrs, attr));
         let mut text = match existing {
             Some(json) => match loads(json)? {
                 Value::Str(s) if !s.is_empty() => {
@@ -852,7 +856,7 @@ mod decoder {
         text.extend_from_slice(members);
         let mut json = Vec::with_capacity(text.len() + 8);
         dumps_key(&text, &mut json);
-        block.set(EXTRA_ATTR, json);
+        block.set(attr, json);
         Ok(())
     }
 
@@ -996,10 +1000,10 @@ mod decoder {
                     let path = format!("$.messages[{index}].{}", key_text(&self.key)?);
                     cx.extension(DIALECT, path, raw, Some(index), lossless)
                 }
-                S::Extra => {
+                S::Extra { function } => {
                     let mut member = Vec::with_capacity(self.key.len() + raw.len() + 3);
                     push_member(&mut member, &self.key, raw);
-                    add_extra(self.msg.current()?, &member)
+                    add_extra(self.msg.current()?, &member, if function { FUNCTION_EXTRA_ATTR } else { EXTRA_ATTR })
                 }
                 S::RawMember => {
                     let mut key_json = Vec::new();
@@ -1083,7 +1087,7 @@ use std::borrow::Cow;
 use crate::canonical::{Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
     attr, attr_is, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field,
-    lose_signature, lose_unplaced, merged, merged_reasoning, on_block, tool_definition, where_, Attr,
+    late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, tool_definition, where_, Attr,
     BlockHead, BlockRef, Encode, First, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener,
     OwnedAttrs, PlaceBlocks, ToolDefinitions, WriterId, Writers, PARTS_CONTENT, STRING_CONTENT,
 };
@@ -1124,6 +1128,8 @@ fn role_head(role: &[u8]) -> Cow<'static, [u8]> {
 
 /// `EXTRA_ATTR`: an openai-only member of a part or tool call (`"k":v,...` text).
 const EXTRA_ATTR: &str = "openai_extra";
+/// `FUNCTION_EXTRA_ATTR`: the members of a tool call's `function`.
+const FUNCTION_EXTRA_ATTR: &str = "openai_function_extra";
 /// `_STRUCTURE_ATTRS`: attributes that shape the output rather than being output fields.
 fn structure_attr(key: &str) -> bool {
     is_internal_attr(key) || matches!(key, "source" | "media_type" | "tool_call_id" | "id" | "name" | "is_error")
@@ -1760,8 +1766,8 @@ impl Messages {
     }
 
     fn tool_call(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Placed> {
-        let not_extra: OwnedAttrs = attrs.iter().filter(|(k, _)| k != EXTRA_ATTR).map(own_attr).collect();
-        self.extra_attrs(io, BlockRef::of(block), &not_extra, &[])?;
+        // the late attributes at the close: each recorded once
+        self.foreign_call_attrs(io, BlockRef::of(block), attrs)?;
         self.message_for(body, block, ASSISTANT, io)?;
         if attr_truthy(attrs, "legacy") {
             // function_call: {"name", "arguments"}, no id
@@ -1858,20 +1864,24 @@ impl Messages {
                 io.write(w, &tail)
             }
             Placed::Call { w, head } => {
+                self.foreign_call_attrs(io, head.as_ref(), &late_only(&head.attrs, late))?;
                 let all = merged(&head.attrs, late);
-                self.foreign_call_attrs(io, head.as_ref(), &all)?;
                 let mut tail = b"\"".to_vec();
                 tail.extend_from_slice(&self.late_name(io, &head, late)?);
+                push_members(&all, FUNCTION_EXTRA_ATTR, &mut tail);
                 tail.push(b'}');
                 if let Some(id) = attr(late, "id") {
                     tail.extend_from_slice(b",\"id\":");
                     tail.extend_from_slice(&self.call_id(id)?);
                 }
+                push_members(&all, EXTRA_ATTR, &mut tail);
                 tail.push(b'}');
                 io.write(w, &tail)
             }
             Placed::LegacyCall { w, head } => {
-                let tail = [&b"\""[..], &self.late_name(io, &head, late)?].concat();
+                self.foreign_call_attrs(io, head.as_ref(), &late_only(&head.attrs, late))?;
+                let mut tail = [&b"\""[..], &self.late_name(io, &head, late)?].concat();
+                push_members(&merged(&head.attrs, late), EXTRA_ATTR, &mut tail);
                 io.write(w, &tail)
             }
             Placed::Result(inner, head) => {
@@ -1882,14 +1892,27 @@ impl Messages {
         }
     }
 
-    /// Another dialect's tool-call fields (ollama `index`, ...) are recorded losses.
+    /// A tool call's fields openai does not write (another dialect's: ollama `index`, ...; a
+    /// `type` other than function) are recorded losses: the early attributes when the call
+    /// opens, the late ones when it closes.
     fn foreign_call_attrs(&self, io: &mut Io<'_>, block: BlockRef<'_>, attrs: &[Attr<'_>]) -> Result<()> {
         for (key, _) in attrs {
-            if !structure_attr(key) && key != EXTRA_ATTR && key != "type" {
+            if !structure_attr(key) && key != EXTRA_ATTR && key != FUNCTION_EXTRA_ATTR {
                 lose_field(io.session, DIALECT, block, key, Some(attrs), None)?;
             }
         }
         Ok(())
+    }
+}
+
+/// Python `_members`: `,<members>`, the openai members a tool call kept as JSON text
+/// (`add_extra`), if any.
+fn push_members(attrs: &[Attr<'_>], key: &str, out: &mut Vec<u8>) {
+    if let Some(members) = attr(attrs, key).and_then(json_str) {
+        if !members.is_empty() {
+            out.push(b',');
+            out.extend_from_slice(members.as_bytes());
+        }
     }
 }
 

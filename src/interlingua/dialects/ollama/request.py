@@ -79,7 +79,8 @@ from ...canonical import (
 )
 from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
-    STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, first_member, merged_reasoning,
+    STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, first_member, late_only,
+    merged_reasoning,
 )
 from ...errors import SchemaError, TranscodeError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
@@ -908,7 +909,7 @@ class RequestEncoder(Encoder):
         # tool_name is written at the block's end whether it came early or late,
         # so the output bytes do not depend on how the input was cut.
         if late:
-            self._check_attrs(block, late)
+            self._check_attrs(block, late_only(attrs, late))
             self._lose_signature(block, late)
         if block.section is TOOL_RESULT:
             self._result_name(block, msg, {**attrs, **late})
@@ -964,7 +965,7 @@ class RequestEncoder(Encoder):
         def close(late: dict) -> None:
             w.write(b'"')
             if late:  # e.g. openai's detail after the url
-                self._check_attrs(block, late)
+                self._check_attrs(block, late_only(attrs, late))
             declared = {**attrs, **late}.get("media_type", _UNNAMED)
             shown = sniff_media_type(bytes(head)) or _UNNAMED
             if declared != shown:
@@ -1020,7 +1021,7 @@ class RequestEncoder(Encoder):
                 tail += b',"id":' + dumps(late_id)
             w.write(tail + b"}")
             if late:
-                self._check_attrs(block, late)
+                self._check_attrs(block, late_only(attrs, late))
         return write, close
 
     def _unknown(self, block: Block, attrs: dict):

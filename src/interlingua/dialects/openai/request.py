@@ -35,7 +35,7 @@ from ...canonical import (
 from ...decoding import STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
-    PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, ignore, merged_reasoning,
+    PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, ignore, late_only, merged_reasoning,
 )
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import INTERNAL_ATTRS
@@ -277,6 +277,12 @@ class MessageReader(MessageReaderBase):
             raise self.d.wrong_type(kind, "an object for function_call", offset)
 
 
+#: openai-only members kept as JSON text (``add_extra``) for an openai target: of a part or a
+#: tool call (the legacy ``function_call`` too), and of a tool call's ``function``
+EXTRA_ATTR = "openai_extra"
+FUNCTION_EXTRA_ATTR = "openai_function_extra"
+
+
 class ToolCallReader:
     """``{"id", "type": "function", "function": {"name", "arguments"}}`` -> a tool-call block.
 
@@ -312,9 +318,9 @@ class ToolCallReader:
         if value != "function":
             self.block.set("type", value)
 
-    def _extra(self, key: str):
+    def _extra(self, key: str, attr: str = EXTRA_ATTR):
         def reader(kind: int, value: Any, offset: int) -> None:
-            self.d.read_raw(kind, value, offset, lambda raw: add_extra(self.block, key, raw))
+            self.d.read_raw(kind, value, offset, lambda raw: add_extra(self.block, key, raw, attr))
         return reader
 
     def _function(self, kind: int, value: Any, offset: int) -> None:
@@ -333,8 +339,8 @@ class ToolCallReader:
             d.then_value(lambda x: self.block.set("name", x), STRING, "a tool call's name")
         elif value == "arguments":
             d.then(self._arguments)
-        else:
-            d.then(self._extra(value))
+        else:  # a member of ``function`` (of ``function_call`` itself, for the legacy form)
+            d.then(self._extra(value, EXTRA_ATTR if self.legacy else FUNCTION_EXTRA_ATTR))
 
     def _arguments(self, kind: int, value: Any, offset: int) -> None:
         self.has_arguments = True
@@ -429,15 +435,14 @@ class PartReader:
             add_extra(self.block, json.loads(key), raw)
 
 
-def add_extra(block: BlockBuilder, key: str, raw: bytes) -> None:
+def add_extra(block: BlockBuilder, key: str, raw: bytes, attr: str = EXTRA_ATTR) -> None:
     """Keep an openai-only member of a part or tool call: ``openai_extra`` holds
-    the members' JSON text (``"k":v,...``), spliced back by the openai encoder."""
-    members = block.late.get(EXTRA_ATTR) or block.attrs.get(EXTRA_ATTR)
+    the members' JSON text (``"k":v,...``), spliced back by the openai encoder
+    (``openai_function_extra``: the members of a tool call's ``function``)."""
+    members = block.late.get(attr) or block.attrs.get(attr)
     text = dumps(key).decode() + ":" + raw.decode()
-    block.set(EXTRA_ATTR, members + "," + text if members else text)
+    block.set(attr, members + "," + text if members else text)
 
-
-EXTRA_ATTR = "openai_extra"
 
 _MEDIA_PAYLOAD_KEY = {"image_url": "url", "file": "file_data", "input_audio": "data"}
 
@@ -871,7 +876,7 @@ class RequestEncoder(Encoder):
         return w.write, close
 
     def _tool_call(self, block: Block, attrs: dict):
-        self._extra_attrs(block, {k: v for k, v in attrs.items() if k != EXTRA_ATTR}, set())
+        self._foreign_call_attrs(block, attrs)  # the late ones at the close: each recorded once
         msg = self._message_for(block, "assistant")
         if attrs.get("legacy"):  # function_call: {"name", "arguments"}, no id
             w = msg.member("function_call", b"{")
@@ -879,7 +884,8 @@ class RequestEncoder(Encoder):
             w.write(name + b'"arguments":"')
 
             def close_legacy(late: dict) -> None:
-                w.write(b'"' + self._late_name(block, attrs, late))
+                self._foreign_call_attrs(block, late_only(attrs, late))
+                w.write(b'"' + self._late_name(block, attrs, late) + _members({**attrs, **late}, EXTRA_ATTR))
             return w.write, close_legacy
         self._msg_had_tool_calls = True
         w = msg.member("tool_calls", b"[")
@@ -893,11 +899,12 @@ class RequestEncoder(Encoder):
         w.write(head + b'"arguments":"')
 
         def close(late: dict) -> None:
-            self._foreign_call_attrs(block, {**attrs, **late})
-            tail = b'"' + self._late_name(block, attrs, late) + b"}"
+            self._foreign_call_attrs(block, late_only(attrs, late))
+            merged = {**attrs, **late}
+            tail = b'"' + self._late_name(block, attrs, late) + _members(merged, FUNCTION_EXTRA_ATTR) + b"}"
             if "id" in late:
                 tail += b',"id":' + dumps(self._call_id(late["id"]))
-            w.write(tail + b"}")
+            w.write(tail + _members(merged, EXTRA_ATTR) + b"}")
         return w.write, close
 
     def _name(self, block: Block, name) -> bytes:
@@ -913,9 +920,11 @@ class RequestEncoder(Encoder):
         return b""
 
     def _foreign_call_attrs(self, block: Block, attrs: dict) -> None:
-        """Another dialect's tool-call fields (ollama ``index``, ``ollama_extra`` ...) are recorded losses."""
+        """A tool call's fields openai does not write (another dialect's: ollama ``index``,
+        ``ollama_extra`` ...; a ``type`` other than function) are recorded losses -- the
+        early attributes when the call opens, the late ones when it closes."""
         for key in attrs:
-            if key not in _STRUCTURE_ATTRS and key not in (EXTRA_ATTR, "type"):
+            if key not in _STRUCTURE_ATTRS and key not in (EXTRA_ATTR, FUNCTION_EXTRA_ATTR):
                 self._lose_field(block, key, attrs)
 
     def _unknown(self, block: Block, attrs: dict):
@@ -937,6 +946,12 @@ class RequestEncoder(Encoder):
 
     def _tool_element(self, key: str, raw: bytes) -> None:
         self.body.element(key, raw)
+
+
+def _members(attrs: dict, key: str) -> bytes:
+    """``,<members>``: the openai members a tool call kept as JSON text (``add_extra``), if any."""
+    members = attrs.get(key)
+    return b"," + members.encode() if isinstance(members, str) and members else b""
 
 
 def _in_string(text) -> bytes:
