@@ -304,7 +304,7 @@ pub fn owned(event: Event<'_>) -> Event<'static> {
         }),
         Event::Extension(e) => Event::Extension(crate::canonical::Extension {
             dialect: text(e.dialect),
-            path: text(e.path),
+            path: bytes(e.path),
             raw: bytes(e.raw),
             message: e.message,
             lossless: e.lossless,
