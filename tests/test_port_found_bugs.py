@@ -132,3 +132,53 @@ def test_a_tool_call_field_is_lost_once(backend):
                 _, losses = _transcode(source, target, json.dumps(body, sort_keys=sort_keys).encode())
                 records = [(loss.path, loss.reason) for loss in losses]
                 assert len(records) == len(set(records)), (source, target, sort_keys, records)
+
+
+# -- 4. the ollama encoder: a block with no ollama member is a loss, role attr or not ------------
+
+def _encode_events(backend: str, source: str, target: str, events: list) -> tuple[bytes, list]:
+    """A request encoder fed canonical events (what a transform or the turn compiler hands it)."""
+    if backend == "native":
+        from interlingua import _native
+        per_event, tail, losses, error = _native.encode_events(source, target, "request", events, {})
+    else:
+        from native.differential import python_encode_events
+        per_event, tail, losses, error = python_encode_events(source, target, "request", events)
+    assert error is None, error
+    return b"".join(per_event) + tail, [tuple(loss)[1:] for loss in losses]
+
+
+def test_an_ollama_block_without_a_member_is_lost_with_a_role_too(backend):
+    """Documents, audio, video and citations have no ollama member: a recorded loss whether
+    or not the block carries a ``role`` (a producer of events may give one); it was dropped
+    silently when it did. (No wire source makes such a block: the decoders give these
+    sections no role attribute, so this is pinned on events, not by an rpt scenario.)"""
+    from interlingua.canonical import Block, End, MessagesEnd, Section, SystemEnd
+    for section in (Section.USER_DOCUMENT, Section.USER_AUDIO, Section.USER_VIDEO, Section.CITATIONS):
+        for role in (None, "user", "assistant", "system", "critic"):
+            attrs = {"in_parts": True} if role is None else {"in_parts": True, "role": role}
+            events = [SystemEnd(), Block(Section.USER_TEXT, 0, b"hi"), Block(section, 1, b"AAAA", attrs=attrs),
+                      Block(Section.USER_TEXT, 2, b"more"), MessagesEnd(), End()]
+            out, losses = _encode_events(backend, "anthropic", "ollama", events)
+            assert [path for path, _ in losses] == ["$.messages[1]"], (section, role, losses)
+            assert [m["content"] for m in json.loads(out)["messages"]] == ["hi", "more"]
+
+
+# -- 6. a member key holding "." is never split -------------------------------------------------
+
+@per_backend
+@given(key=st.text(st.sampled_from("ab.é\\\"$[]"), min_size=1, max_size=6).filter(
+           lambda k: k not in ("role", "content", "name", "tool_calls", "tool_call_id", "images", "thinking",
+                               "tool_name", "refusal", "function_call", "audio", "reasoning_content",
+                               "reasoning")),
+       first=st.booleans(), dialect=st.sampled_from(["openai", "anthropic", "ollama"]))
+def test_a_message_member_comes_back_under_its_whole_key(backend, key, first, dialect):
+    """An undeclared message member comes back to its own dialect under its key, whatever
+    the key holds (it was written under the part after its last ``.``), before or after the
+    message's first block."""
+    message = {key: 1, "role": "user", "content": "hi"} if first else {"role": "user", "content": "hi", key: 1}
+    body = {"model": "m", "messages": [message]}
+    if dialect == "anthropic":
+        body["max_tokens"] = 5
+    out, _ = _transcode(dialect, dialect, json.dumps(body).encode())
+    assert fuzz.strict_json(out)["messages"][0][key] == 1

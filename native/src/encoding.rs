@@ -582,6 +582,18 @@ pub fn last_segment(path: &[u8]) -> &[u8] {
     path.iter().rposition(|&b| b == b'.').map_or(path, |dot| &path[dot + 1..])
 }
 
+/// `message_member(ext)`: the member of a message an extension names, its path after
+/// `$.messages[<i>].` whole -- a key may hold `.` (`{"a.b": 1}` is member `a.b`): the path
+/// is never split. Another path (an event producer's own): `last_segment`.
+pub fn message_member(path: &[u8], message: Option<i64>) -> &[u8] {
+    if let Some(message) = message {
+        if let Some(key) = path.strip_prefix(format!("$.messages[{message}].").as_bytes()) {
+            return key;
+        }
+    }
+    last_segment(path)
+}
+
 /// `foreign_extension`: an extension of another dialect: lossless ones vanish, others are losses.
 pub fn foreign_extension(session: &mut Session, dialect: &str, ext: &Extension<'_>) -> Result<()> {
     if ext.lossless {

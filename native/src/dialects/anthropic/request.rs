@@ -1696,7 +1696,7 @@ mod encoder {
                     self.top_member(skip_chars(&ext.path, 2), &ext.raw, io) // `ext.path[2:]`
                 }
                 Some(message) if self.msg.is_some() && Some(message) == self.msg_index => {
-                    let key = last_key(&ext.path)?;
+                    let key = last_key(&ext.path, ext.message)?;
                     let msg = self.msg.as_mut().expect("a message is open");
                     msg.trailing(io, key, &ext.raw) // chunking-invariant place
                 }
@@ -1778,7 +1778,7 @@ mod encoder {
                 for ext in std::mem::take(&mut self.pending_ext) {
                     if ext.message == Some(message) {
                         head.push(b',');
-                        key_bytes(last_key(&ext.path)?, &mut head);
+                        key_bytes(last_key(&ext.path, ext.message)?, &mut head);
                         head.push(b':');
                         head.extend_from_slice(&ext.raw);
                     } else {
@@ -2299,8 +2299,13 @@ mod encoder {
         }
     }
 
-    /// `ext.path.rsplit(".", 1)[1]`: the member an extension of a message names.
-    fn last_key(path: &[u8]) -> Result<&[u8]> {
+    /// `message_member(ext)`: the member an extension of a message names.
+    fn last_key(path: &[u8], message: Option<i64>) -> Result<&[u8]> {
+        if let Some(message) = message {
+            if let Some(key) = path.strip_prefix(format!("$.messages[{message}].").as_bytes()) {
+                return Ok(key);
+            }
+        }
         if !path.contains(&b'.') {
             let path = String::from_utf8_lossy(path);
             return Err(Error::new(ErrorClass::Transcode, format!("an extension of a message without a member path ({path})")));

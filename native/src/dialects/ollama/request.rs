@@ -942,7 +942,7 @@ use super::*;
 
 use crate::canonical::{Extension, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
-    Attr, attr, last_segment, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field, lose_raw_arguments,
+    Attr, attr, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field, lose_raw_arguments,
     late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, subject, tool_definition, BlockHead, BlockRef,
     Encode, First, HeldArguments, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener, PlaceBlocks,
     ToolDefinitions, WriterId, Writers, STRING_CONTENT,
@@ -1316,7 +1316,7 @@ impl Messages {
             Some(msg) if msg.index == index => {
                 // written when the message closes: whether its first block came before or
                 // after it depends on the cut, its place must not
-                msg.asm.trailing(io, last_segment(&ext.path), &ext.raw)
+                msg.asm.trailing(io, message_member(&ext.path, ext.message), &ext.raw)
             }
             _ => {
                 // a field of a message whose first block has not come yet
@@ -1412,7 +1412,7 @@ impl Messages {
             let (mine, rest): (Vec<_>, Vec<_>) =
                 std::mem::take(&mut self.pending_ext).into_iter().partition(|e| e.message == Some(index));
             for ext in mine {
-                asm.trailing(io, last_segment(&ext.path), &ext.raw)?;
+                asm.trailing(io, message_member(&ext.path, ext.message), &ext.raw)?;
             }
             self.pending_ext = rest;
         }
@@ -1553,7 +1553,12 @@ impl Messages {
             }
             Section::UserImage => self.image(body, block, attrs, &role, io),
             Section::ToolCall => self.tool_call(body, block, attrs, &role, io).map(Some),
-            _ => Ok(None),
+            _ => {
+                // a section ollama has no member for (document, audio, video, citations) that
+                // came with a role of its own: as without one, a recorded loss
+                lose_unplaced(io.session, DIALECT, BlockRef::of(block))?;
+                Ok(None)
+            }
         }
     }
 

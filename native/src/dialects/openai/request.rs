@@ -1086,7 +1086,7 @@ use std::borrow::Cow;
 
 use crate::canonical::{Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
-    attr, attr_is, last_segment, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field,
+    attr, attr_is, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field,
     late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, tool_definition, where_, Attr,
     BlockHead, BlockRef, Encode, First, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener,
     OwnedAttrs, PlaceBlocks, ToolDefinitions, WriterId, Writers, PARTS_CONTENT, STRING_CONTENT,
@@ -1407,7 +1407,7 @@ impl Messages {
             None => body.member(skip_chars(&ext.path, 2), &ext.raw, self, io), // `ext.path[2:]`
             Some(index) if self.msg.is_some() && Some(index) == self.msg_index => {
                 let msg = self.msg.as_mut().expect("open");
-                msg.trailing(io, last_segment(&ext.path), &ext.raw)
+                msg.trailing(io, message_member(&ext.path, ext.message), &ext.raw)
             }
             // a field of a message whose first block has not come yet
             Some(_) => {
@@ -1511,7 +1511,7 @@ impl Messages {
         if !self.pending_ext.is_empty() {
             let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_ext).into_iter().partition(|e| e.message == Some(index));
             for ext in mine {
-                msg.trailing(io, last_segment(&ext.path), &ext.raw)?;
+                msg.trailing(io, message_member(&ext.path, ext.message), &ext.raw)?;
             }
             self.pending_ext = rest;
         }

@@ -44,7 +44,7 @@ from ...canonical import (
 )
 from ...decoding import OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore
+from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore, message_member
 from ...errors import TranscodeError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
@@ -748,7 +748,7 @@ class RequestEncoder(Encoder):
         elif ext.message is None:
             self._top_member(ext.path[2:], ext.raw)
         elif self._msg is not None and ext.message == self._msg_index:
-            self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)  # chunking-invariant place
+            self._msg.trailing(message_member(ext), ext.raw)  # chunking-invariant place
         else:
             self._pending_ext.append(ext)
 
@@ -801,7 +801,7 @@ class RequestEncoder(Encoder):
         head = b'"role":' + key_bytes(role)
         if self._pending_ext:  # fields of this message that came before its first block
             for ext in [e for e in self._pending_ext if e.message == block.message]:
-                head += b"," + key_bytes(ext.path.rsplit(".", 1)[1]) + b":" + ext.raw
+                head += b"," + key_bytes(message_member(ext)) + b":" + ext.raw
             self._pending_ext = [e for e in self._pending_ext if e.message != block.message]
         self._msg = MessageAssembler(self.out, self.session, "anthropic:member-order", head,
                                      first=STRING_CONTENT if string else PARTS_CONTENT)

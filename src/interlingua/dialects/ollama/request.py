@@ -80,7 +80,7 @@ from ...canonical import (
 from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
     STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, first_member, late_only,
-    merged_reasoning,
+    merged_reasoning, message_member,
 )
 from ...errors import SchemaError, TranscodeError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
@@ -733,7 +733,7 @@ class RequestEncoder(Encoder):
         elif self._msg is not None and ext.message == self._msg.index:
             # written when the message closes: whether the message's first block
             # came before or after it depends on the cut, its place must not
-            self._msg.asm.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
+            self._msg.asm.trailing(message_member(ext), ext.raw)
         else:  # a field of a message whose first block has not come yet
             self._pending_ext.append(ext)
 
@@ -763,7 +763,7 @@ class RequestEncoder(Encoder):
             self.foreign_extension(self._openai_names.pop(index))
         if self._pending_ext:
             for ext in [e for e in self._pending_ext if e.message == index]:
-                asm.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
+                asm.trailing(message_member(ext), ext.raw)
             self._pending_ext = [e for e in self._pending_ext if e.message != index]
         return self._msg
 
@@ -860,6 +860,9 @@ class RequestEncoder(Encoder):
             return self._image(block, attrs, role)
         if s is TOOL_CALL:
             return self._tool_call(block, attrs, role)
+        # a section ollama has no member for (document, audio, video, citations) that came
+        # with a role of its own: as without one, a recorded loss
+        self._lose_unplaced(block)
         return None
 
     def _arguments(self, w: JsonWriter):

@@ -36,6 +36,7 @@ from ...decoding import STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, ignore, late_only, merged_reasoning,
+    message_member,
 )
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import INTERNAL_ATTRS
@@ -594,7 +595,7 @@ class RequestEncoder(Encoder):
         elif ext.message is None:
             self.body.member(ext.path[2:], ext.raw)
         elif self._msg is not None and ext.message == self._msg_index:
-            self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
+            self._msg.trailing(message_member(ext), ext.raw)
         else:  # a field of a message whose first block has not come yet
             self._pending_ext.append(ext)
 
@@ -665,7 +666,7 @@ class RequestEncoder(Encoder):
         self._msg_had_tool_calls = False
         if self._pending_ext:
             for ext in [e for e in self._pending_ext if e.message == index]:
-                self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
+                self._msg.trailing(message_member(ext), ext.raw)
             self._pending_ext = [e for e in self._pending_ext if e.message != index]
 
     def _close_message(self) -> None:
