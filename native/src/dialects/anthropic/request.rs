@@ -1027,6 +1027,7 @@ impl Readers {
     /// (Python rewrites the error at each level; the outermost rewrite is what remains).
     fn replay(&mut self, m: &mut Machine<S>, read: Read<S>, raw: &[u8], at: HeldAt, cx: &mut Cx<'_>) -> Result<()> {
         let depth = m.depth();
+        let outer_at = m.at; // the held copy's tokens set `at` to their offsets in it
         m.then(read);
         let mut inner = Tokenizer::new(Limits { max_depth: self.max_depth, ..Limits::default() });
         self.replaying += 1;
@@ -1035,6 +1036,9 @@ impl Readers {
             inner.feed(raw, &mut sink).and_then(|()| inner.close(&mut sink))
         };
         self.replaying -= 1;
+        // an error raised after the replay (a budget, at the chunk's end) is at the body's
+        // token being read, not at an offset inside the held copy
+        m.at = outer_at;
         if let Err(mut err) = fed {
             if self.replaying == 0 {
                 err.message = format!("{} (inside the value, at {} of it)", err.message,
@@ -2160,6 +2164,13 @@ mod encoder {
             if self.foreign && is("file") {
                 lose_block(io.session, DIALECT, BlockRef::of(block), "access to another provider's file ids", None,
                            Some(attrs))?;
+                return Ok(None);
+            }
+            if self.foreign && kind == "image" && is("base64") && attr(attrs, "media_type").is_none_or(|raw| raw == b"null") {
+                // anthropic requires a base64 image's media_type (png, jpeg, gif or webp); another
+                // dialect's image without one (ollama's bytes that show none of them) is not one it takes
+                lose_block(io.session, DIALECT, BlockRef::of(block),
+                           "base64 image without a media type (png, jpeg, gif or webp)", Some("not sent"), Some(attrs))?;
                 return Ok(None);
             }
             let result = if in_result {

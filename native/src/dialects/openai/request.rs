@@ -363,8 +363,6 @@ mod decoder {
         has_block: bool,
         /// an unknown part's members, re-serialised (`"k":v,...`)
         raw_parts: Vec<u8>,
-        /// a raw member's key holds a ':' (request.py's `partition(b":")` cannot split it)
-        colon_key: bool,
         /// where the `type` key was (its error is there)
         type_offset: u64,
     }
@@ -761,12 +759,6 @@ mod decoder {
             }
             if !self.part.raw_parts.is_empty() {
                 // extra keys on a known part
-                if self.part.colon_key {
-                    // request.py splits "key":raw at the first ':' and json.loads the key: a key
-                    // holding ':' raises JSONDecodeError there (a Python bug, reported)
-                    return Err(Error::new(ErrorClass::Transcode,
-                        "a content part's extra key holding ':' is not ported yet (Python raises JSONDecodeError)"));
-                }
                 let members = std::mem::take(&mut self.part.raw_parts);
                 add_extra(self.msg.current()?, &members, EXTRA_ATTR)?;
             }
@@ -973,7 +965,6 @@ mod decoder {
                     self.part.kind = None;
                     self.part.has_block = false;
                     self.part.raw_parts.clear();
-                    self.part.colon_key = false;
                     m.push(Frame::State(S::Part));
                 }
                 _ => return Err(internal("an object in an unknown list")),
@@ -1006,9 +997,6 @@ mod decoder {
                     add_extra(self.msg.current()?, &member, if function { FUNCTION_EXTRA_ATTR } else { EXTRA_ATTR })
                 }
                 S::RawMember => {
-                    let mut key_json = Vec::new();
-                    dumps_key(&self.key, &mut key_json);
-                    self.part.colon_key |= key_json.contains(&b':');
                     push_member(&mut self.part.raw_parts, &self.key, raw);
                     Ok(())
                 }

@@ -369,7 +369,7 @@ class PartReader:
         self.d = message.d
         self.type: str | None = None
         self.block: BlockBuilder | None = None
-        self.raw_parts: list[bytes] = []  # an unknown part, re-serialised
+        self.raw_parts: list[tuple[str, bytes]] = []  # members besides type and payload: (key, raw JSON)
 
     def on_key(self, kind: int, value: Any, offset: int) -> None:
         d = self.d
@@ -398,8 +398,7 @@ class PartReader:
 
     def _raw_member(self, key: str):
         def reader(kind: int, value: Any, offset: int) -> None:
-            self.d.read_raw(kind, value, offset, lambda raw: self.raw_parts.append(
-                dumps(key) + b":" + raw))
+            self.d.read_raw(kind, value, offset, lambda raw: self.raw_parts.append((key, raw)))
         return reader
 
     def _payload(self, key: str):
@@ -423,7 +422,8 @@ class PartReader:
             raise self.d.error("content part without type", offset)
         if self.type not in _PART_SECTIONS or self.block is None:
             # Unknown part type (or a known type without its payload): carried raw.
-            raw = b"{" + b",".join([b'"type":' + dumps(self.type)] + self.raw_parts) + b"}"
+            raw = b"{" + b",".join([b'"type":' + dumps(self.type)]
+                                   + [dumps(key) + b":" + value for key, value in self.raw_parts]) + b"}"
             attrs = {"dialect": DIALECT, "in_parts": True}
             if self.m.role is not None:
                 attrs["role"] = self.m.role
@@ -431,9 +431,8 @@ class PartReader:
             builder.fragment(raw, True, True)
             self.m.finished(builder)
             return
-        for member in self.raw_parts:  # extra keys on a known part
-            key, _, raw = member.partition(b":")
-            add_extra(self.block, json.loads(key), raw)
+        for key, raw in self.raw_parts:  # extra keys on a known part (kept apart: a key may hold ':')
+            add_extra(self.block, key, raw)
 
 
 def add_extra(block: BlockBuilder, key: str, raw: bytes, attr: str = EXTRA_ATTR) -> None:
