@@ -55,6 +55,10 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDeco
         ("anthropic", Kind::Request) => Ok(Box::new(crate::dialects::anthropic::request::RequestDecoder::new(session))),
         ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestDecoder::new(session))),
         ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestDecoder::new(session))),
+        ("openai", Kind::Response) => Ok(Box::new(crate::dialects::openai::response::ResponseDecoder::new(session))),
+        ("openai", Kind::Stream) => Ok(Box::new(crate::dialects::openai::response::StreamDecoder::new(session))),
+        ("anthropic", Kind::Response) => Ok(Box::new(crate::dialects::anthropic::response::ResponseDecoder::new(session))),
+        ("anthropic", Kind::Stream) => Ok(Box::new(crate::dialects::anthropic::response::StreamDecoder::new(session))),
         _ => Err(not_ported(dialect, kind, "decoder")),
     }
 }
@@ -65,6 +69,10 @@ pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedEnco
         ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestEncoder::new(session))),
         ("anthropic", Kind::Request) => Ok(Box::new(crate::dialects::anthropic::request::RequestEncoder::new(session))),
         ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestEncoder::new(session))),
+        ("openai", Kind::Response) => Ok(Box::new(crate::dialects::openai::response::ResponseEncoder::new(session))),
+        ("openai", Kind::Stream) => Ok(Box::new(crate::dialects::openai::response::StreamEncoder::new(session))),
+        ("anthropic", Kind::Response) => Ok(Box::new(crate::dialects::anthropic::response::ResponseEncoder::new(session))),
+        ("anthropic", Kind::Stream) => Ok(Box::new(crate::dialects::anthropic::response::StreamEncoder::new(session))),
         _ => Err(not_ported(dialect, kind, "encoder")),
     }
 }
