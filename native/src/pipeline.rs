@@ -53,6 +53,8 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDeco
         ("anthropic", Kind::Request) => Ok(Box::new(crate::dialects::anthropic::request::RequestDecoder::new(session))),
         ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestDecoder::new(session))),
         ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestDecoder::new(session))),
+        ("ollama", Kind::Response) => Ok(Box::new(crate::dialects::ollama::response::ResponseDecoder::new(session))),
+        ("ollama", Kind::Stream) => Ok(Box::new(crate::dialects::ollama::response::StreamDecoder::new(session))),
         _ => Err(not_ported(dialect, kind, "decoder")),
     }
 }
