@@ -65,6 +65,8 @@ pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedEnco
         ("openai", Kind::Request) => Ok(Box::new(crate::dialects::openai::request::RequestEncoder::new(session))),
         ("anthropic", Kind::Request) => Ok(Box::new(crate::dialects::anthropic::request::RequestEncoder::new(session))),
         ("ollama", Kind::Request) => Ok(Box::new(crate::dialects::ollama::request::RequestEncoder::new(session))),
+        ("ollama", Kind::Response) => Ok(Box::new(crate::dialects::ollama::response::ResponseEncoder::new(session)?)),
+        ("ollama", Kind::Stream) => Ok(Box::new(crate::dialects::ollama::response::StreamEncoder::new(session)?)),
         _ => Err(not_ported(dialect, kind, "encoder")),
     }
 }

@@ -760,7 +760,12 @@ impl Dialect for Lines {
             }
             S::Count(i) => {
                 self.counted = true;
-                self.counts[i as usize] = value.as_i64();
+                self.counts[i as usize] = match &value {
+                    Value::Int(_) => Some(value.as_i64().ok_or_else(|| {
+                        Error::new(ErrorClass::Transcode, "a token count beyond 64 bits: not ported yet (canonical Usage holds i64)")
+                    })?),
+                    _ => None,
+                };
                 Ok(())
             }
             S::Error => self.error(value, cx),
@@ -912,5 +917,599 @@ impl Decode for StreamDecoder {
         let head = &data[..data.len().min(40)];
         Err(Error::new(ErrorClass::Schema, format!("NDJSON line is not a JSON object: {}", py_bytes_repr(head)))
             .in_dialect(DIALECT))
+    }
+}
+
+// -- encoders ----------------------------------------------------------------------------
+
+/// Lifecycle functions the encoders use (stand-ins with lifecycle.rs's agreed shapes
+/// until helper RF lands them; `not ported yet` meanwhile).
+mod lc {
+    use crate::canonical::{Extension, Usage};
+    use crate::error::{Error, ErrorClass, Result};
+    use crate::session::Session;
+
+    fn not_yet(what: &str) -> Error {
+        Error::new(ErrorClass::Transcode, format!("lifecycle.{what}: not ported yet"))
+    }
+
+    pub fn finish_to(_dialect: &str, _reason: Option<&str>, _session: &mut Session, _stop: Option<&str>)
+                     -> Result<Option<String>> {
+        Err(not_yet("finish_to"))
+    }
+
+    pub fn usage_to_ollama(_usage: &Usage, _session: &mut Session) -> Result<(Option<i64>, Option<i64>)> {
+        Err(not_yet("usage_to_ollama"))
+    }
+
+    pub fn merge_usage(_old: Option<&Usage>, new: &Usage) -> Usage {
+        new.clone()
+    }
+
+    pub fn ollama_created_at(_time_us: i64) -> Vec<u8> {
+        Vec::new()
+    }
+
+    pub struct Stamp;
+
+    impl Stamp {
+        pub fn new(_session: &Session) -> Result<Stamp> {
+            Err(not_yet("Stamp"))
+        }
+        pub fn source(&mut self, _ext: &Extension<'_>) -> bool {
+            false
+        }
+        pub fn time_us(&mut self) -> i64 {
+            0
+        }
+    }
+}
+
+use crate::encoding::{
+    arguments_object, attr, attr_truthy, foreign_extension, lose_block, lose_signature, lose_unplaced, BlockHead,
+    BlockRef, Encode, HeldArguments, Io, MessageAssembler, Opener, WriterId, Writers,
+};
+use lc::{finish_to, merge_usage, ollama_created_at, usage_to_ollama, Stamp};
+
+/// Where a block goes in an ollama message (`_classify`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Member {
+    Content,
+    Thinking,
+    ToolCalls,
+}
+
+impl Member {
+    fn key(self) -> &'static str {
+        match self {
+            Member::Content => "content",
+            Member::Thinking => "thinking",
+            Member::ToolCalls => "tool_calls",
+        }
+    }
+}
+
+/// `_EncoderBase`: what both encoders keep of the lifecycle events.
+struct Common {
+    model: Option<String>,
+    /// an ollama source's `created_at` (raw): written as it came; else the stamp's, once written
+    created: Option<Vec<u8>>,
+    stamp: Stamp,
+    /// the durations of an ollama source (raw), by `DURATIONS` index
+    durations: [Option<Vec<u8>>; 4],
+    usage: Option<Usage>,
+    /// choice 0's (reason, stop sequence)
+    finish: Option<(Option<String>, Option<String>)>,
+    /// the ollama source's done line had no done_reason
+    no_reason: bool,
+    /// token entries (`ollama:logprobs-after-message`): a line's go on that line (stream), a
+    /// response's after done_reason; the entries' text joined by `,` in `logprob_text`
+    logprobs: Option<Hold<()>>,
+    logprob_text: Vec<u8>,
+    done: bool,
+}
+
+impl Common {
+    fn new(session: &Session) -> Result<Self> {
+        Ok(Common {
+            model: None,
+            created: None,
+            stamp: Stamp::new(session)?,
+            durations: [None, None, None, None],
+            usage: None,
+            finish: None,
+            no_reason: false,
+            logprobs: None, // (made at the first entry: Python makes it here, no behaviour differs)
+            logprob_text: Vec::new(),
+            done: false,
+        })
+    }
+
+    /// `_common`: the lifecycle events; false for any other.
+    fn event(&mut self, event: &Event<'_>, session: &mut Session) -> Result<bool> {
+        match event {
+            Event::MessageStart { id, model, choice } => {
+                if *choice == 0 {
+                    self.model = model.as_ref().map(|m| m.to_string());
+                    if id.is_some() && session.source != DIALECT {
+                        let stream = session.source == "anthropic" && session.kind == crate::session::Kind::Stream;
+                        session.lose_member(if stream { "$.message.id" } else { "$.id" }, "response id", None)?;
+                    }
+                }
+            }
+            Event::Extension(ext) => self.extension(ext, session)?,
+            Event::Usage(usage) => self.usage = Some(merge_usage(self.usage.as_ref(), usage)),
+            Event::Finish { reason, stop_sequence, choice } => {
+                if *choice == 0 {
+                    self.finish = Some((reason.as_ref().map(|r| r.to_string()), stop_sequence.as_ref().map(|s| s.to_string())));
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn extension(&mut self, ext: &Extension<'_>, session: &mut Session) -> Result<()> {
+        if self.stamp.source(ext) {
+            // a time field (lifecycle: response ids and times)
+            if ext.dialect == DIALECT && self.created.is_none() {
+                self.created = Some(ext.raw.to_vec());
+            }
+        } else if ext.dialect == DIALECT && ext.path == "$.done_reason" {
+            self.no_reason = true;
+        } else if let Some(i) = duration_of(ext) {
+            self.durations[i] = Some(ext.raw.to_vec());
+        } else {
+            foreign_extension(session, DIALECT, ext)?;
+        }
+        Ok(())
+    }
+
+    /// A token entry of choice 0 held for its line; another choice's is a loss.
+    fn logprob(&mut self, raw: &[u8], choice: i64, session: &mut Session) -> Result<()> {
+        if choice != 0 {
+            return session.lose(&format!("$.choices[{choice}].logprobs"), "ollama has no choices (n > 1)", None);
+        }
+        let hold = self.logprobs.get_or_insert_with(|| session.reorder.hold("ollama:logprobs-after-message"));
+        hold.append(&mut session.reorder, (), raw.len() as u64)?;
+        if !self.logprob_text.is_empty() {
+            self.logprob_text.push(b',');
+        }
+        self.logprob_text.extend_from_slice(raw);
+        Ok(())
+    }
+
+    /// The held entries are dropped (their bytes released).
+    fn drop_logprobs(&mut self, session: &mut Session) {
+        if let Some(hold) = self.logprobs.as_mut() {
+            hold.drain(&mut session.reorder).for_each(drop);
+        }
+        self.logprob_text.clear();
+    }
+
+    /// `_logprobs_member`: `,"logprobs":[...]` of the entries held since the last line (or nothing).
+    fn logprobs_member(&mut self, session: &mut Session, out: &mut Vec<u8>) {
+        if !self.has_logprobs() {
+            return;
+        }
+        out.extend_from_slice(b",\"logprobs\":[");
+        out.extend_from_slice(&self.logprob_text);
+        out.push(b']');
+        self.drop_logprobs(session);
+    }
+
+    /// `bool(self.logprobs)`: entries are held.
+    fn has_logprobs(&self) -> bool {
+        self.logprobs.as_ref().is_some_and(|hold| !hold.is_empty())
+    }
+
+    /// `_head`: a line's (or the response's) opening up to its `created_at`.
+    fn head(&mut self, out: &mut Vec<u8>) {
+        if self.created.is_none() {
+            // once written, every line has the same
+            self.created = Some(ollama_created_at(self.stamp.time_us()));
+        }
+        out.extend_from_slice(b"{\"model\":");
+        dumps_str(self.model.as_deref().unwrap_or("").as_bytes(), out);
+        out.extend_from_slice(b",\"created_at\":");
+        out.extend_from_slice(self.created.as_deref().unwrap_or_default());
+    }
+
+    /// `_tail`: `"done":true` and what comes with it.
+    fn tail(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        let reason = match &self.finish {
+            Some((reason, stop)) => finish_to(DIALECT, reason.as_deref(), session, stop.as_deref())?,
+            None => None,
+        };
+        out.extend_from_slice(b",\"done\":true");
+        if let Some(reason) = reason.filter(|_| !self.no_reason) {
+            out.extend_from_slice(b",\"done_reason\":");
+            dumps_str(reason.as_bytes(), out);
+        }
+        self.logprobs_member(session, out);
+        let (input, output) = match &self.usage {
+            Some(usage) => usage_to_ollama(usage, session)?,
+            None => (None, None),
+        };
+        let count = |out: &mut Vec<u8>, key: &str, n: Option<i64>| {
+            if let Some(n) = n {
+                out.extend_from_slice(format!(",\"{key}\":{n}").as_bytes());
+            }
+        };
+        let duration = |out: &mut Vec<u8>, i: usize, durations: &[Option<Vec<u8>>; 4]| {
+            if let Some(raw) = &durations[i] {
+                out.extend_from_slice(format!(",\"{}\":", DURATIONS[i]).as_bytes());
+                out.extend_from_slice(raw);
+            }
+        };
+        duration(out, 0, &self.durations);
+        duration(out, 1, &self.durations);
+        count(out, COUNTS[0], input);
+        duration(out, 2, &self.durations);
+        count(out, COUNTS[1], output);
+        duration(out, 3, &self.durations);
+        out.push(b'}');
+        Ok(())
+    }
+}
+
+/// An ollama extension that is one of the durations (its `DURATIONS` index).
+fn duration_of(ext: &Extension<'_>) -> Option<usize> {
+    if ext.dialect != DIALECT {
+        return None;
+    }
+    let key = ext.path.strip_prefix("$.")?;
+    DURATIONS.iter().position(|d| *d == key)
+}
+
+/// `_classify`: the member a block's first fragment goes to, or None (the loss recorded).
+fn classify(block: &Block<'_>, session: &mut Session) -> Result<Option<Member>> {
+    let b = BlockRef::of(block);
+    if block.message > 0 {
+        lose_block(session, DIALECT, b, "choices (n > 1)", Some("only the first choice is sent"), None)?;
+        return Ok(None);
+    }
+    Ok(match block.section {
+        Section::AssistantText => Some(Member::Content),
+        Section::AssistantRefusal => {
+            lose_block(session, DIALECT, b, "refusal field", Some("written as content"), None)?;
+            Some(Member::Content)
+        }
+        Section::AssistantReasoning => {
+            if attr_truthy(b.attrs, "redacted") {
+                lose_block(session, DIALECT, b, "field for encrypted thinking", None, None)?;
+                return Ok(None);
+            }
+            lose_signature(session, DIALECT, b, b.attrs)?;
+            Some(Member::Thinking)
+        }
+        Section::ToolCall => Some(Member::ToolCalls),
+        _ => {
+            lose_unplaced(session, DIALECT, b)?;
+            None
+        }
+    })
+}
+
+/// `_call_head`: a tool call's opening up to its function object: the id first (Go's
+/// order) when the source has one (the current API carries ids).
+fn call_head(attrs: &[crate::encoding::Attr<'_>], out: &mut Vec<u8>) {
+    match attr(attrs, "id").filter(|id| crate::encoding::truthy(id)) {
+        Some(id) => {
+            out.extend_from_slice(b"{\"id\":");
+            out.extend_from_slice(id);
+            out.extend_from_slice(b",\"function\":");
+        }
+        None => out.extend_from_slice(b"{\"function\":"),
+    }
+}
+
+/// `_call_head(attrs) + '{"name":' + dumps(attrs.get("name", "")) + ',"arguments":'`.
+fn call_opening(attrs: &[crate::encoding::Attr<'_>], out: &mut Vec<u8>) {
+    call_head(attrs, out);
+    out.extend_from_slice(b"{\"name\":");
+    out.extend_from_slice(attr(attrs, "name").unwrap_or(b"\"\""));
+    out.extend_from_slice(b",\"arguments\":");
+}
+
+/// `lifecycle.OpenFrame`: at most one output line open for streaming fragments; `key`
+/// names the block it carries. (A stand-in until lifecycle.rs has it: helper RF.)
+#[derive(Default)]
+struct OpenFrame {
+    key: Option<u64>,
+    tail: Vec<u8>,
+}
+
+impl OpenFrame {
+    fn fragment(&mut self, key: u64, head: impl FnOnce(&mut Vec<u8>), tail: &[u8], payload: &[u8], out: &mut Vec<u8>) {
+        if payload.is_empty() {
+            return;
+        }
+        if self.key != Some(key) {
+            self.close(out);
+            head(out);
+            self.key = Some(key);
+            self.tail.clear();
+            self.tail.extend_from_slice(tail);
+        }
+        out.extend_from_slice(payload);
+    }
+
+    fn close(&mut self, out: &mut Vec<u8>) {
+        if self.key.take().is_some() {
+            out.extend_from_slice(&self.tail);
+            self.tail.clear();
+        }
+    }
+}
+
+const LINE_TAIL: &[u8] = b"\"},\"done\":false}\n";
+const CONTENT_HEAD: &[u8] = b",\"message\":{\"role\":\"assistant\",\"content\":\"";
+const THINKING_HEAD: &[u8] = b",\"message\":{\"role\":\"assistant\",\"content\":\"\",\"thinking\":\"";
+
+/// `{"error": message}`, as `dumps` writes it.
+fn error_object(error: &Event<'_>, out: &mut Vec<u8>) {
+    let message = match error {
+        Event::Error { message, .. } => message.as_ref(),
+        _ => "",
+    };
+    out.extend_from_slice(b"{\"error\":");
+    dumps_str(message.as_bytes(), out);
+    out.push(b'}');
+}
+
+/// `StreamEncoder`: NDJSON lines -- one per source frame and block, a tool call whole, the
+/// done line last; an error becomes an `{"error": ...}` line that ends the stream.
+pub struct StreamEncoder {
+    c: Common,
+    frame: OpenFrame,
+    kind: Option<Member>,
+    seq: u64,
+    /// the call being held whole (`ollama:whole-tool-call`): its first fragment, its arguments
+    tool: Option<(BlockHead, HeldArguments)>,
+    errored: bool,
+}
+
+impl StreamEncoder {
+    pub fn new(session: &Session) -> Result<Self> {
+        Ok(StreamEncoder { c: Common::new(session)?, frame: OpenFrame::default(), kind: None, seq: 0, tool: None, errored: false })
+    }
+
+    fn frame_end(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if self.c.has_logprobs() && self.frame.key.is_some() {
+            // on the line of the content they score
+            let mut tail = std::mem::take(&mut self.frame.tail);
+            tail.truncate(tail.len().saturating_sub(2));
+            self.c.logprobs_member(session, &mut tail);
+            tail.extend_from_slice(b"}\n");
+            self.frame.tail = tail;
+        } else if self.c.has_logprobs() && !self.c.done {
+            // a line without streamed text (a whole tool call)
+            self.c.drop_logprobs(session);
+            session.lose("$.logprobs", "token logprobs of a line without text: not carried", None)?;
+        }
+        self.frame.close(out);
+        Ok(())
+    }
+
+    fn block(&mut self, block: &Block<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if block.init {
+            self.frame.close(out);
+            self.seq += 1;
+            self.kind = classify(block, session)?;
+            if self.kind == Some(Member::ToolCalls) {
+                self.tool = Some((BlockHead::of(block), HeldArguments::new(session, "ollama:whole-tool-call")));
+            }
+        }
+        let Some(kind) = self.kind else { return Ok(()) };
+        if kind == Member::ToolCalls {
+            let Some((_, args)) = self.tool.as_mut() else { return Err(internal("a tool call's fragment without its first")) };
+            args.feed(&block.payload, session)?;
+            if block.fin {
+                let Some((first, args)) = self.tool.take() else { return Ok(()) };
+                let arguments = arguments_object(session, DIALECT, args, first.as_ref())?;
+                self.c.head(out);
+                out.extend_from_slice(b",\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[");
+                call_opening(&first.attrs, out);
+                out.extend_from_slice(if arguments.is_empty() { b"{}" } else { &arguments });
+                out.extend_from_slice(b"}}]},\"done\":false}\n");
+            }
+            return Ok(());
+        }
+        let head = if kind == Member::Content { CONTENT_HEAD } else { THINKING_HEAD };
+        let c = &mut self.c;
+        self.frame.fragment(self.seq, |out| {
+            c.head(out);
+            out.extend_from_slice(head);
+        }, LINE_TAIL, &block.payload, out);
+        if block.fin && !block.init {
+            lose_signature(session, DIALECT, BlockRef::of(block), block.attrs.as_deref().unwrap_or(&[]))?;
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if self.c.done {
+            return Ok(());
+        }
+        self.c.done = true;
+        if self.errored {
+            return Ok(());
+        }
+        self.frame.close(out);
+        let mut line = Vec::new();
+        self.c.head(&mut line);
+        line.extend_from_slice(b",\"message\":{\"role\":\"assistant\",\"content\":\"\"}");
+        self.c.tail(session, &mut line)?;
+        line.push(b'\n');
+        out.extend_from_slice(&line);
+        Ok(())
+    }
+}
+
+impl Encode for StreamEncoder {
+    fn event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        match &event {
+            Event::FrameEnd => self.frame_end(session, out),
+            Event::Block(block) => {
+                if self.c.done {
+                    return Ok(());
+                }
+                self.block(block, session, out)
+            }
+            Event::Error { .. } => self.abort(&event, session, out),
+            Event::End => self.end(session, out),
+            Event::Finish { .. } => {
+                self.frame.close(out);
+                self.c.event(&event, session).map(drop)
+            }
+            _ => self.c.event(&event, session).map(drop),
+        }
+    }
+
+    fn finish(&mut self, _session: &mut Session, _out: &mut Vec<u8>) -> Result<()> {
+        Ok(())
+    }
+
+    fn abort(&mut self, error: &Event<'_>, _session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if self.c.done || self.errored {
+            return Ok(());
+        }
+        self.frame.close(out);
+        self.errored = true;
+        let mut line = Vec::new();
+        error_object(error, &mut line);
+        crate::framing::ndjson_line(out, &line);
+        Ok(())
+    }
+}
+
+/// The block being written into the response's message (`placed`).
+enum Placed {
+    /// a string member: fragments go to its writer
+    Text(WriterId),
+    /// a tool call: its arguments held whole (`ollama:tool-arguments`), then its writer gets them
+    Call { writer: WriterId, args: HeldArguments, first: BlockHead },
+}
+
+/// `ResponseEncoder`: one `/api/chat` response object, its message assembled from the
+/// blocks in whatever order they come (`ollama:member-order`).
+pub struct ResponseEncoder {
+    c: Common,
+    writers: Writers,
+    msg: Option<MessageAssembler>,
+    placed: Option<Placed>,
+    lost: bool,
+}
+
+impl ResponseEncoder {
+    pub fn new(session: &Session) -> Result<Self> {
+        Ok(ResponseEncoder { c: Common::new(session)?, writers: Writers::default(), msg: None, placed: None, lost: false })
+    }
+
+    /// `_message`: the message object, opened (with the response's head) on first use.
+    fn message<'m>(msg: &'m mut Option<MessageAssembler>, c: &mut Common, io: &mut Io<'_>) -> Result<&'m mut MessageAssembler> {
+        if msg.is_none() {
+            let mut head = Vec::new();
+            c.head(&mut head);
+            head.extend_from_slice(b",\"message\":");
+            io.write(WriterId::OUT, &head)?;
+            let mut opened = MessageAssembler::new(WriterId::OUT, io, "ollama:member-order", b"", None)?;
+            opened.scalar(io, "role", b"\"assistant\"")?;
+            *msg = Some(opened);
+        }
+        msg.as_mut().ok_or_else(|| internal("no message"))
+    }
+
+    fn block(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<()> {
+        if block.init {
+            let kind = classify(block, io.session)?;
+            self.lost = kind.is_none();
+            let Some(kind) = kind else { return Ok(()) };
+            let msg = Self::message(&mut self.msg, &mut self.c, io)?;
+            self.placed = Some(if kind == Member::ToolCalls {
+                let writer = msg.member(io, "tool_calls", Opener::Array)?;
+                io.separate(writer)?;
+                let mut opening = Vec::new();
+                call_opening(block.attrs.as_deref().unwrap_or(&[]), &mut opening);
+                io.write(writer, &opening)?;
+                let args = HeldArguments::new(io.session, "ollama:tool-arguments");
+                Placed::Call { writer, args, first: BlockHead::of(block) }
+            } else {
+                Placed::Text(msg.member(io, kind.key(), Opener::String)?)
+            });
+        }
+        if self.lost {
+            return Ok(());
+        }
+        match self.placed.as_mut() {
+            Some(Placed::Text(writer)) => io.write(*writer, &block.payload)?,
+            Some(Placed::Call { args, .. }) => args.feed(&block.payload, io.session)?,
+            None => return Err(internal("a fragment of no block")),
+        }
+        if block.fin {
+            if let Some(Placed::Call { writer, args, first }) = self.placed.take() {
+                let mut arguments = arguments_object(io.session, DIALECT, args, first.as_ref())?;
+                arguments.extend_from_slice(b"}}");
+                io.write(writer, &arguments)?;
+            }
+            if !block.init {
+                lose_signature(io.session, DIALECT, BlockRef::of(block), block.attrs.as_deref().unwrap_or(&[]))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Run `f` with the writers (taken out of `self` meanwhile).
+    fn with_io(&mut self, session: &mut Session, out: &mut Vec<u8>,
+               f: impl FnOnce(&mut Self, &mut Io<'_>) -> Result<()>) -> Result<()> {
+        let mut writers = std::mem::take(&mut self.writers);
+        let result = f(self, &mut Io { out, session, writers: &mut writers });
+        self.writers = writers;
+        result
+    }
+
+    fn end(&mut self, io: &mut Io<'_>) -> Result<()> {
+        if self.c.done {
+            return Ok(());
+        }
+        self.c.done = true;
+        let msg = Self::message(&mut self.msg, &mut self.c, io)?;
+        if !msg.has("content") {
+            msg.scalar(io, "content", b"\"\"")?;
+        }
+        if let Some(msg) = self.msg.take() {
+            msg.close(io)?;
+        }
+        let mut tail = Vec::new();
+        self.c.tail(io.session, &mut tail)?;
+        io.write(WriterId::OUT, &tail)
+    }
+}
+
+impl Encode for ResponseEncoder {
+    fn event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        match &event {
+            Event::Block(block) => self.with_io(session, out, |enc, io| enc.block(block, io)),
+            Event::Error { .. } => self.abort(&event, session, out),
+            Event::End => self.with_io(session, out, |enc, io| enc.end(io)),
+            Event::FrameEnd => Ok(()),
+            _ => self.c.event(&event, session).map(drop),
+        }
+    }
+
+    fn finish(&mut self, _session: &mut Session, _out: &mut Vec<u8>) -> Result<()> {
+        Ok(())
+    }
+
+    fn abort(&mut self, error: &Event<'_>, _session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if self.c.done {
+            return Ok(());
+        }
+        self.c.done = true;
+        if self.msg.is_none() {
+            error_object(error, out);
+        }
+        Ok(())
     }
 }
