@@ -175,6 +175,7 @@ impl Extension<'_> {
 }
 
 /// Token counts; `None`: the source did not say (absent is not zero).
+/// `service_tier`: the tier that served them, canonical names (`lifecycle::tier_from`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
     pub input: Option<i64>,
@@ -183,6 +184,7 @@ pub struct Usage {
     pub cache_write: Option<i64>,
     pub reasoning: Option<i64>,
     pub total: Option<i64>,
+    pub service_tier: Option<String>,
 }
 
 /// The canonical events (`canonical.Event`, and `framing.FrameEnd`).
@@ -199,6 +201,9 @@ pub enum Event<'a> {
     MessageStart { id: Option<Cow<'a, str>>, model: Option<Cow<'a, str>>, choice: i64 },
     Finish { reason: Option<Cow<'a, str>>, stop_sequence: Option<Cow<'a, str>>, choice: i64 },
     Usage(Usage),
+    /// one generated token's log probabilities (`canonical.Logprobs`): `raw`, the
+    /// entry's compact JSON (openai's `ChatCompletionTokenLogprob` shape)
+    Logprobs { raw: RawJson<'a>, choice: i64 },
     Error { kind: Cow<'a, str>, message: Cow<'a, str>, status: Option<i64> },
     /// the source ended
     End,
@@ -218,6 +223,7 @@ impl Event<'_> {
             Event::MessageStart { .. } => "message-start",
             Event::Finish { .. } => "finish",
             Event::Usage(_) => "usage",
+            Event::Logprobs { .. } => "logprobs",
             Event::Error { .. } => "error",
             Event::End => "end",
             Event::FrameEnd => "frame-end",

@@ -1031,6 +1031,7 @@ pub fn into_owned(event: Event<'_>) -> Event<'static> {
             Event::Finish { reason: own_opt(reason), stop_sequence: own_opt(stop_sequence), choice }
         }
         Event::Usage(usage) => Event::Usage(usage),
+        Event::Logprobs { raw, choice } => Event::Logprobs { raw: own(raw), choice },
         Event::Error { kind, message, status } => Event::Error { kind: own(kind), message: own(message), status },
         Event::End => Event::End,
         Event::FrameEnd => Event::FrameEnd,

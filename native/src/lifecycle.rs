@@ -1,5 +1,797 @@
 //! The response lifecycle (`src/interlingua/lifecycle.py`): finish-reason tables,
-//! usage from and to each dialect, times and generated ids (`Stamp`), logprobs, and the
-//! helpers the response and stream codecs share (`BlockStream`, `KeyFirst`,
-//! `ReasoningFirst`, `Deferred`, `OpenFrame`). Owner: helper RF (issue 12).
+//! usage from and to each dialect, service tiers, times and generated ids (`Stamp`),
+//! logprobs, and the helpers the response and stream codecs share (`BlockStream`,
+//! `KeyFirst`, `ReasoningFirst`, `Deferred`, `OpenFrame`). Owner: helper RF (issue 12).
+//!
+//! The Python module is the specification; every function here is its namesake
+//! there, with the same loss records (dialect, path, reason) and errors. Where a
+//! Python function takes a `dict` read from the source, this one takes the
+//! `Value` the decoder read (`Machine`'s `Read::Value`). Usage counts are `i64`:
+//! a count Python would carry as a bigger int is refused here with a "not ported
+//! yet" error (no server writes one; the differential tests skip such inputs).
 #![forbid(unsafe_code)]
+
+use std::borrow::Cow;
+
+use crate::canonical::{Extension, Usage};
+use crate::error::{Error, ErrorClass, Result};
+use crate::losses::{finish_path, lacks, path_subject};
+use crate::session::{Kind, ResponseStart, Session, MAX_CLOCK};
+use crate::unicode::{code_points, py_repr};
+use crate::value::Value;
+
+// -- finish reasons -------------------------------------------------------------------
+
+/// `FINISH_TO[dialect][reason]`: the target's reason for a canonical one.
+pub fn finish_to_table(dialect: &str, reason: &str) -> Option<&'static str> {
+    Some(match (dialect, reason) {
+        ("openai", "end_turn" | "stop_sequence") => "stop",
+        ("openai", "max_tokens" | "context_window") => "length",
+        ("openai", "tool_use") => "tool_calls",
+        ("openai", "content_filter" | "refusal") => "content_filter",
+        ("anthropic", "end_turn") => "end_turn",
+        ("anthropic", "stop_sequence") => "stop_sequence",
+        ("anthropic", "max_tokens") => "max_tokens",
+        ("anthropic", "tool_use") => "tool_use",
+        ("anthropic", "content_filter" | "refusal") => "refusal",
+        ("anthropic", "pause_turn") => "pause_turn",
+        ("anthropic", "context_window") => "model_context_window_exceeded",
+        ("ollama", "end_turn" | "stop_sequence" | "tool_use" | "content_filter" | "refusal") => "stop",
+        ("ollama", "max_tokens" | "context_window") => "length",
+        _ => return None,
+    })
+}
+
+/// `FINISH_FROM[dialect][reason]`: the canonical reason of a dialect's own.
+pub fn finish_from_table(dialect: &str, reason: &str) -> Option<&'static str> {
+    Some(match (dialect, reason) {
+        ("openai", "stop") => "end_turn",
+        ("openai", "length") => "max_tokens",
+        ("openai", "tool_calls" | "function_call") => "tool_use",
+        ("openai", "content_filter") => "content_filter",
+        ("anthropic", "end_turn") => "end_turn",
+        ("anthropic", "stop_sequence") => "stop_sequence",
+        ("anthropic", "max_tokens") => "max_tokens",
+        ("anthropic", "tool_use") => "tool_use",
+        ("anthropic", "pause_turn") => "pause_turn",
+        ("anthropic", "refusal") => "refusal",
+        ("anthropic", "model_context_window_exceeded") => "context_window",
+        ("ollama", "stop") => "end_turn",
+        ("ollama", "length") => "max_tokens",
+        _ => return None,
+    })
+}
+
+/// `_PLAIN_STOP[dialect]`: what a reason the target does not define is sent as.
+pub fn plain_stop(dialect: &str) -> &'static str {
+    if dialect == "anthropic" {
+        "end_turn"
+    } else {
+        "stop"
+    }
+}
+
+/// `finish_from(dialect, reason)`: a reason the dialect does not define is kept as
+/// `"<dialect>:<reason>"`.
+pub fn finish_from<'r>(dialect: &str, reason: Option<&'r str>) -> Option<Cow<'r, str>> {
+    let reason = reason?;
+    Some(match finish_from_table(dialect, reason) {
+        Some(mapped) => Cow::Borrowed(mapped),
+        None => Cow::Owned(format!("{dialect}:{reason}")),
+    })
+}
+
+/// `finish_to(dialect, reason, session, stop_sequence)`: the target's reason for a
+/// canonical one; lossy mappings are recorded. The stop sequence that ended
+/// generation has a field in anthropic only: elsewhere its value is a recorded loss.
+pub fn finish_to<'r>(dialect: &str, reason: Option<&'r str>, session: &mut Session,
+                     stop_sequence: Option<&str>) -> Result<Option<Cow<'r, str>>> {
+    if let Some(sequence) = stop_sequence {
+        if dialect != "anthropic" {
+            let path = if session.kind == Kind::Stream { "$.delta.stop_sequence" } else { "$.stop_sequence" };
+            let what = format!("stop_sequence {}", py_repr(sequence.as_bytes()));
+            let reason = lacks(&what, dialect, "field for the stop sequence that ended generation",
+                               Some("the finish reason is kept"));
+            session.lose(path, &reason, None)?;
+        }
+    }
+    let Some(reason) = reason else { return Ok(None) };
+    if let Some(mapped) = finish_to_table(dialect, reason) {
+        return Ok(Some(Cow::Borrowed(mapped)));
+    }
+    let (source, raw) = reason.split_once(':').unwrap_or((reason, ""));
+    if !raw.is_empty() && source == dialect {
+        return Ok(Some(Cow::Borrowed(raw)));
+    }
+    let path = finish_path(session.source, session.kind.name(), 0);
+    let field = path.rsplit('.').next().unwrap_or(&path);
+    let shown = if raw.is_empty() { reason } else { raw };
+    let what = format!("{field} {}", py_repr(shown.as_bytes()));
+    let done = format!("sent as {}", py_repr(plain_stop(dialect).as_bytes()));
+    session.lose(&path, &lacks(&what, dialect, "such finish reason", Some(&done)), None)?;
+    Ok(Some(Cow::Borrowed(plain_stop(dialect))))
+}
+
+// -- usage ----------------------------------------------------------------------------
+
+fn count_too_big(key: &str) -> Error {
+    Error::new(ErrorClass::Transcode, format!("a token count beyond 64 bits ({key}) is not ported yet"))
+}
+
+/// `_int(value)`: an int (not a bool) as a count; `Err` for one beyond `i64`.
+fn int_of(value: Option<&Value>, key: &str) -> Result<Option<i64>> {
+    match value {
+        Some(Value::Int(digits)) => digits.parse().map(Some).map_err(|_| count_too_big(key)),
+        _ => Ok(None),
+    }
+}
+
+/// `_count(obj, key, path)`: a token count -- an integer, or absent/null; an
+/// integral float (`30.0`, some servers write them) is the same count; any other
+/// value is a `SchemaError` at `{path}.{key}`.
+fn count(obj: &Value, key: &str, path: &str) -> Result<Option<i64>> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Int(digits)) => digits.parse().map(Some).map_err(|_| count_too_big(key)),
+        Some(Value::Float(f)) if f.fract() == 0.0 && *f >= 0.0 => {
+            if *f < 9.223_372_036_854_775_807e18 {
+                Ok(Some(*f as i64))
+            } else {
+                Err(count_too_big(key))
+            }
+        }
+        Some(_) => Err(Error::new(ErrorClass::Schema, format!("expected an integer for {key}"))
+            .with_path(format!("{path}.{key}").into_bytes())),
+    }
+}
+
+static NO_DETAILS: Value = Value::Object(Vec::new());
+
+/// `_details(obj, key, path)`: a details object (absent/null: empty); any other
+/// type is a `SchemaError` at `{path}.{key}`.
+fn details<'v>(obj: &'v Value, key: &str, path: &str) -> Result<&'v Value> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(&NO_DETAILS),
+        Some(value @ Value::Object(_)) => Ok(value),
+        Some(_) => Err(Error::new(ErrorClass::Schema, format!("expected an object for {key}"))
+            .with_path(format!("{path}.{key}").into_bytes())),
+    }
+}
+
+/// Python's `value is not None and value != 0` (`False == 0` and `0.0 == 0` too).
+fn nonzero(value: &Value) -> bool {
+    match value {
+        Value::Null | Value::Bool(false) => false,
+        Value::Int(digits) => digits != "0",
+        Value::Float(f) => *f != 0.0,
+        _ => true,
+    }
+}
+
+/// `_lose_details(obj, path, known, session)`: every other non-zero member is a loss.
+fn lose_details(obj: &Value, path: &str, known: &[&str], session: &mut Session) -> Result<()> {
+    for (key, value) in obj.as_object().unwrap_or(&[]) {
+        let key = String::from_utf8_lossy(key);
+        if !known.contains(&key.as_ref()) && nonzero(value) {
+            session.lose_member(&format!("{path}.{key}"), "such usage field", None)?;
+        }
+    }
+    Ok(())
+}
+
+/// `USAGE_PATHS[dialect][name]`: where each canonical usage field was in each source.
+pub fn usage_source_path(dialect: &str, name: &str) -> Option<&'static str> {
+    Some(match (dialect, name) {
+        ("openai", "input") => "$.usage.prompt_tokens",
+        ("openai", "output") => "$.usage.completion_tokens",
+        ("openai", "total") => "$.usage.total_tokens",
+        ("openai", "cache_read") => "$.usage.prompt_tokens_details.cached_tokens",
+        ("openai", "cache_write") => "$.usage.prompt_tokens_details.cache_write_tokens",
+        ("openai", "reasoning") => "$.usage.completion_tokens_details.reasoning_tokens",
+        ("openai", "service_tier") => "$.service_tier",
+        ("anthropic", "input") => "$.usage.input_tokens",
+        ("anthropic", "output") => "$.usage.output_tokens",
+        ("anthropic", "cache_read") => "$.usage.cache_read_input_tokens",
+        ("anthropic", "cache_write") => "$.usage.cache_creation_input_tokens",
+        ("anthropic", "reasoning") => "$.usage.output_tokens_details.thinking_tokens",
+        ("anthropic", "service_tier") => "$.usage.service_tier",
+        ("ollama", "input") => "$.prompt_eval_count",
+        ("ollama", "output") => "$.eval_count",
+        _ => return None,
+    })
+}
+
+/// `usage_path(session, name)`: the source path of a canonical usage count (an
+/// anthropic stream gives the full usage in `message_start`: `$.message.usage`).
+pub fn usage_path(session: &Session, name: &str) -> String {
+    let path = match usage_source_path(session.source, name) {
+        Some(path) => path.to_string(),
+        None => format!("$.usage.{name}"),
+    };
+    if session.source == "anthropic" && session.kind == Kind::Stream && path.starts_with("$.usage.") {
+        return format!("$.message{}", &path[1..]);
+    }
+    path
+}
+
+/// `_lose_count`: a usage count the target cannot report, named by its field in the source.
+fn lose_count(session: &mut Session, name: &str, target: &str, what: &str) -> Result<()> {
+    let path = usage_path(session, name);
+    let reason = lacks(path_subject(&path), target, what, None);
+    session.lose(&path, &reason, None)
+}
+
+/// `SERVICE_TIERS[dialect]`: canonical name -> the dialect's (its client's literal).
+const SERVICE_TIERS: &[(&str, &[(&str, &str)])] = &[
+    ("openai", &[("standard", "default"), ("priority", "priority"), ("flex", "flex"), ("scale", "scale"),
+                 ("auto", "auto"), ("fast", "fast")]),
+    ("anthropic", &[("standard", "standard"), ("priority", "priority"), ("batch", "batch")]),
+];
+
+fn tiers(dialect: &str) -> &'static [(&'static str, &'static str)] {
+    SERVICE_TIERS.iter().find(|(d, _)| *d == dialect).map_or(&[], |(_, t)| t)
+}
+
+/// `tier_from(dialect, value)`: the canonical tier of a dialect's (a string), kept
+/// as `"<dialect>:<value>"` when the dialect does not name it; not a string: `None`.
+pub fn tier_from(dialect: &str, value: Option<&Value>) -> Option<String> {
+    let text = String::from_utf8_lossy(value?.as_wtf8()?);
+    match tiers(dialect).iter().find(|(_, own)| *own == text) {
+        Some((canonical, _)) => Some(canonical.to_string()),
+        None => Some(format!("{dialect}:{text}")),
+    }
+}
+
+/// `tier_to(dialect, u, session)`: the target's name for the usage's tier; a tier
+/// it does not name is a recorded loss.
+pub fn tier_to(dialect: &str, u: &Usage, session: &mut Session) -> Result<Option<String>> {
+    let Some(tier) = u.service_tier.as_deref() else { return Ok(None) };
+    if let Some((_, own)) = tiers(dialect).iter().find(|(canonical, _)| *canonical == tier) {
+        return Ok(Some(own.to_string()));
+    }
+    let (source, raw) = tier.split_once(':').unwrap_or((tier, ""));
+    if !raw.is_empty() && source == dialect {
+        return Ok(Some(raw.to_string()));
+    }
+    lose_count(session, "service_tier", dialect, &format!("service tier {}", py_repr(tier.as_bytes())))?;
+    Ok(None)
+}
+
+/// `usage_from_openai(obj, session, path)` (`path`: `"$.usage"` by default).
+pub fn usage_from_openai(obj: &Value, session: &mut Session, path: &str) -> Result<Usage> {
+    let prompt = details(obj, "prompt_tokens_details", path)?;
+    let completion = details(obj, "completion_tokens_details", path)?;
+    let prompt_path = format!("{path}.prompt_tokens_details");
+    let completion_path = format!("{path}.completion_tokens_details");
+    lose_details(prompt, &prompt_path, &["cached_tokens", "cache_write_tokens"], session)?;
+    lose_details(completion, &completion_path, &["reasoning_tokens"], session)?;
+    Ok(Usage {
+        input: count(obj, "prompt_tokens", path)?,
+        output: count(obj, "completion_tokens", path)?,
+        cache_read: count(prompt, "cached_tokens", &prompt_path)?,
+        cache_write: count(prompt, "cache_write_tokens", &prompt_path)?,
+        reasoning: count(completion, "reasoning_tokens", &completion_path)?,
+        total: count(obj, "total_tokens", path)?,
+        service_tier: None,
+    })
+}
+
+fn checked_sum(parts: &[i64], what: &str) -> Result<i64> {
+    parts.iter().try_fold(0i64, |sum, &n| sum.checked_add(n)).ok_or_else(|| count_too_big(what))
+}
+
+/// `usage_to_openai(u, session)`: the openai usage object's compact JSON (the
+/// service tier goes at the body's top: `tier_to`).
+pub fn usage_to_openai(u: &Usage) -> Result<Vec<u8>> {
+    let mut out: Vec<(Vec<u8>, Value)> = Vec::new();
+    let put = |members: &mut Vec<(Vec<u8>, Value)>, key: &str, n: i64| members.push((key.into(), Value::int(n)));
+    if let Some(n) = u.input {
+        put(&mut out, "prompt_tokens", n);
+    }
+    if let Some(n) = u.output {
+        put(&mut out, "completion_tokens", n);
+    }
+    let total = match (u.total, u.input, u.output) {
+        (Some(total), _, _) => Some(total),
+        (None, Some(input), Some(output)) => Some(checked_sum(&[input, output], "total_tokens")?),
+        _ => None,
+    };
+    if let Some(n) = total {
+        put(&mut out, "total_tokens", n);
+    }
+    let mut prompt = Vec::new();
+    if let Some(n) = u.cache_read {
+        put(&mut prompt, "cached_tokens", n);
+    }
+    if let Some(n) = u.cache_write {
+        put(&mut prompt, "cache_write_tokens", n);
+    }
+    if !prompt.is_empty() {
+        out.push((b"prompt_tokens_details".to_vec(), Value::Object(prompt)));
+    }
+    if let Some(n) = u.reasoning {
+        out.push((b"completion_tokens_details".to_vec(), Value::Object(vec![(b"reasoning_tokens".to_vec(), Value::int(n))])));
+    }
+    Ok(Value::Object(out).to_json())
+}
+
+/// `usage_from_anthropic(obj, session, path)`: `input_tokens` excludes the cache
+/// reads and writes: the canonical input adds them.
+pub fn usage_from_anthropic(obj: &Value, session: &mut Session, path: &str) -> Result<Usage> {
+    let read = count(obj, "cache_read_input_tokens", path)?;
+    let write = count(obj, "cache_creation_input_tokens", path)?;
+    let raw_input = count(obj, "input_tokens", path)?;
+    let input = match raw_input {
+        None => None,
+        Some(n) => Some(checked_sum(&[n, read.unwrap_or(0), write.unwrap_or(0)], "input_tokens")?),
+    };
+    lose_details(obj, path, &["input_tokens", "output_tokens", "cache_read_input_tokens",
+                              "cache_creation_input_tokens", "output_tokens_details", "service_tier"], session)?;
+    let output_details = details(obj, "output_tokens_details", path)?;
+    let details_path = format!("{path}.output_tokens_details");
+    lose_details(output_details, &details_path, &["thinking_tokens"], session)?;
+    Ok(Usage {
+        input,
+        output: count(obj, "output_tokens", path)?,
+        cache_read: read,
+        cache_write: write,
+        reasoning: count(output_details, "thinking_tokens", &details_path)?,
+        total: None,
+        service_tier: tier_from("anthropic", obj.get("service_tier")),
+    })
+}
+
+/// `usage_to_anthropic(u, session, require_input)`: the members of an anthropic
+/// usage object (a `Value::Object`); `output_tokens` always (schema), the input when
+/// required (a 0 placeholder) or known.
+pub fn usage_to_anthropic(u: &Usage, session: &mut Session, require_input: bool) -> Result<Value> {
+    let mut out: Vec<(Vec<u8>, Value)> = Vec::new();
+    if let Some(input) = u.input {
+        let cached = checked_sum(&[u.cache_read.unwrap_or(0), u.cache_write.unwrap_or(0)], "input_tokens")?;
+        let uncached = input.checked_sub(cached).ok_or_else(|| count_too_big("input_tokens"))?;
+        out.push((b"input_tokens".to_vec(), Value::int(uncached.max(0))));
+    } else if require_input {
+        out.push((b"input_tokens".to_vec(), Value::int(0))); // schema placeholder (lifecycle.py's docstring)
+    }
+    if let Some(n) = u.cache_write {
+        out.push((b"cache_creation_input_tokens".to_vec(), Value::int(n)));
+    }
+    if let Some(n) = u.cache_read {
+        out.push((b"cache_read_input_tokens".to_vec(), Value::int(n)));
+    }
+    out.push((b"output_tokens".to_vec(), Value::int(u.output.unwrap_or(0))));
+    if let Some(n) = u.reasoning {
+        out.push((b"output_tokens_details".to_vec(), Value::Object(vec![(b"thinking_tokens".to_vec(), Value::int(n))])));
+    }
+    if let Some(tier) = tier_to("anthropic", u, session)? {
+        out.push((b"service_tier".to_vec(), Value::str(&tier)));
+    }
+    lose_odd_total(u, session, "anthropic")?;
+    Ok(Value::Object(out))
+}
+
+/// A total the target cannot write (it has input and output only) that is not their sum.
+fn lose_odd_total(u: &Usage, session: &mut Session, target: &str) -> Result<()> {
+    if let (Some(total), Some(input), Some(output)) = (u.total, u.input, u.output) {
+        if i128::from(total) != i128::from(input) + i128::from(output) {
+            lose_count(session, "total", target, "total other than input + output")?;
+        }
+    }
+    Ok(())
+}
+
+/// `usage_from_ollama(obj)` of the two counts (`obj.get("prompt_eval_count")`,
+/// `obj.get("eval_count")`): an int (not a bool) counts, anything else is absent.
+pub fn usage_from_ollama(prompt_eval_count: Option<&Value>, eval_count: Option<&Value>) -> Result<Usage> {
+    Ok(Usage {
+        input: int_of(prompt_eval_count, "prompt_eval_count")?,
+        output: int_of(eval_count, "eval_count")?,
+        ..Usage::default()
+    })
+}
+
+/// `usage_to_ollama(u, session)`: the counts' members (a `Value::Object`); what
+/// ollama has no count for is a recorded loss.
+pub fn usage_to_ollama(u: &Usage, session: &mut Session) -> Result<Value> {
+    let mut out: Vec<(Vec<u8>, Value)> = Vec::new();
+    if let Some(n) = u.input {
+        out.push((b"prompt_eval_count".to_vec(), Value::int(n)));
+    }
+    if let Some(n) = u.output {
+        out.push((b"eval_count".to_vec(), Value::int(n)));
+    }
+    for (name, what, n) in [("cache_read", "cache-read", u.cache_read), ("cache_write", "cache-write", u.cache_write),
+                            ("reasoning", "reasoning", u.reasoning)] {
+        if n.is_some_and(|n| n != 0) {
+            lose_count(session, name, "ollama", &format!("{what} token count"))?;
+        }
+    }
+    if u.service_tier.is_some() {
+        lose_count(session, "service_tier", "ollama", "service tier")?;
+    }
+    lose_odd_total(u, session, "ollama")?;
+    Ok(Value::Object(out))
+}
+
+/// `merge_usage(old, new)`: later counts win; a count the later report lacks keeps
+/// its earlier value.
+pub fn merge_usage(old: Option<&Usage>, new: Usage) -> Usage {
+    let Some(old) = old else { return new };
+    Usage {
+        input: new.input.or(old.input),
+        output: new.output.or(old.output),
+        cache_read: new.cache_read.or(old.cache_read),
+        cache_write: new.cache_write.or(old.cache_write),
+        reasoning: new.reasoning.or(old.reasoning),
+        total: new.total.or(old.total),
+        service_tier: new.service_tier.or_else(|| old.service_tier.clone()),
+    }
+}
+
+// -- response ids and times (see lifecycle.py's comment block) ----------------------------
+
+const US: i64 = 1_000_000;
+/// `MAX_CLOCK * _US` (exact in a float: the comparison is Python's int-float one)
+const MAX_TIME_US: i64 = MAX_CLOCK as i64 * US;
+
+/// The code points Python's `re` takes for `\d` (Unicode `Nd`, Python 3.11's
+/// database): each is a run of ten from the zero listed. `int()` reads them too.
+const DECIMAL_ZEROS: [u32; 66] = [
+    0x30, 0x660, 0x6F0, 0x7C0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xDE6, 0xE50, 0xED0,
+    0xF20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620,
+    0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10, 0x104A0, 0x10D30, 0x11066, 0x110F0, 0x11136, 0x111D0,
+    0x112F0, 0x11450, 0x114D0, 0x11650, 0x116C0, 0x11730, 0x118E0, 0x11950, 0x11C50, 0x11D50, 0x11DA0, 0x16A60,
+    0x16AC0, 0x16B50, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6, 0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0,
+];
+
+/// The digit value of a `\d` code point.
+fn decimal(code: u32) -> Option<i64> {
+    let at = DECIMAL_ZEROS.partition_point(|&zero| zero <= code);
+    let zero = DECIMAL_ZEROS[at.checked_sub(1)?];
+    (code - zero < 10).then(|| i64::from(code - zero))
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The date of a day count from 1970-01-01 (`civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Fixed-width ASCII digits (what `datetime.fromisoformat` reads; `\d` lets other
+/// digits through the regex, and then fromisoformat refuses them).
+fn ascii_number(digits: &[u32]) -> Option<i64> {
+    digits.iter().try_fold(0i64, |n, &c| (0x30..=0x39).contains(&c).then(|| n * 10 + i64::from(c - 0x30)))
+}
+
+/// `_RFC3339.match(text)` + `datetime.fromisoformat` + the epoch difference, in
+/// microseconds; `None` where Python gets no match or a `ValueError`.
+fn rfc3339_us(text: &[u8]) -> Option<i64> {
+    let mut chars: Vec<u32> = code_points(text).collect();
+    if chars.last() == Some(&0x0A) {
+        chars.pop(); // `$` matches before a final newline
+    }
+    let c = &chars;
+    let is_digit = |i: usize| c.get(i).is_some_and(|&ch| decimal(ch).is_some());
+    let is = |i: usize, ch: char| c.get(i) == Some(&(ch as u32));
+    // (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)
+    let shape = [4, 7, 10, 13, 16];
+    let separators = ['-', '-', 'T', ':', ':'];
+    let digits_ok = (0..19).filter(|i| !shape.contains(i)).all(is_digit);
+    if !digits_ok || !shape.iter().zip(separators).all(|(&i, ch)| is(i, ch)) {
+        return None;
+    }
+    // (?:\.(\d+))?
+    let mut at = 19;
+    let mut fraction = 0i64;
+    if is(at, '.') && is_digit(at + 1) {
+        let start = at + 1;
+        at = start;
+        while is_digit(at) {
+            at += 1;
+        }
+        // int(((fraction) + "000000")[:6])
+        for i in 0..6 {
+            let digit = if start + i < at { decimal(c[start + i])? } else { 0 };
+            fraction = fraction * 10 + digit;
+        }
+    }
+    // (Z|[+-]\d\d:\d\d)$
+    let offset_s = if is(at, 'Z') && at + 1 == c.len() {
+        0
+    } else if (is(at, '+') || is(at, '-')) && is_digit(at + 1) && is_digit(at + 2) && is(at + 3, ':')
+        && is_digit(at + 4) && is_digit(at + 5) && at + 6 == c.len()
+    {
+        let hours = ascii_number(&c[at + 1..at + 3])?;
+        let minutes = ascii_number(&c[at + 4..at + 6])?;
+        let offset = hours * 3600 + minutes * 60; // fromisoformat does not bound the minutes
+        if offset >= 86_400 {
+            return None; // "offset must be a timedelta strictly between ..."
+        }
+        if is(at, '-') { -offset } else { offset }
+    } else {
+        return None;
+    };
+    let field = |from: usize, to: usize| ascii_number(&c[from..to]);
+    let (year, month, day) = (field(0, 4)?, field(5, 7)?, field(8, 10)?);
+    let (hour, minute, second) = (field(11, 13)?, field(14, 16)?, field(17, 19)?);
+    let valid = (1..=9999).contains(&year) && (1..=12).contains(&month) && day >= 1
+        && day <= days_in_month(year, month) && hour < 24 && minute < 60 && second < 60;
+    if !valid {
+        return None;
+    }
+    let seconds = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
+    Some(seconds * US + fraction)
+}
+
+/// `ollama_time_us(raw)`: microseconds since the epoch of an ollama `created_at`
+/// (raw JSON; finer digits are cut), or `None` when it is not an RFC 3339 time
+/// (or not after the epoch and before year 10000).
+pub fn ollama_time_us(raw: &[u8]) -> Option<i64> {
+    let Ok(Value::Str(text)) = Value::loads(raw) else { return None };
+    rfc3339_us(&text).filter(|&us| 0 < us && us < MAX_TIME_US)
+}
+
+/// `openai_time_us(raw)`: microseconds since the epoch of an openai `created` (raw
+/// JSON seconds), or `None` (not a positive integer: `0` is what a server that does
+/// not know writes).
+pub fn openai_time_us(raw: &[u8]) -> Option<i64> {
+    let Ok(Value::Int(digits)) = Value::loads(raw) else { return None };
+    let seconds: i64 = digits.parse().ok()?; // beyond i64: beyond MAX_CLOCK too
+    (0 < seconds && seconds < MAX_CLOCK as i64).then(|| seconds * US)
+}
+
+/// `openai_created(time_us)`: an openai `created`, whole seconds.
+pub fn openai_created(time_us: i64) -> Vec<u8> {
+    time_us.div_euclid(US).to_string().into_bytes()
+}
+
+/// `ollama_created_at(time_us)`: an ollama `created_at` (raw JSON): RFC 3339 in UTC,
+/// microseconds with trailing zeros trimmed, no fraction for a whole second (Go's
+/// `RFC3339Nano`, which Ollama writes).
+pub fn ollama_created_at(time_us: i64) -> Vec<u8> {
+    let seconds = time_us.div_euclid(US);
+    let fraction = time_us.rem_euclid(US);
+    let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
+    let in_day = seconds.rem_euclid(86_400);
+    let mut text = format!("\"{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}", in_day / 3600, in_day / 60 % 60, in_day % 60);
+    if fraction != 0 {
+        let digits = format!("{fraction:06}");
+        text.push('.');
+        text.push_str(digits.trim_end_matches('0'));
+    }
+    text.push_str("Z\"");
+    text.into_bytes()
+}
+
+/// Whether an extension is a source's time field (`_TIME_FIELDS`).
+fn is_time_field(ext: &Extension<'_>) -> bool {
+    matches!((ext.dialect.as_ref(), ext.path.as_ref()), ("ollama", "$.created_at") | ("openai", "$.created"))
+}
+
+/// `source_time_us(ext)`: the response's time when the extension is a source's
+/// time field, else `None`.
+pub fn source_time_us(ext: &Extension<'_>) -> Option<i64> {
+    match (ext.dialect.as_ref(), ext.path.as_ref()) {
+        ("ollama", "$.created_at") => ollama_time_us(&ext.raw),
+        ("openai", "$.created") => openai_time_us(&ext.raw),
+        _ => None,
+    }
+}
+
+/// `_digest(*parts)`: 24 hex digits of SHA-256 over the parts joined with NUL.
+fn digest(parts: &[&[u8]]) -> String {
+    let mut joined = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            joined.push(0);
+        }
+        joined.extend_from_slice(part);
+    }
+    let mut hex = crate::digest::sha256_hex(&joined);
+    hex.truncate(24);
+    hex
+}
+
+/// `generated_response_id(prefix, nonce, time_us, model)`: the id of a response whose
+/// source has none (`model`: WTF-8, `None` as empty).
+pub fn generated_response_id(prefix: &str, nonce: &[u8], time_us: i64, model: Option<&[u8]>) -> String {
+    let time = time_us.to_string();
+    prefix.to_string() + &digest(&[nonce, time.as_bytes(), model.unwrap_or(b"")])
+}
+
+/// `generated_tool_id(response_id, n)`: the id of the `n`-th tool call (from 0) of a
+/// response whose source gave it none.
+pub fn generated_tool_id(response_id: &[u8], n: u64) -> String {
+    "call_".to_string() + &digest(&[response_id, n.to_string().as_bytes()])
+}
+
+/// `Stamp`: one response's id and time as an encoder writes them -- the source's
+/// where it has them, else generated from the `ResponseStart`. The first source
+/// time counts; once the time or a generated id is written it stays, so every frame
+/// of a stream carries the same. An encoder makes one in its constructor
+/// (`Stamp::new(session.start())`), feeds it every `Extension` (`source`), and asks
+/// `time_us()` / `response_id(..)` when it writes them.
+#[derive(Clone, Debug)]
+pub struct Stamp {
+    pub start: ResponseStart,
+    pub source_us: Option<i64>,
+    time_us: Option<i64>,
+    id: Option<String>,
+}
+
+impl Stamp {
+    pub fn new(start: ResponseStart) -> Self {
+        Stamp { start, source_us: None, time_us: None, id: None }
+    }
+
+    /// `source(ext)`: take the time of a source's time field; true when `ext` is one.
+    pub fn source(&mut self, ext: &Extension<'_>) -> bool {
+        if self.source_us.is_none() {
+            self.source_us = source_time_us(ext);
+        }
+        is_time_field(ext)
+    }
+
+    /// `time_us`: the response's time, fixed by its first use.
+    pub fn time_us(&mut self) -> i64 {
+        *self.time_us.get_or_insert(self.source_us.unwrap_or(self.start.time_us))
+    }
+
+    /// `response_id(prefix, source_id, model)`: the source's id when it has one (not
+    /// empty), else the generated one (made once).
+    pub fn response_id(&mut self, prefix: &str, source_id: Option<&str>, model: Option<&str>) -> String {
+        if let Some(id) = source_id.filter(|id| !id.is_empty()) {
+            return id.to_string();
+        }
+        if let Some(id) = &self.id {
+            return id.clone();
+        }
+        let time_us = self.time_us();
+        let id = generated_response_id(prefix, &self.start.nonce, time_us, model.map(str::as_bytes));
+        self.id = Some(id.clone());
+        id
+    }
+}
+
+// -- logprobs ----------------------------------------------------------------------------
+
+/// `logprob_to_openai(raw)`: a canonical token entry as openai's
+/// `ChatCompletionTokenLogprob` (a `Value::Object`): `bytes` a required (nullable)
+/// member, `top_logprobs` a required list (each entry with `bytes` first).
+pub fn logprob_to_openai(raw: &[u8]) -> Result<Value> {
+    let entry = Value::loads(raw)?;
+    let refused = || Error::new(ErrorClass::Schema, "expected a token entry (an object; top_logprobs a list of objects)")
+        .with_path(b"$.logprobs".to_vec());
+    let Value::Object(mut members) = entry else { return Err(refused()) };
+    // `tops or []`: a false value (null, 0, "", {}, false) is no list
+    let tops = match members.iter().find(|(k, _)| k == b"top_logprobs").map(|(_, v)| v) {
+        Some(Value::Array(items)) if items.iter().all(Value::is_object) => items.clone(),
+        Some(value) if value.truthy() => return Err(refused()),
+        _ => Vec::new(),
+    };
+    if !members.iter().any(|(k, _)| k == b"bytes") {
+        members.push((b"bytes".to_vec(), Value::Null));
+    }
+    let tops: Vec<Value> = tops
+        .into_iter()
+        .map(|top| {
+            let mut out = vec![(b"bytes".to_vec(), Value::Null)];
+            for (key, value) in top.as_object().unwrap_or(&[]) {
+                match out.iter_mut().find(|(k, _)| k == key) {
+                    Some(slot) => slot.1 = value.clone(),
+                    None => out.push((key.clone(), value.clone())),
+                }
+            }
+            Value::Object(out)
+        })
+        .collect();
+    match members.iter_mut().find(|(k, _)| k == b"top_logprobs") {
+        Some(slot) => slot.1 = Value::Array(tops),
+        None => members.push((b"top_logprobs".to_vec(), Value::Array(tops))),
+    }
+    Ok(Value::Object(members))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Options;
+
+    fn session(source: &'static str, kind: Kind) -> Session {
+        Session::new(Options::default(), source, "openai", kind)
+    }
+
+    #[test]
+    fn finish_reasons_both_ways() {
+        assert_eq!(finish_from("openai", Some("function_call")).as_deref(), Some("tool_use"));
+        assert_eq!(finish_from("ollama", Some("odd")).as_deref(), Some("ollama:odd"));
+        assert_eq!(finish_from("ollama", None), None);
+        let mut s = session("anthropic", Kind::Stream);
+        assert_eq!(finish_to("openai", Some("openai:odd"), &mut s, None).unwrap().as_deref(), Some("odd"));
+        assert_eq!(finish_to("openai", Some("pause_turn"), &mut s, Some("END")).unwrap().as_deref(), Some("stop"));
+        let reasons: Vec<&str> = s.losses.iter().map(|l| l.reason.as_str()).collect();
+        assert_eq!(reasons, [
+            "stop_sequence 'END': openai has no field for the stop sequence that ended generation; the finish reason is kept",
+            "stop_reason 'pause_turn': openai has no such finish reason; sent as 'stop'",
+        ]);
+        assert_eq!(s.losses[1].path, "$.delta.stop_reason");
+    }
+
+    #[test]
+    fn usage_absent_is_not_zero_and_cache_counts_convert() {
+        let mut s = session("anthropic", Kind::Response);
+        let obj = Value::loads(br#"{"input_tokens":3,"cache_read_input_tokens":4,"cache_creation_input_tokens":5,"output_tokens":30.0}"#).unwrap();
+        let u = usage_from_anthropic(&obj, &mut s, "$.usage").unwrap();
+        assert_eq!((u.input, u.output, u.cache_read, u.cache_write, u.total), (Some(12), Some(30), Some(4), Some(5), None));
+        assert_eq!(usage_to_anthropic(&u, &mut s, false).unwrap().to_json(),
+                   br#"{"input_tokens":3,"cache_creation_input_tokens":5,"cache_read_input_tokens":4,"output_tokens":30}"#);
+        assert_eq!(usage_to_openai(&Usage { input: Some(1), ..Usage::default() }).unwrap(), br#"{"prompt_tokens":1}"#);
+        assert_eq!(usage_to_anthropic(&Usage::default(), &mut s, true).unwrap().to_json(), br#"{"input_tokens":0,"output_tokens":0}"#);
+        let err = usage_from_openai(&Value::loads(br#"{"prompt_tokens_details":3}"#).unwrap(), &mut s, "$.usage").unwrap_err();
+        assert_eq!((err.message.as_str(), err.path.as_deref()), ("expected an object for prompt_tokens_details", Some(&b"$.usage.prompt_tokens_details"[..])));
+        let big = Value::loads(br#"{"prompt_tokens":99999999999999999999}"#).unwrap();
+        assert!(usage_from_openai(&big, &mut s, "$.usage").unwrap_err().message.contains("not ported yet"));
+    }
+
+    #[test]
+    fn times_read_and_write_back() {
+        assert_eq!(ollama_time_us(br#""2024-01-01T01:00:00.1234567+01:00""#), Some(1_704_067_200_123_456));
+        assert_eq!(ollama_time_us("\"2024-01-01T00:00:00.\u{663}Z\"".as_bytes()), Some(1_704_067_200_300_000));
+        assert_eq!(ollama_time_us(br#""2023-02-29T00:00:00Z""#), None);
+        assert_eq!(ollama_time_us(br#""1970-01-01T00:00:00Z""#), None);
+        assert_eq!(ollama_created_at(1_704_067_200_120_000), br#""2024-01-01T00:00:00.12Z""#);
+        assert_eq!(ollama_created_at(951_782_400_000_000), br#""2000-02-29T00:00:00Z""#);
+        assert_eq!((openai_time_us(b"1704067200"), openai_time_us(b"0"), openai_time_us(b"true")), (Some(1_704_067_200_000_000), None, None));
+        assert_eq!(openai_created(1_704_067_200_999_999), b"1704067200");
+    }
+
+    #[test]
+    fn stamp_keeps_the_first_time_and_id() {
+        let mut stamp = Stamp::new(ResponseStart { time_us: 5_000_000, nonce: [7; 12] });
+        let ext = |dialect: &'static str, path: &'static str, raw: &'static [u8]| Extension {
+            dialect: dialect.into(), path: path.into(), raw: Cow::Borrowed(raw), message: None, lossless: false };
+        assert!(stamp.source(&ext("openai", "$.created", b"1704067200")));
+        assert!(!stamp.source(&ext("openai", "$.id", b"\"x\"")));
+        assert_eq!(stamp.time_us(), 1_704_067_200_000_000);
+        let id = stamp.response_id("chatcmpl-", None, Some("m"));
+        assert_eq!(id, generated_response_id("chatcmpl-", &[7; 12], 1_704_067_200_000_000, Some(b"m")));
+        assert_eq!((id.len(), stamp.response_id("chatcmpl-", Some(""), None)), (33, id.clone()));
+        assert_eq!(stamp.response_id("chatcmpl-", Some("src"), None), "src");
+        assert!(generated_tool_id(id.as_bytes(), 0).starts_with("call_"));
+    }
+
+    #[test]
+    fn logprobs_as_openai() {
+        let entry = logprob_to_openai(br#"{"token":"a","top_logprobs":[{"token":"b","bytes":[98]}]}"#).unwrap();
+        assert_eq!(entry.to_json(), br#"{"token":"a","top_logprobs":[{"bytes":[98],"token":"b"}],"bytes":null}"#);
+        assert_eq!(logprob_to_openai(br#"{"top_logprobs":0}"#).unwrap().to_json(), br#"{"top_logprobs":[],"bytes":null}"#);
+        assert_eq!(logprob_to_openai(b"[1]").unwrap_err().path.as_deref(), Some(&b"$.logprobs"[..]));
+    }
+}

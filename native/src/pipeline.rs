@@ -320,6 +320,7 @@ pub fn owned(event: Event<'_>) -> Event<'static> {
             Event::Finish { reason: reason.map(text), stop_sequence: stop_sequence.map(text), choice }
         }
         Event::Usage(usage) => Event::Usage(usage),
+        Event::Logprobs { raw, choice } => Event::Logprobs { raw: bytes(raw), choice },
         Event::Error { kind, message, status } => Event::Error { kind: text(kind), message: text(message), status },
         Event::End => Event::End,
         Event::FrameEnd => Event::FrameEnd,

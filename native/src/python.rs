@@ -399,6 +399,7 @@ fn event_tags() -> Vec<&'static str> {
         Event::MessageStart { id: None, model: None, choice: 0 },
         Event::Finish { reason: None, stop_sequence: None, choice: 0 },
         Event::Usage(Usage::default()),
+        Event::Logprobs { raw: Cow::Borrowed(b"{}"), choice: 0 },
         Event::Error { kind: "".into(), message: "".into(), status: None },
         Event::End,
         Event::FrameEnd,
@@ -532,7 +533,13 @@ pub(crate) fn event_to_py<'py>(py: Python<'py>, event: &crate::canonical::Event<
             ] {
                 kwargs.set_item(name, value)?;
             }
+            kwargs.set_item("service_tier", usage.service_tier.as_deref())?;
             "Usage"
+        }
+        Event::Logprobs { raw, choice } => {
+            kwargs.set_item("raw", PyBytes::new(py, raw))?;
+            kwargs.set_item("choice", choice)?;
+            "Logprobs"
         }
         Event::Error { kind, message, status } => {
             kwargs.set_item("type", kind.as_ref())?;
@@ -608,7 +615,12 @@ pub(crate) fn event_from_py(obj: &Bound<'_, PyAny>) -> PyResult<crate::canonical
             cache_write: get("cache_write")?.extract()?,
             reasoning: get("reasoning")?.extract()?,
             total: get("total")?.extract()?,
+            service_tier: get("service_tier")?.extract()?,
         }),
+        "logprobs" => Event::Logprobs {
+            raw: Cow::Owned(get("raw")?.extract()?),
+            choice: get("choice")?.extract()?,
+        },
         "error" => Event::Error {
             kind: Cow::Owned(get("type")?.extract()?),
             message: Cow::Owned(get("message")?.extract()?),
@@ -1307,6 +1319,173 @@ fn session_ops<'py>(
     Ok((results, losses, session.tool_names.clone(), error))
 }
 
+// -- the response lifecycle (lifecycle.rs) and the response start (session.rs) ----------
+
+static SESSION_MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+/// `session.response_start(clock, entropy)`: the `Transcoder`'s hooks read once (None:
+/// `time.time` / `os.urandom`), with Python's checks and `ValueError`s -- by calling
+/// that very function (once per response transcoder, never per frame), so the
+/// reading, its rounding and its errors are Python's. The binding sets the result as
+/// `Session::response_start` before it makes a response or stream encoder of another
+/// dialect (Python reads it there: `Stamp(session.start)` in the encoder's `__init__`).
+pub(crate) fn response_start_from_py(py: Python<'_>, clock: Option<&Bound<'_, PyAny>>,
+                                     entropy: Option<&Bound<'_, PyAny>>) -> PyResult<crate::session::ResponseStart> {
+    let start = module(py, &SESSION_MODULE, "interlingua.session")?.getattr("response_start")?.call1((clock, entropy))?;
+    let nonce: Vec<u8> = start.getattr("nonce")?.extract()?;
+    Ok(crate::session::ResponseStart {
+        time_us: start.getattr("time_us")?.extract()?,
+        nonce: nonce.try_into().map_err(|_| PyRuntimeError::new_err("a nonce of another length"))?,
+    })
+}
+
+/// `response_start_from_py` as `(time_us, nonce)`; test entry point.
+#[pyfunction]
+#[pyo3(signature = (clock=None, entropy=None))]
+fn response_start<'py>(py: Python<'py>, clock: Option<Bound<'py, PyAny>>,
+                       entropy: Option<Bound<'py, PyAny>>) -> PyResult<(i64, Bound<'py, PyBytes>)> {
+    let start = response_start_from_py(py, clock.as_ref(), entropy.as_ref())?;
+    Ok((start.time_us, PyBytes::new(py, &start.nonce)))
+}
+
+fn usage_from_py(obj: &Bound<'_, PyAny>) -> PyResult<crate::canonical::Usage> {
+    match event_from_py(obj)? {
+        crate::canonical::Event::Usage(usage) => Ok(usage),
+        _ => Err(PyRuntimeError::new_err("not a Usage")),
+    }
+}
+
+/// One lifecycle.rs function on Python arguments, in a session of `source` -> `target`
+/// of `kind`; test entry point. Returns `(result, losses, error)`. Values that are
+/// dicts in Python go in and come out as compact JSON bytes; `Usage` as
+/// `canonical.Usage`. `stamp`: `(time_us, nonce, ops)`, ops `("source", Extension)`,
+/// `("time_us",)`, `("response_id", prefix, source_id, model)`: a list of results.
+#[pyfunction]
+#[pyo3(signature = (function, args, source="openai", target="anthropic", kind="response", strict=false))]
+#[allow(clippy::type_complexity)]
+fn lifecycle_call<'py>(py: Python<'py>, function: &str, args: Bound<'py, PyTuple>, source: &str, target: &str,
+                       kind: &str, strict: bool)
+                       -> PyResult<(Py<PyAny>, Vec<(String, String, String)>, Option<Py<PyAny>>)> {
+    use crate::canonical::{Event, Usage};
+    use crate::lifecycle as lc;
+    use crate::session::{Kind, Options, Session};
+    use crate::value::Value;
+    let known = |name: &str| crate::pipeline::dialect(name).unwrap_or("");
+    let kind = Kind::from_name(kind).ok_or_else(|| PyRuntimeError::new_err("no such kind"))?;
+    let mut session = Session::new(Options { strict, ..Options::default() }, known(source), known(target), kind);
+    let arg = |i: usize| args.get_item(i);
+    let text = |i: usize| -> PyResult<Option<String>> { arg(i)?.extract() };
+    let json = |i: usize| -> PyResult<Value> {
+        let raw: Vec<u8> = arg(i)?.extract()?;
+        Value::loads(&raw).map_err(|e| to_py_err(py, &e, None))
+    };
+    let none = || py.None();
+    let usage_out = |u: Usage| -> PyResult<Py<PyAny>> { Ok(event_to_py(py, &Event::Usage(u))?.unbind()) };
+    let bytes_out = |b: Vec<u8>| -> Py<PyAny> { PyBytes::new(py, &b).into_any().unbind() };
+    let str_out = |s: Option<String>| -> PyResult<Py<PyAny>> { Ok(s.into_pyobject(py)?.into_any().unbind()) };
+    let int_out = |n: Option<i64>| -> PyResult<Py<PyAny>> { Ok(n.into_pyobject(py)?.into_any().unbind()) };
+    let outcome: crate::error::Result<Py<PyAny>> = match function {
+        "finish_from" => {
+            let (dialect, reason) = (text(0)?.unwrap_or_default(), text(1)?);
+            Ok(str_out(lc::finish_from(&dialect, reason.as_deref()).map(|r| r.into_owned()))?)
+        }
+        "finish_to" => {
+            let (dialect, reason, sequence) = (text(0)?.unwrap_or_default(), text(1)?, text(2)?);
+            match lc::finish_to(&dialect, reason.as_deref(), &mut session, sequence.as_deref()) {
+                Ok(r) => Ok(str_out(r.map(|r| r.into_owned()))?),
+                Err(e) => Err(e),
+            }
+        }
+        "usage_from_openai" | "usage_from_anthropic" => {
+            let (obj, path) = (json(0)?, text(1)?.unwrap_or_default());
+            let read = if function == "usage_from_openai" { lc::usage_from_openai } else { lc::usage_from_anthropic };
+            match read(&obj, &mut session, &path) {
+                Ok(u) => Ok(usage_out(u)?),
+                Err(e) => Err(e),
+            }
+        }
+        "usage_from_ollama" => {
+            let obj = json(0)?;
+            match lc::usage_from_ollama(obj.get("prompt_eval_count"), obj.get("eval_count")) {
+                Ok(u) => Ok(usage_out(u)?),
+                Err(e) => Err(e),
+            }
+        }
+        "usage_to_openai" => lc::usage_to_openai(&usage_from_py(&arg(0)?)?).map(bytes_out),
+        "usage_to_anthropic" => {
+            let (u, require_input) = (usage_from_py(&arg(0)?)?, arg(1)?.extract()?);
+            lc::usage_to_anthropic(&u, &mut session, require_input).map(|v| bytes_out(v.to_json()))
+        }
+        "usage_to_ollama" => lc::usage_to_ollama(&usage_from_py(&arg(0)?)?, &mut session).map(|v| bytes_out(v.to_json())),
+        "usage_path" => Ok(str_out(Some(lc::usage_path(&session, &text(0)?.unwrap_or_default())))?),
+        "tier_from" => {
+            let (dialect, value) = (text(0)?.unwrap_or_default(), json(1)?);
+            Ok(str_out(lc::tier_from(&dialect, Some(&value)))?)
+        }
+        "tier_to" => {
+            let (dialect, u) = (text(0)?.unwrap_or_default(), usage_from_py(&arg(1)?)?);
+            match lc::tier_to(&dialect, &u, &mut session) {
+                Ok(t) => Ok(str_out(t)?),
+                Err(e) => Err(e),
+            }
+        }
+        "merge_usage" => {
+            let old = arg(0)?;
+            let old = if old.is_none() { None } else { Some(usage_from_py(&old)?) };
+            Ok(usage_out(lc::merge_usage(old.as_ref(), usage_from_py(&arg(1)?)?))?)
+        }
+        "ollama_time_us" => Ok(int_out(lc::ollama_time_us(&arg(0)?.extract::<Vec<u8>>()?))?),
+        "openai_time_us" => Ok(int_out(lc::openai_time_us(&arg(0)?.extract::<Vec<u8>>()?))?),
+        "openai_created" => Ok(bytes_out(lc::openai_created(arg(0)?.extract()?))),
+        "ollama_created_at" => Ok(bytes_out(lc::ollama_created_at(arg(0)?.extract()?))),
+        "source_time_us" => match event_from_py(&arg(0)?)? {
+            Event::Extension(ext) => Ok(int_out(lc::source_time_us(&ext))?),
+            _ => return Err(PyRuntimeError::new_err("not an Extension")),
+        },
+        "generated_response_id" => {
+            let (prefix, nonce, time_us) = (text(0)?.unwrap_or_default(), arg(1)?.extract::<Vec<u8>>()?, arg(2)?.extract()?);
+            let model: Option<Vec<u8>> = arg(3)?.extract()?;
+            Ok(str_out(Some(lc::generated_response_id(&prefix, &nonce, time_us, model.as_deref())))?)
+        }
+        "generated_tool_id" => {
+            let (id, n): (Vec<u8>, u64) = (arg(0)?.extract()?, arg(1)?.extract()?);
+            Ok(str_out(Some(lc::generated_tool_id(&id, n)))?)
+        }
+        "logprob_to_openai" => lc::logprob_to_openai(&arg(0)?.extract::<Vec<u8>>()?).map(|v| bytes_out(v.to_json())),
+        "stamp" => {
+            let nonce: Vec<u8> = arg(1)?.extract()?;
+            let nonce = nonce.try_into().map_err(|_| PyRuntimeError::new_err("a nonce of 12 bytes"))?;
+            let mut stamp = lc::Stamp::new(crate::session::ResponseStart { time_us: arg(0)?.extract()?, nonce });
+            let results = PyList::empty(py);
+            for op in arg(2)?.try_iter()? {
+                let op = op?;
+                let name: String = op.get_item(0)?.extract()?;
+                let result: Py<PyAny> = match name.as_str() {
+                    "source" => match event_from_py(&op.get_item(1)?)? {
+                        Event::Extension(ext) => stamp.source(&ext).into_pyobject(py)?.to_owned().into_any().unbind(),
+                        _ => return Err(PyRuntimeError::new_err("not an Extension")),
+                    },
+                    "time_us" => int_out(Some(stamp.time_us()))?,
+                    "response_id" => {
+                        let prefix: String = op.get_item(1)?.extract()?;
+                        let (id, model): (Option<String>, Option<String>) = (op.get_item(2)?.extract()?, op.get_item(3)?.extract()?);
+                        str_out(Some(stamp.response_id(&prefix, id.as_deref(), model.as_deref())))?
+                    }
+                    _ => return Err(PyRuntimeError::new_err(format!("no stamp op {name}"))),
+                };
+                results.append(result)?;
+            }
+            Ok(results.into_any().unbind())
+        }
+        _ => return Err(PyRuntimeError::new_err(format!("no lifecycle function {function}"))),
+    };
+    let losses = session.losses.iter().map(|l| (l.dialect.clone(), l.path.clone(), l.reason.clone())).collect();
+    Ok(match outcome {
+        Ok(result) => (result, losses, None),
+        Err(err) => (none(), losses, Some(to_py_err(py, &err, None).into_value(py).into_any())),
+    })
+}
+
 /// Tokens into a `jsonwriter::RawValue`: its text and the output length at each completion.
 struct RawValueSink {
     raw: crate::jsonwriter::RawValue,
@@ -1377,6 +1556,8 @@ fn add_leaves(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(digest_call, m)?)?;
     m.add_function(wrap_pyfunction!(losses_call, m)?)?;
     m.add_function(wrap_pyfunction!(session_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(lifecycle_call, m)?)?;
+    m.add_function(wrap_pyfunction!(response_start, m)?)?;
     Ok(())
 }
 

@@ -61,6 +61,57 @@ pub struct Loss {
     pub reason: String,
 }
 
+/// `session.NONCE_BYTES`: the entropy one response reads.
+pub const NONCE_BYTES: usize = 12;
+/// `session.MAX_CLOCK`: 10000-01-01T00:00:00Z, the last time RFC 3339 can write.
+pub const MAX_CLOCK: f64 = 253402300800.0;
+
+/// `session.ResponseStart`: what one response reads of the world, once, when its
+/// transcoder is made -- the wall clock (microseconds since the epoch, UTC) and a
+/// nonce that makes a generated id unique. The codecs get these two values, never
+/// the hooks: the binding reads the `Transcoder`'s `clock` / `entropy` (Python's
+/// `session.response_start`, with its checks) and sets `Session::response_start`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResponseStart {
+    pub time_us: i64,
+    pub nonce: [u8; NONCE_BYTES],
+}
+
+impl ResponseStart {
+    /// `response_start(None, None)`: `time.time()` and `os.urandom(12)` (the core
+    /// run without a binding: cargo tests, the fuzzer, a Rust caller).
+    pub fn now() -> ResponseStart {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let seconds = since.as_secs_f64();
+        ResponseStart { time_us: time_us_of_seconds(seconds), nonce: os_entropy() }
+    }
+}
+
+/// `round(seconds * 1_000_000)` of a float clock reading (half to even, as Python's
+/// `round`); an int reading is `seconds * 1_000_000` exactly.
+pub fn time_us_of_seconds(seconds: f64) -> i64 {
+    (seconds * 1_000_000.0).round_ties_even() as i64
+}
+
+/// `os.urandom(NONCE_BYTES)`; where the OS source cannot be read, std's randomly
+/// keyed hasher (seeded from the OS once per process) with the clock.
+fn os_entropy() -> [u8; NONCE_BYTES] {
+    use std::io::Read;
+    let mut nonce = [0u8; NONCE_BYTES];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut nonce));
+    if read.is_err() {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+        let a = hasher.finish().to_le_bytes();
+        hasher.write_u8(1);
+        let b = hasher.finish().to_le_bytes();
+        nonce[..8].copy_from_slice(&a);
+        nonce[8..].copy_from_slice(&b[..4]);
+    }
+    nonce
+}
+
 /// `"request"`, `"response"` or `"stream"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -82,6 +133,9 @@ pub struct Session {
     /// same-dialect copy (`interlingua.passthrough`): nothing is lost
     pub passthrough: bool,
     lost_paths: HashSet<(String, String, String)>,
+    /// the response's clock reading and nonce (`Session._start`), given by the
+    /// binding from the `Transcoder`'s hooks; `None`: read the defaults at `start()`
+    pub response_start: Option<ResponseStart>,
 }
 
 impl Session {
@@ -97,7 +151,16 @@ impl Session {
             tool_names: HashMap::new(),
             passthrough: false,
             lost_paths: HashSet::new(),
+            response_start: None,
         }
+    }
+
+    /// `Session.start`: the response's clock reading and nonce (`lifecycle::Stamp`),
+    /// read by a response encoder once, when it is made (a same-dialect copy reads
+    /// none). The binding sets `response_start` from the hooks before it makes the
+    /// encoder; without it this is Python's default hooks' reading, taken now.
+    pub fn start(&self) -> ResponseStart {
+        self.response_start.unwrap_or_else(ResponseStart::now)
     }
 
     /// `Session.lose`: record that the field at `path` (in the source) is not

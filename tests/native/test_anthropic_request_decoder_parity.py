@@ -80,6 +80,27 @@ def test_a_lone_surrogate_key_as_an_extension_path_says_not_ported():
         assert type(error).__name__ == "TranscodeError" and "not ported yet" in str(error), error
 
 
+#: a thinking block whose text ends in non-ASCII and an escape, a long signature after it,
+#: content before role (held): the cuts that split a character or an escape
+CUT_CHARACTERS = json.dumps({"max_tokens": 9, "messages": [{"content": [
+    {"type": "thinking", "thinking": "caf\u00e9 \u2014 na\u00efve \U0001f600 \"q\"", "signature": "S" * 40},
+    {"type": "text", "text": "\u00e9t\u00e9\n", "cache_control": {"type": "ephemeral"}}], "role": "assistant"}],
+    "model": "m"}, ensure_ascii=False).encode()
+
+
+@pytest.mark.parametrize("budget", [None, 300, 340, 380, 420])
+def test_a_cut_character_or_escape_goes_out_at_the_same_feed(budget):
+    """The native tokenizer delivers a character or escape a cut split as a fragment of its
+    own (json.py joins it with the rest): the decoder makes the same blocks at the same
+    feed of it (a string that ends in that chunk keeps it for its close), and holds them
+    alike (each held fragment counts 64 bytes against the budget)."""
+    options = None if budget is None else {"reorder_budget": budget}
+    body = CUT_CHARACTERS
+    for i in range(1, len(body)):
+        for k in (3, 9, 30, 60):
+            assert_decoder_parity(DIALECT, body, [i, i + k], options)
+
+
 @pytest.mark.parametrize("ids", [["ilid_Y2FsbF9hYmMuZGVm", "ilid_ZmM6MS8y", "ilid_w6k", "toolu_01", "ilid_Zh", "ilid_"]])
 def test_anthropic_ids_for_another_dialect(ids):
     """A tool_use id / tool_use_id that naming.anthropic_id made is given back as the id it

@@ -587,6 +587,21 @@ impl Dialect for Readers {
 
     fn fragment(&mut self, _m: &mut Machine<S>, s: S, data: &[u8], _init: bool, fin: bool,
                 cx: &mut Cx<'_>) -> Result<()> {
+        if s == S::Input {
+            // `_input`: the input's compact text is the tool call's payload, string-escaped
+            let mut escaped = Vec::with_capacity(data.len() + 8);
+            escape_raw_json(data, &mut escaped);
+            self.make_builder(cx)?;
+            let (builder, msg) = self.builder_and_message()?;
+            return fragment(builder, &escaped, fin, msg, cx);
+        }
+        self.string_fragment(s, data, fin, cx)
+    }
+}
+
+impl Readers {
+    /// A string payload's fragment to its builder (Python's `read_string` sinks).
+    fn string_fragment(&mut self, s: S, data: &[u8], fin: bool, cx: &mut Cx<'_>) -> Result<()> {
         match s {
             S::Text | S::SystemText => {
                 let builder = self.text.as_mut().ok_or_else(|| internal("no text block"))?;
@@ -610,20 +625,10 @@ impl Dialect for Readers {
                 let result = result.as_mut().ok_or_else(|| internal("no tool_result"))?;
                 fragment(&mut result.head, data, fin, msg, cx)
             }
-            S::Input => {
-                // `_input`: the input's compact text is the tool call's payload, string-escaped
-                let mut escaped = Vec::with_capacity(data.len() + 8);
-                escape_raw_json(data, &mut escaped);
-                self.make_builder(cx)?;
-                let (builder, msg) = self.builder_and_message()?;
-                fragment(builder, &escaped, fin, msg, cx)
-            }
             other => Err(internal(&format!("{other:?} takes no fragment"))),
         }
     }
-}
 
-impl Readers {
     // -- top level ---------------------------------------------------------------------
 
     /// `_top_field`: a control, or an extension (an explicit null: a lossless one).
