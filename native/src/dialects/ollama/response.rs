@@ -11,6 +11,7 @@ use std::borrow::Cow;
 
 use super::response_fields::{COUNTS, DURATIONS};
 use crate::canonical::{escape_raw_json, Block, Event, Extension, Section, Usage};
+use crate::lifecycle::{finish_from, finish_to, merge_usage, ollama_created_at, usage_from_ollama, usage_to_ollama, Stamp};
 use crate::decoding::{
     set_attr, Attr, Cx, Decode, Dialect, EventSink, Framing, Frame, Gate, Machine, Read, BOOLEAN, NULL, OPT_INTEGER,
     OPT_STRING,
@@ -140,9 +141,9 @@ struct Lines {
     // per line (`_reset`)
     done: bool,
     reason: Option<String>,
-    /// a count member came (`bool(self.counts)`), and the counts (None: null or absent)
+    /// a count member came (`bool(self.counts)`), and the counts as read (`COUNTS` order)
     counted: bool,
-    counts: [Option<i64>; 2],
+    counts: [Option<Value>; 2],
     /// the first `created_at` went out (`self._created`)
     created: bool,
     /// the element of the current `tool_calls` array (`_call_position`)
@@ -387,13 +388,13 @@ impl Lines {
             // says); the marker lets an ollama target leave it out again
             self.out(extension("$.done_reason", b"null", true), cx)?;
         }
-        let mut reason = finish_from(self.reason.as_deref().unwrap_or("stop"));
-        if reason == "end_turn" && self.tools != 0 {
-            reason = "tool_use".to_string();
+        let mut reason = finish_from(DIALECT, Some(self.reason.as_deref().unwrap_or("stop"))).map(Cow::into_owned);
+        if reason.as_deref() == Some("end_turn") && self.tools != 0 {
+            reason = Some("tool_use".to_string());
         }
-        self.out(Event::Finish { reason: Some(Cow::Owned(reason)), stop_sequence: None, choice: 0 }, cx)?;
+        self.out(Event::Finish { reason: reason.map(Cow::Owned), stop_sequence: None, choice: 0 }, cx)?;
         if self.counted {
-            let usage = Usage { input: self.counts[0], output: self.counts[1], ..Usage::default() };
+            let usage = usage_from_ollama(self.counts[0].as_ref(), self.counts[1].as_ref())?;
             self.out(Event::Usage(usage), cx)?;
         }
         self.ended = true;
@@ -432,16 +433,6 @@ fn extension(path: &'static str, raw: &[u8], lossless: bool) -> Event<'static> {
         message: None,
         lossless,
     })
-}
-
-/// `lifecycle.finish_from("ollama", reason)`.
-// (a stand-in until lifecycle.rs has it: helper RF)
-fn finish_from(reason: &str) -> String {
-    match reason {
-        "stop" => "end_turn".to_string(),
-        "length" => "max_tokens".to_string(),
-        other => format!("{DIALECT}:{other}"),
-    }
 }
 
 fn internal(what: &str) -> Error {
@@ -704,7 +695,7 @@ impl Dialect for Lines {
 
     fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
-            S::Logprob => Err(Error::new(ErrorClass::Transcode, "ollama logprobs: not ported yet (Event::Logprobs)")),
+            S::Logprob => self.out(Event::Logprobs { raw: Cow::Borrowed(raw), choice: 0 }, cx),
             S::Extension(None) => {
                 if !self.created {
                     self.created = true;
@@ -760,12 +751,7 @@ impl Dialect for Lines {
             }
             S::Count(i) => {
                 self.counted = true;
-                self.counts[i as usize] = match &value {
-                    Value::Int(_) => Some(value.as_i64().ok_or_else(|| {
-                        Error::new(ErrorClass::Transcode, "a token count beyond 64 bits: not ported yet (canonical Usage holds i64)")
-                    })?),
-                    _ => None,
-                };
+                self.counts[i as usize] = Some(value);
                 Ok(())
             }
             S::Error => self.error(value, cx),
@@ -922,54 +908,10 @@ impl Decode for StreamDecoder {
 
 // -- encoders ----------------------------------------------------------------------------
 
-/// Lifecycle functions the encoders use (stand-ins with lifecycle.rs's agreed shapes
-/// until helper RF lands them; `not ported yet` meanwhile).
-mod lc {
-    use crate::canonical::{Extension, Usage};
-    use crate::error::{Error, ErrorClass, Result};
-    use crate::session::Session;
-
-    fn not_yet(what: &str) -> Error {
-        Error::new(ErrorClass::Transcode, format!("lifecycle.{what}: not ported yet"))
-    }
-
-    pub fn finish_to(_dialect: &str, _reason: Option<&str>, _session: &mut Session, _stop: Option<&str>)
-                     -> Result<Option<String>> {
-        Err(not_yet("finish_to"))
-    }
-
-    pub fn usage_to_ollama(_usage: &Usage, _session: &mut Session) -> Result<(Option<i64>, Option<i64>)> {
-        Err(not_yet("usage_to_ollama"))
-    }
-
-    pub fn merge_usage(_old: Option<&Usage>, new: &Usage) -> Usage {
-        new.clone()
-    }
-
-    pub fn ollama_created_at(_time_us: i64) -> Vec<u8> {
-        Vec::new()
-    }
-
-    pub struct Stamp;
-
-    impl Stamp {
-        pub fn new(_session: &Session) -> Result<Stamp> {
-            Err(not_yet("Stamp"))
-        }
-        pub fn source(&mut self, _ext: &Extension<'_>) -> bool {
-            false
-        }
-        pub fn time_us(&mut self) -> i64 {
-            0
-        }
-    }
-}
-
 use crate::encoding::{
     arguments_object, attr, attr_truthy, foreign_extension, lose_block, lose_signature, lose_unplaced, BlockHead,
     BlockRef, Encode, HeldArguments, Io, MessageAssembler, Opener, WriterId, Writers,
 };
-use lc::{finish_to, merge_usage, ollama_created_at, usage_to_ollama, Stamp};
 
 /// Where a block goes in an ollama message (`_classify`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1014,7 +956,7 @@ impl Common {
         Ok(Common {
             model: None,
             created: None,
-            stamp: Stamp::new(session)?,
+            stamp: Stamp::new(session.start()),
             durations: [None, None, None, None],
             usage: None,
             finish: None,
@@ -1038,7 +980,8 @@ impl Common {
                 }
             }
             Event::Extension(ext) => self.extension(ext, session)?,
-            Event::Usage(usage) => self.usage = Some(merge_usage(self.usage.as_ref(), usage)),
+            Event::Usage(usage) => self.usage = Some(merge_usage(self.usage.as_ref(), usage.clone())),
+            Event::Logprobs { raw, choice } => self.logprob(raw, *choice, session)?,
             Event::Finish { reason, stop_sequence, choice } => {
                 if *choice == 0 {
                     self.finish = Some((reason.as_ref().map(|r| r.to_string()), stop_sequence.as_ref().map(|s| s.to_string())));
@@ -1127,13 +1070,16 @@ impl Common {
             dumps_str(reason.as_bytes(), out);
         }
         self.logprobs_member(session, out);
-        let (input, output) = match &self.usage {
+        let counts = match &self.usage {
             Some(usage) => usage_to_ollama(usage, session)?,
-            None => (None, None),
+            None => Value::Object(Vec::new()),
         };
-        let count = |out: &mut Vec<u8>, key: &str, n: Option<i64>| {
-            if let Some(n) = n {
-                out.extend_from_slice(format!(",\"{key}\":{n}").as_bytes());
+        let count = |out: &mut Vec<u8>, key: &str, counts: &Value| {
+            if let Some(n) = counts.get(key) {
+                out.extend_from_slice(b",\"");
+                out.extend_from_slice(key.as_bytes());
+                out.extend_from_slice(b"\":");
+                crate::value::dumps(n, out);
             }
         };
         let duration = |out: &mut Vec<u8>, i: usize, durations: &[Option<Vec<u8>>; 4]| {
@@ -1144,9 +1090,9 @@ impl Common {
         };
         duration(out, 0, &self.durations);
         duration(out, 1, &self.durations);
-        count(out, COUNTS[0], input);
+        count(out, COUNTS[0], &counts);
         duration(out, 2, &self.durations);
-        count(out, COUNTS[1], output);
+        count(out, COUNTS[1], &counts);
         duration(out, 3, &self.durations);
         out.push(b'}');
         Ok(())
