@@ -58,11 +58,15 @@ pub struct Error {
     /// raise: a loss of a control from another dialect, an encoder's own error);
     /// otherwise the pipeline names the source (`exc.locate`).
     pub dialect: Option<&'static str>,
+    /// In a stream: the stream offset of the first byte of the frame's JSON (or
+    /// text) the error is in; `offset` and `path` then count inside that document
+    /// (Python's `frame_offset`). `None` for bodies and for errors of the framing.
+    pub frame_offset: Option<u64>,
 }
 
 impl Error {
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
-        Error { class, message: message.into(), offset: None, path: None, key: None, dialect: None }
+        Error { class, message: message.into(), offset: None, path: None, key: None, dialect: None, frame_offset: None }
     }
 
     pub fn at(mut self, offset: u64) -> Self {
@@ -83,12 +87,18 @@ impl Error {
 
     /// `TranscodeError.locate`: fill in what the raising stage did not know
     /// (the path only if it has none: Python's `if path and not self.path`).
-    pub fn locate(mut self, dialect: &'static str, path: impl FnOnce() -> Vec<u8>, offset: u64) -> Self {
+    pub fn locate(self, dialect: &'static str, path: impl FnOnce() -> Vec<u8>, offset: u64) -> Self {
+        self.locate_at(dialect, path, Some(offset))
+    }
+
+    /// `locate(dialect=, path=, offset=)` where the offset may be absent (Python's
+    /// `offset=None`: `_StreamFront.feed` names only the dialect and the path).
+    pub fn locate_at(mut self, dialect: &'static str, path: impl FnOnce() -> Vec<u8>, offset: Option<u64>) -> Self {
         if self.dialect.is_none() {
             self.dialect = Some(dialect);
         }
         if self.offset.is_none() {
-            self.offset = Some(offset);
+            self.offset = offset;
         }
         if self.path.as_ref().map_or(true, |p| p.is_empty()) {
             let path = path();
@@ -98,11 +108,26 @@ impl Error {
         }
         self
     }
+
+    /// `locate(frame_offset=, offset=)`: an error inside a stream's frame (each
+    /// filled only where the raising stage left it empty).
+    pub fn in_frame(mut self, frame_offset: Option<u64>, offset: u64) -> Self {
+        if self.offset.is_none() {
+            self.offset = Some(offset);
+        }
+        if self.frame_offset.is_none() {
+            self.frame_offset = frame_offset;
+        }
+        self
+    }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.class.name(), self.message)?;
+        if let Some(frame_offset) = self.frame_offset {
+            write!(f, " (in the frame at stream byte {frame_offset})")?;
+        }
         if let Some(offset) = self.offset {
             write!(f, " (byte {offset}")?;
             if let Some(path) = &self.path {

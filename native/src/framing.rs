@@ -25,6 +25,13 @@ const MAX_FIELD_NAME: usize = 64;
 pub trait FrameSink {
     /// Data bytes of the current frame; `data_at`: their stream offset.
     fn frame_data(&mut self, data: &[u8], data_at: u64) -> Result<()>;
+    /// `frame_data` with the frame's event name as far as read (Python's
+    /// `SseDecoder.event` during `frame_data`: a stream's copy writes it in the
+    /// frame's head). The SSE decoder calls this one.
+    fn frame_data_in(&mut self, data: &[u8], data_at: u64, event: Option<&str>) -> Result<()> {
+        let _ = event;
+        self.frame_data(data, data_at)
+    }
     /// The frame is complete (SSE: its `event:` name, decoded with replacement).
     fn frame_end(&mut self, event: Option<&str>) -> Result<()>;
 }
@@ -171,7 +178,7 @@ impl SseDecoder {
                         self.line = Line::Data;
                         if j > start {
                             self.data_at = base + start as u64;
-                            sink.frame_data(&data[start..j], self.data_at)?;
+                            sink.frame_data_in(&data[start..j], self.data_at, self.event.as_deref())?;
                         }
                     }
                     return Ok(());
@@ -179,7 +186,7 @@ impl SseDecoder {
                 Line::Data => {
                     if j > i {
                         self.data_at = base + i as u64;
-                        sink.frame_data(&data[i..j], self.data_at)?;
+                        sink.frame_data_in(&data[i..j], self.data_at, self.event.as_deref())?;
                     }
                     return Ok(());
                 }
@@ -227,7 +234,7 @@ impl SseDecoder {
     fn data_line<S: FrameSink>(&mut self, sink: &mut S) -> Result<()> {
         if self.has_data {
             // data lines of one event are joined with LF (handed on at the last data's offset)
-            sink.frame_data(b"\n", self.data_at)?;
+            sink.frame_data_in(b"\n", self.data_at, self.event.as_deref())?;
         }
         self.has_data = true;
         Ok(())

@@ -11,10 +11,12 @@
 #![forbid(unsafe_code)]
 
 use crate::canonical::{Control, Event};
-use crate::decoding::{Decode, EventSink};
+use crate::decoding::{Decode, EventSink, Framing};
 use crate::encoding::Encode;
 use crate::error::{Error, ErrorClass, Result};
+use crate::framing::{FrameSink, NdjsonDecoder, SseDecoder};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
+use crate::passthrough::{BodyCopy, FrameCopy};
 use crate::session::{Kind, Session};
 
 /// A dialect decoder the pipeline can run with the GIL released (a codec holds
@@ -71,7 +73,7 @@ pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedEnco
     }
 }
 
-// -- the front: bytes in, canonical events out ------------------------------------------
+// -- the fronts: bytes in, canonical events out ------------------------------------------
 
 /// The tokenizer's sink: each token to the decoder, its events to `out`.
 struct Tokens<'a> {
@@ -87,29 +89,105 @@ impl Sink for Tokens<'_> {
     }
 }
 
-/// `pipeline._Front`: one JSON document (a request or response body) in, the
-/// source dialect's canonical events out. Errors are located as Python's: the
-/// source dialect, the tokenizer's path, and the offset of the token being read
-/// (`decoder.at`; at `close`, the end of the input).
-pub struct Front {
-    source: &'static str,
-    tokenizer: Tokenizer,
-    decoder: BoxedDecoder,
+fn tokenizer(session: &Session) -> Tokenizer {
+    Tokenizer::new(Limits { max_depth: session.options.max_depth, ..Limits::default() })
+}
+
+/// `pipeline._front`: bytes of one kind in, the source dialect's canonical events
+/// out -- a body (`_Front`: requests and responses) or a stream (`_StreamFront`).
+pub enum Front {
+    Body(BodyFront),
+    Stream(StreamFront),
 }
 
 impl Front {
     pub fn new(source: &'static str, kind: Kind, session: &Session) -> Result<Front> {
-        if kind == Kind::Stream {
-            // pipeline._StreamFront (framing, one document per frame): issue 12
-            return Err(not_ported(source, kind, "front (framing)"));
-        }
-        let decoder = decoder(source, kind, session)?;
-        let limits = Limits { max_depth: session.options.max_depth, ..Limits::default() };
-        Ok(Front { source, tokenizer: Tokenizer::new(limits), decoder })
+        Front::with_copy(source, kind, session, false)
+    }
+
+    /// The front of a same-dialect response or stream (`copy`: `interlingua.passthrough`):
+    /// it hands its copy each chunk (frame) the decoder accepted.
+    pub fn with_copy(source: &'static str, kind: Kind, session: &Session, copy: bool) -> Result<Front> {
+        Ok(match kind {
+            Kind::Stream => Front::Stream(StreamFront::new(source, session, copy)?),
+            _ => Front::Body(BodyFront::new(source, kind, session, copy)?),
+        })
     }
 
     pub fn source(&self) -> &'static str {
-        self.source
+        match self {
+            Front::Body(front) => front.source,
+            Front::Stream(front) => front.source,
+        }
+    }
+
+    pub fn feed(&mut self, data: &[u8], session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        match self {
+            Front::Body(front) => front.feed(data, session, out),
+            Front::Stream(front) => front.feed(data, session, out),
+        }
+    }
+
+    pub fn close(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        match self {
+            Front::Body(front) => front.close(session, out),
+            Front::Stream(front) => front.close(session, out),
+        }
+    }
+
+    /// `copy.finished(decoder)`: the source ended and the decoder accepted it.
+    fn copy_finished(&mut self) {
+        match self {
+            Front::Body(front) => front.copy.as_mut().map_or((), BodyCopy::finished),
+            Front::Stream(front) => {
+                let terminator = front.reader.decoder.missing_terminator();
+                if let Some(copy) = front.reader.copy.as_mut() {
+                    copy.finished(terminator);
+                }
+            }
+        }
+    }
+
+    fn copy_abort_writes(&self) -> bool {
+        match self {
+            Front::Body(front) => front.copy.as_ref().is_some_and(BodyCopy::abort_writes),
+            Front::Stream(front) => front.reader.copy.as_ref().is_some_and(FrameCopy::abort_writes),
+        }
+    }
+
+    fn copy_abort(&mut self, error: &Event<'_>, session: &mut Session) -> Result<()> {
+        match self {
+            Front::Body(front) => front.copy.as_mut().map_or(Ok(()), |copy| copy.abort(error, session)),
+            Front::Stream(front) => front.reader.copy.as_mut().map_or(Ok(()), |copy| copy.abort(error, session)),
+        }
+    }
+
+    /// What the copy wrote, appended to `out`.
+    fn take_copied(&mut self, out: &mut Vec<u8>) {
+        match self {
+            Front::Body(front) => front.copy.as_mut().map_or((), |copy| copy.take(out)),
+            Front::Stream(front) => front.reader.copy.as_mut().map_or((), |copy| copy.take(out)),
+        }
+    }
+}
+
+/// `pipeline._Front`: one JSON document (a request or response body) in, the
+/// source dialect's canonical events out. Errors are located as Python's: the
+/// source dialect, the tokenizer's path, and the offset of the token being read
+/// (`decoder.at`; at `close`, the end of the input).
+pub struct BodyFront {
+    source: &'static str,
+    tokenizer: Tokenizer,
+    decoder: BoxedDecoder,
+    /// `passthrough.BodyCopy`: gets each chunk the decoder accepted
+    copy: Option<BodyCopy>,
+}
+
+impl BodyFront {
+    fn new(source: &'static str, kind: Kind, session: &Session, copy: bool) -> Result<BodyFront> {
+        let decoder = decoder(source, kind, session)?;
+        let copy = copy.then(BodyCopy::new);
+        Ok(BodyFront { source, tokenizer: tokenizer(session), decoder, copy })
     }
 
     /// `_Front.feed`: the chunk's tokens to the decoder, then its `flush`.
@@ -123,7 +201,11 @@ impl Front {
             // what the decoder held to join string fragments went out before the fault in Python
             Err(e) => decoder.interrupted(session, out).and(Err(e)),
         };
-        result.map_err(|e| e.locate(self.source, || self.tokenizer.path(), decoder.at()))
+        result.map_err(|e| e.locate(self.source, || self.tokenizer.path(), decoder.at()))?;
+        if let Some(copy) = self.copy.as_mut() {
+            copy.data(data);
+        }
+        Ok(())
     }
 
     /// `_Front.close`: the tokenizer's end, then the decoder's `finish`.
@@ -134,6 +216,245 @@ impl Front {
         let Tokens { decoder, session, out } = tokens;
         let result = result.and_then(|()| decoder.finish(session, out));
         result.map_err(|e| e.locate(self.source, || self.tokenizer.path(), self.tokenizer.offset()))
+    }
+}
+
+/// A stream's framing stage, as its decoder says (`ResponseDecoderBase.framing`).
+enum Framer {
+    Sse(SseDecoder),
+    Ndjson(NdjsonDecoder),
+}
+
+/// What the current frame's data is, as far as read (`_StreamFront`'s
+/// `_in_document` / `_text`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FrameData {
+    /// nothing but whitespace yet (or no frame): undecided
+    Undecided,
+    /// a JSON document, in the tokenizer
+    Document,
+    /// data not starting with `{`, held whole (bounded by `max_line`) for `frame_text`
+    Text,
+}
+
+/// `pipeline._StreamFront`: framed bytes in (SSE or NDJSON, per the decoder's
+/// `framing()`), canonical events out. Each frame's data is one JSON document, fed
+/// as the data arrives to the stream's one tokenizer, `reset` for each document:
+/// offsets in errors count from the document's first byte and the error's
+/// `frame_offset` says where in the stream that byte is. Data that does not start
+/// with `{` (openai's `[DONE]`) is held whole -- bounded by `max_line` -- and
+/// handed to the decoder's `frame_text`. After each frame the decoder's
+/// `end_frame` runs and `Event::FrameEnd` follows.
+pub struct StreamFront {
+    source: &'static str,
+    framer: Framer,
+    reader: FrameReader,
+}
+
+/// The framer's sink (the frame-reading half of `_StreamFront`).
+struct FrameReader {
+    source: &'static str,
+    tokenizer: Tokenizer,
+    decoder: BoxedDecoder,
+    max_line: usize,
+    data: FrameData,
+    /// the held text of a `FrameData::Text` frame (its buffer kept between frames)
+    text: Vec<u8>,
+    /// stream offset of the frame's JSON (or text) start
+    frame_at: Option<u64>,
+    /// `passthrough.FrameCopy`: gets each frame's data and end the decoder accepted
+    copy: Option<FrameCopy>,
+}
+
+/// Bytes Python's `bytes.strip()` removes (`frame_text`'s data).
+fn is_py_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+fn py_strip(data: &[u8]) -> &[u8] {
+    let start = data.iter().position(|&b| !is_py_space(b)).unwrap_or(data.len());
+    let end = data.iter().rposition(|&b| !is_py_space(b)).map_or(start, |i| i + 1);
+    &data[start..end.max(start)]
+}
+
+impl StreamFront {
+    fn new(source: &'static str, session: &Session, copy: bool) -> Result<StreamFront> {
+        Ok(StreamFront::of(source, decoder(source, Kind::Stream, session)?, session, copy))
+    }
+
+    fn of(source: &'static str, decoder: BoxedDecoder, session: &Session, copy: bool) -> StreamFront {
+        let max_line = session.options.max_value_bytes;
+        let sse = decoder.framing() == Framing::Sse;
+        let framer = if sse { Framer::Sse(SseDecoder::new(max_line)) } else { Framer::Ndjson(NdjsonDecoder::new()) };
+        let reader = FrameReader {
+            source,
+            tokenizer: tokenizer(session),
+            decoder,
+            max_line,
+            data: FrameData::Undecided,
+            text: Vec::new(),
+            frame_at: None,
+            copy: copy.then(|| FrameCopy::new(sse)),
+        };
+        StreamFront { source, framer, reader }
+    }
+
+    /// `_StreamFront._where`: the path, inside a document.
+    fn path(reader: &FrameReader) -> Vec<u8> {
+        if reader.data == FrameData::Document {
+            reader.tokenizer.path()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// `_StreamFront.feed`: the framer's frames to the decoder, then (inside a
+    /// document) its `flush`.
+    pub fn feed(&mut self, data: &[u8], session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        let mut frames = FrameIn { reader: &mut self.reader, session, out };
+        let result = match &mut self.framer {
+            Framer::Sse(framer) => framer.feed(data, &mut frames),
+            Framer::Ndjson(framer) => framer.feed(data, &mut frames),
+        };
+        let result = result.and_then(|()| frames.flush_document());
+        let reader = &self.reader;
+        result.map_err(|e| e.locate_at(self.source, || Self::path(reader), None))
+    }
+
+    /// `_StreamFront.close`: the framer's end (a last frame), then the decoder's
+    /// `finish`; an error of the stream's end is at its last byte.
+    pub fn close(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        let mut frames = FrameIn { reader: &mut self.reader, session, out };
+        let result = match &mut self.framer {
+            Framer::Sse(framer) => framer.close(&mut frames),
+            Framer::Ndjson(framer) => framer.close(&mut frames),
+        };
+        let FrameIn { reader, session, out } = frames;
+        let result = result.and_then(|()| reader.decoder.finish(session, out));
+        let offset = match &self.framer {
+            Framer::Sse(framer) => framer.offset(),
+            Framer::Ndjson(framer) => framer.offset(),
+        };
+        let reader = &self.reader;
+        result.map_err(|e| e.locate_at(self.source, || Self::path(reader), Some(offset)))
+    }
+}
+
+/// The framer's sink for one call: the reader with the run's session and event sink.
+struct FrameIn<'a> {
+    reader: &'a mut FrameReader,
+    session: &'a mut Session,
+    out: &'a mut dyn EventSink,
+}
+
+impl FrameIn<'_> {
+    /// `_StreamFront._frame_data`.
+    fn data(&mut self, data: &[u8], data_at: u64) -> Result<()> {
+        let reader = &mut *self.reader;
+        match reader.data {
+            FrameData::Document => return self.document(data),
+            FrameData::Undecided => {
+                let skipped = data.iter().position(|&b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
+                let Some(skipped) = skipped else { return Ok(()) }; // leading whitespace: undecided yet
+                reader.frame_at = Some(data_at + skipped as u64);
+                if data[skipped] == b'{' {
+                    reader.tokenizer.reset();
+                    reader.data = FrameData::Document;
+                    reader.decoder.begin_frame(self.session, self.out)?;
+                    return self.document(&data[skipped..]);
+                }
+                reader.data = FrameData::Text;
+                reader.text.clear();
+            }
+            FrameData::Text => {}
+        }
+        reader.text.extend_from_slice(data);
+        if reader.text.len() > reader.max_line {
+            let message = format!("non-JSON frame data longer than {} bytes", reader.max_line);
+            let mut err = Error::new(ErrorClass::Transcode, message).in_dialect(reader.source);
+            err.frame_offset = reader.frame_at;
+            return Err(err);
+        }
+        Ok(())
+    }
+
+    /// A piece of the frame's JSON document to the tokenizer.
+    fn document(&mut self, data: &[u8]) -> Result<()> {
+        let reader = &mut *self.reader;
+        let decoder = &mut *reader.decoder;
+        let mut tokens = Tokens { decoder, session: self.session, out: self.out };
+        let result = reader.tokenizer.feed(data, &mut tokens);
+        let Tokens { decoder, session, out } = tokens;
+        // what the decoder held to join string fragments went out before the fault in Python
+        let result = result.or_else(|e| decoder.interrupted(session, out).and(Err(e)));
+        result.map_err(|e| e.in_frame(reader.frame_at, decoder.at()))
+    }
+
+    /// `_StreamFront._flush_document`: after each feed, inside a document.
+    fn flush_document(&mut self) -> Result<()> {
+        let reader = &mut *self.reader;
+        if reader.data != FrameData::Document {
+            return Ok(());
+        }
+        let result = reader.decoder.flush(self.session, self.out);
+        result.map_err(|e| e.in_frame(reader.frame_at, reader.decoder.at()))
+    }
+
+    /// `_StreamFront.frame_end`: the document's end (or the text to `frame_text`),
+    /// the decoder's `end_frame`, then the copy's frame and `FrameEnd`.
+    fn end(&mut self, event: Option<&str>) -> Result<()> {
+        let reader = &mut *self.reader;
+        let result = if reader.data == FrameData::Document {
+            Self::end_document(reader, event, self.session, self.out)
+        } else {
+            let held = reader.data == FrameData::Text;
+            reader.data = FrameData::Undecided;
+            let text = std::mem::take(&mut reader.text);
+            let data = if held { py_strip(&text) } else { b"" };
+            let result = reader.decoder.frame_text(event, data, self.session, self.out);
+            reader.text = text; // (its buffer serves the next text frame)
+            // (an error of non-JSON data: at its start)
+            result.map_err(|e| e.in_frame(reader.frame_at, 0))
+        };
+        result?;
+        reader.frame_at = None;
+        if let Some(copy) = reader.copy.as_mut() {
+            copy.frame_end(event);
+        }
+        self.out.event(Event::FrameEnd, self.session)
+    }
+
+    fn end_document(reader: &mut FrameReader, event: Option<&str>, session: &mut Session,
+                    out: &mut dyn EventSink) -> Result<()> {
+        let decoder = &mut *reader.decoder;
+        let mut tokens = Tokens { decoder, session, out };
+        let result = reader.tokenizer.close(&mut tokens);
+        let Tokens { decoder, session, out } = tokens;
+        let result = result
+            .and_then(|()| decoder.flush(session, out))
+            .and_then(|()| decoder.end_frame(event, session, out));
+        // (an error once the frame ended: at its end)
+        result.map_err(|e| e.in_frame(reader.frame_at, reader.tokenizer.offset()))?;
+        reader.data = FrameData::Undecided;
+        Ok(())
+    }
+}
+
+impl FrameSink for FrameIn<'_> {
+    fn frame_data(&mut self, data: &[u8], data_at: u64) -> Result<()> {
+        self.frame_data_in(data, data_at, None)
+    }
+
+    fn frame_data_in(&mut self, data: &[u8], data_at: u64, event: Option<&str>) -> Result<()> {
+        self.data(data, data_at)?;
+        if let Some(copy) = self.reader.copy.as_mut() {
+            copy.frame_data(data, event);
+        }
+        Ok(())
+    }
+
+    fn frame_end(&mut self, event: Option<&str>) -> Result<()> {
+        self.end(event)
     }
 }
 
@@ -162,9 +483,10 @@ impl ModelName {
 }
 
 /// The decoder's event sink in a transcoder: each event into the encoder, whose
-/// output goes to this feed's bytes.
+/// output goes to this feed's bytes (a same-dialect copy has no encoder: the
+/// events go nowhere, the copy writes).
 struct Encoding<'a> {
-    encoder: &'a mut (dyn Encode + Send + Sync),
+    encoder: Option<&'a mut (dyn Encode + Send + Sync)>,
     model: Option<&'a mut ModelName>,
     out: &'a mut Vec<u8>,
 }
@@ -176,18 +498,27 @@ impl EventSink for Encoding<'_> {
             (Event::Control(control), Some(model)) if control.name == "model" => Event::Control(model.rename(control)?),
             (event, _) => event,
         };
-        self.encoder.event(event, session, self.out)
+        match self.encoder.as_deref_mut() {
+            Some(encoder) => encoder.event(event, session, self.out),
+            None => Ok(()), // passthrough: `_Copy.on_event` needs none of them
+        }
     }
 }
 
-/// `pipeline.Transcoder` for the kinds whose codecs exist (requests): `feed`
-/// returns the bytes that chunk made possible, `close` the rest. After an error
-/// every later call returns that error (`_Poison`); `pending` has the output
-/// produced before it.
+/// `pipeline.Transcoder`: `feed` returns the bytes that chunk made possible,
+/// `close` the rest. After an error every later call returns that error
+/// (`_Poison`); `output()` then has the output produced before it. A response or
+/// stream into its own dialect is copied (`interlingua.passthrough`): no encoder,
+/// the front's copy writes.
+///
+/// A response or stream encoder reads `session.start` when it is made (Python's
+/// `Stamp(session.start)`): the caller reads the hooks into it before `new`, and
+/// before an `abort` of a copy when `abort_reads_start()` says so.
 pub struct Transcoder {
     pub session: Session,
     front: Front,
-    encoder: BoxedEncoder,
+    /// `None`: a same-dialect copy
+    encoder: Option<BoxedEncoder>,
     model: Option<ModelName>,
     /// output not taken yet (written before an error: `pending_output`)
     out: Vec<u8>,
@@ -198,15 +529,22 @@ pub struct Transcoder {
 impl Transcoder {
     pub fn new(mut session: Session, model: Option<ModelName>) -> Result<Transcoder> {
         let (source, target, kind) = (session.source, session.target, session.kind);
-        if source == target && kind != Kind::Request {
-            // interlingua.passthrough (BodyCopy / FrameCopy): issue 12
-            return Err(not_ported(source, kind, "passthrough"));
+        let mut out = Vec::new();
+        if Transcoder::copies(&session) {
+            // the input is the output (interlingua.passthrough): nothing can be lost
+            session.passthrough = true;
+            let front = Front::with_copy(source, kind, &session, true)?;
+            return Ok(Transcoder { session, front, encoder: None, model, out, poison: None, closed: false });
         }
         let mut encoder = encoder(target, kind, &session)?;
         let front = Front::new(source, kind, &session)?;
-        let mut out = Vec::new();
         encoder.start(&mut session, &mut out)?; // (Python's encoder constructor writes)
-        Ok(Transcoder { session, front, encoder, model, out, poison: None, closed: false })
+        Ok(Transcoder { session, front, encoder: Some(encoder), model, out, poison: None, closed: false })
+    }
+
+    /// A response or stream into its own dialect is a copy (Python's `Transcoder.__init__`).
+    pub fn copies(session: &Session) -> bool {
+        session.source == session.target && session.kind != Kind::Request
     }
 
     fn check(&self) -> Result<()> {
@@ -236,8 +574,30 @@ impl Transcoder {
     pub fn close(&mut self) -> Result<()> {
         self.check()?;
         let result = self.run(|front, session, sink| front.close(session, sink));
+        let result = result.map(|()| self.front.copy_finished());
+        self.front.take_copied(&mut self.out);
         self.closed = true;
         self.poisoned(result)
+    }
+
+    /// `Transcoder.abort(error)`: end the output with the target's error event
+    /// (`error` an `Event::Error`, Python's `_error_event` of what the caller gave);
+    /// the output so far and that event are then `output()`. Not poisoned (Python's
+    /// `abort` runs after an error too), and it poisons nothing.
+    pub fn abort(&mut self, error: &Event<'_>) -> Result<()> {
+        let result = match self.encoder.as_deref_mut() {
+            Some(encoder) => encoder.abort(error, &mut self.session, &mut self.out),
+            None => self.front.copy_abort(error, &mut self.session),
+        };
+        self.front.take_copied(&mut self.out);
+        result
+    }
+
+    /// Whether `abort` now makes the dialect's error output with a new encoder, which
+    /// reads `session.start` (a copy that has written nothing it cannot mend): Python
+    /// reads the hooks there, not before.
+    pub fn abort_reads_start(&self) -> bool {
+        self.encoder.is_none() && self.front.copy_abort_writes()
     }
 
     /// The output not taken yet: what the last `feed` / `close` made (`clear_output`
@@ -257,8 +617,11 @@ impl Transcoder {
     }
 
     fn run(&mut self, step: impl FnOnce(&mut Front, &mut Session, &mut Encoding<'_>) -> Result<()>) -> Result<()> {
-        let mut sink = Encoding { encoder: &mut *self.encoder, model: self.model.as_mut(), out: &mut self.out };
-        step(&mut self.front, &mut self.session, &mut sink)
+        let encoder = self.encoder.as_mut().map(|e| &mut **e as &mut (dyn Encode + Send + Sync));
+        let mut sink = Encoding { encoder, model: self.model.as_mut(), out: &mut self.out };
+        let result = step(&mut self.front, &mut self.session, &mut sink);
+        self.front.take_copied(&mut self.out);
+        result
     }
 
     pub fn is_closed(&self) -> bool {
@@ -428,8 +791,8 @@ mod tests {
     fn toy(model: Option<ModelName>) -> Transcoder {
         let session = Session::new(crate::session::Options::default(), "openai", "anthropic", Kind::Request);
         let limits = Limits { max_depth: session.options.max_depth, ..Limits::default() };
-        let front = Front { source: "openai", tokenizer: Tokenizer::new(limits), decoder: Box::new(Toy { key: vec![], text: vec![], at: 0 }) };
-        Transcoder { session, front, encoder: Box::new(Tags), model, out: Vec::new(), poison: None, closed: false }
+        let front = Front::Body(BodyFront { source: "openai", tokenizer: Tokenizer::new(limits), decoder: Box::new(Toy { key: vec![], text: vec![], at: 0 }), copy: None });
+        Transcoder { session, front, encoder: Some(Box::new(Tags)), model, out: Vec::new(), poison: None, closed: false }
     }
 
     #[test]
@@ -492,6 +855,121 @@ mod tests {
         assert_eq!(events.len(), 1, "the failing call's control is not handed over");
         assert_eq!(err.path.as_deref(), Some(&b"$.n"[..]));
         assert_eq!(decoder.close(&mut events).unwrap_err(), err);
+    }
+
+    /// A toy stream decoder: the toy's tokens; `[DONE]` text is `End`, other text a SchemaError.
+    struct ToyStream(Toy);
+
+    impl Decode for ToyStream {
+        fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
+                 out: &mut dyn EventSink) -> Result<()> {
+            match token {
+                Token::ObjectEnd if path.depth() == 0 => Ok(()),
+                token => self.0.token(token, offset, path, session, out),
+            }
+        }
+
+        fn at(&self) -> u64 {
+            self.0.at
+        }
+
+        fn frame_text(&mut self, _event: Option<&str>, data: &[u8], session: &mut Session,
+                      out: &mut dyn EventSink) -> Result<()> {
+            match data {
+                b"[DONE]" => out.event(Event::End, session),
+                b"" => Ok(()),
+                _ => Err(Error::new(ErrorClass::Schema, format!("text {:?}", String::from_utf8_lossy(data)))),
+            }
+        }
+
+        fn missing_terminator(&self) -> &'static [u8] {
+            b"data: [DONE]\n\n"
+        }
+    }
+
+    struct Tagged(Vec<u8>);
+
+    impl EventSink for Tagged {
+        fn event(&mut self, event: Event<'_>, session: &mut Session) -> Result<()> {
+            Tags.event(event, session, &mut self.0)
+        }
+    }
+
+    fn stream_front(max_line: usize, copy: bool) -> (Front, Session) {
+        let mut options = crate::session::Options::default();
+        options.max_value_bytes = max_line;
+        let session = Session::new(options, "openai", "openai", Kind::Stream);
+        let decoder = Box::new(ToyStream(Toy { key: vec![], text: vec![], at: 0 }));
+        (Front::Stream(StreamFront::of("openai", decoder, &session, copy)), session)
+    }
+
+    /// The stream fed cut at `cut` (and closed): the events' tags, and the error.
+    fn run_stream(stream: &[u8], cut: usize, max_line: usize) -> (Vec<u8>, Option<Error>) {
+        let (mut front, mut session) = stream_front(max_line, false);
+        let mut out = Tagged(Vec::new());
+        let result = front
+            .feed(&stream[..cut], &mut session, &mut out)
+            .and_then(|()| front.feed(&stream[cut..], &mut session, &mut out))
+            .and_then(|()| front.close(&mut session, &mut out));
+        (out.0, result.err())
+    }
+
+    #[test]
+    fn a_stream_is_one_document_per_frame_and_text_frames_whole() {
+        let stream = b"data: {\"model\": \"a\"}\n\n: ping\n\ndata:\n\ndata:  {\"model\"\ndata: :\"b\"}\n\ndata:  [DONE] \n\n";
+        for cut in 0..=stream.len() {
+            let (events, error) = run_stream(stream, cut, 100);
+            assert_eq!(error, None, "cut {cut}");
+            assert_eq!(events, b"control\"a\";frame-end;frame-end;control\"b\";frame-end;end;frame-end;", "cut {cut}");
+        }
+    }
+
+    #[test]
+    fn errors_in_a_frame_count_from_its_document_and_name_the_frame() {
+        let head = b"data: {\"model\": \"a\"}\n\n".len() as u64;
+        // (stream, class, offset, path, frame_offset)
+        let cases: [(&[u8], ErrorClass, Option<u64>, Option<&[u8]>, Option<u64>); 5] = [
+            (b"data: {\"model\": \"a\"}\n\ndata:   {\"n\": [1]}\n\n", ErrorClass::Schema, Some(7), Some(b"$.n[0]"), Some(head + 8)),
+            (b"data: {\"model\": \"a\"}\n\ndata: {\"n\"\n\n", ErrorClass::TruncatedInput, Some(4), Some(b"$.n"), Some(head + 6)),
+            (b"data: {\"model\": \"a\"}\n\ndata: [NOPE]\n\n", ErrorClass::Schema, Some(0), None, Some(head + 6)),
+            (b"data: {\"model\": \"a\"}\n\ndata: [0123456789]\n\n", ErrorClass::Transcode, None, None, Some(head + 6)),
+            (b"data: {\"model\": \"a\"}\n\ndata: {\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx: 1\n\n",
+             ErrorClass::JsonSyntax, Some(head + 8 + 64), Some(b"$"), None),
+        ];
+        for (stream, class, offset, path, frame_offset) in cases {
+            for cut in 0..=stream.len() {
+                let (_, error) = run_stream(stream, cut, 10);
+                let error = error.unwrap_or_else(|| panic!("no error, cut {cut}"));
+                let what = format!("{:?} cut {cut}: {error:?}", String::from_utf8_lossy(stream));
+                assert_eq!((error.class, error.offset, error.frame_offset), (class, offset, frame_offset), "{what}");
+                assert_eq!(error.path.as_deref().filter(|p| *p != b"$" || path.is_some()), path, "{what}");
+                assert_eq!(error.dialect, Some("openai"), "{what}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_stream_copy_is_the_frames_the_decoder_accepted() {
+        let stream = b"event: x\ndata: {\"model\": \"a\"}\n\n: ping\ndata: 1\ndata: 2\nevent: y\n\n";
+        for cut in 0..=stream.len() {
+            let (mut front, mut session) = stream_front(100, true);
+            let mut out = Tagged(Vec::new());
+            let mut copied = Vec::new();
+            let first = front.feed(&stream[..cut], &mut session, &mut out);
+            front.take_copied(&mut copied);
+            let result = first.and_then(|()| front.feed(&stream[cut..], &mut session, &mut out));
+            assert!(result.is_err(), "\"1\\n2\" is text: a SchemaError");
+            front.take_copied(&mut copied);
+            assert_eq!(copied, b"event: x\ndata: {\"model\": \"a\"}\n\n", "cut {cut}: only the accepted frame");
+        }
+        let (mut front, mut session) = stream_front(100, true);
+        let mut out = Tagged(Vec::new());
+        front.feed(b"data: [DONE]\n\ndata: {}\nevent: y\n\n", &mut session, &mut out).unwrap();
+        front.close(&mut session, &mut out).unwrap();
+        front.copy_finished();
+        let mut copied = Vec::new();
+        front.take_copied(&mut copied);
+        assert_eq!(copied, b"data: [DONE]\n\ndata: {}\nevent: y\n\ndata: [DONE]\n\n");
     }
 
     #[test]

@@ -53,6 +53,9 @@ fn build_py_err(py: Python<'_>, err: &Error, dialect: Option<&str>) -> PyResult<
     let kwargs = PyDict::new(py);
     kwargs.set_item("dialect", err.dialect.or(dialect))?;
     kwargs.set_item("offset", err.offset)?;
+    if err.frame_offset.is_some() {
+        kwargs.set_item("frame_offset", err.frame_offset)?;
+    }
     if let Some(path) = &err.path {
         kwargs.set_item("path", wtf8_to_py(py, path)?)?;
     }
@@ -798,8 +801,8 @@ fn decode_events<'py>(
 /// failed), the bytes `finish` wrote, the losses as `(dialect, path, reason)`,
 /// the TranscodeError (or None; located as the encoder located it). Test entry point.
 #[pyfunction]
-#[pyo3(signature = (source, target, kind, events, options=None))]
-#[allow(clippy::type_complexity)]
+#[pyo3(signature = (source, target, kind, events, options=None, *, clock=None, entropy=None))]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn encode_events<'py>(
     py: Python<'py>,
     source: &str,
@@ -807,12 +810,19 @@ fn encode_events<'py>(
     kind: &str,
     events: Vec<Bound<'py, PyAny>>,
     options: Option<Bound<'py, PyAny>>,
+    clock: Option<Bound<'py, PyAny>>,
+    entropy: Option<Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>, Vec<(String, String, String)>, Option<Py<PyAny>>)> {
     let (source, kind) = dialect_and_kind(source, kind)?;
     let (target, _) = dialect_and_kind(target, kind.name())?;
     let options = options_from_py(py, options.as_ref())?;
     let events = events.iter().map(event_from_py).collect::<PyResult<Vec<_>>>()?;
     let mut session = crate::session::Session::new(options, source, target, kind);
+    if kind != crate::session::Kind::Request {
+        // a response or stream encoder reads the hooks when it is made (`Session.start`)
+        let hooks = Hooks { clock: clock.map(Bound::unbind), entropy: entropy.map(Bound::unbind) };
+        session.response_start = Some(hooks.read(py)?);
+    }
     let per_event = PyList::empty(py);
     let mut tail = Vec::new();
     let result = guard(py, || -> crate::error::Result<()> {
@@ -887,6 +897,34 @@ fn model_name(py: Python<'_>, model: &Bound<'_, PyAny>, hook_error: &HookError) 
     })))
 }
 
+/// A transcoder's `clock` / `entropy` arguments (None: Python's defaults).
+struct Hooks {
+    clock: Option<Py<PyAny>>,
+    entropy: Option<Py<PyAny>>,
+}
+
+impl Hooks {
+    /// `response_start_from_py`: Python's own `session.response_start` (its checks, its
+    /// defaults, a test's patch of it), once per response, where Python reads it.
+    fn read(&self, py: Python<'_>) -> PyResult<crate::session::ResponseStart> {
+        let clock = self.clock.as_ref().map(|hook| hook.bind(py));
+        let entropy = self.entropy.as_ref().map(|hook| hook.bind(py));
+        response_start_from_py(py, clock, entropy)
+    }
+}
+
+static PIPELINE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+/// `Transcoder.abort`'s argument as a canonical `Error`: one as it is, anything else
+/// through Python's own `pipeline._error_event` (its kind, status and text rules).
+fn error_event<'py>(py: Python<'py>, error: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    let class = module(py, &CANONICAL, "interlingua.canonical")?.getattr("Error")?;
+    match error {
+        Some(error) if error.is_instance(&class)? => Ok(error),
+        error => module(py, &PIPELINE, "interlingua.pipeline")?.getattr("_error_event")?.call1((error,)),
+    }
+}
+
 /// `interlingua.Transcoder` for requests on the native core: bytes of one dialect
 /// in (cut anywhere), the target's bytes out, with the Python class's API
 /// (`feed`, `close`, `abort`, `pending_output`, `losses`, `reorder`, `tool_names`).
@@ -900,9 +938,20 @@ struct NativeTranscoder {
     hook_error: Option<HookError>,
     /// a Python exception (the model hook's, a panic's) every later call raises
     py_poison: Option<PyErr>,
+    /// `clock=` / `entropy=`, for a copy's abort (which reads them, as Python's does)
+    hooks: Hooks,
 }
 
 impl NativeTranscoder {
+    /// A same-dialect copy reads the hooks when its abort makes the dialect's error
+    /// output (Python's `Session.start`, read when that encoder is made), not before.
+    fn read_start_for_abort(&mut self, py: Python<'_>) -> PyResult<()> {
+        if self.core.session.response_start.is_none() && self.core.abort_reads_start() {
+            self.core.session.response_start = Some(self.hooks.read(py)?);
+        }
+        Ok(())
+    }
+
     /// One step of the core (`feed` or `close`), with the GIL released for a big
     /// chunk; errors as Python's, and the ones the core cannot hold kept here.
     fn step<'py>(
@@ -956,10 +1005,16 @@ impl NativeTranscoder {
         clock: Option<Bound<'_, PyAny>>,
         entropy: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let _ = (clock, entropy);
         let options = options_from_py(py, options.as_ref())?;
-        // Python looks the target's codecs up first, then the source's
+        // Python looks the target's codecs up first, makes the encoder (a response or
+        // stream encoder reads the hooks: `Session.start`), then looks the source's up
         let (target, kind) = dialect_and_kind(target, kind)?;
+        let hooks = Hooks { clock: clock.map(Bound::unbind), entropy: entropy.map(Bound::unbind) };
+        let start = match kind {
+            crate::session::Kind::Request => None,
+            _ if source == target => None, // a copy: read by an abort's error output only
+            _ => Some(hooks.read(py)?),
+        };
         let (source, _) = dialect_and_kind(source, kind.name())?;
         let hook_error = HookError::default();
         let model = match model {
@@ -967,10 +1022,11 @@ impl NativeTranscoder {
             _ => None,
         };
         let hook_error = matches!(model, Some(crate::pipeline::ModelName::Hook(_))).then_some(hook_error);
-        let session = crate::session::Session::new(options, source, target, kind);
+        let mut session = crate::session::Session::new(options, source, target, kind);
+        session.response_start = start;
         let core = guard(py, || crate::pipeline::Transcoder::new(session, model))?
             .map_err(|err| to_py_err(py, &err, None))?;
-        Ok(NativeTranscoder { core, hook_error, py_poison: None })
+        Ok(NativeTranscoder { core, hook_error, py_poison: None, hooks })
     }
 
     /// Feed a chunk; returns the output it made possible (maybe `b""`).
@@ -991,12 +1047,22 @@ impl NativeTranscoder {
         Ok(out)
     }
 
-    /// `Transcoder.abort`: a request encoder has no error event, so (as in Python)
-    /// this is the output produced so far.
+    /// `Transcoder.abort(error)`: the output so far, ended with the target's error event
+    /// (`error`: a canonical `Error`, or an exception / None made into one by Python's
+    /// own `pipeline._error_event`). A request encoder has no error event: (as in Python)
+    /// the output produced so far. Runs after an error too; poisons nothing.
     #[pyo3(signature = (error=None))]
     fn abort<'py>(slf: &Bound<'py, Self>, error: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyBytes>> {
-        let _ = error;
-        Self::pending_output(slf)
+        let py = slf.py();
+        let event = event_from_py(&error_event(py, error)?)?;
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("Transcoder"))?;
+        let this = &mut *this;
+        this.read_start_for_abort(py)?;
+        let core = &mut this.core;
+        guard(py, || core.abort(&event))?.map_err(|err| to_py_err(py, &err, None))?;
+        let out = PyBytes::new(py, this.core.output());
+        this.core.clear_output();
+        Ok(out)
     }
 
     /// What could not be carried (`interlingua.Loss` records, in order).

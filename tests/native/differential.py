@@ -210,11 +210,14 @@ def python_decode_events(source: str, kind: str, pieces: list[bytes], options=No
     return per_piece, _loss_tuples(session.losses), error
 
 
-def python_encode_events(source: str, target: str, kind: str, events: list, options=None):
+def python_encode_events(source: str, target: str, kind: str, events: list, options=None, *,
+                         clock=None, entropy=None):
     """What ``_native.encode_events`` reports, from the Python encoder of ``target``:
     ``(out_per_event, tail, losses, error)`` -- the bytes each event wrote (up to the
-    one that failed), what ``finish`` wrote, the losses, the error as the encoder raised it."""
-    session = Session(_options(options), source=source, target=target, kind=kind)
+    one that failed), what ``finish`` wrote, the losses, the error as the encoder raised it.
+    ``clock`` / ``entropy``: the ``Transcoder``'s hooks (a response or stream encoder reads
+    them when it is made; None: the suite's fixed ones, tests/fixed_clock.py)."""
+    session = Session(_options(options), source=source, target=target, kind=kind, clock=clock, entropy=entropy)
     _, encoder_cls = codecs(target, kind)
     written: list[bytes] = []
     encoder = encoder_cls(written.append, session)
@@ -228,7 +231,9 @@ def python_encode_events(source: str, target: str, kind: str, events: list, opti
             finally:
                 per_event.append(b"".join(written))
                 written.clear()
-        encoder.finish()
+        # (through the class: Python's anthropic ResponseEncoder keeps its held Finish in an
+        # attribute named ``finish``, which shadows the method on the instance)
+        type(encoder).finish(encoder)
         tail = b"".join(written)
     except TranscodeError as exc:
         error = exc
@@ -308,18 +313,20 @@ def python_events(source: str, data: bytes, options=None, kind: str = "request")
     return [event for events in per_piece for event in events]
 
 
-def assert_encoder_parity(source: str, target: str, events: list, options=None, kind: str = "request") -> None:
+def assert_encoder_parity(source: str, target: str, events: list, options=None, kind: str = "request",
+                          **hooks) -> None:
     """The native encoder of ``target`` writes the same bytes after each event, the same
     tail, losses and error as Python's, fed ``events`` (Python canonical events, e.g.
-    ``python_events(source, body)``). Skips while the native side has no port for it."""
+    ``python_events(source, body)``). ``hooks``: ``clock=`` / ``entropy=`` for a response
+    or stream encoder (``Case.hooks()``). Skips while the native side has no port for it."""
     from interlingua.backend import native_module
     try:
         n_out, n_tail, n_losses, n_error = native_module().encode_events(source, target, kind, events,
-                                                                          _options(options))
+                                                                          _options(options), **hooks)
     except UnicodeEncodeError as exc:  # event_from_py: a str holding a lone surrogate (a "\ud800" key)
         pytest.skip(f"not ported: canonical.rs holds str as UTF-8, this event cannot cross the binding ({exc})")
     skip_if_not_ported(n_error)
-    p_out, p_tail, p_losses, p_error = python_encode_events(source, target, kind, events, options)
+    p_out, p_tail, p_losses, p_error = python_encode_events(source, target, kind, events, options, **hooks)
     where = f"{source} -> {target} {kind}"
     assert error_facts(n_error) == error_facts(p_error), where
     for n, (native_bytes, python_bytes) in enumerate(zip(n_out, p_out)):
@@ -334,12 +341,21 @@ def assert_encoder_parity(source: str, target: str, events: list, options=None, 
 
 @dataclass(frozen=True)
 class Case:
-    """One request body of a dialect, with the Options its scenario runs with."""
+    """One body (or stream) of a dialect, with the Options its scenario runs with, and for a
+    response or stream the clock / entropy its scenario sets (rpt ``options {"clock": ..}``)."""
 
     name: str
     dialect: str
     body: bytes
     options: dict | None = None
+    kind: str = "request"
+    start: tuple | None = None  # (("clock", seconds), ("entropy", hex)): the scenario's own readings
+
+    def hooks(self) -> dict:
+        """The ``clock=`` / ``entropy=`` a ``Transcoder`` (or ``encode_events``) of this case
+        gets: the scenario's, else none (the suite's fixed ones apply)."""
+        from rpt import hooks
+        return hooks(dict(self.start)) if self.start else {}
 
     def __repr__(self) -> str:  # pytest ids and failure messages: the name, not the bytes
         return self.name
@@ -466,3 +482,184 @@ def key_order(case: Case, order: str, seed: int = 0) -> Case:
         return case
     body = fuzz.dump(_reordered(root, order, random.Random(seed))).encode("utf-8")
     return Case(f"{case.name} (keys {order})", case.dialect, body, case.options)
+
+
+# -- response and stream inputs ---------------------------------------------------------
+#
+# The same shapes for kinds "response" (one JSON body: ``pipeline._Front``) and "stream"
+# (SSE or NDJSON frames: ``pipeline._StreamFront``, one document per frame, FrameEnd after
+# each): ``assert_decoder_parity(dialect, data, cuts, options, kind=...)`` (or the
+# ``assert_stream_decoder_parity`` / ``assert_stream_encoder_parity`` spelling below) over
+# ``rpt_responses`` / ``rpt_streams``, ``corpus_responses`` / ``corpus_streams``,
+# ``response_mutant`` / ``stream_mutant`` (the structural fuzzer's mutants and invalid
+# framing), cut with ``stream_cuts`` (inside frames' ``data:`` lines, 7-byte pieces, one
+# frame per feed, every byte).
+
+
+def _rpt_cases(dialect: str, kind: str) -> tuple[Case, ...]:
+    from rpt import HOOKS, all_wire_scripts, parse_wire
+    cases = []
+    for path in all_wire_scripts():
+        script = parse_wire(path)
+        if script.dialect == dialect and script.kind == kind:
+            options = {k: v for k, v in script.options.items() if k not in HOOKS} or None
+            start = tuple((k, script.options[k]) for k in HOOKS if k in script.options) or None
+            cases.append(Case(f"rpt {script.scenario}", dialect, script.body, options, kind, start))
+    return tuple(cases)
+
+
+@lru_cache(maxsize=None)
+def rpt_responses(dialect: str) -> tuple[Case, ...]:
+    """Every rpt response scenario of ``dialect`` (error scenarios too), with its options and hooks."""
+    return _rpt_cases(dialect, "response")
+
+
+@lru_cache(maxsize=None)
+def rpt_streams(dialect: str) -> tuple[Case, ...]:
+    """Every rpt stream scenario of ``dialect`` (error scenarios too), with its options and hooks."""
+    return _rpt_cases(dialect, "stream")
+
+
+def _corpus(dialect: str, kind: str) -> tuple[Case, ...]:
+    from corpus import ITEMS
+    return tuple(Case(f"corpus {item.name}", dialect, item.body, None, kind) for item in ITEMS.values()
+                 if item.dialect == dialect and item.kind == kind)
+
+
+@lru_cache(maxsize=None)
+def corpus_responses(dialect: str) -> tuple[Case, ...]:
+    """The corpus's responses of ``dialect`` (tests/corpus: what the backends send)."""
+    return _corpus(dialect, "response")
+
+
+@lru_cache(maxsize=None)
+def corpus_streams(dialect: str) -> tuple[Case, ...]:
+    """The corpus's streams of ``dialect``."""
+    return _corpus(dialect, "stream")
+
+
+def frame_bounds(dialect: str, data: bytes) -> list[tuple[int, int, int]]:
+    """``(start, data_start, end)`` of each frame of a stream as written (rpt.split_frames:
+    SSE events, NDJSON lines): where it starts, where its data starts (after ``data:`` and
+    its space; the line's start for NDJSON), where it ends."""
+    from rpt import split_frames
+    bounds, at = [], 0
+    for frame in split_frames(dialect, data):
+        marker = frame.find(b"data:")
+        data_start = at if dialect == "ollama" or marker < 0 else at + marker + 5 + (frame[marker + 5:marker + 6] == b" ")
+        bounds.append((at, data_start, at + len(frame)))
+        at += len(frame)
+    return bounds
+
+
+STREAM_CUTS = ("frames", "seven", "inside-data", "some", "none", "every")
+
+
+@st.composite
+def stream_cuts(draw, data: bytes, dialect: str, mode: str | None = None) -> list[int]:
+    """Cut points for a stream: one frame per feed, 7-byte pieces, a cut inside each frame's
+    ``data:`` line (its JSON split), every byte (a short stream), a few random ones, none
+    (``mode``: one of ``STREAM_CUTS``; None: drawn)."""
+    if mode is None:
+        modes = ["frames", "seven", "inside-data", "inside-data", "some", "none"]
+        if len(data) <= 4096:
+            modes.append("every")
+        mode = draw(st.sampled_from(modes), label="cut mode")
+    if mode == "none" or not data:
+        return []
+    if mode == "every":
+        return list(range(1, len(data)))
+    if mode == "seven":
+        return list(range(7, len(data), 7))
+    bounds = frame_bounds(dialect, data)
+    if mode == "frames":
+        return [end for _, _, end in bounds[:-1]]
+    if mode == "inside-data":
+        cuts = []
+        for start, data_start, end in bounds:
+            if end - data_start > 1:
+                cuts.append(draw(st.integers(data_start + 1, end - 1)))
+        return sorted(cuts)
+    return sorted(draw(st.lists(st.integers(0, len(data)), max_size=8)))
+
+
+@lru_cache(maxsize=None)
+def _stream_seeds(dialect: str, kind: str) -> tuple:
+    import fuzz
+    return tuple(fuzz.seeds_of(dialect, kind))
+
+
+#: framing faults a stream mutant may get (inserted at a random byte): a raw byte that is
+#: not UTF-8, a bare CR (a line end of its own), a field name over 64 bytes, a stray
+#: ``data:`` line, the blank line that ends a frame (two frames made one), a comment
+_FRAMING_FAULTS = (b"\xff", b"\r", b"\n" + b"x" * 70 + b": 1\n", b"\ndata: x\n", b"\n\n", b"\n: note\n", b"{")
+
+
+@st.composite
+def stream_mutant(draw, dialect: str) -> Case:
+    """An invalid (or merely odd) stream of ``dialect``: one of the structural fuzzer's stream
+    mutants (tests/fuzz.py: a frame dropped, doubled, swapped with the next, one of
+    ``fuzz.OPS`` on a frame's JSON, the stream cut short) or a framing fault inserted at a
+    random byte; drawn one at a time from an rpt stream seed."""
+    import fuzz
+    from rpt import split_frames
+    seeds = _stream_seeds(dialect, "stream")
+    seed = draw(st.sampled_from(seeds), label="seed")
+    frames = split_frames(dialect, seed.body)
+    op = draw(st.sampled_from(["drop", "twice", "swap", "json", "json", "cut", "fault", "fault"]), label="op")
+    i = draw(st.integers(0, len(frames) - 1), label="frame")
+    if op == "drop":
+        return Case(f"fuzz {seed.name}: frame {i} dropped", dialect, b"".join(frames[:i] + frames[i + 1:]), kind="stream")
+    if op == "twice":
+        return Case(f"fuzz {seed.name}: frame {i} twice", dialect, b"".join(frames[:i + 1] + frames[i:]), kind="stream")
+    if op == "swap" and i + 1 < len(frames):
+        body = b"".join(frames[:i] + [frames[i + 1], frames[i]] + frames[i + 2:])
+        return Case(f"fuzz {seed.name}: frames {i}, {i + 1} swapped", dialect, body, kind="stream")
+    if op == "cut":
+        cut = draw(st.integers(0, len(seed.body) - 1))
+        return Case(f"fuzz {seed.name}: cut at byte {cut}", dialect, seed.body[:cut], kind="stream")
+    if op == "json" and (parts := fuzz.frame_json(frames[i])) is not None:
+        before, doc, after = parts
+        root = fuzz.parse(doc)
+        path = draw(st.sampled_from(list(fuzz.paths(root))))
+        mutation, arg = draw(st.sampled_from(fuzz.OPS))
+        mutant = fuzz.mutate(root, path, mutation, arg)
+        if mutant is not None:
+            frame = before + fuzz.dump(mutant).encode("utf-8") + after
+            body = b"".join(frames[:i]) + frame + b"".join(frames[i + 1:])
+            return Case(f"fuzz {seed.name}: frame {i}: {mutation} at {list(path)}", dialect, body, kind="stream")
+    fault = draw(st.sampled_from(_FRAMING_FAULTS))
+    at = draw(st.integers(0, len(seed.body)))
+    return Case(f"fuzz {seed.name}: {fault!r} at byte {at}", dialect, seed.body[:at] + fault + seed.body[at:],
+                kind="stream")
+
+
+@st.composite
+def response_mutant(draw, dialect: str) -> Case:
+    """A structural-fuzzer mutant of one of the dialect's rpt responses (as ``fuzz_mutant``)."""
+    import fuzz
+    seed = draw(st.sampled_from(_stream_seeds(dialect, "response")), label="seed")
+    if draw(st.integers(0, 9)) == 0:
+        cut = draw(st.integers(0, len(seed.body) - 1))
+        return Case(f"fuzz {seed.name}: cut at byte {cut}", dialect, seed.body[:cut], kind="response")
+    root = fuzz.parse(seed.body)
+    path = draw(st.sampled_from(list(fuzz.paths(root))))
+    op, arg = draw(st.sampled_from(fuzz.OPS))
+    mutant = fuzz.mutate(root, path, op, arg)
+    body = seed.body if mutant is None else fuzz.dump(mutant).encode("utf-8")
+    return Case(f"fuzz {seed.name}: {op} at {list(path)}", dialect, body, kind="response")
+
+
+def assert_stream_decoder_parity(dialect: str, data: bytes, cuts=(), options=None, kind: str = "stream") -> None:
+    """``assert_decoder_parity`` for a stream (or, ``kind="response"``, a response body):
+    the same events per feed (``FrameEnd`` after each frame; fragments joined per feed),
+    losses and error, ``frame_offset`` included."""
+    assert_decoder_parity(dialect, data, cuts, options, kind=kind)
+
+
+def assert_stream_encoder_parity(source: str, target: str, events: list, options=None, kind: str = "stream",
+                                 **hooks) -> None:
+    """``assert_encoder_parity`` for a stream (or response) encoder: fed ``events`` (e.g.
+    ``python_events(source, stream, kind="stream")``, ``FrameEnd`` markers included), the
+    same bytes after each event, tail, losses and error; ``hooks``: ``Case.hooks()``."""
+    assert_encoder_parity(source, target, events, options, kind=kind, **hooks)

@@ -16,6 +16,7 @@ from interlingua.dialects import DIALECTS
 from .differential import (
     not_ported_here,
     error_facts, feed_cuts, feeds, fuzz_mutant, join_fragments, rpt_requests, skip_if_not_ported, skip_if_unnameable,
+    response_mutant, rpt_responses, rpt_streams, stream_cuts, stream_mutant,
 )
 
 native = native_module()
@@ -36,10 +37,10 @@ def run(decoder, pieces: list[bytes]) -> tuple:
     return per_call, error_facts(error), again
 
 
-def assert_decoder_class_parity(dialect: str, body: bytes, cuts, options=None) -> None:
+def assert_decoder_class_parity(dialect: str, body: bytes, cuts, options=None, kind: str = "request") -> None:
     options = Options(**options) if isinstance(options, dict) else options
     try:
-        native_decoder = native.Decoder(dialect, options=options)
+        native_decoder = native.Decoder(dialect, kind=kind, options=options)
     except TranscodeError as exc:
         skip_if_not_ported(exc)
         raise
@@ -47,7 +48,7 @@ def assert_decoder_class_parity(dialect: str, body: bytes, cuts, options=None) -
     native_run = run(native_decoder, pieces)
     if native_run[1] is not None and "not ported yet" in native_run[1][1]:
         not_ported_here(native_run[1][1])
-    python_run = run(Decoder(dialect, options=options), pieces)
+    python_run = run(Decoder(dialect, kind=kind, options=options), pieces)
     skip_if_unnameable([event for events in python_run[0] for event in events])
     assert native_run == python_run, f"{dialect}, cuts {cuts[:20]}"
     assert python_run[2] == python_run[1], "an error poisons the decoder"
@@ -67,7 +68,27 @@ def test_fuzz_mutants(dialect, data):
     assert_decoder_class_parity(dialect, case.body, data.draw(feed_cuts(case.body), label="cuts"))
 
 
-def test_responses_and_streams_are_not_ported_yet():
-    for kind in ("response", "stream"):
-        with pytest.raises(TranscodeError, match="native core has no"):
-            native.Decoder("openai", kind=kind)
+# -- responses and streams ---------------------------------------------------------------
+
+INPUTS = {"response": rpt_responses, "stream": rpt_streams}
+MUTANTS = {"response": response_mutant, "stream": stream_mutant}
+
+
+@pytest.mark.parametrize("kind", ["response", "stream"])
+@pytest.mark.parametrize("dialect", DIALECTS)
+@given(data=st.data())
+def test_rpt_responses_and_streams(dialect, kind, data):
+    """The class over the stream front (framing, one document per frame, FrameEnd) and
+    the response front: every rpt scenario, cut inside frames, in 7-byte pieces, per frame."""
+    case = data.draw(st.sampled_from(INPUTS[kind](dialect)), label="case")
+    assert_decoder_class_parity(dialect, case.body, data.draw(stream_cuts(case.body, dialect), label="cuts"),
+                                case.options, kind=kind)
+
+
+@pytest.mark.parametrize("kind", ["response", "stream"])
+@pytest.mark.parametrize("dialect", DIALECTS)
+@given(data=st.data())
+def test_invalid_responses_and_streams(dialect, kind, data):
+    case = data.draw(MUTANTS[kind](dialect), label="mutant")
+    assert_decoder_class_parity(dialect, case.body, data.draw(stream_cuts(case.body, dialect), label="cuts"),
+                                kind=kind)

@@ -19,6 +19,7 @@ from .differential import (
     not_ported_here,
     KEY_ORDERS, corpus_requests, error_facts, feed_cuts, feeds, fuzz_mutant, key_order, python_events, rpt_requests,
     skip_if_not_ported, skip_if_unnameable,
+    corpus_streams, frame_bounds, response_mutant, rpt_responses, rpt_streams, stream_cuts, stream_mutant,
 )
 
 native = native_module()
@@ -75,7 +76,7 @@ def assert_transcoder_parity(source: str, target: str, body: bytes, cuts, option
     if native_run["error"] is not None and "not ported yet" in native_run["error"][1]:
         not_ported_here(native_run["error"][1])
     python_run = run(PythonTranscoder(source, target, options=options, **kwargs), pieces)
-    skip_if_unnameable(python_events(source, body, options))
+    skip_if_unnameable(python_events(source, body, options, kind=kwargs.get("kind", "request")))
     for name in python_run:
         assert native_run[name] == python_run[name], f"{source} -> {target}: {name} differs (cuts {cuts[:20]})"
     if python_run["error"] is None:
@@ -145,10 +146,106 @@ def test_names_are_checked_as_python_checks_them():
         assert str(native_error.value) == str(python.value)
 
 
-def test_responses_and_streams_are_not_ported_yet():
-    for kind in ("response", "stream"):
-        with pytest.raises(TranscodeError, match="native core has no"):
-            native.Transcoder("openai", "anthropic", kind=kind)
+# -- responses and streams: the 9 pairs of each kind (same-dialect ones are copies) ----------
+
+INPUTS = {"response": rpt_responses, "stream": rpt_streams}
+MUTANTS = {"response": response_mutant, "stream": stream_mutant}
+KINDS = ("response", "stream")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("source,target", PAIRS)
+@given(data=st.data())
+def test_rpt_responses_and_streams(source, target, kind, data):
+    """Every rpt scenario with its options and its clock / entropy, cut inside frames'
+    data lines, in 7-byte pieces, one frame per feed, at every byte."""
+    case = data.draw(st.sampled_from(INPUTS[kind](source)), label="case")
+    cuts = data.draw(stream_cuts(case.body, source), label="cuts")
+    assert_transcoder_parity(source, target, case.body, cuts, case.options, kind=kind, **case.hooks())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("source,target", PAIRS)
+@given(data=st.data())
+def test_invalid_responses_and_streams(source, target, kind, data):
+    case = data.draw(MUTANTS[kind](source), label="mutant")
+    cuts = data.draw(stream_cuts(case.body, source), label="cuts")
+    assert_transcoder_parity(source, target, case.body, cuts, kind=kind)
+
+
+@pytest.mark.parametrize("source,target", PAIRS)
+def test_corpus_streams_per_frame_and_in_7_byte_pieces(source, target):
+    for case in corpus_streams(source):
+        frames = [end for _, _, end in frame_bounds(source, case.body)]
+        assert_transcoder_parity(source, target, case.body, frames, kind="stream")
+        assert_transcoder_parity(source, target, case.body, list(range(7, len(case.body), 7)), kind="stream")
+
+
+def _abort_errors():
+    from interlingua import canonical
+    from interlingua.errors import BudgetExceededError
+    return [None, TranscodeError("upstream sent garbage", dialect="openai", offset=3), BudgetExceededError("big"),
+            ValueError("boom"), ValueError(), canonical.Error("overloaded_error", "busy", 529),
+            canonical.Error("api_error", "no status")]
+
+
+def run_abort(transcoder, pieces: list[bytes], error) -> dict:
+    """Feed the pieces (stopping at an error), then abort: what comes out, and after it."""
+    outs, raised = [], None
+    try:
+        for piece in pieces:
+            outs.append(transcoder.feed(piece))
+    except TranscodeError as exc:
+        raised = error_facts(exc)
+    outs.append(("abort", transcoder.abort(error)))
+    outs.append(("abort again", transcoder.abort(error)))
+    return {"outs": outs, "raised": raised,
+            "losses": [(loss.dialect, loss.path, loss.reason) for loss in transcoder.losses]}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("source,target", PAIRS)
+@given(data=st.data())
+def test_abort_ends_with_the_targets_error_event(source, target, kind, data):
+    """``abort(error)`` after any prefix of a scenario (an error of its own included): the
+    output so far and the target's error event, with Python's mapping of the error."""
+    case = data.draw(st.sampled_from(INPUTS[kind](source)), label="case")
+    cuts = data.draw(stream_cuts(case.body, source), label="cuts")
+    pieces = feeds(case.body, sorted(cuts))
+    pieces = pieces[:data.draw(st.integers(0, len(pieces)), label="fed")]
+    error = data.draw(st.sampled_from(_abort_errors()), label="error")
+    options = Options(**case.options) if case.options else None
+    native_run = run_abort(native_transcoder(source, target, kind=kind, options=options, **case.hooks()), pieces, error)
+    python_run = run_abort(PythonTranscoder(source, target, kind=kind, options=options, **case.hooks()), pieces, error)
+    assert native_run == python_run, f"{source} -> {target} {kind}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("source,target", PAIRS)
+def test_the_hooks_are_read_once_where_python_reads_them(source, target, kind):
+    """A response or stream into another dialect reads ``clock`` / ``entropy`` once, when
+    the transcoder is made; a copy (same dialect) only when its abort writes the dialect's
+    error output; a bad reading is Python's ValueError."""
+    case = INPUTS[kind](source)[0]
+    for cut in (0, len(case.body)):
+        reads = []
+        for make in (native_transcoder, PythonTranscoder):
+            calls = []
+            clock = lambda: calls.append("clock") or 1764579600.5  # noqa: E731
+            entropy = lambda n: calls.append("entropy") or bytes(range(n))  # noqa: E731
+            transcoder = make(source, target, kind=kind, clock=clock, entropy=entropy)
+            made = list(calls)
+            try:
+                transcoder.feed(case.body[:cut])
+            except TranscodeError:
+                pass
+            transcoder.abort(None)
+            reads.append((made, list(calls)))
+        assert reads[0] == reads[1], f"{source} -> {target} {kind}, {cut} bytes fed"
+    for make in (native_transcoder, PythonTranscoder):
+        if source != target:
+            with pytest.raises(ValueError, match="clock"):
+                make(source, target, kind=kind, clock=lambda: "noon")
 
 
 # -- the binding: the GIL, threads -------------------------------------------------------
