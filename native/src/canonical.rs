@@ -161,7 +161,11 @@ pub struct Control<'a> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Extension<'a> {
     pub dialect: Cow<'a, str>,
-    pub path: Cow<'a, str>,
+    /// `$.messages[0].x` -- WTF-8, not `str`: it ends in an input key, and a key may hold
+    /// an escaped lone surrogate (`"x\ud83d"`) as the Python path's `str` does (the
+    /// binding converts with `surrogatepass`). Block attribute names stay `str`: they
+    /// are the codecs' own names, never an input key.
+    pub path: Cow<'a, [u8]>,
     pub raw: RawJson<'a>,
     pub message: Option<i64>,
     pub lossless: bool,
@@ -454,7 +458,7 @@ mod tests {
         let block = |section, payload: &'static [u8]| Block { section, message: 0, payload: Cow::Borrowed(payload), init: true, fin: true, attrs: None };
         assert_eq!(block(Section::UserText, br"a\nb").text().unwrap().as_ref(), b"a\nb");
         assert_eq!(block(Section::ToolDefinition, br#"{"a":"\n"}"#).text().unwrap().as_ref(), br#"{"a":"\n"}"#);
-        let ext = Extension { dialect: "ollama".into(), path: "$.x".into(), raw: Cow::Borrowed(b"\"t\""), message: None, lossless: false };
+        let ext = Extension { dialect: "ollama".into(), path: Cow::Borrowed(b"$.x"), raw: Cow::Borrowed(b"\"t\""), message: None, lossless: false };
         assert_eq!(ext.value().unwrap(), crate::value::Value::str("t"));
     }
 

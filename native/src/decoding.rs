@@ -301,12 +301,13 @@ impl<'a> Cx<'a> {
         self.out.event(event, self.session)
     }
 
-    /// `Decoder.extension`: a dialect field without canonical meaning.
-    pub fn extension(&mut self, dialect: &'static str, path: String, raw: &[u8], message: Option<i64>,
+    /// `Decoder.extension`: a dialect field without canonical meaning (`path` WTF-8:
+    /// `member_path` makes one ending in a key).
+    pub fn extension(&mut self, dialect: &'static str, path: impl Into<Vec<u8>>, raw: &[u8], message: Option<i64>,
                      lossless: bool) -> Result<()> {
         self.emit(Event::Extension(Extension {
             dialect: Cow::Borrowed(dialect),
-            path: Cow::Owned(path),
+            path: Cow::Owned(path.into()),
             raw: Cow::Borrowed(raw),
             message,
             lossless,
@@ -828,6 +829,14 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
 // -- value readers ------------------------------------------------------------------
 
 /// `decoding._data`: compact JSON as data (json.loads), a lone surrogate refused.
+/// The path of member `key` under `prefix` (`f"$.messages[{i}].{key}"`), WTF-8 as the
+/// decoded key is: a key may hold an escaped lone surrogate (`Extension.path`).
+pub fn member_path(prefix: std::fmt::Arguments<'_>, key: &[u8]) -> Vec<u8> {
+    let mut path = std::fmt::format(prefix).into_bytes();
+    path.extend_from_slice(key);
+    path
+}
+
 fn parse_value(raw: &[u8]) -> Result<Value> {
     Value::parse(raw)
 }

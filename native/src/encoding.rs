@@ -53,7 +53,7 @@ use crate::canonical::{unescape_json_text, Block, Control, Extension, PayloadFor
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
 use crate::jsonwriter::{dumps_str, key_bytes, JsonWriter};
-use crate::losses::{block_path, block_subject, field_path, field_subject, lacks, no_place, path_subject, raw_block_type};
+use crate::losses::{block_path, block_subject, field_path, field_subject, lacks, lacks_wtf8, no_place, path_subject_wtf8, raw_block_type};
 use crate::reorder::{ByteHold, Hold, ReorderBuffer};
 use crate::session::Session;
 use crate::value::Value;
@@ -564,12 +564,24 @@ pub fn lose_signature(session: &mut Session, dialect: &str, block: BlockRef<'_>,
     Ok(())
 }
 
+/// `text[n:]` of WTF-8 text (Python slices code points): `ext.path[2:]`, a top-level
+/// extension's key.
+pub fn skip_chars(text: &[u8], n: usize) -> &[u8] {
+    let mut starts = text.iter().enumerate().filter(|(_, &b)| b & 0xC0 != 0x80).map(|(i, _)| i);
+    starts.nth(n).map_or(&text[text.len()..], |at| &text[at..])
+}
+
+/// `path.rsplit(".", 1)[1]`: the member an extension of a message names (WTF-8).
+pub fn last_segment(path: &[u8]) -> &[u8] {
+    path.iter().rposition(|&b| b == b'.').map_or(path, |dot| &path[dot + 1..])
+}
+
 /// `foreign_extension`: an extension of another dialect: lossless ones vanish, others are losses.
 pub fn foreign_extension(session: &mut Session, dialect: &str, ext: &Extension<'_>) -> Result<()> {
     if ext.lossless {
         return Ok(());
     }
-    let reason = lacks(path_subject(&ext.path), dialect, "such field", None);
+    let reason = lacks_wtf8(path_subject_wtf8(&ext.path), dialect, "such field", None);
     session.lose(&ext.path, &reason, Some(&ext.dialect))
 }
 
@@ -772,7 +784,8 @@ pub struct MessageAssembler {
     members: Vec<Member>,
     streaming: Option<usize>,
     ended: Vec<&'static str>,
-    late_scalars: Option<Hold<(String, Vec<u8>)>>,
+    /// (key as WTF-8: an extension's member may hold a lone surrogate, value)
+    late_scalars: Option<Hold<(Vec<u8>, Vec<u8>)>>,
     held: bool,
 }
 
@@ -801,10 +814,10 @@ impl MessageAssembler {
         Ok(msg)
     }
 
-    fn late(&mut self, io: &mut Io<'_>, key: &str, value: &[u8]) -> Result<()> {
+    fn late(&mut self, io: &mut Io<'_>, key: &[u8], value: &[u8]) -> Result<()> {
         let reason = self.reason;
         let hold = self.late_scalars.get_or_insert_with(|| io.session.reorder.hold(reason));
-        hold.append(&mut io.session.reorder, (key.to_string(), value.to_vec()), char_len(key.as_bytes()) + value.len() as u64)
+        hold.append(&mut io.session.reorder, (key.to_vec(), value.to_vec()), char_len(key) + value.len() as u64)
     }
 
     /// A small member written whole (role, an id): now, or at close if a member is mid-stream.
@@ -812,12 +825,13 @@ impl MessageAssembler {
         if self.streaming.is_none() {
             return io.json(self.out, |w, b| w.raw_member(key, value, b));
         }
-        self.late(io, key, value)
+        self.late(io, key.as_bytes(), value)
     }
 
     /// A small member written when the message closes, whatever else is streaming.
-    pub fn trailing(&mut self, io: &mut Io<'_>, key: &str, value: &[u8]) -> Result<()> {
-        self.late(io, key, value)
+    /// `key`: WTF-8 (`&str`, or an extension's last segment).
+    pub fn trailing(&mut self, io: &mut Io<'_>, key: impl AsRef<[u8]>, value: &[u8]) -> Result<()> {
+        self.late(io, key.as_ref(), value)
     }
 
     /// The writer for member `key`, opened on first use. Arrays and objects: write
@@ -904,7 +918,7 @@ impl MessageAssembler {
             }
         }
         if let Some(mut late) = self.late_scalars.take() {
-            let items: Vec<(String, Vec<u8>)> = late.drain(&mut io.session.reorder).collect();
+            let items: Vec<(Vec<u8>, Vec<u8>)> = late.drain(&mut io.session.reorder).collect();
             for (key, value) in items {
                 tail.extend_from_slice(io.sep(out));
                 key_bytes(&key, &mut tail);
@@ -927,7 +941,8 @@ pub trait MessageCloser {
 }
 
 enum Later {
-    Member(String, Vec<u8>),
+    /// (key, WTF-8; its raw JSON)
+    Member(Vec<u8>, Vec<u8>),
     Element(&'static str, Vec<u8>),
 }
 
@@ -998,10 +1013,12 @@ impl MessageListBody {
     }
 
     /// A top-level member written whole.
-    pub fn member<C: MessageCloser + ?Sized>(&mut self, key: &str, raw: &[u8], c: &mut C, io: &mut Io<'_>) -> Result<()> {
+    /// `key`: WTF-8 (`&str`, or an extension's path after `$.`).
+    pub fn member<C: MessageCloser + ?Sized>(&mut self, key: impl AsRef<[u8]>, raw: &[u8], c: &mut C, io: &mut Io<'_>) -> Result<()> {
+        let key = key.as_ref();
         if self.list_unfinished() {
-            let size = char_len(key.as_bytes()) + raw.len() as u64;
-            return self.later.append(&mut io.session.reorder, Later::Member(key.to_string(), raw.to_vec()), size);
+            let size = char_len(key) + raw.len() as u64;
+            return self.later.append(&mut io.session.reorder, Later::Member(key.to_vec(), raw.to_vec()), size);
         }
         self.close_array(c, io)?;
         io.json(self.out, |w, b| w.raw_member(key, raw, b))

@@ -54,6 +54,9 @@ pub struct Error {
     /// `repr`, whose rule for non-ASCII needs the Unicode database: the core's
     /// message approximates it, the binding writes it with Python's `repr`.
     pub key: Option<Vec<u8>>,
+    /// The message as WTF-8 where it holds a lone surrogate (a strict loss at a key
+    /// with an escaped one: Python's message holds it); `message` then has U+FFFD.
+    pub message_wtf8: Option<Vec<u8>>,
     /// The dialect, where the raising stage names one (Python's `dialect=` at the
     /// raise: a loss of a control from another dialect, an encoder's own error);
     /// otherwise the pipeline names the source (`exc.locate`).
@@ -66,7 +69,27 @@ pub struct Error {
 
 impl Error {
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
-        Error { class, message: message.into(), offset: None, path: None, key: None, dialect: None, frame_offset: None }
+        Error {
+            class,
+            message: message.into(),
+            offset: None,
+            path: None,
+            key: None,
+            message_wtf8: None,
+            dialect: None,
+            frame_offset: None,
+        }
+    }
+
+    /// An error whose message is WTF-8 (it quotes an input key).
+    pub fn wtf8(class: ErrorClass, message: Vec<u8>) -> Self {
+        match String::from_utf8(message) {
+            Ok(text) => Error::new(class, text),
+            Err(e) => {
+                let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                Error { message_wtf8: Some(e.into_bytes()), ..Error::new(class, text) }
+            }
+        }
     }
 
     pub fn at(mut self, offset: u64) -> Self {

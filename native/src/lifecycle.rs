@@ -592,15 +592,15 @@ pub fn ollama_created_at(time_us: i64) -> Vec<u8> {
 
 /// Whether an extension is a source's time field (`_TIME_FIELDS`).
 fn is_time_field(ext: &Extension<'_>) -> bool {
-    matches!((ext.dialect.as_ref(), ext.path.as_ref()), ("ollama", "$.created_at") | ("openai", "$.created"))
+    matches!((ext.dialect.as_ref(), ext.path.as_ref()), ("ollama", b"$.created_at") | ("openai", b"$.created"))
 }
 
 /// `source_time_us(ext)`: the response's time when the extension is a source's
 /// time field, else `None`.
 pub fn source_time_us(ext: &Extension<'_>) -> Option<i64> {
     match (ext.dialect.as_ref(), ext.path.as_ref()) {
-        ("ollama", "$.created_at") => ollama_time_us(&ext.raw),
-        ("openai", "$.created") => openai_time_us(&ext.raw),
+        ("ollama", b"$.created_at") => ollama_time_us(&ext.raw),
+        ("openai", b"$.created") => openai_time_us(&ext.raw),
         _ => None,
     }
 }
@@ -736,12 +736,12 @@ mod tests {
         let mut s = session("anthropic", Kind::Stream);
         assert_eq!(finish_to("openai", Some("openai:odd"), &mut s, None).unwrap().as_deref(), Some("odd"));
         assert_eq!(finish_to("openai", Some("pause_turn"), &mut s, Some("END")).unwrap().as_deref(), Some("stop"));
-        let reasons: Vec<&str> = s.losses.iter().map(|l| l.reason.as_str()).collect();
+        let reasons: Vec<&[u8]> = s.losses.iter().map(|l| l.reason.as_slice()).collect();
         assert_eq!(reasons, [
-            "stop_sequence 'END': openai has no field for the stop sequence that ended generation; the finish reason is kept",
-            "stop_reason 'pause_turn': openai has no such finish reason; sent as 'stop'",
+            &b"stop_sequence 'END': openai has no field for the stop sequence that ended generation; the finish reason is kept"[..],
+            b"stop_reason 'pause_turn': openai has no such finish reason; sent as 'stop'",
         ]);
-        assert_eq!(s.losses[1].path, "$.delta.stop_reason");
+        assert_eq!(s.losses[1].path, b"$.delta.stop_reason");
     }
 
     #[test]
@@ -776,7 +776,7 @@ mod tests {
     fn stamp_keeps_the_first_time_and_id() {
         let mut stamp = Stamp::new(ResponseStart { time_us: 5_000_000, nonce: [7; 12] });
         let ext = |dialect: &'static str, path: &'static str, raw: &'static [u8]| Extension {
-            dialect: dialect.into(), path: path.into(), raw: Cow::Borrowed(raw), message: None, lossless: false };
+            dialect: dialect.into(), path: Cow::Borrowed(path.as_bytes()), raw: Cow::Borrowed(raw), message: None, lossless: false };
         assert!(stamp.source(&ext("openai", "$.created", b"1704067200")));
         assert!(!stamp.source(&ext("openai", "$.id", b"\"x\"")));
         assert_eq!(stamp.time_us(), 1_704_067_200_000_000);

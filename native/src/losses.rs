@@ -62,6 +62,12 @@ pub fn lacks(subject: &str, target: &str, what: &str, done: Option<&str>) -> Str
     }
 }
 
+/// `lacks` of a WTF-8 subject (a path ending in an input key, which may hold a lone
+/// surrogate): the same words, as WTF-8.
+pub fn lacks_wtf8(subject: &[u8], target: &str, what: &str, done: Option<&str>) -> Vec<u8> {
+    [subject, lacks("", target, what, done).as_bytes()].concat()
+}
+
 // -- the source dialect's names -------------------------------------------------------
 
 /// `_BLOCK_NAMES[dialect][section]`.
@@ -217,6 +223,11 @@ pub fn path_subject(path: &str) -> &str {
     path.strip_prefix("$.").unwrap_or(path)
 }
 
+/// `path_subject` of a WTF-8 path (`Extension.path`).
+pub fn path_subject_wtf8(path: &[u8]) -> &[u8] {
+    path.strip_prefix(b"$.").unwrap_or(path)
+}
+
 // -- where a canonical thing sits in the source ---------------------------------------
 
 /// The source path of the finish reason (`finish_path`); `kind`: "request", "response" or "stream".
@@ -276,6 +287,7 @@ mod tests {
         assert_eq!(lacks("x", "y", "z", Some("")), "x: y has no z");
         assert_eq!(path_subject("$.options.num_ctx"), "options.num_ctx");
         assert_eq!(path_subject("$[\"a b\"]"), "$[\"a b\"]");
+        assert_eq!(lacks_wtf8(path_subject_wtf8(b"$.x\xed\xa0\xbd"), "y", "z", None), b"x\xed\xa0\xbd: y has no z");
         assert_eq!((article("image"), article("tool"), article("")), ("an", "a", "an"));
     }
 

@@ -73,6 +73,16 @@ pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedEnco
     }
 }
 
+/// Whether the codec table has all 9 pairs of `kind`: every dialect's decoder and
+/// encoder (a same-dialect response or stream is a copy: its decoder, and its encoder
+/// for an abort's error output). The binding's `COVERS` names the kinds that have.
+pub fn covers(kind: Kind) -> bool {
+    crate::dialects::DIALECTS.into_iter().all(|name| {
+        let session = Session::new(crate::session::Options::default(), name, name, kind);
+        decoder(name, kind, &session).is_ok() && encoder(name, kind, &session).is_ok()
+    })
+}
+
 // -- the fronts: bytes in, canonical events out ------------------------------------------
 
 /// The tokenizer's sink: each token to the decoder, its events to `out`.
@@ -671,7 +681,7 @@ pub fn owned(event: Event<'_>) -> Event<'static> {
         }),
         Event::Extension(e) => Event::Extension(crate::canonical::Extension {
             dialect: text(e.dialect),
-            path: text(e.path),
+            path: bytes(e.path),
             raw: bytes(e.raw),
             message: e.message,
             lossless: e.lossless,
@@ -725,6 +735,11 @@ impl Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_are_covered() {
+        assert!(covers(Kind::Request));
+    }
 
     #[test]
     fn kinds_and_dialects_by_name() {

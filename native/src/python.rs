@@ -23,6 +23,22 @@ use crate::reorder::{ByteHold, Hold, ReorderBuffer};
 /// what the native backend covers).
 const COVERS: &[&str] = &["json-tokenizer", "sse-framing", "ndjson-framing", "reorder-buffer", "canonical-events", "request-pipeline"];
 
+/// `COVERS` with the kinds whose 9 pairs the codec table has (`pipeline::covers`):
+/// `"response-pipeline"`, `"stream-pipeline"`, and `"pipeline"` once both are there.
+fn covers() -> Vec<&'static str> {
+    let mut covers = COVERS.to_vec();
+    let kinds = [(crate::session::Kind::Response, "response-pipeline"), (crate::session::Kind::Stream, "stream-pipeline")];
+    for (kind, name) in kinds {
+        if crate::pipeline::covers(kind) {
+            covers.push(name);
+        }
+    }
+    if covers.contains(&"response-pipeline") && covers.contains(&"stream-pipeline") {
+        covers.push("pipeline");
+    }
+    covers
+}
+
 /// Below this many bytes a chunk is worked on with the GIL held: releasing and
 /// taking it back costs more than the work (see native/README.md, "Threads").
 const DETACH_MIN: usize = 2048;
@@ -45,10 +61,11 @@ pub(crate) fn to_py_err(py: Python<'_>, err: &Error, dialect: Option<&str>) -> P
 
 fn build_py_err(py: Python<'_>, err: &Error, dialect: Option<&str>) -> PyResult<PyErr> {
     let class = errors_module(py)?.getattr(err.class.name())?;
-    let message: Bound<'_, PyAny> = match &err.key {
+    let message: Bound<'_, PyAny> = match (&err.key, &err.message_wtf8) {
         // "duplicate key {key!r}": Python's repr, exactly
-        Some(key) => pyo3::types::PyString::new(py, "duplicate key ").add(wtf8_to_py(py, key)?.repr()?)?,
-        None => err.message.as_str().into_pyobject(py)?.into_any(),
+        (Some(key), _) => pyo3::types::PyString::new(py, "duplicate key ").add(wtf8_to_py(py, key)?.repr()?)?,
+        (None, Some(text)) => wtf8_to_py(py, text)?,
+        (None, None) => err.message.as_str().into_pyobject(py)?.into_any(),
     };
     let kwargs = PyDict::new(py);
     kwargs.set_item("dialect", err.dialect.or(dialect))?;
@@ -61,6 +78,15 @@ fn build_py_err(py: Python<'_>, err: &Error, dialect: Option<&str>) -> PyResult<
     }
     let instance = class.call((message,), Some(&kwargs))?;
     Ok(PyErr::from_value(instance))
+}
+
+/// A Python str as WTF-8 bytes (a lone surrogate kept: `surrogatepass`).
+pub(crate) fn wtf8_from_py(text: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let text = text.cast::<pyo3::types::PyString>()?;
+    match text.to_str() {
+        Ok(utf8) => Ok(utf8.as_bytes().to_vec()),
+        Err(_) => text.call_method1("encode", ("utf-8", "surrogatepass"))?.extract(),
+    }
 }
 
 /// WTF-8 bytes (UTF-8 that may hold encoded lone surrogates) as a Python str.
@@ -392,7 +418,7 @@ fn event_tags() -> Vec<&'static str> {
     use std::borrow::Cow;
     let block = Block { section: Section::Unknown, message: 0, payload: Cow::Borrowed(b""), init: true, fin: true, attrs: None };
     let control = Control { name: "".into(), value: Cow::Borrowed(b""), dialect: None, key: None, raw: None };
-    let extension = Extension { dialect: "".into(), path: "".into(), raw: Cow::Borrowed(b""), message: None, lossless: false };
+    let extension = Extension { dialect: "".into(), path: Cow::Borrowed(b""), raw: Cow::Borrowed(b""), message: None, lossless: false };
     [
         Event::Block(block),
         Event::Control(control),
@@ -505,7 +531,7 @@ pub(crate) fn event_to_py<'py>(py: Python<'py>, event: &crate::canonical::Event<
         }
         Event::Extension(ext) => {
             kwargs.set_item("dialect", ext.dialect.as_ref())?;
-            kwargs.set_item("path", ext.path.as_ref())?;
+            kwargs.set_item("path", wtf8_to_py(py, &ext.path)?)?;
             kwargs.set_item("raw", PyBytes::new(py, &ext.raw))?;
             kwargs.set_item("message", ext.message)?;
             kwargs.set_item("lossless", ext.lossless)?;
@@ -594,7 +620,7 @@ pub(crate) fn event_from_py(obj: &Bound<'_, PyAny>) -> PyResult<crate::canonical
         }),
         "extension" => Event::Extension(Extension {
             dialect: Cow::Owned(get("dialect")?.extract()?),
-            path: Cow::Owned(get("path")?.extract()?),
+            path: Cow::Owned(wtf8_from_py(&get("path")?)?),
             raw: Cow::Owned(get("raw")?.extract()?),
             message: get("message")?.extract()?,
             lossless: get("lossless")?.extract()?,
@@ -773,7 +799,7 @@ fn decode_events<'py>(
     kind: &str,
     pieces: Vec<Vec<u8>>,
     options: Option<Bound<'py, PyAny>>,
-) -> PyResult<(Bound<'py, PyList>, Vec<(String, String, String)>, Option<Py<PyAny>>)> {
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Option<Py<PyAny>>)> {
     let (source, kind) = dialect_and_kind(source, kind)?;
     let options = options_from_py(py, options.as_ref())?;
     let mut session = crate::session::Session::new(options, source, "", kind);
@@ -791,8 +817,7 @@ fn decode_events<'py>(
         per_piece.append(&sink.events).map_err(binding_failed)?;
         result
     })?;
-    let losses = session.losses.iter().map(|l| (l.dialect.clone(), l.path.clone(), l.reason.clone())).collect();
-    Ok((per_piece, losses, result.err().map(|err| error_value(py, &err, None))))
+    Ok((per_piece, loss_tuples(py, &session.losses)?, result.err().map(|err| error_value(py, &err, None))))
 }
 
 /// Run the native encoder of `target` / `kind` over Python canonical `events`
@@ -812,7 +837,7 @@ fn encode_events<'py>(
     options: Option<Bound<'py, PyAny>>,
     clock: Option<Bound<'py, PyAny>>,
     entropy: Option<Bound<'py, PyAny>>,
-) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>, Vec<(String, String, String)>, Option<Py<PyAny>>)> {
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>, Bound<'py, PyList>, Option<Py<PyAny>>)> {
     let (source, kind) = dialect_and_kind(source, kind)?;
     let (target, _) = dialect_and_kind(target, kind.name())?;
     let options = options_from_py(py, options.as_ref())?;
@@ -835,8 +860,7 @@ fn encode_events<'py>(
         }
         encoder.finish(&mut session, &mut tail)
     })?;
-    let losses = session.losses.iter().map(|l| (l.dialect.clone(), l.path.clone(), l.reason.clone())).collect();
-    Ok((per_event, PyBytes::new(py, &tail), losses, result.err().map(|err| error_value(py, &err, None))))
+    Ok((per_event, PyBytes::new(py, &tail), loss_tuples(py, &session.losses)?, result.err().map(|err| error_value(py, &err, None))))
 }
 
 // -- the request Transcoder ------------------------------------------------------------------
@@ -849,7 +873,16 @@ fn losses_to_py<'py>(py: Python<'py>, losses: &[crate::session::Loss]) -> PyResu
     let class = module(py, &SESSION, "interlingua.session")?.getattr("Loss")?;
     let out = PyList::empty(py);
     for loss in losses {
-        out.append(class.call1((loss.dialect.as_str(), loss.path.as_str(), loss.reason.as_str()))?)?;
+        out.append(class.call1((loss.dialect.as_str(), wtf8_to_py(py, &loss.path)?, wtf8_to_py(py, &loss.reason)?))?)?;
+    }
+    Ok(out)
+}
+
+/// The run's losses as `(dialect, path, reason)` tuples of str (the test entry points').
+fn loss_tuples<'py>(py: Python<'py>, losses: &[crate::session::Loss]) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for loss in losses {
+        out.append((loss.dialect.as_str(), wtf8_to_py(py, &loss.path)?, wtf8_to_py(py, &loss.reason)?))?;
     }
     Ok(out)
 }
@@ -936,10 +969,17 @@ struct NativeTranscoder {
     core: crate::pipeline::Transcoder,
     /// where a `model=` function's exception waits (None: no function, no lock per call)
     hook_error: Option<HookError>,
-    /// a Python exception (the model hook's, a panic's) every later call raises
+    /// the Python exception of the first error (the core's, the model hook's, a panic's):
+    /// every later call raises this same object again, as Python's `_Poison` does
     py_poison: Option<PyErr>,
     /// `clock=` / `entropy=`, for a copy's abort (which reads them, as Python's does)
     hooks: Hooks,
+}
+
+/// Keep `err` as the object every later call raises (`pipeline._Poison`); returns it.
+fn keep_poison(slot: &mut Option<PyErr>, py: Python<'_>, err: PyErr) -> PyErr {
+    *slot = Some(err.clone_ref(py));
+    err
 }
 
 impl NativeTranscoder {
@@ -950,6 +990,10 @@ impl NativeTranscoder {
             self.core.session.response_start = Some(self.hooks.read(py)?);
         }
         Ok(())
+    }
+
+    fn poison(&mut self, py: Python<'_>, err: PyErr) -> PyErr {
+        keep_poison(&mut self.py_poison, py, err)
     }
 
     /// One step of the core (`feed` or `close`), with the GIL released for a big
@@ -970,18 +1014,16 @@ impl NativeTranscoder {
         let result = if size >= DETACH_MIN { py.detach(run) } else { run() };
         let result = match result {
             Ok(result) => result,
-            Err(payload) => {
-                let err = to_py_err(py, &panic_error(payload), None);
-                this.py_poison = Some(err.clone_ref(py));
-                return Err(err);
-            }
+            Err(payload) => return Err(this.poison(py, to_py_err(py, &panic_error(payload), None))),
         };
         let hook_raised = this.hook_error.as_ref().and_then(|slot| slot.lock().unwrap_or_else(|p| p.into_inner()).take());
         if let Some(err) = hook_raised {
-            this.py_poison = Some(err.clone_ref(py));
-            return Err(err);
+            return Err(this.poison(py, err));
         }
-        result.map_err(|err| to_py_err(py, &err, None))?; // (the output stays pending)
+        if let Err(err) = result {
+            // (the output stays pending) kept: every later call raises this same object
+            return Err(this.poison(py, to_py_err(py, &err, None)));
+        }
         let out = PyBytes::new(py, this.core.output());
         this.core.clear_output();
         Ok(out)
@@ -1107,7 +1149,8 @@ impl NativeTranscoder {
 #[pyclass(module = "interlingua._native", name = "Decoder")]
 struct NativeDecoder {
     core: crate::pipeline::Decoder,
-    /// a panic's error, raised again by every later call
+    /// the Python exception of the first error (the core's, a panic's): every later call
+    /// raises this same object again (`pipeline._Poison`)
     py_poison: Option<PyErr>,
 }
 
@@ -1128,13 +1171,12 @@ impl NativeDecoder {
         let core = &mut this.core;
         let run = || catch_unwind(AssertUnwindSafe(|| work(core, &mut events)));
         let result = if size >= DETACH_MIN { py.detach(run) } else { run() };
-        match result {
-            Ok(result) => result.map_err(|err| to_py_err(py, &err, None))?,
-            Err(payload) => {
-                let err = to_py_err(py, &panic_error(payload), None);
-                this.py_poison = Some(err.clone_ref(py));
-                return Err(err);
-            }
+        let failed = match result {
+            Ok(result) => result.err().map(|err| to_py_err(py, &err, None)),
+            Err(payload) => Some(to_py_err(py, &panic_error(payload), None)),
+        };
+        if let Some(err) = failed {
+            return Err(keep_poison(&mut this.py_poison, py, err));
         }
         let out = PyList::empty(py);
         for event in &events {
@@ -1345,7 +1387,7 @@ fn session_ops<'py>(
     strict: bool,
     passthrough: bool,
     tool_names: Option<std::collections::HashMap<String, String>>,
-) -> PyResult<(Vec<Option<String>>, Vec<(String, String, String)>, std::collections::HashMap<String, String>, Option<Py<PyAny>>)> {
+) -> PyResult<(Vec<Option<String>>, Bound<'py, PyList>, std::collections::HashMap<String, String>, Option<Py<PyAny>>)> {
     use crate::session::{Kind, Options, Session};
     use crate::value::Value;
     let known = |name: &str| crate::pipeline::dialect(name).unwrap_or("");
@@ -1381,8 +1423,7 @@ fn session_ops<'py>(
             }
         }
     }
-    let losses = session.losses.iter().map(|l| (l.dialect.clone(), l.path.clone(), l.reason.clone())).collect();
-    Ok((results, losses, session.tool_names.clone(), error))
+    Ok((results, loss_tuples(py, &session.losses)?, session.tool_names.clone(), error))
 }
 
 // -- the response lifecycle (lifecycle.rs) and the response start (session.rs) ----------
@@ -1431,7 +1472,7 @@ fn usage_from_py(obj: &Bound<'_, PyAny>) -> PyResult<crate::canonical::Usage> {
 #[allow(clippy::type_complexity)]
 fn lifecycle_call<'py>(py: Python<'py>, function: &str, args: Bound<'py, PyTuple>, source: &str, target: &str,
                        kind: &str, strict: bool)
-                       -> PyResult<(Py<PyAny>, Vec<(String, String, String)>, Option<Py<PyAny>>)> {
+                       -> PyResult<(Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>)> {
     use crate::canonical::{Event, Usage};
     use crate::lifecycle as lc;
     use crate::session::{Kind, Options, Session};
@@ -1545,7 +1586,7 @@ fn lifecycle_call<'py>(py: Python<'py>, function: &str, args: Bound<'py, PyTuple
         }
         _ => return Err(PyRuntimeError::new_err(format!("no lifecycle function {function}"))),
     };
-    let losses = session.losses.iter().map(|l| (l.dialect.clone(), l.path.clone(), l.reason.clone())).collect();
+    let losses = loss_tuples(py, &session.losses)?.into_any().unbind();
     Ok(match outcome {
         Ok(result) => (result, losses, None),
         Err(err) => (none(), losses, Some(to_py_err(py, &err, None).into_value(py).into_any())),
@@ -1647,7 +1688,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeTranscoder>()?;
     m.add_class::<NativeDecoder>()?;
     m.add_class::<ReorderReport>()?;
-    m.add("COVERS", PyTuple::new(m.py(), COVERS)?)?;
+    m.add("COVERS", PyTuple::new(m.py(), covers())?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     add_leaves(m)?;

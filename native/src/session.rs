@@ -53,12 +53,14 @@ impl Default for Options {
     }
 }
 
-/// A field of the input that could not be carried into the target.
+/// A field of the input that could not be carried into the target. `path` and `reason`
+/// are WTF-8: a path ends in an input key, which may hold an escaped lone surrogate
+/// (`"x\ud83d"`), as Python's `str` does (the binding converts with `surrogatepass`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loss {
     pub dialect: String,
-    pub path: String,
-    pub reason: String,
+    pub path: Vec<u8>,
+    pub reason: Vec<u8>,
 }
 
 /// `session.NONCE_BYTES`: the entropy one response reads.
@@ -132,7 +134,7 @@ pub struct Session {
     pub tool_names: HashMap<String, String>,
     /// same-dialect copy (`interlingua.passthrough`): nothing is lost
     pub passthrough: bool,
-    lost_paths: HashSet<(String, String, String)>,
+    lost_paths: HashSet<(String, Vec<u8>, Vec<u8>)>,
     /// the response's clock reading and nonce (`Session._start`), given by the
     /// binding from the `Transcoder`'s hooks; `None`: read the defaults at `start()`
     pub response_start: Option<ResponseStart>,
@@ -168,8 +170,10 @@ impl Session {
     /// loss's dialect and `path`. Nothing is recorded for a passthrough run.
     /// Responses and streams record one loss per (dialect, path, reason): a
     /// stream repeats its fields in every frame. (A request's paths name a
-    /// message, not a field: two losses there are two things lost.)
-    pub fn lose(&mut self, path: &str, reason: &str, dialect: Option<&str>) -> Result<()> {
+    /// message, not a field: two losses there are two things lost.) `path` / `reason`:
+    /// WTF-8 (`&str` or bytes).
+    pub fn lose(&mut self, path: impl AsRef<[u8]>, reason: impl AsRef<[u8]>, dialect: Option<&str>) -> Result<()> {
+        let (path, reason) = (path.as_ref(), reason.as_ref());
         if self.passthrough {
             return Ok(());
         }
@@ -178,21 +182,22 @@ impl Session {
             _ => self.source,
         };
         if self.kind != Kind::Request {
-            let key = (dialect.to_string(), path.to_string(), reason.to_string());
+            let key = (dialect.to_string(), path.to_vec(), reason.to_vec());
             if self.lost_paths.contains(&key) {
                 return Ok(());
             }
             self.lost_paths.insert(key);
         }
         if self.options.strict {
-            let err = Error::new(ErrorClass::Loss, format!("cannot carry {path}: {reason}")).with_path(path.as_bytes().to_vec());
+            let message = [&b"cannot carry "[..], path, b": ", reason].concat();
+            let err = Error::wtf8(ErrorClass::Loss, message).with_path(path.to_vec());
             // (an error names a dialect the core knows; any other name: the pipeline's source)
             return Err(match crate::pipeline::dialect(dialect) {
                 Some(known) => err.in_dialect(known),
                 None => err,
             });
         }
-        self.losses.push(Loss { dialect: dialect.to_string(), path: path.to_string(), reason: reason.to_string() });
+        self.losses.push(Loss { dialect: dialect.to_string(), path: path.to_vec(), reason: reason.to_vec() });
         Ok(())
     }
 
@@ -314,8 +319,8 @@ mod tests {
         s.lose_member("$.options.num_ctx", "such field", None).unwrap();
         s.target = "";
         s.lose_member("$.x", "response id", Some("dropped")).unwrap();
-        assert_eq!(s.losses[0].reason, "options.num_ctx: anthropic has no such field");
-        assert_eq!(s.losses[1].reason, "x: the target has no response id; dropped");
+        assert_eq!(s.losses[0].reason, b"options.num_ctx: anthropic has no such field");
+        assert_eq!(s.losses[1].reason, b"x: the target has no response id; dropped");
     }
 
     #[test]
@@ -328,12 +333,12 @@ mod tests {
         assert_eq!(s.losses.len(), 1);
         assert_eq!(
             s.losses[0].reason,
-            format!("tool name 'mcp.read': anthropic has no such tool name (^[a-zA-Z0-9_-]{{1,128}}$); sent as '{wire}'")
+            format!("tool name 'mcp.read': anthropic has no such tool name (^[a-zA-Z0-9_-]{{1,128}}$); sent as '{wire}'").into_bytes()
         );
         assert_eq!(s.tool_names.get(&wire).map(String::as_str), Some("mcp.read"));
         s.tool_name_out_json(Some(b"null"), "$.tool_choice").unwrap();
         s.tool_name_out(Some(&Value::int(3)), "$.tools").unwrap(); // the same wire name: recorded once
-        assert!(s.losses[1].reason.starts_with("a missing tool name: anthropic has no such tool name"));
+        assert!(s.losses[1].reason.starts_with(b"a missing tool name: anthropic has no such tool name"));
         assert_eq!(s.losses.len(), 2);
         let surrogate = Value::Str(b"a\xed\xa0\x80".to_vec());
         assert_eq!(s.tool_name_out(Some(&surrogate), "$.tools").unwrap_err().class, ErrorClass::LoneSurrogate);

@@ -12,9 +12,13 @@ request pipeline has known parity gaps (``NATIVE_GAPS`` in ``tests/conftest.py``
 the suite's tests where native output or errors differ from Python's); it
 becomes ``"native"`` (one line) when that list is empty.
 
-On the native backend **requests** run in Rust; **responses and streams** run
-the Python pipeline on both backends until they are ported (issue 12; the
-extension's ``COVERS`` will then name ``PIPELINE``).
+On the native backend **requests** run in Rust; a **response** or **stream**
+runs in Rust once the extension covers that kind (its ``COVERS`` names
+``RESPONSE_PIPELINE`` / ``STREAM_PIPELINE``: all 9 pairs of the kind have their
+codecs in the core -- the same-dialect pairs are copies, which need the
+dialect's decoder and, for an abort, its encoder -- and ``PIPELINE`` when every
+kind is covered); until then that kind runs the Python pipeline on both
+backends (``covers(kind)``, issue 12).
 
 How the public API dispatches (decision, issue 11): ``interlingua.Transcoder``
 and ``interlingua.Decoder`` are the Python classes of ``pipeline``, whose
@@ -45,12 +49,17 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["BACKEND", "NATIVE_COVERS", "NATIVE_IMPORT_ERROR", "PIPELINE", "REQUEST_PIPELINE", "DEFAULT", "native_module"]
+__all__ = ["BACKEND", "NATIVE_COVERS", "NATIVE_IMPORT_ERROR", "PIPELINE", "REQUEST_PIPELINE", "RESPONSE_PIPELINE",
+           "STREAM_PIPELINE", "DEFAULT", "covers", "native_module"]
 
 #: what the native core covers to run the whole pipeline, responses and streams too (issue 12)
 PIPELINE = "pipeline"
 #: what it covers to run requests (issue 11): the native backend needs this
 REQUEST_PIPELINE = "request-pipeline"
+#: what it covers to run responses / streams (issue 12): all 9 pairs of the kind
+RESPONSE_PIPELINE = "response-pipeline"
+STREAM_PIPELINE = "stream-pipeline"
+_KIND_PIPELINES = {"request": REQUEST_PIPELINE, "response": RESPONSE_PIPELINE, "stream": STREAM_PIPELINE}
 _CHOICES = ("python", "native")
 #: the backend when INTERLINGUA_BACKEND is unset and the native one exists: "python" while
 #: tests/conftest.py's NATIVE_GAPS lists parity gaps of the native request pipeline
@@ -75,6 +84,13 @@ def native_module():
         raise ImportError(f"interlingua._native is not built ({NATIVE_IMPORT_ERROR}); "
                           "`python3 dev.py test` builds it (needs cargo)") from NATIVE_IMPORT_ERROR
     return _native
+
+
+def covers(kind: str) -> bool:
+    """Whether the native backend runs ``kind`` (a ``Transcoder`` / ``Decoder`` of it is
+    the native object when ``BACKEND`` is ``"native"``); an unknown kind: False (Python
+    raises its own ValueError for it)."""
+    return _KIND_PIPELINES.get(kind) in NATIVE_COVERS
 
 
 def _select(requested: str) -> str:

@@ -174,7 +174,7 @@ class _Backed(type):
 
 def _native_for(cls, kind: str):
     """The native class to build instead of ``cls``, or None (Python builds it)."""
-    if kind == "request" and backend.BACKEND == "native" and cls in _PUBLIC:
+    if backend.BACKEND == "native" and cls in _PUBLIC and backend.covers(kind):
         return getattr(backend.native_module(), cls.__name__)
     return None
 

@@ -243,6 +243,8 @@ def python_encode_events(source: str, target: str, kind: str, events: list, opti
 def skip_if_not_ported(error) -> None:
     """The native side has no codec (or rule) for this input yet: skip, saying which."""
     if error is not None and type(error).__name__ == "TranscodeError" and NOT_PORTED.search(str(error)):
+        if "not ported yet" in str(error):  # one rule, hit by this input: the other inputs still run
+            not_ported_here(str(error))
         pytest.skip(f"not ported: {error}")
 
 
@@ -281,29 +283,12 @@ def assert_decoder_parity(dialect: str, data: bytes, cuts=(), options=None, kind
     n_events, n_losses, n_error = native_module().decode_events(dialect, kind, pieces, _options(options))
     skip_if_not_ported(n_error)
     p_events, p_losses, p_error = python_decode_events(dialect, kind, pieces, options)
-    skip_if_unnameable([event for events in p_events for event in events])
     where = f"{dialect} {kind}, cuts {list(cuts)[:20]}"
     assert error_facts(n_error) == error_facts(p_error), where
     assert len(n_events) == len(p_events), where
     for n, (native_events, python_events) in enumerate(zip(n_events, p_events)):
         assert join_fragments(native_events) == join_fragments(python_events), f"{where}: feed {n}"
     assert n_losses == p_losses, where
-
-
-def skip_if_unnameable(events: list) -> None:
-    """A Python event names something with a str the native side cannot hold: a key with an
-    escaped lone surrogate (``"x\\ud800"``) in an ``Extension.path`` (canonical.rs keeps str
-    as UTF-8; the Python path holds the surrogate). ``not_ported_here``: the example rejected
-    inside a hypothesis test, else the test skipped, naming it (rpt lone-surrogate-key)."""
-    for event in events:
-        for field in ("path", "key", "name"):
-            value = getattr(event, field, None)
-            if isinstance(value, str):
-                try:
-                    value.encode("utf-8")
-                except UnicodeEncodeError:
-                    not_ported_here(f"canonical.rs holds str as UTF-8, {type(event).__name__}.{field} "
-                                    f"{value!r} cannot be named natively")
 
 
 def python_events(source: str, data: bytes, options=None, kind: str = "request") -> list:
@@ -320,11 +305,8 @@ def assert_encoder_parity(source: str, target: str, events: list, options=None, 
     ``python_events(source, body)``). ``hooks``: ``clock=`` / ``entropy=`` for a response
     or stream encoder (``Case.hooks()``). Skips while the native side has no port for it."""
     from interlingua.backend import native_module
-    try:
-        n_out, n_tail, n_losses, n_error = native_module().encode_events(source, target, kind, events,
-                                                                          _options(options), **hooks)
-    except UnicodeEncodeError as exc:  # event_from_py: a str holding a lone surrogate (a "\ud800" key)
-        pytest.skip(f"not ported: canonical.rs holds str as UTF-8, this event cannot cross the binding ({exc})")
+    n_out, n_tail, n_losses, n_error = native_module().encode_events(source, target, kind, events, _options(options),
+                                                                      **hooks)
     skip_if_not_ported(n_error)
     p_out, p_tail, p_losses, p_error = python_encode_events(source, target, kind, events, options, **hooks)
     where = f"{source} -> {target} {kind}"

@@ -7,9 +7,7 @@ orders: a member before the `type` it depends on, content before role, data befo
 media type, a tool_result's content before its tool_use_id -- every hold and replay),
 fuzz mutants and generated requests, cut at random points.
 
-Known gaps (the report of helper AD): an extension at a key holding a lone surrogate (rpt
-lone-surrogate-key) is not ported (`Extension.path` is a Rust str): the native decoder says
-so (the parity asserts skip it); held fragments count 64 bytes each against the reorder budget, and the native
+Known gaps (the report of helper AD): held fragments count 64 bytes each against the reorder budget, and the native
 tokenizer delivers a cut UTF-8 character or escape as a fragment of its own, so a tight
 `reorder_budget` can be exceeded at a different feed (not exercised here)."""
 
@@ -68,16 +66,12 @@ def test_rpt_scenarios_whole_and_at_every_byte(case):
     assert_decoder_parity(DIALECT, case.body, cuts, case.options)
 
 
-def test_a_lone_surrogate_key_as_an_extension_path_says_not_ported():
-    """The one rule not ported: the native side says so (a TranscodeError the parity
-    asserts skip), never a path that differs silently."""
-    from interlingua.backend import native_module
+def test_a_lone_surrogate_key_is_an_extension_path_holding_it():
+    """A key with an escaped lone surrogate (rpt lone-surrogate-key): the extension's path
+    holds the surrogate, as the Python str does (canonical.rs keeps paths as WTF-8)."""
     for body in (b'{"model":"m","max_tokens":1,"messages":[],"x\\ud83d":1}',
                  b'{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi","n\\udc00":2}]}'):
-        _, _, error = native_module().decode_events(DIALECT, "request", [body], None)
-        if "the native core has no" in str(error):
-            pytest.skip(str(error))  # (the decoder's arm is not in pipeline::decoder)
-        assert type(error).__name__ == "TranscodeError" and "not ported yet" in str(error), error
+        assert_decoder_parity(DIALECT, body, range(1, len(body)))
 
 
 #: a thinking block whose text ends in non-ASCII and an escape, a long signature after it,

@@ -49,19 +49,19 @@ def events_of(source: str, body: bytes, cuts=(), options=None) -> list:
 
 
 def crosses_the_binding(events) -> bool:
-    """Whether ``_native.encode_events`` can take the events: its ``event_from_py`` writes
-    attribute and control values with ``json.dumps(ensure_ascii=False)`` into a Rust
-    ``String``, which cannot hold a lone surrogate (a ``\\udc00`` escape in a value)."""
+    """Whether ``_native.encode_events`` can take the events: values travel as
+    ``jsonwriter.dumps`` JSON and extension paths as WTF-8 (lone surrogates and all), but
+    attribute names and a control's name, dialect and key are Rust ``str`` -- the codecs'
+    own names, which no decoder makes from input, so a lone surrogate there is never
+    met (checked here rather than assumed)."""
     try:
         for event in events:
             if type(event) is Block and event.attrs:
-                json.dumps(event.attrs, ensure_ascii=False).encode("utf-8")
+                for name in event.attrs:
+                    name.encode("utf-8")
             elif type(event) is Control:
-                json.dumps(event.value, ensure_ascii=False).encode("utf-8")
                 for text in (event.name, event.dialect or "", event.key or ""):
                     text.encode("utf-8")
-            elif type(event) is Extension:
-                event.path.encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True

@@ -20,7 +20,7 @@ def test_sections_and_payload_forms():
 
 def test_event_tags():
     classes = [canonical.Block, canonical.Control, canonical.Extension, canonical.SystemEnd,
-               canonical.MessagesEnd, canonical.MessageStart, canonical.Finish, canonical.Usage,
+               canonical.MessagesEnd, canonical.MessageStart, canonical.Finish, canonical.Usage, canonical.Logprobs,
                canonical.Error, canonical.End, FrameEnd]
     assert native.event_tags() == [cls.__struct_config__.tag for cls in classes]
 

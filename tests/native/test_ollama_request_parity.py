@@ -148,8 +148,8 @@ def _cases(dialect: str) -> tuple[Case, ...]:
 
 
 def _example(check, *args) -> None:
-    """One hypothesis example: an input the native side cannot name (a skip, see
-    differential.skip_if_unnameable) is rejected rather than skipping the whole test."""
+    """One hypothesis example: an input that hits a rule the native side has not ported (a
+    skip, see differential.skip_if_not_ported) is rejected rather than skipping the whole test."""
     try:
         check(*args)
     except pytest.skip.Exception:

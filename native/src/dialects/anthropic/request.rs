@@ -25,7 +25,7 @@ use std::borrow::Cow;
 
 use crate::canonical::{escape_raw_json, Block, Event, Section, REQUEST_LEVEL, TOP_LEVEL_SYSTEM};
 use crate::decoding::{
-    dumps, get_attr, BlockBuilder, Cx, Decode, Dialect, EventSink, Expect, Frame, Machine, MessageBase, Read,
+    dumps, get_attr, member_path, BlockBuilder, Cx, Decode, Dialect, EventSink, Expect, Frame, Machine, MessageBase, Read,
     RequestBody, OPT_STRING, STRING,
 };
 use crate::dialects::fields::{field, ANTHROPIC, ANTHROPIC_REQUIRED};
@@ -278,16 +278,6 @@ fn key_text(key: &[u8]) -> Cow<'_, str> {
     String::from_utf8_lossy(key)
 }
 
-/// An extension's path ending in `key`. A key holding a lone surrogate (`"x\ud83d"`, WTF-8)
-/// cannot be in `Extension.path` (canonical.rs holds it as a Rust str, UTF-8): not ported.
-fn extension_path(prefix: std::fmt::Arguments<'_>, key: &[u8]) -> Result<String> {
-    match std::str::from_utf8(key) {
-        Ok(key) => Ok(format!("{prefix}{key}")),
-        Err(_) => Err(Error::new(ErrorClass::Transcode,
-                                 "an extension at a key holding a lone surrogate is not ported yet (Extension.path is UTF-8)")),
-    }
-}
-
 fn json_of(value: &Value) -> Vec<u8> {
     let mut out = Vec::new();
     dumps(value, &mut out);
@@ -487,7 +477,7 @@ impl Dialect for Readers {
             S::Tool => self.tool(raw, offset, cx),
             S::MessageField => {
                 let index = self.msg.index;
-                let path = extension_path(format_args!("$.messages[{index}]."), &self.key)?;
+                let path = member_path(format_args!("$.messages[{index}]."), &self.key);
                 cx.extension(DIALECT, path, raw, Some(index), raw == b"null")
             }
             S::DeferredRaw => {
@@ -633,7 +623,7 @@ impl Readers {
 
     /// `_top_field`: a control, or an extension (an explicit null: a lossless one).
     fn top_field(&mut self, raw: &[u8], cx: &mut Cx<'_>) -> Result<()> {
-        let path = extension_path(format_args!("$."), &self.key)?;
+        let path = member_path(format_args!("$."), &self.key);
         if raw == b"null" {
             return cx.extension(DIALECT, path, raw, None, true);
         }
@@ -1261,7 +1251,7 @@ mod decoder_tests {
                     if b.fin { format!("{head} {text:?}") } else { format!("{head}\u{0}{text}") }
                 }
                 Event::Control(c) => format!("control {} {}", c.name, String::from_utf8_lossy(&c.value)),
-                Event::Extension(e) => format!("extension {} {}", e.path, String::from_utf8_lossy(&e.raw)),
+                Event::Extension(e) => format!("extension {} {}", String::from_utf8_lossy(&e.path), String::from_utf8_lossy(&e.raw)),
                 other => other.tag().to_string(),
             };
             self.0.push(line);
@@ -1393,7 +1383,7 @@ mod encoder {
 
     use crate::canonical::{unescape_json_text, Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
     use crate::encoding::{
-        attr, attr_is, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_unplaced, merged, on_block,
+        attr, attr_is, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_unplaced, merged, on_block,
         subject, tool_definition, where_, Attr, BlockHead, BlockRef, Encode, HeldArguments, InBlock, Io,
         MessageAssembler, PlaceBlocks, ToolDefinitions, WriterId, PARTS_CONTENT, STRING_CONTENT,
     };
@@ -1629,7 +1619,7 @@ mod encoder {
             Ok(())
         }
 
-        fn top_member(&mut self, key: &str, raw: &[u8], io: &mut Io<'_>) -> Result<()> {
+        fn top_member(&mut self, key: impl AsRef<[u8]>, raw: &[u8], io: &mut Io<'_>) -> Result<()> {
             self.close_top(io)?;
             io.json(OUT, |w, b| w.raw_member(key, raw, b))
         }
@@ -1662,7 +1652,7 @@ mod encoder {
         fn on_control(&mut self, control: Control<'_>, io: &mut Io<'_>) -> Result<()> {
             if control.dialect.as_deref() == Some(DIALECT) {
                 if let (Some(raw), Some(key)) = (&control.raw, &control.key) {
-                    self.top_member(key, raw, io)?;
+                    self.top_member(key.as_bytes(), raw, io)?;
                 }
                 return Ok(()); // a derived control: its field is written with the first one
             }
@@ -1703,8 +1693,7 @@ mod encoder {
             }
             match ext.message {
                 None => {
-                    let key: String = ext.path.chars().skip(2).collect(); // `ext.path[2:]`
-                    self.top_member(&key, &ext.raw, io)
+                    self.top_member(skip_chars(&ext.path, 2), &ext.raw, io) // `ext.path[2:]`
                 }
                 Some(message) if self.msg.is_some() && Some(message) == self.msg_index => {
                     let key = last_key(&ext.path)?;
@@ -1789,7 +1778,7 @@ mod encoder {
                 for ext in std::mem::take(&mut self.pending_ext) {
                     if ext.message == Some(message) {
                         head.push(b',');
-                        key_bytes(last_key(&ext.path)?.as_bytes(), &mut head);
+                        key_bytes(last_key(&ext.path)?, &mut head);
                         head.push(b':');
                         head.extend_from_slice(&ext.raw);
                     } else {
@@ -2311,10 +2300,12 @@ mod encoder {
     }
 
     /// `ext.path.rsplit(".", 1)[1]`: the member an extension of a message names.
-    fn last_key(path: &str) -> Result<&str> {
-        path.rsplit_once('.').map(|(_, key)| key).ok_or_else(|| {
-            Error::new(ErrorClass::Transcode, format!("an extension of a message without a member path ({path})"))
-        })
+    fn last_key(path: &[u8]) -> Result<&[u8]> {
+        if !path.contains(&b'.') {
+            let path = String::from_utf8_lossy(path);
+            return Err(Error::new(ErrorClass::Transcode, format!("an extension of a message without a member path ({path})")));
+        }
+        Ok(crate::encoding::last_segment(path))
     }
 
     fn not_a_role() -> Error {
@@ -2372,7 +2363,7 @@ mod encoder {
                 }),
                 Some("extension") => Event::Extension(Extension {
                     dialect: Cow::Owned(text("dialect").unwrap()),
-                    path: Cow::Owned(text("path").unwrap()),
+                    path: Cow::Owned(text("path").unwrap().into_bytes()),
                     raw: owned("raw").unwrap(),
                     message: value.get("message").and_then(Value::as_i64),
                     lossless: value.get("lossless") == Some(&Value::Bool(true)),
@@ -2410,7 +2401,7 @@ mod encoder {
                 assert_eq!(tail, case.get("tail").and_then(Value::as_str).unwrap().as_bytes());
                 assert!(encoder.ended());
                 let losses: Vec<Value> = session.losses.iter()
-                    .map(|l| Value::Array(vec![Value::str(&l.dialect), Value::str(&l.path), Value::str(&l.reason)]))
+                    .map(|l| Value::Array(vec![Value::str(&l.dialect), Value::Str(l.path.clone()), Value::Str(l.reason.clone())]))
                     .collect();
                 assert_eq!(&Value::Array(losses), case.get("losses").unwrap(), "{source}");
                 assert_eq!(session.reorder.held(), 0, "{source}: every hold is released");

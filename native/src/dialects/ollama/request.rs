@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use super::controls;
 use crate::canonical::{escape_raw_json, Block, Control, Event, Section, REQUEST_LEVEL};
 use crate::decoding::{
-    get_attr, Attr, BlockBuilder, Cx, Decode, Dialect, EventSink, Frame, Machine, MessageBase, Read, RequestBody,
+    get_attr, member_path, Attr, BlockBuilder, Cx, Decode, Dialect, EventSink, Frame, Machine, MessageBase, Read, RequestBody,
 };
 use crate::dialects::fields::{self, field, required};
 use crate::error::{Error, ErrorClass, Result};
@@ -448,13 +448,13 @@ impl Dialect for Ollama {
                 cx.expect(&token, offset, field(fields::OLLAMA, key), &String::from_utf8_lossy(key))?;
                 match key {
                     b"messages" => m.read(Read::Objects(S::Messages, "messages")),
-                    b"tools" if token == Token::Null => return cx.extension(DIALECT, "$.tools".into(), b"null", None, true),
+                    b"tools" if token == Token::Null => return cx.extension(DIALECT, "$.tools", b"null", None, true),
                     b"tools" => {
                         self.tools_empty = true;
                         m.read(Read::Elements(S::Tools, "tools"));
                     }
                     b"options" if token == Token::Null => {
-                        return cx.extension(DIALECT, "$.options".into(), b"null", None, true)
+                        return cx.extension(DIALECT, "$.options", b"null", None, true)
                     }
                     b"options" => {
                         self.options_empty = true;
@@ -543,9 +543,9 @@ impl Dialect for Ollama {
             }
             S::Options if self.options_empty => {
                 // keep "options": {} for the round trip
-                cx.extension(DIALECT, "$.options".into(), b"{}", None, true)
+                cx.extension(DIALECT, "$.options", b"{}", None, true)
             }
-            S::Tools if self.tools_empty => cx.extension(DIALECT, "$.tools".into(), b"[]", None, true),
+            S::Tools if self.tools_empty => cx.extension(DIALECT, "$.tools", b"[]", None, true),
             S::Messages => self.body.messages_end(cx),
             S::Images => {
                 let msg = self.msg()?;
@@ -568,7 +568,7 @@ impl Dialect for Ollama {
                         return cx.emit(Event::Control(control));
                     }
                 }
-                cx.extension(DIALECT, format!("$.{key}"), raw, None, raw == b"null")
+                cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, raw == b"null")
             }
             S::OptionField => {
                 let key = String::from_utf8_lossy(&self.key).into_owned();
@@ -577,11 +577,11 @@ impl Dialect for Ollama {
                         return cx.emit(Event::Control(control));
                     }
                 }
-                cx.extension(DIALECT, format!("$.options.{key}"), raw, None, raw == b"null")
+                cx.extension(DIALECT, member_path(format_args!("$.options."), &self.key), raw, None, raw == b"null")
             }
             S::MessageField => {
                 let index = self.msg()?.base.index;
-                let path = format!("$.messages[{index}].{}", String::from_utf8_lossy(&self.key));
+                let path = member_path(format_args!("$.messages[{index}]."), &self.key);
                 cx.extension(DIALECT, path, raw, Some(index), raw == b"null")
             }
             S::ToolName => {
@@ -892,7 +892,7 @@ use super::*;
 
 use crate::canonical::{Extension, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
-    Attr, attr, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field, lose_raw_arguments,
+    Attr, attr, last_segment, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field, lose_raw_arguments,
     lose_signature, lose_unplaced, merged, merged_reasoning, on_block, subject, tool_definition, BlockHead, BlockRef,
     Encode, First, HeldArguments, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener, PlaceBlocks,
     ToolDefinitions, WriterId, Writers, STRING_CONTENT,
@@ -1139,11 +1139,6 @@ impl MessageCloser for Messages {
     }
 }
 
-/// `path.rsplit(".", 1)[1]`: a message field's key.
-fn last_segment(path: &str) -> &str {
-    path.rsplit_once('.').map_or(path, |(_, key)| key)
-}
-
 fn owned_extension(ext: Extension<'_>) -> Extension<'static> {
     Extension {
         dialect: Cow::Owned(ext.dialect.into_owned()),
@@ -1195,10 +1190,12 @@ impl Messages {
     // -- top level ------------------------------------------------------------------
 
     /// `_top_member`: `options.x` members wait in the options hold; the rest go to the body.
-    fn top_member(&mut self, body: &mut MessageListBody, key: &str, raw: &[u8], io: &mut Io<'_>) -> Result<()> {
-        if let Some(option) = key.strip_prefix("options.") {
+    /// `key`: WTF-8 (an extension's path after `$.`).
+    fn top_member(&mut self, body: &mut MessageListBody, key: impl AsRef<[u8]>, raw: &[u8], io: &mut Io<'_>) -> Result<()> {
+        let key = key.as_ref();
+        if let Some(option) = key.strip_prefix(b"options.") {
             let mut item = Vec::with_capacity(option.len() + raw.len() + 3);
-            dumps_str(option.as_bytes(), &mut item);
+            dumps_str(option, &mut item);
             item.push(b':');
             item.extend_from_slice(raw);
             let size = item.len() as u64;
@@ -1249,24 +1246,21 @@ impl Messages {
     }
 
     fn on_extension(&mut self, body: &mut MessageListBody, ext: Extension<'_>, io: &mut Io<'_>) -> Result<()> {
-        if ext.dialect == "openai" && ext.message.is_some() && ext.path.ends_with(".name") {
+        if ext.dialect == "openai" && ext.message.is_some() && ext.path.ends_with(b".name") {
             return self.openai_name(ext, io);
         }
         if ext.dialect != DIALECT {
             return foreign_extension(io.session, DIALECT, &ext);
         }
         let Some(index) = ext.message else {
-            if ext.path == "$.options" {
+            if ext.path.as_ref() == b"$.options" {
                 if ext.raw.as_ref() == b"{}" {
                     self.options_empty = true;
                     return Ok(());
                 }
                 return self.top_member(body, "options", &ext.raw, io);
             }
-            if let Some(option) = ext.path.strip_prefix("$.options.") {
-                return self.top_member(body, &format!("options.{option}"), &ext.raw, io);
-            }
-            return self.top_member(body, ext.path.get(2..).unwrap_or(""), &ext.raw, io);
+            return self.top_member(body, skip_chars(&ext.path, 2), &ext.raw, io); // `ext.path[2:]`
         };
         match self.msg.as_mut() {
             Some(msg) if msg.index == index => {
@@ -1880,7 +1874,7 @@ mod tests {
             }
             Event::Control(c) => format!("control {} {} key={:?} raw={:?}", c.name, text(&c.value), c.key,
                                          c.raw.as_deref().map(text)),
-            Event::Extension(e) => format!("extension {} {} {:?} {}", e.path, text(&e.raw), e.message, e.lossless),
+            Event::Extension(e) => format!("extension {} {} {:?} {}", text(&e.path), text(&e.raw), e.message, e.lossless),
             other => other.tag().to_string(),
         }
     }

@@ -385,7 +385,7 @@ pub fn encode_control(control: &Control<'_>, session: &mut Session) -> Result<Op
                 _ => Cow::Borrowed(control.name.as_ref()),
             };
             let reason = lacks(path_subject(&place), "openai", "such parameter", None);
-            session.lose(&place, &reason, control.dialect.as_deref())?;
+            session.lose(place.as_bytes(), &reason, control.dialect.as_deref())?;
             Ok(None)
         }
     }

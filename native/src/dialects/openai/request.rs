@@ -25,7 +25,7 @@ mod decoder {
     use super::super::controls;
     use crate::canonical::{Block, Event, Section, REQUEST_LEVEL};
     use crate::decoding::{
-        dumps, dumps_key, get_attr, loads, set_attr, Attr, BlockBuilder, Cx, Decode, Dialect, EventSink, Frame, Machine,
+        dumps, dumps_key, get_attr, member_path, loads, set_attr, Attr, BlockBuilder, Cx, Decode, Dialect, EventSink, Frame, Machine,
         MessageBase, Read, RequestBody, STRING,
     };
     use crate::dialects::fields::{self, OPENAI_REASONING_EFFORTS as EFFORTS};
@@ -438,14 +438,9 @@ mod decoder {
         String::from_utf8_lossy(key).into_owned()
     }
 
-    /// A key as the `str` an extension's path or an attribute's name holds. A key
-    /// with an escaped lone surrogate (WTF-8, not UTF-8) cannot be one: canonical
-    /// paths and attribute names are `str` in the core (not ported; Python carries it).
+    /// A known key (one a state was chosen for: ASCII) as the attribute name it becomes.
     fn key_text(key: &[u8]) -> Result<String> {
-        String::from_utf8(key.to_vec()).map_err(|_| {
-            Error::new(ErrorClass::Transcode,
-                       "a key holding a lone surrogate in an extension path or attribute name is not ported yet")
-        })
+        String::from_utf8(key.to_vec()).map_err(|_| internal("an attribute name that is not UTF-8"))
     }
 
     impl Openai {
@@ -458,8 +453,8 @@ mod decoder {
 
         /// `_top_field`: a body member that is neither messages nor tools.
         fn top_field(&mut self, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
-            let key = key_text(&self.key)?;
-            if key == "reasoning_effort" && raw != b"null" {
+            let key = self.key.as_slice();
+            if key == b"reasoning_effort" && raw != b"null" {
                 let known = matches!(cx.data(raw, offset)?, Value::Str(s) if EFFORTS.iter().any(|e| e.as_bytes() == s));
                 if !known {
                     let raw = String::from_utf8_lossy(raw);
@@ -468,11 +463,16 @@ mod decoder {
             }
             if raw == b"null" {
                 // an explicit null means the same as absent ("tool_choice": null)
-                return cx.extension(DIALECT, format!("$.{key}"), raw, None, true);
+                return cx.extension(DIALECT, member_path(format_args!("$."), key), raw, None, true);
             }
-            match controls::decode(&key, raw)? {
+            // (a key that is not UTF-8 holds a lone surrogate: no control has such a name)
+            let control = match std::str::from_utf8(key) {
+                Ok(name) => controls::decode(name, raw)?,
+                Err(_) => None,
+            };
+            match control {
                 Some(control) => cx.emit(Event::Control(control)),
-                None => cx.extension(DIALECT, format!("$.{key}"), raw, None, false),
+                None => cx.extension(DIALECT, member_path(format_args!("$."), key), raw, None, false),
             }
         }
 
@@ -993,7 +993,7 @@ mod decoder {
                 S::TopField => self.top_field(raw, offset, cx),
                 S::ExtensionRaw { lossless } => {
                     let index = self.msg.index();
-                    let path = format!("$.messages[{index}].{}", key_text(&self.key)?);
+                    let path = member_path(format_args!("$.messages[{index}]."), &self.key);
                     cx.extension(DIALECT, path, raw, Some(index), lossless)
                 }
                 S::Extra => {
@@ -1082,7 +1082,7 @@ use std::borrow::Cow;
 
 use crate::canonical::{Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
-    attr, attr_is, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field,
+    attr, attr_is, last_segment, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field,
     lose_signature, lose_unplaced, merged, merged_reasoning, on_block, tool_definition, where_, Attr,
     BlockHead, BlockRef, Encode, First, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener,
     OwnedAttrs, PlaceBlocks, ToolDefinitions, WriterId, Writers, PARTS_CONTENT, STRING_CONTENT,
@@ -1398,7 +1398,7 @@ impl Messages {
             return foreign_extension(io.session, DIALECT, &ext);
         }
         match ext.message {
-            None => body.member(ext.path.get(2..).unwrap_or(""), &ext.raw, self, io),
+            None => body.member(skip_chars(&ext.path, 2), &ext.raw, self, io), // `ext.path[2:]`
             Some(index) if self.msg.is_some() && Some(index) == self.msg_index => {
                 let msg = self.msg.as_mut().expect("open");
                 msg.trailing(io, last_segment(&ext.path), &ext.raw)
@@ -1905,10 +1905,6 @@ fn own_attr((k, v): &Attr<'_>) -> Attr<'static> {
     (Cow::Owned(k.to_string()), Cow::Owned(v.to_vec()))
 }
 
-/// `path.rsplit(".", 1)[1]`: a message field's key.
-fn last_segment(path: &str) -> &str {
-    path.rsplit_once('.').map_or(path, |(_, key)| key)
-}
 
 #[cfg(test)]
 mod encoder_tests {
@@ -2009,10 +2005,10 @@ mod encoder_tests {
         ]);
         assert_eq!(outs.concat(), "{\"messages\":[{\"role\":\"assistant\",\"content\":\"answer\"}]}");
         assert_eq!(session.losses.len(), 1);
-        assert_eq!(session.losses[0].path, "$.messages[0]");
+        assert_eq!(session.losses[0].path, b"$.messages[0]");
         assert_eq!(
             session.losses[0].reason,
-            "thinking block: openai has no reasoning field; Options.openai_reasoning_field chooses one a compatible server reads"
+            b"thinking block: openai has no reasoning field; Options.openai_reasoning_field chooses one a compatible server reads"
         );
     }
 }
@@ -2056,7 +2052,7 @@ mod encoder_robustness {
             }),
             4 => Event::Extension(Extension {
                 dialect: Cow::Borrowed(["openai", "ollama"][rng.next(2)]),
-                path: Cow::Borrowed("$.messages[1].name"),
+                path: Cow::Borrowed(b"$.messages[1].name"),
                 raw: Cow::Borrowed(b"\"n\""),
                 message: [None, Some(0), Some(1)][rng.next(3)],
                 lossless: rng.next(2) == 0,
