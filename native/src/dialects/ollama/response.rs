@@ -16,8 +16,10 @@ use crate::decoding::{
     set_attr, Attr, Cx, Decode, Dialect, EventSink, Framing, Frame, Gate, Machine, Read, BOOLEAN, NULL, OPT_INTEGER,
     OPT_STRING,
 };
+use crate::decoding::member_path;
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Token};
+use crate::losses::{lacks_wtf8, path_subject_wtf8};
 use crate::reorder::Hold;
 use crate::session::Session;
 use crate::value::{dumps_str, Value};
@@ -431,16 +433,20 @@ impl Lines {
         self.key.extend_from_slice(key);
     }
 
-    /// The member being read raw, as a path under `prefix` (`"$." + key`).
-    fn key_path(&self, prefix: &str) -> String {
-        format!("{prefix}{}", String::from_utf8_lossy(&self.key))
+    /// `session.lose_member(prefix + key)` of the member being read raw (the key WTF-8,
+    /// as Python's str).
+    fn lose_key(&self, prefix: std::fmt::Arguments<'_>, cx: &mut Cx<'_>) -> Result<()> {
+        let path = member_path(prefix, &self.key);
+        let target = if cx.session.target.is_empty() { "the target" } else { cx.session.target };
+        let reason = lacks_wtf8(path_subject_wtf8(&path), target, "such field", None);
+        cx.session.lose(&path, &reason, None)
     }
 }
 
 fn extension(path: &'static str, raw: &[u8], lossless: bool) -> Event<'static> {
     Event::Extension(Extension {
         dialect: Cow::Borrowed(DIALECT),
-        path: Cow::Borrowed(path),
+        path: Cow::Borrowed(path.as_bytes()),
         raw: Cow::Owned(raw.to_vec()),
         message: None,
         lossless,
@@ -721,20 +727,19 @@ impl Dialect for Lines {
             }
             S::Lost => {
                 if raw != b"null" {
-                    cx.session.lose_member(&self.key_path("$."), "such field", None)?;
+                    self.lose_key(format_args!("$."), cx)?;
                 }
                 Ok(())
             }
             S::MessageLost => {
                 if raw != b"null" && raw != b"[]" {
-                    cx.session.lose_member(&self.key_path("$.message."), "such field", None)?;
+                    self.lose_key(format_args!("$.message."), cx)?;
                 }
                 Ok(())
             }
             S::FunctionLost => {
                 let position = self.call()?.position;
-                let path = self.key_path(&format!("$.message.tool_calls[{position}].function."));
-                cx.session.lose_member(&path, "such field", None)
+                self.lose_key(format_args!("$.message.tool_calls[{position}].function."), cx)
             }
             S::Skipped => Ok(()),
             s => Err(internal(&format!("state {s:?} takes no raw value"))),
@@ -1010,7 +1015,7 @@ impl Common {
             if ext.dialect == DIALECT && self.created.is_none() {
                 self.created = Some(ext.raw.to_vec());
             }
-        } else if ext.dialect == DIALECT && ext.path == "$.done_reason" {
+        } else if ext.dialect == DIALECT && ext.path.as_ref() == b"$.done_reason" {
             self.no_reason = true;
         } else if let Some(i) = duration_of(ext) {
             self.durations[i] = Some(ext.raw.to_vec());
@@ -1116,8 +1121,8 @@ fn duration_of(ext: &Extension<'_>) -> Option<usize> {
     if ext.dialect != DIALECT {
         return None;
     }
-    let key = ext.path.strip_prefix("$.")?;
-    DURATIONS.iter().position(|d| *d == key)
+    let key = crate::encoding::skip_chars(&ext.path, 2); // (`event.path[2:]`)
+    DURATIONS.iter().position(|d| d.as_bytes() == key)
 }
 
 /// `_classify`: the member a block's first fragment goes to, or None (the loss recorded).
@@ -1540,7 +1545,8 @@ mod tests {
         }
         let lines = text_stream(1000);
         let best = |f: &mut dyn FnMut()| {
-            (0..20).map(|_| {
+            let reps = std::env::var("RL_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(20);
+            (0..reps).map(|_| {
                 let t = std::time::Instant::now();
                 f();
                 t.elapsed().as_secs_f64() * 1e6 / lines.len() as f64
