@@ -719,6 +719,243 @@ pub fn logprob_to_openai(raw: &[u8]) -> Result<Value> {
     Ok(Value::Object(members))
 }
 
+// -- output frames (encoders) ---------------------------------------------------------------
+
+/// `OpenFrame`: at most one output frame (SSE event, NDJSON line) open for streaming
+/// fragments. `key` names what the open frame carries (a block); a fragment with the
+/// same key continues it, anything else closes it first (its `tail` goes out). One
+/// source frame makes one output frame, whatever the chunking (`framing.FrameEnd`).
+///
+/// Use (an encoder): one `OpenFrame<K>` field; per fragment
+/// `frame.fragment(key, |out| write_head(out), TAIL, payload, out)`; `frame.close(out)`
+/// before anything else is written and at each `FrameEnd`.
+#[derive(Clone, Debug)]
+pub struct OpenFrame<K> {
+    pub key: Option<K>,
+    tail: Vec<u8>,
+}
+
+impl<K> Default for OpenFrame<K> {
+    fn default() -> Self {
+        OpenFrame { key: None, tail: Vec::new() }
+    }
+}
+
+impl<K: PartialEq> OpenFrame<K> {
+    pub fn new() -> Self {
+        OpenFrame::default()
+    }
+
+    /// `fragment(key, head, tail, payload)`: an empty payload writes nothing; a new key
+    /// closes the open frame and writes `head` first (and keeps `tail` for its close).
+    pub fn fragment(&mut self, key: K, head: impl FnOnce(&mut Vec<u8>), tail: &[u8], payload: &[u8], out: &mut Vec<u8>) {
+        if payload.is_empty() {
+            return;
+        }
+        if self.key.as_ref() != Some(&key) {
+            self.close(out);
+            head(out);
+            self.key = Some(key);
+            self.tail.clear();
+            self.tail.extend_from_slice(tail);
+        }
+        out.extend_from_slice(payload);
+    }
+
+    /// `close()`: the open frame's tail, if one is open.
+    pub fn close(&mut self, out: &mut Vec<u8>) {
+        if self.key.take().is_some() {
+            out.extend_from_slice(&self.tail);
+            self.tail.clear();
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.key.is_some()
+    }
+}
+
+// -- decoder helpers ---------------------------------------------------------------------
+
+/// `BlockStream`: one canonical block emitted fragment by fragment, possibly across
+/// many frames. The first non-empty fragment carries `attrs` (which members may fill
+/// until then: they are read when it goes); `close(late)` makes the last (empty)
+/// fragment with the late attributes (a thinking signature).
+///
+/// Python's emits; this one returns the block to emit and the caller routes it
+/// (`ResponseBase::out`: through the gate until the message starts):
+/// `if let Some(b) = stream.fragment(data) { base.out(Event::Block(b), cx)? }`.
+#[derive(Clone, Debug)]
+pub struct BlockStream {
+    pub section: crate::canonical::Section,
+    pub message: i64,
+    pub attrs: Vec<crate::decoding::Attr>,
+    pub started: bool,
+    /// what opened it (a tool-call index, a content-block index)
+    pub key: Option<i64>,
+}
+
+impl BlockStream {
+    pub fn new(section: crate::canonical::Section, message: i64, attrs: Vec<crate::decoding::Attr>, key: Option<i64>) -> Self {
+        BlockStream { section, message, attrs, started: false, key }
+    }
+
+    fn block<'d>(&self, payload: Cow<'d, [u8]>, init: bool, fin: bool,
+                 attrs: Option<Vec<(Cow<'d, str>, Cow<'d, [u8]>)>>) -> crate::canonical::Block<'d> {
+        crate::canonical::Block { section: self.section, message: self.message, payload, init, fin, attrs }
+    }
+
+    /// `fragment(data)` (a `FragmentSink`; a string's `fin` is not the block's end):
+    /// `None` for empty data.
+    pub fn fragment<'d>(&mut self, data: &'d [u8]) -> Option<crate::canonical::Block<'d>> {
+        if data.is_empty() {
+            return None;
+        }
+        let attrs = if self.started { None } else { crate::decoding::block_attrs(&self.attrs) };
+        let block = self.block(Cow::Borrowed(data), !self.started, false, attrs);
+        self.started = true;
+        Some(block)
+    }
+
+    /// `announce()`: the first fragment now, even empty (a tool call's id and name,
+    /// before its arguments); `None` when it went already.
+    pub fn announce(&mut self) -> Option<crate::canonical::Block<'static>> {
+        if self.started {
+            return None;
+        }
+        self.started = true;
+        Some(self.block(Cow::Borrowed(b""), true, false, crate::decoding::block_attrs(&self.attrs)))
+    }
+
+    /// `close(late)`: the last fragment (a block never started is one whole empty
+    /// fragment with the attributes and the late ones merged).
+    pub fn close(&mut self, late: &[crate::decoding::Attr]) -> crate::canonical::Block<'static> {
+        let block = if self.started {
+            self.block(Cow::Borrowed(b""), false, true, crate::decoding::block_attrs(late))
+        } else {
+            let mut attrs = self.attrs.clone();
+            for (name, json) in late {
+                crate::decoding::set_attr(&mut attrs, name.clone(), json.clone());
+            }
+            self.block(Cow::Borrowed(b""), true, true, crate::decoding::block_attrs(&attrs))
+        };
+        self.started = true;
+        block
+    }
+}
+
+/// `ReasoningFirst`: text that one message object writes before its reasoning goes
+/// after it (Ollama's Go struct order writes `content` before `thinking`; an
+/// openai-compatible server may put `content` before `reasoning_content`). The text
+/// waits in the reorder buffer (rule `reason`) from its first byte until the object's
+/// next member shows whether reasoning follows: another member or the object's end
+/// releases it at once; a reasoning member releases it when that reasoning string
+/// ends. With `refuse_reorder` nothing is held (the wire order is kept).
+///
+/// Use: the text member's fragments go to `text(data, session)`: `true` means "pass
+/// `data` on now, with its init/fin" (refuse_reorder); `false`, it was held. Each
+/// member's key to `member(is_reasoning)`, the reasoning string's last fragment to
+/// `reasoning_end()`, the object's end to `release()`: each returns the held pieces,
+/// in order, for the text sink (Python passes them as `(data, False, False)`).
+#[derive(Debug)]
+pub struct ReasoningFirst {
+    reason: &'static str,
+    hold: Option<crate::reorder::Hold<Vec<u8>>>,
+    /// a reasoning member is being read: the held text waits for its end
+    waiting: bool,
+}
+
+impl ReasoningFirst {
+    pub fn new(reason: &'static str) -> Self {
+        ReasoningFirst { reason, hold: None, waiting: false }
+    }
+
+    /// `text(data, init, fin)`.
+    pub fn text(&mut self, data: &[u8], session: &mut Session) -> Result<bool> {
+        if session.options.refuse_reorder {
+            return Ok(true);
+        }
+        if !data.is_empty() {
+            let reason = self.reason;
+            let hold = self.hold.get_or_insert_with(|| session.reorder.hold(reason));
+            hold.append(&mut session.reorder, data.to_vec(), data.len() as u64)?;
+        }
+        Ok(false)
+    }
+
+    /// `member(reasoning)`: the next member of the object starts.
+    pub fn member(&mut self, reasoning: bool, session: &mut Session) -> Vec<Vec<u8>> {
+        if reasoning {
+            self.waiting = self.hold.is_some();
+            return Vec::new();
+        }
+        self.release(session)
+    }
+
+    /// `reasoning_end()`: the reasoning string ended.
+    pub fn reasoning_end(&mut self, session: &mut Session) -> Vec<Vec<u8>> {
+        if self.waiting {
+            return self.release(session);
+        }
+        Vec::new()
+    }
+
+    /// `release()`: the object's end, or what the text waited for came.
+    pub fn release(&mut self, session: &mut Session) -> Vec<Vec<u8>> {
+        self.waiting = false;
+        match self.hold.take() {
+            Some(mut hold) => hold.drain(&mut session.reorder).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    pub fn is_holding(&self) -> bool {
+        self.hold.is_some()
+    }
+}
+
+/// `Deferred`: fragments of a block whose attributes are not all known yet (sorted
+/// keys put a tool call's `arguments`/`input` before its `name`): held in the
+/// reorder buffer until the caller's `ready()`, then streamed. A source in the usual
+/// order holds nothing.
+///
+/// Use: `fragment(data, ready, session)` with Python's `ready()` answered now:
+/// `true`, pass `data` to the block (opened by the caller, Python's `open_block()`);
+/// `false`, held. `release(session)`: the held fragments, in order, for the block the
+/// caller opens then (Python's `release()` returns that block).
+#[derive(Debug)]
+pub struct Deferred {
+    reason: &'static str,
+    hold: Option<crate::reorder::Hold<Vec<u8>>>,
+}
+
+impl Deferred {
+    pub fn new(reason: &'static str) -> Self {
+        Deferred { reason, hold: None }
+    }
+
+    pub fn fragment(&mut self, data: &[u8], ready: bool, session: &mut Session) -> Result<bool> {
+        if self.hold.is_none() && ready {
+            return Ok(true);
+        }
+        let reason = self.reason;
+        let hold = self.hold.get_or_insert_with(|| session.reorder.hold(reason));
+        hold.append(&mut session.reorder, data.to_vec(), data.len() as u64)?;
+        Ok(false)
+    }
+
+    pub fn release(&mut self, session: &mut Session) -> Vec<Vec<u8>> {
+        match self.hold.take() {
+            Some(mut hold) => hold.drain(&mut session.reorder).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    pub fn is_holding(&self) -> bool {
+        self.hold.is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -878,6 +878,37 @@ fn losses_to_py<'py>(py: Python<'py>, losses: &[crate::session::Loss]) -> PyResu
     Ok(out)
 }
 
+/// `losses` as Python's: the same list object at every access, which grows as the run
+/// records losses (Python's is the session's live list). Made at the first access (a run
+/// nobody asks makes no Python object); synced after every call that may record one.
+#[derive(Default)]
+struct LiveLosses {
+    list: Option<Py<PyList>>,
+    synced: usize,
+}
+
+impl LiveLosses {
+    /// The list, with every loss recorded so far.
+    fn get<'py>(&mut self, py: Python<'py>, losses: &[crate::session::Loss]) -> PyResult<Bound<'py, PyList>> {
+        if self.list.is_none() {
+            self.list = Some(PyList::empty(py).unbind());
+        }
+        self.sync(py, losses)?;
+        Ok(self.list.as_ref().map(|l| l.bind(py).clone()).unwrap_or_else(|| PyList::empty(py)))
+    }
+
+    /// Append the losses recorded since the last sync (nothing before the first `get`).
+    fn sync(&mut self, py: Python<'_>, losses: &[crate::session::Loss]) -> PyResult<()> {
+        let Some(list) = &self.list else { return Ok(()) };
+        if losses.len() > self.synced {
+            let new = losses_to_py(py, &losses[self.synced..])?;
+            list.bind(py).call_method1("extend", (new,))?;
+            self.synced = losses.len();
+        }
+        Ok(())
+    }
+}
+
 /// The run's losses as `(dialect, path, reason)` tuples of str (the test entry points').
 fn loss_tuples<'py>(py: Python<'py>, losses: &[crate::session::Loss]) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);
@@ -972,6 +1003,7 @@ struct NativeTranscoder {
     /// the Python exception of the first error (the core's, the model hook's, a panic's):
     /// every later call raises this same object again, as Python's `_Poison` does
     py_poison: Option<PyErr>,
+    losses: LiveLosses,
     /// `clock=` / `entropy=`, for a copy's abort (which reads them, as Python's does)
     hooks: Hooks,
 }
@@ -1016,6 +1048,7 @@ impl NativeTranscoder {
             Ok(result) => result,
             Err(payload) => return Err(this.poison(py, to_py_err(py, &panic_error(payload), None))),
         };
+        this.losses.sync(py, &this.core.session.losses)?;
         let hook_raised = this.hook_error.as_ref().and_then(|slot| slot.lock().unwrap_or_else(|p| p.into_inner()).take());
         if let Some(err) = hook_raised {
             return Err(this.poison(py, err));
@@ -1068,7 +1101,7 @@ impl NativeTranscoder {
         session.response_start = start;
         let core = guard(py, || crate::pipeline::Transcoder::new(session, model))?
             .map_err(|err| to_py_err(py, &err, None))?;
-        Ok(NativeTranscoder { core, hook_error, py_poison: None, hooks })
+        Ok(NativeTranscoder { core, hook_error, py_poison: None, losses: LiveLosses::default(), hooks })
     }
 
     /// Feed a chunk; returns the output it made possible (maybe `b""`).
@@ -1107,37 +1140,26 @@ impl NativeTranscoder {
         Ok(out)
     }
 
-    /// What could not be carried (`interlingua.Loss` records, in order).
+    /// What could not be carried (`interlingua.Loss` records, in order): one live list.
     #[getter]
     fn losses<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
-        let this = slf.try_borrow().map_err(|_| busy("Transcoder"))?;
-        losses_to_py(slf.py(), &this.core.session.losses)
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("Transcoder"))?;
+        let this = &mut *this;
+        this.losses.get(slf.py(), &this.core.session.losses)
     }
 
     /// What was held for reordering (a snapshot of the reorder buffer's figures).
     #[getter]
     fn reorder(slf: &Bound<'_, Self>) -> PyResult<ReorderReport> {
         let this = slf.try_borrow().map_err(|_| busy("Transcoder"))?;
-        let buffer = &this.core.session.reorder;
-        let (high_water, by_reason) = buffer.report();
-        Ok(ReorderReport {
-            budget: buffer.budget,
-            refuse: buffer.refuse,
-            held: buffer.held(),
-            high_water,
-            by_reason: by_reason.into_iter().map(|(reason, high)| (reason.to_string(), high)).collect(),
-        })
+        Ok(ReorderReport::of(&this.core.session.reorder))
     }
 
     /// Tool names changed for the target (wire name -> source name).
     #[getter]
     fn tool_names<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
         let this = slf.try_borrow().map_err(|_| busy("Transcoder"))?;
-        let names = PyDict::new(slf.py());
-        for (wire, name) in &this.core.session.tool_names {
-            names.set_item(wire, name)?;
-        }
-        Ok(names)
+        tool_names_to_py(slf.py(), &this.core.session)
     }
 }
 
@@ -1209,6 +1231,165 @@ impl NativeDecoder {
     }
 }
 
+/// `interlingua.Encoder` on the native core (the kinds it covers): canonical events from Python
+/// in (`python::event_from_py`, one conversion per event, never per token), the target's
+/// bytes out, with the Python class's API (`feed` of one event or an iterable, `close`,
+/// `abort`, `pending_output`, `losses`, `reorder`, `tool_names`). After an error every
+/// later `feed` / `close` raises that same exception object; after `close` they raise
+/// `TranscodeError`. The GIL stays held (each event comes from a Python object).
+#[pyclass(module = "interlingua._native", name = "Encoder")]
+struct NativeEncoder {
+    encoder: crate::pipeline::BoxedEncoder,
+    session: crate::session::Session,
+    out: Vec<u8>,
+    closed: bool,
+    py_poison: Option<PyErr>,
+    losses: LiveLosses,
+}
+
+impl NativeEncoder {
+    /// One step (events or the close) with the poison and closed checks of Python's.
+    fn step<'py>(
+        slf: &Bound<'py, Self>,
+        work: impl FnOnce(&mut NativeEncoder) -> PyResult<()>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let py = slf.py();
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("Encoder"))?;
+        let this = &mut *this;
+        if let Some(err) = &this.py_poison {
+            return Err(err.clone_ref(py));
+        }
+        if this.closed {
+            let target = this.session.target;
+            let err = Error::new(crate::error::ErrorClass::Transcode,
+                                 format!("the {target} encoder is closed: its events have ended")).in_dialect(target);
+            return Err(to_py_err(py, &err, None));
+        }
+        let result = work(this);
+        this.losses.sync(py, &this.session.losses)?;
+        if let Err(err) = result {
+            return Err(keep_poison(&mut this.py_poison, py, err));
+        }
+        Ok(this.take(py))
+    }
+
+    fn take<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let out = PyBytes::new(py, &self.out);
+        self.out.clear();
+        out
+    }
+
+    /// One event into the encoder (a panic: a `TranscodeError`).
+    fn event(&mut self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
+        let event = event_from_py(obj)?;
+        let (encoder, session, out) = (&mut self.encoder, &mut self.session, &mut self.out);
+        guard(py, || encoder.event(event, session, out))?.map_err(|err| to_py_err(py, &err, None))
+    }
+}
+
+#[pymethods]
+impl NativeEncoder {
+    #[new]
+    #[pyo3(signature = (target, *, kind="request", source="", options=None, clock=None, entropy=None))]
+    fn new(
+        py: Python<'_>,
+        target: &str,
+        kind: &str,
+        source: &str,
+        options: Option<Bound<'_, PyAny>>,
+        clock: Option<Bound<'_, PyAny>>,
+        entropy: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let (target, kind) = dialect_and_kind(target, kind)?;
+        let source = if source.is_empty() { "" } else { dialect_and_kind(source, kind.name())?.0 };
+        let options = options_from_py(py, options.as_ref())?;
+        let mut session = crate::session::Session::new(options, source, target, kind);
+        if kind != crate::session::Kind::Request {
+            // a response or stream encoder reads the hooks when it is made (`Session.start`)
+            let hooks = Hooks { clock: clock.map(Bound::unbind), entropy: entropy.map(Bound::unbind) };
+            session.response_start = Some(hooks.read(py)?);
+        }
+        let mut out = Vec::new();
+        let encoder = guard(py, || -> crate::error::Result<_> {
+            let mut encoder = crate::pipeline::encoder(target, kind, &session)?;
+            encoder.start(&mut session, &mut out)?; // (Python's constructor writes it)
+            Ok(encoder)
+        })?
+        .map_err(|err| to_py_err(py, &err, None))?;
+        Ok(NativeEncoder { encoder, session, out, closed: false, py_poison: None, losses: LiveLosses::default() })
+    }
+
+    /// Feed one event or an iterable of events; returns the output they made possible.
+    fn feed<'py>(slf: &Bound<'py, Self>, events: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let py = slf.py();
+        Self::step(slf, |this| {
+            if events.hasattr(pyo3::intern!(py, "__struct_config__"))? {
+                return this.event(py, &events);
+            }
+            for event in events.try_iter()? {
+                this.event(py, &event?)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The events ended; returns the rest of the output.
+    fn close<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyBytes>> {
+        let py = slf.py();
+        Self::step(slf, |this| {
+            this.closed = true;
+            let (encoder, session, out) = (&mut this.encoder, &mut this.session, &mut this.out);
+            guard(py, || encoder.finish(session, out))?.map_err(|err| to_py_err(py, &err, None))
+        })
+    }
+
+    /// After an error: the output produced before it (a prefix of the full output).
+    fn pending_output<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("Encoder"))?;
+        Ok(this.take(slf.py()))
+    }
+
+    /// `Transcoder.abort`: the output so far plus the target's error event, if it has one
+    /// (`error`: an exception or a canonical `Error`, made one as Python's `_error_event`).
+    #[pyo3(signature = (error=None))]
+    fn abort<'py>(slf: &Bound<'py, Self>, error: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyBytes>> {
+        let py = slf.py();
+        let canonical_error = module(py, &CANONICAL, "interlingua.canonical")?.getattr("Error")?;
+        let error = match error {
+            Some(e) if e.is_instance(&canonical_error)? => e,
+            other => py.import("interlingua.pipeline")?.getattr("_error_event")?.call1((other,))?,
+        };
+        let event = event_from_py(&error)?;
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("Encoder"))?;
+        let this = &mut *this;
+        let (encoder, session, out) = (&mut this.encoder, &mut this.session, &mut this.out);
+        guard(py, || encoder.abort(&event, session, out))?.map_err(|err| to_py_err(py, &err, None))?;
+        Ok(this.take(py))
+    }
+
+    /// What could not be carried (`interlingua.Loss` records, in order): one live list.
+    #[getter]
+    fn losses<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
+        let mut this = slf.try_borrow_mut().map_err(|_| busy("Encoder"))?;
+        let this = &mut *this;
+        this.losses.get(slf.py(), &this.session.losses)
+    }
+
+    /// What was held for reordering (a snapshot of the reorder buffer's figures).
+    #[getter]
+    fn reorder(slf: &Bound<'_, Self>) -> PyResult<ReorderReport> {
+        let this = slf.try_borrow().map_err(|_| busy("Encoder"))?;
+        Ok(ReorderReport::of(&this.session.reorder))
+    }
+
+    /// Tool names changed for the target (wire name -> source name).
+    #[getter]
+    fn tool_names<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
+        let this = slf.try_borrow().map_err(|_| busy("Encoder"))?;
+        tool_names_to_py(slf.py(), &this.session)
+    }
+}
+
 /// `Transcoder.reorder` of the native transcoder: the figures of
 /// `reorder.ReorderBuffer` (taken when asked, not live).
 #[pyclass(module = "interlingua._native", frozen)]
@@ -1222,6 +1403,28 @@ struct ReorderReport {
     #[pyo3(get)]
     high_water: u64,
     by_reason: Vec<(String, u64)>,
+}
+
+impl ReorderReport {
+    fn of(buffer: &ReorderBuffer) -> ReorderReport {
+        let (high_water, by_reason) = buffer.report();
+        ReorderReport {
+            budget: buffer.budget,
+            refuse: buffer.refuse,
+            held: buffer.held(),
+            high_water,
+            by_reason: by_reason.into_iter().map(|(reason, high)| (reason.to_string(), high)).collect(),
+        }
+    }
+}
+
+/// The run's renamed tools as a dict (wire name -> source name).
+fn tool_names_to_py<'py>(py: Python<'py>, session: &crate::session::Session) -> PyResult<Bound<'py, PyDict>> {
+    let names = PyDict::new(py);
+    for (wire, name) in session.tool_names.iter() {
+        names.set_item(wire, name)?;
+    }
+    Ok(names)
 }
 
 #[pymethods]
@@ -1387,7 +1590,7 @@ fn session_ops<'py>(
     strict: bool,
     passthrough: bool,
     tool_names: Option<std::collections::HashMap<String, String>>,
-) -> PyResult<(Vec<Option<String>>, Bound<'py, PyList>, std::collections::HashMap<String, String>, Option<Py<PyAny>>)> {
+) -> PyResult<(Vec<Option<String>>, Bound<'py, PyList>, Bound<'py, PyDict>, Option<Py<PyAny>>)> {
     use crate::session::{Kind, Options, Session};
     use crate::value::Value;
     let known = |name: &str| crate::pipeline::dialect(name).unwrap_or("");
@@ -1423,7 +1626,7 @@ fn session_ops<'py>(
             }
         }
     }
-    Ok((results, loss_tuples(py, &session.losses)?, session.tool_names.clone(), error))
+    Ok((results, loss_tuples(py, &session.losses)?, tool_names_to_py(py, &session)?, error))
 }
 
 // -- the response lifecycle (lifecycle.rs) and the response start (session.rs) ----------
@@ -1593,6 +1796,124 @@ fn lifecycle_call<'py>(py: Python<'py>, function: &str, args: Bound<'py, PyTuple
     })
 }
 
+/// One of lifecycle.rs's helpers driven by `ops`; test entry point. `helper`:
+/// `"block_stream"` (`args`: section, message, attrs `[(name, json)]`, key; ops
+/// `("fragment", data)`, `("announce",)`, `("close", late)`, `("set", name, json)`: the
+/// blocks, as `canonical.Block`s), `"reasoning_first"` (ops `("text", data, init, fin)`,
+/// `("member", reasoning)`, `("reasoning_end",)`, `("release",)`: the sink's calls
+/// `(data, init, fin)`), `"deferred"` (ops `("fragment", data, ready)`, `("release",)`:
+/// the block's fragments), `"open_frame"` (ops `("fragment", key, head, tail, payload)`,
+/// `("close",)`: the bytes each op wrote). Returns `(outputs, (high_water, by_reason), error)`.
+#[pyfunction]
+#[pyo3(signature = (helper, args, ops, *, refuse_reorder=false, reorder_budget=1 << 20))]
+#[allow(clippy::type_complexity)]
+fn lifecycle_helper<'py>(py: Python<'py>, helper: &str, args: Bound<'py, PyTuple>, ops: Vec<Bound<'py, PyTuple>>,
+                         refuse_reorder: bool, reorder_budget: u64)
+                         -> PyResult<(Bound<'py, PyList>, (u64, Vec<(String, u64)>), Option<Py<PyAny>>)> {
+    use crate::canonical::{Event, Section};
+    use crate::lifecycle as lc;
+    use crate::session::{Kind, Options, Session};
+    use std::borrow::Cow;
+    let options = Options { refuse_reorder, reorder_budget, ..Options::default() };
+    let mut session = Session::new(options, "openai", "anthropic", Kind::Stream);
+    let out = PyList::empty(py);
+    let attrs_of = |obj: Bound<'py, PyAny>| -> PyResult<Vec<crate::decoding::Attr>> {
+        let pairs: Vec<(String, Vec<u8>)> = obj.extract()?;
+        Ok(pairs.into_iter().map(|(k, v)| (Cow::Owned(k), v)).collect())
+    };
+    let mut block_stream = None;
+    let mut reasoning = lc::ReasoningFirst::new("test:content-before-reasoning");
+    let mut deferred = lc::Deferred::new("test:arguments-before-name");
+    let mut frame: lc::OpenFrame<i64> = lc::OpenFrame::new();
+    if helper == "block_stream" {
+        let section: String = args.get_item(0)?.extract()?;
+        let section = Section::from_name(&section).ok_or_else(|| PyRuntimeError::new_err("no such section"))?;
+        block_stream = Some(lc::BlockStream::new(section, args.get_item(1)?.extract()?, attrs_of(args.get_item(2)?)?,
+                                                 args.get_item(3)?.extract()?));
+    }
+    let mut error = None;
+    for op in ops {
+        let name: String = op.get_item(0)?.extract()?;
+        let bytes = |i: usize| -> PyResult<Vec<u8>> { op.get_item(i)?.extract() };
+        let piece = |data: &[u8], init: bool, fin: bool| (PyBytes::new(py, data), init, fin);
+        let outcome: crate::error::Result<()> = match (helper, name.as_str()) {
+            ("block_stream", op_name) => {
+                let Some(stream) = block_stream.as_mut() else { return Err(PyRuntimeError::new_err("no stream")) };
+                let block = match op_name {
+                    "fragment" => {
+                        let data = bytes(1)?;
+                        stream.fragment(&data).map(|b| b.into_owned())
+                    }
+                    "announce" => stream.announce(),
+                    "close" => Some(stream.close(&attrs_of(op.get_item(1)?)?)),
+                    "set" => {
+                        crate::decoding::set_attr(&mut stream.attrs, Cow::Owned(op.get_item(1)?.extract()?), bytes(2)?);
+                        None
+                    }
+                    _ => return Err(PyRuntimeError::new_err(format!("no op {op_name}"))),
+                };
+                if let Some(block) = block {
+                    out.append(event_to_py(py, &Event::Block(block))?)?;
+                }
+                Ok(())
+            }
+            ("reasoning_first", "text") => {
+                let (data, init, fin): (Vec<u8>, bool, bool) = (bytes(1)?, op.get_item(2)?.extract()?, op.get_item(3)?.extract()?);
+                match reasoning.text(&data, &mut session) {
+                    Ok(true) => out.append(piece(&data, init, fin)).map(|_| Ok(()))?,
+                    Ok(false) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+            ("reasoning_first", other) => {
+                let released = match other {
+                    "member" => reasoning.member(op.get_item(1)?.extract()?, &mut session),
+                    "reasoning_end" => reasoning.reasoning_end(&mut session),
+                    _ => reasoning.release(&mut session),
+                };
+                for data in released {
+                    out.append(piece(&data, false, false))?;
+                }
+                Ok(())
+            }
+            ("deferred", "fragment") => {
+                let data = bytes(1)?;
+                match deferred.fragment(&data, op.get_item(2)?.extract()?, &mut session) {
+                    Ok(true) => out.append(PyBytes::new(py, &data)).map(|_| Ok(()))?,
+                    Ok(false) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+            ("deferred", _) => {
+                for data in deferred.release(&mut session) {
+                    out.append(PyBytes::new(py, &data))?;
+                }
+                Ok(())
+            }
+            ("open_frame", op_name) => {
+                let mut written = Vec::new();
+                if op_name == "fragment" {
+                    let (key, head, tail, payload): (i64, Vec<u8>, Vec<u8>, Vec<u8>) =
+                        (op.get_item(1)?.extract()?, bytes(2)?, bytes(3)?, bytes(4)?);
+                    frame.fragment(key, |w| w.extend_from_slice(&head), &tail, &payload, &mut written);
+                } else {
+                    frame.close(&mut written);
+                }
+                out.append(PyBytes::new(py, &written))?;
+                Ok(())
+            }
+            _ => return Err(PyRuntimeError::new_err(format!("no helper {helper}"))),
+        };
+        if let Err(err) = outcome {
+            error = Some(to_py_err(py, &err, None).into_value(py).into_any());
+            break;
+        }
+    }
+    let (high, by_reason) = session.reorder.report();
+    let by_reason = by_reason.into_iter().map(|(r, n)| (r.to_string(), n)).collect();
+    Ok((out, (high, by_reason), error))
+}
+
 /// Tokens into a `jsonwriter::RawValue`: its text and the output length at each completion.
 struct RawValueSink {
     raw: crate::jsonwriter::RawValue,
@@ -1664,6 +1985,7 @@ fn add_leaves(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(losses_call, m)?)?;
     m.add_function(wrap_pyfunction!(session_ops, m)?)?;
     m.add_function(wrap_pyfunction!(lifecycle_call, m)?)?;
+    m.add_function(wrap_pyfunction!(lifecycle_helper, m)?)?;
     m.add_function(wrap_pyfunction!(response_start, m)?)?;
     Ok(())
 }
@@ -1687,6 +2009,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TokenCounter>()?;
     m.add_class::<NativeTranscoder>()?;
     m.add_class::<NativeDecoder>()?;
+    m.add_class::<NativeEncoder>()?;
     m.add_class::<ReorderReport>()?;
     m.add("COVERS", PyTuple::new(m.py(), covers())?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

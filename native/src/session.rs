@@ -122,6 +122,37 @@ pub enum Kind {
     Stream,
 }
 
+/// `Session.tool_names`: wire name -> the source's name, in insertion order (a Python
+/// dict's: the binding gives it back in that order). A run renames a few tools: a list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolNames(Vec<(String, String)>);
+
+impl ToolNames {
+    pub fn get(&self, wire: &str) -> Option<&String> {
+        self.0.iter().find(|(w, _)| w == wire).map(|(_, name)| name)
+    }
+
+    /// `names[wire] = name`: a new key goes last, an existing one keeps its place.
+    pub fn insert(&mut self, wire: String, name: String) {
+        match self.0.iter_mut().find(|(w, _)| *w == wire) {
+            Some((_, old)) => *old = name,
+            None => self.0.push((wire, name)),
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(w, n)| (w.as_str(), n.as_str()))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Per-run shared state (`session.Session`).
 pub struct Session {
     pub options: Options,
@@ -131,7 +162,7 @@ pub struct Session {
     pub losses: Vec<Loss>,
     pub reorder: ReorderBuffer,
     /// tool names changed for the target in this run: wire name -> the source's name
-    pub tool_names: HashMap<String, String>,
+    pub tool_names: ToolNames,
     /// same-dialect copy (`interlingua.passthrough`): nothing is lost
     pub passthrough: bool,
     lost_paths: HashSet<(String, Vec<u8>, Vec<u8>)>,
@@ -150,7 +181,7 @@ impl Session {
             target,
             losses: Vec::new(),
             reorder,
-            tool_names: HashMap::new(),
+            tool_names: ToolNames::default(),
             passthrough: false,
             lost_paths: HashSet::new(),
             response_start: None,

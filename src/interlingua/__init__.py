@@ -13,7 +13,7 @@ from .errors import (
     BudgetExceededError, ControlCharacterError, DuplicateKeyError, InvalidUtf8Error, LoneSurrogateError, JsonSyntaxError, LossError,
     NestingTooDeepError, ReorderRefusedError, SchemaError, TranscodeError, TruncatedInputError,
 )
-from .pipeline import Decoder, Transcoder, decode, transcode
+from .pipeline import Decoder, Encoder, Transcoder, decode, encode, transcode
 from .session import Loss, Options
 
 __all__ = [
@@ -23,6 +23,6 @@ __all__ = [
     "TranscodeError", "JsonSyntaxError", "InvalidUtf8Error", "ControlCharacterError",
     "TruncatedInputError", "NestingTooDeepError", "SchemaError", "DuplicateKeyError", "LoneSurrogateError", "LossError",
     "BudgetExceededError", "ReorderRefusedError",
-    "Decoder", "Transcoder", "decode", "transcode", "Loss", "Options",
+    "Decoder", "Encoder", "Transcoder", "decode", "encode", "transcode", "Loss", "Options",
 ]
 __version__ = "0.1.0"

@@ -6,11 +6,12 @@ The native backend exists where the extension ``interlingua._native`` imports
 Python's by ``tests/native``). ``INTERLINGUA_BACKEND=native`` selects it and
 fails loudly (ImportError at ``import interlingua``) when the extension is
 missing or does not cover the request pipeline; ``INTERLINGUA_BACKEND=python``
-forces the pure pipeline. Unset, ``BACKEND`` is ``DEFAULT`` where the native
-backend exists, else ``"python"``. ``DEFAULT`` is ``"python"`` while the native
-request pipeline has known parity gaps (``NATIVE_GAPS`` in ``tests/conftest.py``:
-the suite's tests where native output or errors differ from Python's); it
-becomes ``"native"`` (one line) when that list is empty.
+forces the pure pipeline. Unset, ``BACKEND`` is ``DEFAULT`` (``"native"``) where
+the native backend exists, else ``"python"``. ``DEFAULT`` goes back to ``"python"``
+(one line) whenever the native request pipeline has a known parity gap
+(``NATIVE_GAPS`` in ``tests/conftest.py``: the suite's tests where native output or
+errors differ from Python's, strict xfails on native); the list is empty since
+issue 11's last gaps closed, so the default is native.
 
 On the native backend **requests** run in Rust; a **response** or **stream**
 runs in Rust once the extension covers that kind (its ``COVERS`` names
@@ -20,25 +21,37 @@ dialect's decoder and, for an abort, its encoder -- and ``PIPELINE`` when every
 kind is covered); until then that kind runs the Python pipeline on both
 backends (``covers(kind)``, issue 12).
 
-How the public API dispatches (decision, issue 11): ``interlingua.Transcoder``
-and ``interlingua.Decoder`` are the Python classes of ``pipeline``, whose
-``__new__`` returns the native object (``_native.Transcoder`` / ``Decoder``)
-for ``kind="request"`` when ``BACKEND`` is ``"native"`` at construction, with
-the same arguments; ``transcode`` / ``decode`` and the CLI go through them.
-So one name, one signature, one set of errors and attributes (``losses``,
-``reorder``, ``tool_names``, ``pending_output``, ``abort``) on both backends,
-and ``isinstance(x, interlingua.Transcoder)`` holds for either object (the
-classes' metaclass counts the native class as theirs). Chosen over module-level
+How the public API dispatches (decision, issue 11): ``interlingua.Transcoder``,
+``interlingua.Decoder`` and ``interlingua.Encoder`` are the Python classes of
+``pipeline``, whose ``__new__`` returns the native object (``_native.Transcoder`` /
+``Decoder`` / ``Encoder``) for ``kind="request"`` when ``BACKEND`` is ``"native"`` at
+construction, with the same arguments; ``transcode`` / ``decode`` / ``encode``, the
+turn compiler and the CLI go through them. So one name, one signature, one set of
+errors and attributes (``losses``, ``reorder``, ``tool_names``, ``pending_output``,
+``abort``) on both backends, and ``isinstance(x, interlingua.Transcoder)`` holds for
+either object (the classes' metaclass counts the native class as theirs). Chosen over module-level
 selection because the kind is a constructor argument: a stream transcoder and a
 request transcoder come from the same name. A subclass of the Python classes
 is always Python (it may rely on ``session`` and the Python stages). The
 ``BACKEND`` attribute of this module is read at each construction, so tests
 switch it with ``monkeypatch`` (``tests/conftest.py``'s ``backend`` fixture).
 
-An encoder fed canonical events from Python (``Session`` + ``codecs(...)[1]``,
-what the turn compiler ``interlingua.compiler.transcode.encode_compiled`` uses)
-stays Python on both backends: the native one (``_native.encode_events``) is a
-test entry point, not an object with the encoder's push API and its session.
+An encoder fed canonical events from Python is ``interlingua.Encoder(target,
+kind=..., source=..., options=...)`` (``feed(events) -> bytes``, ``close() -> bytes``;
+``interlingua.encode(events, target=...)`` for a whole body): the turn compiler's
+``encode_compiled`` uses it, so it runs natively too. On the native side each event
+is converted once at the boundary (``python.rs`` ``event_from_py``), never a token.
+
+What a user can tell the classes apart by (decision, issue 11 item 3): the native
+objects have no ``session`` attribute (the run's state lives in Rust; ``losses``,
+``reorder``, ``tool_names`` are what a caller reads of it, and a ``Session`` proxy
+object would be a second, partial API). ``losses`` is one live list on both (the same
+object at every access, growing as losses are recorded); ``tool_names`` a dict in
+insertion order on both (the native one a new dict per access: Python's is the
+session's own). ``reorder`` is Python's live ``ReorderBuffer`` but a snapshot on the
+native side (``_native.ReorderReport``: ``budget``, ``refuse``, ``held``,
+``high_water``, ``high_water_by_reason``, ``report()``, read when asked): its figures
+are numbers a caller reads after the run, where the two agree.
 
 A native stage is not spliced into the Python pipeline piecemeal: the Python
 decoders take one call per token, and a native tokenizer feeding them would
@@ -61,9 +74,9 @@ RESPONSE_PIPELINE = "response-pipeline"
 STREAM_PIPELINE = "stream-pipeline"
 _KIND_PIPELINES = {"request": REQUEST_PIPELINE, "response": RESPONSE_PIPELINE, "stream": STREAM_PIPELINE}
 _CHOICES = ("python", "native")
-#: the backend when INTERLINGUA_BACKEND is unset and the native one exists: "python" while
-#: tests/conftest.py's NATIVE_GAPS lists parity gaps of the native request pipeline
-DEFAULT = "python"
+#: the backend when INTERLINGUA_BACKEND is unset and the native one exists ("python" again
+#: whenever tests/conftest.py's NATIVE_GAPS lists a parity gap of the native request pipeline)
+DEFAULT = "native"
 
 
 def _import_native():

@@ -322,7 +322,107 @@ class Decoder(metaclass=_Backed):
         return self._take()
 
 
-_PUBLIC = (Transcoder, Decoder)  # a subclass is Python on both backends
+class Encoder(metaclass=_Backed):
+    """Push-style encoder: canonical events in, ``target``'s bytes out -- the second half
+    of a ``Transcoder``, for events built in Python (the turn compiler, a program that
+    makes its own requests).
+
+    >>> from interlingua import Block, Control, End, MessagesEnd, Section, SystemEnd
+    >>> e = Encoder("anthropic")
+    >>> body = e.feed([SystemEnd(), Block(Section.USER_TEXT, 0, b"hi"), MessagesEnd(),
+    ...                Control("model", "m"), End()]) + e.close()
+
+    ``feed`` takes one event or an iterable of them and returns the bytes they made
+    possible (maybe ``b""``); ``close()`` says the events ended (the encoder's ``finish``:
+    after ``End`` nothing more) and returns the rest. ``source`` names the dialect the
+    events come from ("" when none: losses then name no dialect unless the event does);
+    it decides, as in a ``Transcoder``, whether tool names are renamed (not when it is the
+    target) and which dialect a loss names. ``losses``, ``reorder``, ``tool_names``,
+    ``pending_output``, ``abort``, ``clock`` / ``entropy``: as ``Transcoder``'s. After an
+    error every later ``feed`` / ``close`` raises that same error; after ``close`` they
+    raise ``TranscodeError``.
+
+    On the native backend an encoder of a kind the native core covers (``backend.covers``:
+    requests; responses and streams as issue 12 lands) is ``interlingua._native.Encoder``
+    (the same arguments, errors and attributes; no ``session``): see ``interlingua.backend``.
+    """
+
+    def __new__(cls, target: str, *, kind: str = "request", **kwargs):
+        native = _native_for(cls, kind)
+        if native is not None:
+            return native(target, kind=kind, **kwargs)
+        return super().__new__(cls)
+
+    def __init__(self, target: str, *, kind: str = "request", source: str = "",
+                 options: Options | None = None, clock: Clock | None = None,
+                 entropy: Entropy | None = None) -> None:
+        _, encoder_cls = codecs(target, kind)
+        if source:
+            codecs(source, kind)  # (a known dialect: the same ValueError)
+        self.session = Session(options, source=source, target=target, kind=kind, clock=clock, entropy=entropy)
+        self._out: list[bytes] = []
+        self.encoder = encoder_cls(self._out.append, self.session)
+        self._poison = _Poison()
+        self._closed = False
+
+    @property
+    def losses(self):
+        return self.session.losses
+
+    @property
+    def reorder(self):
+        return self.session.reorder
+
+    @property
+    def tool_names(self) -> dict[str, str]:
+        """Tool names changed for the target (wire name -> source name), as ``Transcoder``'s."""
+        return self.session.tool_names
+
+    def _take(self) -> bytes:
+        out = b"".join(self._out)
+        self._out.clear()
+        return out
+
+    def _check(self) -> None:
+        self._poison.check()
+        if self._closed:
+            raise TranscodeError(f"the {self.session.target} encoder is closed: its events have ended",
+                                 dialect=self.session.target)
+
+    def feed(self, events: "Event | Iterable[Event]") -> bytes:
+        """Feed one event or an iterable of events; returns the output they made possible."""
+        self._check()
+        with self._poison:
+            if hasattr(events, "__struct_config__"):  # one event (a canonical Struct)
+                self.encoder.on_event(events)
+            else:
+                for event in events:
+                    self.encoder.on_event(event)
+        return self._take()
+
+    def close(self) -> bytes:
+        """The events ended; returns the rest of the output."""
+        self._check()
+        self._closed = True
+        with self._poison:
+            self.encoder.finish()
+        return self._take()
+
+    def abort(self, error: "BaseException | Error | None" = None) -> bytes:
+        """``Transcoder.abort``: the output so far plus the target's error event, if it has one."""
+        if not isinstance(error, Error):
+            error = _error_event(error)
+        abort = getattr(self.encoder, "abort", None)
+        if abort is not None:
+            abort(error)
+        return self._take()
+
+    def pending_output(self) -> bytes:
+        """After an error: the output produced before it (a prefix of the full output)."""
+        return self._take()
+
+
+_PUBLIC = (Transcoder, Decoder, Encoder)  # a subclass is Python on both backends
 
 
 class _Poison:
@@ -375,6 +475,20 @@ def decode(chunks: Iterable[bytes], *, source: str, kind: str = "request",
     for chunk in chunks:
         yield from decoder.feed(chunk)
     yield from decoder.close()
+
+
+def encode(events: Iterable[Event], *, target: str, kind: str = "request", source: str = "",
+           options: Options | None = None, losses: list | None = None,
+           clock: Clock | None = None, entropy: Entropy | None = None) -> bytes:
+    """Encode canonical events as ``target``'s bytes (the whole output: a request body, a
+    response, a stream's frames); ``Encoder`` for output as the events come.
+
+    Pass a list as ``losses`` to receive the loss records."""
+    encoder = Encoder(target, kind=kind, source=source, options=options, clock=clock, entropy=entropy)
+    out = encoder.feed(events) + encoder.close()
+    if losses is not None:
+        losses.extend(encoder.losses)
+    return out
 
 
 def _model_renamer(on_event: Callable[[Event], None], model) -> Callable[[Event], None]:

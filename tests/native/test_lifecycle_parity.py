@@ -316,3 +316,108 @@ def test_logprobs_and_usage_tier_cross_the_binding():
     events = [Logprobs(b'{"token":"a","logprob":-0.5}', choice=2), Usage(input=1, service_tier="priority"), Usage()]
     assert native.canonical_roundtrip(events) == events
     assert "logprobs" in native.event_tags()
+
+
+# -- the decoder and encoder helpers: op sequences against the Python classes ---------------
+
+def python_helper(helper, args, ops, *, refuse_reorder=False, reorder_budget=1 << 20):
+    from interlingua.canonical import Section
+    session = Session(Options(refuse_reorder=refuse_reorder, reorder_budget=reorder_budget), source="openai",
+                      target="anthropic", kind="stream")
+    out, error = [], None
+    if helper == "block_stream":
+        attrs = {name: json.loads(raw) for name, raw in args[2]} or None
+        stream = lifecycle.BlockStream(out.append, Section(args[0]), args[1], attrs, args[3])
+    reasoning = lifecycle.ReasoningFirst(session, "test:content-before-reasoning", lambda *call: out.append(call))
+    ready = [False]
+
+    class Recorder:
+        def fragment(self, data, init=False, fin=False):
+            out.append(data)
+    deferred = lifecycle.Deferred(session, "test:arguments-before-name", Recorder, lambda: ready[0])
+    frame = lifecycle.OpenFrame(None)
+    try:
+        for op in ops:
+            name = op[0]
+            if helper == "block_stream":
+                if name == "fragment":
+                    stream.fragment(op[1])
+                elif name == "announce":
+                    stream.announce()
+                elif name == "close":
+                    stream.close({k: json.loads(v) for k, v in op[1]} or None)
+                else:
+                    if stream.attrs is None:
+                        stream.attrs = {}
+                    stream.attrs[op[1]] = json.loads(op[2])
+            elif helper == "reasoning_first":
+                if name == "text":
+                    reasoning.text(op[1], op[2], op[3])
+                elif name == "member":
+                    reasoning.member(op[1])
+                elif name == "reasoning_end":
+                    reasoning.reasoning_end()
+                else:
+                    reasoning.release()
+            elif helper == "deferred":
+                if name == "fragment":
+                    ready[0] = op[2]
+                    deferred.fragment(op[1])
+                else:
+                    deferred.release()
+            else:
+                written = []
+                frame.write = written.append
+                if name == "fragment":
+                    frame.fragment(op[1], lambda head=op[2]: head, op[3], op[4])
+                else:
+                    frame.close()
+                out.append(b"".join(written))
+    except Exception as exc:  # noqa: BLE001
+        error = exc
+    report = session.reorder.report()
+    return out, (report["high_water"], list(report["by_reason"].items())), error
+
+
+def same_helper(helper, args, ops, **options):
+    n_out, n_report, n_error = native.lifecycle_helper(helper, args, ops, **options)
+    p_out, p_report, p_error = python_helper(helper, args, ops, **options)
+    assert (n_out, n_report, error_facts(n_error)) == (p_out, p_report, error_facts(p_error))
+
+
+data = st.sampled_from([b"", b"a", b"hello", b"\\u00e9", b"{\\\"a\\\":1}"])
+attr_pairs = st.lists(st.tuples(st.sampled_from(["path", "id", "name", "signature"]),
+                                st.sampled_from([b'"x"', b"1", b"null", b'{"a":[1]}'])), max_size=3,
+                      unique_by=lambda pair: pair[0])
+
+
+@given(st.sampled_from(["assistant-text", "tool-call", "server-tool-result"]), st.integers(0, 2), attr_pairs,
+       st.none() | st.integers(0, 3),
+       st.lists(st.one_of(st.tuples(st.just("fragment"), data), st.tuples(st.just("announce")),
+                          st.tuples(st.just("close"), attr_pairs),
+                          st.tuples(st.just("set"), st.sampled_from(["id", "name"]), st.sampled_from([b'"y"', b"2"]))),
+                max_size=8))
+def test_block_stream(section, message, attrs, key, ops):
+    same_helper("block_stream", (section, message, attrs, key), ops)
+
+
+reasoning_ops = st.lists(st.one_of(
+    st.tuples(st.just("text"), data, st.booleans(), st.booleans()), st.tuples(st.just("member"), st.booleans()),
+    st.tuples(st.just("reasoning_end")), st.tuples(st.just("release"))), max_size=10)
+
+
+@given(reasoning_ops, st.booleans(), st.sampled_from([1 << 20, 8]))
+def test_reasoning_first(ops, refuse, budget):
+    same_helper("reasoning_first", (), ops, refuse_reorder=refuse, reorder_budget=budget)
+
+
+@given(st.lists(st.one_of(st.tuples(st.just("fragment"), data, st.booleans()), st.tuples(st.just("release"))),
+                max_size=10), st.booleans(), st.sampled_from([1 << 20, 8]))
+def test_deferred(ops, refuse, budget):
+    same_helper("deferred", (), ops, refuse_reorder=refuse, reorder_budget=budget)
+
+
+@given(st.lists(st.one_of(st.tuples(st.just("fragment"), st.integers(0, 2), st.sampled_from([b"H1", b"H2"]),
+                                    st.sampled_from([b"T1", b"T2"]), data), st.tuples(st.just("close"))), max_size=10))
+def test_open_frame(ops):
+    same_helper("open_frame", (), ops)

@@ -8,6 +8,8 @@ same output pending before it, the same losses, reorder report and renamed tools
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, strategies as st
 
@@ -65,7 +67,7 @@ def run(transcoder, pieces: list[bytes]) -> dict:
         "losses": [(loss.dialect, loss.path, loss.reason) for loss in transcoder.losses],
         "reorder": transcoder.reorder.report(),
         "held": transcoder.reorder.held,
-        "tool_names": dict(transcoder.tool_names),
+        "tool_names": list(transcoder.tool_names.items()),  # (in the dict's insertion order)
     }
 
 
@@ -152,6 +154,28 @@ def test_keys_with_lone_surrogates(source, target, strict):
     run = assert_transcoder_parity(source, target, body, range(1, len(body)), {"strict": strict})
     if source != target and not strict:
         assert any("\\ud" in ascii(path) for _, path, _ in run["losses"])
+
+
+@pytest.mark.parametrize("source,target", [(s, t) for s, t in PAIRS if s != t])
+def test_losses_are_one_live_list_and_tool_names_keep_their_order(source, target):
+    """As Python's session list: ``t.losses is t.losses``, and a list taken before the
+    input grows as the input is fed; ``tool_names`` in the order the names were renamed."""
+    tools = [{"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+             for name in ("z.last", "a.first", "m/mid", "b c")]
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi", "x_extra": 1}],
+                       "tools": tools, "max_tokens": 9, "y_extra": 2}).encode()
+    body = Transcoder("openai", source).feed(body)  # (this source's form of it: pythonic, whole)
+    runs = []
+    for make in (native.Transcoder, PythonTranscoder):
+        t = make(source, target)
+        early = t.losses
+        assert early == [] and t.losses is early
+        t.feed(body[:len(body) // 2])
+        t.feed(body[len(body) // 2:])
+        t.close()
+        assert t.losses is early
+        runs.append(([(loss.dialect, loss.path, loss.reason) for loss in early], list(t.tool_names.items())))
+    assert runs[0] == runs[1]
 
 
 def test_the_same_error_object_again_after_an_error():

@@ -16,10 +16,10 @@ from typing import Any
 from ..canonical import (
     Block, End, Event, Extension, MessagesEnd, Section, SystemEnd, escape_text,
 )
-from ..dialects import codecs
 from ..dialects.openai import controls as openai_controls
 from ..jsonwriter import dumps
-from ..session import Options, Session
+from ..pipeline import Encoder
+from ..session import Options
 from .branch import Branch
 from .compile import compile_chat_request
 from .surfaces import CHAT_EXECUTION, RUN_EXECUTION
@@ -80,14 +80,13 @@ def _image_block(index: int, image: Mapping[str, Any]) -> Block:
 
 def encode_compiled(compiled: CompiledChatRequest, target: str, *,
                     execution: Mapping[str, Any] = CHAT_EXECUTION,
-                    options: Options | None = None) -> tuple[bytes, Session]:
-    """The request body of ``target`` for a compiled request, and the session (losses)."""
-    session = Session(options, source="openai", target=target)
-    out: list[bytes] = []
-    encoder = codecs(target, "request")[1](out.append, session)
-    for event in compiled_events(compiled, execution):
-        encoder.on_event(event)
-    return b"".join(out), session
+                    options: Options | None = None) -> tuple[bytes, Encoder]:
+    """The request body of ``target`` for a compiled request, and the encoder that wrote it
+    (its ``losses``, ``reorder``, ``tool_names``). ``interlingua.Encoder``: native on the
+    native backend. The events are read with the openai names (``source="openai"``)."""
+    encoder = Encoder(target, source="openai", options=options)
+    body = encoder.feed(compiled_events(compiled, execution)) + encoder.close()
+    return body, encoder
 
 
 def chat_body(branch: Branch, request: TurnRequest, target: str, *,
