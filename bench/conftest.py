@@ -2,7 +2,8 @@
 
 After pytest-benchmark's own timing table, ``pytest_terminal_summary`` prints
 one line per contender: its median time as a ratio to orjson loads+dumps on
-the same bytes (> 1 means faster than orjson), and the peak-memory figures.
+the same bytes (> 1 means faster than orjson) -- and, in groups that have LiteLLM,
+each transcoder's ratio to it --, the peak-memory figures and the import time.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ for path in (HERE, ROOT / "tests", ROOT):  # bench modules, tests/rpt.py, spike.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 BASELINE = "orjson loads+dumps"
+LITELLM = "litellm anthropic->openai"
 
 
 def pytest_configure(config):
@@ -39,16 +41,17 @@ def _rows(benchmarks):
 def ratio_lines(benchmarks) -> list[str]:
     lines = []
     for group, by_name in sorted(_rows(benchmarks).items()):
-        if group.startswith("memory:"):
+        if group.startswith(("memory:", "import:")):
             continue
-        base = by_name.get(BASELINE)
+        base, litellm = by_name.get(BASELINE), by_name.get(LITELLM)
         size = next(iter(by_name.values())).extra_info.get("body_bytes", 0)
         lines.append(f"{group}  ({size:,} bytes)")
         for name, bench in by_name.items():
             median = bench.stats.median
             ratio = f"{base.stats.median / median:6.2f}x orjson" if base else "   (no orjson)"
             mbps = f"{size / median / 1e6:8.1f} MB/s" if size else ""
-            lines.append(f"    {name:<36} {median * 1e3:10.3f} ms {mbps}  {ratio}{_per_token(bench)}")
+            versus = f"  {litellm.stats.median / median:6.2f}x litellm" if litellm and "transcoder" in name else ""
+            lines.append(f"    {name:<36} {median * 1e3:10.3f} ms {mbps}  {ratio}{versus}{_per_token(bench)}")
     return lines
 
 
@@ -73,6 +76,17 @@ def memory_lines(benchmarks) -> list[str]:
     return lines
 
 
+def import_lines(benchmarks) -> list[str]:
+    lines = []
+    for group, by_name in sorted(_rows(benchmarks).items()):
+        if group.startswith("import:"):
+            for name, bench in by_name.items():
+                info = bench.extra_info
+                lines.append(f"    {name:<36} {info['import_ms']:7.1f} ms (median of {info['runs']} fresh processes, "
+                             f"python -X importtime: cumulative time of the interlingua package)")
+    return lines
+
+
 def pytest_terminal_summary(terminalreporter, config):
     session = getattr(config, "_benchmarksession", None)
     benchmarks = [b for b in getattr(session, "benchmarks", []) if b]
@@ -86,4 +100,9 @@ def pytest_terminal_summary(terminalreporter, config):
     if memory:
         terminalreporter.section("peak memory, fresh process per figure (growth over its own import baseline)")
         for line in memory:
+            write(line)
+    imports = import_lines(benchmarks)
+    if imports:
+        terminalreporter.section("import interlingua")
+        for line in imports:
             write(line)

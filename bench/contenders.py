@@ -18,6 +18,32 @@ from bodies import Body, targets
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
 
 
+def backends() -> list[str]:
+    """The backends this build can run requests on: python, and native where the extension covers them."""
+    from interlingua.backend import NATIVE_COVERS, REQUEST_PIPELINE
+
+    return ["python", "native"] if REQUEST_PIPELINE in NATIVE_COVERS else ["python"]
+
+
+def transcoder_class(backend: str):
+    """The request Transcoder of one backend, whatever ``INTERLINGUA_BACKEND`` says: the
+    native class itself, or a constructor that builds the Python pipeline's."""
+    from interlingua import backend as selection
+    from interlingua.backend import native_module
+
+    if backend == "native":
+        return native_module().Transcoder
+
+    def python_transcoder(*args, **kwargs):
+        chosen, selection.BACKEND = selection.BACKEND, "python"  # (read at construction)
+        try:
+            return Transcoder(*args, **kwargs)
+        finally:
+            selection.BACKEND = chosen
+
+    return python_transcoder
+
+
 def interlingua_run(body: Body, target: str) -> Callable[[], int]:
     data, frame, kind, source = body.data, body.frame or 65536, body.kind, body.dialect
     pieces = [data[i:i + frame] for i in range(0, len(data), frame)]  # cut before timing

@@ -1,16 +1,20 @@
-"""The native request Transcoder beside the Python one, orjson and json, on the request bodies.
+"""Issue 11's side-by-side run: the native request Transcoder, the Python one, json, orjson
+and LiteLLM on the same bytes, one group per body, frame size and pair.
 
 For every ordered request pair whose native codecs exist (the native constructor says
 which: a pair not ported yet is left out, so a codec that lands is benchmarked without
-edits here), one group per body and frame size: ``native transcoder`` is
-``interlingua._native.Transcoder`` (one binding call per frame, no Python object per
-token), ``python transcoder`` is ``interlingua.Transcoder`` on the same frames, and
-``orjson loads+dumps`` / ``json loads+dumps`` the whole body at once (the ratio baseline
-and the stdlib). The bodies: the 10 kB conversation (several messages, a tool definition,
-a tool call and its result: the per-token cost), rpt large-10k / large-100k (one long
-text), 1 MB of ~1,250 messages -- at 8 KiB frames, and at 64-byte frames for the cost
-per ``feed`` (printed after the table, ``bench/conftest.py``, with tokens/s counted in
-the Python tokenizer's tokens).
+edits here): ``native transcoder`` is ``interlingua._native.Transcoder`` (one binding call
+per frame, no Python object per token), ``python transcoder`` the pure-Python pipeline's
+(whatever ``INTERLINGUA_BACKEND`` says: ``contenders.transcoder_class``) on the same
+frames, ``orjson loads+dumps`` / ``json loads+dumps`` the whole body at once (the ratio
+baseline and the stdlib), and in the anthropic -> openai groups ``litellm
+anthropic->openai`` (LiteLLM's adapter, json in and out: ``contenders.litellm_run``).
+The bodies: the 10 kB conversation (several messages, a tool definition, a tool call and
+its result: the per-token cost), rpt large-10k / large-100k (one long text), 1 MB of
+~1,250 messages -- at 8 KiB frames, and at 64-byte frames for the cost per ``feed``
+(printed after the table, ``bench/conftest.py``, with tokens/s counted in the Python
+tokenizer's tokens). The 10 MB body's memory and first byte: test_memory.py; import
+time: test_import.py.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ import json
 import pytest
 
 from bodies import Body, conversation, many_messages, rpt_bodies
+from contenders import litellm_run, transcoder_class
 
-from interlingua import TranscodeError, Transcoder
+from interlingua import TranscodeError
 from interlingua.backend import NATIVE_COVERS, native_module
 from interlingua.dialects import DIALECTS
 
@@ -97,10 +102,16 @@ def _params() -> list:
             frames = _frames(body)
             for target in targets:
                 group = f"native-request:{body.shape}/{body.frame}B-frames:{source}->{target}"
-                for name, cls in (("native transcoder", native_module().Transcoder), ("python transcoder", Transcoder)):
-                    params.append(pytest.param(body, group, name, transcoder_run(cls, source, target, frames),
+                for backend in ("native", "python"):
+                    name = f"{backend} transcoder"
+                    params.append(pytest.param(body, group, name, transcoder_run(transcoder_class(backend), source,
+                                                                                 target, frames),
                                                len(frames), id=f"{group}|{name}"))
-                for name, run in _baselines(body.data):
+                baselines = _baselines(body.data)
+                litellm = litellm_run(body) if target == "openai" else None
+                if litellm is not None:
+                    baselines.append(("litellm anthropic->openai", litellm))
+                for name, run in baselines:
                     params.append(pytest.param(body, group, name, run, len(frames), id=f"{group}|{name}"))
     return params
 

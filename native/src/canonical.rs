@@ -283,14 +283,10 @@ fn not_a_string(at: usize) -> Error {
 /// Append the decoded `payload` (a JSON string's inside) to `out` as WTF-8.
 pub fn unescape_into(payload: &[u8], out: &mut Vec<u8>) -> Result<()> {
     let mut i = 0;
-    while let Some(found) = memchr::memchr2(b'\\', b'"', &payload[i..]) {
-        let j = i + found;
-        let plain = &payload[i..j];
-        if let Some(c) = plain.iter().position(|&b| b < 0x20) {
-            return Err(not_a_string(i + c));
-        }
-        out.extend_from_slice(plain);
-        if payload[j] == b'"' {
+    // the first `\\`, `"` or control character: one pass (json::find_special)
+    while let Some(j) = crate::json::find_special(payload, i) {
+        out.extend_from_slice(&payload[i..j]);
+        if payload[j] != b'\\' {
             return Err(not_a_string(j));
         }
         let simple = match payload.get(j + 1) {
@@ -311,11 +307,7 @@ pub fn unescape_into(payload: &[u8], out: &mut Vec<u8>) -> Result<()> {
         out.push(simple);
         i = j + 2;
     }
-    let rest = &payload[i..];
-    if let Some(c) = rest.iter().position(|&b| b < 0x20) {
-        return Err(not_a_string(i + c));
-    }
-    out.extend_from_slice(rest);
+    out.extend_from_slice(&payload[i..]);
     Ok(())
 }
 
@@ -369,7 +361,8 @@ pub fn lone_surrogates(text: &[u8]) -> impl Iterator<Item = (usize, u32)> + '_ {
 
 /// Whether WTF-8 text holds a lone surrogate (Python's `_LONE_SURROGATE.search`).
 pub fn has_lone_surrogate(text: &[u8]) -> bool {
-    lone_surrogates(text).next().is_some()
+    // ASCII (most keys, names, ids) has none: checked a word at a time, cheaper than the search
+    !text.is_ascii() && lone_surrogates(text).next().is_some()
 }
 
 /// The text an escaped payload holds, as UTF-8 (`unescape_json_text`): a tool

@@ -105,36 +105,102 @@ impl Default for Limits {
 }
 
 /// Per open object, the keys it has had: a duplicate is refused (json.py's `_seen`).
+///
+/// The open objects' keys lie back to back in one buffer (innermost object's last:
+/// objects nest, so closing one truncates it), and an object's few keys are compared
+/// one by one: no allocation and no hashing per key (most objects have a handful).
+/// An object that reaches `LINEAR_MAX` keys moves them into a hash set (SipHash:
+/// a body's keys are the sender's choice), where its later keys go.
 #[derive(Default)]
 struct SeenKeys {
-    /// innermost last; sets are kept for reuse after their object closes
-    sets: Vec<(std::collections::HashSet<Vec<u8>>, usize)>,
-    open: usize,
+    /// the keys of the open objects in linear mode, back to back
+    bytes: Vec<u8>,
+    /// where each of those keys begins in `bytes` (a key ends where the next begins)
+    starts: Vec<usize>,
+    /// the open objects, innermost last
+    objects: Vec<SeenObject>,
     /// characters of the open objects' keys
     size: usize,
 }
 
+struct SeenObject {
+    /// its first key's index in `starts`, and where its keys begin in `bytes`
+    first: usize,
+    bytes_from: usize,
+    /// characters of its keys (counted in `SeenKeys::size`)
+    chars: usize,
+    /// past `LINEAR_MAX` keys: all of them, hashed
+    hashed: Option<std::collections::HashSet<Box<[u8]>>>,
+}
+
+/// Keys an object compares one by one before it hashes them.
+const LINEAR_MAX: usize = 16;
+
 impl SeenKeys {
     fn open(&mut self) {
-        if self.open == self.sets.len() {
-            self.sets.push(Default::default());
-        }
-        self.open += 1;
+        self.objects.push(SeenObject { first: self.starts.len(), bytes_from: self.bytes.len(), chars: 0, hashed: None });
     }
 
     fn close(&mut self) {
-        if self.open > 0 {
-            self.open -= 1;
-            let (set, chars) = &mut self.sets[self.open];
-            set.clear();
-            self.size -= *chars;
-            *chars = 0;
+        if let Some(object) = self.objects.pop() {
+            self.starts.truncate(object.first);
+            self.bytes.truncate(object.bytes_from);
+            self.size -= object.chars;
         }
     }
 
     fn clear(&mut self) {
-        while self.open > 0 {
-            self.close();
+        self.objects.clear();
+        self.starts.clear();
+        self.bytes.clear();
+        self.size = 0;
+    }
+
+    /// Inside an object (not at the top level of the document).
+    fn in_object(&self) -> bool {
+        !self.objects.is_empty()
+    }
+
+    /// The innermost object has had `key`.
+    fn contains(&self, key: &[u8]) -> bool {
+        let Some(object) = self.objects.last() else {
+            return false;
+        };
+        if let Some(hashed) = &object.hashed {
+            return hashed.contains(key);
+        }
+        self.keys_from(object.first).any(|seen| seen == key)
+    }
+
+    /// The keys in linear mode from the `first`-th on (an object's: it is innermost).
+    fn keys_from(&self, first: usize) -> impl Iterator<Item = &[u8]> + '_ {
+        let starts = &self.starts[first..];
+        let end = self.bytes.len();
+        (0..starts.len()).map(move |k| &self.bytes[starts[k]..starts.get(k + 1).copied().unwrap_or(end)])
+    }
+
+    /// `key` (of `chars` characters) joins the innermost object's keys.
+    fn insert(&mut self, key: &[u8], chars: usize) {
+        let Some(object) = self.objects.last_mut() else {
+            return;
+        };
+        object.chars += chars;
+        self.size += chars;
+        if let Some(hashed) = &mut object.hashed {
+            hashed.insert(key.into());
+            return;
+        }
+        let (first, bytes_from) = (object.first, object.bytes_from);
+        self.starts.push(self.bytes.len());
+        self.bytes.extend_from_slice(key);
+        if self.starts.len() - first >= LINEAR_MAX {
+            // many keys: hash them from here on (the linear search would be quadratic)
+            let hashed = self.keys_from(first).map(Into::into).collect();
+            self.starts.truncate(first);
+            self.bytes.truncate(bytes_from);
+            if let Some(object) = self.objects.last_mut() {
+                object.hashed = Some(hashed);
+            }
         }
     }
 }
@@ -253,18 +319,30 @@ fn is_identifier(key: &[u8]) -> bool {
 /// The inside of a JSON string as `json.dumps(text, ensure_ascii=False)` writes it
 /// (without its quotes): the escapes it uses for `"`, `\\` and control characters.
 pub fn escape_str_bytes(text: &[u8], out: &mut Vec<u8>) {
-    for &b in text {
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            0..=0x1f => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
-            _ => out.push(b),
-        }
+    out.reserve(text.len());
+    let mut i = 0;
+    // runs of bytes written as they are go in one copy; only `"`, `\` and controls are escaped
+    while let Some(j) = find_special(text, i) {
+        out.extend_from_slice(&text[i..j]);
+        escape_byte(text[j], out);
+        i = j + 1;
+    }
+    out.extend_from_slice(&text[i..]);
+}
+
+/// `"`, `\` or a control character as `json.dumps` escapes it.
+fn escape_byte(b: u8, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match b {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x0c => out.extend_from_slice(b"\\f"),
+        0..=0x1f => out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]),
+        _ => out.push(b),
     }
 }
 
@@ -363,18 +441,13 @@ fn scan_string(buf: &[u8], start: usize) -> StringScan {
     let mut i = start;
     let mut high = None;
     loop {
-        let Some(found) = memchr::memchr2(b'"', b'\\', &buf[i..]) else {
-            if let Some(c) = buf[i..].iter().position(|&b| b < 0x20) {
-                return StringScan::Control(i + c);
-            }
+        let Some(j) = find_special(buf, i) else {
             return StringScan::Cut { end: n, high };
         };
-        let j = i + found;
-        if let Some(c) = buf[i..j].iter().position(|&b| b < 0x20) {
-            return StringScan::Control(i + c);
-        }
-        if buf[j] == b'"' {
-            return StringScan::Closed(j);
+        match buf[j] {
+            b'"' => return StringScan::Closed(j),
+            b'\\' => {}
+            _ => return StringScan::Control(j),
         }
         // an escape at j
         if j + 1 >= n {
@@ -401,6 +474,50 @@ fn scan_string(buf: &[u8], start: usize) -> StringScan {
             _ => return StringScan::BadEscape(j),
         }
     }
+}
+
+/// A byte that ends a run of plain string content: `"`, `\` or a raw control character.
+#[inline(always)]
+fn is_special(b: u8) -> bool {
+    // bitwise, not `||`: no branch, so a loop over a block vectorises
+    (b == b'"') | (b == b'\\') | (b < 0x20)
+}
+
+/// The index of the first special byte (`is_special`) at or after `from`: one pass
+/// (the quote, the escape and the control-character check at once). 16-byte blocks
+/// are tested with no branch per byte (the test vectorises); from the block that has
+/// one, 8-byte words give its exact place (`special_mask`), the last few bytes one by one.
+pub(crate) fn find_special(buf: &[u8], from: usize) -> Option<usize> {
+    const BLOCK: usize = 16;
+    let rest = &buf[from..];
+    let mut at = 0;
+    for block in rest.chunks_exact(BLOCK) {
+        if block.iter().fold(0u8, |hits, &b| hits | is_special(b) as u8) != 0 {
+            break;
+        }
+        at += BLOCK;
+    }
+    for word in rest[at..].chunks_exact(8) {
+        let mask = special_mask(u64::from_le_bytes(word.try_into().unwrap_or_default()));
+        if mask != 0 {
+            return Some(from + at + (mask.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    rest[at..].iter().position(|&b| is_special(b)).map(|k| from + at + k)
+}
+
+/// The high bit of each byte of `word` (little-endian: the first byte lowest) that
+/// may be special. The lowest set bit is exact: a borrow marks a byte falsely only
+/// above one that is truly marked.
+fn special_mask(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let zero_bytes = |v: u64| v.wrapping_sub(ONES) & !v;
+    let quote = zero_bytes(word ^ (ONES * b'"' as u64));
+    let backslash = zero_bytes(word ^ (ONES * b'\\' as u64));
+    let control = word.wrapping_sub(ONES * 0x20) & !word; // a byte below 0x20
+    (quote | backslash | control) & HIGHS
 }
 
 /// Where to cut `buf[start..end]` so no UTF-8 character is split (json.py's `_utf8_tail_cut`).
@@ -917,9 +1034,9 @@ impl Tokenizer {
                 };
                 self.frames.set_key(key);
                 let key_start = self.key_start;
-                if let Some((set, chars)) = self.seen.sets[..self.seen.open].last_mut() {
+                if self.seen.in_object() {
                     let count = char_count(key);
-                    if set.contains(key) {
+                    if self.seen.contains(key) {
                         let mut err = Error::new(ErrorClass::DuplicateKey, format!("duplicate key {}", py_str_repr(key)))
                             .at(key_start)
                             .with_path(self.frames.render());
@@ -933,9 +1050,7 @@ impl Tokenizer {
                         );
                         return Err(Error::new(ErrorClass::BudgetExceeded, message).at(key_start).with_path(self.frames.render()));
                     }
-                    set.insert(key.to_vec());
-                    *chars += count;
-                    self.seen.size += count;
+                    self.seen.insert(key, count);
                 }
                 sink.token(Token::Key(key), key_start, &self.frames)?;
                 self.key.clear();
@@ -1267,6 +1382,30 @@ enum Resume {
 
 #[cfg(test)]
 mod tests {
+    use super::find_special;
+
+    #[test]
+    fn find_special_finds_the_first_quote_backslash_or_control_at_any_place() {
+        for len in 0..40 {
+            for at in 0..len {
+                for special in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+                    // plain bytes around it, some just above the special ones (0x20, 0x21, 0x23, 0x5b, 0x5d, 0x80..)
+                    let mut buf: Vec<u8> = (0..len).map(|i| [b'a', 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x80, 0xff, 0xe4][i % 9]).collect();
+                    buf[at] = special;
+                    if at + 1 < len {
+                        buf[at + 1] = b'"'; // a later one does not count
+                    }
+                    for from in 0..=at {
+                        assert_eq!(find_special(&buf, from), Some(at), "len {len} at {at} from {from} byte {special:#x}");
+                    }
+                    assert_eq!(find_special(&buf, at + 1), if at + 1 < len { Some(at + 1) } else { None });
+                }
+            }
+            let plain: Vec<u8> = (0..len).map(|i| 0x20 + ((i * 7) % 0x60) as u8).filter(|&b| b != b'"' && b != b'\\').collect();
+            assert_eq!(find_special(&plain, 0), None);
+        }
+    }
+
     use super::*;
 
     #[derive(Default)]

@@ -844,6 +844,46 @@ impl BlockStream {
     }
 }
 
+/// Held byte pieces of one rule, kept contiguous in buffers that live as long as
+/// their owner (no allocation per frame once they have grown): Python's `Hold` of
+/// `write`s, each piece counted with its size, drained in order.
+#[derive(Debug, Default)]
+struct Pieces {
+    /// the reorder-buffer tally (made at the first piece: Python's `hold is not None`)
+    hold: Option<crate::reorder::Hold<()>>,
+    bytes: Vec<u8>,
+    /// where each piece ends in `bytes`
+    ends: Vec<usize>,
+}
+
+impl Pieces {
+    fn push(&mut self, reason: &'static str, data: &[u8], session: &mut Session) -> Result<()> {
+        let hold = self.hold.get_or_insert_with(|| session.reorder.hold(reason));
+        hold.append(&mut session.reorder, (), data.len() as u64)?;
+        self.bytes.extend_from_slice(data);
+        self.ends.push(self.bytes.len());
+        Ok(())
+    }
+
+    /// Every piece, in order, to `sink` (their bytes released first, as Python's
+    /// `drain`); the buffers keep their capacity.
+    fn drain(&mut self, session: &mut Session, mut sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let Some(mut hold) = self.hold.take() else { return Ok(()) };
+        hold.drain(&mut session.reorder).for_each(drop);
+        let mut start = 0;
+        let mut result = Ok(());
+        for &end in &self.ends {
+            if result.is_ok() {
+                result = sink(&self.bytes[start..end]);
+            }
+            start = end;
+        }
+        self.bytes.clear();
+        self.ends.clear();
+        result
+    }
+}
+
 /// `ReasoningFirst`: text that one message object writes before its reasoning goes
 /// after it (Ollama's Go struct order writes `content` before `thinking`; an
 /// openai-compatible server may put `content` before `reasoning_content`). The text
@@ -854,20 +894,21 @@ impl BlockStream {
 ///
 /// Use: the text member's fragments go to `text(data, session)`: `true` means "pass
 /// `data` on now, with its init/fin" (refuse_reorder); `false`, it was held. Each
-/// member's key to `member(is_reasoning)`, the reasoning string's last fragment to
-/// `reasoning_end()`, the object's end to `release()`: each returns the held pieces,
-/// in order, for the text sink (Python passes them as `(data, False, False)`).
+/// member's key to `member(is_reasoning, ..)`, the reasoning string's last fragment to
+/// `reasoning_end(..)`, the object's end to `release(..)`: each hands the held pieces,
+/// in order, to `sink` (the text sink: Python passes them as `(data, False, False)`).
+/// One per message reader, kept across frames: its buffers are reused.
 #[derive(Debug)]
 pub struct ReasoningFirst {
     reason: &'static str,
-    hold: Option<crate::reorder::Hold<Vec<u8>>>,
+    pieces: Pieces,
     /// a reasoning member is being read: the held text waits for its end
     waiting: bool,
 }
 
 impl ReasoningFirst {
     pub fn new(reason: &'static str) -> Self {
-        ReasoningFirst { reason, hold: None, waiting: false }
+        ReasoningFirst { reason, pieces: Pieces::default(), waiting: false }
     }
 
     /// `text(data, init, fin)`.
@@ -876,41 +917,36 @@ impl ReasoningFirst {
             return Ok(true);
         }
         if !data.is_empty() {
-            let reason = self.reason;
-            let hold = self.hold.get_or_insert_with(|| session.reorder.hold(reason));
-            hold.append(&mut session.reorder, data.to_vec(), data.len() as u64)?;
+            self.pieces.push(self.reason, data, session)?;
         }
         Ok(false)
     }
 
     /// `member(reasoning)`: the next member of the object starts.
-    pub fn member(&mut self, reasoning: bool, session: &mut Session) -> Vec<Vec<u8>> {
+    pub fn member(&mut self, reasoning: bool, session: &mut Session, sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         if reasoning {
-            self.waiting = self.hold.is_some();
-            return Vec::new();
+            self.waiting = self.is_holding();
+            return Ok(());
         }
-        self.release(session)
+        self.release(session, sink)
     }
 
     /// `reasoning_end()`: the reasoning string ended.
-    pub fn reasoning_end(&mut self, session: &mut Session) -> Vec<Vec<u8>> {
+    pub fn reasoning_end(&mut self, session: &mut Session, sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         if self.waiting {
-            return self.release(session);
+            return self.release(session, sink);
         }
-        Vec::new()
+        Ok(())
     }
 
     /// `release()`: the object's end, or what the text waited for came.
-    pub fn release(&mut self, session: &mut Session) -> Vec<Vec<u8>> {
+    pub fn release(&mut self, session: &mut Session, sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         self.waiting = false;
-        match self.hold.take() {
-            Some(mut hold) => hold.drain(&mut session.reorder).collect(),
-            None => Vec::new(),
-        }
+        self.pieces.drain(session, sink)
     }
 
     pub fn is_holding(&self) -> bool {
-        self.hold.is_some()
+        self.pieces.hold.is_some()
     }
 }
 
@@ -921,38 +957,33 @@ impl ReasoningFirst {
 ///
 /// Use: `fragment(data, ready, session)` with Python's `ready()` answered now:
 /// `true`, pass `data` to the block (opened by the caller, Python's `open_block()`);
-/// `false`, held. `release(session)`: the held fragments, in order, for the block the
-/// caller opens then (Python's `release()` returns that block).
+/// `false`, held. `release(session, sink)`: the held fragments, in order, to `sink`
+/// (the block the caller opens then: Python's `release()` returns that block).
 #[derive(Debug)]
 pub struct Deferred {
     reason: &'static str,
-    hold: Option<crate::reorder::Hold<Vec<u8>>>,
+    pieces: Pieces,
 }
 
 impl Deferred {
     pub fn new(reason: &'static str) -> Self {
-        Deferred { reason, hold: None }
+        Deferred { reason, pieces: Pieces::default() }
     }
 
     pub fn fragment(&mut self, data: &[u8], ready: bool, session: &mut Session) -> Result<bool> {
-        if self.hold.is_none() && ready {
+        if !self.is_holding() && ready {
             return Ok(true);
         }
-        let reason = self.reason;
-        let hold = self.hold.get_or_insert_with(|| session.reorder.hold(reason));
-        hold.append(&mut session.reorder, data.to_vec(), data.len() as u64)?;
+        self.pieces.push(self.reason, data, session)?;
         Ok(false)
     }
 
-    pub fn release(&mut self, session: &mut Session) -> Vec<Vec<u8>> {
-        match self.hold.take() {
-            Some(mut hold) => hold.drain(&mut session.reorder).collect(),
-            None => Vec::new(),
-        }
+    pub fn release(&mut self, session: &mut Session, sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        self.pieces.drain(session, sink)
     }
 
     pub fn is_holding(&self) -> bool {
-        self.hold.is_some()
+        self.pieces.hold.is_some()
     }
 }
 

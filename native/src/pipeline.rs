@@ -582,6 +582,7 @@ impl Transcoder {
     /// `Transcoder.feed`: the output this chunk made possible is then `output()`.
     pub fn feed(&mut self, data: &[u8]) -> Result<()> {
         self.check()?;
+        self.out.reserve(data.len() + 64); // a request's output is about its input's size: one allocation, not a doubling series
         let result = self.run(|front, session, sink| front.feed(data, session, sink));
         self.poisoned(result)
     }

@@ -1866,15 +1866,20 @@ fn lifecycle_helper<'py>(py: Python<'py>, helper: &str, args: Bound<'py, PyTuple
                 }
             }
             ("reasoning_first", other) => {
-                let released = match other {
-                    "member" => reasoning.member(op.get_item(1)?.extract()?, &mut session),
-                    "reasoning_end" => reasoning.reasoning_end(&mut session),
-                    _ => reasoning.release(&mut session),
+                let mut released = Vec::new();
+                let mut sink = |data: &[u8]| {
+                    released.push(data.to_vec());
+                    Ok(())
+                };
+                let outcome = match other {
+                    "member" => reasoning.member(op.get_item(1)?.extract()?, &mut session, &mut sink),
+                    "reasoning_end" => reasoning.reasoning_end(&mut session, &mut sink),
+                    _ => reasoning.release(&mut session, &mut sink),
                 };
                 for data in released {
                     out.append(piece(&data, false, false))?;
                 }
-                Ok(())
+                outcome
             }
             ("deferred", "fragment") => {
                 let data = bytes(1)?;
@@ -1885,10 +1890,15 @@ fn lifecycle_helper<'py>(py: Python<'py>, helper: &str, args: Bound<'py, PyTuple
                 }
             }
             ("deferred", _) => {
-                for data in deferred.release(&mut session) {
+                let mut released = Vec::new();
+                let outcome = deferred.release(&mut session, |data| {
+                    released.push(data.to_vec());
+                    Ok(())
+                });
+                for data in released {
                     out.append(PyBytes::new(py, &data))?;
                 }
-                Ok(())
+                outcome
             }
             ("open_frame", op_name) => {
                 let mut written = Vec::new();

@@ -183,7 +183,11 @@ impl ByteHold {
     /// The held bytes appended to `out`, released.
     pub fn take_into(&mut self, buffer: &mut ReorderBuffer, out: &mut Vec<u8>) {
         buffer.release(self.tally, self.bytes.len() as u64);
-        out.append(&mut self.bytes);
+        if out.is_empty() {
+            std::mem::swap(out, &mut self.bytes); // the held bytes themselves, not a copy
+        } else {
+            out.append(&mut self.bytes);
+        }
     }
 }
 

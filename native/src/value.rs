@@ -224,6 +224,9 @@ impl Value {
 
 /// A string token's escaped bytes as data (`_scalar`'s string case).
 fn string_value(escaped: &[u8]) -> Result<Value> {
+    if crate::json::find_special(escaped, 0).is_none() {
+        return Ok(Value::Str(escaped.to_vec())); // nothing to decode (no escape, so no surrogate)
+    }
     let mut text = Vec::with_capacity(escaped.len());
     unescape_into(escaped, &mut text)?;
     if memchr::memmem::find(escaped, b"\\u").is_some() && has_lone_surrogate(&text) {
@@ -288,30 +291,46 @@ impl Parser<'_> {
         }
     }
 
-    /// A string at `self.at` (its opening quote), decoded.
+    /// A string at `self.at` (its opening quote), decoded. One pass finds its end
+    /// (`json::find_special`); a string without escapes is copied as it is.
     fn string(&mut self) -> Result<Vec<u8>> {
         let start = self.at + 1;
         let mut i = start;
+        let mut decode = false;
         loop {
-            let Some(found) = memchr::memchr2(b'"', b'\\', &self.raw[i..]) else {
+            let Some(j) = crate::json::find_special(self.raw, i) else {
                 self.at = self.raw.len();
                 return Err(self.syntax("unterminated string"));
             };
-            i += found;
-            if self.raw[i] == b'"' {
-                break;
-            }
-            i += 2; // an escape: the byte after the backslash is never the closing quote
-            if i > self.raw.len() {
-                self.at = self.raw.len();
-                return Err(self.syntax("unterminated string"));
+            match self.raw[j] {
+                b'"' => {
+                    i = j;
+                    break;
+                }
+                b'\\' => {
+                    decode = true;
+                    i = j + 2; // the byte after the backslash is never the closing quote
+                    if i > self.raw.len() {
+                        self.at = self.raw.len();
+                        return Err(self.syntax("unterminated string"));
+                    }
+                }
+                _ => {
+                    decode = true; // a raw control character: unescape_into refuses it (once the end is known)
+                    i = j + 1;
+                }
             }
         }
-        let mut text = Vec::with_capacity(i - start);
-        unescape_into(&self.raw[start..i], &mut text).map_err(|_| {
-            self.at = start;
-            self.syntax("bad string")
-        })?;
+        let text = if decode {
+            let mut text = Vec::with_capacity(i - start);
+            unescape_into(&self.raw[start..i], &mut text).map_err(|_| {
+                self.at = start;
+                self.syntax("bad string")
+            })?;
+            text
+        } else {
+            self.raw[start..i].to_vec()
+        };
         self.at = i + 1;
         Ok(text)
     }
