@@ -957,8 +957,8 @@ impl ReasoningFirst {
 ///
 /// Use: `fragment(data, ready, session)` with Python's `ready()` answered now:
 /// `true`, pass `data` to the block (opened by the caller, Python's `open_block()`);
-/// `false`, held. `release(session, sink)`: the held fragments, in order, to `sink`
-/// (the block the caller opens then: Python's `release()` returns that block).
+/// `false`, held. `release(session)`: the held fragments, in order, for the block the
+/// caller opens then (Python's `release()` returns that block).
 #[derive(Debug)]
 pub struct Deferred {
     reason: &'static str,
@@ -978,8 +978,15 @@ impl Deferred {
         Ok(false)
     }
 
-    pub fn release(&mut self, session: &mut Session, sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
-        self.pieces.drain(session, sink)
+    /// The held fragments (owned: the caller feeds them to the block it opens, which
+    /// borrows the decoder; only a source in sorted-key order holds any).
+    pub fn release(&mut self, session: &mut Session) -> Vec<Vec<u8>> {
+        let mut held = Vec::new();
+        let _ = self.pieces.drain(session, |data| {
+            held.push(data.to_vec());
+            Ok(())
+        });
+        held
     }
 
     pub fn is_holding(&self) -> bool {

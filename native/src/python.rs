@@ -1890,15 +1890,10 @@ fn lifecycle_helper<'py>(py: Python<'py>, helper: &str, args: Bound<'py, PyTuple
                 }
             }
             ("deferred", _) => {
-                let mut released = Vec::new();
-                let outcome = deferred.release(&mut session, |data| {
-                    released.push(data.to_vec());
-                    Ok(())
-                });
-                for data in released {
+                for data in deferred.release(&mut session) {
                     out.append(PyBytes::new(py, &data))?;
                 }
-                outcome
+                Ok(())
             }
             ("open_frame", op_name) => {
                 let mut written = Vec::new();
