@@ -90,26 +90,38 @@ pub struct FrameCopy {
     open: bool,
     /// the current frame is past `FRAME_HOLD`: written as it comes
     streaming: bool,
-    /// the event name its head carried
-    head_event: Option<String>,
+    /// the event name its head carried (`head_named`: it had one); the buffer is kept
+    /// from frame to frame
+    head_event: String,
+    head_named: bool,
     /// the source ended normally, or an abort was written
     done: bool,
 }
 
 impl FrameCopy {
     pub fn new(sse: bool) -> Self {
-        FrameCopy { sse, out: Vec::new(), held: Vec::new(), open: false, streaming: false, head_event: None, done: false }
+        FrameCopy {
+            sse,
+            out: Vec::new(),
+            held: Vec::new(),
+            open: false,
+            streaming: false,
+            head_event: String::new(),
+            head_named: false,
+            done: false,
+        }
     }
 
     /// Data of the current frame, as the framer handed it on; `event`: the name seen so far.
     pub fn frame_data(&mut self, data: &[u8], event: Option<&str>) {
         if !self.open {
             self.open = true;
-            self.head_event = event.map(str::to_string);
+            self.head_event.clear();
+            self.head_event.push_str(event.unwrap_or(""));
+            self.head_named = event.is_some();
             if self.sse {
-                let mut head = Vec::with_capacity(16);
-                crate::framing::sse_open(&mut head, event);
-                self.put(&head);
+                // (a frame starts with nothing held and not streaming: the head is held)
+                crate::framing::sse_open(&mut self.held, event);
             }
         }
         if self.sse && memchr::memchr(b'\n', data).is_some() {
@@ -150,7 +162,7 @@ impl FrameCopy {
         }
         if self.sse {
             match event {
-                Some(name) if Some(name) != self.head_event.as_deref() => {
+                Some(name) if !(self.head_named && name == self.head_event) => {
                     self.put(b"\nevent: ");
                     self.put(name.as_bytes());
                 }
@@ -163,7 +175,7 @@ impl FrameCopy {
         self.release();
         self.open = false;
         self.streaming = false;
-        self.head_event = None;
+        self.head_named = false;
     }
 
     /// The source ended and the decoder accepted it: `missing_terminator` is the

@@ -6,6 +6,8 @@
 //! byte by byte; and an abort after any of them ends the output the same way.
 //! The first byte picks the kind, the pair (of the 9) and the cut; the rest is the
 //! stream (or body). Seed it with the rpt stream and response bodies (native/README.md).
+//! (Unlike the request target, the error itself may differ by chunking where the input
+//! has two faults: see the comment below; Python's pipeline behaves the same.)
 #![no_main]
 
 use _native::canonical::Event;
@@ -17,8 +19,11 @@ use libfuzzer_sys::fuzz_target;
 const DIALECTS: [&str; 3] = ["openai", "anthropic", "ollama"];
 
 fn options() -> Options {
-    // small budgets, depth and line limit: the limits are reached too
-    Options { reorder_budget: 1 << 16, max_depth: 32, max_value_bytes: 1 << 12, ..Options::default() }
+    // small budgets and depth: the limits are reached too. Not max_value_bytes below the
+    // input's size: Python's decoders bound a value by it only where it arrives in
+    // fragments (a whole string token is not checked), so that error depends on the
+    // chunking in the specification itself (native/README.md "Fuzzing")
+    Options { reorder_budget: 1 << 16, max_depth: 32, max_value_bytes: 1 << 16, ..Options::default() }
 }
 
 /// The output, the error with the output pending before it, and what an abort adds then.
@@ -70,7 +75,12 @@ fuzz_target!(|data: &[u8]| {
     for (how, other) in runs {
         let other = other.expect("ported a moment ago");
         let what = format!("{source} -> {target} {}: {how} (cut at {cut})", kind.name());
-        assert_eq!(located(&whole.1), located(&other.1), "{what}: the error depends on the chunking");
+        // Where the input has two faults, which one is met first can depend on the chunking
+        // in Python too (a string's first fragment is checked against the schema before the
+        // tokenizer scans the rest of it for a raw control character): only whether it fails
+        // must not. (Which error, where: tests/native, against Python, for every cut.)
+        assert_eq!(whole.1.is_some(), other.1.is_some(), "{what}: failing depends on the chunking: {:?} / {:?}",
+                   located(&whole.1), located(&other.1));
         if whole.1.is_none() {
             assert_eq!(whole.0, other.0, "{what}: the output depends on the chunking");
             assert_eq!(whole.2, other.2, "{what}: the abort depends on the chunking");

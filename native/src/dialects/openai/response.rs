@@ -132,10 +132,12 @@ mod decoder {
 
     /// `lifecycle.ReasoningFirst`: content a message writes before its reasoning
     /// waits (from its first byte) until the object's next member shows whether
-    /// reasoning follows. Not `lifecycle::ReasoningFirst` (whose pieces are a `Vec` each,
-    /// given back in a new `Vec`): an openai stream's every delta is content held so, and
-    /// that is three allocations per frame on the path the issue measures; this one is
-    /// the same rule without them. The held pieces are counted and handed on one by one
+    /// reasoning follows. The same rule as `lifecycle::ReasoningFirst` (which, since
+    /// c174e06, also keeps its pieces in buffers that live across frames), kept here
+    /// because its release hands the pieces to a sink while it holds the `Session`: the
+    /// sink here routes each piece through the decoder's block and gate, which need the
+    /// `Cx` that owns that same `Session` -- a borrow its signature cannot give (a
+    /// `fn(&mut Session, &[u8])` sink would). The held pieces are counted and handed on one by one
     /// (Python's `hold.write` / `drain`: a gate that holds them next counts each), kept
     /// contiguous with their ends: a stream's every delta is held so, and the buffers
     /// live across frames (no allocation per frame).
