@@ -156,6 +156,12 @@ pub fn merged(first: &[Attr<'_>], late: &[Attr<'_>]) -> OwnedAttrs {
     out
 }
 
+/// `late_only(attrs, late)`: the late attributes that were not among the first fragment's
+/// (an encoder records the early ones' losses when the block opens, these at its close).
+pub fn late_only(first: &[Attr<'_>], late: &[Attr<'_>]) -> OwnedAttrs {
+    late.iter().filter(|(k, _)| !has_attr(first, k)).map(|(k, v)| (Cow::Owned(k.to_string()), Cow::Owned(v.to_vec()))).collect()
+}
+
 /// Python's `len(str)` of UTF-8 / WTF-8 text (a hold's size for a key).
 pub fn char_len(text: &[u8]) -> u64 {
     text.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64
@@ -574,6 +580,18 @@ pub fn skip_chars(text: &[u8], n: usize) -> &[u8] {
 /// `path.rsplit(".", 1)[1]`: the member an extension of a message names (WTF-8).
 pub fn last_segment(path: &[u8]) -> &[u8] {
     path.iter().rposition(|&b| b == b'.').map_or(path, |dot| &path[dot + 1..])
+}
+
+/// `message_member(ext)`: the member of a message an extension names, its path after
+/// `$.messages[<i>].` whole -- a key may hold `.` (`{"a.b": 1}` is member `a.b`): the path
+/// is never split. Another path (an event producer's own): `last_segment`.
+pub fn message_member(path: &[u8], message: Option<i64>) -> &[u8] {
+    if let Some(message) = message {
+        if let Some(key) = path.strip_prefix(format!("$.messages[{message}].").as_bytes()) {
+            return key;
+        }
+    }
+    last_segment(path)
 }
 
 /// `foreign_extension`: an extension of another dialect: lossless ones vanish, others are losses.

@@ -521,6 +521,18 @@ fn special_mask(word: u64) -> u64 {
 }
 
 /// Where to cut `buf[start..end]` so no UTF-8 character is split (json.py's `_utf8_tail_cut`).
+/// `_HIGH_SURROGATE_TAIL`: `\\u` and a high surrogate's four hex digits (`d800`-`dbff`).
+fn is_high_surrogate_escape(six: &[u8]) -> bool {
+    six.len() == 6 && six[1] == b'u' && matches!(six[2], b'd' | b'D') && matches!(six[3], b'8'..=b'9' | b'a'..=b'b' | b'A'..=b'B')
+        && six[4].is_ascii_hexdigit() && six[5].is_ascii_hexdigit()
+}
+
+/// `_odd_backslashes_before`: the backslash at `at` is a real escape (an even run before it).
+fn odd_backslashes_before(buf: &[u8], at: usize, floor: usize) -> bool {
+    let run = buf[floor..at].iter().rev().take_while(|&&b| b == b'\\').count();
+    run % 2 == 0
+}
+
 fn utf8_tail_cut(buf: &[u8], start: usize, end: usize) -> usize {
     let lowest = start.max(end.saturating_sub(3));
     let mut i = end;
@@ -967,9 +979,32 @@ impl Tokenizer {
                 }
                 Ok(Resume::Carry(cut))
             }
-            StringScan::Control(j) => Err(self.control(buf[j], at + j as u64)),
-            StringScan::BadEscape(j) => Err(self.bad_escape(at + j as u64)),
+            StringScan::Control(j) => {
+                self.before_fault(buf, start, j, at, sink)?;
+                Err(self.control(buf[j], at + j as u64))
+            }
+            StringScan::BadEscape(j) => {
+                self.before_fault(buf, start, j, at, sink)?;
+                Err(self.bad_escape(at + j as u64))
+            }
         }
+    }
+
+    /// A fault inside a string value at `j`: first what a chunk ending just before it
+    /// delivers (json.py `_string_body`) -- a decoder refuses a wrong-typed string at its
+    /// first fragment, and which error comes must not depend on the cut.
+    fn before_fault<S: Sink>(&mut self, buf: &[u8], start: usize, j: usize, at: u64, sink: &mut S) -> Result<()> {
+        let mut cut = j;
+        if cut >= start + 6 && buf[cut - 6] == b'\\' && is_high_surrogate_escape(&buf[cut - 6..cut])
+            && odd_backslashes_before(buf, cut - 6, start)
+        {
+            cut -= 6; // keep a surrogate pair together
+        }
+        self.emit_deferred(sink)?;
+        if cut > start {
+            self.emit_fragment(&buf[start..cut], at + start as u64, sink)?;
+        }
+        Ok(())
     }
 
     /// A fragment that does not end the string: the first (at the quote) or a later one.

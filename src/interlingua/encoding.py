@@ -256,6 +256,24 @@ def object_schema(schema_raw: bytes, session: Session, name: object) -> bytes:
 
 
 
+def message_member(ext: Extension) -> str:
+    """The member of a message an extension names: its path after ``$.messages[<i>].``,
+    whole -- a key may hold ``.`` (``{"a.b": 1}`` is member ``a.b``, not ``b``): the path is
+    never split. Another path (an event producer's own): its last segment."""
+    prefix = f"$.messages[{ext.message}]."
+    if ext.path.startswith(prefix):
+        return ext.path[len(prefix):]
+    return ext.path.rsplit(".", 1)[1]
+
+
+def late_only(attrs: dict, late: dict) -> dict:
+    """The late attributes of a block that were not among its first fragment's: an encoder
+    that records the losses of the early ones when the block opens records only these at
+    its close. (A decoder may set a key early and again late -- kept members' text grows
+    with each one -- and a field is one loss.)"""
+    return {k: v for k, v in late.items() if k not in attrs} if late else late
+
+
 def ignore(_) -> None:
     """A write or close with nothing to do (shared: no closure made per block)."""
 

@@ -624,6 +624,11 @@ class Tokenizer:
             self._string_open = False
             return j + 1
         if j < n:
+            if not (buf[j] == 92 and _PARTIAL_ESCAPE.match(buf, j) and n - j < 6):
+                # a fault (not an escape the chunk end cuts): first what a chunk ending just
+                # before it delivers -- a decoder refuses a wrong-typed string at its first
+                # fragment, and which error comes must not depend on the cut
+                self._string_cut(buf, start, j, False)
             self._bad_string_byte(buf, j)  # raises unless it is a cut escape
         return self._string_cut(buf, start, j, final)
 

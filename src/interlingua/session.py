@@ -8,7 +8,7 @@ from typing import Callable, Literal
 
 import msgspec
 
-from .errors import LossError
+from .errors import LoneSurrogateError, LossError
 from .losses import lacks, path_subject
 from .naming import NAME_LIMIT, wire_name
 from .reorder import DEFAULT_BUDGET, ReorderBuffer
@@ -98,6 +98,15 @@ class Loss(msgspec.Struct, frozen=True):
     reason: str
 
 
+def _is_unicode(text: str) -> bool:
+    """Whether ``text`` is Unicode text (no lone surrogate, from an escape, in it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class Session:
     """Per-run shared state. Not thread-safe; one per transcoding."""
 
@@ -132,6 +141,8 @@ class Session:
         text = name if isinstance(name, str) else ""
         if self.source == self.target or self.target not in NAME_LIMIT:
             return text
+        if not _is_unicode(text):  # no hash or wire name can carry it: refused, as a name read as text is
+            raise LoneSurrogateError("lone surrogate escape in a value read as text (not Unicode)")
         wire = wire_name(text, self.target)
         if wire != text and self.tool_names.get(wire) != text:
             self.tool_names[wire] = text

@@ -196,7 +196,7 @@ CARGO_BODIES = [
                   b'{"type":"tool_use","id":"t1","name":"f","input":{"a":[1,2]}}]},{"role":"user","content":[{"type":'
                   b'"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"r"}],"is_error":true}]}],'
                   b'"model":"claude-x","system":[{"type":"text","text":"sys"}],"metadata":{"user_id":"u"},"x_ext":1}'),
-    ("ollama", b'{"model":"llama","messages":[{"role":"user","content":"hi","images":["AAAA"]},{"role":"assistant",'
+    ("ollama", b'{"model":"llama","messages":[{"role":"user","content":"hi","images":["iVBORw0KGgoAAAANSUhEUg=="]},{"role":"assistant",'
                b'"content":"","thinking":"t","tool_calls":[{"function":{"name":"f","arguments":{"x":1}}}]},'
                b'{"role":"tool","content":"ok"}],"think":true,"options":{"num_predict":900,"temperature":0.2}}'),
 ]

@@ -4,11 +4,6 @@
 //! A decoder checks a field's first token against its table before it reads the
 //! field (`Cx::expect`): a wrong type is a `SchemaError` at that token's offset
 //! and path. Fields not listed (extensions) are copied as they came, any type.
-//!
-//! Parity note: in fields.py the openai line `"max_completion_tokens": _NUM,
-//! "max_tokens": _NUM,  # (an integral float ...) "temperature": _NUM, "top_p": _NUM,`
-//! has `temperature` and `top_p` inside the comment, so Python does not check
-//! their type; this table copies that (reported, not fixed here).
 #![forbid(unsafe_code)]
 
 use crate::decoding::{Expect, ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING};
@@ -30,6 +25,8 @@ pub const OPENAI: Fields = &[
     ("functions", ARR),
     ("max_completion_tokens", NUM),
     ("max_tokens", NUM),
+    ("temperature", NUM),
+    ("top_p", NUM),
     ("stop", STRING.or(ARRAY).or(NULL)),
     ("stream", BOOL),
     ("tool_choice", STRING.or(OBJECT).or(NULL)),
@@ -136,7 +133,7 @@ mod tests {
         assert_eq!(field(OPENAI, b"stop").unwrap().name(), "a string or an array or null");
         assert_eq!(field(OLLAMA, b"think").unwrap().name(), "a boolean or a string or null");
         assert_eq!(field(ANTHROPIC, b"max_tokens").unwrap().name(), "an integer");
-        assert_eq!(field(OPENAI, b"temperature"), None); // fields.py: inside a comment
+        assert_eq!(field(OPENAI, b"temperature").unwrap().name(), "a number or null");
         assert_eq!(field(OLLAMA_OPTIONS, b"num_predict").unwrap().name(), "an integer or null");
         assert_eq!(required("anthropic"), &["model", "max_tokens", "messages"]);
     }

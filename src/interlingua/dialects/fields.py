@@ -18,7 +18,8 @@ _INT, _NUM, _BOOL, _STR, _OBJ, _ARR = (t | NULL for t in (INTEGER, NUMBER, BOOLE
 REQUEST_FIELDS = {
     "openai": {
         "model": STRING, "messages": ARRAY, "tools": _ARR, "functions": _ARR,
-        "max_completion_tokens": _NUM, "max_tokens": _NUM,  # (an integral float is taken: rpt validity-max-tokens-float) "temperature": _NUM, "top_p": _NUM,
+        # max tokens: an integral float is taken (rpt validity-max-tokens-float)
+        "max_completion_tokens": _NUM, "max_tokens": _NUM, "temperature": _NUM, "top_p": _NUM,
         "stop": STRING | ARRAY | NULL, "stream": _BOOL, "tool_choice": STRING | OBJECT | NULL,
         "function_call": STRING | OBJECT | NULL, "parallel_tool_calls": _BOOL, "response_format": _OBJ,
         "reasoning_effort": _STR, "user": _STR, "seed": _INT, "n": _INT, "frequency_penalty": _NUM,

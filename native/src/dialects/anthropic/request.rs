@@ -1027,6 +1027,7 @@ impl Readers {
     /// (Python rewrites the error at each level; the outermost rewrite is what remains).
     fn replay(&mut self, m: &mut Machine<S>, read: Read<S>, raw: &[u8], at: HeldAt, cx: &mut Cx<'_>) -> Result<()> {
         let depth = m.depth();
+        let outer_at = m.at; // the held copy's tokens set `at` to their offsets in it
         m.then(read);
         let mut inner = Tokenizer::new(Limits { max_depth: self.max_depth, ..Limits::default() });
         self.replaying += 1;
@@ -1035,6 +1036,9 @@ impl Readers {
             inner.feed(raw, &mut sink).and_then(|()| inner.close(&mut sink))
         };
         self.replaying -= 1;
+        // an error raised after the replay (a budget, at the chunk's end) is at the body's
+        // token being read, not at an offset inside the held copy
+        m.at = outer_at;
         if let Err(mut err) = fed {
             if self.replaying == 0 {
                 err.message = format!("{} (inside the value, at {} of it)", err.message,
@@ -1696,7 +1700,7 @@ mod encoder {
                     self.top_member(skip_chars(&ext.path, 2), &ext.raw, io) // `ext.path[2:]`
                 }
                 Some(message) if self.msg.is_some() && Some(message) == self.msg_index => {
-                    let key = last_key(&ext.path)?;
+                    let key = last_key(&ext.path, ext.message)?;
                     let msg = self.msg.as_mut().expect("a message is open");
                     msg.trailing(io, key, &ext.raw) // chunking-invariant place
                 }
@@ -1778,7 +1782,7 @@ mod encoder {
                 for ext in std::mem::take(&mut self.pending_ext) {
                     if ext.message == Some(message) {
                         head.push(b',');
-                        key_bytes(last_key(&ext.path)?, &mut head);
+                        key_bytes(last_key(&ext.path, ext.message)?, &mut head);
                         head.push(b':');
                         head.extend_from_slice(&ext.raw);
                     } else {
@@ -2162,6 +2166,13 @@ mod encoder {
                            Some(attrs))?;
                 return Ok(None);
             }
+            if self.foreign && kind == "image" && is("base64") && attr(attrs, "media_type").is_none_or(|raw| raw == b"null") {
+                // anthropic requires a base64 image's media_type (png, jpeg, gif or webp); another
+                // dialect's image without one (ollama's bytes that show none of them) is not one it takes
+                lose_block(io.session, DIALECT, BlockRef::of(block),
+                           "base64 image without a media type (png, jpeg, gif or webp)", Some("not sent"), Some(attrs))?;
+                return Ok(None);
+            }
             let result = if in_result {
                 let result = self.result.as_mut().expect("a result is open");
                 let sep = result.separator();
@@ -2299,8 +2310,13 @@ mod encoder {
         }
     }
 
-    /// `ext.path.rsplit(".", 1)[1]`: the member an extension of a message names.
-    fn last_key(path: &[u8]) -> Result<&[u8]> {
+    /// `message_member(ext)`: the member an extension of a message names.
+    fn last_key(path: &[u8], message: Option<i64>) -> Result<&[u8]> {
+        if let Some(message) = message {
+            if let Some(key) = path.strip_prefix(format!("$.messages[{message}].").as_bytes()) {
+                return Ok(key);
+            }
+        }
         if !path.contains(&b'.') {
             let path = String::from_utf8_lossy(path);
             return Err(Error::new(ErrorClass::Transcode, format!("an extension of a message without a member path ({path})")));

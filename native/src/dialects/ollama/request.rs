@@ -11,7 +11,8 @@ use std::borrow::Cow;
 use super::controls;
 use crate::canonical::{escape_raw_json, Block, Control, Event, Section, REQUEST_LEVEL};
 use crate::decoding::{
-    get_attr, member_path, Attr, BlockBuilder, Cx, Decode, Dialect, EventSink, Frame, Machine, MessageBase, Read, RequestBody,
+    get_attr, member_path, Attr, BlockBuilder, Cx, Decode, Dialect, EventSink, Frame, Gate, Machine, MessageBase, Read,
+    RequestBody,
 };
 use crate::dialects::fields::{self, field, required};
 use crate::error::{Error, ErrorClass, Result};
@@ -152,6 +153,12 @@ struct MessageReader {
     image_prefix: Option<Vec<u8>>,
     /// the tool call being read: its place in `pending_calls`, whether it has arguments
     call: Option<(usize, bool)>,
+    /// `_result`: the content of a message that may be a tool result, kept open after another
+    /// block began (Go writes `images` before `tool_name` / `tool_call_id`; sorted keys put
+    /// them before `role`): its link to the call rides on its last fragment
+    result: Option<BlockBuilder>,
+    /// `_after_result`: the blocks that began meanwhile, held
+    after_result: Option<Gate>,
 }
 
 impl MessageReader {
@@ -170,10 +177,16 @@ impl MessageReader {
             image_count: 0,
             image_prefix: None,
             call: None,
+            result: None,
+            after_result: None,
         }
     }
 
     fn emit(&mut self, block: Block<'_>, cx: &mut Cx<'_>) -> Result<()> {
+        if let Some(held) = self.after_result.as_mut() {
+            self.base.emitted = true;
+            return held.hold(Event::Block(block), cx.session);
+        }
         self.base.emit(block, cx, resolve)
     }
 
@@ -615,7 +628,11 @@ impl Dialect for Ollama {
             S::Tool => self.tool(value, offset, cx),
             S::Role => {
                 let msg = self.msg()?;
-                msg.base.set_role(value, offset, cx, resolve)
+                msg.base.set_role(value, offset, cx, resolve)?;
+                if msg.base.role.as_deref() != Some("tool") {
+                    self.close_result(cx)?;
+                }
+                Ok(())
             }
             S::CallId => {
                 // the current API's call id: it replaces the generated one (Go writes it
@@ -732,7 +749,16 @@ impl Ollama {
 
     /// `MessageReader.builder`: the open block is closed, a new one begins.
     fn builder(&mut self, section: Section, attrs: Vec<Attr>, is_content: bool, cx: &mut Cx<'_>) -> Result<()> {
-        self.close_open(cx)?;
+        let msg = self.msg()?;
+        if msg.block_finished && msg.block_is_content && matches!(msg.base.role.as_deref(), None | Some("tool")) {
+            // `_keep_result_open`: the content stays open (to the message's end, or its
+            // role if that is not `tool`); what follows it waits
+            msg.result = msg.block.take();
+            msg.block_finished = false;
+            msg.after_result = Some(Gate::new("ollama:blocks-before-result-link"));
+        } else {
+            self.close_open(cx)?;
+        }
         let msg = self.msg()?;
         if is_content {
             msg.has_content = true;
@@ -764,6 +790,29 @@ impl Ollama {
         msg.emit(first, cx)?;
         if let Some(second) = second {
             msg.emit(second, cx)?;
+        }
+        Ok(())
+    }
+
+    /// `MessageReader._close_result`: the kept content closes (linked to its call if the
+    /// message is a tool result), then the blocks that waited go out.
+    fn close_result(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+        let Some(msg) = self.msg.as_mut() else { return Ok(()) };
+        let Some(mut result) = msg.result.take() else { return Ok(()) };
+        let held = msg.after_result.take();
+        if msg.base.role.as_deref() == Some("tool") {
+            msg.match_result(&mut result, &mut self.pending_calls);
+        }
+        let (first, second) = result.close();
+        msg.emit(first, cx)?;
+        if let Some(second) = second {
+            msg.emit(second, cx)?;
+        }
+        if let Some(mut held) = held {
+            held.release(cx, |event, cx| match event {
+                Event::Block(block) => msg.emit(block, cx),
+                other => cx.emit(other),
+            })?;
         }
         Ok(())
     }
@@ -819,6 +868,7 @@ impl Ollama {
             self.finished()?;
         }
         self.close_open(cx)?;
+        self.close_result(cx)?;
         let Some(msg) = self.msg.take() else { return Err(internal(S::Message, "a message")) };
         let index = msg.base.index;
         if role != "tool" {
@@ -892,8 +942,8 @@ use super::*;
 
 use crate::canonical::{Extension, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
-    Attr, attr, last_segment, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field, lose_raw_arguments,
-    lose_signature, lose_unplaced, merged, merged_reasoning, on_block, subject, tool_definition, BlockHead, BlockRef,
+    Attr, attr, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field, lose_raw_arguments,
+    late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, subject, tool_definition, BlockHead, BlockRef,
     Encode, First, HeldArguments, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener, PlaceBlocks,
     ToolDefinitions, WriterId, Writers, STRING_CONTENT,
 };
@@ -1266,7 +1316,7 @@ impl Messages {
             Some(msg) if msg.index == index => {
                 // written when the message closes: whether its first block came before or
                 // after it depends on the cut, its place must not
-                msg.asm.trailing(io, last_segment(&ext.path), &ext.raw)
+                msg.asm.trailing(io, message_member(&ext.path, ext.message), &ext.raw)
             }
             _ => {
                 // a field of a message whose first block has not come yet
@@ -1362,7 +1412,7 @@ impl Messages {
             let (mine, rest): (Vec<_>, Vec<_>) =
                 std::mem::take(&mut self.pending_ext).into_iter().partition(|e| e.message == Some(index));
             for ext in mine {
-                asm.trailing(io, last_segment(&ext.path), &ext.raw)?;
+                asm.trailing(io, message_member(&ext.path, ext.message), &ext.raw)?;
             }
             self.pending_ext = rest;
         }
@@ -1503,7 +1553,12 @@ impl Messages {
             }
             Section::UserImage => self.image(body, block, attrs, &role, io),
             Section::ToolCall => self.tool_call(body, block, attrs, &role, io).map(Some),
-            _ => Ok(None),
+            _ => {
+                // a section ollama has no member for (document, audio, video, citations) that
+                // came with a role of its own: as without one, a recorded loss
+                lose_unplaced(io.session, DIALECT, BlockRef::of(block))?;
+                Ok(None)
+            }
         }
     }
 
@@ -1568,7 +1623,7 @@ impl Messages {
     /// late, so the output bytes do not depend on how the input was cut.
     fn text_close(&mut self, head: &BlockHead, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
         if !late.is_empty() {
-            self.check_attrs(head.as_ref(), late, io)?;
+            self.check_attrs(head.as_ref(), &late_only(&head.attrs, late), io)?;
             lose_signature(io.session, DIALECT, head.as_ref(), late)?;
         }
         if head.section == Section::ToolResult {
@@ -1652,7 +1707,7 @@ impl Messages {
         io.write(w, b"\"")?;
         if !late.is_empty() {
             // e.g. openai's detail after the url
-            self.check_attrs(head.as_ref(), late, io)?;
+            self.check_attrs(head.as_ref(), &late_only(&head.attrs, late), io)?;
         }
         let all = merged(&head.attrs, late);
         let declared = attr(&all, "media_type").unwrap_or(UNNAMED);
@@ -1748,7 +1803,7 @@ impl Messages {
         tail.push(b'}');
         io.write(w, &tail)?;
         if !late.is_empty() {
-            self.check_attrs(head.as_ref(), late, io)?;
+            self.check_attrs(head.as_ref(), &late_only(&head.attrs, late), io)?;
         }
         Ok(())
     }

@@ -39,6 +39,8 @@ mod decoder {
     const DATA_URL_PREFIX_LIMIT: usize = 256;
     /// `EXTRA_ATTR`: an openai-only member of a part or tool call, as JSON text (`"k":v,...`)
     const EXTRA_ATTR: &str = "openai_extra";
+    /// `FUNCTION_EXTRA_ATTR`: the same for a member of a tool call's `function`
+    const FUNCTION_EXTRA_ATTR: &str = "openai_function_extra";
 
     /// `ROLE_TEXT_SECTION.get(role, UNKNOWN)`.
     fn role_text_section(role: &str) -> Section {
@@ -145,8 +147,9 @@ mod decoder {
         FunctionKeys,
         CallName,
         Arguments,
-        /// an openai-only member of a tool call (`_extra`)
-        Extra,
+        /// an openai-only member of a tool call (`_extra`); of its `function` (not the legacy
+        /// `function_call`): kept apart, in `openai_function_extra`
+        Extra { function: bool },
         Parts,
         /// the keys of a content part (`PartReader.on_key`)
         Part,
@@ -360,8 +363,6 @@ mod decoder {
         has_block: bool,
         /// an unknown part's members, re-serialised (`"k":v,...`)
         raw_parts: Vec<u8>,
-        /// a raw member's key holds a ':' (request.py's `partition(b":")` cannot split it)
-        colon_key: bool,
         /// where the `type` key was (its error is there)
         type_offset: u64,
     }
@@ -622,7 +623,7 @@ mod decoder {
                 }
                 Token::Key(key) => {
                     self.remember_key(key);
-                    m.then(Read::Raw(S::Extra, None, ""));
+                    m.then(Read::Raw(S::Extra { function: false }, None, ""));
                     Ok(())
                 }
                 _ => Err(internal("a value where a tool call key was due")),
@@ -648,8 +649,9 @@ mod decoder {
                     Ok(())
                 }
                 Token::Key(key) => {
+                    // a member of `function` (of `function_call` itself, for the legacy form)
                     self.remember_key(key);
-                    m.then(Read::Raw(S::Extra, None, ""));
+                    m.then(Read::Raw(S::Extra { function: !self.call.legacy }, None, ""));
                     Ok(())
                 }
                 _ => Err(internal("a value where a function key was due")),
@@ -757,14 +759,8 @@ mod decoder {
             }
             if !self.part.raw_parts.is_empty() {
                 // extra keys on a known part
-                if self.part.colon_key {
-                    // request.py splits "key":raw at the first ':' and json.loads the key: a key
-                    // holding ':' raises JSONDecodeError there (a Python bug, reported)
-                    return Err(Error::new(ErrorClass::Transcode,
-                        "a content part's extra key holding ':' is not ported yet (Python raises JSONDecodeError)"));
-                }
                 let members = std::mem::take(&mut self.part.raw_parts);
-                add_extra(self.msg.current()?, &members)?;
+                add_extra(self.msg.current()?, &members, EXTRA_ATTR)?;
             }
             Ok(())
         }
@@ -836,8 +832,8 @@ mod decoder {
 
     /// `add_extra(block, key, raw)` for members already written as `"k":v,...`:
     /// `openai_extra` holds the members' JSON text, spliced back by the openai encoder.
-    fn add_extra(block: &mut BlockBuilder, members: &[u8]) -> Result<()> {
-        let existing = get_attr(&block.late, EXTRA_ATTR).or_else(|| get_attr(&block.attrs, EXTRA_ATTR));
+    fn add_extra(block: &mut BlockBuilder, members: &[u8], attr: &'static str) -> Result<()> {
+        let existing = get_attr(&block.late, attr).or_else(|| get_attr(&block.attrs, attr));
         let mut text = match existing {
             Some(json) => match loads(json)? {
                 Value::Str(s) if !s.is_empty() => {
@@ -852,7 +848,7 @@ mod decoder {
         text.extend_from_slice(members);
         let mut json = Vec::with_capacity(text.len() + 8);
         dumps_key(&text, &mut json);
-        block.set(EXTRA_ATTR, json);
+        block.set(attr, json);
         Ok(())
     }
 
@@ -969,7 +965,6 @@ mod decoder {
                     self.part.kind = None;
                     self.part.has_block = false;
                     self.part.raw_parts.clear();
-                    self.part.colon_key = false;
                     m.push(Frame::State(S::Part));
                 }
                 _ => return Err(internal("an object in an unknown list")),
@@ -996,15 +991,12 @@ mod decoder {
                     let path = member_path(format_args!("$.messages[{index}]."), &self.key);
                     cx.extension(DIALECT, path, raw, Some(index), lossless)
                 }
-                S::Extra => {
+                S::Extra { function } => {
                     let mut member = Vec::with_capacity(self.key.len() + raw.len() + 3);
                     push_member(&mut member, &self.key, raw);
-                    add_extra(self.msg.current()?, &member)
+                    add_extra(self.msg.current()?, &member, if function { FUNCTION_EXTRA_ATTR } else { EXTRA_ATTR })
                 }
                 S::RawMember => {
-                    let mut key_json = Vec::new();
-                    dumps_key(&self.key, &mut key_json);
-                    self.part.colon_key |= key_json.contains(&b':');
                     push_member(&mut self.part.raw_parts, &self.key, raw);
                     Ok(())
                 }
@@ -1082,8 +1074,8 @@ use std::borrow::Cow;
 
 use crate::canonical::{Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
-    attr, attr_is, last_segment, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field,
-    lose_signature, lose_unplaced, merged, merged_reasoning, on_block, tool_definition, where_, Attr,
+    attr, attr_is, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field,
+    late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, tool_definition, where_, Attr,
     BlockHead, BlockRef, Encode, First, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener,
     OwnedAttrs, PlaceBlocks, ToolDefinitions, WriterId, Writers, PARTS_CONTENT, STRING_CONTENT,
 };
@@ -1124,6 +1116,8 @@ fn role_head(role: &[u8]) -> Cow<'static, [u8]> {
 
 /// `EXTRA_ATTR`: an openai-only member of a part or tool call (`"k":v,...` text).
 const EXTRA_ATTR: &str = "openai_extra";
+/// `FUNCTION_EXTRA_ATTR`: the members of a tool call's `function`.
+const FUNCTION_EXTRA_ATTR: &str = "openai_function_extra";
 /// `_STRUCTURE_ATTRS`: attributes that shape the output rather than being output fields.
 fn structure_attr(key: &str) -> bool {
     is_internal_attr(key) || matches!(key, "source" | "media_type" | "tool_call_id" | "id" | "name" | "is_error")
@@ -1401,7 +1395,7 @@ impl Messages {
             None => body.member(skip_chars(&ext.path, 2), &ext.raw, self, io), // `ext.path[2:]`
             Some(index) if self.msg.is_some() && Some(index) == self.msg_index => {
                 let msg = self.msg.as_mut().expect("open");
-                msg.trailing(io, last_segment(&ext.path), &ext.raw)
+                msg.trailing(io, message_member(&ext.path, ext.message), &ext.raw)
             }
             // a field of a message whose first block has not come yet
             Some(_) => {
@@ -1505,7 +1499,7 @@ impl Messages {
         if !self.pending_ext.is_empty() {
             let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_ext).into_iter().partition(|e| e.message == Some(index));
             for ext in mine {
-                msg.trailing(io, last_segment(&ext.path), &ext.raw)?;
+                msg.trailing(io, message_member(&ext.path, ext.message), &ext.raw)?;
             }
             self.pending_ext = rest;
         }
@@ -1708,8 +1702,7 @@ impl Messages {
         if source_text.as_deref() == Some("base64") && attr(attrs, "data_url").map_or(true, crate::encoding::truthy) && s != Section::UserAudio {
             // openai takes inline images and files only as data URLs
             data_prefix.extend_from_slice(b"data:");
-            let media_type = attr(attrs, "media_type").map_or_else(|| Some("application/octet-stream".to_string()), json_str);
-            data_prefix.extend_from_slice(media_type.unwrap_or_default().as_bytes());
+            data_prefix.extend_from_slice(in_string(attr(attrs, "media_type").unwrap_or(b"\"application/octet-stream\"")));
             data_prefix.extend_from_slice(b";base64,");
         } else if (source.is_some() && !matches!(source_text.as_deref(), Some("url" | "base64")))
             || (s == Section::UserDocument && source_text.as_deref() == Some("url"))
@@ -1761,8 +1754,8 @@ impl Messages {
     }
 
     fn tool_call(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Placed> {
-        let not_extra: OwnedAttrs = attrs.iter().filter(|(k, _)| k != EXTRA_ATTR).map(own_attr).collect();
-        self.extra_attrs(io, BlockRef::of(block), &not_extra, &[])?;
+        // the late attributes at the close: each recorded once
+        self.foreign_call_attrs(io, BlockRef::of(block), attrs)?;
         self.message_for(body, block, ASSISTANT, io)?;
         if attr_truthy(attrs, "legacy") {
             // function_call: {"name", "arguments"}, no id
@@ -1859,20 +1852,24 @@ impl Messages {
                 io.write(w, &tail)
             }
             Placed::Call { w, head } => {
+                self.foreign_call_attrs(io, head.as_ref(), &late_only(&head.attrs, late))?;
                 let all = merged(&head.attrs, late);
-                self.foreign_call_attrs(io, head.as_ref(), &all)?;
                 let mut tail = b"\"".to_vec();
                 tail.extend_from_slice(&self.late_name(io, &head, late)?);
+                push_members(&all, FUNCTION_EXTRA_ATTR, &mut tail);
                 tail.push(b'}');
                 if let Some(id) = attr(late, "id") {
                     tail.extend_from_slice(b",\"id\":");
                     tail.extend_from_slice(&self.call_id(id)?);
                 }
+                push_members(&all, EXTRA_ATTR, &mut tail);
                 tail.push(b'}');
                 io.write(w, &tail)
             }
             Placed::LegacyCall { w, head } => {
-                let tail = [&b"\""[..], &self.late_name(io, &head, late)?].concat();
+                self.foreign_call_attrs(io, head.as_ref(), &late_only(&head.attrs, late))?;
+                let mut tail = [&b"\""[..], &self.late_name(io, &head, late)?].concat();
+                push_members(&merged(&head.attrs, late), EXTRA_ATTR, &mut tail);
                 io.write(w, &tail)
             }
             Placed::Result(inner, head) => {
@@ -1883,14 +1880,37 @@ impl Messages {
         }
     }
 
-    /// Another dialect's tool-call fields (ollama `index`, ...) are recorded losses.
+    /// A tool call's fields openai does not write (another dialect's: ollama `index`, ...; a
+    /// `type` other than function) are recorded losses: the early attributes when the call
+    /// opens, the late ones when it closes.
     fn foreign_call_attrs(&self, io: &mut Io<'_>, block: BlockRef<'_>, attrs: &[Attr<'_>]) -> Result<()> {
         for (key, _) in attrs {
-            if !structure_attr(key) && key != EXTRA_ATTR && key != "type" {
+            if !structure_attr(key) && key != EXTRA_ATTR && key != FUNCTION_EXTRA_ATTR {
                 lose_field(io.session, DIALECT, block, key, Some(attrs), None)?;
             }
         }
         Ok(())
+    }
+}
+
+/// Python `_members`: `,<members>`, the openai members a tool call kept as JSON text
+/// (`add_extra`), if any.
+fn push_members(attrs: &[Attr<'_>], key: &str, out: &mut Vec<u8>) {
+    if let Some(members) = attr(attrs, key).and_then(json_str) {
+        if !members.is_empty() {
+            out.push(b',');
+            out.extend_from_slice(members.as_bytes());
+        }
+    }
+}
+
+/// Python `_in_string`: a decoded text spliced into a JSON string being written (a data URL's
+/// media type), escaped as `dumps` writes it: the attr's JSON (which is `dumps` of the value)
+/// without its quotes. Not a string: nothing.
+fn in_string(raw: &[u8]) -> &[u8] {
+    match raw {
+        [b'"', inner @ .., b'"'] => inner,
+        _ => b"",
     }
 }
 

@@ -44,7 +44,7 @@ from ...canonical import (
 )
 from ...decoding import OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore
+from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore, message_member
 from ...errors import TranscodeError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
@@ -168,6 +168,7 @@ class RequestDecoder(RequestBodyDecoder):
     def replay(self, reader, raw: bytes, at: tuple[int, str]) -> None:
         """Feed a value read earlier (``raw``, held from ``at``) to ``reader(kind, value, offset)`` now."""
         depth = len(self._stack)
+        outer_at = self.at  # the held copy's tokens set ``at`` to their offsets in it
         self.then(reader)
         inner = tok.Tokenizer(self.on_token, max_depth=self.session.options.max_depth, dialect=DIALECT)
         try:
@@ -182,6 +183,10 @@ class RequestDecoder(RequestBodyDecoder):
             exc.offset, exc.path = at
             exc.args = (exc._render(),)
             raise
+        finally:
+            # an error raised after the replay (a budget, at the chunk's end) is at the body's
+            # token being read, not at an offset inside the held copy
+            self.at = outer_at
         self.flush()
         assert len(self._stack) == depth, "replayed value left handlers behind"
 
@@ -748,7 +753,7 @@ class RequestEncoder(Encoder):
         elif ext.message is None:
             self._top_member(ext.path[2:], ext.raw)
         elif self._msg is not None and ext.message == self._msg_index:
-            self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)  # chunking-invariant place
+            self._msg.trailing(message_member(ext), ext.raw)  # chunking-invariant place
         else:
             self._pending_ext.append(ext)
 
@@ -801,7 +806,7 @@ class RequestEncoder(Encoder):
         head = b'"role":' + key_bytes(role)
         if self._pending_ext:  # fields of this message that came before its first block
             for ext in [e for e in self._pending_ext if e.message == block.message]:
-                head += b"," + key_bytes(ext.path.rsplit(".", 1)[1]) + b":" + ext.raw
+                head += b"," + key_bytes(message_member(ext)) + b":" + ext.raw
             self._pending_ext = [e for e in self._pending_ext if e.message != block.message]
         self._msg = MessageAssembler(self.out, self.session, "anthropic:member-order", head,
                                      first=STRING_CONTENT if string else PARTS_CONTENT)
@@ -1052,6 +1057,12 @@ class RequestEncoder(Encoder):
             return None
         if self.foreign and source == "file":
             self._lose_block(block, "access to another provider's file ids", attrs=attrs)
+            return None
+        if self.foreign and kind == "image" and source == "base64" and attrs.get("media_type") is None:
+            # anthropic requires a base64 image's media_type (png, jpeg, gif or webp); another
+            # dialect's image without one (ollama's bytes that show none of them) is not one it takes
+            self._lose_block(block, "base64 image without a media type (png, jpeg, gif or webp)", "not sent",
+                             attrs=attrs)
             return None
         if result is None:
             w = self._message_for(block, "user", attrs, False)

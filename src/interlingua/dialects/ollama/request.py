@@ -77,9 +77,10 @@ from ...canonical import (
     TOP_LEVEL_SYSTEM, UNKNOWN, USER_IMAGE, USER_TEXT, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, escape_raw_json, unescape_json_text,
 )
-from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
+from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
-    STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, first_member, merged_reasoning,
+    STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, first_member, late_only,
+    merged_reasoning, message_member,
 )
 from ...errors import SchemaError, TranscodeError
 from ...jsonwriter import JsonWriter, dumps, key_bytes
@@ -256,6 +257,11 @@ class MessageReader(MessageReaderBase):
         self._tool_call_id: str | None = None  # the current API's link of a result to its call
         self._tool_call_id_raw: bytes | None = None
         self._call_position = 0
+        #: the content of a message that may be a tool result, kept open after another block
+        #: began (``images`` come before ``tool_name`` / ``tool_call_id`` in Go's order, and
+        #: before ``role`` when keys are sorted): its link to the call rides on its last fragment
+        self._result: BlockBuilder | None = None
+        self._after_result: Gate | None = None  # the blocks that began meanwhile, held
 
     def _resolve(self, block: Block) -> Block:
         """Content is built as provisional ``user-text``; give it the role's section,
@@ -278,10 +284,42 @@ class MessageReader(MessageReaderBase):
                          {**(block.attrs or {}), "role": role})
         return block
 
+    def emit(self, block: Block) -> None:
+        if self._after_result is not None:
+            self._emitted = True
+            self._after_result(block)
+        else:
+            super().emit(block)
+
     def builder(self, section: Section, attrs: dict | None = None, done=None) -> BlockBuilder:
         if self._open is not None:
-            self.close_open()
+            if self._open is self._content and self.role in (None, "tool"):
+                self._keep_result_open()
+            else:
+                self.close_open()
         return BlockBuilder(self.emit, section, self.index, attrs, done)
+
+    def _keep_result_open(self) -> None:
+        """A block begins after a result's content, before its link may have come: the
+        content stays open (to the message's end, or its role, if that is not ``tool``),
+        what follows it waits (``ollama:blocks-before-result-link``)."""
+        self._result, self._open = self._open, None
+        self._after_result = Gate(super().emit, self.d.session, f"{DIALECT}:blocks-before-result-link")
+
+    def _close_result(self) -> None:
+        if self._result is None:
+            return
+        result, held = self._result, self._after_result
+        self._result = self._after_result = None
+        if self.role == "tool":
+            self._match_result(result)
+        result.close()
+        held.release()
+
+    def _set_role(self, role: Any, offset: int) -> None:
+        super()._set_role(role, offset)
+        if role != "tool":
+            self._close_result()
 
     def finished(self, builder: BlockBuilder) -> None:
         if self._open is not None:
@@ -351,6 +389,7 @@ class MessageReader(MessageReaderBase):
             builder.fragment(b"", True, True)
             self.finished(builder)
         self.close_open()
+        self._close_result()
         if self.role != "tool":
             for key, raw in (("tool_name", self._tool_name_raw), ("tool_call_id", self._tool_call_id_raw)):
                 if raw is not None:
@@ -694,7 +733,7 @@ class RequestEncoder(Encoder):
         elif self._msg is not None and ext.message == self._msg.index:
             # written when the message closes: whether the message's first block
             # came before or after it depends on the cut, its place must not
-            self._msg.asm.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
+            self._msg.asm.trailing(message_member(ext), ext.raw)
         else:  # a field of a message whose first block has not come yet
             self._pending_ext.append(ext)
 
@@ -724,7 +763,7 @@ class RequestEncoder(Encoder):
             self.foreign_extension(self._openai_names.pop(index))
         if self._pending_ext:
             for ext in [e for e in self._pending_ext if e.message == index]:
-                asm.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
+                asm.trailing(message_member(ext), ext.raw)
             self._pending_ext = [e for e in self._pending_ext if e.message != index]
         return self._msg
 
@@ -821,6 +860,9 @@ class RequestEncoder(Encoder):
             return self._image(block, attrs, role)
         if s is TOOL_CALL:
             return self._tool_call(block, attrs, role)
+        # a section ollama has no member for (document, audio, video, citations) that came
+        # with a role of its own: as without one, a recorded loss
+        self._lose_unplaced(block)
         return None
 
     def _arguments(self, w: JsonWriter):
@@ -870,7 +912,7 @@ class RequestEncoder(Encoder):
         # tool_name is written at the block's end whether it came early or late,
         # so the output bytes do not depend on how the input was cut.
         if late:
-            self._check_attrs(block, late)
+            self._check_attrs(block, late_only(attrs, late))
             self._lose_signature(block, late)
         if block.section is TOOL_RESULT:
             self._result_name(block, msg, {**attrs, **late})
@@ -926,7 +968,7 @@ class RequestEncoder(Encoder):
         def close(late: dict) -> None:
             w.write(b'"')
             if late:  # e.g. openai's detail after the url
-                self._check_attrs(block, late)
+                self._check_attrs(block, late_only(attrs, late))
             declared = {**attrs, **late}.get("media_type", _UNNAMED)
             shown = sniff_media_type(bytes(head)) or _UNNAMED
             if declared != shown:
@@ -982,7 +1024,7 @@ class RequestEncoder(Encoder):
                 tail += b',"id":' + dumps(late_id)
             w.write(tail + b"}")
             if late:
-                self._check_attrs(block, late)
+                self._check_attrs(block, late_only(attrs, late))
         return write, close
 
     def _unknown(self, block: Block, attrs: dict):

@@ -35,7 +35,8 @@ from ...canonical import (
 from ...decoding import STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
-    PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, ignore, merged_reasoning,
+    PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, ignore, late_only, merged_reasoning,
+    message_member,
 )
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import INTERNAL_ATTRS
@@ -277,6 +278,12 @@ class MessageReader(MessageReaderBase):
             raise self.d.wrong_type(kind, "an object for function_call", offset)
 
 
+#: openai-only members kept as JSON text (``add_extra``) for an openai target: of a part or a
+#: tool call (the legacy ``function_call`` too), and of a tool call's ``function``
+EXTRA_ATTR = "openai_extra"
+FUNCTION_EXTRA_ATTR = "openai_function_extra"
+
+
 class ToolCallReader:
     """``{"id", "type": "function", "function": {"name", "arguments"}}`` -> a tool-call block.
 
@@ -312,9 +319,9 @@ class ToolCallReader:
         if value != "function":
             self.block.set("type", value)
 
-    def _extra(self, key: str):
+    def _extra(self, key: str, attr: str = EXTRA_ATTR):
         def reader(kind: int, value: Any, offset: int) -> None:
-            self.d.read_raw(kind, value, offset, lambda raw: add_extra(self.block, key, raw))
+            self.d.read_raw(kind, value, offset, lambda raw: add_extra(self.block, key, raw, attr))
         return reader
 
     def _function(self, kind: int, value: Any, offset: int) -> None:
@@ -333,8 +340,8 @@ class ToolCallReader:
             d.then_value(lambda x: self.block.set("name", x), STRING, "a tool call's name")
         elif value == "arguments":
             d.then(self._arguments)
-        else:
-            d.then(self._extra(value))
+        else:  # a member of ``function`` (of ``function_call`` itself, for the legacy form)
+            d.then(self._extra(value, EXTRA_ATTR if self.legacy else FUNCTION_EXTRA_ATTR))
 
     def _arguments(self, kind: int, value: Any, offset: int) -> None:
         self.has_arguments = True
@@ -362,7 +369,7 @@ class PartReader:
         self.d = message.d
         self.type: str | None = None
         self.block: BlockBuilder | None = None
-        self.raw_parts: list[bytes] = []  # an unknown part, re-serialised
+        self.raw_parts: list[tuple[str, bytes]] = []  # members besides type and payload: (key, raw JSON)
 
     def on_key(self, kind: int, value: Any, offset: int) -> None:
         d = self.d
@@ -391,8 +398,7 @@ class PartReader:
 
     def _raw_member(self, key: str):
         def reader(kind: int, value: Any, offset: int) -> None:
-            self.d.read_raw(kind, value, offset, lambda raw: self.raw_parts.append(
-                dumps(key) + b":" + raw))
+            self.d.read_raw(kind, value, offset, lambda raw: self.raw_parts.append((key, raw)))
         return reader
 
     def _payload(self, key: str):
@@ -416,7 +422,8 @@ class PartReader:
             raise self.d.error("content part without type", offset)
         if self.type not in _PART_SECTIONS or self.block is None:
             # Unknown part type (or a known type without its payload): carried raw.
-            raw = b"{" + b",".join([b'"type":' + dumps(self.type)] + self.raw_parts) + b"}"
+            raw = b"{" + b",".join([b'"type":' + dumps(self.type)]
+                                   + [dumps(key) + b":" + value for key, value in self.raw_parts]) + b"}"
             attrs = {"dialect": DIALECT, "in_parts": True}
             if self.m.role is not None:
                 attrs["role"] = self.m.role
@@ -424,20 +431,18 @@ class PartReader:
             builder.fragment(raw, True, True)
             self.m.finished(builder)
             return
-        for member in self.raw_parts:  # extra keys on a known part
-            key, _, raw = member.partition(b":")
-            add_extra(self.block, json.loads(key), raw)
+        for key, raw in self.raw_parts:  # extra keys on a known part (kept apart: a key may hold ':')
+            add_extra(self.block, key, raw)
 
 
-def add_extra(block: BlockBuilder, key: str, raw: bytes) -> None:
+def add_extra(block: BlockBuilder, key: str, raw: bytes, attr: str = EXTRA_ATTR) -> None:
     """Keep an openai-only member of a part or tool call: ``openai_extra`` holds
-    the members' JSON text (``"k":v,...``), spliced back by the openai encoder."""
-    members = block.late.get(EXTRA_ATTR) or block.attrs.get(EXTRA_ATTR)
+    the members' JSON text (``"k":v,...``), spliced back by the openai encoder
+    (``openai_function_extra``: the members of a tool call's ``function``)."""
+    members = block.late.get(attr) or block.attrs.get(attr)
     text = dumps(key).decode() + ":" + raw.decode()
-    block.set(EXTRA_ATTR, members + "," + text if members else text)
+    block.set(attr, members + "," + text if members else text)
 
-
-EXTRA_ATTR = "openai_extra"
 
 _MEDIA_PAYLOAD_KEY = {"image_url": "url", "file": "file_data", "input_audio": "data"}
 
@@ -589,7 +594,7 @@ class RequestEncoder(Encoder):
         elif ext.message is None:
             self.body.member(ext.path[2:], ext.raw)
         elif self._msg is not None and ext.message == self._msg_index:
-            self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
+            self._msg.trailing(message_member(ext), ext.raw)
         else:  # a field of a message whose first block has not come yet
             self._pending_ext.append(ext)
 
@@ -660,7 +665,7 @@ class RequestEncoder(Encoder):
         self._msg_had_tool_calls = False
         if self._pending_ext:
             for ext in [e for e in self._pending_ext if e.message == index]:
-                self._msg.trailing(ext.path.rsplit(".", 1)[1], ext.raw)
+                self._msg.trailing(message_member(ext), ext.raw)
             self._pending_ext = [e for e in self._pending_ext if e.message != index]
 
     def _close_message(self) -> None:
@@ -832,7 +837,7 @@ class RequestEncoder(Encoder):
         data_prefix = b""
         if attrs.get("source") == "base64" and attrs.get("data_url", True) and s is not USER_AUDIO:
             # openai takes inline images and files only as data URLs
-            data_prefix = b"data:" + attrs.get("media_type", "application/octet-stream").encode() + b";base64,"
+            data_prefix = b"data:" + _in_string(attrs.get("media_type", "application/octet-stream")) + b";base64,"
         elif attrs.get("source") not in (None, "url", "base64") or (
                 s is USER_DOCUMENT and attrs.get("source") == "url"):  # a file has no URL form
             self._lose_block(block, f"{attrs.get('source')} source for it", attrs=attrs)
@@ -871,7 +876,7 @@ class RequestEncoder(Encoder):
         return w.write, close
 
     def _tool_call(self, block: Block, attrs: dict):
-        self._extra_attrs(block, {k: v for k, v in attrs.items() if k != EXTRA_ATTR}, set())
+        self._foreign_call_attrs(block, attrs)  # the late ones at the close: each recorded once
         msg = self._message_for(block, "assistant")
         if attrs.get("legacy"):  # function_call: {"name", "arguments"}, no id
             w = msg.member("function_call", b"{")
@@ -879,7 +884,8 @@ class RequestEncoder(Encoder):
             w.write(name + b'"arguments":"')
 
             def close_legacy(late: dict) -> None:
-                w.write(b'"' + self._late_name(block, attrs, late))
+                self._foreign_call_attrs(block, late_only(attrs, late))
+                w.write(b'"' + self._late_name(block, attrs, late) + _members({**attrs, **late}, EXTRA_ATTR))
             return w.write, close_legacy
         self._msg_had_tool_calls = True
         w = msg.member("tool_calls", b"[")
@@ -893,11 +899,12 @@ class RequestEncoder(Encoder):
         w.write(head + b'"arguments":"')
 
         def close(late: dict) -> None:
-            self._foreign_call_attrs(block, {**attrs, **late})
-            tail = b'"' + self._late_name(block, attrs, late) + b"}"
+            self._foreign_call_attrs(block, late_only(attrs, late))
+            merged = {**attrs, **late}
+            tail = b'"' + self._late_name(block, attrs, late) + _members(merged, FUNCTION_EXTRA_ATTR) + b"}"
             if "id" in late:
                 tail += b',"id":' + dumps(self._call_id(late["id"]))
-            w.write(tail + b"}")
+            w.write(tail + _members(merged, EXTRA_ATTR) + b"}")
         return w.write, close
 
     def _name(self, block: Block, name) -> bytes:
@@ -913,9 +920,11 @@ class RequestEncoder(Encoder):
         return b""
 
     def _foreign_call_attrs(self, block: Block, attrs: dict) -> None:
-        """Another dialect's tool-call fields (ollama ``index``, ``ollama_extra`` ...) are recorded losses."""
+        """A tool call's fields openai does not write (another dialect's: ollama ``index``,
+        ``ollama_extra`` ...; a ``type`` other than function) are recorded losses -- the
+        early attributes when the call opens, the late ones when it closes."""
         for key in attrs:
-            if key not in _STRUCTURE_ATTRS and key not in (EXTRA_ATTR, "type"):
+            if key not in _STRUCTURE_ATTRS and key not in (EXTRA_ATTR, FUNCTION_EXTRA_ATTR):
                 self._lose_field(block, key, attrs)
 
     def _unknown(self, block: Block, attrs: dict):
@@ -937,6 +946,19 @@ class RequestEncoder(Encoder):
 
     def _tool_element(self, key: str, raw: bytes) -> None:
         self.body.element(key, raw)
+
+
+def _members(attrs: dict, key: str) -> bytes:
+    """``,<members>``: the openai members a tool call kept as JSON text (``add_extra``), if any."""
+    members = attrs.get(key)
+    return b"," + members.encode() if isinstance(members, str) and members else b""
+
+
+def _in_string(text) -> bytes:
+    """A decoded text spliced into a JSON string the encoder is writing (a data URL's media
+    type): escaped as ``dumps`` writes it -- a ``"`` or ``\\`` in it would end the string or
+    start an escape, a lone surrogate cannot be UTF-8. Not a string: the data URL has no type."""
+    return dumps(text)[1:-1] if isinstance(text, str) else b""
 
 
 #: attributes that shape the output rather than being output fields
