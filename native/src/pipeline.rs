@@ -59,6 +59,8 @@ pub fn decoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedDeco
         ("openai", Kind::Stream) => Ok(Box::new(crate::dialects::openai::response::StreamDecoder::new(session))),
         ("anthropic", Kind::Response) => Ok(Box::new(crate::dialects::anthropic::response::ResponseDecoder::new(session))),
         ("anthropic", Kind::Stream) => Ok(Box::new(crate::dialects::anthropic::response::StreamDecoder::new(session))),
+        ("ollama", Kind::Response) => Ok(Box::new(crate::dialects::ollama::response::ResponseDecoder::new(session))),
+        ("ollama", Kind::Stream) => Ok(Box::new(crate::dialects::ollama::response::StreamDecoder::new(session))),
         _ => Err(not_ported(dialect, kind, "decoder")),
     }
 }
@@ -73,6 +75,8 @@ pub fn encoder(dialect: &str, kind: Kind, session: &Session) -> Result<BoxedEnco
         ("openai", Kind::Stream) => Ok(Box::new(crate::dialects::openai::response::StreamEncoder::new(session))),
         ("anthropic", Kind::Response) => Ok(Box::new(crate::dialects::anthropic::response::ResponseEncoder::new(session))),
         ("anthropic", Kind::Stream) => Ok(Box::new(crate::dialects::anthropic::response::StreamEncoder::new(session))),
+        ("ollama", Kind::Response) => Ok(Box::new(crate::dialects::ollama::response::ResponseEncoder::new(session)?)),
+        ("ollama", Kind::Stream) => Ok(Box::new(crate::dialects::ollama::response::StreamEncoder::new(session)?)),
         _ => Err(not_ported(dialect, kind, "encoder")),
     }
 }
