@@ -18,13 +18,14 @@ runs in Rust once the extension covers that kind (its ``COVERS`` names
 ``RESPONSE_PIPELINE`` / ``STREAM_PIPELINE``: all 9 pairs of the kind have their
 codecs in the core -- the same-dialect pairs are copies, which need the
 dialect's decoder and, for an abort, its encoder -- and ``PIPELINE`` when every
-kind is covered); until then that kind runs the Python pipeline on both
-backends (``covers(kind)``, issue 12).
+kind is covered); a kind not covered would run the Python pipeline on both
+backends (``covers(kind)``). Since issue 12 every kind is covered: on the native
+backend requests, responses and streams all run in Rust.
 
 How the public API dispatches (decision, issue 11): ``interlingua.Transcoder``,
 ``interlingua.Decoder`` and ``interlingua.Encoder`` are the Python classes of
 ``pipeline``, whose ``__new__`` returns the native object (``_native.Transcoder`` /
-``Decoder`` / ``Encoder``) for ``kind="request"`` when ``BACKEND`` is ``"native"`` at
+``Decoder`` / ``Encoder``) for every kind the extension covers when ``BACKEND`` is ``"native"`` at
 construction, with the same arguments; ``transcode`` / ``decode`` / ``encode``, the
 turn compiler and the CLI go through them. So one name, one signature, one set of
 errors and attributes (``losses``, ``reorder``, ``tool_names``, ``pending_output``,
