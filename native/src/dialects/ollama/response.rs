@@ -494,29 +494,6 @@ fn py_equals_int(value: &Value, n: i64) -> bool {
     }
 }
 
-/// Python's `repr(data)` of bytes (`b'...'`).
-fn py_bytes_repr(data: &[u8]) -> String {
-    let quote = if data.contains(&b'\'') && !data.contains(&b'"') { b'"' } else { b'\'' };
-    let mut out = String::with_capacity(data.len() + 3);
-    out.push('b');
-    out.push(quote as char);
-    for &b in data {
-        match b {
-            b'\\' => out.push_str("\\\\"),
-            b'\t' => out.push_str("\\t"),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b if b == quote => {
-                out.push('\\');
-                out.push(b as char);
-            }
-            0x20..=0x7e => out.push(b as char),
-            b => out.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    out.push(quote as char);
-    out
-}
 
 fn str_json(text: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(text.len() + 2);
@@ -918,7 +895,7 @@ impl Decode for StreamDecoder {
     fn frame_text(&mut self, _event: Option<&str>, data: &[u8], _session: &mut Session,
                   _out: &mut dyn EventSink) -> Result<()> {
         let head = &data[..data.len().min(40)];
-        Err(Error::new(ErrorClass::Schema, format!("NDJSON line is not a JSON object: {}", py_bytes_repr(head)))
+        Err(Error::new(ErrorClass::Schema, format!("NDJSON line is not a JSON object: {}", crate::unicode::py_bytes_repr(head)))
             .in_dialect(DIALECT))
     }
 }

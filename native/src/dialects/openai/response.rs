@@ -1197,29 +1197,6 @@ mod decoder {
         }
     }
 
-    /// Python's `repr(data[:40])` of bytes.
-    fn bytes_repr(data: &[u8]) -> String {
-        let quote = if data.contains(&b'\'') && !data.contains(&b'"') { '"' } else { '\'' };
-        let mut out = String::from("b");
-        out.push(quote);
-        for &b in data {
-            match b {
-                b'\\' => out.push_str("\\\\"),
-                b'\t' => out.push_str("\\t"),
-                b'\n' => out.push_str("\\n"),
-                b'\r' => out.push_str("\\r"),
-                _ if b as char == quote => {
-                    out.push('\\');
-                    out.push(quote);
-                }
-                0x20..=0x7e => out.push(b as char),
-                _ => out.push_str(&format!("\\x{b:02x}")),
-            }
-        }
-        out.push(quote);
-        out
-    }
-
     impl Decode for StreamDecoder {
         fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
                  out: &mut dyn EventSink) -> Result<()> {
@@ -1274,7 +1251,7 @@ mod decoder {
             if data != b"[DONE]" {
                 let head = &data[..data.len().min(40)];
                 return Err(Error::new(ErrorClass::Schema,
-                                      format!("SSE data is neither a JSON object nor [DONE]: {}", bytes_repr(head)))
+                                      format!("SSE data is neither a JSON object nor [DONE]: {}", crate::unicode::py_bytes_repr(head)))
                     .in_dialect(DIALECT));
             }
             self.d.terminated = true;
