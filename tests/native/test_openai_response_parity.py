@@ -272,22 +272,3 @@ def test_encoders_fed_prefixes_then_an_error_or_the_end(data):
     tail = data.draw(st.sampled_from([[], [End()], [Error("overloaded_error", "busy", 529)],
                                       [Error("api_error", "boom"), End()]]), label="tail")
     drawn(encoder_parity, source, kind, case, events[:cut] + tail, data.draw(st.sampled_from(ENCODER_OPTIONS)))
-
-
-# -- response_fields.rs: Python's classification, entry for entry -----------------------
-
-
-def test_the_native_field_table_is_pythons():
-    """native/src/dialects/openai/response_fields.rs holds RESPONSE and STREAM as
-    dialects/openai/response_fields.py has them (paths, order, dispositions, homes)."""
-    import re
-    from pathlib import Path
-
-    from interlingua.dialects.openai import response_fields as py
-    source = (Path(__file__).resolve().parents[2] / "native/src/dialects/openai/response_fields.rs").read_text()
-    names = {"M": py.MAPPED, "S": py.STRUCTURAL, "E": py.EXTENSION, "T": py.TIMESTAMP}
-    homes = {"ALL": py.ALL, "NONE": py.NONE, "ANTHROPIC": frozenset({"anthropic"})}
-    for table in ("RESPONSE", "STREAM"):
-        body = re.search(rf"pub const {table}: Fields = &\[(.*?)\n\];", source, re.S).group(1)
-        native = [(path, (names[d], homes[h])) for path, d, h in re.findall(r'\("([^"]+)", (\w), (\w+)\)', body)]
-        assert native == list(getattr(py, table).items()), table

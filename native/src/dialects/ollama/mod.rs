@@ -4,4 +4,3 @@
 pub mod controls;
 pub mod request;
 pub mod response;
-pub mod response_fields;

@@ -9,7 +9,6 @@
 
 use std::borrow::Cow;
 
-use super::response_fields::{COUNTS, DURATIONS};
 use crate::canonical::{escape_raw_json, Block, Event, Extension, Section, Usage};
 use crate::lifecycle::{finish_from, finish_to, merge_usage, ollama_created_at, usage_from_ollama, usage_to_ollama, Stamp};
 use crate::decoding::{
@@ -906,6 +905,11 @@ use crate::encoding::{
     arguments_object, attr, attr_truthy, foreign_extension, lose_block, lose_signature, lose_unplaced, BlockHead,
     BlockRef, Encode, HeldArguments, Io, MessageAssembler, Opener, WriterId, Writers,
 };
+
+/// `_DURATIONS`: ollama extensions, written back on the done line in this order.
+const DURATIONS: [&str; 4] = ["total_duration", "load_duration", "prompt_eval_duration", "eval_duration"];
+/// `_COUNTS`: the token counts (`Usage` input, output).
+const COUNTS: [&str; 2] = ["prompt_eval_count", "eval_count"];
 
 /// Where a block goes in an ollama message (`_classify`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
