@@ -50,6 +50,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::{unescape_json_text, Block, Control, Extension, PayloadForm, RawJson, Section, REQUEST_LEVEL};
+use crate::compact::{Data, Raw};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
 use crate::jsonwriter::{dumps_str, key_bytes, JsonWriter};
@@ -702,26 +703,49 @@ const EMPTY_OBJECT_SCHEMA: &[u8] = b"{\"type\":\"object\",\"properties\":{}}";
 /// loss; one of another type, or not an object, is replaced by an empty object schema
 /// (recorded). `name`: the tool's `name` attribute (JSON text), for the loss.
 pub fn object_schema(schema_raw: &[u8], session: &mut Session, name: Option<&[u8]>) -> Result<Vec<u8>> {
-    if let Value::Object(members) = Value::loads(schema_raw)? {
-        match members.iter().find(|(k, _)| k == b"type") {
-            Some((_, Value::Str(kind))) if kind == b"object" => return Ok(schema_raw.to_vec()),
-            Some(_) => {}
-            None => {
-                let mut out = b"{\"type\":\"object\"".to_vec();
-                if members.is_empty() {
-                    out.push(b'}');
-                } else {
-                    out.push(b',');
-                    out.extend_from_slice(&schema_raw[1..]);
-                }
-                return Ok(out);
+    // a decoder's schema is dumps output: read in place (compact.rs); other text is parsed
+    let kind = match Raw::canonical(schema_raw) {
+        Some(schema) => SchemaKind::of(schema),
+        None => SchemaKind::of(&Value::loads(schema_raw)?),
+    };
+    match kind {
+        SchemaKind::Object => return Ok(schema_raw.to_vec()),
+        SchemaKind::Untyped { empty } => {
+            let mut out = b"{\"type\":\"object\"".to_vec();
+            if empty {
+                out.push(b'}');
+            } else {
+                out.push(b',');
+                out.extend_from_slice(&schema_raw[1..]);
             }
+            return Ok(out);
         }
+        SchemaKind::Other => {}
     }
     let subject = format!("parameters of tool {}, not an object schema", py_repr(name)?);
     let reason = lacks(&subject, session.target, "tool parameters other than an object schema", Some("an empty object schema is written"));
     session.lose("$.tools", &reason, None)?;
     Ok(EMPTY_OBJECT_SCHEMA.to_vec())
+}
+
+/// What `object_schema` makes of a schema: `type` "object", an object without `type`, else.
+enum SchemaKind {
+    Object,
+    Untyped { empty: bool },
+    Other,
+}
+
+impl SchemaKind {
+    fn of<'a, D: Data<'a>>(schema: D) -> SchemaKind {
+        if !schema.is_object() {
+            return SchemaKind::Other;
+        }
+        match schema.get("type") {
+            Some(kind) if kind.str_is("object") => SchemaKind::Object,
+            Some(_) => SchemaKind::Other,
+            None => SchemaKind::Untyped { empty: schema.members().next().is_none() },
+        }
+    }
 }
 
 /// `repr(name)` of a tool's name attribute (its JSON text; absent: None).
