@@ -44,10 +44,20 @@ pub trait Data<'a>: Copy {
         out
     }
 
+    /// An object's members, read once (`lookup` finds a key among them).
+    fn member_list(self) -> Vec<(Key<'a>, Self)> {
+        self.members().collect()
+    }
+
     /// `dumps(value)`: borrowed where the text is at hand (`Raw`).
     fn json(self) -> Cow<'a, [u8]> {
         Cow::Owned(self.to_json())
     }
+}
+
+/// `value.get(key)` among an object's `member_list` (the last of a repeated key).
+pub fn lookup<'a, D: Data<'a>>(members: &[(Key<'a>, D)], key: &str) -> Option<D> {
+    members.iter().rev().find(|(k, _)| k.is(key)).map(|&(_, v)| v)
 }
 
 /// An object member's key: decoded (a `Value`'s) or as canonical text writes it.
@@ -199,16 +209,38 @@ impl<'a> Iterator for Members<'a> {
     }
 }
 
+/// Bytes a string holds as they are (not `"`, `\`, or a control character).
+const PLAIN: [bool; 256] = {
+    let mut plain = [true; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        plain[b] = false;
+        b += 1;
+    }
+    plain[b'"' as usize] = false;
+    plain[b'\\' as usize] = false;
+    plain
+};
+
+/// The first byte at or after `i` that is not `PLAIN` (or the end).
+fn plain_run(text: &[u8], mut i: usize) -> usize {
+    while i < text.len() && PLAIN[text[i] as usize] {
+        i += 1;
+    }
+    i
+}
+
 /// The end of the string whose quote is at `at` in canonical text (after its closing quote).
 fn string_end(text: &[u8], at: usize) -> usize {
     let mut i = at + 1;
-    while let Some(j) = memchr::memchr2(b'"', b'\\', &text[i..]) {
-        if text[i + j] == b'"' {
-            return i + j + 1;
+    loop {
+        i = plain_run(text, i);
+        match text.get(i) {
+            Some(b'"') => return i + 1,
+            Some(_) => i += 2, // canonical escapes are two bytes
+            None => return text.len(),
         }
-        i += j + 2; // canonical escapes are two bytes
     }
-    text.len()
 }
 
 /// The end of the value that starts at `at` in canonical text.
@@ -316,14 +348,14 @@ fn key(text: &[u8], i: usize) -> Option<usize> {
 fn string(text: &[u8], i: usize) -> Option<usize> {
     let mut i = i + 1;
     loop {
+        i = plain_run(text, i);
         match *text.get(i)? {
             b'"' => return Some(i + 1),
             b'\\' => match *text.get(i + 1)? {
                 b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f' => i += 2,
                 _ => return None,
             },
-            0..=0x1f => return None,
-            _ => i += 1,
+            _ => return None, // a raw control character
         }
     }
 }

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::{Control, RawJson};
-use crate::compact::Data;
+use crate::compact::{lookup, Data};
 use crate::error::{Error, ErrorClass, Result};
 use crate::value::Value;
 
@@ -156,16 +156,17 @@ pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D) -> Option<(Attrs, D)> {
     if !tool.is_object() {
         return None;
     }
-    match tool.get("type") {
+    let members = tool.member_list();
+    match lookup(&members, "type") {
         None => {}
         Some(t) if t.is_null() || t.str_is("custom") => {}
         Some(_) => return None,
     }
-    let name = tool.get("name").filter(|name| name.is_str())?;
-    let schema = tool.get("input_schema")?;
+    let name = lookup(&members, "name").filter(|name| name.is_str())?;
+    let schema = lookup(&members, "input_schema")?;
     let mut attrs: Attrs = vec![(Cow::Borrowed("name"), Cow::Owned(name.to_json()))];
     let mut extra: Vec<u8> = Vec::new();
-    for (key, value) in tool.members() {
+    for &(key, value) in &members {
         if let Some(attr) = TOOL_ATTRS.iter().find(|a| key.is(a)) {
             attrs.push((Cow::Borrowed(attr), Cow::Owned(value.to_json())));
         } else if !key.is("name") && !key.is("input_schema") {

@@ -12,7 +12,7 @@ mod decoding {
     use std::borrow::Cow;
 
     use crate::canonical::Control;
-    use crate::compact::Data;
+    use crate::compact::{lookup, Data};
     use crate::decoding::{dumps, loads, Attr};
     use crate::error::{Error, ErrorClass, Result};
     use crate::value::Value;
@@ -182,11 +182,15 @@ mod decoding {
         let function = if legacy {
             tool
         } else {
-            if !tool.is_object() || !tool.get("type").is_some_and(|t| t.str_is("function")) {
+            if !tool.is_object() {
                 return None;
             }
-            let function = tool.get("function").filter(|f| f.is_object())?;
-            if tool.members().any(|(k, _)| !k.is("type") && !k.is("function")) {
+            let members = tool.member_list();
+            if !lookup(&members, "type").is_some_and(|t| t.str_is("function")) {
+                return None;
+            }
+            let function = lookup(&members, "function").filter(|f| f.is_object())?;
+            if members.iter().any(|(k, _)| !k.is("type") && !k.is("function")) {
                 return None;
             }
             function
@@ -194,11 +198,12 @@ mod decoding {
         if !function.is_object() {
             return None;
         }
-        let name = function.get("name").filter(|name| name.is_str())?;
+        let members = function.member_list();
+        let name = lookup(&members, "name").filter(|name| name.is_str())?;
         let mut attrs: Vec<Attr> = Vec::new();
         attrs.push((Cow::Borrowed("name"), name.to_json()));
         let mut extra: Vec<u8> = Vec::new();
-        for (key, value) in function.members() {
+        for &(key, value) in &members {
             if key.is("description") || key.is("strict") {
                 let name = if key.is("description") { "description" } else { "strict" };
                 crate::decoding::set_attr(&mut attrs, Cow::Borrowed(name), value.to_json());
@@ -219,7 +224,7 @@ mod decoding {
         if legacy {
             attrs.push((Cow::Borrowed("legacy"), b"true".to_vec()));
         }
-        Some((attrs, function.get("parameters").filter(|v| !v.is_null())))
+        Some((attrs, lookup(&members, "parameters").filter(|v| !v.is_null())))
     }
 }
 
