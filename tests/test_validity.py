@@ -70,6 +70,7 @@ BAD = {
                                                                     "content": "ok"}]),
     ("openai", "content-parts-non-empty"): _o(messages=[{"role": "user", "content": []}]),
     ("openai", "assistant-has-something"): _o(messages=[_USER, {"role": "assistant"}]),
+    ("openai", "content-present"): _o(messages=[_USER, {"role": "user"}]),
     ("ollama", "arguments-object"): {**_L, "messages": [_USER, {"role": "assistant", "tool_calls": [
         {"function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "content": "ok"}]},
     ("ollama", "images-base64"): {**_L, "messages": [{"role": "user", "content": "x",
@@ -79,6 +80,13 @@ BAD = {
     ("ollama", "messages-present"): {**_L, "messages": []},
     ("ollama", "tool-pairing"): {**_L, "messages": [_USER, {"role": "tool", "content": "ok"}]},
 }
+#: a late attribute written beside an early one (rpt/fx-ollama-late-call-id)
+BAD["openai", "no-duplicate-keys"] = (
+    b'{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"a",'
+    b'"type":"function","function":{"name":"f","arguments":"{}"},"id":"b"}]},'
+    b'{"role":"tool","tool_call_id":"b","content":"ok"}]}')
+BAD["anthropic", "no-duplicate-keys"] = b'{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"max_tokens":6}'
+BAD["ollama", "no-duplicate-keys"] = b'{"model":"m","messages":[{"role":"user","content":"hi","content":"ho"}]}'
 RESPONSES_BAD = {
     ("anthropic", "response", "tool-id-pattern"): {
         "id": "m", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use",
@@ -98,7 +106,8 @@ GOOD = {
 
 
 def _broken(dialect: str, kind: str, body) -> set[str]:
-    return {p.split(":")[0] for p in validity.check(dialect, kind, json.dumps(body).encode())}
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return {p.split(":")[0] for p in validity.check(dialect, kind, data)}
 
 
 @pytest.mark.parametrize("dialect,name", sorted(BAD), ids=[f"{d}:{n}" for d, n in sorted(BAD)])

@@ -404,6 +404,16 @@ def _o_parts(body):
             yield f"messages[{i}].content is []"
 
 
+@rule("openai", "request", "content-present",
+      "a user, system, developer or tool message has content",
+      "OpenAI API error \"Missing required parameter: 'messages[N].content'\" (content is required "
+      "but for assistant messages)")
+def _o_content_present(body):
+    for i, m in enumerate(_messages(body)):
+        if m.get("role") in ("user", "system", "developer", "tool") and m.get("content") is None:
+            yield f"messages[{i}] is a {m.get('role')} message without content"
+
+
 @rule("openai", "request", "assistant-has-something",
       "an assistant message has content, tool_calls, function_call or refusal",
       "OpenAI API error \"Invalid value for 'content': expected a string, got null\" (assistant "
@@ -537,6 +547,44 @@ def _a_response_ids(value, kind="response"):
 
 
 # =====================================================================================
+# every dialect
+# =====================================================================================
+
+
+class _Object(dict):
+    """A JSON object as ``check`` parses it: the keys it had more than once (JSON parsers
+    keep one of them -- which one is the parser's choice: the two values may disagree)."""
+
+    duplicates: tuple = ()
+
+
+def _object(pairs: list) -> _Object:
+    obj = _Object(pairs)
+    if len(obj) != len(pairs):
+        seen: set = set()
+        obj.duplicates = tuple(k for k, _ in pairs if k in seen or seen.add(k))
+    return obj
+
+
+def _duplicate_keys(value, where: str = "$") -> Iterator[str]:
+    if isinstance(value, dict):
+        for key in getattr(value, "duplicates", ()):
+            yield f"{where} has key {key!r} more than once"
+        for key, inner in value.items():
+            yield from _duplicate_keys(inner, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            yield from _duplicate_keys(inner, f"{where}[{i}]")
+
+
+for _dialect in ("anthropic", "openai", "ollama"):
+    rule(_dialect, "request response", "no-duplicate-keys",
+         "an object has each key once (a late attribute written beside an early one)",
+         "RFC 8259 section 4 ('names within an object SHOULD be unique'); the APIs' parsers keep "
+         "one of them, which one is theirs to choose")(lambda value, kind=None: _duplicate_keys(value))
+
+
+# =====================================================================================
 # running the rules
 # =====================================================================================
 
@@ -550,7 +598,7 @@ def check(dialect: str, kind: str, data: bytes, *, enforced_only: bool = False) 
     """The rules of ``dialect``/``kind`` the bytes break, as ``"<rule>: <what>"`` lines
     (``enforced_only``: leave out the tolerated ones)."""
     try:
-        value = _stream_events(data) if kind == "stream" else json.loads(data)
+        value = _stream_events(data) if kind == "stream" else json.loads(data, object_pairs_hook=_object)
     except ValueError:
         # not JSON at all: a bug of another kind, caught by the JSON and client checks of the
         # tests themselves (a cut-off tool call pasted as is: issue 16.1); counted, not judged

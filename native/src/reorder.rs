@@ -76,14 +76,17 @@ impl ReorderBuffer {
         TallyId(self.tallies.len() - 1)
     }
 
+    /// `refused(reason)`: the refusal of a rule that, with reordering refused, held nothing
+    /// and meets what it would have waited for too late (the error to return).
+    pub fn refused(&self, reason: &str) -> Error {
+        Error::new(ErrorClass::ReorderRefused, format!("input needs reordering ({reason}) and reordering is refused"))
+    }
+
     fn add(&mut self, tally: TallyId, size: u64) -> Result<()> {
-        let reason = &self.tallies[tally.0].reason;
         if self.refuse && size > 0 {
-            return Err(Error::new(
-                ErrorClass::ReorderRefused,
-                format!("input needs reordering ({reason}) and reordering is refused"),
-            ));
+            return Err(self.refused(&self.tallies[tally.0].reason));
         }
+        let reason = &self.tallies[tally.0].reason;
         let held = self.held + size;
         if held > self.budget {
             return Err(Error::new(

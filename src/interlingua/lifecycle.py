@@ -668,8 +668,10 @@ class Deferred:
     call's ``arguments``/``input`` before its ``name``): held in the reorder buffer until
     ``ready()``, then streamed. A source in the usual order holds nothing."""
 
-    def __init__(self, session: Session, reason: str, open_block: Callable[[], BlockStream],
+    def __init__(self, session: Session, reason: str | Callable[[], str], open_block: Callable[[], BlockStream],
                  ready: Callable[[], bool]) -> None:
+        # ``reason``: the rule, or what names it when the first fragment must wait (the
+        # attribute still missing then)
         self._session = session
         self._reason = reason
         self._open = open_block
@@ -681,7 +683,8 @@ class Deferred:
             self._open().fragment(data)
             return
         if self._hold is None:
-            self._hold = self._session.reorder.hold(self._reason)
+            reason = self._reason if isinstance(self._reason, str) else self._reason()
+            self._hold = self._session.reorder.hold(reason)
         self._hold.append(data, len(data))
 
     def release(self) -> BlockStream:

@@ -50,9 +50,14 @@ class ReorderBuffer:
             tally = self._tallies[reason] = _Tally(reason)
         return tally
 
+    def refused(self, reason: str) -> ReorderRefusedError:
+        """The refusal of a rule that, with reordering refused, held nothing and meets
+        what it would have waited for too late (the error to raise)."""
+        return ReorderRefusedError(f"input needs reordering ({reason}) and reordering is refused")
+
     def _add(self, tally: _Tally, size: int) -> None:
         if self.refuse and size:
-            raise ReorderRefusedError(f"input needs reordering ({tally.reason}) and reordering is refused")
+            raise self.refused(tally.reason)
         held = self.held + size
         if held > self.budget:
             raise BudgetExceededError(

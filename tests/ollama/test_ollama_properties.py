@@ -174,7 +174,7 @@ def normalise_ollama(body: dict) -> dict:
     * ``options: {}``, ``tools: []`` and ``images: []`` mean what their absence means.
     * a tool result without content comes back with ``content: ""`` (openai requires content);
       so does an assistant message with neither content nor tool calls (openai rejects an
-      assistant message with nothing in it).
+      assistant message with nothing in it), and a user or system message with nothing in it.
     """
     body = copy.deepcopy(body)
     body.setdefault("stream", True)
@@ -195,6 +195,8 @@ def normalise_ollama(body: dict) -> dict:
             message["content"] = ""
         if message.get("role") == "assistant" and "content" not in message and not message.get("tool_calls"):
             message["content"] = ""
+        if message.get("role") in ("user", "system") and "content" not in message and not message.get("images"):
+            message["content"] = ""  # openai requires a user / system message's content (rpt fx-empty-message-anthropic)
         if "tool_calls" in message:
             pending = [[c["function"]["name"], False] for c in message["tool_calls"]]
         if message.get("role") == "tool":  # linked as the ollama decoder links (module docstring)

@@ -1868,7 +1868,12 @@ mod encoder {
                         lose_block(io.session, DIALECT, BlockRef::of(block), "refusal block",
                                    Some("written as assistant text"), None)?;
                     }
-                    if self.foreign && empty_fin && !attr_truthy(attrs, "empty") {
+                    if self.foreign && empty_fin {
+                        if attr_truthy(attrs, "empty") {
+                            // a message with nothing in it ({"role": "assistant"}): not sent, recorded
+                            lose(io.session, DIALECT, BlockRef::of(block), &format!("empty {role} message"),
+                                 "message without content", Some("the message is not sent"), None)?;
+                        }
                         return Ok(None); // empty text: absent means the same, and anthropic rejects it
                     }
                     let w = self.message_for(block, role, attr_truthy(attrs, "in_parts"), true, io)?;

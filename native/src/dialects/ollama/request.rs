@@ -12,8 +12,8 @@ use super::controls;
 use crate::canonical::{escape_raw_json, Block, Control, Event, Section, REQUEST_LEVEL};
 use crate::compact::{Data, Raw};
 use crate::decoding::{
-    get_attr, member_path, Attr, BlockBuilder, Cx, Dialect, Frame, Gate, Machine, MachineDecoder, MessageBase, Read,
-    RequestBody,
+    get_attr, member_path, set_attr, Attr, BlockBuilder, Cx, Dialect, Frame, Gate, Machine, MachineDecoder, MessageBase,
+    Read, RequestBody,
 };
 use crate::dialects::fields::{self, field, required};
 use crate::error::{Error, ErrorClass, Result};
@@ -27,6 +27,8 @@ pub const GENERATED_ID_PREFIX: &str = "call_ollama_";
 const SNIFF_BYTES: usize = 16;
 const EXTRA_ATTR: &str = "ollama_extra";
 const CALL_EXTRA_ATTR: &str = "ollama_call_extra";
+/// the reorder rule of a tool call's fragments held until its `id` (or its end)
+const CALL_BEFORE_ID: &str = "ollama:call-before-id";
 
 /// `ROLE_TEXT_SECTION`: the section of a role's text (`Unknown` for other roles).
 fn role_text_section(role: &[u8]) -> Section {
@@ -154,6 +156,9 @@ struct MessageReader {
     image_prefix: Option<Vec<u8>>,
     /// the tool call being read: its place in `pending_calls`, whether it has arguments
     call: Option<(usize, bool)>,
+    /// `ToolCallReader._held`: the call's fragments waiting for its id (or its end), rule
+    /// `ollama:call-before-id`; `None` once the id is known (and with reordering refused)
+    call_held: Option<Gate>,
     /// `_result`: the content of a message that may be a tool result, kept open after another
     /// block began (Go writes `images` before `tool_name` / `tool_call_id`; sorted keys put
     /// them before `role`): its link to the call rides on its last fragment
@@ -178,12 +183,22 @@ impl MessageReader {
             image_count: 0,
             image_prefix: None,
             call: None,
+            call_held: None,
             result: None,
             after_result: None,
         }
     }
 
     fn emit(&mut self, block: Block<'_>, cx: &mut Cx<'_>) -> Result<()> {
+        if let Some(held) = self.call_held.as_mut() {
+            // `ToolCallReader._hold` (the builder's emit while the call waits for its id)
+            return held.hold(Event::Block(block), cx.session);
+        }
+        self.emit_settled(block, cx)
+    }
+
+    /// `MessageReader.emit`
+    fn emit_settled(&mut self, block: Block<'_>, cx: &mut Cx<'_>) -> Result<()> {
         if let Some(held) = self.after_result.as_mut() {
             self.base.emitted = true;
             return held.hold(Event::Block(block), cx.session);
@@ -389,7 +404,7 @@ impl Dialect for Ollama {
                 }
                 _ => {
                     m.pop();
-                    self.call_end()
+                    self.call_end(cx)
                 }
             },
             S::CallFunction => {
@@ -509,7 +524,11 @@ impl Dialect for Ollama {
                 self.builder(Section::ToolCall, vec![attr("id", &str_json(call_id.as_bytes()))], false, cx)?;
                 self.pending_calls.push(PendingCall { id: call_id.into_bytes(), name: None, answered: false });
                 let call = self.pending_calls.len() - 1;
-                self.msg()?.call = Some((call, false));
+                let refuse = cx.session.reorder.refuse;
+                let msg = self.msg()?;
+                msg.call = Some((call, false));
+                // the call's fragments wait for its id (`ToolCallReader`): not with reordering refused
+                msg.call_held = if refuse { None } else { Some(Gate::new(CALL_BEFORE_ID)) };
                 m.push(Frame::State(S::ToolCall));
                 Ok(())
             }
@@ -615,18 +634,23 @@ impl Dialect for Ollama {
                 Ok(())
             }
             S::CallId => {
-                // the current API's call id: it replaces the generated one (Go writes it
-                // before `function`, so it rides on the first fragment; after the
-                // arguments it is a late attribute)
+                // the current API's call id: it replaces the generated one on the first
+                // fragment (not out yet: the call waits for its id, `ToolCallReader`)
                 let id = match value {
                     Value::Str(s) if !s.is_empty() => s,
                     _ => return Err(Error::new(ErrorClass::Schema, "tool call id is not a non-empty string")),
                 };
                 let json = str_json(&id);
+                let refuse = cx.session.reorder.refuse;
+                let builder = self.builder_mut()?;
+                if builder.begun && refuse {
+                    // the call is out (source order) with the generated id
+                    return Err(cx.session.reorder.refused(CALL_BEFORE_ID));
+                }
+                set_attr(&mut builder.attrs, Cow::Borrowed("id"), json);
                 let call = self.call_index()?;
                 self.pending_calls[call].id = id;
-                self.builder_mut()?.set("id", json);
-                Ok(())
+                self.settle_call(cx)
             }
             S::Name => {
                 let json = value.to_json();
@@ -885,7 +909,30 @@ impl Ollama {
         Ok(())
     }
 
-    fn call_end(&mut self) -> Result<()> {
+    /// `ToolCallReader._settle`: the id is known; the held fragments go out, the first one
+    /// with it (the builder's `attrs`), later ones straight.
+    fn settle_call(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+        let msg = self.msg()?;
+        let Some(mut held) = msg.call_held.take() else { return Ok(()) };
+        let id = match msg.block.as_ref().and_then(|b| get_attr(&b.attrs, "id")) {
+            Some(id) => id.to_vec(),
+            None => return Err(internal(S::ToolCall, "a call id")),
+        };
+        held.release(cx, |event, cx| match event {
+            Event::Block(mut block) => {
+                if block.init {
+                    if let Some(slot) = block.attrs.as_mut().and_then(|a| a.iter_mut().find(|(n, _)| n == "id")) {
+                        slot.1 = Cow::Owned(id.clone());
+                    }
+                }
+                msg.emit_settled(block, cx)
+            }
+            other => cx.emit(other),
+        })
+    }
+
+    fn call_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+        self.settle_call(cx)?;
         let msg = self.msg()?;
         let has_arguments = msg.call.take().is_some_and(|(_, has)| has);
         if !has_arguments {

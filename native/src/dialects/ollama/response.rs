@@ -167,6 +167,7 @@ struct Lines {
 
 const CONTENT_BEFORE_THINKING: &str = "ollama:content-before-thinking";
 const ARGUMENTS_BEFORE_NAME: &str = "ollama:arguments-before-name";
+const CALL_BEFORE_ID: &str = "ollama:call-before-id";
 
 impl Lines {
     fn new() -> Self {
@@ -337,18 +338,22 @@ impl Lines {
         Ok(())
     }
 
-    /// `Deferred.fragment`: an arguments fragment, held while the call has no name.
+    /// `Deferred.fragment`: an arguments fragment, held while the call has no name or no id
+    /// (`_call_ready`; with reordering refused the id is not waited for).
     fn arguments(&mut self, data: &[u8], cx: &mut Cx<'_>) -> Result<()> {
         let Lines { call, args, .. } = self;
         let call = call.as_mut().ok_or_else(|| internal("no tool call is being read"))?;
-        let ready = crate::decoding::get_attr(&call.attrs, "name").is_some();
+        let named = crate::decoding::get_attr(&call.attrs, "name").is_some();
+        let ready = named && (crate::decoding::get_attr(&call.attrs, "id").is_some() || cx.session.reorder.refuse);
         match &mut call.deferred {
             Some(None) if ready => {
                 self.tool_open(cx)?;
                 self.block_fragment(data, cx)
             }
             Some(slot) => {
-                let hold = slot.get_or_insert_with(|| cx.session.reorder.hold(ARGUMENTS_BEFORE_NAME));
+                // `_call_rule`: the name first, then the id
+                let reason = if named { CALL_BEFORE_ID } else { ARGUMENTS_BEFORE_NAME };
+                let hold = slot.get_or_insert_with(|| cx.session.reorder.hold(reason));
                 let start = args.len();
                 hold.append(&mut cx.session.reorder, (start, start + data.len()), data.len() as u64)?;
                 args.extend_from_slice(data);
@@ -748,7 +753,13 @@ impl Dialect for Lines {
                 Ok(())
             }
             S::Error => self.error(value, cx),
-            S::CallId => self.call_attr("id", value.to_json()),
+            S::CallId => {
+                // `_call_id`: with reordering refused the call went out without waiting for it
+                if self.call()?.open {
+                    return Err(cx.session.reorder.refused(CALL_BEFORE_ID));
+                }
+                self.call_attr("id", value.to_json())
+            }
             S::Name => {
                 let json = match &value {
                     Value::Str(text) => {

@@ -1597,9 +1597,10 @@ impl Messages {
             self.result_id(attrs, io)?;
         }
         if empty {
-            if (tool || role == ASSISTANT) && io.session.source != DIALECT {
-                // openai rejects a tool message whose content is [] or missing, and an assistant
-                // message with nothing in it: the empty content is "" -- written when the message
+            if io.session.source != DIALECT {
+                // openai rejects a user, system or tool message whose content is [] or missing
+                // (ollama {"role": "user"}), and an assistant message with nothing in it: the
+                // empty content is "" -- written when the message
                 // closes, since further parts make it a list, and tool calls make it unneeded
                 self.msg_needs_content = true;
             } else if in_parts {

@@ -643,7 +643,12 @@ class RequestEncoder(Encoder):
       every tool_result of a turn in the next user message). Other consecutive
       same-role messages are kept apart (the API merges them itself).
     * an empty text of another dialect (openai ``content: ""`` next to
-      tool_calls) is not written (anthropic rejects empty text blocks).
+      tool_calls) is not written (anthropic rejects empty text blocks). A message
+      of another dialect with nothing in it (ollama ``{"role": "assistant"}``,
+      openai ``content: null`` without tool calls) is not written either, a
+      recorded loss: anthropic rejects a message without content (``content: []``,
+      ``""``), and filling it would put words in a turn that had none; the
+      messages around it stay (the API joins consecutive same-role turns).
     * reasoning of another dialect without a signature cannot be replayed:
       a recorded loss. A refusal becomes assistant text plus a recorded loss.
     * tool-call arguments of another dialect: see ``encoding.HeldArguments``. A call
@@ -873,7 +878,10 @@ class RequestEncoder(Encoder):
             role = "user" if s is USER_TEXT else "assistant"
             if s is ASSISTANT_REFUSAL:
                 self._lose_block(block, "refusal block", "written as assistant text")
-            if self.foreign and block.fin and not block.payload and not attrs.get("empty"):
+            if self.foreign and block.fin and not block.payload:
+                if attrs.get("empty"):  # a message with nothing in it ({"role": "assistant"})
+                    self._lose(block, f"empty {role} message", "message without content",
+                               "the message is not sent")
                 return None  # empty text: absent means the same, and anthropic rejects it
             return self._text(block, attrs, self._message_for(block, role, attrs, True))
         if s is USER_IMAGE or s is USER_DOCUMENT:

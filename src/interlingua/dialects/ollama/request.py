@@ -25,8 +25,9 @@ Decoder decisions:
   ``role`` (sorted keys) is held (``ollama:content-before-role``).
 * Images are ``user-image`` blocks, ``source: base64``; ``media_type`` is
   sniffed from the first bytes (png, jpeg, gif, webp) and absent otherwise.
-* A tool call's ``id`` is carried when present (Go writes it first); only a
-  call without one gets a generated ``call_ollama_<message>_<position>``
+* A tool call's ``id`` is carried when present (Go writes it first; after
+  ``function`` -- sorted keys -- the call waits for it, ``ollama:call-before-id``);
+  only a call without one gets a generated ``call_ollama_<message>_<position>``
   (deterministic). Arguments (a JSON
   object) become the canonical escaped JSON-string text, re-serialised
   compactly while streaming. ``index`` rides as attr ``index``.
@@ -77,7 +78,7 @@ from ...canonical import (
     TOP_LEVEL_SYSTEM, UNKNOWN, USER_IMAGE, USER_TEXT, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, escape_raw_json, unescape_json_text,
 )
-from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
+from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder, event_size
 from ...encoding import (
     STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, first_member, late_only,
     merged_reasoning, message_member,
@@ -500,8 +501,20 @@ class ImageReader:
             self.m.finished(self.block)
 
 
+#: the reorder rule of a tool call's fragments held until its ``id`` (or its end)
+CALL_BEFORE_ID = f"{DIALECT}:call-before-id"
+
+
 class ToolCallReader:
-    """``{"function": {"name", "arguments": {...}, "index"?}}`` -> a tool-call block."""
+    """``{"id"?, "function": {"name", "arguments": {...}, "index"?}}`` -> a tool-call block.
+
+    The id rides on the first fragment, where every encoder writes it. Go writes it
+    first; a source that sorts keys puts it after ``function``: the call's fragments
+    wait for it, or for the call's end (then the generated id stands), in a hold
+    (``ollama:call-before-id``) -- a late id would otherwise be written beside the
+    generated one, or contradict it. With reordering refused nothing is held: the
+    call streams with the generated id and a late id is refused at its value.
+    """
 
     def __init__(self, message: MessageReader, call_id: str) -> None:
         self.m = message
@@ -510,12 +523,37 @@ class ToolCallReader:
         self.call = [call_id, None, False]
         self.d.pending_calls.append(self.call)
         self.has_arguments = False
+        self.id_settled = False  # the id is known: the generated one stands, or the given one came
+        self._held = None  # the fragments that came before the id
+        if not self.d.session.reorder.refuse:
+            self.block.emit = self._hold
+
+    def _hold(self, block: Block) -> None:
+        if self._held is None:
+            self._held = self.d.session.reorder.hold(CALL_BEFORE_ID)
+        self._held.append(block, event_size(block))
+
+    def _settle(self) -> None:
+        """The id is known: the held fragments go out (the first one with it), later ones straight."""
+        if self.id_settled:
+            return
+        self.id_settled = True
+        self.block.emit = self.m.emit
+        if self._held is not None:
+            call_id = self.call[0]
+            for block in self._held.drain():
+                if block.init:
+                    block = Block(block.section, block.message, block.payload, True, block.fin,
+                                  {**block.attrs, "id": call_id})
+                self.m.emit(block)
+            self._held = None
 
     def on_key(self, kind: int, value: Any, offset: int) -> None:
         if kind == tok.OBJECT_END:
             self.d.pop()
             if not self.has_arguments:
                 self.block.set("ollama_no_arguments", True)
+            self._settle()
             self.m.finished(self.block)
             return
         if value == "function":
@@ -526,13 +564,15 @@ class ToolCallReader:
             self.d.then(self._extra(value, "ollama_call_extra"))
 
     def _id(self, call_id: Any) -> None:
-        """The current API's call id: it replaces the generated one (Go writes it
-        before ``function``, so it rides on the first fragment; after the
-        arguments it is a late attribute)."""
+        """The current API's call id: it replaces the generated one on the first
+        fragment (not out yet: the call waits for its id, see the class)."""
         if not isinstance(call_id, str) or not call_id:
             raise SchemaError("tool call id is not a non-empty string", dialect=DIALECT)
-        self.block.set("id", call_id)
+        if self.block.begun and self.d.session.reorder.refuse:  # the call is out (source order)
+            raise self.d.session.reorder.refused(CALL_BEFORE_ID)
+        self.block.attrs["id"] = call_id  # the generated id's place: still first
         self.call[0] = call_id
+        self._settle()
 
     def _function(self, kind: int, value: Any, offset: int) -> None:
         if kind != tok.OBJECT_START:

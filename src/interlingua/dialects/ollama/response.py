@@ -12,6 +12,9 @@ Decoding
   the server gave one -- the current one always does --, ``name``; the
   ``arguments`` object re-serialised and escaped as the payload); a call
   without id gets one from the encoder that needs it (``lifecycle.tool_id``).
+  The name and the id ride on the first fragment: the arguments wait for a
+  later ``name`` (``ollama:arguments-before-name``) and ``id``
+  (``ollama:call-before-id``, sorted keys), or for the call's end.
   ``function.index`` is the call's position (Go always writes it): read, a
   recorded loss only when it is not that position.
 * ``done_reason`` -> ``Finish`` (``stop`` with tool calls -> ``tool_use``;
@@ -76,6 +79,14 @@ from ...session import Session
 DIALECT = "ollama"
 _DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
 _COUNTS = ("prompt_eval_count", "eval_count")
+#: the reorder rules of a tool call's arguments held for what rides on their first fragment
+ARGUMENTS_BEFORE_NAME = "ollama:arguments-before-name"
+CALL_BEFORE_ID = "ollama:call-before-id"
+
+
+def _call_rule(attrs: dict) -> str:
+    """The rule a call's arguments wait under: its name first, then its id."""
+    return ARGUMENTS_BEFORE_NAME if "name" not in attrs else CALL_BEFORE_ID
 
 
 
@@ -240,7 +251,7 @@ class _Decoder(ResponseDecoderBase):
                         raise self.wrong_type(kind, "an object for function", offset)
                     self.push(self._function_key(call))
                 elif key == "id":
-                    self.read_value(kind, value, offset, lambda v: call["attrs"].__setitem__("id", v),
+                    self.read_value(kind, value, offset, lambda v: self._call_id(call, v),
                                     OPT_STRING, "a tool call's id")
                 else:
                     skip_value(self, kind, value, offset)
@@ -260,10 +271,11 @@ class _Decoder(ResponseDecoderBase):
                     self.read_value(kind, value, offset, lambda v: call["attrs"].__setitem__(
                         "name", self.session.tool_name_in(v)), OPT_STRING, "a tool call's name")
                 elif key == "arguments":
-                    # the name must ride on the first fragment: hold the arguments until it came
-                    block = call["block"] = Deferred(self.session, "ollama:arguments-before-name",
+                    # the name and the id must ride on the first fragment: hold the arguments
+                    # until they came (or the call ends: an id-less call of an older server)
+                    block = call["block"] = Deferred(self.session, lambda: _call_rule(call["attrs"]),
                                                      lambda: self._tool_open(call),
-                                                     lambda: "name" in call["attrs"])
+                                                     lambda: self._call_ready(call["attrs"]))
                     call["args"] = True
                     if kind == tok.STRING or kind == tok.STRING_OPEN:  # arguments given as JSON text
                         self.read_string(kind, value, offset, lambda d, i, f: block.fragment(d), key)
@@ -278,6 +290,16 @@ class _Decoder(ResponseDecoderBase):
                         f"$.message.tool_calls[{call['position']}].function.{key}"))
             self.push(member)
         return handler
+
+    def _call_ready(self, attrs: dict) -> bool:
+        """The call's block can open: its name came, and its id (with reordering refused
+        the id is not waited for: a late one is refused where it comes, ``_call_id``)."""
+        return "name" in attrs and ("id" in attrs or self.session.reorder.refuse)
+
+    def _call_id(self, call: dict, call_id: Any) -> None:
+        if call.get("open") is not None:  # reordering refused, and the call went out without it
+            raise self.session.reorder.refused(CALL_BEFORE_ID)
+        call["attrs"]["id"] = call_id
 
     def _tool_open(self, call: dict) -> BlockStream:
         if call.get("open") is None:

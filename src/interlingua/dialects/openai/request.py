@@ -762,9 +762,10 @@ class RequestEncoder(Encoder):
         if role == "tool":
             self._result_id(msg, attrs)
         if attrs.get("empty"):
-            if role in ("tool", "assistant") and self.session.source != DIALECT:
-                # openai rejects a tool message whose content is [] or missing, and an assistant
-                # message with nothing in it: the empty content is "" -- written when the message
+            if self.session.source != DIALECT:
+                # openai rejects a user, system or tool message whose content is [] or missing
+                # (ollama {"role": "user"}), and an assistant message with nothing in it: the
+                # empty content is "" -- written when the message
                 # closes, since further parts (anthropic [image, text] in a result: the head is
                 # empty, the text follows) make it a list, and tool calls make it unneeded
                 self._msg_needs_content = True
