@@ -877,6 +877,22 @@ impl<K: PartialEq> OpenFrame<K> {
 
 // -- decoder helpers ---------------------------------------------------------------------
 
+/// The length of a whole scalar's raw JSON: what `Read::Raw` copies (the token's text
+/// as written: `jsonwriter::RawValue`) and holds to `max_value_bytes`; `None` for the
+/// first token of a container or of a string in fragments. A decoder that skips a
+/// repeated field it would read raw and drop does so only where that read could not
+/// have failed.
+pub fn raw_len(token: &crate::json::Token<'_>) -> Option<usize> {
+    use crate::json::Token;
+    match token {
+        Token::Number(text) => Some(text.len()),
+        Token::String(text) => Some(text.len() + 2),
+        Token::True | Token::Null => Some(4),
+        Token::False => Some(5),
+        _ => None,
+    }
+}
+
 /// `BlockStream`: one canonical block emitted fragment by fragment, possibly across
 /// many frames. The first non-empty fragment carries `attrs` (which members may fill
 /// until then: they are read when it goes); `close(late)` makes the last (empty)

@@ -1305,8 +1305,7 @@ fn error_object(error: &Event<'_>, out: &mut Vec<u8>) {
 
 /// A block index's digits (formatted into `out`: no allocation per frame).
 fn index_text(index: i64, out: &mut Vec<u8>) {
-    use std::io::Write;
-    let _ = write!(out, "{index}");
+    crate::lifecycle::push_int(out, index); // (every delta frame: no formatting machinery)
 }
 
 /// What closes an open `content_block_delta` frame of text, thinking or partial JSON.

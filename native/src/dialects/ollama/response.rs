@@ -582,7 +582,16 @@ impl Dialect for Lines {
                             m.read(Read::Elements(S::Logprobs, "logprobs"));
                         }
                     }
-                    b"created_at" => m.read(Read::Raw(S::Extension(None), None, "")),
+                    b"created_at" => {
+                        // every line repeats it and only the first goes out: a later one is
+                        // skipped where its raw read could not fail (a scalar within the budget)
+                        let within = crate::lifecycle::raw_len(&token).is_some_and(|n| n <= cx.session.options.max_value_bytes);
+                        if self.created && within {
+                            m.read(Read::Skip);
+                        } else {
+                            m.read(Read::Raw(S::Extension(None), None, ""));
+                        }
+                    }
                     key => match DURATIONS.iter().position(|d| d.as_bytes() == key) {
                         Some(i) => m.read(Read::Raw(S::Extension(Some(i as u8)), None, "")),
                         None => {

@@ -258,6 +258,8 @@ mod decoder {
         ended: bool,
         terminated: bool,
         frames: u64,
+        /// `Options.max_value_bytes` (a kept field skipped must be one its raw read accepts)
+        max_value_bytes: usize,
     }
 
     /// `session.lose_member(path, what)` of a path ending in an input key (WTF-8: a key
@@ -295,6 +297,11 @@ mod decoder {
     }
 
 
+    /// A whole string token without escapes (its value is its text: nothing to refuse).
+    fn plain_string(token: &Token<'_>) -> bool {
+        matches!(token, Token::String(text) if memchr::memchr(b'\\', text).is_none())
+    }
+
     /// A choice or tool index as the core holds it (Python's int has no bound).
     fn index_of(value: &Value) -> Result<i64> {
         value.as_i64().ok_or_else(|| Error::new(ErrorClass::Transcode, "an index beyond 64 bits is not ported yet"))
@@ -305,9 +312,10 @@ mod decoder {
     }
 
     impl Openai {
-        fn new(streaming: bool) -> Self {
+        fn new(streaming: bool, session: &Session) -> Self {
             Openai {
                 streaming,
+                max_value_bytes: session.options.max_value_bytes,
                 base: ResponseBase::new(CONTENT_BEFORE_ID),
                 kept: Vec::new(),
                 tier_seen: false,
@@ -372,6 +380,8 @@ mod decoder {
         fn top_value(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>) {
             match key {
                 b"choices" => m.read(Read::Objects(S::Choices, "choices")),
+                // (null, in every chunk but the last: no usage -- a scalar read as data has no budget)
+                b"usage" if token == Token::Null => {}
                 b"usage" => m.read(Read::Value(S::Usage, Some(OPT_OBJECT), "usage")),
                 b"id" | b"model" => {
                     if self.base.started && matches!(token, Token::String(_) | Token::StringOpen(_)) {
@@ -382,10 +392,21 @@ mod decoder {
                     let (state, what) = if key == b"id" { (S::TopId, "id") } else { (S::TopModel, "model") };
                     m.read(Read::Value(state, Some(OPT_STRING), what));
                 }
+                // (every chunk repeats it: null, or a plain string once one was seen, changes
+                // nothing, and reading it as data could not fail)
+                b"service_tier" if token == Token::Null || self.tier_seen && plain_string(&token) => {}
                 b"service_tier" => m.read(Read::Value(S::Tier, Some(OPT_STRING), "service_tier")),
                 b"object" => m.read(Read::Skip),
                 b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
                 _ => {
+                    // every chunk repeats its kept fields (created, system_fingerprint): one
+                    // kept already changes nothing, and is skipped where its raw read could
+                    // not fail (a scalar within the value budget)
+                    let within = crate::lifecycle::raw_len(&token).is_some_and(|n| n <= self.max_value_bytes);
+                    if within && self.kept.iter().any(|(k, _)| k == key) {
+                        m.read(Read::Skip);
+                        return;
+                    }
                     self.remember_key(key);
                     m.read(Read::Raw(S::Keep, None, ""));
                 }
@@ -625,6 +646,9 @@ mod decoder {
                         m.read(Read::Value(S::FinishReason, Some(OPT_STRING), "finish_reason"));
                     }
                 }
+                // null (every chunk has it) is nothing to carry: not even read when its raw
+                // read could not fail
+                b"logprobs" if token == Token::Null && 4 <= self.max_value_bytes => {}
                 b"logprobs" => m.read(Read::Raw(S::ChoiceLogprobs, None, "")),
                 _ => {
                     self.remember_key(key);
@@ -1160,8 +1184,8 @@ mod decoder {
     }
 
     impl ResponseDecoder {
-        pub fn new(_session: &Session) -> Self {
-            ResponseDecoder { m: Machine::starting(Read::Members(S::Top, "the response body")), d: Openai::new(false) }
+        pub fn new(session: &Session) -> Self {
+            ResponseDecoder { m: Machine::starting(Read::Members(S::Top, "the response body")), d: Openai::new(false, session) }
         }
     }
 
@@ -1192,8 +1216,8 @@ mod decoder {
     }
 
     impl StreamDecoder {
-        pub fn new(_session: &Session) -> Self {
-            StreamDecoder { m: Machine::new(), d: Openai::new(true) }
+        pub fn new(session: &Session) -> Self {
+            StreamDecoder { m: Machine::new(), d: Openai::new(true, session) }
         }
     }
 
