@@ -284,14 +284,15 @@ _NON_ASCII_DIGITS = ["\u0662", "\uff12", "\u00b2", "\u096a"]
 
 @pytest.mark.parametrize("digit", _NON_ASCII_DIGITS)
 def test_an_ollama_time_in_non_ascii_digits_is_no_time(backend, digit):
-    """ollama_time_us read ``\\d`` as any Unicode digit ("٢٠٢٥-..." was a time in Python, not in
-    Rust): a created_at that is not ASCII RFC 3339 is no time (the clock's is used)."""
+    """ollama_time_us read ``\\d`` as any Unicode digit (a fraction ".٥" was half a second in
+    Python, no time in Rust): a created_at that is not ASCII RFC 3339 is no time (the clock's is
+    used; rpt/fx-ollama-time-ascii-digits)."""
     import fixed_clock
     line = {"model": "m", "created_at": "2025-01-01T00:00:00Z", "message": {"role": "assistant", "content": "x"},
             "done": True, "done_reason": "stop"}
     ascii_out, _ = _transcode("ollama", "openai", json.dumps(line).encode(), kind="response")
     assert json.loads(ascii_out)["created"] == 1735689600
-    line["created_at"] = line["created_at"].replace("1", digit)
+    line["created_at"] = f"2025-01-01T00:00:00.{digit}Z"  # (fromisoformat refuses them in the date)
     out, _ = _transcode("ollama", "openai", json.dumps(line, ensure_ascii=False).encode(), kind="response")
     assert json.loads(out)["created"] == int(fixed_clock.CLOCK)
 
