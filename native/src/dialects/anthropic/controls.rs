@@ -493,10 +493,9 @@ mod to_anthropic {
         false
     }
 
-    /// Python's `\d` (a Unicode decimal digit); without the Unicode database the core takes
-    /// any numeric character (Nd, and the rare Nl/No: a documented approximation).
+    /// `\d` of the pattern (``re.ASCII``: a model name's version digits are ASCII ones).
     fn is_digit(c: Option<char>) -> bool {
-        c.is_some_and(|c| c.is_ascii_digit() || (!c.is_ascii() && c.is_numeric()))
+        c.is_some_and(|c| c.is_ascii_digit())
     }
 
     fn claude_tail(s: &str) -> bool {
