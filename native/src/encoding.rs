@@ -50,6 +50,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::{unescape_json_text, Block, Control, Extension, PayloadForm, RawJson, Section, REQUEST_LEVEL};
+use crate::compact::{Data, Raw};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
 use crate::jsonwriter::{dumps_str, key_bytes, JsonWriter};
@@ -702,26 +703,49 @@ const EMPTY_OBJECT_SCHEMA: &[u8] = b"{\"type\":\"object\",\"properties\":{}}";
 /// loss; one of another type, or not an object, is replaced by an empty object schema
 /// (recorded). `name`: the tool's `name` attribute (JSON text), for the loss.
 pub fn object_schema(schema_raw: &[u8], session: &mut Session, name: Option<&[u8]>) -> Result<Vec<u8>> {
-    if let Value::Object(members) = Value::loads(schema_raw)? {
-        match members.iter().find(|(k, _)| k == b"type") {
-            Some((_, Value::Str(kind))) if kind == b"object" => return Ok(schema_raw.to_vec()),
-            Some(_) => {}
-            None => {
-                let mut out = b"{\"type\":\"object\"".to_vec();
-                if members.is_empty() {
-                    out.push(b'}');
-                } else {
-                    out.push(b',');
-                    out.extend_from_slice(&schema_raw[1..]);
-                }
-                return Ok(out);
+    // a decoder's schema is dumps output: read in place (compact.rs); other text is parsed
+    let kind = match Raw::canonical(schema_raw) {
+        Some(schema) => SchemaKind::of(schema),
+        None => SchemaKind::of(&Value::loads(schema_raw)?),
+    };
+    match kind {
+        SchemaKind::Object => return Ok(schema_raw.to_vec()),
+        SchemaKind::Untyped { empty } => {
+            let mut out = b"{\"type\":\"object\"".to_vec();
+            if empty {
+                out.push(b'}');
+            } else {
+                out.push(b',');
+                out.extend_from_slice(&schema_raw[1..]);
             }
+            return Ok(out);
         }
+        SchemaKind::Other => {}
     }
     let subject = format!("parameters of tool {}, not an object schema", py_repr(name)?);
     let reason = lacks(&subject, session.target, "tool parameters other than an object schema", Some("an empty object schema is written"));
     session.lose("$.tools", &reason, None)?;
     Ok(EMPTY_OBJECT_SCHEMA.to_vec())
+}
+
+/// What `object_schema` makes of a schema: `type` "object", an object without `type`, else.
+enum SchemaKind {
+    Object,
+    Untyped { empty: bool },
+    Other,
+}
+
+impl SchemaKind {
+    fn of<'a, D: Data<'a>>(schema: D) -> SchemaKind {
+        if !schema.is_object() {
+            return SchemaKind::Other;
+        }
+        match schema.get("type") {
+            Some(kind) if kind.str_is("object") => SchemaKind::Object,
+            Some(_) => SchemaKind::Other,
+            None => SchemaKind::Untyped { empty: schema.members().next().is_none() },
+        }
+    }
 }
 
 /// `repr(name)` of a tool's name attribute (its JSON text; absent: None).
@@ -785,11 +809,48 @@ pub struct First {
 pub const STRING_CONTENT: First = First { key: "content", opener: Opener::String, opening: b"\"content\":\"" };
 pub const PARTS_CONTENT: First = First { key: "content", opener: Opener::Array, opening: b"\"content\":[" };
 
+#[derive(Clone, Copy)]
 struct Member {
     key: &'static str,
     /// None: the member streams (or streamed) on the message's writer
     hold: Option<WriterId>,
     opener: Opener,
+}
+
+const NO_MEMBER: Member = Member { key: "", hold: None, opener: Opener::Raw };
+
+/// A message's members: the first few inline (a message has few; no allocation per
+/// message), any more after them.
+struct MemberList {
+    inline: [Member; 6],
+    len: usize,
+    more: Vec<Member>,
+}
+
+impl MemberList {
+    fn new() -> Self {
+        MemberList { inline: [NO_MEMBER; 6], len: 0, more: Vec::new() }
+    }
+
+    fn push(&mut self, member: Member) {
+        match self.inline.get_mut(self.len) {
+            Some(slot) => *slot = member,
+            None => self.more.push(member),
+        }
+        self.len += 1;
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn get(&self, i: usize) -> Option<&Member> {
+        self.iter().nth(i)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Member> {
+        self.inline[..self.len.min(self.inline.len())].iter().chain(self.more.iter())
+    }
 }
 
 /// One target message object being written (`MessageAssembler`): the first member
@@ -799,7 +860,7 @@ pub struct MessageAssembler {
     /// the message's writer (the output, or a hold of messages)
     pub out: WriterId,
     reason: &'static str,
-    members: Vec<Member>,
+    members: MemberList,
     streaming: Option<usize>,
     ended: Vec<&'static str>,
     /// (key as WTF-8: an extension's member may hold a lone surrogate, value)
@@ -811,19 +872,22 @@ impl MessageAssembler {
     /// `head`: the first members as JSON text (`"role":"user"`), written with the brace.
     /// `first`: the member that streams first, opened in the same write.
     pub fn new(out: WriterId, io: &mut Io<'_>, reason: &'static str, head: &[u8], first: Option<First>) -> Result<Self> {
-        let mut msg = MessageAssembler { out, reason, members: Vec::new(), streaming: None, ended: Vec::new(), late_scalars: None, held: false };
+        let mut msg = MessageAssembler { out, reason, members: MemberList::new(), streaming: None, ended: Vec::new(), late_scalars: None, held: false };
         match first {
             None => io.json(out, |w, b| w.begin_object(head, b))?,
             Some(first) => {
                 msg.members.push(Member { key: first.key, hold: None, opener: first.opener });
                 msg.streaming = Some(0);
-                let mut opening = Vec::with_capacity(head.len() + 1 + first.opening.len());
-                if !head.is_empty() {
-                    opening.extend_from_slice(head);
-                    opening.push(b',');
-                }
-                opening.extend_from_slice(first.opening);
-                io.json(out, |w, b| w.begin_object(&opening, b))?;
+                // `{head,"key":<opener>` in one write
+                io.json(out, |w, b| {
+                    if head.is_empty() {
+                        w.begin_object(first.opening, b);
+                    } else {
+                        w.begin_object(head, b);
+                        b.push(b',');
+                        b.extend_from_slice(first.opening);
+                    }
+                })?;
                 if first.opener.container() {
                     io.push_first(out);
                 }
@@ -898,7 +962,7 @@ impl MessageAssembler {
         if self.streaming != Some(i) {
             return Ok(());
         }
-        let opener = self.members[i].opener;
+        let Some(&Member { opener, .. }) = self.members.get(i) else { return Ok(()) };
         if opener.container() {
             io.pop_first(self.out);
         }
@@ -912,20 +976,25 @@ impl MessageAssembler {
     /// brace -- written in one piece.
     pub fn close(mut self, io: &mut Io<'_>) -> Result<()> {
         let out = self.out;
-        let mut tail: Vec<u8> = Vec::new();
-        if let Some(i) = self.streaming {
-            let opener = self.members[i].opener;
-            if opener.container() {
-                io.pop_first(out);
+        let closer = match self.streaming.and_then(|i| self.members.get(i)) {
+            Some(&Member { opener, .. }) => {
+                if opener.container() {
+                    io.pop_first(out);
+                }
+                opener.close()
             }
-            tail.extend_from_slice(opener.close());
-        }
+            None => b"",
+        };
         if !self.held && self.late_scalars.is_none() {
+            // the usual end, `"}` / `]}` / `}`: no buffer
             io.pop_first(out);
-            tail.push(b'}');
-            return io.write(out, &tail);
+            return match closer.first() {
+                Some(&c) => io.write(out, &[c, b'}']),
+                None => io.write(out, b"}"),
+            };
         }
-        for member in &self.members {
+        let mut tail: Vec<u8> = closer.to_vec();
+        for member in self.members.iter() {
             if let Some(hold) = member.hold {
                 tail.extend_from_slice(io.sep(out));
                 key_bytes(member.key, &mut tail);

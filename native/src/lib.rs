@@ -19,6 +19,7 @@ pub mod framing;
 pub mod json;
 pub mod reorder;
 // what the codecs share (session.py, losses.py, naming.py, jsonwriter.py, a small JSON value)
+pub mod compact;
 pub mod digest;
 pub mod jsonwriter;
 pub mod losses;

@@ -390,3 +390,39 @@ def test_the_constructor_takes_what_pythons_takes():
                           clock=lambda: 0.0, entropy=lambda n: bytes(n))
     except TranscodeError as exc:  # not ported yet: but no TypeError
         assert "native core has no" in str(exc)
+
+
+#: a tool definition's parts as text that is and is not what ``dumps`` writes (the native
+#: decoders read canonical text in place, native/src/compact.rs, and parse the rest)
+TOOL_TEXTS = [
+    (b'"City"', b'{"type":"object","properties":{"a":{"type":"integer","minimum":0}}}'),
+    (b'"Z\\u00fcrich \\/ \\"x\\""', b'{"type":"object","properties":{"a":{"type":"number","maximum":1.5}}}'),
+    (b'"tab\\there"', b'{ "type" : "object" , "required" : [ "a" ] }'),
+    (b'"x"', b'{"properties":{"a":{"default":-0}},"k\\u0065y":1e2}'),
+    (b'"x"', b'{"type":"string"}'),
+    (b'"x"', b'{}'),
+    (b'"x"', b'[1,2]'),
+    (b'"lone \\ud800"', b'{"type":"object"}'),
+    (b'"\\ud83d\\ude00 pair"', b'{"type":"object","x-extra":{"deep":[[[{"n":null,"t":true}]]]}}'),
+]
+
+
+def tool_body(source: str, description: bytes, schema: bytes) -> bytes:
+    if source == "anthropic":
+        tools = (b'[{"name":"get","description":' + description + b',"input_schema":' + schema
+                 + b',"cache_control":{"type":"ephemeral"},"x_other":[1]},{"type":"web_search_20250305","name":"web"}]')
+        return b'{"max_tokens":5,"messages":[{"role":"user","content":"hi"}],"model":"m","tools":' + tools + b"}"
+    function = b'{"name":"get","description":' + description + b',"parameters":' + schema + b',"x_fn":{"a":1}}'
+    if source == "ollama":
+        tools = b'[{"type":"function","function":' + function + b'},{"function":{"name":"n","parameters":null}}]'
+        return b'{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":' + tools + b"}"
+    tools = b'[{"type":"function","function":' + function + b'},{"type":"custom","custom":{"name":"c"}}]'
+    return b'{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":' + tools + b"}"
+
+
+@pytest.mark.parametrize("source,target", PAIRS)
+@pytest.mark.parametrize("index", range(len(TOOL_TEXTS)))
+def test_tool_definitions_canonical_or_not(source, target, index):
+    body = tool_body(source, *TOOL_TEXTS[index])
+    for cuts in ([], [len(body) // 2], list(range(7, len(body), 7))):
+        assert_transcoder_parity(source, target, body, cuts)

@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::{Control, RawJson};
+use crate::compact::{lookup, Data};
 use crate::error::{Error, ErrorClass, Result};
 use crate::value::Value;
 
@@ -149,35 +150,38 @@ const TOOL_ATTRS: [&str; 3] = ["description", "strict", "cache_control"];
 pub type Attrs = Vec<(Cow<'static, str>, RawJson<'static>)>;
 
 /// `tool_to_canonical`: `(attrs, input_schema)` of a custom tool; None for server
-/// tools (carried raw). `tool` is an object.
-pub fn tool_to_canonical(tool: &Value) -> Option<(Attrs, &Value)> {
-    match tool.get("type") {
-        None | Some(Value::Null) => {}
-        Some(Value::Str(t)) if t == b"custom" => {}
+/// tools (carried raw). `tool` is an object: a `&Value`, or its canonical text
+/// (`compact::Raw`, read without a tree).
+pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D) -> Option<(Attrs, D)> {
+    if !tool.is_object() {
+        return None;
+    }
+    let members = tool.member_list();
+    match lookup(&members, "type") {
+        None => {}
+        Some(t) if t.is_null() || t.str_is("custom") => {}
         Some(_) => return None,
     }
-    let name = match tool.get("name") {
-        Some(name @ Value::Str(_)) => name,
-        _ => return None,
-    };
-    let schema = tool.get("input_schema")?;
+    let name = lookup(&members, "name").filter(|name| name.is_str())?;
+    let schema = lookup(&members, "input_schema")?;
     let mut attrs: Attrs = vec![(Cow::Borrowed("name"), Cow::Owned(name.to_json()))];
     let mut extra: Vec<u8> = Vec::new();
-    let Value::Object(members) = tool else { return None };
-    for (key, value) in members {
-        if let Some(attr) = TOOL_ATTRS.iter().find(|a| a.as_bytes() == key.as_slice()) {
+    for &(key, value) in &members {
+        if let Some(attr) = TOOL_ATTRS.iter().find(|a| key.is(a)) {
             attrs.push((Cow::Borrowed(attr), Cow::Owned(value.to_json())));
-        } else if key != b"name" && key != b"input_schema" {
+        } else if !key.is("name") && !key.is("input_schema") {
             if !extra.is_empty() {
                 extra.push(b',');
             }
-            extra.extend_from_slice(&Value::Str(key.clone()).to_json());
+            key.dump(&mut extra);
             extra.push(b':');
-            extra.extend_from_slice(&value.to_json());
+            value.dump(&mut extra);
         }
     }
     if !extra.is_empty() {
-        attrs.push((Cow::Borrowed("anthropic_extra"), Cow::Owned(Value::Str(extra).to_json())));
+        let mut json = Vec::with_capacity(extra.len() + 8);
+        crate::jsonwriter::dumps_str(&extra, &mut json);
+        attrs.push((Cow::Borrowed("anthropic_extra"), Cow::Owned(json)));
     }
     Some((attrs, schema))
 }

@@ -24,6 +24,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::{escape_raw_json, Block, Event, Section, REQUEST_LEVEL, TOP_LEVEL_SYSTEM};
+use crate::compact::{Data, Raw};
 use crate::decoding::{
     dumps, get_attr, member_path, BlockBuilder, Cx, Dialect, EventSink, Expect, MachineDecoder, Frame, Machine, MessageBase, Read,
     RequestBody, OPT_STRING, STRING,
@@ -252,6 +253,29 @@ fn internal(what: &str) -> Error {
 /// A key as text (what errors call a member; a lone surrogate shows as U+FFFD).
 fn key_text(key: &[u8]) -> Cow<'_, str> {
     String::from_utf8_lossy(key)
+}
+
+/// The block of a tool (`raw`): a definition (attributes, schema), else carried raw.
+fn tool_block<'r>(raw: &'r [u8], canonical: Option<(controls::Attrs, Cow<'r, [u8]>)>) -> Block<'r> {
+    match canonical {
+        None => Block {
+            section: Section::Unknown,
+            message: REQUEST_LEVEL,
+            payload: Cow::Borrowed(raw),
+            init: true,
+            fin: true,
+            attrs: Some(vec![("dialect".into(), Cow::Borrowed(&b"\"anthropic\""[..])),
+                             ("where".into(), Cow::Borrowed(&b"\"tool\""[..]))]),
+        },
+        Some((attrs, schema)) => Block {
+            section: Section::ToolDefinition,
+            message: REQUEST_LEVEL,
+            payload: schema,
+            init: true,
+            fin: true,
+            attrs: Some(attrs),
+        },
+    }
 }
 
 fn json_of(value: &Value) -> Vec<u8> {
@@ -615,31 +639,18 @@ impl Readers {
     }
 
     /// `_tool`: a custom tool is a tool definition; any other (a server tool) is carried raw.
+    /// A tool whose text is canonical (compact.rs) is read in place, without a value tree.
     fn tool(&mut self, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        if let Some(tool) = Raw::canonical(raw).filter(|tool| tool.is_object()) {
+            let canonical = controls::tool_to_canonical(tool).map(|(attrs, schema)| (attrs, Cow::Borrowed(schema.text())));
+            return cx.emit(Event::Block(tool_block(raw, canonical)));
+        }
         let tool = cx.data(raw, offset)?;
         if !matches!(tool, Value::Object(_)) {
             return Err(cx.error("expected an object for a tool", offset));
         }
-        let block = match controls::tool_to_canonical(&tool) {
-            None => Block {
-                section: Section::Unknown,
-                message: REQUEST_LEVEL,
-                payload: Cow::Borrowed(raw),
-                init: true,
-                fin: true,
-                attrs: Some(vec![("dialect".into(), Cow::Borrowed(&b"\"anthropic\""[..])),
-                                 ("where".into(), Cow::Borrowed(&b"\"tool\""[..]))]),
-            },
-            Some((attrs, schema)) => Block {
-                section: Section::ToolDefinition,
-                message: REQUEST_LEVEL,
-                payload: Cow::Owned(json_of(schema)),
-                init: true,
-                fin: true,
-                attrs: Some(attrs),
-            },
-        };
-        cx.emit(Event::Block(block))
+        let canonical = controls::tool_to_canonical(&tool).map(|(attrs, schema)| (attrs, Cow::Owned(json_of(schema))));
+        cx.emit(Event::Block(tool_block(raw, canonical)))
     }
 
     /// `own_id`: a tool-call id for another dialect is what the anthropic id stands for

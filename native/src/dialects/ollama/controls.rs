@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::Control;
+use crate::compact::{lookup, Data};
 use crate::error::Result;
 use crate::losses::{json_truthy, lacks, path_subject};
 use crate::session::Session;
@@ -106,47 +107,48 @@ pub fn think_to_canonical(value: Value) -> Value {
 
 /// `tool_to_canonical`: `(attrs, parameters schema)` of a function tool; None for
 /// other shapes. attrs are `(name, compact JSON)` in the Python dict's order.
-pub fn tool_to_canonical(tool: &Value) -> Option<(Vec<(Cow<'static, str>, Cow<'static, [u8]>)>, Option<&Value>)> {
-    let Value::Object(members) = tool else { return None };
-    if members.iter().any(|(k, _)| k != b"type" && k != b"function") {
+pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D) -> Option<(Vec<(Cow<'static, str>, Cow<'static, [u8]>)>, Option<D>)> {
+    if !tool.is_object() {
         return None;
     }
-    if let Some(kind) = tool.get("type") {
-        if !is_str(kind, "function") {
-            return None;
-        }
-    }
-    let function = tool.get("function")?;
-    let Value::Object(function_members) = function else { return None };
-    let name = function.get("name")?;
-    if !matches!(name, Value::Str(_)) {
+    let members = tool.member_list();
+    if members.iter().any(|(k, _)| !k.is("type") && !k.is("function")) {
         return None;
     }
+    let kind = lookup(&members, "type");
+    if kind.is_some_and(|kind| !kind.str_is("function")) {
+        return None;
+    }
+    let function = lookup(&members, "function").filter(|f| f.is_object())?;
+    let function_members = function.member_list();
+    let name = lookup(&function_members, "name").filter(|name| name.is_str())?;
     let mut attrs: Vec<(Cow<'static, str>, Cow<'static, [u8]>)> = vec![(Cow::Borrowed("name"), Cow::Owned(name.to_json()))];
     let mut extra: Vec<u8> = Vec::new();
-    for (key, value) in function_members {
-        if key == b"description" {
+    for &(key, value) in &function_members {
+        if key.is("description") {
             attrs.push((Cow::Borrowed("description"), Cow::Owned(value.to_json())));
-        } else if key != b"name" && key != b"parameters" {
+        } else if !key.is("name") && !key.is("parameters") {
             if !extra.is_empty() {
                 extra.push(b',');
             }
-            extra.extend_from_slice(&Value::Str(key.clone()).to_json());
+            key.dump(&mut extra);
             extra.push(b':');
-            extra.extend_from_slice(&value.to_json());
+            value.dump(&mut extra);
         }
     }
     if !extra.is_empty() {
-        attrs.push((Cow::Borrowed("ollama_extra"), Cow::Owned(Value::Str(extra).to_json())));
+        let mut json = Vec::with_capacity(extra.len() + 8);
+        crate::value::dumps_str(&extra, &mut json);
+        attrs.push((Cow::Borrowed("ollama_extra"), Cow::Owned(json)));
     }
-    if tool.get("type").is_none() {
+    if kind.is_none() {
         attrs.push((Cow::Borrowed("ollama_no_type"), Cow::Borrowed(b"true")));
     }
-    let parameters = function.get("parameters");
-    if matches!(parameters, Some(Value::Null)) {
+    let parameters = lookup(&function_members, "parameters");
+    if parameters.is_some_and(|p| p.is_null()) {
         attrs.push((Cow::Borrowed("ollama_null_parameters"), Cow::Borrowed(b"true")));
     }
-    Some((attrs, parameters.filter(|p| !matches!(p, Value::Null))))
+    Some((attrs, parameters.filter(|p| !p.is_null())))
 }
 
 // -- encoding (helper L) ----------------------------------------------------------------

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 
 use super::controls;
 use crate::canonical::{escape_raw_json, Block, Control, Event, Section, REQUEST_LEVEL};
+use crate::compact::{Data, Raw};
 use crate::decoding::{
     get_attr, member_path, set_attr, Attr, BlockBuilder, Cx, Dialect, Frame, Gate, Machine, MachineDecoder, MessageBase,
     Read, RequestBody,
@@ -487,12 +488,13 @@ impl Dialect for Ollama {
         }
     }
 
-    fn element(&mut self, m: &mut Machine<S>, s: S, _token: Token<'_>, _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+    fn element(&mut self, m: &mut Machine<S>, s: S, token: Token<'_>, _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
             S::Tools => {
-                // a tool definition is small: read it whole and map it
+                // a tool definition is small: read it whole and map it (an object as text,
+                // in place when canonical: `tool_text`)
                 self.tools_empty = false;
-                m.read(Read::Value(S::Tool, None, ""));
+                m.read(if token == Token::ObjectStart { Read::Raw(S::Tool, None, "") } else { Read::Value(S::Tool, None, "") });
                 Ok(())
             }
             S::Images => {
@@ -570,6 +572,7 @@ impl Dialect for Ollama {
 
     fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
+            S::Tool => self.tool_text(raw, offset, cx),
             S::TopField => {
                 let key = String::from_utf8_lossy(&self.key).into_owned();
                 if controls::control_name(key.as_bytes()).is_some() {
@@ -621,7 +624,7 @@ impl Dialect for Ollama {
 
     fn value(&mut self, _m: &mut Machine<S>, s: S, value: Value, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
-            S::Tool => self.tool(value, offset, cx),
+            S::Tool => self.tool(&value, offset, cx),
             S::Role => {
                 let msg = self.msg()?;
                 msg.base.set_role(value, offset, cx, resolve)?;
@@ -719,16 +722,27 @@ impl Ollama {
         }
     }
 
+    /// `_tool` of a tool object's text: read in place when canonical (compact.rs), else parsed.
+    fn tool_text(&mut self, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        match Raw::canonical(raw) {
+            Some(tool) => self.tool(tool, offset, cx),
+            None => {
+                let tool = cx.data(raw, offset)?;
+                self.tool(&tool, offset, cx)
+            }
+        }
+    }
+
     /// `_tool`: a tool definition read whole.
-    fn tool(&mut self, tool: Value, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+    fn tool<'a, D: Data<'a>>(&mut self, tool: D, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         if !tool.is_object() {
             return Err(cx.error("expected an object for a tool", offset));
         }
-        let block = match controls::tool_to_canonical(&tool) {
+        let block = match controls::tool_to_canonical(tool) {
             None => Block {
                 section: Section::Unknown,
                 message: REQUEST_LEVEL,
-                payload: Cow::Owned(tool.to_json()),
+                payload: tool.json(),
                 init: true,
                 fin: true,
                 attrs: Some(vec![
@@ -739,7 +753,7 @@ impl Ollama {
             Some((attrs, schema)) => Block {
                 section: Section::ToolDefinition,
                 message: REQUEST_LEVEL,
-                payload: Cow::Owned(schema.map(Value::to_json).unwrap_or_default()),
+                payload: schema.map_or(Cow::Borrowed(&b""[..]), Data::json),
                 init: true,
                 fin: true,
                 attrs: Some(attrs),

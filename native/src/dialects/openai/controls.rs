@@ -12,6 +12,7 @@ mod decoding {
     use std::borrow::Cow;
 
     use crate::canonical::Control;
+    use crate::compact::{lookup, Data};
     use crate::decoding::{dumps, loads, Attr};
     use crate::error::{Error, ErrorClass, Result};
     use crate::value::Value;
@@ -177,43 +178,42 @@ mod decoding {
     /// for other function keys, `openai_extra` (their JSON members, spliced back for
     /// openai targets), `legacy`. The schema: `None` when absent (Python's
     /// `function.get("parameters")`, so an explicit null too).
-    pub fn tool_to_canonical(tool: &Value, legacy: bool) -> Option<(Vec<Attr>, Option<&Value>)> {
+    pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D, legacy: bool) -> Option<(Vec<Attr>, Option<D>)> {
         let function = if legacy {
             tool
         } else {
-            let Value::Object(members) = tool else { return None };
-            if !is_str(get(tool, "type"), "function") || !matches!(get(tool, "function"), Some(Value::Object(_))) {
+            if !tool.is_object() {
                 return None;
             }
-            if members.iter().any(|(k, _)| k != b"type" && k != b"function") {
+            let members = tool.member_list();
+            if !lookup(&members, "type").is_some_and(|t| t.str_is("function")) {
                 return None;
             }
-            get(tool, "function")?
+            let function = lookup(&members, "function").filter(|f| f.is_object())?;
+            if members.iter().any(|(k, _)| !k.is("type") && !k.is("function")) {
+                return None;
+            }
+            function
         };
-        let Value::Object(members) = function else { return None };
-        let name @ Value::Str(_) = get(function, "name")? else { return None };
+        if !function.is_object() {
+            return None;
+        }
+        let members = function.member_list();
+        let name = lookup(&members, "name").filter(|name| name.is_str())?;
         let mut attrs: Vec<Attr> = Vec::new();
-        let mut json = Vec::new();
-        dumps(name, &mut json);
-        attrs.push((Cow::Borrowed("name"), json));
+        attrs.push((Cow::Borrowed("name"), name.to_json()));
         let mut extra: Vec<u8> = Vec::new();
-        for (key, value) in members {
-            match key.as_slice() {
-                b"description" | b"strict" => {
-                    let mut json = Vec::new();
-                    dumps(value, &mut json);
-                    let name = if key == b"description" { "description" } else { "strict" };
-                    crate::decoding::set_attr(&mut attrs, Cow::Borrowed(name), json);
+        for &(key, value) in &members {
+            if key.is("description") || key.is("strict") {
+                let name = if key.is("description") { "description" } else { "strict" };
+                crate::decoding::set_attr(&mut attrs, Cow::Borrowed(name), value.to_json());
+            } else if !key.is("name") && !key.is("parameters") {
+                if !extra.is_empty() {
+                    extra.push(b',');
                 }
-                b"name" | b"parameters" => {}
-                _ => {
-                    if !extra.is_empty() {
-                        extra.push(b',');
-                    }
-                    crate::decoding::dumps_key(key, &mut extra);
-                    extra.push(b':');
-                    dumps(value, &mut extra);
-                }
+                key.dump(&mut extra);
+                extra.push(b':');
+                value.dump(&mut extra);
             }
         }
         if !extra.is_empty() {
@@ -224,7 +224,7 @@ mod decoding {
         if legacy {
             attrs.push((Cow::Borrowed("legacy"), b"true".to_vec()));
         }
-        Some((attrs, get(function, "parameters").filter(|v| !matches!(v, Value::Null))))
+        Some((attrs, lookup(&members, "parameters").filter(|v| !v.is_null())))
     }
 }
 

@@ -24,6 +24,7 @@ mod decoder {
 
     use super::super::controls;
     use crate::canonical::{Block, Event, Section, REQUEST_LEVEL};
+    use crate::compact::{Data, Raw};
     use crate::decoding::{
         dumps, dumps_key, get_attr, member_path, loads, set_attr, Attr, BlockBuilder, Cx, Dialect, Frame, Machine, MachineDecoder,
         MessageBase, Read, RequestBody, STRING,
@@ -452,28 +453,34 @@ mod decoder {
             }
         }
 
+        /// `_tool` of a tool object's text: read in place when canonical (compact.rs), else parsed.
+        fn tool_text(&mut self, raw: &[u8], legacy: bool, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+            match Raw::canonical(raw) {
+                Some(tool) => self.tool(tool, legacy, offset, cx),
+                None => {
+                    let tool = cx.data(raw, offset)?;
+                    self.tool(&tool, legacy, offset, cx)
+                }
+            }
+        }
+
         /// `_tool`: one element of `tools` / `functions`.
-        fn tool(&mut self, tool: Value, legacy: bool, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
-            if !matches!(tool, Value::Object(_)) {
+        fn tool<'a, D: Data<'a>>(&mut self, tool: D, legacy: bool, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+            if !tool.is_object() {
                 return Err(cx.error("expected an object for a tool", offset));
             }
-            let block = match controls::tool_to_canonical(&tool, legacy) {
+            let block = match controls::tool_to_canonical(tool, legacy) {
                 None => {
-                    let mut payload = Vec::new();
-                    dumps(&tool, &mut payload);
                     let attrs = vec![
                         (Cow::Borrowed("dialect"), Cow::Owned(str_json(DIALECT))),
                         (Cow::Borrowed("where"), Cow::Owned(str_json("tool"))),
                     ];
-                    Block { section: Section::Unknown, message: REQUEST_LEVEL, payload: Cow::Owned(payload), init: true,
+                    Block { section: Section::Unknown, message: REQUEST_LEVEL, payload: tool.json(), init: true,
                             fin: true, attrs: Some(attrs) }
                 }
                 Some((attrs, schema)) => {
-                    let mut payload = Vec::new();
-                    if let Some(schema) = schema {
-                        dumps(schema, &mut payload);
-                    }
-                    Block { section: Section::ToolDefinition, message: REQUEST_LEVEL, payload: Cow::Owned(payload),
+                    let payload = schema.map_or(Cow::Borrowed(&b""[..]), Data::json);
+                    Block { section: Section::ToolDefinition, message: REQUEST_LEVEL, payload,
                             init: true, fin: true, attrs: crate::decoding::block_attrs(&attrs) }
                 }
             };
@@ -915,10 +922,12 @@ mod decoder {
             Ok(())
         }
 
-        fn element(&mut self, m: &mut Machine<S>, s: S, _token: Token<'_>, _offset: u64, _cx: &mut Cx<'_>) -> Result<()> {
+        fn element(&mut self, m: &mut Machine<S>, s: S, token: Token<'_>, _offset: u64, _cx: &mut Cx<'_>) -> Result<()> {
             match s {
                 S::Tools { legacy } => {
-                    m.read(Read::Value(S::Tool { legacy }, None, ""));
+                    // an object is read as text, in place when canonical (`tool_text`); else as data
+                    let tool = S::Tool { legacy };
+                    m.read(if token == Token::ObjectStart { Read::Raw(tool, None, "") } else { Read::Value(tool, None, "") });
                     Ok(())
                 }
                 _ => Err(internal("an element outside tools")),
@@ -961,6 +970,7 @@ mod decoder {
         fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
             match s {
                 S::TopField => self.top_field(raw, offset, cx),
+                S::Tool { legacy } => self.tool_text(raw, legacy, offset, cx),
                 S::ExtensionRaw { lossless } => {
                     let index = self.msg.index();
                     let path = member_path(format_args!("$.messages[{index}]."), &self.key);
@@ -981,7 +991,7 @@ mod decoder {
 
         fn value(&mut self, _m: &mut Machine<S>, s: S, value: Value, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
             match s {
-                S::Tool { legacy } => self.tool(value, legacy, offset, cx),
+                S::Tool { legacy } => self.tool(&value, legacy, offset, cx),
                 S::Role => self.msg.set_role(value, offset, cx),
                 S::ToolCallId => {
                     if !matches!(value, Value::Str(_)) {
