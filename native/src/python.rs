@@ -1964,7 +1964,7 @@ fn unicode_repr(text: &Bound<'_, pyo3::types::PyString>) -> PyResult<String> {
 /// `repr(json.loads(data))` by the core (`unicode::py_value_repr`): the loss wordings' repr.
 #[pyfunction]
 fn value_repr(data: &[u8]) -> PyResult<String> {
-    let value = crate::value::Value::loads(data).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.message))?;
+    let value = crate::value::Value::loads(data).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.message.clone()))?;
     Ok(crate::unicode::py_value_repr(&value))
 }
 
