@@ -44,8 +44,15 @@ impl ErrorClass {
 /// A typed error: class, message (the Python `reason`), byte offset and JSON
 /// path. `path` is WTF-8 (a key may hold a lone surrogate from a `\uD800`
 /// escape, as a Python `str` can); the binding decodes it with `surrogatepass`.
+///
+/// Boxed (`Error` derefs to its `ErrorData`): a `Result<T>` is then a pointer wide, so
+/// the `Ok` path of every call that returns one -- each token, each frame -- passes it
+/// in registers instead of through a ~150-byte slot in memory.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Error(Box<ErrorData>);
+
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Error {
+pub struct ErrorData {
     pub class: ErrorClass,
     pub message: String,
     pub offset: Option<u64>,
@@ -69,7 +76,7 @@ pub struct Error {
 
 impl Error {
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
-        Error {
+        Error(Box::new(ErrorData {
             class,
             message: message.into(),
             offset: None,
@@ -78,7 +85,7 @@ impl Error {
             message_wtf8: None,
             dialect: None,
             frame_offset: None,
-        }
+        }))
     }
 
     /// An error whose message is WTF-8 (it quotes an input key).
@@ -87,7 +94,9 @@ impl Error {
             Ok(text) => Error::new(class, text),
             Err(e) => {
                 let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
-                Error { message_wtf8: Some(e.into_bytes()), ..Error::new(class, text) }
+                let mut err = Error::new(class, text);
+                err.message_wtf8 = Some(e.into_bytes());
+                err
             }
         }
     }
@@ -142,6 +151,25 @@ impl Error {
             self.frame_offset = frame_offset;
         }
         self
+    }
+}
+
+impl std::ops::Deref for Error {
+    type Target = ErrorData;
+    fn deref(&self) -> &ErrorData {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Error {
+    fn deref_mut(&mut self) -> &mut ErrorData {
+        &mut self.0
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
     }
 }
 

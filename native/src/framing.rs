@@ -88,7 +88,10 @@ pub struct SseDecoder {
     held_line_len: usize,
     /// the last line ended with CR: an LF that follows belongs to it
     skip_lf: bool,
-    event: Option<String>,
+    /// the event's `event:` name (decoded with replacement), when `has_event`: its
+    /// buffer is kept from event to event (no allocation per frame)
+    event: String,
+    has_event: bool,
     has_data: bool,
     /// nothing but the line end so far on this line
     line_empty: bool,
@@ -115,7 +118,8 @@ impl SseDecoder {
             value: Vec::new(),
             held_line_len: 0,
             skip_lf: false,
-            event: None,
+            event: String::new(),
+            has_event: false,
             has_data: false,
             line_empty: true,
         }
@@ -178,7 +182,7 @@ impl SseDecoder {
                         self.line = Line::Data;
                         if j > start {
                             self.data_at = base + start as u64;
-                            sink.frame_data_in(&data[start..j], self.data_at, self.event.as_deref())?;
+                            sink.frame_data_in(&data[start..j], self.data_at, event_name(self.has_event, &self.event))?;
                         }
                     }
                     return Ok(());
@@ -186,7 +190,7 @@ impl SseDecoder {
                 Line::Data => {
                     if j > i {
                         self.data_at = base + i as u64;
-                        sink.frame_data_in(&data[i..j], self.data_at, self.event.as_deref())?;
+                        sink.frame_data_in(&data[i..j], self.data_at, event_name(self.has_event, &self.event))?;
                     }
                     return Ok(());
                 }
@@ -234,7 +238,7 @@ impl SseDecoder {
     fn data_line<S: FrameSink>(&mut self, sink: &mut S) -> Result<()> {
         if self.has_data {
             // data lines of one event are joined with LF (handed on at the last data's offset)
-            sink.frame_data_in(b"\n", self.data_at, self.event.as_deref())?;
+            sink.frame_data_in(b"\n", self.data_at, event_name(self.has_event, &self.event))?;
         }
         self.has_data = true;
         Ok(())
@@ -264,15 +268,24 @@ impl SseDecoder {
 
     fn held_value(&mut self) {
         let value = if self.value.first() == Some(&b' ') { &self.value[1..] } else { &self.value[..] };
-        let text = String::from_utf8_lossy(value);
         match self.held.take() {
-            Some(Held::Event) => self.event = Some(text.into_owned()),
+            Some(Held::Event) => {
+                // into the kept buffer (valid UTF-8, the usual case, as it is)
+                self.event.clear();
+                match std::str::from_utf8(value) {
+                    Ok(text) => self.event.push_str(text),
+                    Err(_) => self.event.push_str(&String::from_utf8_lossy(value)),
+                }
+                self.has_event = true;
+            }
             Some(Held::Id) => {
+                let text = String::from_utf8_lossy(value);
                 if !text.contains('\0') {
                     self.last_event_id = Some(text.into_owned());
                 }
             }
             Some(Held::Retry) => {
+                let text = String::from_utf8_lossy(value);
                 if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
                     self.retry = text.parse().ok();
                 }
@@ -283,10 +296,10 @@ impl SseDecoder {
     }
 
     fn dispatch<S: FrameSink>(&mut self, sink: &mut S) -> Result<()> {
-        let event = self.event.take();
+        let has_event = std::mem::take(&mut self.has_event);
         if self.has_data {
             self.has_data = false;
-            sink.frame_end(event.as_deref())?;
+            sink.frame_end(event_name(has_event, &self.event))?;
         }
         Ok(())
     }
@@ -298,6 +311,12 @@ impl SseDecoder {
         }
         self.dispatch(sink)
     }
+}
+
+/// The event name a sink is given (`None`: the event has no `event:` line).
+#[inline]
+fn event_name(has_event: bool, event: &str) -> Option<&str> {
+    has_event.then_some(event)
 }
 
 /// Newline-delimited JSON -> frames: one non-blank line, one frame. Whitespace

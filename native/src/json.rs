@@ -117,6 +117,8 @@ struct SeenKeys {
     bytes: Vec<u8>,
     /// where each of those keys begins in `bytes` (a key ends where the next begins)
     starts: Vec<usize>,
+    /// each of those keys' `fingerprint` (compared first: most keys differ in it)
+    prints: Vec<u64>,
     /// the open objects, innermost last
     objects: Vec<SeenObject>,
     /// characters of the open objects' keys
@@ -144,6 +146,7 @@ impl SeenKeys {
     fn close(&mut self) {
         if let Some(object) = self.objects.pop() {
             self.starts.truncate(object.first);
+            self.prints.truncate(object.first);
             self.bytes.truncate(object.bytes_from);
             self.size -= object.chars;
         }
@@ -152,6 +155,7 @@ impl SeenKeys {
     fn clear(&mut self) {
         self.objects.clear();
         self.starts.clear();
+        self.prints.clear();
         self.bytes.clear();
         self.size = 0;
     }
@@ -162,14 +166,21 @@ impl SeenKeys {
     }
 
     /// The innermost object has had `key`.
-    fn contains(&self, key: &[u8]) -> bool {
+    fn contains(&self, key: &[u8], print: u64) -> bool {
         let Some(object) = self.objects.last() else {
             return false;
         };
         if let Some(hashed) = &object.hashed {
             return hashed.contains(key);
         }
-        self.keys_from(object.first).any(|seen| seen == key)
+        let first = object.first;
+        self.prints[first..].iter().enumerate().any(|(k, &p)| p == print && self.key_at(first + k) == key)
+    }
+
+    /// The `k`-th key in linear mode.
+    fn key_at(&self, k: usize) -> &[u8] {
+        let end = self.starts.get(k + 1).copied().unwrap_or(self.bytes.len());
+        &self.bytes[self.starts[k]..end]
     }
 
     /// The keys in linear mode from the `first`-th on (an object's: it is innermost).
@@ -180,7 +191,7 @@ impl SeenKeys {
     }
 
     /// `key` (of `chars` characters) joins the innermost object's keys.
-    fn insert(&mut self, key: &[u8], chars: usize) {
+    fn insert(&mut self, key: &[u8], chars: usize, print: u64) {
         let Some(object) = self.objects.last_mut() else {
             return;
         };
@@ -192,16 +203,29 @@ impl SeenKeys {
         }
         let (first, bytes_from) = (object.first, object.bytes_from);
         self.starts.push(self.bytes.len());
+        self.prints.push(print);
         self.bytes.extend_from_slice(key);
         if self.starts.len() - first >= LINEAR_MAX {
             // many keys: hash them from here on (the linear search would be quadratic)
             let hashed = self.keys_from(first).map(Into::into).collect();
             self.starts.truncate(first);
+            self.prints.truncate(first);
             self.bytes.truncate(bytes_from);
             if let Some(object) = self.objects.last_mut() {
                 object.hashed = Some(hashed);
             }
         }
+    }
+}
+
+/// A cheap summary of a key: equal keys have equal ones (its length and three of its
+/// bytes: the keys of one object mostly differ in these).
+#[inline]
+fn fingerprint(key: &[u8]) -> u64 {
+    match key {
+        [] => 0,
+        [first, .., last] => key.len() as u64 | (*first as u64) << 32 | (*last as u64) << 40 | (key[key.len() / 2] as u64) << 48,
+        [only] => 1 | (*only as u64) << 32,
     }
 }
 
@@ -413,8 +437,8 @@ impl State {
 
 /// How a scan of string content ended.
 enum StringScan {
-    /// the closing quote is at this index
-    Closed(usize),
+    /// the closing quote is at this index; `escaped`: the content has an escape
+    Closed { quote: usize, escaped: bool },
     /// the buffer ended: content is well-formed up to `end` (the start of an
     /// escape cut by the buffer's end, or the buffer's end); `high` is the
     /// span of the last complete `\uD800`-`\uDBFF` escape
@@ -438,15 +462,25 @@ fn hex_value(b: u8) -> Option<u16> {
 /// (plain bytes >= 0x20 but `"` and `\`, and whole escapes).
 fn scan_string(buf: &[u8], start: usize) -> StringScan {
     let n = buf.len();
-    let mut i = start;
+    let mut i;
     let mut high = None;
+    let mut escaped = false;
+    // the first 8 bytes as one word (a key, a small delta ends in them), cheaper than
+    // find_special's blocks; the search goes on from there
+    let mut next = match buf.get(start..start + 8) {
+        Some(word) => match special_mask(u64::from_le_bytes(word.try_into().unwrap_or_default())) {
+            0 => find_special(buf, start + 8),
+            mask => Some(start + (mask.trailing_zeros() / 8) as usize),
+        },
+        None => buf[start..].iter().position(|&b| is_special(b)).map(|k| start + k),
+    };
     loop {
-        let Some(j) = find_special(buf, i) else {
+        let Some(j) = next else {
             return StringScan::Cut { end: n, high };
         };
         match buf[j] {
-            b'"' => return StringScan::Closed(j),
-            b'\\' => {}
+            b'"' => return StringScan::Closed { quote: j, escaped },
+            b'\\' => escaped = true,
             _ => return StringScan::Control(j),
         }
         // an escape at j
@@ -473,6 +507,7 @@ fn scan_string(buf: &[u8], start: usize) -> StringScan {
             }
             _ => return StringScan::BadEscape(j),
         }
+        next = find_special(buf, i);
     }
 }
 
@@ -944,7 +979,7 @@ impl Tokenizer {
     /// what is well-formed up to the buffer's end is delivered, but for a cut unit.
     fn string_part<S: Sink>(&mut self, buf: &[u8], start: usize, at: u64, sink: &mut S) -> Result<Resume> {
         match scan_string(buf, start) {
-            StringScan::Closed(q) => {
+            StringScan::Closed { quote: q, .. } => {
                 self.emit_deferred(sink)?;
                 let content = &buf[start..q];
                 if self.string_open {
@@ -1051,7 +1086,7 @@ impl Tokenizer {
         let max = self.limits.max_key_bytes;
         let held = self.key.len();
         match scan_string(buf, start) {
-            StringScan::Closed(q) => {
+            StringScan::Closed { quote: q, escaped } => {
                 if held + (q - start) > max {
                     return Err(self.key_too_long());
                 }
@@ -1061,7 +1096,9 @@ impl Tokenizer {
                     self.key.extend_from_slice(&buf[start..q]);
                     &self.key
                 };
-                let key: &[u8] = if memchr::memchr(b'\\', raw).is_some() {
+                // (a held part may have had an escape the last scan saw)
+                let escaped = escaped || (held > 0 && memchr::memchr(b'\\', raw).is_some());
+                let key: &[u8] = if escaped {
                     decode_key(raw, &mut self.decoded);
                     &self.decoded
                 } else {
@@ -1071,7 +1108,8 @@ impl Tokenizer {
                 let key_start = self.key_start;
                 if self.seen.in_object() {
                     let count = char_count(key);
-                    if self.seen.contains(key) {
+                    let print = fingerprint(key);
+                    if self.seen.contains(key, print) {
                         let mut err = Error::new(ErrorClass::DuplicateKey, format!("duplicate key {}", py_str_repr(key)))
                             .at(key_start)
                             .with_path(self.frames.render());
@@ -1085,7 +1123,7 @@ impl Tokenizer {
                         );
                         return Err(Error::new(ErrorClass::BudgetExceeded, message).at(key_start).with_path(self.frames.render()));
                     }
-                    self.seen.insert(key, count);
+                    self.seen.insert(key, count, print);
                 }
                 sink.token(Token::Key(key), key_start, &self.frames)?;
                 self.key.clear();
@@ -1269,7 +1307,7 @@ impl Tokenizer {
                 }
                 State::InKey => {
                     match self.key_part(data, i, base, sink)? {
-                        Resume::At(next) => i = next,
+                        Resume::At(next) => i = self.after_key(data, next),
                         Resume::Carry(cut) => {
                             self.carry.extend_from_slice(&data[cut..]);
                             return Ok(());
@@ -1300,100 +1338,127 @@ impl Tokenizer {
             }
             let state = self.state;
             let at = base + i as u64;
-            if state == State::Value || (state == State::FirstValueOrEnd && c != b']') {
-                self.frames.count_value();
-                match c {
-                    b'"' => {
-                        self.string_open = false;
-                        self.string_start = at;
-                        self.state = State::InString;
-                        i += 1;
+            // (one arm per state; the order of the checks in each is json.py's)
+            match state {
+                State::Value => self.value_start(c, state, at, sink)?,
+                State::FirstValueOrEnd if c != b']' => self.value_start(c, state, at, sink)?,
+                State::FirstValueOrEnd => self.container_end(c, state, at, sink)?,
+                State::CommaOrEnd | State::FirstKeyOrEnd if c == b'}' || c == b']' => {
+                    self.container_end(c, state, at, sink)?
+                }
+                State::Key | State::FirstKeyOrEnd => {
+                    if c != b'"' {
+                        return Err(self.unexpected(c, state, at));
                     }
-                    b'{' | b'[' => {
-                        if self.frames.depth() >= self.limits.max_depth {
-                            return Err(self.error(
-                                ErrorClass::NestingTooDeep,
-                                format!("nesting deeper than {}", self.limits.max_depth),
-                                at,
-                            ));
+                    self.key_start = at;
+                    self.key.clear();
+                    match self.key_part(data, i + 1, base, sink)? {
+                        Resume::At(next) => i = self.after_key(data, next),
+                        Resume::Carry(cut) => {
+                            self.carry.extend_from_slice(&data[cut..]);
+                            return Ok(());
                         }
-                        let array = c == b'[';
-                        sink.token(if array { Token::ArrayStart } else { Token::ObjectStart }, at, &self.frames)?;
-                        self.frames.push(array);
-                        if !array {
-                            self.seen.open();
-                        }
-                        self.state = if array { State::FirstValueOrEnd } else { State::FirstKeyOrEnd };
-                        i += 1;
                     }
-                    b'-' | b'0'..=b'9' => {
-                        self.start_number(c, at, state);
-                        if self.number.matched > self.limits.max_number_bytes {
-                            return Err(self.number_too_long());
-                        }
-                        i += 1;
+                    continue;
+                }
+                State::CommaOrEnd => {
+                    if c != b',' {
+                        return Err(self.unexpected(c, state, at));
                     }
-                    b't' | b'f' | b'n' => {
-                        self.literal = match c {
-                            b't' => 0,
-                            b'f' => 1,
-                            _ => 2,
-                        };
-                        self.literal_matched = 1;
-                        self.literal_start = at;
-                        self.state = State::InLiteral;
-                        i += 1;
-                    }
-                    _ => return Err(self.unexpected(c, state, at)),
-                }
-            } else if (c == b'}' || c == b']')
-                && matches!(state, State::CommaOrEnd | State::FirstKeyOrEnd | State::FirstValueOrEnd)
-            {
-                let array = self.frames.in_array();
-                if (c == b']') != array {
-                    return Err(self.unexpected(c, state, at));
-                }
-                self.frames.pop();
-                if !array {
-                    self.seen.close();
-                }
-                sink.token(if array { Token::ArrayEnd } else { Token::ObjectEnd }, at, &self.frames)?;
-                self.after_value();
-                i += 1;
-            } else if state == State::Key || state == State::FirstKeyOrEnd {
-                if c != b'"' {
-                    return Err(self.unexpected(c, state, at));
-                }
-                self.key_start = at;
-                self.key.clear();
-                match self.key_part(data, i + 1, base, sink)? {
-                    Resume::At(next) => i = next,
-                    Resume::Carry(cut) => {
-                        self.carry.extend_from_slice(&data[cut..]);
-                        return Ok(());
+                    if self.frames.in_array() {
+                        self.state = State::Value;
+                    } else {
+                        self.state = State::Key;
+                        self.frames.clear_key(); // a key is due: the path names the object
                     }
                 }
-            } else if state == State::CommaOrEnd {
-                if c != b',' {
-                    return Err(self.unexpected(c, state, at));
-                }
-                if self.frames.in_array() {
+                State::Colon => {
+                    if c != b':' {
+                        return Err(self.unexpected(c, state, at));
+                    }
                     self.state = State::Value;
-                } else {
-                    self.state = State::Key;
-                    self.frames.clear_key(); // a key is due: the path names the object
                 }
-                i += 1;
-            } else if state == State::Colon {
-                if c != b':' {
-                    return Err(self.unexpected(c, state, at));
-                }
-                self.state = State::Value;
-                i += 1;
-            } else {
-                return Err(self.error(ErrorClass::JsonSyntax, "trailing data after the JSON value", at));
+                _ => return Err(self.error(ErrorClass::JsonSyntax, "trailing data after the JSON value", at)),
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// After a key (state `Colon`) at `data[next..]`: the usual `:` and one space
+    /// are taken here, sparing the loop two rounds (what the loop would do with them).
+    #[inline]
+    fn after_key(&mut self, data: &[u8], mut next: usize) -> usize {
+        if data.get(next) == Some(&b':') {
+            self.state = State::Value;
+            next += 1;
+            if data.get(next) == Some(&b' ') {
+                next += 1;
             }
         }
+        next
+    }
+
+    /// The first byte `c` of a value (state `Value`, or `FirstValueOrEnd` but `]`).
+    #[inline]
+    fn value_start<S: Sink>(&mut self, c: u8, state: State, at: u64, sink: &mut S) -> Result<()> {
+        self.frames.count_value();
+        match c {
+            b'"' => {
+                self.string_open = false;
+                self.string_start = at;
+                self.state = State::InString;
+            }
+            b'{' | b'[' => {
+                if self.frames.depth() >= self.limits.max_depth {
+                    return Err(self.error(
+                        ErrorClass::NestingTooDeep,
+                        format!("nesting deeper than {}", self.limits.max_depth),
+                        at,
+                    ));
+                }
+                let array = c == b'[';
+                sink.token(if array { Token::ArrayStart } else { Token::ObjectStart }, at, &self.frames)?;
+                self.frames.push(array);
+                if !array {
+                    self.seen.open();
+                }
+                self.state = if array { State::FirstValueOrEnd } else { State::FirstKeyOrEnd };
+            }
+            b'-' | b'0'..=b'9' => {
+                self.start_number(c, at, state);
+                if self.number.matched > self.limits.max_number_bytes {
+                    return Err(self.number_too_long());
+                }
+            }
+            b't' | b'f' | b'n' => {
+                self.literal = match c {
+                    b't' => 0,
+                    b'f' => 1,
+                    _ => 2,
+                };
+                self.literal_matched = 1;
+                self.literal_start = at;
+                self.state = State::InLiteral;
+            }
+            _ => return Err(self.unexpected(c, state, at)),
+        }
+        Ok(())
+    }
+
+    /// `}` or `]` where a container may end.
+    #[inline]
+    fn container_end<S: Sink>(&mut self, c: u8, state: State, at: u64, sink: &mut S) -> Result<()> {
+        let array = self.frames.in_array();
+        if (c == b']') != array {
+            return Err(self.unexpected(c, state, at));
+        }
+        self.frames.pop();
+        if !array {
+            self.seen.close();
+        }
+        sink.token(if array { Token::ArrayEnd } else { Token::ObjectEnd }, at, &self.frames)?;
+        self.after_value();
         Ok(())
     }
 }

@@ -1958,7 +1958,7 @@ mod tests {
         ];
         for (documents, message) in cases {
             let (_, err) = decode_stream(documents);
-            assert_eq!(err.map(|e| e.message), Some(message.to_string()));
+            assert_eq!(err.map(|e| e.message.clone()), Some(message.to_string()));
         }
         let (events, err) = decode_stream(&[start, block, br#"{"type":"content_block_delta","index":0,"delta":{"text":"hi"}}"#,
                                             br#"{"type":"message_stop"}"#]);

@@ -2005,7 +2005,7 @@ mod tests {
         match run() {
             Ok(()) => Ok(out.0),
             Err(e) => Err(format!("{} {} {:?} {:?}", e.class.name(), e.message, e.offset,
-                                  e.path.map(|p| String::from_utf8_lossy(&p).into_owned()))),
+                                  e.path.clone().map(|p| String::from_utf8_lossy(&p).into_owned()))),
         }
     }
 
