@@ -56,16 +56,30 @@ pub fn no_place(section: Section) -> Option<&'static str> {
 
 /// The one wording of a loss: `<subject>: <target> has no <what>[; <done>]`.
 pub fn lacks(subject: &str, target: &str, what: &str, done: Option<&str>) -> String {
-    match done {
-        Some(done) if !done.is_empty() => format!("{subject}: {target} has no {what}; {done}"),
-        _ => format!("{subject}: {target} has no {what}"),
+    let mut text = String::with_capacity(subject.len() + target.len() + what.len() + 32);
+    text.push_str(subject);
+    push_lack(&mut text, target, what, done);
+    text
+}
+
+/// `: <target> has no <what>[; <done>]` (pieces joined by hand: `format!` costs
+/// several times more, and a response records a few of these)
+fn push_lack(text: &mut String, target: &str, what: &str, done: Option<&str>) {
+    for piece in [": ", target, " has no ", what] {
+        text.push_str(piece);
+    }
+    if let Some(done) = done.filter(|d| !d.is_empty()) {
+        text.push_str("; ");
+        text.push_str(done);
     }
 }
 
 /// `lacks` of a WTF-8 subject (a path ending in an input key, which may hold a lone
 /// surrogate): the same words, as WTF-8.
 pub fn lacks_wtf8(subject: &[u8], target: &str, what: &str, done: Option<&str>) -> Vec<u8> {
-    [subject, lacks("", target, what, done).as_bytes()].concat()
+    let mut rest = String::with_capacity(target.len() + what.len() + 32);
+    push_lack(&mut rest, target, what, done);
+    [subject, rest.as_bytes()].concat()
 }
 
 // -- the source dialect's names -------------------------------------------------------

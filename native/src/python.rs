@@ -1724,7 +1724,7 @@ fn lifecycle_call<'py>(py: Python<'py>, function: &str, args: Bound<'py, PyTuple
         "usage_to_openai" => lc::usage_to_openai(&usage_from_py(&arg(0)?)?).map(bytes_out),
         "usage_to_anthropic" => {
             let (u, require_input) = (usage_from_py(&arg(0)?)?, arg(1)?.extract()?);
-            lc::usage_to_anthropic(&u, &mut session, require_input).map(|v| bytes_out(v.to_json()))
+            lc::usage_to_anthropic(&u, &mut session, require_input).map(bytes_out)
         }
         "usage_to_ollama" => lc::usage_to_ollama(&usage_from_py(&arg(0)?)?, &mut session).map(|v| bytes_out(v.to_json())),
         "usage_path" => Ok(str_out(Some(lc::usage_path(&session, &text(0)?.unwrap_or_default())))?),
