@@ -510,23 +510,6 @@ const US: i64 = 1_000_000;
 /// `MAX_CLOCK * _US` (exact in a float: the comparison is Python's int-float one)
 const MAX_TIME_US: i64 = MAX_CLOCK as i64 * US;
 
-/// The code points Python's `re` takes for `\d` (Unicode `Nd`, Python 3.11's
-/// database): each is a run of ten from the zero listed. `int()` reads them too.
-const DECIMAL_ZEROS: [u32; 66] = [
-    0x30, 0x660, 0x6F0, 0x7C0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xDE6, 0xE50, 0xED0,
-    0xF20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620,
-    0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10, 0x104A0, 0x10D30, 0x11066, 0x110F0, 0x11136, 0x111D0,
-    0x112F0, 0x11450, 0x114D0, 0x11650, 0x116C0, 0x11730, 0x118E0, 0x11950, 0x11C50, 0x11D50, 0x11DA0, 0x16A60,
-    0x16AC0, 0x16B50, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6, 0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0,
-];
-
-/// The digit value of a `\d` code point.
-fn decimal(code: u32) -> Option<i64> {
-    let at = DECIMAL_ZEROS.partition_point(|&zero| zero <= code);
-    let zero = DECIMAL_ZEROS[at.checked_sub(1)?];
-    (code - zero < 10).then(|| i64::from(code - zero))
-}
-
 /// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
 fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
@@ -574,7 +557,8 @@ fn rfc3339_us(text: &[u8]) -> Option<i64> {
         chars.pop(); // `$` matches before a final newline
     }
     let c = &chars;
-    let is_digit = |i: usize| c.get(i).is_some_and(|&ch| decimal(ch).is_some());
+    // ASCII digits only (Python's pattern is re.ASCII: a wire time has no other digits)
+    let is_digit = |i: usize| c.get(i).is_some_and(|&ch| (0x30..=0x39).contains(&ch));
     let is = |i: usize, ch: char| c.get(i) == Some(&(ch as u32));
     // (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)
     let shape = [4, 7, 10, 13, 16];
@@ -594,7 +578,7 @@ fn rfc3339_us(text: &[u8]) -> Option<i64> {
         }
         // int(((fraction) + "000000")[:6])
         for i in 0..6 {
-            let digit = if start + i < at { decimal(c[start + i])? } else { 0 };
+            let digit = if start + i < at { i64::from(c[start + i] - 0x30) } else { 0 };
             fraction = fraction * 10 + digit;
         }
     }
@@ -1146,7 +1130,8 @@ mod tests {
     #[test]
     fn times_read_and_write_back() {
         assert_eq!(ollama_time_us(br#""2024-01-01T01:00:00.1234567+01:00""#), Some(1_704_067_200_123_456));
-        assert_eq!(ollama_time_us("\"2024-01-01T00:00:00.\u{663}Z\"".as_bytes()), Some(1_704_067_200_300_000));
+        // ASCII digits only: a fraction in Arabic-Indic digits is no time (rpt/fx-ollama-time-ascii-digits)
+        assert_eq!(ollama_time_us("\"2024-01-01T00:00:00.\u{663}Z\"".as_bytes()), None);
         assert_eq!(ollama_time_us(br#""2023-02-29T00:00:00Z""#), None);
         assert_eq!(ollama_time_us(br#""1970-01-01T00:00:00Z""#), None);
         assert_eq!(ollama_created_at(1_704_067_200_120_000), br#""2024-01-01T00:00:00.12Z""#);

@@ -221,7 +221,50 @@ fn field_name<'k>(dialect: &str, key: &'k str) -> &'k str {
 /// `<field> of a <block>` in the source dialect's words (`field_subject`).
 pub fn field_subject(dialect: &str, key: &str, section: Section, attrs: Option<&Attrs<'_>>) -> String {
     let block = block_subject(dialect, section, attrs, b"");
-    format!("{} of {} {block}", field_name(dialect, key), article(&block))
+    let field = match extra_prefix(key) {
+        Some(prefix) => {
+            // a legacy function_call keeps its function's members in `openai_extra`
+            let legacy = attrs.and_then(|a| a.iter().find(|(name, _)| name == "legacy")).is_some_and(|(_, raw)| &raw[..] == b"true");
+            extra_fields(if key == "openai_extra" && legacy { "function_call." } else { prefix }, key, attrs)
+        }
+        None => field_name(dialect, key).to_string(),
+    };
+    format!("{field} of {} {block}", article(&block))
+}
+
+/// `_EXTRA_FIELDS`: the attributes that keep source members as JSON text (`"k":v,...`) ->
+/// where they sat.
+fn extra_prefix(key: &str) -> Option<&'static str> {
+    match key {
+        "openai_extra" | "anthropic_extra" | "ollama_call_extra" => Some(""),
+        "openai_function_extra" | "ollama_extra" => Some("function."),
+        _ => None,
+    }
+}
+
+/// `_extra_fields`: the source members an extras attribute holds, by their names (`y`,
+/// `function.x`), not the attribute's own name, which no dialect has.
+fn extra_fields(prefix: &str, key: &str, attrs: Option<&Attrs<'_>>) -> String {
+    let text = attrs.and_then(|attrs| attrs.iter().find(|(name, _)| name == key)).map(|(_, raw)| Value::loads(raw));
+    let mut names: Vec<String> = Vec::new();
+    if let Some(Ok(Value::Str(text))) = text {
+        let mut object = Vec::with_capacity(text.len() + 2);
+        object.push(b'{');
+        object.extend_from_slice(&text);
+        object.push(b'}');
+        if let Ok(Value::Object(members)) = Value::loads(&object) {
+            for (name, _) in members {
+                let name = format!("{prefix}{}", String::from_utf8_lossy(&name));
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    if names.is_empty() {
+        return "members".to_string();
+    }
+    names.join(", ")
 }
 
 /// `a` / `an` (by the first letter being a vowel, as Python's `noun[:1] in "aeiou"`).

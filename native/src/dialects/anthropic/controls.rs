@@ -506,10 +506,9 @@ mod to_anthropic {
         false
     }
 
-    /// Python's `\d` (a Unicode decimal digit); without the Unicode database the core takes
-    /// any numeric character (Nd, and the rare Nl/No: a documented approximation).
+    /// `\d` of the pattern (``re.ASCII``: a model name's version digits are ASCII ones).
     fn is_digit(c: Option<char>) -> bool {
-        c.is_some_and(|c| c.is_ascii_digit() || (!c.is_ascii() && c.is_numeric()))
+        c.is_some_and(|c| c.is_ascii_digit())
     }
 
     fn claude_tail(s: &str) -> bool {
@@ -824,24 +823,9 @@ mod to_anthropic {
         })
     }
 
-    /// Python's `repr` of JSON data (loss reasons quote values so).
+    /// Python's `repr` of JSON data (loss reasons quote values so): `unicode::py_value_repr`.
     pub fn py_repr(value: &Value) -> String {
-        match value {
-            Value::Null => "None".into(),
-            Value::Bool(true) => "True".into(),
-            Value::Bool(false) => "False".into(),
-            Value::Int(digits) => digits.clone(),
-            Value::Float(f) if f.is_nan() => "nan".into(),
-            Value::Float(f) if f.is_infinite() => (if *f > 0.0 { "inf" } else { "-inf" }).into(),
-            Value::Float(_) => String::from_utf8_lossy(&value.to_json()).into_owned(),
-            Value::Str(s) => crate::json::py_str_repr(s),
-            Value::Array(items) => format!("[{}]", items.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-            Value::Object(members) => format!(
-                "{{{}}}",
-                members.iter().map(|(k, v)| format!("{}: {}", crate::json::py_str_repr(k), py_repr(v)))
-                    .collect::<Vec<_>>().join(", ")
-            ),
-        }
+        crate::unicode::py_value_repr(value)
     }
 
     #[cfg(test)]

@@ -17,39 +17,9 @@ fn py_str(value: &crate::value::Value, out: &mut String) {
     }
 }
 
-/// Python's `repr(value)` of JSON data.
+/// Python's `repr(value)` of JSON data (`unicode::py_value_repr`).
 fn py_repr(value: &crate::value::Value, out: &mut String) {
-    use crate::json::py_str_repr;
-    use crate::value::Value;
-    match value {
-        Value::Null => out.push_str("None"),
-        Value::Bool(true) => out.push_str("True"),
-        Value::Bool(false) => out.push_str("False"),
-        Value::Str(s) => out.push_str(&py_str_repr(s)),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                py_repr(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(members) => {
-            out.push('{');
-            for (i, (k, v)) in members.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                out.push_str(&py_str_repr(k));
-                out.push_str(": ");
-                py_repr(v, out);
-            }
-            out.push('}');
-        }
-        number => out.push_str(&String::from_utf8_lossy(&number.to_json())),
-    }
+    out.push_str(&crate::unicode::py_value_repr(value));
 }
 
 mod decoder {
@@ -1890,6 +1860,8 @@ mod encoder {
         text_span: (i64, i64),
         /// the open choice's url_citation annotations (written when it closes)
         annotations: Vec<Value>,
+        /// the choices written whole (their finish came: `closed`)
+        closed: Vec<i64>,
         done: bool,
     }
 
@@ -1907,6 +1879,7 @@ mod encoder {
                 content_chars: 0,
                 text_span: (0, 0),
                 annotations: Vec::new(),
+                closed: Vec::new(),
                 done: false,
             }
         }
@@ -1925,6 +1898,11 @@ mod encoder {
 
         /// `_open_choice(index)`: the choice's message, opened (the one before closed) when it changes.
         fn open_choice(&mut self, index: i64, io: &mut Io<'_>) -> Result<()> {
+            if self.closed.contains(&index) {
+                // its finish_reason is written: a block (or annotations) for it has no place left
+                return Err(crate::error::Error::new(crate::error::ErrorClass::Transcode,
+                    format!("an event of choice {index} after its finish (the choice is written)")));
+            }
             if self.choice != Some(index) {
                 self.close_choice(None, io)?;
                 self.begin(io)?;
@@ -1946,6 +1924,9 @@ mod encoder {
         /// `_close_choice(reason)`.
         fn close_choice(&mut self, reason: Option<&str>, io: &mut Io<'_>) -> Result<()> {
             let Some(mut msg) = self.msg.take() else { return Ok(()) };
+            if let Some(choice) = self.choice {
+                self.closed.push(choice);
+            }
             if !msg.has("content") {
                 msg.scalar(io, "content", b"null")?;
             }
@@ -2152,11 +2133,10 @@ mod encoder {
         }
     }
 
-    /// A block of a choice whose `Finish` closed it: Python's `_open_choice` returns None and
-    /// `_block` raises AttributeError there (a Python bug, reported); not a silent drop here.
+    /// A block of a choice whose `Finish` closed it: `open_choice` refuses it first.
     fn finished_choice() -> crate::error::Error {
         crate::error::Error::new(crate::error::ErrorClass::Transcode,
-            "a block after its choice's finish is not ported yet (Python's openai ResponseEncoder raises AttributeError)")
+            "internal error in the native core: openai response encoder: a block of a closed choice")
     }
 
     fn reasoning_member(key: Option<&str>) -> &'static str {
