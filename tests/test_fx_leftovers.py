@@ -219,3 +219,122 @@ def test_the_rpt_requests_into_every_target_keep_its_rules(backend):
             assert not problems or (path.parent.name, script.dialect, target) in known, (path, target, problems)
             checked += 1
     assert checked > 200
+
+
+# -- 3. Python quirks the port found ----------------------------------------------------------
+
+def _script_events(script):
+    d = Decoder(script.dialect, kind=script.kind, options=script.make_options())
+    return d.feed(script.body) + d.close()
+
+
+def _response_scripts():
+    from rpt import all_wire_scripts, parse_wire
+    scripts = [parse_wire(p) for p in all_wire_scripts()]
+    return [s for s in scripts if s.kind in ("response", "stream") and not s.error and not s.options]
+
+
+def test_a_response_encoder_fed_events_closes_as_the_transcoder_does(backend):
+    """The openai, anthropic and ollama response encoders kept their finish reason in an
+    attribute named ``finish``, which shadowed ``Encoder.finish()``: ``Encoder(kind="response"
+    | "stream").close()`` raised TypeError on the Python backend. Every rpt response and
+    stream into every target: the events fed to an ``Encoder`` give the ``Transcoder``'s bytes."""
+    from interlingua import Encoder, TranscodeError
+    checked = 0
+    for script in _response_scripts():
+        try:
+            events = _script_events(script)
+        except TranscodeError:
+            continue
+        for target in ("openai", "anthropic", "ollama"):
+            if target == script.dialect:
+                continue  # a same-dialect Transcoder is a copy, not an encoder
+            t = Transcoder(script.dialect, target, kind=script.kind)
+            try:
+                want = t.feed(script.body) + t.close()
+            except TranscodeError:
+                continue
+            e = Encoder(target, kind=script.kind, source=script.dialect)
+            assert e.feed(events) + e.close() == want, (script.path, target)
+            checked += 1
+    assert checked > 50
+
+
+@pytest.mark.parametrize("target", ["openai", "anthropic", "ollama"])
+def test_a_block_after_its_finish(backend, target):
+    """openai's response encoder wrote the choice whole at its finish: a block of it after
+    that raised AttributeError (Python) -- now a typed error; the other targets join it."""
+    from interlingua import Encoder, TranscodeError
+    from interlingua.canonical import End, Finish, MessageStart
+    text = lambda payload: Block(Section.ASSISTANT_TEXT, 0, payload)  # noqa: E731
+    events = [MessageStart("m1", "m"), text(b"hi"), Finish("stop"), text(b" more"), End()]
+    e = Encoder(target, kind="response", source="anthropic")
+    if target != "openai":
+        assert b"more" in e.feed(events) + e.close()
+        return
+    with pytest.raises(TranscodeError) as info:
+        e.feed(events)
+    assert type(info.value) is TranscodeError
+    assert str(info.value).startswith("an event of choice 0 after its finish (the choice is written)")
+
+
+#: digits of other scripts that str.isdigit / a str pattern's \d take and the wire never has
+_NON_ASCII_DIGITS = ["\u0662", "\uff12", "\u00b2", "\u096a"]
+
+
+@pytest.mark.parametrize("digit", _NON_ASCII_DIGITS)
+def test_an_ollama_time_in_non_ascii_digits_is_no_time(backend, digit):
+    """ollama_time_us read ``\\d`` as any Unicode digit (a fraction ".٥" was half a second in
+    Python, no time in Rust): a created_at that is not ASCII RFC 3339 is no time (the clock's is
+    used; rpt/fx-ollama-time-ascii-digits)."""
+    import fixed_clock
+    line = {"model": "m", "created_at": "2025-01-01T00:00:00Z", "message": {"role": "assistant", "content": "x"},
+            "done": True, "done_reason": "stop"}
+    ascii_out, _ = _transcode("ollama", "openai", json.dumps(line).encode(), kind="response")
+    assert json.loads(ascii_out)["created"] == 1735689600
+    line["created_at"] = f"2025-01-01T00:00:00.{digit}Z"  # (fromisoformat refuses them in the date)
+    out, _ = _transcode("ollama", "openai", json.dumps(line, ensure_ascii=False).encode(), kind="response")
+    assert json.loads(out)["created"] == int(fixed_clock.CLOCK)
+
+
+@pytest.mark.parametrize("model,adaptive", [("claude-opus-4-6", True), ("claude-opus-4-1\u0663", False),
+                                            ("claude-opus-4-\u0666", False), ("claude-foo-1\u0660", False),
+                                            ("claude-foo-10", True)])
+def test_a_model_version_in_non_ascii_digits_is_not_a_version(backend, model, adaptive):
+    """``ADAPTIVE_MODELS`` took "claude-opus-4-1٣" as a 4.13 model (``\\d``); its digits are ASCII."""
+    body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "reasoning_effort": "high"}
+    out, _ = _transcode("openai", "anthropic", json.dumps(body).encode())
+    assert (json.loads(out)["thinking"]["type"] == "adaptive") is adaptive
+
+
+# -- 4. one Python repr of a JSON value in the native core --------------------------------------
+#
+# Loss reasons quote values as Python's repr() writes them. The core had three copies: one
+# complete (anthropic controls), one writing NaN/inf as JSON (openai responses), one writing
+# lists and dicts as JSON (ollama controls). Now one, ``unicode::py_value_repr``, WTF-8-aware.
+
+_texts = st.text(st.characters(codec=None) | st.sampled_from(["'", '"', "\\", "\ud800", "\udfff", "\x7f", "\xa0",
+                                                               "\u3000", "\U0010ffff"]), max_size=6)
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_texts, inner, max_size=3), max_leaves=8)
+
+
+def _native():
+    from interlingua import backend
+    if backend.NATIVE_IMPORT_ERROR is not None:
+        pytest.skip("the native extension is not built")
+    return backend.native_module()
+
+
+@given(_json_values)
+def test_the_native_repr_of_a_json_value_is_pythons(value):
+    native = _native()
+    data = json.dumps(value).encode()  # (ensure_ascii: a lone surrogate is an escape)
+    assert native.value_repr(data) == repr(json.loads(data))
+
+
+@pytest.mark.parametrize("data", [b"1e400", b"-1e400", b"-0", b"-0.0", b"1e16", b"[1.5e-7, 123456789012345678901234567890]"])
+def test_the_native_repr_of_numbers_is_pythons(data):
+    native = _native()
+    assert native.value_repr(data) == repr(json.loads(data))

@@ -140,18 +140,46 @@ pub fn tool_name_out(session: &mut Session, name: Option<&[u8]>, path: &str) -> 
     session.tool_name_out_json(name, path)
 }
 
+/// The attribute names the codecs give blocks (sorted: `owned_attr` looks them up).
+const ATTR_NAMES: &[&str] = &[
+    "anthropic_extra", "cache_control", "citations", "data_url", "description", "dialect", "empty", "id", "in_messages",
+    "in_parts", "in_result", "index", "is_error", "key", "legacy", "media_type", "name", "ollama_extra",
+    "ollama_no_arguments", "ollama_no_tool_call_id", "ollama_no_tool_name", "openai_extra", "openai_function_extra",
+    "path", "redacted", "role", "signature", "source", "source_extra", "strict", "tool_call_id", "type", "where",
+];
+
+/// One attribute kept past its event: a known name and a literal value are the
+/// constants' (no allocation per attribute); anything else is copied.
+pub fn owned_attr((k, v): &Attr<'_>) -> Attr<'static> {
+    let name = match ATTR_NAMES.binary_search(&k.as_ref()) {
+        Ok(i) => Cow::Borrowed(ATTR_NAMES[i]),
+        Err(_) => Cow::Owned(k.to_string()),
+    };
+    (name, owned_json(v))
+}
+
+fn owned_json(value: &[u8]) -> RawJson<'static> {
+    match value {
+        b"true" => Cow::Borrowed(b"true"),
+        b"false" => Cow::Borrowed(b"false"),
+        b"null" => Cow::Borrowed(b"null"),
+        _ => Cow::Owned(value.to_vec()),
+    }
+}
+
 /// The attributes as owned data (to keep them past the event).
 pub fn owned(attrs: &[Attr<'_>]) -> OwnedAttrs {
-    attrs.iter().map(|(k, v)| (Cow::Owned(k.to_string()), Cow::Owned(v.to_vec()))).collect()
+    attrs.iter().map(owned_attr).collect()
 }
 
 /// `{**first, **late}`: `first`'s order, values replaced by `late`'s, `late`'s new keys after.
 pub fn merged(first: &[Attr<'_>], late: &[Attr<'_>]) -> OwnedAttrs {
-    let mut out = owned(first);
-    for (k, v) in late {
-        match out.iter_mut().find(|(key, _)| key.as_ref() == k.as_ref()) {
-            Some(slot) => slot.1 = Cow::Owned(v.to_vec()),
-            None => out.push((Cow::Owned(k.to_string()), Cow::Owned(v.to_vec()))),
+    let mut out = Vec::with_capacity(first.len() + late.len());
+    out.extend(first.iter().map(owned_attr));
+    for attr in late {
+        match out.iter_mut().find(|(key, _)| key.as_ref() == attr.0.as_ref()) {
+            Some(slot) => slot.1 = owned_json(&attr.1),
+            None => out.push(owned_attr(attr)),
         }
     }
     out
@@ -160,7 +188,7 @@ pub fn merged(first: &[Attr<'_>], late: &[Attr<'_>]) -> OwnedAttrs {
 /// `late_only(attrs, late)`: the late attributes that were not among the first fragment's
 /// (an encoder records the early ones' losses when the block opens, these at its close).
 pub fn late_only(first: &[Attr<'_>], late: &[Attr<'_>]) -> OwnedAttrs {
-    late.iter().filter(|(k, _)| !has_attr(first, k)).map(|(k, v)| (Cow::Owned(k.to_string()), Cow::Owned(v.to_vec()))).collect()
+    late.iter().filter(|(k, _)| !has_attr(first, k)).map(owned_attr).collect()
 }
 
 /// Python's `len(str)` of UTF-8 / WTF-8 text (a hold's size for a key).
@@ -1226,6 +1254,18 @@ mod tests {
         fn close_message(&mut self, _body: &mut MessageListBody, _io: &mut Io<'_>) -> Result<()> {
             Ok(())
         }
+    }
+
+    #[test]
+    fn attribute_names_are_sorted_and_kept_whatever_they_are() {
+        assert!(ATTR_NAMES.windows(2).all(|w| w[0] < w[1]));
+        let attrs: Vec<Attr<'_>> = vec![("role".into(), Cow::Borrowed(&b"\"user\""[..])), ("zz_new".into(), Cow::Borrowed(&b"true"[..]))];
+        let kept = owned(&attrs);
+        assert_eq!(kept, attrs);
+        assert!(matches!(kept[0].0, Cow::Borrowed(_)) && matches!(kept[1].1, Cow::Borrowed(_)));
+        let late: Vec<Attr<'_>> = vec![("zz_new".into(), Cow::Borrowed(&b"1"[..])), ("id".into(), Cow::Borrowed(&b"\"x\""[..]))];
+        assert_eq!(merged(&attrs, &late), vec![attrs[0].clone(), late[0].clone(), late[1].clone()]);
+        assert_eq!(late_only(&attrs, &late), vec![late[1].clone()]);
     }
 
     #[test]

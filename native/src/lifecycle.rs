@@ -128,8 +128,9 @@ fn int_of(value: Option<&Value>, key: &str) -> Result<Option<i64>> {
 
 /// `_count(obj, key, path)`: a token count -- an integer, or absent/null; an
 /// integral float (`30.0`, some servers write them) is the same count; any other
-/// value is a `SchemaError` at `{path}.{key}`.
-fn count(obj: &Value, key: &str, path: &str) -> Result<Option<i64>> {
+/// value is a `SchemaError` at `{path}.{key}` (`path`: `at`'s two parts, joined only
+/// for an error or a loss, which most bodies never have).
+fn count(obj: &Value, key: &str, path: At<'_>) -> Result<Option<i64>> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Int(digits)) => digits.parse().map(Some).map_err(|_| count_too_big(key)),
@@ -141,20 +142,24 @@ fn count(obj: &Value, key: &str, path: &str) -> Result<Option<i64>> {
             }
         }
         Some(_) => Err(Error::new(ErrorClass::Schema, format!("expected an integer for {key}"))
-            .with_path(format!("{path}.{key}").into_bytes())),
+            .with_path(format!("{}{}.{key}", path.0, path.1).into_bytes())),
     }
 }
 
 static NO_DETAILS: Value = Value::Object(Vec::new());
 
+/// A usage path in two parts (`("$.usage", ".prompt_tokens_details")`), joined when a
+/// message needs it.
+type At<'p> = (&'p str, &'p str);
+
 /// `_details(obj, key, path)`: a details object (absent/null: empty); any other
 /// type is a `SchemaError` at `{path}.{key}`.
-fn details<'v>(obj: &'v Value, key: &str, path: &str) -> Result<&'v Value> {
+fn details<'v>(obj: &'v Value, key: &str, path: At<'_>) -> Result<&'v Value> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(&NO_DETAILS),
         Some(value @ Value::Object(_)) => Ok(value),
         Some(_) => Err(Error::new(ErrorClass::Schema, format!("expected an object for {key}"))
-            .with_path(format!("{path}.{key}").into_bytes())),
+            .with_path(format!("{}{}.{key}", path.0, path.1).into_bytes())),
     }
 }
 
@@ -168,12 +173,17 @@ fn nonzero(value: &Value) -> bool {
     }
 }
 
-/// `_lose_details(obj, path, known, session)`: every other non-zero member is a loss.
-fn lose_details(obj: &Value, path: &str, known: &[&str], session: &mut Session) -> Result<()> {
+/// `_lose_details(obj, path, known, session)`: every other non-zero member is a loss
+/// (a same-dialect copy records none: nothing to look at).
+fn lose_details(obj: &Value, path: At<'_>, known: &[&str], session: &mut Session) -> Result<()> {
+    if session.passthrough {
+        return Ok(());
+    }
     for (key, value) in obj.as_object().unwrap_or(&[]) {
-        let key = String::from_utf8_lossy(key);
-        if !known.contains(&key.as_ref()) && nonzero(value) {
-            session.lose_member(&format!("{path}.{key}"), "such usage field", None)?;
+        // (a key that is not UTF-8 is none of the known ones, which are ASCII)
+        if !known.iter().any(|k| k.as_bytes() == key.as_slice()) && nonzero(value) {
+            let key = String::from_utf8_lossy(key);
+            session.lose_member(&format!("{}{}.{key}", path.0, path.1), "such usage field", None)?;
         }
     }
     Ok(())
@@ -204,14 +214,19 @@ pub fn usage_source_path(dialect: &str, name: &str) -> Option<&'static str> {
 /// `usage_path(session, name)`: the source path of a canonical usage count (an
 /// anthropic stream gives the full usage in `message_start`: `$.message.usage`).
 pub fn usage_path(session: &Session, name: &str) -> String {
-    let path = match usage_source_path(session.source, name) {
-        Some(path) => path.to_string(),
-        None => format!("$.usage.{name}"),
+    let (path, name) = match usage_source_path(session.source, name) {
+        Some(path) => (path, ""),
+        None => ("$.usage.", name),
     };
+    let mut text = String::with_capacity(path.len() + name.len() + 8);
     if session.source == "anthropic" && session.kind == Kind::Stream && path.starts_with("$.usage.") {
-        return format!("$.message{}", &path[1..]);
+        text.push_str("$.message.");
+        text.push_str(&path[2..]);
+    } else {
+        text.push_str(path);
     }
-    path
+    text.push_str(name);
+    text
 }
 
 /// `_lose_count`: a usage count the target cannot report, named by its field in the source.
@@ -259,19 +274,20 @@ pub fn tier_to(dialect: &str, u: &Usage, session: &mut Session) -> Result<Option
 
 /// `usage_from_openai(obj, session, path)` (`path`: `"$.usage"` by default).
 pub fn usage_from_openai(obj: &Value, session: &mut Session, path: &str) -> Result<Usage> {
-    let prompt = details(obj, "prompt_tokens_details", path)?;
-    let completion = details(obj, "completion_tokens_details", path)?;
-    let prompt_path = format!("{path}.prompt_tokens_details");
-    let completion_path = format!("{path}.completion_tokens_details");
-    lose_details(prompt, &prompt_path, &["cached_tokens", "cache_write_tokens"], session)?;
-    lose_details(completion, &completion_path, &["reasoning_tokens"], session)?;
+    let top = (path, "");
+    let prompt = details(obj, "prompt_tokens_details", top)?;
+    let completion = details(obj, "completion_tokens_details", top)?;
+    let prompt_path = (path, ".prompt_tokens_details");
+    let completion_path = (path, ".completion_tokens_details");
+    lose_details(prompt, prompt_path, &["cached_tokens", "cache_write_tokens"], session)?;
+    lose_details(completion, completion_path, &["reasoning_tokens"], session)?;
     Ok(Usage {
-        input: count(obj, "prompt_tokens", path)?,
-        output: count(obj, "completion_tokens", path)?,
-        cache_read: count(prompt, "cached_tokens", &prompt_path)?,
-        cache_write: count(prompt, "cache_write_tokens", &prompt_path)?,
-        reasoning: count(completion, "reasoning_tokens", &completion_path)?,
-        total: count(obj, "total_tokens", path)?,
+        input: count(obj, "prompt_tokens", top)?,
+        output: count(obj, "completion_tokens", top)?,
+        cache_read: count(prompt, "cached_tokens", prompt_path)?,
+        cache_write: count(prompt, "cache_write_tokens", prompt_path)?,
+        reasoning: count(completion, "reasoning_tokens", completion_path)?,
+        total: count(obj, "total_tokens", top)?,
         service_tier: None,
     })
 }
@@ -280,94 +296,154 @@ fn checked_sum(parts: &[i64], what: &str) -> Result<i64> {
     parts.iter().try_fold(0i64, |sum, &n| sum.checked_add(n)).ok_or_else(|| count_too_big(what))
 }
 
+/// `n` in decimal (what `Value::int(n)` dumps), without the formatting machinery.
+pub fn push_int(out: &mut Vec<u8>, n: i64) {
+    if n < 0 {
+        out.push(b'-');
+    }
+    push_u64(out, n.unsigned_abs());
+}
+
+/// `n` in decimal.
+pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// A compact JSON object written member by member (the usage objects: ASCII keys,
+/// counts), as `dumps` of the `Value` would write it.
+struct ObjectOut<'o> {
+    out: &'o mut Vec<u8>,
+    open: bool,
+}
+
+impl<'o> ObjectOut<'o> {
+    fn new(out: &'o mut Vec<u8>) -> Self {
+        ObjectOut { out, open: false }
+    }
+
+    fn key(&mut self, key: &str) -> &mut Vec<u8> {
+        self.out.push(if self.open { b',' } else { b'{' });
+        self.open = true;
+        self.out.push(b'"');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"\":");
+        self.out
+    }
+
+    fn count(&mut self, key: &str, n: i64) {
+        push_int(self.key(key), n);
+    }
+
+    /// `{"<key>":n}` as the member's value.
+    fn nested_count(&mut self, key: &str, inner: &str, n: i64) {
+        let out = self.key(key);
+        let mut nested = ObjectOut::new(out);
+        nested.count(inner, n);
+        nested.close();
+    }
+
+    fn close(self) {
+        self.out.extend_from_slice(if self.open { b"}" } else { b"{}" });
+    }
+}
+
 /// `usage_to_openai(u, session)`: the openai usage object's compact JSON (the
 /// service tier goes at the body's top: `tier_to`).
 pub fn usage_to_openai(u: &Usage) -> Result<Vec<u8>> {
-    let mut out: Vec<(Vec<u8>, Value)> = Vec::new();
-    let put = |members: &mut Vec<(Vec<u8>, Value)>, key: &str, n: i64| members.push((key.into(), Value::int(n)));
-    if let Some(n) = u.input {
-        put(&mut out, "prompt_tokens", n);
-    }
-    if let Some(n) = u.output {
-        put(&mut out, "completion_tokens", n);
-    }
     let total = match (u.total, u.input, u.output) {
         (Some(total), _, _) => Some(total),
         (None, Some(input), Some(output)) => Some(checked_sum(&[input, output], "total_tokens")?),
         _ => None,
     };
-    if let Some(n) = total {
-        put(&mut out, "total_tokens", n);
+    let mut json = Vec::with_capacity(128);
+    let mut out = ObjectOut::new(&mut json);
+    for (key, n) in [("prompt_tokens", u.input), ("completion_tokens", u.output), ("total_tokens", total)] {
+        if let Some(n) = n {
+            out.count(key, n);
+        }
     }
-    let mut prompt = Vec::new();
-    if let Some(n) = u.cache_read {
-        put(&mut prompt, "cached_tokens", n);
-    }
-    if let Some(n) = u.cache_write {
-        put(&mut prompt, "cache_write_tokens", n);
-    }
-    if !prompt.is_empty() {
-        out.push((b"prompt_tokens_details".to_vec(), Value::Object(prompt)));
+    if u.cache_read.is_some() || u.cache_write.is_some() {
+        let mut prompt = ObjectOut::new(out.key("prompt_tokens_details"));
+        for (key, n) in [("cached_tokens", u.cache_read), ("cache_write_tokens", u.cache_write)] {
+            if let Some(n) = n {
+                prompt.count(key, n);
+            }
+        }
+        prompt.close();
     }
     if let Some(n) = u.reasoning {
-        out.push((b"completion_tokens_details".to_vec(), Value::Object(vec![(b"reasoning_tokens".to_vec(), Value::int(n))])));
+        out.nested_count("completion_tokens_details", "reasoning_tokens", n);
     }
-    Ok(Value::Object(out).to_json())
+    out.close();
+    Ok(json)
 }
 
 /// `usage_from_anthropic(obj, session, path)`: `input_tokens` excludes the cache
 /// reads and writes: the canonical input adds them.
 pub fn usage_from_anthropic(obj: &Value, session: &mut Session, path: &str) -> Result<Usage> {
-    let read = count(obj, "cache_read_input_tokens", path)?;
-    let write = count(obj, "cache_creation_input_tokens", path)?;
-    let raw_input = count(obj, "input_tokens", path)?;
+    let top = (path, "");
+    let read = count(obj, "cache_read_input_tokens", top)?;
+    let write = count(obj, "cache_creation_input_tokens", top)?;
+    let raw_input = count(obj, "input_tokens", top)?;
     let input = match raw_input {
         None => None,
         Some(n) => Some(checked_sum(&[n, read.unwrap_or(0), write.unwrap_or(0)], "input_tokens")?),
     };
-    lose_details(obj, path, &["input_tokens", "output_tokens", "cache_read_input_tokens",
-                              "cache_creation_input_tokens", "output_tokens_details", "service_tier"], session)?;
-    let output_details = details(obj, "output_tokens_details", path)?;
-    let details_path = format!("{path}.output_tokens_details");
-    lose_details(output_details, &details_path, &["thinking_tokens"], session)?;
+    lose_details(obj, top, &["input_tokens", "output_tokens", "cache_read_input_tokens",
+                             "cache_creation_input_tokens", "output_tokens_details", "service_tier"], session)?;
+    let output_details = details(obj, "output_tokens_details", top)?;
+    let details_path = (path, ".output_tokens_details");
+    lose_details(output_details, details_path, &["thinking_tokens"], session)?;
     Ok(Usage {
         input,
-        output: count(obj, "output_tokens", path)?,
+        output: count(obj, "output_tokens", top)?,
         cache_read: read,
         cache_write: write,
-        reasoning: count(output_details, "thinking_tokens", &details_path)?,
+        reasoning: count(output_details, "thinking_tokens", details_path)?,
         total: None,
         service_tier: tier_from("anthropic", obj.get("service_tier")),
     })
 }
 
-/// `usage_to_anthropic(u, session, require_input)`: the members of an anthropic
-/// usage object (a `Value::Object`); `output_tokens` always (schema), the input when
-/// required (a 0 placeholder) or known.
-pub fn usage_to_anthropic(u: &Usage, session: &mut Session, require_input: bool) -> Result<Value> {
-    let mut out: Vec<(Vec<u8>, Value)> = Vec::new();
+/// `usage_to_anthropic(u, session, require_input)`: an anthropic usage object's
+/// compact JSON; `output_tokens` always (schema), the input when required (a 0
+/// placeholder) or known.
+pub fn usage_to_anthropic(u: &Usage, session: &mut Session, require_input: bool) -> Result<Vec<u8>> {
+    let mut json = Vec::with_capacity(128);
+    let mut out = ObjectOut::new(&mut json);
     if let Some(input) = u.input {
         let cached = checked_sum(&[u.cache_read.unwrap_or(0), u.cache_write.unwrap_or(0)], "input_tokens")?;
         let uncached = input.checked_sub(cached).ok_or_else(|| count_too_big("input_tokens"))?;
-        out.push((b"input_tokens".to_vec(), Value::int(uncached.max(0))));
+        out.count("input_tokens", uncached.max(0));
     } else if require_input {
-        out.push((b"input_tokens".to_vec(), Value::int(0))); // schema placeholder (lifecycle.py's docstring)
+        out.count("input_tokens", 0); // schema placeholder (lifecycle.py's docstring)
     }
     if let Some(n) = u.cache_write {
-        out.push((b"cache_creation_input_tokens".to_vec(), Value::int(n)));
+        out.count("cache_creation_input_tokens", n);
     }
     if let Some(n) = u.cache_read {
-        out.push((b"cache_read_input_tokens".to_vec(), Value::int(n)));
+        out.count("cache_read_input_tokens", n);
     }
-    out.push((b"output_tokens".to_vec(), Value::int(u.output.unwrap_or(0))));
+    out.count("output_tokens", u.output.unwrap_or(0));
     if let Some(n) = u.reasoning {
-        out.push((b"output_tokens_details".to_vec(), Value::Object(vec![(b"thinking_tokens".to_vec(), Value::int(n))])));
+        out.nested_count("output_tokens_details", "thinking_tokens", n);
     }
     if let Some(tier) = tier_to("anthropic", u, session)? {
-        out.push((b"service_tier".to_vec(), Value::str(&tier)));
+        crate::value::dumps_str(tier.as_bytes(), out.key("service_tier"));
     }
     lose_odd_total(u, session, "anthropic")?;
-    Ok(Value::Object(out))
+    out.close();
+    Ok(json)
 }
 
 /// A total the target cannot write (it has input and output only) that is not their sum.
@@ -403,7 +479,7 @@ pub fn usage_to_ollama(u: &Usage, session: &mut Session) -> Result<Value> {
     for (name, what, n) in [("cache_read", "cache-read", u.cache_read), ("cache_write", "cache-write", u.cache_write),
                             ("reasoning", "reasoning", u.reasoning)] {
         if n.is_some_and(|n| n != 0) {
-            lose_count(session, name, "ollama", &format!("{what} token count"))?;
+            lose_count(session, name, "ollama", &[what, " token count"].concat())?;
         }
     }
     if u.service_tier.is_some() {
@@ -433,23 +509,6 @@ pub fn merge_usage(old: Option<&Usage>, new: Usage) -> Usage {
 const US: i64 = 1_000_000;
 /// `MAX_CLOCK * _US` (exact in a float: the comparison is Python's int-float one)
 const MAX_TIME_US: i64 = MAX_CLOCK as i64 * US;
-
-/// The code points Python's `re` takes for `\d` (Unicode `Nd`, Python 3.11's
-/// database): each is a run of ten from the zero listed. `int()` reads them too.
-const DECIMAL_ZEROS: [u32; 66] = [
-    0x30, 0x660, 0x6F0, 0x7C0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xDE6, 0xE50, 0xED0,
-    0xF20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620,
-    0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10, 0x104A0, 0x10D30, 0x11066, 0x110F0, 0x11136, 0x111D0,
-    0x112F0, 0x11450, 0x114D0, 0x11650, 0x116C0, 0x11730, 0x118E0, 0x11950, 0x11C50, 0x11D50, 0x11DA0, 0x16A60,
-    0x16AC0, 0x16B50, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6, 0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0,
-];
-
-/// The digit value of a `\d` code point.
-fn decimal(code: u32) -> Option<i64> {
-    let at = DECIMAL_ZEROS.partition_point(|&zero| zero <= code);
-    let zero = DECIMAL_ZEROS[at.checked_sub(1)?];
-    (code - zero < 10).then(|| i64::from(code - zero))
-}
 
 /// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
 fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
@@ -498,7 +557,8 @@ fn rfc3339_us(text: &[u8]) -> Option<i64> {
         chars.pop(); // `$` matches before a final newline
     }
     let c = &chars;
-    let is_digit = |i: usize| c.get(i).is_some_and(|&ch| decimal(ch).is_some());
+    // ASCII digits only (Python's pattern is re.ASCII: a wire time has no other digits)
+    let is_digit = |i: usize| c.get(i).is_some_and(|&ch| (0x30..=0x39).contains(&ch));
     let is = |i: usize, ch: char| c.get(i) == Some(&(ch as u32));
     // (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)
     let shape = [4, 7, 10, 13, 16];
@@ -518,7 +578,7 @@ fn rfc3339_us(text: &[u8]) -> Option<i64> {
         }
         // int(((fraction) + "000000")[:6])
         for i in 0..6 {
-            let digit = if start + i < at { decimal(c[start + i])? } else { 0 };
+            let digit = if start + i < at { i64::from(c[start + i] - 0x30) } else { 0 };
             fraction = fraction * 10 + digit;
         }
     }
@@ -580,14 +640,38 @@ pub fn ollama_created_at(time_us: i64) -> Vec<u8> {
     let fraction = time_us.rem_euclid(US);
     let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
     let in_day = seconds.rem_euclid(86_400);
-    let mut text = format!("\"{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}", in_day / 3600, in_day / 60 % 60, in_day % 60);
-    if fraction != 0 {
-        let digits = format!("{fraction:06}");
-        text.push('.');
-        text.push_str(digits.trim_end_matches('0'));
+    if !(0..=9999).contains(&year) {
+        // (no clock reading gets here: `MAX_CLOCK` bounds them; `format!` writes what Python's would)
+        let mut text = format!("\"{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}", in_day / 3600, in_day / 60 % 60, in_day % 60);
+        if fraction != 0 {
+            text.push('.');
+            text.push_str(format!("{fraction:06}").trim_end_matches('0'));
+        }
+        text.push_str("Z\"");
+        return text.into_bytes();
     }
-    text.push_str("Z\"");
-    text.into_bytes()
+    // fixed-width fields written by hand (`format!`'s padding costs ten times more)
+    let mut text = Vec::with_capacity(40);
+    let digits = |text: &mut Vec<u8>, n: i64, width: u32| {
+        for place in (0..width).rev() {
+            text.push(b'0' + (n / 10i64.pow(place) % 10) as u8);
+        }
+    };
+    text.push(b'"');
+    digits(&mut text, year, 4);
+    for (separator, n) in [(b'-', month), (b'-', day), (b'T', in_day / 3600), (b':', in_day / 60 % 60), (b':', in_day % 60)] {
+        text.push(separator);
+        digits(&mut text, n, 2);
+    }
+    if fraction != 0 {
+        text.push(b'.');
+        digits(&mut text, fraction, 6);
+        while text.last() == Some(&b'0') {
+            text.pop();
+        }
+    }
+    text.extend_from_slice(b"Z\"");
+    text
 }
 
 /// Whether an extension is a source's time field (`_TIME_FIELDS`).
@@ -832,6 +916,8 @@ impl BlockStream {
     pub fn close(&mut self, late: &[crate::decoding::Attr]) -> crate::canonical::Block<'static> {
         let block = if self.started {
             self.block(Cow::Borrowed(b""), false, true, crate::decoding::block_attrs(late))
+        } else if late.is_empty() {
+            self.block(Cow::Borrowed(b""), true, true, crate::decoding::block_attrs(&self.attrs))
         } else {
             let mut attrs = self.attrs.clone();
             for (name, json) in late {
@@ -1025,10 +1111,16 @@ mod tests {
         let obj = Value::loads(br#"{"input_tokens":3,"cache_read_input_tokens":4,"cache_creation_input_tokens":5,"output_tokens":30.0}"#).unwrap();
         let u = usage_from_anthropic(&obj, &mut s, "$.usage").unwrap();
         assert_eq!((u.input, u.output, u.cache_read, u.cache_write, u.total), (Some(12), Some(30), Some(4), Some(5), None));
-        assert_eq!(usage_to_anthropic(&u, &mut s, false).unwrap().to_json(),
+        assert_eq!(usage_to_anthropic(&u, &mut s, false).unwrap(),
                    br#"{"input_tokens":3,"cache_creation_input_tokens":5,"cache_read_input_tokens":4,"output_tokens":30}"#);
         assert_eq!(usage_to_openai(&Usage { input: Some(1), ..Usage::default() }).unwrap(), br#"{"prompt_tokens":1}"#);
-        assert_eq!(usage_to_anthropic(&Usage::default(), &mut s, true).unwrap().to_json(), br#"{"input_tokens":0,"output_tokens":0}"#);
+        assert_eq!(usage_to_anthropic(&Usage::default(), &mut s, true).unwrap(), br#"{"input_tokens":0,"output_tokens":0}"#);
+        let every = Usage { input: Some(9), output: Some(-2), cache_read: Some(1), cache_write: Some(i64::MAX), reasoning: Some(0),
+                            total: Some(i64::MIN), service_tier: Some("anthropic:x\"é".into()) };
+        assert_eq!(usage_to_openai(&every).unwrap(), br#"{"prompt_tokens":9,"completion_tokens":-2,"total_tokens":-9223372036854775808,"prompt_tokens_details":{"cached_tokens":1,"cache_write_tokens":9223372036854775807},"completion_tokens_details":{"reasoning_tokens":0}}"#);
+        assert_eq!(usage_to_openai(&Usage::default()).unwrap(), b"{}");
+        let every = Usage { cache_write: Some(2), ..every };
+        assert_eq!(usage_to_anthropic(&every, &mut s, false).unwrap(), r#"{"input_tokens":6,"cache_creation_input_tokens":2,"cache_read_input_tokens":1,"output_tokens":-2,"output_tokens_details":{"thinking_tokens":0},"service_tier":"x\"é"}"#.as_bytes());
         let err = usage_from_openai(&Value::loads(br#"{"prompt_tokens_details":3}"#).unwrap(), &mut s, "$.usage").unwrap_err();
         assert_eq!((err.message.as_str(), err.path.as_deref()), ("expected an object for prompt_tokens_details", Some(&b"$.usage.prompt_tokens_details"[..])));
         let big = Value::loads(br#"{"prompt_tokens":99999999999999999999}"#).unwrap();
@@ -1038,11 +1130,14 @@ mod tests {
     #[test]
     fn times_read_and_write_back() {
         assert_eq!(ollama_time_us(br#""2024-01-01T01:00:00.1234567+01:00""#), Some(1_704_067_200_123_456));
-        assert_eq!(ollama_time_us("\"2024-01-01T00:00:00.\u{663}Z\"".as_bytes()), Some(1_704_067_200_300_000));
+        // ASCII digits only: a fraction in Arabic-Indic digits is no time (rpt/fx-ollama-time-ascii-digits)
+        assert_eq!(ollama_time_us("\"2024-01-01T00:00:00.\u{663}Z\"".as_bytes()), None);
         assert_eq!(ollama_time_us(br#""2023-02-29T00:00:00Z""#), None);
         assert_eq!(ollama_time_us(br#""1970-01-01T00:00:00Z""#), None);
         assert_eq!(ollama_created_at(1_704_067_200_120_000), br#""2024-01-01T00:00:00.12Z""#);
         assert_eq!(ollama_created_at(951_782_400_000_000), br#""2000-02-29T00:00:00Z""#);
+        assert_eq!(ollama_created_at(253_402_300_799_000_001), br#""9999-12-31T23:59:59.000001Z""#);
+        assert_eq!(ollama_created_at(1_000_000_010), br#""1970-01-01T00:16:40.00001Z""#);
         assert_eq!((openai_time_us(b"1704067200"), openai_time_us(b"0"), openai_time_us(b"true")), (Some(1_704_067_200_000_000), None, None));
         assert_eq!(openai_created(1_704_067_200_999_999), b"1704067200");
     }

@@ -56,16 +56,30 @@ pub fn no_place(section: Section) -> Option<&'static str> {
 
 /// The one wording of a loss: `<subject>: <target> has no <what>[; <done>]`.
 pub fn lacks(subject: &str, target: &str, what: &str, done: Option<&str>) -> String {
-    match done {
-        Some(done) if !done.is_empty() => format!("{subject}: {target} has no {what}; {done}"),
-        _ => format!("{subject}: {target} has no {what}"),
+    let mut text = String::with_capacity(subject.len() + target.len() + what.len() + 32);
+    text.push_str(subject);
+    push_lack(&mut text, target, what, done);
+    text
+}
+
+/// `: <target> has no <what>[; <done>]` (pieces joined by hand: `format!` costs
+/// several times more, and a response records a few of these)
+fn push_lack(text: &mut String, target: &str, what: &str, done: Option<&str>) {
+    for piece in [": ", target, " has no ", what] {
+        text.push_str(piece);
+    }
+    if let Some(done) = done.filter(|d| !d.is_empty()) {
+        text.push_str("; ");
+        text.push_str(done);
     }
 }
 
 /// `lacks` of a WTF-8 subject (a path ending in an input key, which may hold a lone
 /// surrogate): the same words, as WTF-8.
 pub fn lacks_wtf8(subject: &[u8], target: &str, what: &str, done: Option<&str>) -> Vec<u8> {
-    [subject, lacks("", target, what, done).as_bytes()].concat()
+    let mut rest = String::with_capacity(target.len() + what.len() + 32);
+    push_lack(&mut rest, target, what, done);
+    [subject, rest.as_bytes()].concat()
 }
 
 // -- the source dialect's names -------------------------------------------------------
@@ -207,7 +221,50 @@ fn field_name<'k>(dialect: &str, key: &'k str) -> &'k str {
 /// `<field> of a <block>` in the source dialect's words (`field_subject`).
 pub fn field_subject(dialect: &str, key: &str, section: Section, attrs: Option<&Attrs<'_>>) -> String {
     let block = block_subject(dialect, section, attrs, b"");
-    format!("{} of {} {block}", field_name(dialect, key), article(&block))
+    let field = match extra_prefix(key) {
+        Some(prefix) => {
+            // a legacy function_call keeps its function's members in `openai_extra`
+            let legacy = attrs.and_then(|a| a.iter().find(|(name, _)| name == "legacy")).is_some_and(|(_, raw)| &raw[..] == b"true");
+            extra_fields(if key == "openai_extra" && legacy { "function_call." } else { prefix }, key, attrs)
+        }
+        None => field_name(dialect, key).to_string(),
+    };
+    format!("{field} of {} {block}", article(&block))
+}
+
+/// `_EXTRA_FIELDS`: the attributes that keep source members as JSON text (`"k":v,...`) ->
+/// where they sat.
+fn extra_prefix(key: &str) -> Option<&'static str> {
+    match key {
+        "openai_extra" | "anthropic_extra" | "ollama_call_extra" => Some(""),
+        "openai_function_extra" | "ollama_extra" => Some("function."),
+        _ => None,
+    }
+}
+
+/// `_extra_fields`: the source members an extras attribute holds, by their names (`y`,
+/// `function.x`), not the attribute's own name, which no dialect has.
+fn extra_fields(prefix: &str, key: &str, attrs: Option<&Attrs<'_>>) -> String {
+    let text = attrs.and_then(|attrs| attrs.iter().find(|(name, _)| name == key)).map(|(_, raw)| Value::loads(raw));
+    let mut names: Vec<String> = Vec::new();
+    if let Some(Ok(Value::Str(text))) = text {
+        let mut object = Vec::with_capacity(text.len() + 2);
+        object.push(b'{');
+        object.extend_from_slice(&text);
+        object.push(b'}');
+        if let Ok(Value::Object(members)) = Value::loads(&object) {
+            for (name, _) in members {
+                let name = format!("{prefix}{}", String::from_utf8_lossy(&name));
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    if names.is_empty() {
+        return "members".to_string();
+    }
+    names.join(", ")
 }
 
 /// `a` / `an` (by the first letter being a vowel, as Python's `noun[:1] in "aeiou"`).

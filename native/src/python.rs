@@ -1724,7 +1724,7 @@ fn lifecycle_call<'py>(py: Python<'py>, function: &str, args: Bound<'py, PyTuple
         "usage_to_openai" => lc::usage_to_openai(&usage_from_py(&arg(0)?)?).map(bytes_out),
         "usage_to_anthropic" => {
             let (u, require_input) = (usage_from_py(&arg(0)?)?, arg(1)?.extract()?);
-            lc::usage_to_anthropic(&u, &mut session, require_input).map(|v| bytes_out(v.to_json()))
+            lc::usage_to_anthropic(&u, &mut session, require_input).map(bytes_out)
         }
         "usage_to_ollama" => lc::usage_to_ollama(&usage_from_py(&arg(0)?)?, &mut session).map(|v| bytes_out(v.to_json())),
         "usage_path" => Ok(str_out(Some(lc::usage_path(&session, &text(0)?.unwrap_or_default())))?),
@@ -1961,6 +1961,13 @@ fn unicode_repr(text: &Bound<'_, pyo3::types::PyString>) -> PyResult<String> {
     Ok(crate::unicode::py_repr(&wtf8))
 }
 
+/// `repr(json.loads(data))` by the core (`unicode::py_value_repr`): the loss wordings' repr.
+#[pyfunction]
+fn value_repr(data: &[u8]) -> PyResult<String> {
+    let value = crate::value::Value::loads(data).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.message.clone()))?;
+    Ok(crate::unicode::py_value_repr(&value))
+}
+
 /// The code points `unicode::is_printable` refuses, as inclusive ranges.
 #[pyfunction]
 fn not_printable_ranges() -> Vec<(u32, u32)> {
@@ -1979,6 +1986,7 @@ fn not_printable_ranges() -> Vec<(u32, u32)> {
 
 fn add_leaves(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unicode_repr, m)?)?;
+    m.add_function(wrap_pyfunction!(value_repr, m)?)?;
     m.add_function(wrap_pyfunction!(not_printable_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(raw_value_text, m)?)?;
     m.add_function(wrap_pyfunction!(value_roundtrip, m)?)?;

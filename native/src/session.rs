@@ -153,6 +153,9 @@ impl ToolNames {
     }
 }
 
+/// Up to this many losses, `Session::lose` finds a repeated one by looking through them.
+const FEW_LOSSES: usize = 16;
+
 /// Per-run shared state (`session.Session`).
 pub struct Session {
     pub options: Options,
@@ -165,6 +168,9 @@ pub struct Session {
     pub tool_names: ToolNames,
     /// same-dialect copy (`interlingua.passthrough`): nothing is lost
     pub passthrough: bool,
+    /// (dialect, path, reason) of the losses recorded (`lose`'s one-record rule), once
+    /// there are `FEW_LOSSES` or more, or in strict mode; before that `losses` is
+    /// looked through (a body loses a few fields: no key to build and hash per loss)
     lost_paths: HashSet<(String, Vec<u8>, Vec<u8>)>,
     /// the response's clock reading and nonce (`Session._start`), given by the
     /// binding from the `Transcoder`'s hooks; `None`: read the defaults at `start()`
@@ -212,12 +218,8 @@ impl Session {
             Some(d) if !d.is_empty() => d,
             _ => self.source,
         };
-        if self.kind != Kind::Request {
-            let key = (dialect.to_string(), path.to_vec(), reason.to_vec());
-            if self.lost_paths.contains(&key) {
-                return Ok(());
-            }
-            self.lost_paths.insert(key);
+        if self.kind != Kind::Request && self.seen_before(dialect, path, reason) {
+            return Ok(());
         }
         if self.options.strict {
             let message = [&b"cannot carry "[..], path, b": ", reason].concat();
@@ -232,10 +234,28 @@ impl Session {
         Ok(())
     }
 
+    /// Whether (dialect, path, reason) was lost before; if not, it is now (Python's
+    /// `_lost_paths` test and add).
+    fn seen_before(&mut self, dialect: &str, path: &[u8], reason: &[u8]) -> bool {
+        let strict = self.options.strict; // (strict: `losses` stays empty, the set is the record)
+        if !strict && self.lost_paths.is_empty() {
+            if self.losses.len() < FEW_LOSSES {
+                return self.losses.iter().any(|l| l.path == path && l.reason == reason && l.dialect == dialect);
+            }
+            for l in &self.losses {
+                self.lost_paths.insert((l.dialect.clone(), l.path.clone(), l.reason.clone()));
+            }
+        }
+        !self.lost_paths.insert((dialect.to_string(), path.to_vec(), reason.to_vec()))
+    }
+
     /// `Session.lose_member`: a member of the source at `path` the target has
     /// nothing for (decoders: what no canonical event carries, in the target's
     /// terms); `what` defaults to "such field" in Python.
     pub fn lose_member(&mut self, path: &str, what: &str, done: Option<&str>) -> Result<()> {
+        if self.passthrough {
+            return Ok(()); // (`lose` records nothing: the reason need not be written)
+        }
         let target = if self.target.is_empty() { "the target" } else { self.target };
         let reason = lacks(path_subject(path), target, what, done);
         self.lose(path, &reason, None)
@@ -329,7 +349,23 @@ mod tests {
             stream.lose("$.a", "r", None).unwrap();
         }
         stream.lose("$.a", "other", None).unwrap();
-        assert_eq!(stream.losses.len(), 2);
+        stream.lose("$.a", "r", Some("ollama")).unwrap();
+        assert_eq!(stream.losses.len(), 3);
+        // past FEW_LOSSES the set holds them: each recorded once still, in order
+        for round in 0..2 {
+            for n in 0..40 {
+                stream.lose(format!("$.m{n}"), "r", None).unwrap();
+            }
+            assert_eq!(stream.losses.len(), 43, "round {round}");
+        }
+        stream.lose("$.a", "other", None).unwrap();
+        assert_eq!(stream.losses.len(), 43);
+        assert_eq!(stream.losses[42].path, b"$.m39");
+
+        let mut strict_stream = session(Kind::Stream, true);
+        assert!(strict_stream.lose("$.a", "r", None).is_err());
+        strict_stream.lose("$.a", "r", None).unwrap(); // once raised, a repeat is the same loss (Python's too)
+        assert!(strict_stream.losses.is_empty());
 
         let mut strict = session(Kind::Request, true);
         let err = strict.lose("$.x", "x: anthropic has no y", Some("ollama")).unwrap_err();

@@ -217,9 +217,70 @@ pub fn py_repr(text: &[u8]) -> String {
     out
 }
 
+/// Python's `repr()` of JSON data (loss reasons and errors quote values so): `None`,
+/// `True`/`False`, an int's digits, a float as Python writes it (`inf`, `nan`, `1e+16`),
+/// strings and keys by `py_repr` (WTF-8: a lone surrogate as `'\\ud800'`), `[a, b]`,
+/// `{'k': v}`. The one copy the dialects' loss wordings share.
+pub fn py_value_repr(value: &crate::value::Value) -> String {
+    let mut out = String::new();
+    write_value_repr(value, &mut out);
+    out
+}
+
+fn write_value_repr(value: &crate::value::Value, out: &mut String) {
+    use crate::value::Value;
+    match value {
+        Value::Null => out.push_str("None"),
+        Value::Bool(true) => out.push_str("True"),
+        Value::Bool(false) => out.push_str("False"),
+        Value::Int(digits) => out.push_str(digits),
+        Value::Float(f) if f.is_nan() => out.push_str("nan"),
+        Value::Float(f) if f.is_infinite() => out.push_str(if *f > 0.0 { "inf" } else { "-inf" }),
+        Value::Float(_) => out.push_str(&String::from_utf8_lossy(&value.to_json())),
+        Value::Str(s) => out.push_str(&py_repr(s)),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_value_repr(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(members) => {
+            out.push('{');
+            for (i, (key, item)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&py_repr(key));
+                out.push_str(": ");
+                write_value_repr(item, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn value_repr_as_python() {
+        let v = |json: &str| crate::value::Value::loads(json.as_bytes()).unwrap();
+        for (json, python) in [
+            ("{\"a\":[1,2.5,null,true],\"b\":\"x'y\"}", "{'a': [1, 2.5, None, True], 'b': \"x'y\"}"),
+            ("1e400", "inf"),
+            ("-1e400", "-inf"),
+            ("1e16", "1e+16"),
+            ("-0", "0"),
+            ("[\"\\ud800\", {\"\\udc00k\": false}]", "['\\ud800', {'\\udc00k': False}]"),
+        ] {
+            assert_eq!(py_value_repr(&v(json)), python, "{json}");
+        }
+    }
 
     #[test]
     fn printable_as_python() {

@@ -325,7 +325,9 @@ def merge_usage(old: Usage | None, new: Usage) -> Usage:
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _US = 1_000_000
-_RFC3339 = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
+# ASCII digits only (``re.ASCII``): ``\d`` of a str pattern takes any Unicode digit ("٢"),
+# which no wire time has and the native core does not take
+_RFC3339 = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$", re.ASCII)
 
 
 def ollama_time_us(raw: bytes) -> int | None:

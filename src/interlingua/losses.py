@@ -21,6 +21,7 @@ corpus and every rpt scenario).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .canonical import Section
@@ -36,7 +37,8 @@ INTERNAL_ATTRS = frozenset({
 #: words of the pivot a loss reason must not contain (the attribute names that are
 #: also plain words -- role, key, empty -- are left out: they may describe a field)
 INTERNAL_WORDS = tuple(sorted({s.value for s in Section} | {a for a in INTERNAL_ATTRS if "_" in a}
-                              | {"canonical"}))
+                              | {"canonical", "openai_extra", "openai_function_extra", "anthropic_extra",
+                                 "ollama_extra"}))
 
 
 #: what a target lacks when it has no place for a whole block of a section at all
@@ -119,9 +121,29 @@ _FIELD_NAMES: dict[str, dict[str, str]] = {
 }
 
 
+#: the attributes that keep source members as JSON text (``"k":v,...``) -> where they sat
+_EXTRA_FIELDS = {"openai_extra": "", "openai_function_extra": "function.", "anthropic_extra": "",
+                 "ollama_extra": "function.", "ollama_call_extra": ""}
+
+
+def _extra_fields(key: str, attrs: dict[str, Any] | None) -> str:
+    """The source members an extras attribute holds, by their names (``y``, ``function.x``),
+    not the attribute's own name, which no dialect has."""
+    text = (attrs or {}).get(key)
+    try:
+        names = list(json.loads("{" + text + "}")) if isinstance(text, str) else []
+    except ValueError:
+        names = []
+    prefix = "function_call." if key == "openai_extra" and (attrs or {}).get("legacy") else _EXTRA_FIELDS[key]
+    return ", ".join(prefix + name for name in names) or "members"
+
+
 def field_subject(dialect: str, key: str, section: Section, attrs: dict[str, Any] | None = None) -> str:
     """``<field> of a <block>`` in the source dialect's words."""
-    field = _FIELD_NAMES.get(dialect, {}).get(key, key)
+    if key in _EXTRA_FIELDS:
+        field = _extra_fields(key, attrs)
+    else:
+        field = _FIELD_NAMES.get(dialect, {}).get(key, key)
     block = block_subject(dialect, section, attrs)
     return f"{field} of {article(block)} {block}"
 

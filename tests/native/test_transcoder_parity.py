@@ -426,3 +426,26 @@ def test_tool_definitions_canonical_or_not(source, target, index):
     body = tool_body(source, *TOOL_TEXTS[index])
     for cuts in ([], [len(body) // 2], list(range(7, len(body), 7))):
         assert_transcoder_parity(source, target, body, cuts)
+
+
+#: top-level controls whose text is and is not canonical (the native decoders take a kept
+#: value's canonical text as it is, compact.rs, and parse the rest)
+CONTROL_TEXTS = {
+    "openai": [b'"model":"m\\u00e9","temperature":0.5,"max_tokens":100,"seed":-0,"user":"u\\/1"',
+               b'"model":"m","stop":"x","n":1,"metadata":{"a":"b"},"stream":false,"top_p":1',
+               b'"model" : "m" , "stop":["a","b"],"logprobs":true,"top_logprobs":3,"service_tier":"auto"'],
+    "anthropic": [b'"model":"m\\u00e9","temperature":0.5,"max_tokens":100,"top_k":-0',
+                  b'"model":"m","max_tokens":7,"stop_sequences":["a","\\n"],"metadata":{"user_id":"x"},"stream":false',
+                  b'"model" : "m" , "max_tokens" : 1 , "service_tier":"standard_only","top_p":1'],
+    "ollama": [b'"model":"m\\u00e9","options":{"temperature":0.5,"num_predict":100,"seed":-0}',
+               b'"model":"m","stream":false,"options":{"stop":"x","top_k":4},"keep_alive":"5m"',
+               b'"model" : "m" , "format":"json","think":true,"options":{"stop":["a"]}'],
+}
+
+
+@pytest.mark.parametrize("source,target", PAIRS)
+@pytest.mark.parametrize("index", range(3))
+def test_controls_canonical_or_not(source, target, index):
+    body = b'{"messages":[{"role":"user","content":"hi"}],' + CONTROL_TEXTS[source][index] + b"}"
+    for cuts in ([], list(range(5, len(body), 5))):
+        assert_transcoder_parity(source, target, body, cuts)

@@ -282,7 +282,8 @@ class ProxyApp:
         if not self._authorized(scope):
             raise RequestFailed(401, "missing or wrong API key (Authorization: Bearer <key> or x-api-key: <key>)")
         length = _header(scope, b"content-length")
-        if length is not None and length.isdigit() and int(length) > config.max_body_bytes:
+        # ASCII digits only: str.isdigit takes "²", which int() then refuses
+        if length is not None and length.isascii() and length.isdigit() and int(length) > config.max_body_bytes:
             raise RequestFailed(413, f"request body over {config.max_body_bytes} bytes")
         body = ClientBody(receive, config.max_body_bytes)
         try:

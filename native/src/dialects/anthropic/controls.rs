@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::{Control, RawJson};
-use crate::compact::{lookup, Data};
+use crate::compact::{lookup, Data, Raw};
 use crate::error::{Error, ErrorClass, Result};
 use crate::value::Value;
 
@@ -42,8 +42,6 @@ pub fn control_name(key: &[u8]) -> Option<&'static str> {
 pub fn decode(key: &[u8], raw: &[u8]) -> Result<Option<Vec<Control<'static>>>> {
     let Some(name) = control_name(key) else { return Ok(None) };
     let key = std::str::from_utf8(key).unwrap_or(name);
-    let value = Value::loads(raw)?;
-    let pairs = to_canonical(key, name, &value)?;
     let control = |name: String, value: Vec<u8>, raw: Option<&[u8]>| Control {
         name: Cow::Owned(name),
         value: Cow::Owned(value),
@@ -51,6 +49,12 @@ pub fn decode(key: &[u8], raw: &[u8]) -> Result<Option<Vec<Control<'static>>>> {
         key: Some(Cow::Owned(key.to_string())),
         raw: raw.map(|r| Cow::Owned(r.to_vec())),
     };
+    if keeps_value(key) && Raw::canonical(raw).is_some() {
+        // the value as it is, and its text is its dumps (compact.rs): no tree
+        return Ok(Some(vec![control(name.to_string(), raw.to_vec(), Some(raw))]));
+    }
+    let value = Value::loads(raw)?;
+    let pairs = to_canonical(key, name, &value)?;
     if pairs.is_empty() {
         // nothing canonical in it (e.g. empty metadata): still written back verbatim
         return Ok(Some(vec![control(format!("anthropic:{key}"), value.to_json(), Some(raw))]));
@@ -62,6 +66,11 @@ pub fn decode(key: &[u8], raw: &[u8]) -> Result<Option<Vec<Control<'static>>>> {
             .map(|(i, (name, value))| control(name.to_string(), value.to_json(), if i == 0 { Some(raw) } else { None }))
             .collect(),
     ))
+}
+
+/// Whether `to_canonical` gives the one control `(name, value)` for this key, the value unchanged.
+fn keeps_value(key: &str) -> bool {
+    !matches!(key, "tool_choice" | "thinking" | "output_config" | "metadata" | "service_tier")
 }
 
 fn to_canonical(key: &str, name: &'static str, value: &Value) -> Result<Vec<(&'static str, Value)>> {
@@ -497,10 +506,9 @@ mod to_anthropic {
         false
     }
 
-    /// Python's `\d` (a Unicode decimal digit); without the Unicode database the core takes
-    /// any numeric character (Nd, and the rare Nl/No: a documented approximation).
+    /// `\d` of the pattern (``re.ASCII``: a model name's version digits are ASCII ones).
     fn is_digit(c: Option<char>) -> bool {
-        c.is_some_and(|c| c.is_ascii_digit() || (!c.is_ascii() && c.is_numeric()))
+        c.is_some_and(|c| c.is_ascii_digit())
     }
 
     fn claude_tail(s: &str) -> bool {
@@ -815,24 +823,9 @@ mod to_anthropic {
         })
     }
 
-    /// Python's `repr` of JSON data (loss reasons quote values so).
+    /// Python's `repr` of JSON data (loss reasons quote values so): `unicode::py_value_repr`.
     pub fn py_repr(value: &Value) -> String {
-        match value {
-            Value::Null => "None".into(),
-            Value::Bool(true) => "True".into(),
-            Value::Bool(false) => "False".into(),
-            Value::Int(digits) => digits.clone(),
-            Value::Float(f) if f.is_nan() => "nan".into(),
-            Value::Float(f) if f.is_infinite() => (if *f > 0.0 { "inf" } else { "-inf" }).into(),
-            Value::Float(_) => String::from_utf8_lossy(&value.to_json()).into_owned(),
-            Value::Str(s) => crate::json::py_str_repr(s),
-            Value::Array(items) => format!("[{}]", items.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-            Value::Object(members) => format!(
-                "{{{}}}",
-                members.iter().map(|(k, v)| format!("{}: {}", crate::json::py_str_repr(k), py_repr(v)))
-                    .collect::<Vec<_>>().join(", ")
-            ),
-        }
+        crate::unicode::py_value_repr(value)
     }
 
     #[cfg(test)]

@@ -181,10 +181,15 @@ impl ContentBlock {
 
     /// `_typed`: the block's type is known (`None`: the object had none).
     fn typed(&mut self, value: Option<String>, start: &mut ResponseBase, cx: &mut Cx<'_>) -> Result<()> {
-        let at = self.at();
+        let index = self.index;
+        // `"$.content[<index>]<suffix>"` (ASCII, nothing to escape: the JSON is written as is)
         let path = |suffix: &str| {
-            let mut json = Vec::new();
-            dumps_key(format!("{at}{suffix}").as_bytes(), &mut json);
+            let mut json = Vec::with_capacity(24 + suffix.len());
+            json.extend_from_slice(b"\"$.content[");
+            crate::lifecycle::push_u64(&mut json, index);
+            json.push(b']');
+            json.extend_from_slice(suffix.as_bytes());
+            json.push(b'"');
             json
         };
         self.kind = match value.as_deref() {
@@ -1266,7 +1271,7 @@ impl EncoderBase {
     /// The usage object's JSON (`dumps(usage_to_anthropic(self.usage or Usage(), ...))`).
     fn usage_json(&self, session: &mut Session, require_input: bool, out: &mut Vec<u8>) -> Result<()> {
         let usage = self.usage.clone().unwrap_or_default();
-        out.extend_from_slice(&usage_to_anthropic(&usage, session, require_input)?.to_json());
+        out.extend_from_slice(&usage_to_anthropic(&usage, session, require_input)?);
         Ok(())
     }
 }

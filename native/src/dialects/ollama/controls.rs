@@ -381,71 +381,10 @@ fn is_str(value: &Value, text: &str) -> bool {
     matches!(value, Value::Str(s) if s == text.as_bytes())
 }
 
-/// Python `repr` of a small value (loss wording): a string as `repr` writes it,
-/// anything else as its JSON (Python writes `True`/`None` and `{'k': v}` there;
-/// every decoder gives these functions strings).
+/// Python `repr` of a small value (loss wording): `unicode::py_value_repr` (lists and
+/// dicts as Python writes them, `{'k': v}`, not their JSON).
 pub(crate) fn py_repr(value: &Value) -> String {
-    match value {
-        Value::Str(s) => py_str_repr_wtf8(s),
-        Value::Bool(true) => "True".to_string(),
-        Value::Bool(false) => "False".to_string(),
-        Value::Null => "None".to_string(),
-        other => String::from_utf8_lossy(&other.to_json()).into_owned(),
-    }
-}
-
-/// `repr` of a WTF-8 string: `json::py_str_repr`, and a lone surrogate as Python writes
-/// one (`'\\ud800'`: not printable).
-pub(crate) fn py_str_repr_wtf8(text: &[u8]) -> String {
-    if !crate::canonical::has_lone_surrogate(text) {
-        return crate::json::py_str_repr(text);
-    }
-    let mut out = String::new();
-    let mut start = 0;
-    let mut quote = '\'';
-    let whole: String = String::from_utf8_lossy(text).into_owned();
-    if whole.contains('\'') && !whole.contains('"') {
-        quote = '"';
-    }
-    out.push(quote);
-    for (at, code) in crate::canonical::lone_surrogates(text) {
-        out.push_str(&inner_repr(&text[start..at], quote));
-        out.push_str(&format!("\\u{code:04x}"));
-        start = at + 3;
-    }
-    out.push_str(&inner_repr(&text[start..], quote));
-    out.push(quote);
-    out
-}
-
-/// The inside of `py_str_repr(text)` written with `quote` (text without lone surrogates).
-fn inner_repr(text: &[u8], quote: char) -> String {
-    let plain = crate::json::py_str_repr(text);
-    let used = plain.chars().next().unwrap_or('\'');
-    let inner = &plain[used.len_utf8()..plain.len() - used.len_utf8()];
-    if used == quote {
-        return inner.to_string();
-    }
-    // re-quote: the quote py_str_repr escaped is plain here, the other one is escaped
-    let mut out = String::with_capacity(inner.len());
-    let mut chars = inner.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\\' && chars.peek() == Some(&used) {
-            out.push(used);
-            chars.next();
-        } else if c == '\\' {
-            out.push(c);
-            if let Some(next) = chars.next() {
-                out.push(next);
-            }
-        } else if c == quote {
-            out.push('\\');
-            out.push(c);
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::unicode::py_value_repr(value)
 }
 
 #[cfg(test)]
@@ -454,9 +393,9 @@ mod tests {
 
     #[test]
     fn reprs_are_pythons() {
-        assert_eq!(py_str_repr_wtf8(b"a\xed\xa0\x80'"), "\"a\\ud800'\"");
-        assert_eq!(py_str_repr_wtf8(b"\xed\xb0\x80\"x"), "'\\udc00\"x'");
-        assert_eq!(py_str_repr_wtf8(b"plain"), "'plain'");
+        assert_eq!(crate::unicode::py_repr(b"a\xed\xa0\x80'"), "\"a\\ud800'\"");
+        assert_eq!(crate::unicode::py_repr(b"\xed\xb0\x80\"x"), "'\\udc00\"x'");
+        assert_eq!(crate::unicode::py_repr(b"plain"), "'plain'");
         assert_eq!(py_repr(&Value::Bool(true)), "True");
     }
 

@@ -10,7 +10,9 @@
 use std::borrow::Cow;
 
 use crate::canonical::{escape_raw_json, Block, Event, Extension, Section, Usage};
-use crate::lifecycle::{finish_from, finish_to, merge_usage, ollama_created_at, usage_from_ollama, usage_to_ollama, Stamp};
+use crate::lifecycle::{
+    finish_from, finish_to, merge_usage, ollama_created_at, usage_from_ollama, usage_to_ollama, BlockStream, Stamp,
+};
 use crate::decoding::{
     set_attr, Attr, Cx, Decode, Dialect, EventSink, Framing, Frame, Gate, Machine, Read, BOOLEAN, NULL, OPT_INTEGER,
     OPT_STRING,
@@ -77,38 +79,6 @@ enum S {
 /// `_section_sink`'s attributes of the two text blocks.
 const CONTENT_PATH: &[u8] = b"\"$.message.content\"";
 const THINKING_PATH: &[u8] = b"\"$.message.thinking\"";
-
-/// One canonical block emitted fragment by fragment, possibly across many lines
-/// (`lifecycle.BlockStream`): the first non-empty fragment carries `attrs`.
-// (a stand-in until lifecycle.rs has BlockStream: helper RF)
-#[derive(Debug)]
-struct BlockStream {
-    section: Section,
-    attrs: Vec<Attr>,
-    started: bool,
-}
-
-impl BlockStream {
-    fn new(section: Section, attrs: Vec<Attr>) -> Self {
-        BlockStream { section, attrs, started: false }
-    }
-
-    fn fragment<'d>(&mut self, data: &'d [u8]) -> Option<Block<'d>> {
-        if data.is_empty() {
-            return None;
-        }
-        let init = !self.started;
-        let attrs = if init { crate::decoding::block_attrs(&self.attrs) } else { None };
-        self.started = true;
-        Some(Block { section: self.section, message: 0, payload: Cow::Borrowed(data), init, fin: false, attrs })
-    }
-
-    fn close(&mut self) -> Block<'static> {
-        let (init, attrs) = if self.started { (false, None) } else { (true, crate::decoding::block_attrs(&self.attrs)) };
-        self.started = true;
-        Block { section: self.section, message: 0, payload: Cow::Borrowed(&b""[..]), init, fin: true, attrs }
-    }
-}
 
 /// The tool call being read (`_tool_call`'s `call` dict).
 #[derive(Debug)]
@@ -233,7 +203,7 @@ impl Lines {
         }
         if !matches!(&self.block, Some(block) if block.section == section) {
             self.close_block(cx)?;
-            self.block = Some(BlockStream::new(section, vec![(Cow::Borrowed("path"), path.to_vec())]));
+            self.block = Some(BlockStream::new(section, 0, vec![(Cow::Borrowed("path"), path.to_vec())], None));
         }
         self.block_fragment(data, cx)
     }
@@ -248,7 +218,7 @@ impl Lines {
     /// `_close`: the open block gets its last fragment.
     fn close_block(&mut self, cx: &mut Cx<'_>) -> Result<()> {
         match self.block.take() {
-            Some(mut block) => self.out(Event::Block(block.close()), cx),
+            Some(mut block) => self.out(Event::Block(block.close(&[])), cx),
             None => Ok(()),
         }
     }
@@ -334,7 +304,7 @@ impl Lines {
         call.open = true;
         let attrs = call.attrs.clone();
         self.close_block(cx)?;
-        self.block = Some(BlockStream::new(Section::ToolCall, attrs));
+        self.block = Some(BlockStream::new(Section::ToolCall, 0, attrs, None));
         Ok(())
     }
 

@@ -12,7 +12,7 @@ mod decoding {
     use std::borrow::Cow;
 
     use crate::canonical::Control;
-    use crate::compact::{lookup, Data};
+    use crate::compact::{lookup, Data, Raw};
     use crate::decoding::{dumps, loads, Attr};
     use crate::error::{Error, ErrorClass, Result};
     use crate::value::Value;
@@ -87,6 +87,19 @@ mod decoding {
         let Some(name) = control_name(key.as_bytes()) else {
             return Ok(None);
         };
+        let control = |value: Vec<u8>, raw: Vec<u8>| Control {
+            name: Cow::Borrowed(name),
+            value: Cow::Owned(value),
+            dialect: Some(Cow::Borrowed("openai")),
+            key: Some(Cow::Owned(key.to_string())),
+            raw: Some(Cow::Owned(raw)),
+        };
+        if !matches!(key, "stop" | "tool_choice" | "function_call" | "reasoning_effort" | "response_format")
+            && Raw::canonical(raw).is_some()
+        {
+            // `to_canonical` keeps the value, and its text is its dumps (compact.rs): no tree
+            return Ok(Some(control(raw.to_vec(), raw.to_vec())));
+        }
         let mut value = loads(raw)?;
         let mut raw = raw.to_vec();
         if key == "tool_choice" && lenient_choice(&value) {
@@ -99,13 +112,7 @@ mod decoding {
         let canonical = to_canonical(key, value)?;
         let mut json = Vec::new();
         dumps(&canonical, &mut json);
-        Ok(Some(Control {
-            name: Cow::Borrowed(name),
-            value: Cow::Owned(json),
-            dialect: Some(Cow::Borrowed("openai")),
-            key: Some(Cow::Owned(key.to_string())),
-            raw: Some(Cow::Owned(raw)),
-        }))
+        Ok(Some(control(json, raw)))
     }
 
     fn lenient_choice(value: &Value) -> bool {

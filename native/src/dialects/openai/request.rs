@@ -1907,8 +1907,8 @@ fn lose_is_error(io: &mut Io<'_>, block: BlockRef<'_>, attrs: &[Attr<'_>]) -> Re
     Ok(())
 }
 
-fn own_attr((k, v): &Attr<'_>) -> Attr<'static> {
-    (Cow::Owned(k.to_string()), Cow::Owned(v.to_vec()))
+fn own_attr(attr: &Attr<'_>) -> Attr<'static> {
+    crate::encoding::owned_attr(attr)
 }
 
 

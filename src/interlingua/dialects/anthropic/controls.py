@@ -269,7 +269,8 @@ def _tool_choice(given: dict, session, out: list) -> bool:
 #: any other model -- older Claude models, anthropic-compatible servers -- gets
 #: manual thinking with a budget.
 ADAPTIVE_MODELS = re.compile(
-    r"(?:.*[/.:])?claude-(?:(?:opus|sonnet|haiku)-4-(?:[6-9]|[1-9]\d)|[a-z]+-(?:[5-9]|[1-9]\d)|mythos|fable)(?!\d)")
+    r"(?:.*[/.:])?claude-(?:(?:opus|sonnet|haiku)-4-(?:[6-9]|[1-9]\d)|[a-z]+-(?:[5-9]|[1-9]\d)|mythos|fable)(?!\d)",
+    re.ASCII)  # a model name's version digits are ASCII ones (``\d`` would take "٦")
 #: default ``Options.anthropic_thinking_budgets``: each effort's thinking budget; the
 #: openai decoder's reverse table (< 2048 low, < 8192 medium, else high) gives each back
 THINKING_BUDGETS = {"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384, "xhigh": 32768, "max": 65536}

@@ -807,7 +807,8 @@ class ResponseEncoder(_EncoderBase):
         self.begun = False
         self.count = 0
         self.tail = b""  # what closes the open block (written when the next event shows no citations follow)
-        self.finish: Finish | None = None
+        # (not ``finish``: that is ``Encoder.finish()``, which ``close()`` calls)
+        self.finish_event: Finish | None = None
         self.done = False
         self.lost = False
 
@@ -834,7 +835,7 @@ class ResponseEncoder(_EncoderBase):
             self.usage = merge_usage(self.usage, event)
         elif t is Finish:
             if event.choice == 0:
-                self.finish = event
+                self.finish_event = event
         elif t is Logprobs:
             self._lose_logprobs()
         elif t is Error:
@@ -906,7 +907,7 @@ class ResponseEncoder(_EncoderBase):
         self.done = True
         self._begin()
         self._seal()
-        f = self.finish
+        f = self.finish_event
         reason = finish_to(DIALECT, f.reason, self.session) if f else None
         usage = usage_to_anthropic(self.usage or Usage(), self.session, require_input=True)
         self.write(b'],"stop_reason":' + dumps(reason) + b',"stop_sequence":'

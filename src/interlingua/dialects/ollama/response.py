@@ -375,7 +375,8 @@ class _EncoderBase(Encoder):
         self.stamp = Stamp(session.start)  # else the source's time, or the clock (lifecycle)
         self.durations: dict[str, bytes] = {}
         self.usage: Usage | None = None
-        self.finish: Finish | None = None
+        # (not ``finish``: that is ``Encoder.finish()``, which ``close()`` calls)
+        self.finish_event: Finish | None = None
         self.no_reason = False  # the ollama source's done line had no done_reason
         # token entries: a line's go on that line (stream), a response's after done_reason
         self.logprobs = session.reorder.hold("ollama:logprobs-after-message")
@@ -403,7 +404,7 @@ class _EncoderBase(Encoder):
             self.usage = merge_usage(self.usage, event)
         elif t is Finish:
             if event.choice == 0:
-                self.finish = event
+                self.finish_event = event
         elif t is Logprobs:
             if event.choice == 0:
                 self.logprobs.append(event.raw, len(event.raw))
@@ -426,7 +427,7 @@ class _EncoderBase(Encoder):
 
     def _tail(self) -> bytes:
         """``"done":true`` and what comes with it."""
-        reason = finish_to(DIALECT, self.finish.reason, self.session, self.finish.stop_sequence) if self.finish else None
+        reason = finish_to(DIALECT, self.finish_event.reason, self.session, self.finish_event.stop_sequence) if self.finish_event else None
         out = b',"done":true'
         if reason is not None and not self.no_reason:
             out += b',"done_reason":' + dumps(reason)

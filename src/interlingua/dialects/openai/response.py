@@ -56,7 +56,7 @@ from ...canonical import (
 )
 from ...decoding import MemberReader, Members, ResponseDecoderBase
 from ...encoding import Encoder, MessageAssembler, ignore
-from ...errors import SchemaError, TruncatedInputError
+from ...errors import SchemaError, TranscodeError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
@@ -828,7 +828,9 @@ class ResponseEncoder(_EncoderBase):
         self.begun = False
         self.choice: int | None = None
         self.msg: MessageAssembler | None = None
-        self.finish: dict[int, str | None] = {}
+        # (not ``finish``: that is ``Encoder.finish()``, which ``close()`` calls)
+        self.finish_reasons: dict[int, str | None] = {}
+        self.closed: set[int] = set()  # the choices written whole (their finish came)
         self.block = None  # (write, close) of the block in progress
         self.logprobs: dict[int, list] = {}  # choice -> its token entries (written when it closes)
         self.content_chars = 0  # characters of the open choice's content so far (citation spans)
@@ -843,6 +845,10 @@ class ResponseEncoder(_EncoderBase):
             self.write(b"{" + self._head_members() + b',"choices":[')
 
     def _open_choice(self, index: int) -> MessageAssembler:
+        if index in self.closed:
+            # its finish_reason is written: a block (or annotations) for it has no place left
+            raise TranscodeError(f"an event of choice {index} after its finish (the choice is written)",
+                                 dialect=DIALECT)
         if self.choice != index:
             self._close_choice()
             self._begin()
@@ -863,7 +869,8 @@ class ResponseEncoder(_EncoderBase):
                 self.annotations = []
             self.msg.close()
             self.msg = None
-            reason = self.finish.pop(self.choice, reason)
+            self.closed.add(self.choice)
+            reason = self.finish_reasons.pop(self.choice, reason)
             self.content_chars, self.text_span = 0, (0, 0)
             entries = self.logprobs.pop(self.choice, None)
             if entries:  # choices[].logprobs after the message (its content may have streamed)
