@@ -270,11 +270,14 @@ impl SseDecoder {
         let value = if self.value.first() == Some(&b' ') { &self.value[1..] } else { &self.value[..] };
         match self.held.take() {
             Some(Held::Event) => {
-                // into the kept buffer (valid UTF-8, the usual case, as it is)
-                self.event.clear();
-                match std::str::from_utf8(value) {
-                    Ok(text) => self.event.push_str(text),
-                    Err(_) => self.event.push_str(&String::from_utf8_lossy(value)),
+                // into the kept buffer (valid UTF-8, the usual case, as it is); the same
+                // name as the last event's (a stream's deltas) is there already
+                if self.event.as_bytes() != value {
+                    self.event.clear();
+                    match std::str::from_utf8(value) {
+                        Ok(text) => self.event.push_str(text),
+                        Err(_) => self.event.push_str(&String::from_utf8_lossy(value)),
+                    }
                 }
                 self.has_event = true;
             }

@@ -231,6 +231,9 @@ fn fingerprint(key: &[u8]) -> u64 {
 
 /// A key's length as Python's `len` of the decoded str (WTF-8: one per lead byte).
 fn char_count(key: &[u8]) -> usize {
+    if key.is_ascii() {
+        return key.len(); // (the usual key: no counting loop)
+    }
     key.iter().filter(|&&b| b & 0xC0 != 0x80).count()
 }
 
@@ -465,15 +468,7 @@ fn scan_string(buf: &[u8], start: usize) -> StringScan {
     let mut i;
     let mut high = None;
     let mut escaped = false;
-    // the first 8 bytes as one word (a key, a small delta ends in them), cheaper than
-    // find_special's blocks; the search goes on from there
-    let mut next = match buf.get(start..start + 8) {
-        Some(word) => match special_mask(u64::from_le_bytes(word.try_into().unwrap_or_default())) {
-            0 => find_special(buf, start + 8),
-            mask => Some(start + (mask.trailing_zeros() / 8) as usize),
-        },
-        None => buf[start..].iter().position(|&b| is_special(b)).map(|k| start + k),
-    };
+    let mut next = find_special_near(buf, start);
     loop {
         let Some(j) = next else {
             return StringScan::Cut { end: n, high };
@@ -507,7 +502,21 @@ fn scan_string(buf: &[u8], start: usize) -> StringScan {
             }
             _ => return StringScan::BadEscape(j),
         }
-        next = find_special(buf, i);
+        next = find_special_near(buf, i);
+    }
+}
+
+/// `find_special`, the first 8 bytes tested as one word first: a key, a small delta or
+/// the run to a string's next escape mostly ends in them, and that costs less than the
+/// blocks' setup.
+#[inline]
+fn find_special_near(buf: &[u8], from: usize) -> Option<usize> {
+    match buf.get(from..from + 8) {
+        Some(word) => match special_mask(u64::from_le_bytes(word.try_into().unwrap_or_default())) {
+            0 => find_special(buf, from + 8),
+            mask => Some(from + (mask.trailing_zeros() / 8) as usize),
+        },
+        None => buf[from..].iter().position(|&b| is_special(b)).map(|k| from + k),
     }
 }
 
@@ -1340,8 +1349,14 @@ impl Tokenizer {
             let at = base + i as u64;
             // (one arm per state; the order of the checks in each is json.py's)
             match state {
-                State::Value => self.value_start(c, state, at, sink)?,
-                State::FirstValueOrEnd if c != b']' => self.value_start(c, state, at, sink)?,
+                // (a value, or the first one of an array where `]` would end it instead)
+                State::Value | State::FirstValueOrEnd if state == State::Value || c != b']' => {
+                    if let Some(end) = self.whole_scalar(data, i, at, sink)? {
+                        i = end;
+                        continue;
+                    }
+                    self.value_start(c, state, at, sink)?
+                }
                 State::FirstValueOrEnd => self.container_end(c, state, at, sink)?,
                 State::CommaOrEnd | State::FirstKeyOrEnd if c == b'}' || c == b']' => {
                     self.container_end(c, state, at, sink)?
@@ -1397,6 +1412,36 @@ impl Tokenizer {
             }
         }
         next
+    }
+
+    /// A scalar that begins at `data[i]` and ends in `data` in the common forms -- an
+    /// integer (`-?(0|[1-9][0-9]*)`, within `max_number_bytes`) followed by a byte that
+    /// cannot go on a number, or `true` / `false` / `null` -- as one token at once; returns
+    /// where it ended (None: anything else, left to the byte-by-byte readers, which would
+    /// deliver the same token at the same offset here).
+    #[inline]
+    fn whole_scalar<S: Sink>(&mut self, data: &[u8], i: usize, at: u64, sink: &mut S) -> Result<Option<usize>> {
+        let (token, end) = match data[i] {
+            b'-' | b'0'..=b'9' => {
+                let digits = i + usize::from(data[i] == b'-');
+                let run = data[digits..].iter().take_while(|b| b.is_ascii_digit()).count();
+                let end = digits + run;
+                let next = data.get(end).copied();
+                let ends = next.is_some_and(|b| !matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+                if !ends || run == 0 || (run > 1 && data[digits] == b'0') || end - i > self.limits.max_number_bytes {
+                    return Ok(None);
+                }
+                (Token::Number(&data[i..end]), end)
+            }
+            b't' if data[i..].starts_with(b"true") => (Token::True, i + 4),
+            b'f' if data[i..].starts_with(b"false") => (Token::False, i + 5),
+            b'n' if data[i..].starts_with(b"null") => (Token::Null, i + 4),
+            _ => return Ok(None),
+        };
+        self.frames.count_value();
+        sink.token(token, at, &self.frames)?;
+        self.after_value();
+        Ok(Some(end))
     }
 
     /// The first byte `c` of a value (state `Value`, or `FirstValueOrEnd` but `]`).
@@ -1559,6 +1604,26 @@ mod tests {
         if err.is_none() {
             assert_eq!(joined(&tokens), joined(&whole));
         }
+    }
+
+    /// A `]` after a comma is refused as json.py refuses it, whether the value before the
+    /// comma was read at once (`whole_scalar`) or byte by byte (cut inside it).
+    #[test]
+    fn a_closing_bracket_where_a_value_is_due() {
+        for (doc, at, path) in [
+            (&b"[1,]"[..], 3, &b"$[1]"[..]),
+            (b"[null, ]", 7, b"$[1]"),
+            (b"[[], 25,]", 8, b"$[2]"),
+            (b"{\"a\": [false,]}", 13, b"$.a[1]"),
+        ] {
+            let (_, err) = run(&[doc]);
+            let err = err.expect("refused");
+            assert_eq!(err.message, "unexpected b']' while expecting value", "{doc:?}");
+            assert_eq!((err.offset, err.path.as_deref()), (Some(at), Some(path)), "{doc:?}");
+            every_cut(doc);
+        }
+        let (_, err) = run(&[b"[]"]);
+        assert!(err.is_none());
     }
 
     #[test]
