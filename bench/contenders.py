@@ -90,12 +90,19 @@ def orjson_run(body: Body) -> Callable[[], int] | None:
     return lambda: len(orjson.dumps(orjson.loads(data)))
 
 
+# Where LiteLLM keeps its anthropic -> openai adapter: it moved between releases (the newest first).
+_LITELLM_ADAPTER_MODULES = ("litellm.llms.anthropic.pass_through.adapters",
+                            "litellm.llms.anthropic.messages.adapters")
+
+
 def litellm_adapter():
-    try:
-        from litellm.llms.anthropic.messages.adapters import LiteLLMAnthropicMessagesAdapter
-    except Exception:  # not installed, or an incompatible release
-        return None
-    return LiteLLMAnthropicMessagesAdapter()
+    import importlib
+    for name in _LITELLM_ADAPTER_MODULES:
+        try:
+            return importlib.import_module(name).LiteLLMAnthropicMessagesAdapter()
+        except Exception:  # not installed, or a release that keeps it elsewhere
+            continue
+    return None
 
 
 def litellm_run(body: Body) -> Callable[[], int] | None:
