@@ -60,6 +60,17 @@ pub fn lookup<'a, D: Data<'a>>(members: &[(Key<'a>, D)], key: &str) -> Option<D>
     members.iter().rev().find(|(k, _)| k.is(key)).map(|&(_, v)| v)
 }
 
+/// `key:value` appended to `members`, an object's members written without their braces
+/// (after a comma unless it is the first): the members a tool keeps as its extras.
+pub fn push_member<'a, D: Data<'a>>(members: &mut Vec<u8>, key: Key<'a>, value: D) {
+    if !members.is_empty() {
+        members.push(b',');
+    }
+    key.dump(members);
+    members.push(b':');
+    value.dump(members);
+}
+
 /// An object member's key: decoded (a `Value`'s) or as canonical text writes it.
 #[derive(Clone, Copy, Debug)]
 pub struct Key<'a> {

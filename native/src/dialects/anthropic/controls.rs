@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::{Control, RawJson};
-use crate::compact::{lookup, Data, Raw};
+use crate::compact::{lookup, push_member, Data, Raw};
 use crate::error::{Error, ErrorClass, Result};
 use crate::value::Value;
 
@@ -179,12 +179,7 @@ pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D) -> Option<(Attrs, D)> {
         if let Some(attr) = TOOL_ATTRS.iter().find(|a| key.is(a)) {
             attrs.push((Cow::Borrowed(attr), Cow::Owned(value.to_json())));
         } else if !key.is("name") && !key.is("input_schema") {
-            if !extra.is_empty() {
-                extra.push(b',');
-            }
-            key.dump(&mut extra);
-            extra.push(b':');
-            value.dump(&mut extra);
+            push_member(&mut extra, key, value);
         }
     }
     if !extra.is_empty() {

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::Control;
-use crate::compact::{lookup, Data};
+use crate::compact::{lookup, push_member, Data};
 use crate::error::Result;
 use crate::losses::{json_truthy, lacks, path_subject};
 use crate::session::Session;
@@ -128,12 +128,7 @@ pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D) -> Option<(Vec<(Cow<'static, 
         if key.is("description") {
             attrs.push((Cow::Borrowed("description"), Cow::Owned(value.to_json())));
         } else if !key.is("name") && !key.is("parameters") {
-            if !extra.is_empty() {
-                extra.push(b',');
-            }
-            key.dump(&mut extra);
-            extra.push(b':');
-            value.dump(&mut extra);
+            push_member(&mut extra, key, value);
         }
     }
     if !extra.is_empty() {

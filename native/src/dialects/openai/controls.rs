@@ -12,7 +12,7 @@ mod decoding {
     use std::borrow::Cow;
 
     use crate::canonical::Control;
-    use crate::compact::{lookup, Data, Raw};
+    use crate::compact::{lookup, push_member, Data, Raw};
     use crate::decoding::{dumps, loads, Attr};
     use crate::error::{Error, ErrorClass, Result};
     use crate::value::Value;
@@ -215,12 +215,7 @@ mod decoding {
                 let name = if key.is("description") { "description" } else { "strict" };
                 crate::decoding::set_attr(&mut attrs, Cow::Borrowed(name), value.to_json());
             } else if !key.is("name") && !key.is("parameters") {
-                if !extra.is_empty() {
-                    extra.push(b',');
-                }
-                key.dump(&mut extra);
-                extra.push(b':');
-                value.dump(&mut extra);
+                push_member(&mut extra, key, value);
             }
         }
         if !extra.is_empty() {
