@@ -448,7 +448,10 @@ impl FrameIn<'_> {
         let mut tokens = Tokens { decoder, session, out };
         let result = reader.tokenizer.close(&mut tokens);
         let Tokens { decoder, session, out } = tokens;
+        // as in `document`: what the decoder held to join string fragments went out
+        // before a fault of the document's end (a frame ending inside a string) in Python
         let result = result
+            .or_else(|e| decoder.interrupted(session, out).and(Err(e)))
             .and_then(|()| decoder.flush(session, out))
             .and_then(|()| decoder.end_frame(event, session, out));
         // (an error once the frame ended: at its end)

@@ -234,6 +234,34 @@ def test_corpus_streams_per_frame_and_in_7_byte_pieces(source, target):
         assert_transcoder_parity(source, target, case.body, list(range(7, len(case.body), 7)), kind="stream")
 
 
+def _frames_ending_inside_a_string(source: str) -> list[tuple[bytes, int]]:
+    """Corpus streams with a frame's end (SSE's blank line, NDJSON's newline) put just after
+    the first character of a string value, and where that string opens: the document ends
+    inside the string."""
+    end = b"\n" if source == "ollama" else b"\n\n"
+    bodies = []
+    for case in corpus_streams(source)[:4]:
+        opens = [m + 2 for m in range(len(case.body)) if case.body[m:m + 2] in (b':"', b' "')]
+        for at in opens[::max(1, len(opens) // 12)]:  # (spread over the stream: the deltas too)
+            if case.body[at:at + 1] not in (b'"', b"\\", b"") and case.body[at] < 0x80:
+                bodies.append((case.body[:at + 1] + end + case.body[at + 1:], at))
+    return bodies
+
+
+@pytest.mark.parametrize("source,target", PAIRS)
+def test_a_frame_that_ends_inside_a_string(source, target):
+    """What the decoder held to join a string's fragments goes out before the document's
+    truncation error, as in Python. Found by the deep differential run: the native
+    transcoder dropped it when the string opened in the feed that ended the frame; so
+    each body is cut just before the string's key ends, at its quote and after it."""
+    bodies = _frames_ending_inside_a_string(source)
+    assert bodies
+    for body, at in bodies:
+        for cut in (at - 3, at - 2, at - 1, at, at + 1):
+            assert_transcoder_parity(source, target, body, [cut], kind="stream")
+        assert_transcoder_parity(source, target, body, list(range(7, len(body), 7)), kind="stream")
+
+
 def _abort_errors():
     from interlingua import canonical
     from interlingua.errors import BudgetExceededError
