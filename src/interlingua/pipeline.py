@@ -183,7 +183,53 @@ def _front(source: str, kind: str, emit: Callable[[Event], None], session: Sessi
     return (_StreamFront if kind == "stream" else _Front)(source, kind, emit, session, copy)
 
 
-class Transcoder(metaclass=_Backed):
+class _BytesOut:
+    """What a ``Transcoder`` and an ``Encoder`` share: the session's reports, and the
+    output bytes the encoder wrote into ``self._out`` (taken by each call).
+    The subclass sets ``session``, ``encoder`` and ``_out``."""
+
+    @property
+    def losses(self):
+        return self.session.losses
+
+    @property
+    def reorder(self):
+        return self.session.reorder
+
+    @property
+    def tool_names(self) -> dict[str, str]:
+        """Tool names changed for the target (wire name -> source name); give them to the
+        response's transcoder as ``Options(tool_names=...)`` (``interlingua.naming``)."""
+        return self.session.tool_names
+
+    def _take(self) -> bytes:
+        out = b"".join(self._out)
+        self._out.clear()
+        return out
+
+    def abort(self, error: "BaseException | Error | None" = None) -> bytes:
+        """End the output with the target's error event instead of a (truncated) success.
+
+        For a source that failed or was cut mid-stream: returns the output
+        produced so far plus the target dialect's error frame (anthropic
+        ``event: error``, openai an error chunk then ``[DONE]``, ollama an
+        ``{"error": ...}`` line; for a non-streaming body, an error body if
+        nothing was written yet). ``error`` may be an exception (a
+        ``TranscodeError`` keeps its kind and status) or a canonical ``Error``.
+        """
+        if not isinstance(error, Error):
+            error = _error_event(error)
+        abort = getattr(self.encoder, "abort", None)
+        if abort is not None:
+            abort(error)
+        return self._take()
+
+    def pending_output(self) -> bytes:
+        """After an error: the output produced before it (a prefix of the full output)."""
+        return self._take()
+
+
+class Transcoder(_BytesOut, metaclass=_Backed):
     """Push-style transcoder from one dialect to another.
 
     >>> t = Transcoder("openai", "openai")
@@ -229,25 +275,6 @@ class Transcoder(metaclass=_Backed):
         self._front = _front(source, kind, on_event, self.session, copy)
         self._poison = _Poison()
 
-    @property
-    def losses(self):
-        return self.session.losses
-
-    @property
-    def reorder(self):
-        return self.session.reorder
-
-    @property
-    def tool_names(self) -> dict[str, str]:
-        """Tool names changed for the target (wire name -> source name); give them to the
-        response's transcoder as ``Options(tool_names=...)`` (``interlingua.naming``)."""
-        return self.session.tool_names
-
-    def _take(self) -> bytes:
-        out = b"".join(self._out)
-        self._out.clear()
-        return out
-
     def feed(self, data: bytes) -> bytes:
         """Feed a chunk; returns the output it made possible (maybe ``b""``)."""
         self._poison.check()
@@ -263,28 +290,6 @@ class Transcoder(metaclass=_Backed):
             if self._copy is not None:
                 self._copy.finished(self._front.decoder)
         return self._take()
-
-    def abort(self, error: "BaseException | Error | None" = None) -> bytes:
-        """End the output with the target's error event instead of a (truncated) success.
-
-        For a source that failed or was cut mid-stream: returns the output
-        produced so far plus the target dialect's error frame (anthropic
-        ``event: error``, openai an error chunk then ``[DONE]``, ollama an
-        ``{"error": ...}`` line; for a non-streaming body, an error body if
-        nothing was written yet). ``error`` may be an exception (a
-        ``TranscodeError`` keeps its kind and status) or a canonical ``Error``.
-        """
-        if not isinstance(error, Error):
-            error = _error_event(error)
-        abort = getattr(self.encoder, "abort", None)
-        if abort is not None:
-            abort(error)
-        return self._take()
-
-    def pending_output(self) -> bytes:
-        """After an error: the output produced before it (a prefix of the full output)."""
-        return self._take()
-
 
 class Decoder(metaclass=_Backed):
     """Push-style decoder to canonical events: ``feed`` / ``close`` return the events they produced.
@@ -322,7 +327,7 @@ class Decoder(metaclass=_Backed):
         return self._take()
 
 
-class Encoder(metaclass=_Backed):
+class Encoder(_BytesOut, metaclass=_Backed):
     """Push-style encoder: canonical events in, ``target``'s bytes out -- the second half
     of a ``Transcoder``, for events built in Python (the turn compiler, a program that
     makes its own requests).
@@ -365,24 +370,6 @@ class Encoder(metaclass=_Backed):
         self._poison = _Poison()
         self._closed = False
 
-    @property
-    def losses(self):
-        return self.session.losses
-
-    @property
-    def reorder(self):
-        return self.session.reorder
-
-    @property
-    def tool_names(self) -> dict[str, str]:
-        """Tool names changed for the target (wire name -> source name), as ``Transcoder``'s."""
-        return self.session.tool_names
-
-    def _take(self) -> bytes:
-        out = b"".join(self._out)
-        self._out.clear()
-        return out
-
     def _check(self) -> None:
         self._poison.check()
         if self._closed:
@@ -406,19 +393,6 @@ class Encoder(metaclass=_Backed):
         self._closed = True
         with self._poison:
             self.encoder.finish()
-        return self._take()
-
-    def abort(self, error: "BaseException | Error | None" = None) -> bytes:
-        """``Transcoder.abort``: the output so far plus the target's error event, if it has one."""
-        if not isinstance(error, Error):
-            error = _error_event(error)
-        abort = getattr(self.encoder, "abort", None)
-        if abort is not None:
-            abort(error)
-        return self._take()
-
-    def pending_output(self) -> bytes:
-        """After an error: the output produced before it (a prefix of the full output)."""
         return self._take()
 
 
