@@ -52,7 +52,7 @@ const BLOCK_DELTA_KEYS: [&[u8]; 5] = [b"text", b"thinking", b"partial_json", b"s
 
 /// The handlers (Python's reader methods and `done` callbacks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum S {
+pub(crate) enum S {
     // -- the `message` body (`ResponseDecoder._member`)
     Body,
     StopReason,
@@ -444,7 +444,7 @@ impl FrameState {
 }
 
 /// The readers' data of both decoders (`_Base` and its subclasses).
-struct Readers {
+pub(crate) struct Readers {
     stream: bool,
     /// `ResponseDecoderBase`: id, model, the gate content waits behind until the message starts
     start: ResponseBase,
@@ -465,11 +465,8 @@ struct Readers {
     frame: FrameState,
 }
 
-/// `ResponseDecoder`: the `message` body -> canonical events.
-pub struct ResponseDecoder {
-    m: Machine<S>,
-    d: Readers,
-}
+/// `ResponseDecoder`: the `message` body -> canonical events (the machine and the readers).
+pub(crate) type ResponseDecoder = crate::decoding::MachineDecoder<Readers>;
 
 /// `StreamDecoder`: the SSE lifecycle -> canonical events.
 pub struct StreamDecoder {
@@ -499,32 +496,13 @@ impl Readers {
 
 impl ResponseDecoder {
     pub fn new(session: &Session) -> Self {
-        ResponseDecoder { m: Machine::starting(Read::Members(S::Body, "the response body")), d: Readers::new(session, false) }
+        crate::decoding::MachineDecoder { m: Machine::starting(Read::Members(S::Body, "the response body")), d: Readers::new(session, false) }
     }
 }
 
 impl StreamDecoder {
     pub fn new(session: &Session) -> Self {
         StreamDecoder { m: Machine::new(), d: Readers::new(session, true) }
-    }
-}
-
-impl Decode for ResponseDecoder {
-    fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
-             out: &mut dyn EventSink) -> Result<()> {
-        self.m.feed(&mut self.d, token, offset, &mut Cx::new(path, session, out))
-    }
-
-    fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
-        self.m.flush(&mut self.d, &mut Cx::outside(session, out))
-    }
-
-    fn interrupted(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
-        self.m.interrupted(&mut self.d, &mut Cx::outside(session, out))
-    }
-
-    fn at(&self) -> u64 {
-        self.m.at
     }
 }
 

@@ -7,7 +7,8 @@
 //! document per SSE frame; the per-choice state (`Choice`) lives across frames.
 #![forbid(unsafe_code)]
 
-pub use decoder::{ResponseDecoder, StreamDecoder};
+pub(crate) use decoder::ResponseDecoder;
+pub use decoder::StreamDecoder;
 
 /// Python's `str(value)` of a small JSON value (an error's odd `type`/`message`, a citation's `type`).
 fn py_str(value: &crate::value::Value, out: &mut String) {
@@ -55,7 +56,7 @@ mod decoder {
 
     /// The handlers (Python's bound methods and lambdas), by what they read.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum S {
+    pub(crate) enum S {
         /// a stream frame's first token (`StreamDecoder._document`)
         Doc,
         /// the members of a body or a chunk (`top_value`)
@@ -210,7 +211,7 @@ mod decoder {
     }
 
     /// The decoder's data (`_Base` and its subclasses').
-    struct Openai {
+    pub(crate) struct Openai {
         streaming: bool,
         /// the gate until the message starts, id, model (`ResponseDecoderBase`)
         base: ResponseBase,
@@ -1147,35 +1148,12 @@ mod decoder {
 
     // -- the two decoders ------------------------------------------------------------------
 
-    /// `ResponseDecoder`: a `chat.completion` body -> canonical events.
-    pub struct ResponseDecoder {
-        m: Machine<S>,
-        d: Openai,
-    }
+    /// `ResponseDecoder`: a `chat.completion` body -> canonical events (the machine and the readers).
+    pub(crate) type ResponseDecoder = crate::decoding::MachineDecoder<Openai>;
 
     impl ResponseDecoder {
         pub fn new(session: &Session) -> Self {
-            ResponseDecoder { m: Machine::starting(Read::Members(S::Top, "the response body")), d: Openai::new(false, session) }
-        }
-    }
-
-    impl Decode for ResponseDecoder {
-        fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
-                 out: &mut dyn EventSink) -> Result<()> {
-            let mut cx = Cx::new(path, session, out);
-            self.m.feed(&mut self.d, token, offset, &mut cx)
-        }
-
-        fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
-            self.m.flush(&mut self.d, &mut Cx::outside(session, out))
-        }
-
-        fn interrupted(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
-            self.m.interrupted(&mut self.d, &mut Cx::outside(session, out))
-        }
-
-        fn at(&self) -> u64 {
-            self.m.at
+            crate::decoding::MachineDecoder { m: Machine::starting(Read::Members(S::Top, "the response body")), d: Openai::new(false, session) }
         }
     }
 
