@@ -230,41 +230,52 @@ impl Frames {
         let Some(frame) = self.frames.last_mut() else {
             return Ok(()); // (a key is always inside an object)
         };
-        let chars = char_count(key);
         frame.has_key = true;
-        if let Some(hashed) = &mut frame.hashed {
-            self.keys.truncate(frame.keys_from);
-            self.keys.extend_from_slice(key);
-            frame.key_start = frame.keys_from;
-            if hashed.contains(key) {
-                return Err(KeyFault::Duplicate);
-            }
-            if self.size + chars > max_seen {
-                return Err(KeyFault::Budget);
-            }
-            hashed.insert(key.into());
-        } else {
-            let print = fingerprint(key);
-            let start = self.keys.len();
-            self.keys.extend_from_slice(key);
-            frame.key_start = start;
-            let earlier = &self.seen[frame.seen_from..];
-            for (k, seen) in earlier.iter().enumerate() {
-                if seen.print == print {
-                    let end = earlier.get(k + 1).map_or(start, |next| next.start);
-                    if &self.keys[seen.start..end] == key {
-                        return Err(KeyFault::Duplicate);
-                    }
+        if frame.hashed.is_some() {
+            return self.add_hashed_key(key, max_seen);
+        }
+        let chars = char_count(key);
+        let print = fingerprint(key);
+        let start = self.keys.len();
+        self.keys.extend_from_slice(key);
+        frame.key_start = start;
+        let earlier = &self.seen[frame.seen_from..];
+        for (k, seen) in earlier.iter().enumerate() {
+            if seen.print == print {
+                let end = earlier.get(k + 1).map_or(start, |next| next.start);
+                if &self.keys[seen.start..end] == key {
+                    return Err(KeyFault::Duplicate);
                 }
             }
-            if self.size + chars > max_seen {
-                return Err(KeyFault::Budget);
-            }
-            self.seen.push(SeenKey { print, start });
-            if self.seen.len() - frame.seen_from >= LINEAR_MAX {
-                Self::hash_keys(frame, &mut self.keys, &mut self.seen);
-            }
         }
+        if self.size + chars > max_seen {
+            return Err(KeyFault::Budget);
+        }
+        self.seen.push(SeenKey { print, start });
+        frame.chars += chars;
+        self.size += chars;
+        if self.seen.len() - frame.seen_from >= LINEAR_MAX {
+            Self::hash_keys(frame, &mut self.keys, &mut self.seen);
+        }
+        Ok(())
+    }
+
+    /// `add_key` of an object whose keys are hashed (kept out of the usual path).
+    #[inline(never)]
+    fn add_hashed_key(&mut self, key: &[u8], max_seen: usize) -> std::result::Result<(), KeyFault> {
+        let Some(frame) = self.frames.last_mut() else { return Ok(()) };
+        let Some(hashed) = &mut frame.hashed else { return Ok(()) };
+        let chars = char_count(key);
+        self.keys.truncate(frame.keys_from);
+        self.keys.extend_from_slice(key);
+        frame.key_start = frame.keys_from;
+        if hashed.contains(key) {
+            return Err(KeyFault::Duplicate);
+        }
+        if self.size + chars > max_seen {
+            return Err(KeyFault::Budget);
+        }
+        hashed.insert(key.into());
         frame.chars += chars;
         self.size += chars;
         Ok(())
@@ -272,6 +283,7 @@ impl Frames {
 
     /// An object's keys move into a hash set (the linear search would be quadratic); its
     /// current key stays in `keys`, for the path.
+    #[inline(never)]
     fn hash_keys(frame: &mut Frame, keys: &mut Vec<u8>, seen: &mut Vec<SeenKey>) {
         let starts: Vec<usize> = seen[frame.seen_from..].iter().map(|s| s.start).collect();
         let ends = starts.iter().skip(1).copied().chain(std::iter::once(keys.len()));
