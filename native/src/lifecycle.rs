@@ -182,8 +182,8 @@ fn lose_details(obj: &Value, path: At<'_>, known: &[&str], session: &mut Session
     for (key, value) in obj.as_object().unwrap_or(&[]) {
         // (a key that is not UTF-8 is none of the known ones, which are ASCII)
         if !known.iter().any(|k| k.as_bytes() == key.as_slice()) && nonzero(value) {
-            let key = String::from_utf8_lossy(key);
-            session.lose_member(&format!("{}{}.{key}", path.0, path.1), "such usage field", None)?;
+            let member = [path.0.as_bytes(), path.1.as_bytes(), b".", key].concat();
+            session.lose_member_wtf8(&member, "such usage field", None)?;
         }
     }
     Ok(())
@@ -233,7 +233,7 @@ pub fn usage_path(session: &Session, name: &str) -> String {
 fn lose_count(session: &mut Session, name: &str, target: &str, what: &str) -> Result<()> {
     let path = usage_path(session, name);
     let reason = lacks(path_subject(&path), target, what, None);
-    session.lose(&path, &reason, None)
+    session.lose_owned(path.as_bytes(), reason.into_bytes(), None)
 }
 
 /// `SERVICE_TIERS[dialect]`: canonical name -> the dialect's (its client's literal).

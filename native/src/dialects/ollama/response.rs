@@ -20,7 +20,6 @@ use crate::decoding::{
 use crate::decoding::member_path;
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Token};
-use crate::losses::{lacks_wtf8, path_subject_wtf8};
 use crate::reorder::Hold;
 use crate::session::Session;
 use crate::value::{dumps_str, Value};
@@ -410,10 +409,7 @@ impl Lines {
     /// `session.lose_member(prefix + key)` of the member being read raw (the key WTF-8,
     /// as Python's str).
     fn lose_key(&self, prefix: std::fmt::Arguments<'_>, cx: &mut Cx<'_>) -> Result<()> {
-        let path = member_path(prefix, &self.key);
-        let target = if cx.session.target.is_empty() { "the target" } else { cx.session.target };
-        let reason = lacks_wtf8(path_subject_wtf8(&path), target, "such field", None);
-        cx.session.lose(&path, &reason, None)
+        cx.session.lose_member_wtf8(&member_path(prefix, &self.key), "such field", None)
     }
 }
 

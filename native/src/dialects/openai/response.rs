@@ -32,7 +32,6 @@ mod decoder {
         dumps_key, member_path, Attr, Cx, Decode, Dialect, EventSink, Framing, Frame, Machine, Read, ResponseBase,
         INTEGER, OPT_OBJECT, OPT_STRING,
     };
-    use crate::losses::{lacks_wtf8, path_subject_wtf8};
     use crate::error::{Error, ErrorClass, Result};
     use super::py_str;
     use crate::json::{Frames, Token};
@@ -231,14 +230,6 @@ mod decoder {
         frames: u64,
         /// `Options.max_value_bytes` (a kept field skipped must be one its raw read accepts)
         max_value_bytes: usize,
-    }
-
-    /// `session.lose_member(path, what)` of a path ending in an input key (WTF-8: a key
-    /// may hold an escaped lone surrogate, as Python's str does).
-    fn lose_member(session: &mut Session, path: &[u8], what: &str, done: Option<&str>) -> Result<()> {
-        let target = if session.target.is_empty() { "the target" } else { session.target };
-        let reason = lacks_wtf8(path_subject_wtf8(path), target, what, done);
-        session.lose(path, reason, None)
     }
 
     fn str_json(text: &str) -> Vec<u8> {
@@ -1051,7 +1042,7 @@ mod decoder {
                 }
                 S::ChoiceOther => {
                     let path = member_path(format_args!("$.choices[{}].", self.choices[self.choice.c].index), &self.key);
-                    lose_member(cx.session, &path, "such field", None)
+                    cx.session.lose_member_wtf8(&path, "such field", None)
                 }
                 S::MessageOther => {
                     if raw == b"null" || raw == b"[]" {
@@ -1059,11 +1050,11 @@ mod decoder {
                     }
                     let path = member_path(format_args!("$.choices[{}].{}.", self.choices[self.choice.c].index,
                                                         self.member_name()), &self.key);
-                    lose_member(cx.session, &path, "such field", None)
+                    cx.session.lose_member_wtf8(&path, "such field", None)
                 }
                 S::CallOther => {
                     let path = member_path(format_args!("{}.", self.call_path()), &self.key);
-                    lose_member(cx.session, &path, "such field", None)
+                    cx.session.lose_member_wtf8(&path, "such field", None)
                 }
                 _ => Err(internal(&format!("state {s:?} takes no raw value"))),
             }
