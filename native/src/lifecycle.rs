@@ -233,7 +233,7 @@ pub fn usage_path(session: &Session, name: &str) -> String {
 fn lose_count(session: &mut Session, name: &str, target: &str, what: &str) -> Result<()> {
     let path = usage_path(session, name);
     let reason = lacks(path_subject(&path), target, what, None);
-    session.lose_owned(path.as_bytes(), reason.into_bytes(), None)
+    session.lose_owned(Cow::Owned(path.into_bytes()), reason.into_bytes(), None)
 }
 
 /// `SERVICE_TIERS[dialect]`: canonical name -> the dialect's (its client's literal).
@@ -360,13 +360,19 @@ impl<'o> ObjectOut<'o> {
 /// `usage_to_openai(u, session)`: the openai usage object's compact JSON (the
 /// service tier goes at the body's top: `tier_to`).
 pub fn usage_to_openai(u: &Usage) -> Result<Vec<u8>> {
+    let mut json = Vec::with_capacity(128);
+    push_usage_openai(u, &mut json)?;
+    Ok(json)
+}
+
+/// `usage_to_openai` written at the end of `json` (an encoder's body: no buffer of its own).
+pub fn push_usage_openai(u: &Usage, json: &mut Vec<u8>) -> Result<()> {
     let total = match (u.total, u.input, u.output) {
         (Some(total), _, _) => Some(total),
         (None, Some(input), Some(output)) => Some(checked_sum(&[input, output], "total_tokens")?),
         _ => None,
     };
-    let mut json = Vec::with_capacity(128);
-    let mut out = ObjectOut::new(&mut json);
+    let mut out = ObjectOut::new(json);
     for (key, n) in [("prompt_tokens", u.input), ("completion_tokens", u.output), ("total_tokens", total)] {
         if let Some(n) = n {
             out.count(key, n);
@@ -385,7 +391,7 @@ pub fn usage_to_openai(u: &Usage) -> Result<Vec<u8>> {
         out.nested_count("completion_tokens_details", "reasoning_tokens", n);
     }
     out.close();
-    Ok(json)
+    Ok(())
 }
 
 /// `usage_from_anthropic(obj, session, path)`: `input_tokens` excludes the cache
@@ -469,24 +475,26 @@ pub fn usage_from_ollama(prompt_eval_count: Option<&Value>, eval_count: Option<&
 /// `usage_to_ollama(u, session)`: the counts' members (a `Value::Object`); what
 /// ollama has no count for is a recorded loss.
 pub fn usage_to_ollama(u: &Usage, session: &mut Session) -> Result<Value> {
-    let mut out: Vec<(Vec<u8>, Value)> = Vec::new();
-    if let Some(n) = u.input {
-        out.push((b"prompt_eval_count".to_vec(), Value::int(n)));
-    }
-    if let Some(n) = u.output {
-        out.push((b"eval_count".to_vec(), Value::int(n)));
-    }
-    for (name, what, n) in [("cache_read", "cache-read", u.cache_read), ("cache_write", "cache-write", u.cache_write),
-                            ("reasoning", "reasoning", u.reasoning)] {
+    let [input, output] = ollama_counts(u, session)?;
+    let members = [("prompt_eval_count", input), ("eval_count", output)];
+    Ok(Value::Object(members.iter().filter_map(|(key, n)| Some((key.as_bytes().to_vec(), Value::int((*n)?)))).collect()))
+}
+
+/// `usage_to_ollama`'s two counts (`prompt_eval_count`, `eval_count`), for an encoder
+/// that writes them itself (no `Value` to build and drop); the losses are recorded.
+pub fn ollama_counts(u: &Usage, session: &mut Session) -> Result<[Option<i64>; 2]> {
+    for (name, what, n) in [("cache_read", "cache-read token count", u.cache_read),
+                            ("cache_write", "cache-write token count", u.cache_write),
+                            ("reasoning", "reasoning token count", u.reasoning)] {
         if n.is_some_and(|n| n != 0) {
-            lose_count(session, name, "ollama", &[what, " token count"].concat())?;
+            lose_count(session, name, "ollama", what)?;
         }
     }
     if u.service_tier.is_some() {
         lose_count(session, "service_tier", "ollama", "service tier")?;
     }
     lose_odd_total(u, session, "ollama")?;
-    Ok(Value::Object(out))
+    Ok([u.input, u.output])
 }
 
 /// `merge_usage(old, new)`: later counts win; a count the later report lacks keeps

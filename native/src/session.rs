@@ -212,15 +212,15 @@ impl Session {
     /// message, not a field: two losses there are two things lost.) `path` / `reason`:
     /// WTF-8 (`&str` or bytes).
     pub fn lose(&mut self, path: impl AsRef<[u8]>, reason: impl AsRef<[u8]>, dialect: Option<&str>) -> Result<()> {
-        self.record(path.as_ref(), Cow::Borrowed(reason.as_ref()), dialect)
+        self.record(Cow::Borrowed(path.as_ref()), Cow::Borrowed(reason.as_ref()), dialect)
     }
 
-    /// `lose` of a reason written for it: moved into the record, not copied.
-    pub fn lose_owned(&mut self, path: &[u8], reason: Vec<u8>, dialect: Option<&str>) -> Result<()> {
+    /// `lose` of a reason (and maybe a path) written for it: moved into the record, not copied.
+    pub fn lose_owned(&mut self, path: Cow<'_, [u8]>, reason: Vec<u8>, dialect: Option<&str>) -> Result<()> {
         self.record(path, Cow::Owned(reason), dialect)
     }
 
-    fn record(&mut self, path: &[u8], reason: Cow<'_, [u8]>, dialect: Option<&str>) -> Result<()> {
+    fn record(&mut self, path: Cow<'_, [u8]>, reason: Cow<'_, [u8]>, dialect: Option<&str>) -> Result<()> {
         if self.passthrough {
             return Ok(());
         }
@@ -228,11 +228,11 @@ impl Session {
             Some(d) if !d.is_empty() => d,
             _ => self.source,
         };
-        if self.kind != Kind::Request && self.seen_before(dialect, path, &reason) {
+        if self.kind != Kind::Request && self.seen_before(dialect, &path, &reason) {
             return Ok(());
         }
         if self.options.strict {
-            let message = [&b"cannot carry "[..], path, b": ", &reason].concat();
+            let message = [&b"cannot carry "[..], &path, b": ", &reason].concat();
             let err = Error::wtf8(ErrorClass::Loss, message).with_path(path.to_vec());
             // (an error names a dialect the core knows; any other name: the pipeline's source)
             return Err(match crate::pipeline::dialect(dialect) {
@@ -244,7 +244,7 @@ impl Session {
             Some(known) => Cow::Borrowed(known),
             None => Cow::Owned(dialect.to_string()),
         };
-        self.losses.push(Loss { dialect, path: path.to_vec(), reason: reason.into_owned() });
+        self.losses.push(Loss { dialect, path: path.into_owned(), reason: reason.into_owned() });
         Ok(())
     }
 
@@ -278,7 +278,7 @@ impl Session {
         }
         let target = if self.target.is_empty() { "the target" } else { self.target };
         let reason = lacks_wtf8(path_subject_wtf8(path), target, what, done);
-        self.lose_owned(path, reason, None)
+        self.lose_owned(Cow::Borrowed(path), reason, None)
     }
 
     /// `Session.tool_name_out`: a tool name of another dialect as the target

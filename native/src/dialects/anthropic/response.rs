@@ -37,6 +37,7 @@ use crate::lifecycle::{
     Deferred, OpenFrame, Stamp,
 };
 use crate::losses::lacks;
+use crate::unicode::text_of;
 use crate::naming::{anthropic_id, canonical_id};
 use crate::reorder::{ByteHold, Hold};
 use crate::session::Session;
@@ -567,13 +568,6 @@ fn json_of(value: &Value) -> Vec<u8> {
     out
 }
 
-/// A string value read with `STRING`/`OPT_STRING` (never a lone surrogate: read_value refuses it).
-fn text_of(value: Value) -> Option<String> {
-    match value {
-        Value::Str(text) => Some(String::from_utf8(text).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())),
-        _ => None,
-    }
-}
 
 /// `skip_value`: consume a value without keeping it (`Read::Skip`).
 fn skip_value(m: &mut Machine<S>) {
