@@ -196,6 +196,47 @@ pub fn char_len(text: &[u8]) -> u64 {
     text.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64
 }
 
+// -- roles ------------------------------------------------------------------------------
+
+/// The roles encoders write most, as JSON text.
+pub mod roles {
+    pub const SYSTEM: &[u8] = b"\"system\"";
+    pub const USER: &[u8] = b"\"user\"";
+    pub const ASSISTANT: &[u8] = b"\"assistant\"";
+    pub const TOOL: &[u8] = b"\"tool\"";
+}
+
+/// `role` (JSON text) when it is one of `roles`: kept without a copy per message.
+pub fn known_role(role: &[u8]) -> Option<&'static [u8]> {
+    [roles::SYSTEM, roles::USER, roles::ASSISTANT, roles::TOOL].into_iter().find(|known| *known == role)
+}
+
+/// `dumps(role)` of a role name: a constant for the names `roles` has.
+pub fn role_json(role: &str) -> Cow<'static, [u8]> {
+    match role {
+        "system" => Cow::Borrowed(roles::SYSTEM),
+        "user" => Cow::Borrowed(roles::USER),
+        "assistant" => Cow::Borrowed(roles::ASSISTANT),
+        "tool" => Cow::Borrowed(roles::TOOL),
+        _ => {
+            let mut json = Vec::with_capacity(role.len() + 2);
+            dumps_str(role.as_bytes(), &mut json);
+            Cow::Owned(json)
+        }
+    }
+}
+
+/// `b'"role":' + role` (role as JSON text): a constant for the usual roles.
+pub fn role_head(role: &[u8]) -> Cow<'static, [u8]> {
+    match role {
+        roles::SYSTEM => Cow::Borrowed(b"\"role\":\"system\""),
+        roles::USER => Cow::Borrowed(b"\"role\":\"user\""),
+        roles::ASSISTANT => Cow::Borrowed(b"\"role\":\"assistant\""),
+        roles::TOOL => Cow::Borrowed(b"\"role\":\"tool\""),
+        _ => Cow::Owned([&b"\"role\":"[..], role].concat()),
+    }
+}
+
 // -- writers ----------------------------------------------------------------------------
 
 /// A writer of the `Writers` arena: the output (`OUT`) or a hold. A writer whose hold

@@ -623,12 +623,11 @@ impl Readers {
 
     /// `_top_field`: a control, or an extension (an explicit null: a lossless one).
     fn top_field(&mut self, raw: &[u8], cx: &mut Cx<'_>) -> Result<()> {
-        let path = member_path(format_args!("$."), &self.key);
         if raw == b"null" {
-            return cx.extension(DIALECT, path, raw, None, true);
+            return cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, true);
         }
         match controls::decode(&self.key, raw)? {
-            None => cx.extension(DIALECT, path, raw, None, false),
+            None => cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, false),
             Some(found) => {
                 for control in found {
                     cx.emit(Event::Control(control))?;

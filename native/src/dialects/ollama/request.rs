@@ -980,7 +980,7 @@ use super::*;
 
 use crate::canonical::{Extension, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
-    Attr, attr, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field, lose_raw_arguments,
+    known_role, role_head, role_json, Attr, attr, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field, lose_raw_arguments,
     late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, subject, tool_definition, BlockHead, BlockRef,
     Encode, First, HeldArguments, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener, PlaceBlocks,
     ToolDefinitions, WriterId, Writers, STRING_CONTENT,
@@ -1032,7 +1032,7 @@ impl TextKey {
 struct Message {
     asm: MessageAssembler,
     index: i64,
-    role: Vec<u8>,
+    role: Cow<'static, [u8]>,
     /// blocks written into `content`, `thinking`
     texts: [u32; 2],
     has_result: bool,
@@ -1439,8 +1439,7 @@ impl Messages {
             self.flush_user_hold(body, io)?;
         }
         let writer = self.messages_writer(body, index, role, io)?;
-        let head = [&b"\"role\":"[..], role].concat();
-        let mut asm = MessageAssembler::new(writer, io, MEMBER_ORDER, &head, first)?;
+        let mut asm = MessageAssembler::new(writer, io, MEMBER_ORDER, &role_head(role), first)?;
         if role != ROLE_TOOL {
             if let Some(ext) = self.take_openai_name(index) {
                 foreign_extension(io.session, DIALECT, &ext)?;
@@ -1454,7 +1453,8 @@ impl Messages {
             }
             self.pending_ext = rest;
         }
-        self.msg = Some(Message { asm, index, role: role.to_vec(), texts: [0, 0], has_result: false,
+        let role = known_role(role).map_or_else(|| Cow::Owned(role.to_vec()), Cow::Borrowed);
+        self.msg = Some(Message { asm, index, role, texts: [0, 0], has_result: false,
                                   has_image: false, named: false });
         Ok(())
     }
@@ -1501,7 +1501,7 @@ impl Messages {
         let new_result = block.section == Section::ToolResult
             && msg.has_result
             && !attr_truthy(block.attrs.as_deref().unwrap_or(&[]), "in_result");
-        block.message != msg.index || role != msg.role.as_slice() || new_result
+        block.message != msg.index || role != msg.role.as_ref() || new_result
     }
 
     fn message_for(&mut self, body: &mut MessageListBody, block: &Block<'_>, role: &[u8], io: &mut Io<'_>)
@@ -1529,8 +1529,8 @@ impl Messages {
     }
 
     /// `_role_of`: the block's role (JSON), or None (no place for it).
-    fn role_of(&self, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Vec<u8>>> {
-        let natural = section_role(block.section).map(|r| str_json(r.as_bytes()));
+    fn role_of<'a>(&self, block: &Block<'_>, attrs: &'a [Attr<'_>], io: &mut Io<'_>) -> Result<Option<Cow<'a, [u8]>>> {
+        let natural = section_role(block.section).map(role_json);
         let Some(role) = not_none(attr(attrs, "role")) else { return Ok(natural) };
         if natural.as_deref() == Some(role) {
             return Ok(natural);
@@ -1538,15 +1538,15 @@ impl Messages {
         if role == b"\"developer\"" && block.section == Section::SystemInstruction {
             lose_block(io.session, DIALECT, BlockRef::of(block), "developer role", Some("sent as a system message"),
                        Some(attrs))?;
-            return Ok(Some(b"\"system\"".to_vec()));
+            return Ok(Some(Cow::Borrowed(b"\"system\"")));
         }
         if role == b"\"function\"" && block.section == Section::ToolResult {
             lose(io.session, DIALECT, BlockRef::of(block), "function message", "function role",
                  Some("sent as a tool message"), None)?;
-            return Ok(Some(ROLE_TOOL.to_vec()));
+            return Ok(Some(Cow::Borrowed(ROLE_TOOL)));
         }
         // ollama takes any role string; an ollama body's own odd roles come back
-        Ok(Some(role.to_vec()))
+        Ok(Some(Cow::Borrowed(role)))
     }
 
     /// `_place`: open the block in the right message and member; None: not carried (lost).

@@ -1078,26 +1078,8 @@ const MEMBER_ORDER: &str = "openai:member-order";
 
 /// A role as JSON text (`key_bytes(role)`: roles of other dialects' unknown blocks are any value).
 type Role = Cow<'static, [u8]>;
-const SYSTEM: &[u8] = b"\"system\"";
-const USER: &[u8] = b"\"user\"";
-const ASSISTANT: &[u8] = b"\"assistant\"";
-const TOOL: &[u8] = b"\"tool\"";
-
-/// The roles the encoder writes most (no copy per message).
-fn known_role(role: &[u8]) -> Option<&'static [u8]> {
-    [SYSTEM, USER, ASSISTANT, TOOL].into_iter().find(|known| *known == role)
-}
-
-/// `b'"role":' + key_bytes(role)`.
-fn role_head(role: &[u8]) -> Cow<'static, [u8]> {
-    match role {
-        SYSTEM => Cow::Borrowed(b"\"role\":\"system\""),
-        USER => Cow::Borrowed(b"\"role\":\"user\""),
-        ASSISTANT => Cow::Borrowed(b"\"role\":\"assistant\""),
-        TOOL => Cow::Borrowed(b"\"role\":\"tool\""),
-        _ => Cow::Owned([&b"\"role\":"[..], role].concat()),
-    }
-}
+use crate::encoding::roles::{ASSISTANT, SYSTEM, TOOL, USER};
+use crate::encoding::{known_role, role_head};
 
 /// `EXTRA_ATTR`: an openai-only member of a part or tool call (`"k":v,...` text).
 const EXTRA_ATTR: &str = "openai_extra";
