@@ -173,8 +173,12 @@ pub fn owned(attrs: &[Attr<'_>]) -> OwnedAttrs {
 }
 
 /// `{**first, **late}`: `first`'s order, values replaced by `late`'s, `late`'s new keys after.
-pub fn merged(first: &[Attr<'_>], late: &[Attr<'_>]) -> OwnedAttrs {
-    let mut out = Vec::with_capacity(first.len() + late.len());
+/// A block whole in one event has no late attributes: `first` itself, not a copy.
+pub fn merged<'x>(first: &'x [Attr<'x>], late: &[Attr<'_>]) -> Cow<'x, [Attr<'x>]> {
+    if late.is_empty() {
+        return Cow::Borrowed(first);
+    }
+    let mut out: OwnedAttrs = Vec::with_capacity(first.len() + late.len());
     out.extend(first.iter().map(owned_attr));
     for attr in late {
         match out.iter_mut().find(|(key, _)| key.as_ref() == attr.0.as_ref()) {
@@ -182,7 +186,7 @@ pub fn merged(first: &[Attr<'_>], late: &[Attr<'_>]) -> OwnedAttrs {
             None => out.push(owned_attr(attr)),
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// `late_only(attrs, late)`: the late attributes that were not among the first fragment's
@@ -1305,7 +1309,8 @@ mod tests {
         assert_eq!(kept, attrs);
         assert!(matches!(kept[0].0, Cow::Borrowed(_)) && matches!(kept[1].1, Cow::Borrowed(_)));
         let late: Vec<Attr<'_>> = vec![("zz_new".into(), Cow::Borrowed(&b"1"[..])), ("id".into(), Cow::Borrowed(&b"\"x\""[..]))];
-        assert_eq!(merged(&attrs, &late), vec![attrs[0].clone(), late[0].clone(), late[1].clone()]);
+        assert_eq!(merged(&attrs, &late).as_ref(), [attrs[0].clone(), late[0].clone(), late[1].clone()]);
+        assert!(matches!(merged(&attrs, &[]), Cow::Borrowed(_)));
         assert_eq!(late_only(&attrs, &late), vec![late[1].clone()]);
     }
 

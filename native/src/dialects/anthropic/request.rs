@@ -1374,7 +1374,7 @@ mod encoder {
 
     use crate::canonical::{unescape_json_text, Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
     use crate::encoding::{
-        attr, attr_is, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_unplaced, merged, on_block,
+        attr, attr_is, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_unplaced, merged, on_block,
         subject, tool_definition, where_, Attr, BlockHead, BlockRef, Encode, HeldArguments, InBlock, Io,
         MessageAssembler, PlaceBlocks, ToolDefinitions, WriterId, PARTS_CONTENT, STRING_CONTENT,
     };
@@ -1761,15 +1761,15 @@ mod encoder {
         fn open_message(&mut self, message: i64, role: &str, string: bool, io: &mut Io<'_>) -> Result<()> {
             self.close_message(io)?;
             self.open_top("messages", io)?;
-            let mut head = b"\"role\":".to_vec();
-            key_bytes(role.as_bytes(), &mut head);
+            let mut head = role_head(&role_json(role));
             if !self.pending_ext.is_empty() {
                 // fields of this message that came before its first block
                 let mut kept = Vec::with_capacity(self.pending_ext.len());
                 for ext in std::mem::take(&mut self.pending_ext) {
                     if ext.message == Some(message) {
+                        let head = head.to_mut();
                         head.push(b',');
-                        key_bytes(last_key(&ext.path, ext.message)?, &mut head);
+                        key_bytes(last_key(&ext.path, ext.message)?, head);
                         head.push(b':');
                         head.extend_from_slice(&ext.raw);
                     } else {
@@ -1781,7 +1781,8 @@ mod encoder {
             let first = if string { STRING_CONTENT } else { PARTS_CONTENT };
             self.msg = Some(MessageAssembler::new(OUT, io, "anthropic:member-order", &head, Some(first))?);
             self.msg_index = Some(message);
-            self.msg_role = role.to_string();
+            self.msg_role.clear();
+            self.msg_role.push_str(role); // (the buffer is kept: no allocation per message)
             self.msg_string = string;
             self.msg_has_result = false;
             Ok(())
@@ -2270,7 +2271,7 @@ mod encoder {
                 Placed::ResultText { head, result } => {
                     let every = merged(&head.attrs, late);
                     let (linking, text): (Vec<Attr<'_>>, Vec<Attr<'_>>) =
-                        every.into_iter().partition(|(k, _)| k == "is_error" || k == "tool_call_id");
+                        every.iter().cloned().partition(|(k, _)| k == "is_error" || k == "tool_call_id");
                     let mut tail = b"\"".to_vec();
                     tail.extend_from_slice(&self.members(head.as_ref(), "text", &text, io)?);
                     tail.push(b'}');

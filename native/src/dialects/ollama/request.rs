@@ -574,20 +574,14 @@ impl Dialect for Ollama {
         match s {
             S::Tool => self.tool_text(raw, offset, cx),
             S::TopField => {
-                let key = String::from_utf8_lossy(&self.key).into_owned();
-                if controls::control_name(key.as_bytes()).is_some() {
-                    if let Some(control) = controls::decode(&key, raw, Value::loads(raw)?) {
-                        return cx.emit(Event::Control(control));
-                    }
+                if let Some(control) = controls::decode(&self.key, raw)? {
+                    return cx.emit(Event::Control(control));
                 }
                 cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, raw == b"null")
             }
             S::OptionField => {
-                let key = String::from_utf8_lossy(&self.key).into_owned();
-                if controls::option_control_name(key.as_bytes()).is_some() {
-                    if let Some(control) = controls::decode_option(&key, raw, Value::loads(raw)?) {
-                        return cx.emit(Event::Control(control));
-                    }
+                if let Some(control) = controls::decode_option(&self.key, raw)? {
+                    return cx.emit(Event::Control(control));
                 }
                 cx.extension(DIALECT, member_path(format_args!("$.options."), &self.key), raw, None, raw == b"null")
             }

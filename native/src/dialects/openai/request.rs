@@ -1644,7 +1644,7 @@ impl Messages {
         self.result_id(late, io)?;
         let all = merged(&head.attrs, late);
         // a string (or empty) result has no part to carry attributes: each one is a loss
-        let without_extra: OwnedAttrs = all.iter().filter(|(k, _)| k != EXTRA_ATTR).cloned().collect();
+        let without_extra: Vec<Attr<'_>> = all.iter().filter(|(k, _)| k != EXTRA_ATTR).cloned().collect();
         self.extra_attrs(io, head.as_ref(), &without_extra, &[])?;
         let named = attr(&all, "name").is_some_and(|raw| raw != b"null");
         let answered = attr(&all, "tool_call_id").is_some_and(|raw| raw != b"null");
