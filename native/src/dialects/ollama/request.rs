@@ -16,6 +16,7 @@ use crate::decoding::{
     Read, RequestBody,
 };
 use crate::dialects::fields::{self, field, required};
+use crate::encoding::role_json;
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Token};
 use crate::session::Session;
@@ -257,11 +258,11 @@ fn attr(name: &'static str, json: &[u8]) -> Attr {
 /// `MessageReader._resolve`: content is built as provisional `user-text`; it gets
 /// the role's section, and blocks whose natural role is not the message's are marked.
 fn resolve<'a>(role: &str, mut block: Block<'a>) -> Block<'a> {
-    let add = |block: &mut Block<'a>, name: &'static str, json: Vec<u8>| {
+    let add = |block: &mut Block<'a>, name: &'static str, json: Cow<'static, [u8]>| {
         let attrs = block.attrs.get_or_insert_with(Vec::new);
         match attrs.iter_mut().find(|(k, _)| k == name) {
-            Some(slot) => slot.1 = Cow::Owned(json),
-            None => attrs.push((Cow::Borrowed(name), Cow::Owned(json))),
+            Some(slot) => slot.1 = json,
+            None => attrs.push((Cow::Borrowed(name), json)),
         }
     };
     if block.section == Section::UserText {
@@ -280,12 +281,12 @@ fn resolve<'a>(role: &str, mut block: Block<'a>) -> Block<'a> {
                 block.payload = Cow::Owned(payload);
             }
             if block.init {
-                add(&mut block, "role", str_json(role.as_bytes()));
-                add(&mut block, "dialect", b"\"ollama\"".to_vec());
-                add(&mut block, "key", b"\"content\"".to_vec());
+                add(&mut block, "role", role_json(role));
+                add(&mut block, "dialect", Cow::Borrowed(b"\"ollama\""));
+                add(&mut block, "key", Cow::Borrowed(b"\"content\""));
             }
         } else if block.init && block.section == Section::UserText {
-            add(&mut block, "in_parts", TRUE.to_vec());
+            add(&mut block, "in_parts", Cow::Borrowed(TRUE));
         }
         if block.attrs.as_ref().is_some_and(Vec::is_empty) {
             block.attrs = None;
@@ -293,7 +294,7 @@ fn resolve<'a>(role: &str, mut block: Block<'a>) -> Block<'a> {
         return block;
     }
     if block.init && section_role(block.section).is_some_and(|natural| natural != role) {
-        add(&mut block, "role", str_json(role.as_bytes()));
+        add(&mut block, "role", role_json(role));
     }
     block
 }
