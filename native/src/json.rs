@@ -104,120 +104,6 @@ impl Default for Limits {
     }
 }
 
-/// Per open object, the keys it has had: a duplicate is refused (json.py's `_seen`).
-///
-/// The open objects' keys lie back to back in one buffer (innermost object's last:
-/// objects nest, so closing one truncates it), and an object's few keys are compared
-/// one by one: no allocation and no hashing per key (most objects have a handful).
-/// An object that reaches `LINEAR_MAX` keys moves them into a hash set (SipHash:
-/// a body's keys are the sender's choice), where its later keys go.
-#[derive(Default)]
-struct SeenKeys {
-    /// the keys of the open objects in linear mode, back to back
-    bytes: Vec<u8>,
-    /// where each of those keys begins in `bytes` (a key ends where the next begins)
-    starts: Vec<usize>,
-    /// each of those keys' `fingerprint` (compared first: most keys differ in it)
-    prints: Vec<u64>,
-    /// the open objects, innermost last
-    objects: Vec<SeenObject>,
-    /// characters of the open objects' keys
-    size: usize,
-}
-
-struct SeenObject {
-    /// its first key's index in `starts`, and where its keys begin in `bytes`
-    first: usize,
-    bytes_from: usize,
-    /// characters of its keys (counted in `SeenKeys::size`)
-    chars: usize,
-    /// past `LINEAR_MAX` keys: all of them, hashed
-    hashed: Option<std::collections::HashSet<Box<[u8]>>>,
-}
-
-/// Keys an object compares one by one before it hashes them.
-const LINEAR_MAX: usize = 16;
-
-impl SeenKeys {
-    fn open(&mut self) {
-        self.objects.push(SeenObject { first: self.starts.len(), bytes_from: self.bytes.len(), chars: 0, hashed: None });
-    }
-
-    fn close(&mut self) {
-        if let Some(object) = self.objects.pop() {
-            self.starts.truncate(object.first);
-            self.prints.truncate(object.first);
-            self.bytes.truncate(object.bytes_from);
-            self.size -= object.chars;
-        }
-    }
-
-    fn clear(&mut self) {
-        self.objects.clear();
-        self.starts.clear();
-        self.prints.clear();
-        self.bytes.clear();
-        self.size = 0;
-    }
-
-    /// Inside an object (not at the top level of the document).
-    fn in_object(&self) -> bool {
-        !self.objects.is_empty()
-    }
-
-    /// The innermost object has had `key`.
-    fn contains(&self, key: &[u8], print: u64) -> bool {
-        let Some(object) = self.objects.last() else {
-            return false;
-        };
-        if let Some(hashed) = &object.hashed {
-            return hashed.contains(key);
-        }
-        let first = object.first;
-        self.prints[first..].iter().enumerate().any(|(k, &p)| p == print && self.key_at(first + k) == key)
-    }
-
-    /// The `k`-th key in linear mode.
-    fn key_at(&self, k: usize) -> &[u8] {
-        let end = self.starts.get(k + 1).copied().unwrap_or(self.bytes.len());
-        &self.bytes[self.starts[k]..end]
-    }
-
-    /// The keys in linear mode from the `first`-th on (an object's: it is innermost).
-    fn keys_from(&self, first: usize) -> impl Iterator<Item = &[u8]> + '_ {
-        let starts = &self.starts[first..];
-        let end = self.bytes.len();
-        (0..starts.len()).map(move |k| &self.bytes[starts[k]..starts.get(k + 1).copied().unwrap_or(end)])
-    }
-
-    /// `key` (of `chars` characters) joins the innermost object's keys.
-    fn insert(&mut self, key: &[u8], chars: usize, print: u64) {
-        let Some(object) = self.objects.last_mut() else {
-            return;
-        };
-        object.chars += chars;
-        self.size += chars;
-        if let Some(hashed) = &mut object.hashed {
-            hashed.insert(key.into());
-            return;
-        }
-        let (first, bytes_from) = (object.first, object.bytes_from);
-        self.starts.push(self.bytes.len());
-        self.prints.push(print);
-        self.bytes.extend_from_slice(key);
-        if self.starts.len() - first >= LINEAR_MAX {
-            // many keys: hash them from here on (the linear search would be quadratic)
-            let hashed = self.keys_from(first).map(Into::into).collect();
-            self.starts.truncate(first);
-            self.prints.truncate(first);
-            self.bytes.truncate(bytes_from);
-            if let Some(object) = self.objects.last_mut() {
-                object.hashed = Some(hashed);
-            }
-        }
-    }
-}
-
 /// A cheap summary of a key: equal keys have equal ones (its length and three of its
 /// bytes: the keys of one object mostly differ in these).
 #[inline]
@@ -245,22 +131,58 @@ pub fn py_str_repr(key: &[u8]) -> String {
 
 // -- the path ---------------------------------------------------------------
 
-#[derive(Clone, Copy, Debug)]
+/// Keys an object compares one by one before it hashes them.
+const LINEAR_MAX: usize = 16;
+
+#[derive(Clone, Debug)]
 struct Frame {
     array: bool,
     /// array: the current index (-1 before the first value)
     index: i64,
-    /// object: the current key, `keys[key_start..]` up to the next frame's start (None: no key yet)
+    /// object: it has a current key (`Frames::keys[key_start..]` up to the next frame's `keys_from`)
     has_key: bool,
     key_start: usize,
+    /// object: where its keys begin in `Frames::keys` and `Frames::seen`
+    keys_from: usize,
+    seen_from: usize,
+    /// object: characters of its keys (counted in `Frames::size`)
+    chars: usize,
+    /// object: past `LINEAR_MAX` keys, all of them, hashed (SipHash: a body's keys are the
+    /// sender's choice); `keys` then holds only its current key
+    hashed: Option<Box<std::collections::HashSet<Box<[u8]>>>>,
 }
 
-/// One frame per open container: its current key or index (Python's `_frames`).
+/// One frame per open container: its current key or index (Python's `_frames`), and per
+/// open object the keys it has had, since a duplicate is refused (json.py's `_seen`).
+///
+/// The open objects' keys lie back to back in one buffer (innermost object's last: objects
+/// nest, so closing one truncates it); an object's current key, which the path names, is
+/// the last of its keys there, so a key is copied once, for both. An object's few keys
+/// are compared one by one (`fingerprint` first): no allocation and no hashing per key
+/// (most objects have a handful). An object that reaches `LINEAR_MAX` keys moves them into
+/// a hash set, where its later keys go.
 #[derive(Clone, Debug, Default)]
 pub struct Frames {
     frames: Vec<Frame>,
-    /// the keys of the open objects, innermost last (each frame's key runs to the next one's start)
+    /// the keys of the open objects (a hashed object's: its current key only), innermost last
     keys: Vec<u8>,
+    /// per key in `keys` of an object in linear mode: its fingerprint and where it begins
+    seen: Vec<SeenKey>,
+    /// characters of the open objects' keys
+    size: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SeenKey {
+    print: u64,
+    start: usize,
+}
+
+/// Why a key was refused (`Frames::add_key`).
+enum KeyFault {
+    Duplicate,
+    /// the open objects' keys would exceed `max_seen_key_bytes`
+    Budget,
 }
 
 impl Frames {
@@ -268,18 +190,28 @@ impl Frames {
         self.frames.len()
     }
 
+    fn clear(&mut self) {
+        self.frames.clear();
+        self.keys.clear();
+        self.seen.clear();
+        self.size = 0;
+    }
+
     fn in_array(&self) -> bool {
         self.frames.last().is_some_and(|f| f.array)
     }
 
     fn push(&mut self, array: bool) {
-        let key_start = self.keys.len();
-        self.frames.push(Frame { array, index: -1, has_key: false, key_start });
+        let (keys_from, seen_from) = (self.keys.len(), self.seen.len());
+        let frame = Frame { array, index: -1, has_key: false, key_start: keys_from, keys_from, seen_from, chars: 0, hashed: None };
+        self.frames.push(frame);
     }
 
     fn pop(&mut self) {
         if let Some(frame) = self.frames.pop() {
-            self.keys.truncate(frame.key_start);
+            self.keys.truncate(frame.keys_from);
+            self.seen.truncate(frame.seen_from);
+            self.size -= frame.chars;
         }
     }
 
@@ -291,19 +223,87 @@ impl Frames {
         }
     }
 
-    fn set_key(&mut self, key: &[u8]) {
-        if let Some(frame) = self.frames.last_mut() {
-            self.keys.truncate(frame.key_start);
-            self.keys.extend_from_slice(key);
-            frame.has_key = true;
+    /// `key` is the innermost object's next key: the path's current key, unless it is a
+    /// duplicate or over the budget (then the path names it all the same, as json.py's
+    /// error path does).
+    fn add_key(&mut self, key: &[u8], max_seen: usize) -> std::result::Result<(), KeyFault> {
+        let Some(frame) = self.frames.last_mut() else {
+            return Ok(()); // (a key is always inside an object)
+        };
+        frame.has_key = true;
+        if frame.hashed.is_some() {
+            return self.add_hashed_key(key, max_seen);
         }
+        let chars = char_count(key);
+        let print = fingerprint(key);
+        let start = self.keys.len();
+        self.keys.extend_from_slice(key);
+        frame.key_start = start;
+        let earlier = &self.seen[frame.seen_from..];
+        for (k, seen) in earlier.iter().enumerate() {
+            if seen.print == print {
+                let end = earlier.get(k + 1).map_or(start, |next| next.start);
+                if &self.keys[seen.start..end] == key {
+                    return Err(KeyFault::Duplicate);
+                }
+            }
+        }
+        if self.size + chars > max_seen {
+            return Err(KeyFault::Budget);
+        }
+        self.seen.push(SeenKey { print, start });
+        frame.chars += chars;
+        self.size += chars;
+        if self.seen.len() - frame.seen_from >= LINEAR_MAX {
+            Self::hash_keys(frame, &mut self.keys, &mut self.seen);
+        }
+        Ok(())
+    }
+
+    /// `add_key` of an object whose keys are hashed (kept out of the usual path).
+    #[inline(never)]
+    fn add_hashed_key(&mut self, key: &[u8], max_seen: usize) -> std::result::Result<(), KeyFault> {
+        let Some(frame) = self.frames.last_mut() else { return Ok(()) };
+        let Some(hashed) = &mut frame.hashed else { return Ok(()) };
+        let chars = char_count(key);
+        self.keys.truncate(frame.keys_from);
+        self.keys.extend_from_slice(key);
+        frame.key_start = frame.keys_from;
+        if hashed.contains(key) {
+            return Err(KeyFault::Duplicate);
+        }
+        if self.size + chars > max_seen {
+            return Err(KeyFault::Budget);
+        }
+        hashed.insert(key.into());
+        frame.chars += chars;
+        self.size += chars;
+        Ok(())
+    }
+
+    /// An object's keys move into a hash set (the linear search would be quadratic); its
+    /// current key stays in `keys`, for the path.
+    #[inline(never)]
+    fn hash_keys(frame: &mut Frame, keys: &mut Vec<u8>, seen: &mut Vec<SeenKey>) {
+        let starts: Vec<usize> = seen[frame.seen_from..].iter().map(|s| s.start).collect();
+        let ends = starts.iter().skip(1).copied().chain(std::iter::once(keys.len()));
+        let hashed = starts.iter().zip(ends).map(|(&start, end)| keys[start..end].into()).collect();
+        frame.hashed = Some(Box::new(hashed));
+        seen.truncate(frame.seen_from);
+        keys.drain(frame.keys_from..frame.key_start);
+        frame.key_start = frame.keys_from;
     }
 
     fn clear_key(&mut self) {
         if let Some(frame) = self.frames.last_mut() {
-            self.keys.truncate(frame.key_start);
             frame.has_key = false;
         }
+    }
+
+    /// The innermost object's current key (WTF-8), if it has one.
+    pub fn key(&self) -> Option<&[u8]> {
+        let frame = self.frames.last()?;
+        (!frame.array && frame.has_key).then(|| &self.keys[frame.key_start..])
     }
 
     /// `$.messages[3].content` (`json.render_path`), WTF-8.
@@ -325,7 +325,7 @@ impl Frames {
                     out.push(b']');
                 }
             } else if frame.has_key {
-                let end = self.frames.get(n + 1).map_or(self.keys.len(), |f| f.key_start);
+                let end = self.frames.get(n + 1).map_or(self.keys.len(), |f| f.keys_from);
                 render_key(&mut out, &self.keys[frame.key_start..end]);
             }
         }
@@ -750,7 +750,6 @@ pub struct Tokenizer {
     pub limits: Limits,
     state: State,
     frames: Frames,
-    seen: SeenKeys,
     /// bytes scanned so far (absolute; the carry counts, a held UTF-8 tail does not)
     base: u64,
     /// bytes of an unfinished escape / UTF-8 character / surrogate pair of the
@@ -790,7 +789,6 @@ impl Tokenizer {
             limits,
             state: State::Value,
             frames: Frames::default(),
-            seen: SeenKeys::default(),
             base: 0,
             carry: Vec::new(),
             string_open: false,
@@ -822,9 +820,7 @@ impl Tokenizer {
     /// Ready for a new document, offsets from 0 again (keeps the buffers' capacity).
     pub fn reset(&mut self) {
         self.state = State::Value;
-        self.frames.frames.clear();
-        self.frames.keys.clear();
-        self.seen.clear();
+        self.frames.clear();
         self.base = 0;
         self.carry.clear();
         self.string_open = false;
@@ -1080,6 +1076,21 @@ impl Tokenizer {
         self.error(ErrorClass::JsonSyntax, "invalid escape sequence in string", at)
     }
 
+    /// A key `Frames::add_key` refused (the path names it).
+    fn key_fault(&self, fault: KeyFault, key: &[u8], at: u64) -> Error {
+        match fault {
+            KeyFault::Duplicate => {
+                let mut err = self.error(ErrorClass::DuplicateKey, format!("duplicate key {}", py_str_repr(key)), at);
+                err.key = Some(key.to_vec());
+                err
+            }
+            KeyFault::Budget => {
+                let limit = self.limits.max_seen_key_bytes;
+                self.error(ErrorClass::BudgetExceeded, format!("the open objects' keys exceed max_seen_key_bytes ({limit})"), at)
+            }
+        }
+    }
+
     fn key_too_long(&self) -> Error {
         self.error(
             ErrorClass::BudgetExceeded,
@@ -1113,26 +1124,9 @@ impl Tokenizer {
                 } else {
                     raw
                 };
-                self.frames.set_key(key);
                 let key_start = self.key_start;
-                if self.seen.in_object() {
-                    let count = char_count(key);
-                    let print = fingerprint(key);
-                    if self.seen.contains(key, print) {
-                        let mut err = Error::new(ErrorClass::DuplicateKey, format!("duplicate key {}", py_str_repr(key)))
-                            .at(key_start)
-                            .with_path(self.frames.render());
-                        err.key = Some(key.to_vec());
-                        return Err(err);
-                    }
-                    if self.seen.size + count > self.limits.max_seen_key_bytes {
-                        let message = format!(
-                            "the open objects' keys exceed max_seen_key_bytes ({})",
-                            self.limits.max_seen_key_bytes
-                        );
-                        return Err(Error::new(ErrorClass::BudgetExceeded, message).at(key_start).with_path(self.frames.render()));
-                    }
-                    self.seen.insert(key, count, print);
+                if let Err(fault) = self.frames.add_key(key, self.limits.max_seen_key_bytes) {
+                    return Err(self.key_fault(fault, key, key_start));
                 }
                 sink.token(Token::Key(key), key_start, &self.frames)?;
                 self.key.clear();
@@ -1465,9 +1459,6 @@ impl Tokenizer {
                 let array = c == b'[';
                 sink.token(if array { Token::ArrayStart } else { Token::ObjectStart }, at, &self.frames)?;
                 self.frames.push(array);
-                if !array {
-                    self.seen.open();
-                }
                 self.state = if array { State::FirstValueOrEnd } else { State::FirstKeyOrEnd };
             }
             b'-' | b'0'..=b'9' => {
@@ -1499,9 +1490,6 @@ impl Tokenizer {
             return Err(self.unexpected(c, state, at));
         }
         self.frames.pop();
-        if !array {
-            self.seen.close();
-        }
         sink.token(if array { Token::ArrayEnd } else { Token::ObjectEnd }, at, &self.frames)?;
         self.after_value();
         Ok(())

@@ -66,6 +66,11 @@ CASES = [
     b"[[[[1]]]]", b'{"abcdef": 1}', b'{"ab\\u0041": 1}', b"[123456789]", b"[1.23456e7]", b"[1, NaN]",
     b'{"a": 1, "b": {"a": 2}, "\\u0061": 3}', '{"\u00e9\u00ad\u2028": 1, "\u00e9\u00ad\u2028": 2}'.encode(),
     b'{"\\ud800": 1, "\\ud800": 2}', b'{"it\'s": 1, "it\'s": 2}', b'{"ab": {"cd": 1}, "ef": {"gh": [1]}}',
+    # an object past 16 keys hashes them (json.rs `LINEAR_MAX`): duplicates, budgets and paths after it
+    b"{" + b", ".join(b'"k%d": %d' % (i, i) for i in range(20)) + b', "k3": 1}',
+    b"{" + b", ".join(b'"k%d": %d' % (i, i) for i in range(17)) + b', "x": {"y": {"y": 1}, "y": 2}, "z": [tru]}',
+    b"{" + b", ".join(b'"k%d": %d' % (i, i) for i in range(17)) + b', "x": {"y": [1, {"k0": 1, "k0": 2}]}}',
+    b'{"a": {"b": 1, "c": {"d": 1}, "e": [1, x]}}', b'{"a": 1, "b": 2, "a": 3}', b'{"ab": 1, "ba": 2, "ab": 3}',
 ]
 
 
