@@ -438,20 +438,61 @@ impl<'x> BlockRef<'x> {
     }
 }
 
-/// A block's first fragment kept for its close (the Python closures' `block`):
-/// attributes owned, the payload only where it names the block (raw sections).
+/// A block's first fragment kept for its close (the Python closures' `block`): its
+/// attributes, and the payload only where it names the block (raw sections). Borrowed from
+/// the event while the block is whole in it (the usual request block: no copy per block),
+/// owned (`into_owned`, `BlockHead`) once its fragments go on past the event.
 #[derive(Clone, Debug)]
-pub struct BlockHead {
+pub struct Head<'a> {
     pub section: Section,
     pub message: i64,
-    pub attrs: OwnedAttrs,
-    pub payload: Vec<u8>,
+    pub attrs: HeadAttrs<'a>,
+    pub payload: Cow<'a, [u8]>,
 }
 
-impl BlockHead {
+/// A `Head` held past its event.
+pub type BlockHead = Head<'static>;
+
+/// A head's attributes: the event's, or a copy (read as `&[Attr]`).
+#[derive(Clone, Debug)]
+pub enum HeadAttrs<'a> {
+    Borrowed(&'a [Attr<'a>]),
+    Owned(OwnedAttrs),
+}
+
+impl<'a> std::ops::Deref for HeadAttrs<'a> {
+    type Target = [Attr<'a>];
+
+    fn deref(&self) -> &[Attr<'a>] {
+        match self {
+            HeadAttrs::Borrowed(attrs) => attrs,
+            HeadAttrs::Owned(attrs) => attrs,
+        }
+    }
+}
+
+impl Head<'static> {
+    /// The head of `block`, owned.
     pub fn of(block: &Block<'_>) -> BlockHead {
-        let payload = if block.section.form() == PayloadForm::Raw { block.payload.to_vec() } else { Vec::new() };
-        BlockHead { section: block.section, message: block.message, attrs: owned(block.attrs.as_deref().unwrap_or(&[])), payload }
+        Head::borrowed(block).into_owned()
+    }
+}
+
+impl<'a> Head<'a> {
+    /// The head of `block`, borrowing it.
+    pub fn borrowed(block: &'a Block<'_>) -> Head<'a> {
+        let payload: &[u8] = if block.section.form() == PayloadForm::Raw { &block.payload } else { b"" };
+        let attrs = HeadAttrs::Borrowed(block.attrs.as_deref().unwrap_or(&[]));
+        Head { section: block.section, message: block.message, attrs, payload: Cow::Borrowed(payload) }
+    }
+
+    /// The same head owning what it borrowed (to keep it past the event).
+    pub fn into_owned(self) -> BlockHead {
+        let attrs = match self.attrs {
+            HeadAttrs::Borrowed(attrs) => owned(attrs),
+            HeadAttrs::Owned(attrs) => attrs,
+        };
+        Head { section: self.section, message: self.message, attrs: HeadAttrs::Owned(attrs), payload: Cow::Owned(self.payload.into_owned()) }
     }
 
     pub fn as_ref(&self) -> BlockRef<'_> {
@@ -475,15 +516,18 @@ impl<P> Default for InBlock<P> {
 
 /// A dialect's placing of blocks (`Encoder._place` and the `(write, close)` it returns).
 pub trait PlaceBlocks {
-    /// The named state of a placed block (what Python's `write`/`close` closures held).
-    type Placed;
-    fn in_block(&mut self) -> &mut InBlock<Self::Placed>;
+    /// The named state of a placed block (what Python's `write`/`close` closures held),
+    /// borrowing its first event (`keep` owns it when the block goes on past that event).
+    type Placed<'a>;
+    fn in_block(&mut self) -> &mut InBlock<Self::Placed<'static>>;
     /// A block's first fragment: open what it needs; None: not carried (loss recorded).
-    fn place(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<Option<Self::Placed>>;
+    fn place<'a>(&mut self, block: &'a Block<'_>, io: &mut Io<'_>) -> Result<Option<Self::Placed<'a>>>;
     /// Every fragment's payload, the first included.
-    fn write(&mut self, placed: &mut Self::Placed, payload: &[u8], io: &mut Io<'_>) -> Result<()>;
+    fn write(&mut self, placed: &mut Self::Placed<'_>, payload: &[u8], io: &mut Io<'_>) -> Result<()>;
     /// After the last fragment, with its (late) attributes.
-    fn close(&mut self, placed: Self::Placed, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()>;
+    fn close(&mut self, placed: Self::Placed<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()>;
+    /// A placed block whose fragments go on in later events: what it borrowed, owned.
+    fn keep(placed: Self::Placed<'_>) -> Self::Placed<'static>;
     /// A `REQUEST_LEVEL` block (`_tool_definition`; see `tool_definition`).
     fn tool_definition(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<()>;
 }
@@ -517,7 +561,7 @@ pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mu
             if block.fin {
                 enc.close(placed, &[], io)?;
             } else {
-                *enc.in_block() = InBlock::Placed(placed);
+                *enc.in_block() = InBlock::Placed(E::keep(placed));
             }
         }
     }

@@ -976,7 +976,7 @@ use super::*;
 use crate::canonical::{Extension, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
     known_role, role_head, role_json, Attr, attr, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field, lose_raw_arguments,
-    late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, subject, tool_definition, BlockHead, BlockRef,
+    late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, subject, tool_definition, Head, BlockRef,
     Encode, First, HeldArguments, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener, PlaceBlocks,
     ToolDefinitions, WriterId, Writers, STRING_CONTENT,
 };
@@ -1047,17 +1047,30 @@ enum Args {
 }
 
 /// The named state of a placed block (what Python's `(write, close)` closures hold).
-enum Placed {
+enum Placed<'a> {
     /// nothing written, nothing at close (an unknown block marked empty)
     Nothing,
     /// an ollama message member carried raw (`_unknown`)
     Raw(WriterId),
     /// a text member (`_text`); `w` None: an empty block. Close: `_text_close`
-    Text { w: Option<WriterId>, head: BlockHead },
+    Text { w: Option<WriterId>, head: Head<'a> },
     /// a base64 string of `images` (`_image`): its first characters kept for the type check
-    Image { w: WriterId, head: BlockHead, sniffed: Vec<u8> },
+    Image { w: WriterId, head: Head<'a>, sniffed: Vec<u8> },
     /// a tool call (`_tool_call`): `call_id` the id written first (JSON), if any
-    Call { w: WriterId, head: BlockHead, args: Args, call_id: Option<Vec<u8>> },
+    Call { w: WriterId, head: Head<'a>, args: Args, call_id: Option<Vec<u8>> },
+}
+
+impl Placed<'_> {
+    /// `PlaceBlocks::keep`: the head owned.
+    fn into_owned(self) -> Placed<'static> {
+        match self {
+            Placed::Nothing => Placed::Nothing,
+            Placed::Raw(w) => Placed::Raw(w),
+            Placed::Text { w, head } => Placed::Text { w, head: head.into_owned() },
+            Placed::Image { w, head, sniffed } => Placed::Image { w, head: head.into_owned(), sniffed },
+            Placed::Call { w, head, args, call_id } => Placed::Call { w, head: head.into_owned(), args, call_id },
+        }
+    }
 }
 
 /// Everything of the encoder but the body and the block in progress (`MessageCloser`).
@@ -1085,7 +1098,7 @@ struct Messages {
 struct Encoding {
     body: MessageListBody,
     m: Messages,
-    block: InBlock<Placed>,
+    block: InBlock<Placed<'static>>,
 }
 
 /// Canonical events -> an Ollama `/api/chat` request body (`RequestEncoder`).
@@ -1158,17 +1171,21 @@ impl Encode for RequestEncoder {
 }
 
 impl PlaceBlocks for Encoding {
-    type Placed = Placed;
+    type Placed<'a> = Placed<'a>;
 
-    fn in_block(&mut self) -> &mut InBlock<Placed> {
+    fn in_block(&mut self) -> &mut InBlock<Placed<'static>> {
         &mut self.block
     }
 
-    fn place(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed>> {
+    fn place<'a>(&mut self, block: &'a Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'a>>> {
         self.m.place(&mut self.body, block, io)
     }
 
-    fn write(&mut self, placed: &mut Placed, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
+    fn keep(placed: Placed<'_>) -> Placed<'static> {
+        placed.into_owned()
+    }
+
+    fn write(&mut self, placed: &mut Placed<'_>, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
         match placed {
             Placed::Nothing | Placed::Text { w: None, .. } => Ok(()),
             Placed::Raw(w) | Placed::Text { w: Some(w), .. } => io.write(*w, payload),
@@ -1187,7 +1204,7 @@ impl PlaceBlocks for Encoding {
         }
     }
 
-    fn close(&mut self, placed: Placed, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+    fn close(&mut self, placed: Placed<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
         self.m.close(placed, late, io)
     }
 
@@ -1545,7 +1562,7 @@ impl Messages {
     }
 
     /// `_place`: open the block in the right message and member; None: not carried (lost).
-    fn place(&mut self, body: &mut MessageListBody, block: &Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed>> {
+    fn place<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
         let attrs = block.attrs.as_deref().unwrap_or(&[]);
         self.check_attrs(BlockRef::of(block), attrs, io)?;
         let section = block.section;
@@ -1596,8 +1613,8 @@ impl Messages {
     }
 
     /// `_text`
-    fn text(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], role: &[u8], key: TextKey,
-            io: &mut Io<'_>) -> Result<Placed> {
+    fn text<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], role: &[u8], key: TextKey,
+            io: &mut Io<'_>) -> Result<Placed<'b>> {
         let empty = attr_truthy(attrs, "empty");
         if self.starts_message(block, role) && !empty {
             self.open_message(body, block.message, role, Some(key.first()), io)?; // the text opens with it
@@ -1613,7 +1630,7 @@ impl Messages {
             }
         }
         if empty {
-            return Ok(Placed::Text { w: None, head: BlockHead::of(block) });
+            return Ok(Placed::Text { w: None, head: Head::borrowed(block) });
         }
         let content = key == TextKey::Content;
         if content && msg.asm.ended("content") {
@@ -1639,7 +1656,7 @@ impl Messages {
             io.write(w, SEPARATOR)?;
         }
         msg.texts[slot] = count + 1;
-        Ok(Placed::Text { w: Some(w), head: BlockHead::of(block) })
+        Ok(Placed::Text { w: Some(w), head: Head::borrowed(block) })
     }
 
     /// The block's last fragment: what its placing left to do.
@@ -1654,7 +1671,7 @@ impl Messages {
 
     /// `_text_close`: tool_name is written at the block's end whether it came early or
     /// late, so the output bytes do not depend on how the input was cut.
-    fn text_close(&mut self, head: &BlockHead, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+    fn text_close(&mut self, head: &Head<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
         if !late.is_empty() {
             self.check_attrs(head.as_ref(), &late_only(&head.attrs, late), io)?;
             lose_signature(io.session, DIALECT, head.as_ref(), late)?;
@@ -1667,7 +1684,7 @@ impl Messages {
 
     /// `_result_name`: a tool message's `tool_name` (from the call its id names, or an
     /// openai `name`) and `tool_call_id`.
-    fn result_name(&mut self, head: &BlockHead, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+    fn result_name(&mut self, head: &Head<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
         let mut name = not_none(attr(attrs, "name")).map(<[u8]>::to_vec);
         let call_id = not_none(attr(attrs, "tool_call_id"));
         let named = self.take_openai_name(head.message);
@@ -1705,8 +1722,8 @@ impl Messages {
     }
 
     /// `_image`
-    fn image(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], role: &[u8],
-             io: &mut Io<'_>) -> Result<Option<Placed>> {
+    fn image<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], role: &[u8],
+             io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
         if let Some(source) = attr(attrs, "source").filter(|s| *s != b"\"base64\"") {
             let what = if source == b"\"url\"" {
                 "image URLs".to_string()
@@ -1732,10 +1749,10 @@ impl Messages {
         let w = msg.asm.member(io, "images", Opener::Array)?;
         io.separate(w)?;
         io.write(w, b"\"")?;
-        Ok(Some(Placed::Image { w, head: BlockHead::of(block), sniffed: Vec::with_capacity(SNIFF_BYTES) }))
+        Ok(Some(Placed::Image { w, head: Head::borrowed(block), sniffed: Vec::with_capacity(SNIFF_BYTES) }))
     }
 
-    fn image_close(&mut self, w: WriterId, head: &BlockHead, sniffed: &[u8], late: &[Attr<'_>], io: &mut Io<'_>)
+    fn image_close(&mut self, w: WriterId, head: &Head<'_>, sniffed: &[u8], late: &[Attr<'_>], io: &mut Io<'_>)
                    -> Result<()> {
         io.write(w, b"\"")?;
         if !late.is_empty() {
@@ -1757,8 +1774,8 @@ impl Messages {
     /// `_tool_call`: the id first (Go's order) when the source gave it first; name (and
     /// the rest) after the arguments whether they came early or late, so the output bytes
     /// do not depend on how the input was cut.
-    fn tool_call(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], role: &[u8],
-                 io: &mut Io<'_>) -> Result<Placed> {
+    fn tool_call<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], role: &[u8],
+                 io: &mut Io<'_>) -> Result<Placed<'b>> {
         self.message_for(body, block, role, io)?;
         self.calls_at = Some(block.message);
         let msg = self.open()?;
@@ -1781,10 +1798,10 @@ impl Messages {
         if !matches!(args, Args::None) {
             io.write(w, b"\"arguments\":")?;
         }
-        Ok(Placed::Call { w, head: BlockHead::of(block), args, call_id })
+        Ok(Placed::Call { w, head: Head::borrowed(block), args, call_id })
     }
 
-    fn call_close(&mut self, w: WriterId, head: &BlockHead, args: Args, call_id: Option<Vec<u8>>,
+    fn call_close(&mut self, w: WriterId, head: &Head<'_>, args: Args, call_id: Option<Vec<u8>>,
                   late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
         let has_args = !matches!(args, Args::None);
         match args {
@@ -1842,8 +1859,8 @@ impl Messages {
     }
 
     /// `_unknown`: an ollama message member carried raw (a message of another role).
-    fn unknown(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>)
-               -> Result<Placed> {
+    fn unknown<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>)
+               -> Result<Placed<'b>> {
         let role = attr(attrs, "role").unwrap_or(b"null").to_vec();
         self.message_for(body, block, &role, io)?;
         if attr_truthy(attrs, "empty") {
