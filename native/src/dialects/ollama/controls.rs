@@ -185,17 +185,17 @@ fn top_key(name: &str) -> Option<&'static str> {
     })
 }
 
-/// `_CANONICAL_TO_OPTION`
+/// `_CANONICAL_TO_OPTION`, as the member written (`options.<key>`)
 fn option_key(name: &str) -> Option<&'static str> {
     Some(match name {
-        "max_output_tokens" => "num_predict",
-        "temperature" => "temperature",
-        "top_p" => "top_p",
-        "top_k" => "top_k",
-        "stop" => "stop",
-        "seed" => "seed",
-        "presence_penalty" => "presence_penalty",
-        "frequency_penalty" => "frequency_penalty",
+        "max_output_tokens" => "options.num_predict",
+        "temperature" => "options.temperature",
+        "top_p" => "options.top_p",
+        "top_k" => "options.top_k",
+        "stop" => "options.stop",
+        "seed" => "options.seed",
+        "presence_penalty" => "options.presence_penalty",
+        "frequency_penalty" => "options.frequency_penalty",
         _ => return None,
     })
 }
@@ -228,23 +228,24 @@ fn nearest_level(dialect: Option<&str>, effort: &[u8]) -> Option<&'static str> {
 /// `encode_control`: a canonical control as ollama `(key, compact JSON)` pairs;
 /// `options.x` keys go in `options`. Empty: nothing is written (a recorded loss
 /// where something was meant).
-pub fn encode_control(control: &Control<'_>, value: &Value, session: &mut Session) -> Result<Vec<(String, Vec<u8>)>> {
+/// A member the value of a control passes to as it is borrows it (the usual controls: no
+/// parse, no copy); the others are parsed.
+pub fn encode_control<'c>(control: &'c Control<'_>, session: &mut Session)
+                          -> Result<Vec<(Cow<'static, str>, Cow<'c, [u8]>)>> {
     let name = control.name.as_ref();
     let dialect = control.dialect.as_deref();
+    if let Some(key) = top_key(name).or_else(|| option_key(name)) {
+        return Ok(vec![(Cow::Borrowed(key), Cow::Borrowed(&control.value))]);
+    }
+    let value = &Value::loads(&control.value)?;
     let where_ = match control.key.as_deref() {
         Some(key) if !key.is_empty() => format!("$.{key}"),
         _ => name.to_string(),
     };
-    if let Some(key) = top_key(name) {
-        return Ok(vec![(key.to_string(), control.value.to_vec())]);
-    }
-    if let Some(key) = option_key(name) {
-        return Ok(vec![(format!("options.{key}"), control.value.to_vec())]);
-    }
     if name == "response_format" {
         let kind = if matches!(value, Value::Object(_)) { value.get("type") } else { None };
         if kind.is_some_and(|k| is_str(k, "json_object")) {
-            return Ok(vec![("format".to_string(), b"\"json\"".to_vec())]);
+            return Ok(vec![(Cow::Borrowed("format"), Cow::Borrowed(b"\"json\""))]);
         }
         if kind.is_some_and(|k| is_str(k, "text")) {
             return Ok(Vec::new()); // no format is the default
@@ -261,11 +262,11 @@ pub fn encode_control(control: &Control<'_>, value: &Value, session: &mut Sessio
                 }
             }
             let schema = value.get("schema").map_or_else(|| b"null".to_vec(), Value::to_json);
-            return Ok(vec![("format".to_string(), schema)]);
+            return Ok(vec![(Cow::Borrowed("format"), Cow::Owned(schema))]);
         }
     } else if name == "reasoning" {
         return Ok(match reasoning_to_think(value, &where_, dialect, session)? {
-            Some(think) => vec![("think".to_string(), think)],
+            Some(think) => vec![(Cow::Borrowed("think"), Cow::Owned(think))],
             None => Vec::new(),
         });
     }

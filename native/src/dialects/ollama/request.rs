@@ -949,7 +949,6 @@ fn internal(state: S, what: &str) -> Error {
 pub use encoder::RequestEncoder;
 
 mod encoder {
-use std::collections::HashSet;
 
 use super::*;
 
@@ -1062,8 +1061,8 @@ struct Messages {
     stream_seen: bool,
     /// call id (JSON) -> its name (JSON)
     call_names: Vec<(Vec<u8>, Vec<u8>)>,
-    /// ollama keys written for other dialects' controls
-    control_keys: HashSet<String>,
+    /// ollama keys written for other dialects' controls (a few: a list)
+    control_keys: Vec<Cow<'static, str>>,
     pending_ext: Vec<Extension<'static>>,
     /// openai `name` of a message whose blocks have not come (a tool message's is its tool_name)
     openai_names: Vec<(i64, Extension<'static>)>,
@@ -1109,7 +1108,7 @@ impl RequestEncoder {
                 options_empty: false,
                 stream_seen: false,
                 call_names: Vec::new(),
-                control_keys: HashSet::new(),
+                control_keys: Vec::new(),
                 pending_ext: Vec::new(),
                 openai_names: Vec::new(),
                 calls_at: None,
@@ -1306,8 +1305,7 @@ impl Messages {
 
     /// `_write_control`
     fn write_control(&mut self, body: &mut MessageListBody, control: &Control<'_>, io: &mut Io<'_>) -> Result<()> {
-        let value = Value::loads(&control.value)?;
-        for (key, json) in controls::encode_control(control, &value, io.session)? {
+        for (key, json) in controls::encode_control(control, io.session)? {
             if self.control_keys.contains(&key) {
                 // e.g. openai max_tokens beside max_completion_tokens
                 let where_ = match control.key.as_deref() {
@@ -1319,8 +1317,8 @@ impl Messages {
                 io.lose(&where_, &reason, control.dialect.as_deref())?;
                 continue;
             }
-            self.control_keys.insert(key.clone());
-            self.top_member(body, &key, &json, io)?;
+            self.control_keys.push(key.clone());
+            self.top_member(body, key.as_bytes(), &json, io)?;
         }
         Ok(())
     }
@@ -1400,7 +1398,8 @@ impl Messages {
             // what the source left unset samples as its own API would
             for (key, json) in controls::source_sampling_defaults(io.session.source) {
                 let key = format!("options.{key}");
-                if self.control_keys.insert(key.clone()) {
+                if !self.control_keys.iter().any(|known| *known == key) {
+                    self.control_keys.push(Cow::Owned(key.clone()));
                     self.top_member(body, &key, json, io)?;
                 }
             }
