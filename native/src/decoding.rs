@@ -81,10 +81,10 @@ use std::borrow::Cow;
 use crate::canonical::{Block, Event, Extension, Section};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{py_str_repr, Frames, Token};
-use crate::jsonwriter::RawValue;
+use crate::jsonwriter::{RawLen, RawValue};
 use crate::reorder::Hold;
 use crate::session::Session;
-use crate::value::Value;
+use crate::value::{Value, ValueBuilder};
 
 /// Where a decoder's canonical events go: the encoder (a `Transcoder`), or a
 /// list (a `Decoder`). An event may borrow the chunk being fed.
@@ -513,6 +513,10 @@ pub struct Machine<S> {
     /// the value being read whole, or the pending text of a streamed one
     whole: Vec<u8>,
     copier: RawValue,
+    /// the value being read whole as data (`read_value`), built from its tokens, and
+    /// the length of its compact text (no text is written)
+    builder: ValueBuilder,
+    data_len: RawLen,
     /// `stream_raw`: a fragment has been handed on
     stream_started: bool,
     /// the first string fragment of a feed, copied until the string's next
@@ -567,6 +571,8 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
             key: Vec::new(),
             whole: Vec::new(),
             copier: RawValue::new(),
+            builder: ValueBuilder::default(),
+            data_len: RawLen::default(),
             stream_started: false,
             held: None,
             feed_start: false,
@@ -785,28 +791,40 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
                                           cx: &mut Cx<'_>) -> Result<()> {
         self.whole.clear();
         self.copier = RawValue::new();
-        let done = self.copier.feed(&token, &mut self.whole);
-        if self.whole.len() > cx.session.options.max_value_bytes {
-            return Err(cx.budget(offset));
+        if data {
+            self.builder.reset();
+            self.data_len.len = 0;
         }
-        if done {
+        if self.whole_token(&token, offset, data, cx)? {
             return self.finish_whole(d, s, offset, data, cx);
         }
         self.push(Frame::Whole { state: s, offset, data });
         Ok(())
     }
 
+    /// A token of a value read whole (its compact text counts against `max_value_bytes`;
+    /// as data its `Value` is built too): true when it completed the value.
+    fn whole_token(&mut self, token: &Token<'_>, first: u64, data: bool, cx: &mut Cx<'_>) -> Result<bool> {
+        let (done, size) = if data {
+            self.builder.feed(token);
+            (self.copier.feed(token, &mut self.data_len), self.data_len.len)
+        } else {
+            (self.copier.feed(token, &mut self.whole), self.whole.len())
+        };
+        if size > cx.session.options.max_value_bytes {
+            return Err(cx.budget(first));
+        }
+        Ok(done)
+    }
+
     fn finish_whole<D: Dialect<State = S>>(&mut self, d: &mut D, s: S, offset: u64, data: bool,
                                            cx: &mut Cx<'_>) -> Result<()> {
+        if data {
+            let value = self.builder.finish().map_err(|e| cx.located(e, offset))?;
+            return d.value(self, s, value, offset, cx);
+        }
         let raw = std::mem::take(&mut self.whole);
-        let result = if data {
-            match cx.data(&raw, offset) {
-                Ok(value) => d.value(self, s, value, offset, cx),
-                Err(e) => Err(e),
-            }
-        } else {
-            d.raw(self, s, &raw, offset, cx)
-        };
+        let result = d.raw(self, s, &raw, offset, cx);
         self.give_back(raw);
         result
     }
@@ -860,11 +878,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
                 _ => Err(cx.wrong_type(&token, &format!("an object in {what}"), offset)),
             },
             Frame::Whole { state, offset: first, data } => {
-                let done = self.copier.feed(&token, &mut self.whole);
-                if self.whole.len() > cx.session.options.max_value_bytes {
-                    return Err(cx.budget(first));
-                }
-                if !done {
+                if !self.whole_token(&token, first, data, cx)? {
                     return Ok(());
                 }
                 self.pop();
