@@ -169,6 +169,10 @@ impl RawOut for RawLen {
     }
 
     fn key(&mut self, key: &[u8]) {
+        if key.is_ascii() && crate::json::find_special(key, 0).is_none() {
+            self.len += key.len() + 2; // (the usual key: nothing to escape, so it is itself in quotes)
+            return;
+        }
         self.scratch.clear();
         key_bytes(key, &mut self.scratch);
         self.len += self.scratch.len();

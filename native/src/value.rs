@@ -381,11 +381,11 @@ fn number_value(text: &[u8]) -> Value {
         let text = std::str::from_utf8(text).unwrap_or("nan");
         return Value::Float(text.parse().unwrap_or(f64::NAN));
     }
-    let digits = String::from_utf8_lossy(text);
-    if digits == "-0" {
+    if text == b"-0" {
         return Value::Int("0".to_string());
     }
-    Value::Int(digits.into_owned())
+    // (a number's text is ASCII, so this is a copy: no lossy decoding, no second allocation)
+    Value::Int(String::from_utf8(text.to_vec()).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 // -- json.loads --------------------------------------------------------------------
