@@ -1237,31 +1237,56 @@ pub struct BlockBuilder {
     pub begun: bool,
     /// the first fragment has been emitted
     pub started: bool,
-    last: Option<Vec<u8>>,
+    /// the kept last fragment (Python's `builder.last is not None`: `has_last`); the
+    /// buffer is the thread's spare one (`SPARE_LAST`) while the builder lives
+    last: Vec<u8>,
+    has_last: bool,
+}
+
+std::thread_local! {
+    /// The buffer of a closed builder's last fragment, for the next builder: a text
+    /// block's last fragment is often a whole chunk, and a malloc of that size (with
+    /// the heap consolidation it sets off) costs more than the copy into it.
+    static SPARE_LAST: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The largest spare buffer a thread keeps (memory stays bounded by a chunk).
+const SPARE_LAST_MAX: usize = 64 << 10;
+
+impl Drop for BlockBuilder {
+    fn drop(&mut self) {
+        if self.last.capacity() > 0 && self.last.capacity() <= SPARE_LAST_MAX {
+            let last = std::mem::take(&mut self.last);
+            SPARE_LAST.with(|spare| spare.set(last));
+        }
+    }
 }
 
 impl BlockBuilder {
     pub fn new(section: Section, message: i64, attrs: Vec<Attr>) -> Self {
-        BlockBuilder { section, message, attrs, late: Vec::new(), begun: false, started: false, last: None }
+        let last = SPARE_LAST.with(std::cell::Cell::take);
+        BlockBuilder { section, message, attrs, late: Vec::new(), begun: false, started: false, last, has_last: false }
     }
 
     /// `fragment(data, init, fin)`: the block to emit now, if any (a `fin` fragment is kept).
     pub fn fragment<'d>(&mut self, data: &'d [u8], fin: bool) -> Option<Block<'d>> {
         self.begun = true;
         if fin {
-            match &mut self.last {
-                Some(last) => last.extend_from_slice(data),
-                None => self.last = Some(data.to_vec()),
+            if !self.has_last {
+                self.last.clear();
+                self.has_last = true;
             }
+            self.last.extend_from_slice(data);
             return None;
         }
-        let payload: Cow<'d, [u8]> = match self.last.take() {
-            Some(mut last) => {
-                // a payload in several values (raw parts)
-                last.extend_from_slice(data);
-                Cow::Owned(last)
-            }
-            None => Cow::Borrowed(data),
+        let payload: Cow<'d, [u8]> = if self.has_last {
+            // a payload in several values (raw parts)
+            self.has_last = false;
+            let mut joined = std::mem::take(&mut self.last);
+            joined.extend_from_slice(data);
+            Cow::Owned(joined)
+        } else {
+            Cow::Borrowed(data)
         };
         let attrs = if self.started { None } else { block_attrs(&self.attrs) };
         let block = Block { section: self.section, message: self.message, payload, init: !self.started, fin: false, attrs };
@@ -1276,9 +1301,10 @@ impl BlockBuilder {
     }
 
     /// `close()`: the last fragment (and, when late attributes came before any
-    /// fragment went out, a second one carrying them).
-    pub fn close(&mut self) -> (Block<'static>, Option<Block<'static>>) {
-        let last = Cow::Owned(self.last.take().unwrap_or_default());
+    /// fragment went out, a second one carrying them); it borrows the builder's buffer.
+    pub fn close(&mut self) -> (Block<'_>, Option<Block<'_>>) {
+        let kept = std::mem::take(&mut self.has_last);
+        let last = Cow::Borrowed(if kept { &self.last[..] } else { &b""[..] });
         let block = |payload, init, fin, attrs| Block { section: self.section, message: self.message, payload, init, fin, attrs };
         let closed = if !self.started && !self.late.is_empty() {
             // Late attributes stay on a last fragment of their own, as they
@@ -1300,7 +1326,7 @@ impl BlockBuilder {
     /// Python's `builder.last is not None`: a final fragment is kept for `close` (the
     /// tool_result reader asks whether its head block has a payload yet).
     pub fn has_last(&self) -> bool {
-        self.last.is_some()
+        self.has_last
     }
 }
 
