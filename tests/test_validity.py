@@ -71,6 +71,8 @@ BAD = {
     ("openai", "content-parts-non-empty"): _o(messages=[{"role": "user", "content": []}]),
     ("openai", "assistant-has-something"): _o(messages=[_USER, {"role": "assistant"}]),
     ("openai", "content-present"): _o(messages=[_USER, {"role": "user"}]),
+    ("openai", "image-media-type"): _o(messages=[{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/bmp;base64,Qk0="}}]}]),
     ("ollama", "arguments-object"): {**_L, "messages": [_USER, {"role": "assistant", "tool_calls": [
         {"function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "content": "ok"}]},
     ("ollama", "images-base64"): {**_L, "messages": [{"role": "user", "content": "x",

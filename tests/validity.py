@@ -28,6 +28,7 @@ NAME = {"openai": re.compile(r"[a-zA-Z0-9_-]{1,64}"), "anthropic": re.compile(r"
 OPENAI_ID_MAX = 40
 THINKING_MIN_BUDGET = 1024
 ANTHROPIC_IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
+OPENAI_IMAGE_TYPES = ANTHROPIC_IMAGE_TYPES | {"image/jpg"}
 
 _ANTHROPIC_REF = "Anthropic Messages API reference (platform.claude.com/docs/en/api/messages)"
 _OPENAI_REF = "OpenAI Chat Completions API reference (platform.openai.com/docs/api-reference/chat/create)"
@@ -402,6 +403,24 @@ def _o_parts(body):
     for i, m in enumerate(_messages(body)):
         if m.get("content") == []:
             yield f"messages[{i}].content is []"
+
+
+@rule("openai", "request", "image-media-type",
+      "a data URL image is labelled image/png, image/jpeg (or image/jpg), image/gif or image/webp",
+      "OpenAI API error \"You uploaded an unsupported image. Please make sure your image has of one "
+      "the following formats: ['png', 'jpeg', 'gif', 'webp']\" (code invalid_image_format, as users "
+      "report it: CosmosShadow/gptpdf#6, STranslate/STranslate#277); image/jpg data URLs are taken "
+      "(mealie-recipes/mealie#5897)")
+def _o_image_types(body):
+    for i, m in enumerate(_messages(body)):
+        parts = m.get("content")
+        for j, part in enumerate(parts if isinstance(parts, list) else []):
+            image = part.get("image_url") if isinstance(part, dict) and part.get("type") == "image_url" else None
+            url = image.get("url") if isinstance(image, dict) else None
+            if isinstance(url, str) and url.startswith("data:"):
+                label = url[5:].split(",", 1)[0].split(";", 1)[0]
+                if label not in OPENAI_IMAGE_TYPES:
+                    yield f"messages[{i}].content[{j}].image_url.url is labelled {label!r}"
 
 
 @rule("openai", "request", "content-present",

@@ -83,7 +83,19 @@ pub fn sha256(data: &[u8]) -> [u8; 32] {
 
 /// `hashlib.sha256(data).hexdigest()` (lowercase).
 pub fn sha256_hex(data: &[u8]) -> String {
-    sha256(data).iter().map(|b| format!("{b:02x}")).collect()
+    hex(&sha256(data))
+}
+
+/// Lowercase hex digits of `bytes` (a table, not `format!` per byte: that cost a
+/// generated response id ~20k instructions).
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        text.push(DIGITS[usize::from(b >> 4)] as char);
+        text.push(DIGITS[usize::from(b & 0x0F)] as char);
+    }
+    text
 }
 
 // -- base64 -----------------------------------------------------------------------

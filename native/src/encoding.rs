@@ -629,7 +629,7 @@ pub fn foreign_extension(session: &mut Session, dialect: &str, ext: &Extension<'
         return Ok(());
     }
     let reason = lacks_wtf8(path_subject_wtf8(&ext.path), dialect, "such field", None);
-    session.lose(&ext.path, &reason, Some(&ext.dialect))
+    session.lose_owned(Cow::Borrowed(&ext.path), reason, Some(&ext.dialect))
 }
 
 // -- tool arguments ---------------------------------------------------------------------------

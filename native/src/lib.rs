@@ -21,6 +21,7 @@ pub mod reorder;
 // what the codecs share (session.py, losses.py, naming.py, jsonwriter.py, a small JSON value)
 pub mod compact;
 pub mod digest;
+pub mod images;
 pub mod jsonwriter;
 pub mod losses;
 pub mod naming;

@@ -17,7 +17,7 @@ use crate::canonical::{Extension, Usage};
 use crate::error::{Error, ErrorClass, Result};
 use crate::losses::{finish_path, lacks, path_subject};
 use crate::session::{Kind, ResponseStart, Session, MAX_CLOCK};
-use crate::unicode::{code_points, py_repr};
+use crate::unicode::py_repr;
 use crate::value::Value;
 
 // -- finish reasons -------------------------------------------------------------------
@@ -182,8 +182,8 @@ fn lose_details(obj: &Value, path: At<'_>, known: &[&str], session: &mut Session
     for (key, value) in obj.as_object().unwrap_or(&[]) {
         // (a key that is not UTF-8 is none of the known ones, which are ASCII)
         if !known.iter().any(|k| k.as_bytes() == key.as_slice()) && nonzero(value) {
-            let key = String::from_utf8_lossy(key);
-            session.lose_member(&format!("{}{}.{key}", path.0, path.1), "such usage field", None)?;
+            let member = [path.0.as_bytes(), path.1.as_bytes(), b".", key].concat();
+            session.lose_member_wtf8(&member, "such usage field", None)?;
         }
     }
     Ok(())
@@ -233,7 +233,7 @@ pub fn usage_path(session: &Session, name: &str) -> String {
 fn lose_count(session: &mut Session, name: &str, target: &str, what: &str) -> Result<()> {
     let path = usage_path(session, name);
     let reason = lacks(path_subject(&path), target, what, None);
-    session.lose(&path, &reason, None)
+    session.lose_owned(Cow::Owned(path.into_bytes()), reason.into_bytes(), None)
 }
 
 /// `SERVICE_TIERS[dialect]`: canonical name -> the dialect's (its client's literal).
@@ -360,13 +360,19 @@ impl<'o> ObjectOut<'o> {
 /// `usage_to_openai(u, session)`: the openai usage object's compact JSON (the
 /// service tier goes at the body's top: `tier_to`).
 pub fn usage_to_openai(u: &Usage) -> Result<Vec<u8>> {
+    let mut json = Vec::with_capacity(128);
+    push_usage_openai(u, &mut json)?;
+    Ok(json)
+}
+
+/// `usage_to_openai` written at the end of `json` (an encoder's body: no buffer of its own).
+pub fn push_usage_openai(u: &Usage, json: &mut Vec<u8>) -> Result<()> {
     let total = match (u.total, u.input, u.output) {
         (Some(total), _, _) => Some(total),
         (None, Some(input), Some(output)) => Some(checked_sum(&[input, output], "total_tokens")?),
         _ => None,
     };
-    let mut json = Vec::with_capacity(128);
-    let mut out = ObjectOut::new(&mut json);
+    let mut out = ObjectOut::new(json);
     for (key, n) in [("prompt_tokens", u.input), ("completion_tokens", u.output), ("total_tokens", total)] {
         if let Some(n) = n {
             out.count(key, n);
@@ -385,7 +391,7 @@ pub fn usage_to_openai(u: &Usage) -> Result<Vec<u8>> {
         out.nested_count("completion_tokens_details", "reasoning_tokens", n);
     }
     out.close();
-    Ok(json)
+    Ok(())
 }
 
 /// `usage_from_anthropic(obj, session, path)`: `input_tokens` excludes the cache
@@ -469,24 +475,26 @@ pub fn usage_from_ollama(prompt_eval_count: Option<&Value>, eval_count: Option<&
 /// `usage_to_ollama(u, session)`: the counts' members (a `Value::Object`); what
 /// ollama has no count for is a recorded loss.
 pub fn usage_to_ollama(u: &Usage, session: &mut Session) -> Result<Value> {
-    let mut out: Vec<(Vec<u8>, Value)> = Vec::new();
-    if let Some(n) = u.input {
-        out.push((b"prompt_eval_count".to_vec(), Value::int(n)));
-    }
-    if let Some(n) = u.output {
-        out.push((b"eval_count".to_vec(), Value::int(n)));
-    }
-    for (name, what, n) in [("cache_read", "cache-read", u.cache_read), ("cache_write", "cache-write", u.cache_write),
-                            ("reasoning", "reasoning", u.reasoning)] {
+    let [input, output] = ollama_counts(u, session)?;
+    let members = [("prompt_eval_count", input), ("eval_count", output)];
+    Ok(Value::Object(members.iter().filter_map(|(key, n)| Some((key.as_bytes().to_vec(), Value::int((*n)?)))).collect()))
+}
+
+/// `usage_to_ollama`'s two counts (`prompt_eval_count`, `eval_count`), for an encoder
+/// that writes them itself (no `Value` to build and drop); the losses are recorded.
+pub fn ollama_counts(u: &Usage, session: &mut Session) -> Result<[Option<i64>; 2]> {
+    for (name, what, n) in [("cache_read", "cache-read token count", u.cache_read),
+                            ("cache_write", "cache-write token count", u.cache_write),
+                            ("reasoning", "reasoning token count", u.reasoning)] {
         if n.is_some_and(|n| n != 0) {
-            lose_count(session, name, "ollama", &[what, " token count"].concat())?;
+            lose_count(session, name, "ollama", what)?;
         }
     }
     if u.service_tier.is_some() {
         lose_count(session, "service_tier", "ollama", "service tier")?;
     }
     lose_odd_total(u, session, "ollama")?;
-    Ok(Value::Object(out))
+    Ok([u.input, u.output])
 }
 
 /// `merge_usage(old, new)`: later counts win; a count the later report lacks keeps
@@ -543,26 +551,25 @@ fn days_in_month(year: i64, month: i64) -> i64 {
     }
 }
 
-/// Fixed-width ASCII digits (what `datetime.fromisoformat` reads; `\d` lets other
-/// digits through the regex, and then fromisoformat refuses them).
-fn ascii_number(digits: &[u32]) -> Option<i64> {
-    digits.iter().try_fold(0i64, |n, &c| (0x30..=0x39).contains(&c).then(|| n * 10 + i64::from(c - 0x30)))
+/// Fixed-width ASCII digits (what `datetime.fromisoformat` reads).
+fn ascii_number(digits: &[u8]) -> Option<i64> {
+    digits.iter().try_fold(0i64, |n, &c| c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0')))
 }
 
 /// `_RFC3339.match(text)` + `datetime.fromisoformat` + the epoch difference, in
-/// microseconds; `None` where Python gets no match or a `ValueError`.
+/// microseconds; `None` where Python gets no match or a `ValueError`. `text` is
+/// WTF-8; the pattern (re.ASCII, anchored at both ends) matches ASCII text only, so
+/// it is read as bytes.
 fn rfc3339_us(text: &[u8]) -> Option<i64> {
-    let mut chars: Vec<u32> = code_points(text).collect();
-    if chars.last() == Some(&0x0A) {
-        chars.pop(); // `$` matches before a final newline
+    if !text.is_ascii() {
+        return None;
     }
-    let c = &chars;
-    // ASCII digits only (Python's pattern is re.ASCII: a wire time has no other digits)
-    let is_digit = |i: usize| c.get(i).is_some_and(|&ch| (0x30..=0x39).contains(&ch));
-    let is = |i: usize, ch: char| c.get(i) == Some(&(ch as u32));
+    let c = text.strip_suffix(b"\n").unwrap_or(text); // `$` matches before a final newline
+    let is_digit = |i: usize| c.get(i).is_some_and(u8::is_ascii_digit);
+    let is = |i: usize, ch: u8| c.get(i) == Some(&ch);
     // (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)
     let shape = [4, 7, 10, 13, 16];
-    let separators = ['-', '-', 'T', ':', ':'];
+    let separators = [b'-', b'-', b'T', b':', b':'];
     let digits_ok = (0..19).filter(|i| !shape.contains(i)).all(is_digit);
     if !digits_ok || !shape.iter().zip(separators).all(|(&i, ch)| is(i, ch)) {
         return None;
@@ -570,7 +577,7 @@ fn rfc3339_us(text: &[u8]) -> Option<i64> {
     // (?:\.(\d+))?
     let mut at = 19;
     let mut fraction = 0i64;
-    if is(at, '.') && is_digit(at + 1) {
+    if is(at, b'.') && is_digit(at + 1) {
         let start = at + 1;
         at = start;
         while is_digit(at) {
@@ -578,14 +585,14 @@ fn rfc3339_us(text: &[u8]) -> Option<i64> {
         }
         // int(((fraction) + "000000")[:6])
         for i in 0..6 {
-            let digit = if start + i < at { i64::from(c[start + i] - 0x30) } else { 0 };
+            let digit = if start + i < at { i64::from(c[start + i] - b'0') } else { 0 };
             fraction = fraction * 10 + digit;
         }
     }
     // (Z|[+-]\d\d:\d\d)$
-    let offset_s = if is(at, 'Z') && at + 1 == c.len() {
+    let offset_s = if is(at, b'Z') && at + 1 == c.len() {
         0
-    } else if (is(at, '+') || is(at, '-')) && is_digit(at + 1) && is_digit(at + 2) && is(at + 3, ':')
+    } else if (is(at, b'+') || is(at, b'-')) && is_digit(at + 1) && is_digit(at + 2) && is(at + 3, b':')
         && is_digit(at + 4) && is_digit(at + 5) && at + 6 == c.len()
     {
         let hours = ascii_number(&c[at + 1..at + 3])?;
@@ -594,7 +601,7 @@ fn rfc3339_us(text: &[u8]) -> Option<i64> {
         if offset >= 86_400 {
             return None; // "offset must be a timedelta strictly between ..."
         }
-        if is(at, '-') { -offset } else { offset }
+        if is(at, b'-') { -offset } else { offset }
     } else {
         return None;
     };
@@ -614,8 +621,21 @@ fn rfc3339_us(text: &[u8]) -> Option<i64> {
 /// (raw JSON; finer digits are cut), or `None` when it is not an RFC 3339 time
 /// (or not after the epoch and before year 10000).
 pub fn ollama_time_us(raw: &[u8]) -> Option<i64> {
-    let Ok(Value::Str(text)) = Value::loads(raw) else { return None };
-    rfc3339_us(&text).filter(|&us| 0 < us && us < MAX_TIME_US)
+    let us = match plain_string(raw) {
+        Some(text) => rfc3339_us(text),
+        None => match Value::loads(raw) {
+            Ok(Value::Str(text)) => rfc3339_us(&text),
+            _ => return None,
+        },
+    };
+    us.filter(|&us| 0 < us && us < MAX_TIME_US)
+}
+
+/// The content of a raw JSON string without escapes (what a wire time is), read
+/// without `Value::loads`; `None` for any other raw value.
+fn plain_string(raw: &[u8]) -> Option<&[u8]> {
+    let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    (!inner.contains(&b'\\') && !inner.contains(&b'"')).then_some(inner)
 }
 
 /// `openai_time_us(raw)`: microseconds since the epoch of an openai `created` (raw
@@ -629,7 +649,9 @@ pub fn openai_time_us(raw: &[u8]) -> Option<i64> {
 
 /// `openai_created(time_us)`: an openai `created`, whole seconds.
 pub fn openai_created(time_us: i64) -> Vec<u8> {
-    time_us.div_euclid(US).to_string().into_bytes()
+    let mut json = Vec::with_capacity(20);
+    push_int(&mut json, time_us.div_euclid(US));
+    json
 }
 
 /// `ollama_created_at(time_us)`: an ollama `created_at` (raw JSON): RFC 3339 in UTC,
@@ -698,22 +720,23 @@ fn digest(parts: &[&[u8]]) -> String {
         }
         joined.extend_from_slice(part);
     }
-    let mut hex = crate::digest::sha256_hex(&joined);
-    hex.truncate(24);
-    hex
+    crate::digest::hex(&crate::digest::sha256(&joined)[..12])
 }
 
 /// `generated_response_id(prefix, nonce, time_us, model)`: the id of a response whose
 /// source has none (`model`: WTF-8, `None` as empty).
 pub fn generated_response_id(prefix: &str, nonce: &[u8], time_us: i64, model: Option<&[u8]>) -> String {
-    let time = time_us.to_string();
-    prefix.to_string() + &digest(&[nonce, time.as_bytes(), model.unwrap_or(b"")])
+    let mut time = Vec::with_capacity(20);
+    push_int(&mut time, time_us);
+    prefix.to_string() + &digest(&[nonce, &time, model.unwrap_or(b"")])
 }
 
 /// `generated_tool_id(response_id, n)`: the id of the `n`-th tool call (from 0) of a
 /// response whose source gave it none.
 pub fn generated_tool_id(response_id: &[u8], n: u64) -> String {
-    "call_".to_string() + &digest(&[response_id, n.to_string().as_bytes()])
+    let mut count = Vec::with_capacity(20);
+    push_u64(&mut count, n);
+    "call_".to_string() + &digest(&[response_id, &count])
 }
 
 /// `Stamp`: one response's id and time as an encoder writes them -- the source's

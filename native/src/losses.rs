@@ -77,9 +77,11 @@ fn push_lack(text: &mut String, target: &str, what: &str, done: Option<&str>) {
 /// `lacks` of a WTF-8 subject (a path ending in an input key, which may hold a lone
 /// surrogate): the same words, as WTF-8.
 pub fn lacks_wtf8(subject: &[u8], target: &str, what: &str, done: Option<&str>) -> Vec<u8> {
-    let mut rest = String::with_capacity(target.len() + what.len() + 32);
+    let mut rest = String::with_capacity(subject.len() + target.len() + what.len() + 32);
     push_lack(&mut rest, target, what, done);
-    [subject, rest.as_bytes()].concat()
+    let mut text = rest.into_bytes();
+    text.splice(0..0, subject.iter().copied());
+    text
 }
 
 // -- the source dialect's names -------------------------------------------------------

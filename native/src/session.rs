@@ -5,11 +5,12 @@
 //! ownership, no interior mutability). Owner: helper S.
 #![forbid(unsafe_code)]
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::py_str_repr;
-use crate::losses::{lacks, path_subject};
+use crate::losses::{lacks, lacks_wtf8, path_subject_wtf8};
 use crate::naming::{name_limit, wire_name};
 use crate::reorder::{ReorderBuffer, DEFAULT_BUDGET};
 use crate::value::{Value, LONE_SURROGATE_MESSAGE};
@@ -58,7 +59,8 @@ impl Default for Options {
 /// (`"x\ud83d"`), as Python's `str` does (the binding converts with `surrogatepass`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loss {
-    pub dialect: String,
+    /// (a dialect the core knows is its static name: no copy per loss)
+    pub dialect: Cow<'static, str>,
     pub path: Vec<u8>,
     pub reason: Vec<u8>,
 }
@@ -210,7 +212,15 @@ impl Session {
     /// message, not a field: two losses there are two things lost.) `path` / `reason`:
     /// WTF-8 (`&str` or bytes).
     pub fn lose(&mut self, path: impl AsRef<[u8]>, reason: impl AsRef<[u8]>, dialect: Option<&str>) -> Result<()> {
-        let (path, reason) = (path.as_ref(), reason.as_ref());
+        self.record(Cow::Borrowed(path.as_ref()), Cow::Borrowed(reason.as_ref()), dialect)
+    }
+
+    /// `lose` of a reason (and maybe a path) written for it: moved into the record, not copied.
+    pub fn lose_owned(&mut self, path: Cow<'_, [u8]>, reason: Vec<u8>, dialect: Option<&str>) -> Result<()> {
+        self.record(path, Cow::Owned(reason), dialect)
+    }
+
+    fn record(&mut self, path: Cow<'_, [u8]>, reason: Cow<'_, [u8]>, dialect: Option<&str>) -> Result<()> {
         if self.passthrough {
             return Ok(());
         }
@@ -218,11 +228,11 @@ impl Session {
             Some(d) if !d.is_empty() => d,
             _ => self.source,
         };
-        if self.kind != Kind::Request && self.seen_before(dialect, path, reason) {
+        if self.kind != Kind::Request && self.seen_before(dialect, &path, &reason) {
             return Ok(());
         }
         if self.options.strict {
-            let message = [&b"cannot carry "[..], path, b": ", reason].concat();
+            let message = [&b"cannot carry "[..], &path, b": ", &reason].concat();
             let err = Error::wtf8(ErrorClass::Loss, message).with_path(path.to_vec());
             // (an error names a dialect the core knows; any other name: the pipeline's source)
             return Err(match crate::pipeline::dialect(dialect) {
@@ -230,7 +240,11 @@ impl Session {
                 None => err,
             });
         }
-        self.losses.push(Loss { dialect: dialect.to_string(), path: path.to_vec(), reason: reason.to_vec() });
+        let dialect = match crate::pipeline::dialect(dialect) {
+            Some(known) => Cow::Borrowed(known),
+            None => Cow::Owned(dialect.to_string()),
+        };
+        self.losses.push(Loss { dialect, path: path.into_owned(), reason: reason.into_owned() });
         Ok(())
     }
 
@@ -243,7 +257,7 @@ impl Session {
                 return self.losses.iter().any(|l| l.path == path && l.reason == reason && l.dialect == dialect);
             }
             for l in &self.losses {
-                self.lost_paths.insert((l.dialect.clone(), l.path.clone(), l.reason.clone()));
+                self.lost_paths.insert((l.dialect.to_string(), l.path.clone(), l.reason.clone()));
             }
         }
         !self.lost_paths.insert((dialect.to_string(), path.to_vec(), reason.to_vec()))
@@ -253,12 +267,18 @@ impl Session {
     /// nothing for (decoders: what no canonical event carries, in the target's
     /// terms); `what` defaults to "such field" in Python.
     pub fn lose_member(&mut self, path: &str, what: &str, done: Option<&str>) -> Result<()> {
+        self.lose_member_wtf8(path.as_bytes(), what, done)
+    }
+
+    /// `lose_member` of a path that may end in an input key holding a lone surrogate
+    /// (WTF-8, as Python's str holds it).
+    pub fn lose_member_wtf8(&mut self, path: &[u8], what: &str, done: Option<&str>) -> Result<()> {
         if self.passthrough {
             return Ok(()); // (`lose` records nothing: the reason need not be written)
         }
         let target = if self.target.is_empty() { "the target" } else { self.target };
-        let reason = lacks(path_subject(path), target, what, done);
-        self.lose(path, &reason, None)
+        let reason = lacks_wtf8(path_subject_wtf8(path), target, what, done);
+        self.lose_owned(Cow::Borrowed(path), reason, None)
     }
 
     /// `Session.tool_name_out`: a tool name of another dialect as the target
@@ -341,7 +361,7 @@ mod tests {
         s.lose("$.a", "r", None).unwrap(); // a request records both
         s.lose("$.b", "r", Some("anthropic")).unwrap();
         s.lose("$.c", "r", Some("")).unwrap();
-        let dialects: Vec<&str> = s.losses.iter().map(|l| l.dialect.as_str()).collect();
+        let dialects: Vec<&str> = s.losses.iter().map(|l| l.dialect.as_ref()).collect();
         assert_eq!(dialects, ["openai", "openai", "anthropic", "openai"]);
 
         let mut stream = session(Kind::Stream, false);

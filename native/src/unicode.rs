@@ -144,6 +144,17 @@ const NOT_PRINTABLE: &[(u32, u32)] = &[
     (0x2EBE1, 0x2F7FF), (0x2FA1E, 0x2FFFF), (0x3134B, 0xE00FF), (0xE01F0, 0x10FFFF),
 ];
 
+/// The text of a string value read with `STRING`/`OPT_STRING` (never a lone surrogate:
+/// read_value refuses it), its bytes kept (no copy); `None` for any other value.
+pub fn text_of(value: crate::value::Value) -> Option<String> {
+    match value {
+        crate::value::Value::Str(text) => {
+            Some(String::from_utf8(text).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+        }
+        _ => None,
+    }
+}
+
 /// `chr(code).isprintable()`.
 pub fn is_printable(code: u32) -> bool {
     let outside = NOT_PRINTABLE.binary_search_by(|&(low, high)| {

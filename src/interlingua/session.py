@@ -81,13 +81,28 @@ Entropy = Callable[[int], bytes]
 
 def response_start(clock: Clock | None, entropy: Entropy | None) -> ResponseStart:
     """Read the hooks once (``None``: ``time.time`` and ``os.urandom``)."""
-    seconds = (clock or time.time)()
+    return start_after_clock((clock or time.time)(), entropy)
+
+
+def start_after_clock(seconds: object, entropy: Entropy | None) -> ResponseStart:
+    """``response_start`` once the clock is read. The native binding reads the hooks
+    itself and hands over here any clock reading that is not a plain in-range
+    ``float`` or ``int``, so that its checks and errors stay these."""
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 <= seconds < MAX_CLOCK:
         raise ValueError(f"clock() must return seconds since the epoch (0 <= t < year 10000), not {seconds!r}")
-    nonce = (entropy or os.urandom)(NONCE_BYTES)
+    return ResponseStart(round(seconds * 1_000_000), checked_nonce((entropy or os.urandom)(NONCE_BYTES)))
+
+
+def checked_nonce(nonce: object) -> bytes:
+    """``entropy(NONCE_BYTES)``'s result, or the ValueError that says what is wrong with it."""
     if not isinstance(nonce, bytes) or len(nonce) != NONCE_BYTES:
         raise ValueError(f"entropy({NONCE_BYTES}) must return {NONCE_BYTES} bytes, not {nonce!r}")
-    return ResponseStart(round(seconds * 1_000_000), nonce)
+    return nonce
+
+
+#: ``response_start`` as the library defines it: while ``response_start`` is still this
+#: function (a test may replace it), the native binding reads the hooks without calling it
+LIBRARY_RESPONSE_START = response_start
 
 
 class Loss(msgspec.Struct, frozen=True):

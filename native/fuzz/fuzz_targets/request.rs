@@ -10,6 +10,8 @@ use _native::pipeline::{Transcoder, ModelName};
 use _native::session::{Kind, Options, Session};
 use libfuzzer_sys::fuzz_target;
 
+mod feed;
+
 const DIALECTS: [&str; 3] = ["openai", "anthropic", "ollama"];
 
 fn options() -> Options {
@@ -22,20 +24,8 @@ fn run(source: &'static str, target: &'static str, pieces: &[&[u8]]) -> Option<(
     let session = Session::new(options(), source, target, Kind::Request);
     let model: Option<ModelName> = None;
     let mut transcoder = Transcoder::new(session, model).ok()?; // not ported: nothing to fuzz
-    let mut out = Vec::new();
-    let mut result = Ok(());
-    for piece in pieces {
-        result = transcoder.feed(piece);
-        transcoder.take_output(&mut out); // (after an error: the output pending before it)
-        if result.is_err() {
-            break;
-        }
-    }
-    if result.is_ok() {
-        result = transcoder.close();
-        transcoder.take_output(&mut out);
-    }
-    Some((out, result.err()))
+    let (out, err) = feed::feed_all(&mut transcoder, pieces);
+    Some((out, err))
 }
 
 /// What tests/fuzz.py requires equal for every cut: class, dialect, offset, path.

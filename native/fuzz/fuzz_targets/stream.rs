@@ -16,6 +16,8 @@ use _native::pipeline::Transcoder;
 use _native::session::{Kind, Options, ResponseStart, Session};
 use libfuzzer_sys::fuzz_target;
 
+mod feed;
+
 const DIALECTS: [&str; 3] = ["openai", "anthropic", "ollama"];
 
 fn options() -> Options {
@@ -32,25 +34,13 @@ fn run(source: &'static str, target: &'static str, kind: Kind, pieces: &[&[u8]])
     // the hooks' readings, fixed: the output must not depend on the run
     session.response_start = Some(ResponseStart { time_us: 1_764_579_600_123_456, nonce: [7; 12] });
     let mut transcoder = Transcoder::new(session, None).ok()?; // not ported: nothing to fuzz
-    let mut out = Vec::new();
-    let mut result = Ok(());
-    for piece in pieces {
-        result = transcoder.feed(piece);
-        transcoder.take_output(&mut out); // (after an error: the output pending before it)
-        if result.is_err() {
-            break;
-        }
-    }
-    if result.is_ok() {
-        result = transcoder.close();
-        transcoder.take_output(&mut out);
-    }
+    let (out, err) = feed::feed_all(&mut transcoder, pieces);
     let error = Event::Error { kind: "api_error".into(), message: "cut".into(), status: Some(502) };
     let mut aborted = Vec::new();
     if transcoder.abort(&error).is_ok() {
         transcoder.take_output(&mut aborted);
     }
-    Some((out, result.err(), aborted))
+    Some((out, err, aborted))
 }
 
 /// What tests/fuzz.py requires equal for every cut: class, dialect, offset, path, frame_offset.

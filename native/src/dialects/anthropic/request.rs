@@ -1373,6 +1373,7 @@ mod encoder {
     use std::borrow::Cow;
     use std::collections::VecDeque;
 
+    use crate::images::{sniff_media_type, SNIFF_BYTES};
     use crate::canonical::{unescape_json_text, Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
     use crate::encoding::{
         attr, attr_is, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_unplaced, merged, on_block,
@@ -1405,6 +1406,9 @@ mod encoder {
             _ => &[], // redacted_thinking
         }
     }
+
+    /// `IMAGE_TYPES`: a base64 image's media types anthropic takes (Base64ImageSource.media_type).
+    const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 
     /// `_STRUCTURE_ATTRS`: attributes that shape the output rather than being members.
     fn is_structure_attr(key: &str) -> bool {
@@ -1474,6 +1478,9 @@ mod encoder {
         has_payload: bool,
         /// the tool_result it is part of
         result: Option<u64>,
+        /// another dialect's base64 image: its first characters, which show what it is
+        /// where its label is not a type anthropic takes (openai takes "image/jpg")
+        sniffed: Option<Vec<u8>>,
     }
 
     /// Canonical events -> an Anthropic Messages request body (`RequestEncoder`).
@@ -2187,19 +2194,26 @@ mod encoder {
                 opening.extend_from_slice(if is("url") { b"\"url\":\"" } else { b"\"data\":\"" });
             }
             io.write(OUT, &opening)?;
-            Ok(Some(Placed::Media(Media { head: BlockHead::of(block), kind, source, has_payload, result })))
+            let sniffed = (self.foreign && kind == "image" && is("base64")).then(|| Vec::with_capacity(SNIFF_BYTES));
+            Ok(Some(Placed::Media(Media { head: BlockHead::of(block), kind, source, has_payload, result, sniffed })))
         }
 
         fn close_media(&mut self, media: Media, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
-            let Media { head, kind, source, has_payload, result } = media;
+            let Media { head, kind, source, has_payload, result, sniffed } = media;
             let every = merged(&head.attrs, late);
             let mut tail: Vec<u8> = if has_payload { b"\",".to_vec() } else { Vec::new() };
             tail.extend_from_slice(b"\"type\":");
             tail.extend_from_slice(attr(&every, "source").unwrap_or(b"null"));
-            let media_type = attr(&every, "media_type").filter(|raw| *raw != b"null");
+            let mut media_type = attr(&every, "media_type").filter(|raw| *raw != b"null").map(Cow::Borrowed);
+            let taken = media_type.as_deref().and_then(json_str).is_some_and(|t| IMAGE_TYPES.contains(&t.as_str()));
+            if let (false, Some(shown)) = (taken, sniffed.as_deref().and_then(sniff_media_type)) {
+                let mut raw = Vec::new();
+                dumps_str(shown.as_bytes(), &mut raw);
+                media_type = Some(Cow::Owned(raw));
+            }
             if let Some(media_type) = media_type.filter(|_| !is_str(Some(&source), "url")) {
                 tail.extend_from_slice(b",\"media_type\":");
-                tail.extend_from_slice(media_type);
+                tail.extend_from_slice(&media_type);
             }
             for key in ["file_id", "content"] {
                 if let Some(value) = attr(&every, key) {
@@ -2240,7 +2254,13 @@ mod encoder {
             match placed {
                 Placed::Copy(w) | Placed::Object { to: w, .. } => io.write(*w, payload),
                 Placed::Drop | Placed::ResultHead { fragments: false, .. } => Ok(()),
-                Placed::ResultHead { .. } | Placed::ResultText { .. } | Placed::Media(_) => io.write(OUT, payload),
+                Placed::ResultHead { .. } | Placed::ResultText { .. } => io.write(OUT, payload),
+                Placed::Media(media) => {
+                    if let Some(sniffed) = media.sniffed.as_mut().filter(|sniffed| sniffed.len() < SNIFF_BYTES) {
+                        sniffed.extend_from_slice(&payload[..(SNIFF_BYTES - sniffed.len()).min(payload.len())]);
+                    }
+                    io.write(OUT, payload)
+                }
                 Placed::ToolUse { args: Some(args), .. } => args.feed(payload, io.session),
                 Placed::ToolUse { args: None, .. } => {
                     if payload.is_empty() {

@@ -36,7 +36,8 @@ use crate::lifecycle::{
     finish_from, finish_to, generated_tool_id, merge_usage, usage_from_anthropic, usage_to_anthropic, BlockStream,
     Deferred, OpenFrame, Stamp,
 };
-use crate::losses::{lacks, lacks_wtf8, path_subject_wtf8};
+use crate::losses::lacks;
+use crate::unicode::text_of;
 use crate::naming::{anthropic_id, canonical_id};
 use crate::reorder::{ByteHold, Hold};
 use crate::session::Session;
@@ -561,27 +562,12 @@ fn internal(what: &str) -> Error {
     Error::new(ErrorClass::Transcode, format!("internal error in the anthropic response decoder: {what}"))
 }
 
-/// `Session.lose_member` of a path that may hold a key with a lone surrogate (WTF-8, as
-/// Python's str holds it).
-fn lose_member(session: &mut Session, path: &[u8], what: &str, done: Option<&str>) -> Result<()> {
-    let target = if session.target.is_empty() { "the target" } else { session.target };
-    let reason = lacks_wtf8(path_subject_wtf8(path), target, what, done);
-    session.lose(path, reason, None)
-}
-
 fn json_of(value: &Value) -> Vec<u8> {
     let mut out = Vec::new();
     dumps(value, &mut out);
     out
 }
 
-/// A string value read with `STRING`/`OPT_STRING` (never a lone surrogate: read_value refuses it).
-fn text_of(value: Value) -> Option<String> {
-    match value {
-        Value::Str(text) => Some(String::from_utf8(text).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())),
-        _ => None,
-    }
-}
 
 /// `skip_value`: consume a value without keeping it (`Read::Skip`).
 fn skip_value(m: &mut Machine<S>) {
@@ -965,12 +951,12 @@ impl Dialect for Readers {
     fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
             S::LoseNonNull if raw == b"null" => Ok(()),
-            S::LoseNonNull | S::LoseAlways => lose_member(cx.session, &self.lost_path, "such field", None),
+            S::LoseNonNull | S::LoseAlways => cx.session.lose_member_wtf8(&self.lost_path, "such field", None),
             S::MessageContent if raw == b"[]" => Ok(()),
             S::MessageContent => cx.session.lose_member("$.message.content", "content in a stream's first event",
                                                         Some("the content blocks that follow are read")),
             S::MessageStop if raw == b"null" => Ok(()),
-            S::MessageStop => lose_member(cx.session, &self.lost_path, "place for a stop in message_start",
+            S::MessageStop => cx.session.lose_member_wtf8(&self.lost_path, "place for a stop in message_start",
                                           Some("message_delta's stop is used")),
             S::ServerInput => {
                 let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;

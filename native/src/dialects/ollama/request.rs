@@ -18,13 +18,12 @@ use crate::decoding::{
 use crate::dialects::fields::{self, field, required};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Token};
+use crate::images::{sniff_media_type, SNIFF_BYTES};
 use crate::session::Session;
 use crate::value::{dumps_str, Value};
 
 pub const DIALECT: &str = "ollama";
 pub const GENERATED_ID_PREFIX: &str = "call_ollama_";
-/// base64 characters enough to recognise the image formats of `sniff_media_type`
-const SNIFF_BYTES: usize = 16;
 const EXTRA_ATTR: &str = "ollama_extra";
 const CALL_EXTRA_ATTR: &str = "ollama_call_extra";
 /// the reorder rule of a tool call's fragments held until its `id` (or its end)
@@ -63,25 +62,6 @@ pub fn generated_call_id(message: i64, position: i64) -> String {
 /// not one the ollama decoder generated.
 pub fn carried_id(call_id: &[u8]) -> Option<&[u8]> {
     (!call_id.is_empty() && !call_id.starts_with(GENERATED_ID_PREFIX.as_bytes())).then_some(call_id)
-}
-
-/// Media type of an image from its first base64 characters (None if unknown):
-/// `base64.b64decode` of the usable prefix (non-validating, as Python's: `digest::b64decode`),
-/// then the magic numbers.
-pub fn sniff_media_type(b64_prefix: &[u8]) -> Option<&'static str> {
-    let usable = b64_prefix.len() / 4 * 4;
-    let head = crate::digest::b64decode(&b64_prefix[..usable])?;
-    if head.starts_with(b"\x89PNG") {
-        Some("image/png")
-    } else if head.starts_with(b"\xff\xd8\xff") {
-        Some("image/jpeg")
-    } else if head.starts_with(b"GIF8") {
-        Some("image/gif")
-    } else if head.starts_with(b"RIFF") && head.get(8..12) == Some(b"WEBP") {
-        Some("image/webp")
-    } else {
-        None
-    }
 }
 
 // -- decoder (helper L) -----------------------------------------------------------------
@@ -2103,14 +2083,5 @@ mod tests {
         let events = decode(br#"{"model":"m","messages":[{"content":"hi","images":["R0lGODlh"],"role":"assistant"}]}"#, &[30]).unwrap();
         let text = events.join("\n");
         assert!(text.contains("block assistant-text 0 11 [hi] \nblock user-image 0 11 [R0lGODlh] source=\"base64\" media_type=\"image/gif\" role=\"assistant\""), "{text}");
-    }
-
-    #[test]
-    fn media_types_are_sniffed_as_python_does() {
-        assert_eq!(sniff_media_type(b"iVBORw0KGgo="), Some("image/png"));
-        assert_eq!(sniff_media_type(b"/9j/4AAQSkZJRg"), Some("image/jpeg"));
-        assert_eq!(sniff_media_type(b"UklGRiQAAABXRUJQVlA4"), Some("image/webp"));
-        assert_eq!(sniff_media_type(b"data:image/png;base64,iVBOR"), None);
-        assert_eq!(sniff_media_type(b"iVB"), None);
     }
 }

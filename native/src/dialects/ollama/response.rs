@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use crate::canonical::{escape_raw_json, Block, Event, Extension, Section, Usage};
 use crate::lifecycle::{
-    finish_from, finish_to, merge_usage, ollama_created_at, usage_from_ollama, usage_to_ollama, BlockStream, Stamp,
+    finish_from, finish_to, merge_usage, ollama_counts, ollama_created_at, push_int, usage_from_ollama, BlockStream, Stamp,
 };
 use crate::decoding::{
     set_attr, Attr, Cx, Decode, Dialect, EventSink, Framing, Frame, Gate, Machine, Read, BOOLEAN, NULL, OPT_INTEGER,
@@ -20,7 +20,6 @@ use crate::decoding::{
 use crate::decoding::member_path;
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Token};
-use crate::losses::{lacks_wtf8, path_subject_wtf8};
 use crate::reorder::Hold;
 use crate::session::Session;
 use crate::value::{dumps_str, Value};
@@ -410,10 +409,7 @@ impl Lines {
     /// `session.lose_member(prefix + key)` of the member being read raw (the key WTF-8,
     /// as Python's str).
     fn lose_key(&self, prefix: std::fmt::Arguments<'_>, cx: &mut Cx<'_>) -> Result<()> {
-        let path = member_path(prefix, &self.key);
-        let target = if cx.session.target.is_empty() { "the target" } else { cx.session.target };
-        let reason = lacks_wtf8(path_subject_wtf8(&path), target, "such field", None);
-        cx.session.lose(&path, &reason, None)
+        cx.session.lose_member_wtf8(&member_path(prefix, &self.key), "such field", None)
     }
 }
 
@@ -709,10 +705,7 @@ impl Dialect for Lines {
     fn value(&mut self, _m: &mut Machine<S>, s: S, value: Value, _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
             S::Model => {
-                self.model = match value {
-                    Value::Str(text) => Some(String::from_utf8_lossy(&text).into_owned()),
-                    _ => None,
-                };
+                self.model = crate::unicode::text_of(value);
                 self.start_message(cx)
             }
             S::Done => {
@@ -720,10 +713,7 @@ impl Dialect for Lines {
                 Ok(())
             }
             S::DoneReason => {
-                self.reason = match value {
-                    Value::Str(text) => Some(String::from_utf8_lossy(&text).into_owned()),
-                    _ => None,
-                };
+                self.reason = crate::unicode::text_of(value);
                 Ok(())
             }
             S::Count(i) => {
@@ -1059,32 +1049,37 @@ impl Common {
         }
         self.logprobs_member(session, out);
         let counts = match &self.usage {
-            Some(usage) => usage_to_ollama(usage, session)?,
-            None => Value::Object(Vec::new()),
+            Some(usage) => ollama_counts(usage, session)?,
+            None => [None, None],
         };
-        let count = |out: &mut Vec<u8>, key: &str, counts: &Value| {
-            if let Some(n) = counts.get(key) {
-                out.extend_from_slice(b",\"");
-                out.extend_from_slice(key.as_bytes());
-                out.extend_from_slice(b"\":");
-                crate::value::dumps(n, out);
+        let count = |out: &mut Vec<u8>, i: usize| {
+            if let Some(n) = counts[i] {
+                member_key(out, COUNTS[i]);
+                push_int(out, n);
             }
         };
-        let duration = |out: &mut Vec<u8>, i: usize, durations: &[Option<Vec<u8>>; 4]| {
-            if let Some(raw) = &durations[i] {
-                out.extend_from_slice(format!(",\"{}\":", DURATIONS[i]).as_bytes());
+        let duration = |out: &mut Vec<u8>, i: usize| {
+            if let Some(raw) = &self.durations[i] {
+                member_key(out, DURATIONS[i]);
                 out.extend_from_slice(raw);
             }
         };
-        duration(out, 0, &self.durations);
-        duration(out, 1, &self.durations);
-        count(out, COUNTS[0], &counts);
-        duration(out, 2, &self.durations);
-        count(out, COUNTS[1], &counts);
-        duration(out, 3, &self.durations);
+        duration(out, 0);
+        duration(out, 1);
+        count(out, 0);
+        duration(out, 2);
+        count(out, 1);
+        duration(out, 3);
         out.push(b'}');
         Ok(())
     }
+}
+
+/// `,"<key>":` (an ASCII key).
+fn member_key(out: &mut Vec<u8>, key: &str) {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"\":");
 }
 
 /// An ollama extension that is one of the durations (its `DURATIONS` index).

@@ -1684,6 +1684,15 @@ impl Messages {
         let s = block.section;
         let source = attr(attrs, "source").filter(|raw| *raw != b"null");
         let source_text = source.and_then(json_str);
+        if s == Section::UserImage && source_text.as_deref() == Some("base64")
+            && attr(attrs, "media_type").is_none_or(|raw| raw == b"null")
+        {
+            // openai takes png, jpeg, gif and webp images only ("You uploaded an unsupported
+            // image"); an image with no media type (ollama's bytes that show none of them) is not one
+            lose_block(io.session, DIALECT, BlockRef::of(block), "base64 image without a media type (png, jpeg, gif or webp)",
+                       Some("not sent"), Some(attrs))?;
+            return Ok(None);
+        }
         let mut data_prefix = Vec::new();
         if source_text.as_deref() == Some("base64") && attr(attrs, "data_url").map_or(true, crate::encoding::truthy) && s != Section::UserAudio {
             // openai takes inline images and files only as data URLs

@@ -32,7 +32,6 @@ mod decoder {
         dumps_key, member_path, Attr, Cx, Decode, Dialect, EventSink, Framing, Frame, Machine, Read, ResponseBase,
         INTEGER, OPT_OBJECT, OPT_STRING,
     };
-    use crate::losses::{lacks_wtf8, path_subject_wtf8};
     use crate::error::{Error, ErrorClass, Result};
     use super::py_str;
     use crate::json::{Frames, Token};
@@ -231,14 +230,6 @@ mod decoder {
         frames: u64,
         /// `Options.max_value_bytes` (a kept field skipped must be one its raw read accepts)
         max_value_bytes: usize,
-    }
-
-    /// `session.lose_member(path, what)` of a path ending in an input key (WTF-8: a key
-    /// may hold an escaped lone surrogate, as Python's str does).
-    fn lose_member(session: &mut Session, path: &[u8], what: &str, done: Option<&str>) -> Result<()> {
-        let target = if session.target.is_empty() { "the target" } else { session.target };
-        let reason = lacks_wtf8(path_subject_wtf8(path), target, what, done);
-        session.lose(path, reason, None)
     }
 
     fn str_json(text: &str) -> Vec<u8> {
@@ -546,8 +537,15 @@ mod decoder {
         fn text_fragment(&mut self, c: usize, text: Text, what: &str, data: &[u8], cx: &mut Cx<'_>) -> Result<()> {
             let slot = text as usize;
             if self.choices[c].sinks[slot].is_none() {
-                let path = format!("$.choices[{}].{}.{what}", self.choices[c].index, self.member_name());
-                self.choices[c].sinks[slot] = Some(str_json(&path));
+                // `"$.choices[<index>].<message|delta>.<what>"` (pieces: `format!` costs more than the rest of a delta)
+                let mut path = b"$.choices[".to_vec();
+                crate::lifecycle::push_int(&mut path, self.choices[c].index);
+                for piece in ["].", self.member_name(), ".", what] {
+                    path.extend_from_slice(piece.as_bytes());
+                }
+                let mut json = Vec::with_capacity(path.len() + 2);
+                dumps_key(&path, &mut json);
+                self.choices[c].sinks[slot] = Some(json);
             }
             if data.is_empty() {
                 return Ok(());
@@ -1051,7 +1049,7 @@ mod decoder {
                 }
                 S::ChoiceOther => {
                     let path = member_path(format_args!("$.choices[{}].", self.choices[self.choice.c].index), &self.key);
-                    lose_member(cx.session, &path, "such field", None)
+                    cx.session.lose_member_wtf8(&path, "such field", None)
                 }
                 S::MessageOther => {
                     if raw == b"null" || raw == b"[]" {
@@ -1059,11 +1057,11 @@ mod decoder {
                     }
                     let path = member_path(format_args!("$.choices[{}].{}.", self.choices[self.choice.c].index,
                                                         self.member_name()), &self.key);
-                    lose_member(cx.session, &path, "such field", None)
+                    cx.session.lose_member_wtf8(&path, "such field", None)
                 }
                 S::CallOther => {
                     let path = member_path(format_args!("{}.", self.call_path()), &self.key);
-                    lose_member(cx.session, &path, "such field", None)
+                    cx.session.lose_member_wtf8(&path, "such field", None)
                 }
                 _ => Err(internal(&format!("state {s:?} takes no raw value"))),
             }
@@ -1072,10 +1070,7 @@ mod decoder {
         fn value(&mut self, _m: &mut Machine<S>, s: S, value: Value, _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
             match s {
                 S::TopId | S::TopModel => {
-                    let text = match &value {
-                        Value::Str(text) => Some(String::from_utf8_lossy(text).into_owned()),
-                        _ => None,
-                    };
+                    let text = crate::unicode::text_of(value);
                     if s == S::TopId {
                         self.base.id = text;
                     } else {
@@ -1089,10 +1084,7 @@ mod decoder {
                 S::ChoiceIndexValue => self.choose(Some(&value)),
                 S::FinishReason => {
                     self.choice.has_finish = true;
-                    self.choice.finish = match value {
-                        Value::Str(reason) => Some(String::from_utf8_lossy(&reason).into_owned()),
-                        _ => None,
-                    };
+                    self.choice.finish = crate::unicode::text_of(value);
                     Ok(())
                 }
                 S::CallIndex => self.call_index(value),
@@ -1252,7 +1244,7 @@ mod encoder {
     use crate::error::Result;
     use crate::framing::SSE_END;
     use crate::lifecycle::{finish_to, generated_tool_id, logprob_to_openai, merge_usage, openai_created, push_int,
-                           tier_to, usage_to_openai, Stamp};
+                           push_usage_openai, tier_to, Stamp};
     use crate::session::Session;
     use crate::value::{dumps, dumps_str, Value};
 
@@ -1700,7 +1692,7 @@ mod encoder {
             self.frame.close(out);
             if let (Some(usage), false) = (&self.head.usage, self.errored) {
                 let mut extra = b",\"usage\":".to_vec();
-                extra.extend_from_slice(&usage_to_openai(usage)?);
+                push_usage_openai(usage, &mut extra)?;
                 self.chunk(out, b"", &extra);
             }
             crate::framing::sse_event(out, None, b"[DONE]");
@@ -1865,6 +1857,8 @@ mod encoder {
         /// the choices written whole (their finish came: `closed`)
         closed: Vec<i64>,
         done: bool,
+        /// the text of one write (kept for its capacity: a response makes a few)
+        scratch: Vec<u8>,
     }
 
     impl ResponseEncoder {
@@ -1883,7 +1877,17 @@ mod encoder {
                 annotations: Vec::new(),
                 closed: Vec::new(),
                 done: false,
+                scratch: Vec::new(),
             }
+        }
+
+        /// One write of the text `build` makes, into the output, in the scratch buffer.
+        fn write_out(&mut self, io: &mut Io<'_>, build: impl FnOnce(&mut Self, &mut Vec<u8>) -> Result<()>) -> Result<()> {
+            let mut text = std::mem::take(&mut self.scratch);
+            text.clear();
+            let result = build(self, &mut text).and_then(|()| io.write(WriterId::OUT, &text));
+            self.scratch = text;
+            result
         }
 
         fn begin(&mut self, io: &mut Io<'_>) -> Result<()> {
@@ -1892,10 +1896,12 @@ mod encoder {
             }
             self.begun = true;
             self.tier_written = self.head.kept("service_tier").is_some();
-            let mut text = b"{".to_vec();
-            self.head.write_head(&mut text);
-            text.extend_from_slice(b",\"choices\":[");
-            io.write(WriterId::OUT, &text)
+            self.write_out(io, |this, text| {
+                text.push(b'{');
+                this.head.write_head(text);
+                text.extend_from_slice(b",\"choices\":[");
+                Ok(())
+            })
         }
 
         /// `_open_choice(index)`: the choice's message, opened (the one before closed) when it changes.
@@ -1911,10 +1917,12 @@ mod encoder {
                 if self.choice.is_some() {
                     io.write(WriterId::OUT, b",")?;
                 }
-                let mut text = b"{\"index\":".to_vec();
-                push_int(&mut text, index);
-                text.extend_from_slice(b",\"message\":");
-                io.write(WriterId::OUT, &text)?;
+                self.write_out(io, |_, text| {
+                    text.extend_from_slice(b"{\"index\":");
+                    push_int(text, index);
+                    text.extend_from_slice(b",\"message\":");
+                    Ok(())
+                })?;
                 let mut msg = MessageAssembler::new(WriterId::OUT, io, "openai:member-order", b"", None)?;
                 msg.scalar(io, "role", b"\"assistant\"")?;
                 self.msg = Some(msg);
@@ -1940,29 +1948,30 @@ mod encoder {
             msg.close(io)?;
             self.content_chars = 0;
             self.text_span = (0, 0);
-            let mut text = Vec::new();
             let at = self.logprobs.iter().position(|(c, _)| Some(*c) == self.choice);
-            if let Some(at) = at {
-                let (_, mut hold) = self.logprobs.remove(at);
-                if !hold.is_empty() {
+            let raws: Option<Vec<Vec<u8>>> = match at.map(|at| self.logprobs.remove(at).1) {
+                Some(mut hold) if !hold.is_empty() => Some(hold.drain(&mut io.session.reorder).collect()),
+                _ => None,
+            };
+            self.write_out(io, |_, text| {
+                if let Some(raws) = raws {
                     // choices[].logprobs after the message (its content may have streamed)
-                    let raws: Vec<Vec<u8>> = hold.drain(&mut io.session.reorder).collect();
                     let entries = raws.iter().map(|raw| logprob_to_openai(raw)).collect::<Result<Vec<_>>>()?;
                     text.extend_from_slice(b",\"logprobs\":");
                     let body = Value::Object(vec![
                         (b"content".to_vec(), Value::Array(entries)),
                         (b"refusal".to_vec(), Value::Null),
                     ]);
-                    dumps(&body, &mut text);
+                    dumps(&body, text);
                 }
-            }
-            text.extend_from_slice(b",\"finish_reason\":");
-            match reason {
-                Some(reason) => dumps_str(reason.as_bytes(), &mut text),
-                None => text.extend_from_slice(b"null"),
-            }
-            text.push(b'}');
-            io.write(WriterId::OUT, &text)
+                text.extend_from_slice(b",\"finish_reason\":");
+                match reason {
+                    Some(reason) => dumps_str(reason.as_bytes(), text),
+                    None => text.extend_from_slice(b"null"),
+                }
+                text.push(b'}');
+                Ok(())
+            })
         }
 
         fn on_block(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<()> {
@@ -2106,20 +2115,22 @@ mod encoder {
             self.done = true;
             self.begin(io)?;
             self.close_choice(None, io)?;
-            let mut text = b"]".to_vec();
-            if let Some(usage) = &self.head.usage {
-                text.extend_from_slice(b",\"usage\":");
-                text.extend_from_slice(&usage_to_openai(usage)?);
-            }
-            if !self.tier_written {
-                if let Some(tier) = self.head.kept("service_tier") {
-                    // told after the head went out
-                    text.extend_from_slice(b",\"service_tier\":");
-                    text.extend_from_slice(tier);
+            self.write_out(io, |this, text| {
+                text.push(b']');
+                if let Some(usage) = &this.head.usage {
+                    text.extend_from_slice(b",\"usage\":");
+                    push_usage_openai(usage, text)?;
                 }
-            }
-            text.push(b'}');
-            io.write(WriterId::OUT, &text)
+                if !this.tier_written {
+                    if let Some(tier) = this.head.kept("service_tier") {
+                        // told after the head went out
+                        text.extend_from_slice(b",\"service_tier\":");
+                        text.extend_from_slice(tier);
+                    }
+                }
+                text.push(b'}');
+                Ok(())
+            })
         }
 
         /// `abort`: nothing written yet: an openai error body; otherwise the body cannot be mended.

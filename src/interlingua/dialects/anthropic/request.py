@@ -46,6 +46,7 @@ from ...decoding import OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore, message_member
 from ...errors import TranscodeError
+from ...images import SNIFF_BYTES, sniff_media_type
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
 from ...losses import INTERNAL_ATTRS, block_subject, lacks
@@ -598,6 +599,9 @@ _OUT_ATTRS = {
     "tool_result": {"cache_control", "is_error"},
 }
 #: attributes that shape the output rather than being members
+#: a base64 image's media types anthropic takes (Base64ImageSource.media_type)
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
 _STRUCTURE_ATTRS = INTERNAL_ATTRS | {"source", "media_type", "tool_call_id", "id", "name", "redacted", "file_id",
                                     "content", "is_error"}
 _TEXT_HEAD = b'{"type":"text","text":"'
@@ -1083,12 +1087,24 @@ class RequestEncoder(Encoder):
         if source in ("file", "content"):
             has_payload = False
         w.write(b'{"type":' + dumps(kind) + b',"source":{' + (payload_key + b':"' if has_payload else b""))
+        write = w.write
+        # another dialect's image may be labelled with a type anthropic does not take (openai
+        # takes "image/jpg" data URLs): its first characters show what it is
+        head = bytearray() if self.foreign and kind == "image" and source == "base64" else None
+        if head is not None:
+            def write(data: bytes) -> None:
+                if len(head) < SNIFF_BYTES:
+                    head.extend(data[:SNIFF_BYTES - len(head)])
+                w.write(data)
 
         def close(late: dict) -> None:
             every = {**attrs, **late}
             src = [b'"type":' + dumps(every.get("source"))]
-            if every.get("media_type") is not None and source != "url":
-                src.append(b'"media_type":' + dumps(every["media_type"]))
+            media_type = every.get("media_type")
+            if head is not None and media_type not in IMAGE_TYPES:
+                media_type = sniff_media_type(bytes(head)) or media_type
+            if media_type is not None and source != "url":
+                src.append(b'"media_type":' + dumps(media_type))
             for key in ("file_id", "content"):
                 if key in every:
                     src.append(dumps(key) + b":" + dumps(every[key]))
@@ -1099,7 +1115,7 @@ class RequestEncoder(Encoder):
                                                        if k not in ("is_error",)}) + b"}")
             if result is not None:
                 self._result_late(result, {k: v for k, v in every.items() if k in ("is_error", "tool_call_id")})
-        return w.write, close
+        return write, close
 
     # -- tools ------------------------------------------------------------------------------------
 

@@ -69,7 +69,6 @@ from __future__ import annotations
 
 from ..fields import REQUEST_FIELDS, REQUIRED
 
-import base64
 from typing import Any, Callable
 
 from ... import json as tok
@@ -84,6 +83,7 @@ from ...encoding import (
     merged_reasoning, message_member,
 )
 from ...errors import SchemaError, TranscodeError
+from ...images import SNIFF_BYTES, sniff_media_type
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import INTERNAL_ATTRS, article, lacks, path_subject
 from ...session import Session
@@ -109,32 +109,12 @@ SECTION_ROLE = {
     TOOL_RESULT: "tool",
 }
 GENERATED_ID_PREFIX = "call_ollama_"
-_SNIFF_BYTES = 16  # base64 characters enough to recognise the image formats below
 _EXTRA_ATTR = "ollama_extra"
 
 
 def generated_call_id(message: int, position: int) -> str:
     """The id of the ``position``-th tool call of ollama message ``message`` (deterministic)."""
     return f"{GENERATED_ID_PREFIX}{message}_{position}"
-
-
-def sniff_media_type(b64_prefix: bytes) -> str | None:
-    """Media type of an image from the first base64 characters (None if unknown)."""
-    usable = len(b64_prefix) // 4 * 4
-    try:
-        head = base64.b64decode(b64_prefix[:usable])
-    except ValueError:
-        return None
-    if head.startswith(b"\x89PNG"):
-        return "image/png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if head.startswith(b"GIF8"):
-        return "image/gif"
-    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
-        return "image/webp"
-    return None
-
 
 
 # ---------------------------------------------------------------------------
@@ -490,7 +470,7 @@ class ImageReader:
             self.block.fragment(data, False, fin)
         else:
             self._prefix += data
-            if len(self._prefix) < _SNIFF_BYTES and not fin:
+            if len(self._prefix) < SNIFF_BYTES and not fin:
                 return
             media_type = sniff_media_type(self._prefix)
             if media_type is not None:
@@ -1001,8 +981,8 @@ class RequestEncoder(Encoder):
         head = bytearray()  # the first base64 characters: do they show the declared type?
 
         def write(data: bytes) -> None:
-            if len(head) < _SNIFF_BYTES:
-                head.extend(data[:_SNIFF_BYTES - len(head)])
+            if len(head) < SNIFF_BYTES:
+                head.extend(data[:SNIFF_BYTES - len(head)])
             w.write(data)
 
         def close(late: dict) -> None:

@@ -835,6 +835,12 @@ class RequestEncoder(Encoder):
 
     def _media(self, block: Block, attrs: dict):
         s = block.section
+        if s is USER_IMAGE and attrs.get("source") == "base64" and attrs.get("media_type") is None:
+            # openai takes png, jpeg, gif and webp images only ("You uploaded an unsupported
+            # image"); an image with no media type (ollama's bytes that show none of them) is not one
+            self._lose_block(block, "base64 image without a media type (png, jpeg, gif or webp)", "not sent",
+                             attrs=attrs)
+            return None
         data_prefix = b""
         if attrs.get("source") == "base64" and attrs.get("data_url", True) and s is not USER_AUDIO:
             # openai takes inline images and files only as data URLs

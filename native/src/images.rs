@@ -1,0 +1,39 @@
+//! `images.py`: what the dialects read of an image's own bytes -- its format, from the
+//! first base64 characters (ollama carries no media type; anthropic takes four only).
+#![forbid(unsafe_code)]
+
+/// base64 characters enough to recognise the formats of `sniff_media_type`
+pub const SNIFF_BYTES: usize = 16;
+
+/// Media type of an image from its first base64 characters (None if unknown):
+/// `base64.b64decode` of the usable prefix (non-validating, as Python's: `digest::b64decode`),
+/// then the magic numbers.
+pub fn sniff_media_type(b64_prefix: &[u8]) -> Option<&'static str> {
+    let usable = b64_prefix.len() / 4 * 4;
+    let head = crate::digest::b64decode(&b64_prefix[..usable])?;
+    if head.starts_with(b"\x89PNG") {
+        Some("image/png")
+    } else if head.starts_with(b"\xff\xd8\xff") {
+        Some("image/jpeg")
+    } else if head.starts_with(b"GIF8") {
+        Some("image/gif")
+    } else if head.starts_with(b"RIFF") && head.get(8..12) == Some(b"WEBP") {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types_are_sniffed_as_python_does() {
+        assert_eq!(sniff_media_type(b"iVBORw0KGgo="), Some("image/png"));
+        assert_eq!(sniff_media_type(b"/9j/4AAQSkZJRg"), Some("image/jpeg"));
+        assert_eq!(sniff_media_type(b"UklGRiQAAABXRUJQVlA4"), Some("image/webp"));
+        assert_eq!(sniff_media_type(b"data:image/png;base64,iVBOR"), None);
+        assert_eq!(sniff_media_type(b"iVB"), None);
+    }
+}
