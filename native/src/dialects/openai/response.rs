@@ -232,6 +232,19 @@ mod decoder {
         max_value_bytes: usize,
     }
 
+    /// `str_json(f"$.choices[{choice}].{member}.tool_calls[{n}]")` into `json` (cleared
+    /// first), written by pieces: a stream makes one per tool-call delta (a plain path: no escapes).
+    fn write_call_path(json: &mut Vec<u8>, choice: i64, member: &str, n: i64) {
+        json.clear();
+        json.extend_from_slice(b"\"$.choices[");
+        crate::lifecycle::push_int(json, choice);
+        json.extend_from_slice(b"].");
+        json.extend_from_slice(member.as_bytes());
+        json.extend_from_slice(b".tool_calls[");
+        crate::lifecycle::push_int(json, n);
+        json.extend_from_slice(b"]\"");
+    }
+
     fn str_json(text: &str) -> Vec<u8> {
         let mut out = Vec::with_capacity(text.len() + 2);
         dumps_key(text.as_bytes(), &mut out);
@@ -756,10 +769,14 @@ mod decoder {
             let c = &mut self.choices[self.choice.c];
             let position = c.reader.tool_position;
             c.reader.tool_position += 1;
-            let path = format!("$.choices[{}].{member}.tool_calls[{position}]", c.index);
+            // (the last call's attributes and path text are reused: a stream has a call per delta)
+            let mut attrs = std::mem::take(&mut self.call.attrs);
+            let mut path = attrs.drain(..).find(|(name, _)| name == "path").map(|(_, json)| json).unwrap_or_default();
+            write_call_path(&mut path, c.index, member, position);
+            attrs.push((Cow::Borrowed("path"), path));
             self.call = ToolCallReader {
                 index: if self.streaming { None } else { Some(position) },
-                attrs: vec![(Cow::Borrowed("path"), str_json(&path))],
+                attrs,
                 pending: None,
                 route: None,
                 custom: false,
@@ -822,9 +839,16 @@ mod decoder {
         fn call_index_is(&mut self, index: i64) {
             self.call.index = Some(index);
             if self.streaming {
-                // a delta names its call by index
-                let path = format!("$.choices[{}].delta.tool_calls[{index}]", self.choices[self.choice.c].index);
-                self.set_call_attr("path", str_json(&path));
+                // a delta names its call by index (the path attribute, first, rewritten in place)
+                let choice = self.choices[self.choice.c].index;
+                match self.call.attrs.iter_mut().find(|(name, _)| name == "path") {
+                    Some((_, path)) => write_call_path(path, choice, "delta", index),
+                    None => {
+                        let mut path = Vec::new();
+                        write_call_path(&mut path, choice, "delta", index);
+                        self.set_call_attr("path", path);
+                    }
+                }
             }
         }
 
