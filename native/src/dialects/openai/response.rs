@@ -215,7 +215,7 @@ mod decoder {
         /// the gate until the message starts, id, model (`ResponseDecoderBase`)
         base: ResponseBase,
         /// top-level fields without canonical meaning: (key, raw JSON), once each
-        kept: Vec<(Vec<u8>, Vec<u8>)>,
+        kept: Vec<(Cow<'static, [u8]>, Vec<u8>)>,
         tier_seen: bool,
         choices: Vec<Choice>,
         choice: ChoiceReader,
@@ -244,6 +244,10 @@ mod decoder {
         crate::lifecycle::push_int(json, n);
         json.extend_from_slice(b"]\"");
     }
+
+    /// The kept top-level fields every openai body has, with their paths: static names
+    /// (no copy per response) for `_keep` and its extension.
+    const COMMON_KEPT: [(&[u8], &[u8]); 2] = [(b"created", b"$.created"), (b"system_fingerprint", b"$.system_fingerprint")];
 
     fn str_json(text: &str) -> Vec<u8> {
         let mut out = Vec::with_capacity(text.len() + 2);
@@ -322,9 +326,13 @@ mod decoder {
         }
 
         fn kept_extension<'k>(key: &[u8], raw: &'k [u8]) -> Event<'k> {
+            let path = match COMMON_KEPT.iter().find(|(k, _)| *k == key) {
+                Some((_, path)) => Cow::Borrowed(*path),
+                None => Cow::Owned(member_path(format_args!("$."), key)),
+            };
             Event::Extension(Extension {
                 dialect: Cow::Borrowed(DIALECT),
-                path: Cow::Owned(member_path(format_args!("$."), key)),
+                path,
                 raw: Cow::Borrowed(raw),
                 message: None,
                 lossless: key == b"created" || raw == b"null",
@@ -378,7 +386,7 @@ mod decoder {
                     // kept already changes nothing, and is skipped where its raw read could
                     // not fail (a scalar within the value budget)
                     let within = crate::lifecycle::raw_len(&token).is_some_and(|n| n <= self.max_value_bytes);
-                    if within && self.kept.iter().any(|(k, _)| k == key) {
+                    if within && self.kept.iter().any(|(k, _)| k.as_ref() == key) {
                         m.read(Read::Skip);
                         return;
                     }
@@ -390,10 +398,13 @@ mod decoder {
 
         /// `_keep`: a top-level field without canonical meaning, once.
         fn keep(&mut self, raw: &[u8], cx: &mut Cx<'_>) -> Result<()> {
-            if self.kept.iter().any(|(k, _)| *k == self.key) {
+            if self.kept.iter().any(|(k, _)| k.as_ref() == self.key.as_slice()) {
                 return Ok(()); // every chunk repeats it
             }
-            let key = self.key.clone();
+            let key: Cow<'static, [u8]> = match COMMON_KEPT.iter().find(|(k, _)| *k == self.key.as_slice()) {
+                Some((k, _)) => Cow::Borrowed(*k),
+                None => Cow::Owned(self.key.clone()),
+            };
             if self.base.started {
                 self.out(Self::kept_extension(&key, raw), cx)?;
             }
