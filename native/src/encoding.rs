@@ -173,8 +173,12 @@ pub fn owned(attrs: &[Attr<'_>]) -> OwnedAttrs {
 }
 
 /// `{**first, **late}`: `first`'s order, values replaced by `late`'s, `late`'s new keys after.
-pub fn merged(first: &[Attr<'_>], late: &[Attr<'_>]) -> OwnedAttrs {
-    let mut out = Vec::with_capacity(first.len() + late.len());
+/// A block whole in one event has no late attributes: `first` itself, not a copy.
+pub fn merged<'x>(first: &'x [Attr<'x>], late: &[Attr<'_>]) -> Cow<'x, [Attr<'x>]> {
+    if late.is_empty() {
+        return Cow::Borrowed(first);
+    }
+    let mut out: OwnedAttrs = Vec::with_capacity(first.len() + late.len());
     out.extend(first.iter().map(owned_attr));
     for attr in late {
         match out.iter_mut().find(|(key, _)| key.as_ref() == attr.0.as_ref()) {
@@ -182,7 +186,7 @@ pub fn merged(first: &[Attr<'_>], late: &[Attr<'_>]) -> OwnedAttrs {
             None => out.push(owned_attr(attr)),
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// `late_only(attrs, late)`: the late attributes that were not among the first fragment's
@@ -194,6 +198,47 @@ pub fn late_only(first: &[Attr<'_>], late: &[Attr<'_>]) -> OwnedAttrs {
 /// Python's `len(str)` of UTF-8 / WTF-8 text (a hold's size for a key).
 pub fn char_len(text: &[u8]) -> u64 {
     text.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64
+}
+
+// -- roles ------------------------------------------------------------------------------
+
+/// The roles encoders write most, as JSON text.
+pub mod roles {
+    pub const SYSTEM: &[u8] = b"\"system\"";
+    pub const USER: &[u8] = b"\"user\"";
+    pub const ASSISTANT: &[u8] = b"\"assistant\"";
+    pub const TOOL: &[u8] = b"\"tool\"";
+}
+
+/// `role` (JSON text) when it is one of `roles`: kept without a copy per message.
+pub fn known_role(role: &[u8]) -> Option<&'static [u8]> {
+    [roles::SYSTEM, roles::USER, roles::ASSISTANT, roles::TOOL].into_iter().find(|known| *known == role)
+}
+
+/// `dumps(role)` of a role name: a constant for the names `roles` has.
+pub fn role_json(role: &str) -> Cow<'static, [u8]> {
+    match role {
+        "system" => Cow::Borrowed(roles::SYSTEM),
+        "user" => Cow::Borrowed(roles::USER),
+        "assistant" => Cow::Borrowed(roles::ASSISTANT),
+        "tool" => Cow::Borrowed(roles::TOOL),
+        _ => {
+            let mut json = Vec::with_capacity(role.len() + 2);
+            dumps_str(role.as_bytes(), &mut json);
+            Cow::Owned(json)
+        }
+    }
+}
+
+/// `b'"role":' + role` (role as JSON text): a constant for the usual roles.
+pub fn role_head(role: &[u8]) -> Cow<'static, [u8]> {
+    match role {
+        roles::SYSTEM => Cow::Borrowed(b"\"role\":\"system\""),
+        roles::USER => Cow::Borrowed(b"\"role\":\"user\""),
+        roles::ASSISTANT => Cow::Borrowed(b"\"role\":\"assistant\""),
+        roles::TOOL => Cow::Borrowed(b"\"role\":\"tool\""),
+        _ => Cow::Owned([&b"\"role\":"[..], role].concat()),
+    }
 }
 
 // -- writers ----------------------------------------------------------------------------
@@ -393,20 +438,61 @@ impl<'x> BlockRef<'x> {
     }
 }
 
-/// A block's first fragment kept for its close (the Python closures' `block`):
-/// attributes owned, the payload only where it names the block (raw sections).
+/// A block's first fragment kept for its close (the Python closures' `block`): its
+/// attributes, and the payload only where it names the block (raw sections). Borrowed from
+/// the event while the block is whole in it (the usual request block: no copy per block),
+/// owned (`into_owned`, `BlockHead`) once its fragments go on past the event.
 #[derive(Clone, Debug)]
-pub struct BlockHead {
+pub struct Head<'a> {
     pub section: Section,
     pub message: i64,
-    pub attrs: OwnedAttrs,
-    pub payload: Vec<u8>,
+    pub attrs: HeadAttrs<'a>,
+    pub payload: Cow<'a, [u8]>,
 }
 
-impl BlockHead {
+/// A `Head` held past its event.
+pub type BlockHead = Head<'static>;
+
+/// A head's attributes: the event's, or a copy (read as `&[Attr]`).
+#[derive(Clone, Debug)]
+pub enum HeadAttrs<'a> {
+    Borrowed(&'a [Attr<'a>]),
+    Owned(OwnedAttrs),
+}
+
+impl<'a> std::ops::Deref for HeadAttrs<'a> {
+    type Target = [Attr<'a>];
+
+    fn deref(&self) -> &[Attr<'a>] {
+        match self {
+            HeadAttrs::Borrowed(attrs) => attrs,
+            HeadAttrs::Owned(attrs) => attrs,
+        }
+    }
+}
+
+impl Head<'static> {
+    /// The head of `block`, owned.
     pub fn of(block: &Block<'_>) -> BlockHead {
-        let payload = if block.section.form() == PayloadForm::Raw { block.payload.to_vec() } else { Vec::new() };
-        BlockHead { section: block.section, message: block.message, attrs: owned(block.attrs.as_deref().unwrap_or(&[])), payload }
+        Head::borrowed(block).into_owned()
+    }
+}
+
+impl<'a> Head<'a> {
+    /// The head of `block`, borrowing it.
+    pub fn borrowed(block: &'a Block<'_>) -> Head<'a> {
+        let payload: &[u8] = if block.section.form() == PayloadForm::Raw { &block.payload } else { b"" };
+        let attrs = HeadAttrs::Borrowed(block.attrs.as_deref().unwrap_or(&[]));
+        Head { section: block.section, message: block.message, attrs, payload: Cow::Borrowed(payload) }
+    }
+
+    /// The same head owning what it borrowed (to keep it past the event).
+    pub fn into_owned(self) -> BlockHead {
+        let attrs = match self.attrs {
+            HeadAttrs::Borrowed(attrs) => owned(attrs),
+            HeadAttrs::Owned(attrs) => attrs,
+        };
+        Head { section: self.section, message: self.message, attrs: HeadAttrs::Owned(attrs), payload: Cow::Owned(self.payload.into_owned()) }
     }
 
     pub fn as_ref(&self) -> BlockRef<'_> {
@@ -430,15 +516,18 @@ impl<P> Default for InBlock<P> {
 
 /// A dialect's placing of blocks (`Encoder._place` and the `(write, close)` it returns).
 pub trait PlaceBlocks {
-    /// The named state of a placed block (what Python's `write`/`close` closures held).
-    type Placed;
-    fn in_block(&mut self) -> &mut InBlock<Self::Placed>;
+    /// The named state of a placed block (what Python's `write`/`close` closures held),
+    /// borrowing its first event (`keep` owns it when the block goes on past that event).
+    type Placed<'a>;
+    fn in_block(&mut self) -> &mut InBlock<Self::Placed<'static>>;
     /// A block's first fragment: open what it needs; None: not carried (loss recorded).
-    fn place(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<Option<Self::Placed>>;
+    fn place<'a>(&mut self, block: &'a Block<'_>, io: &mut Io<'_>) -> Result<Option<Self::Placed<'a>>>;
     /// Every fragment's payload, the first included.
-    fn write(&mut self, placed: &mut Self::Placed, payload: &[u8], io: &mut Io<'_>) -> Result<()>;
+    fn write(&mut self, placed: &mut Self::Placed<'_>, payload: &[u8], io: &mut Io<'_>) -> Result<()>;
     /// After the last fragment, with its (late) attributes.
-    fn close(&mut self, placed: Self::Placed, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()>;
+    fn close(&mut self, placed: Self::Placed<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()>;
+    /// A placed block whose fragments go on in later events: what it borrowed, owned.
+    fn keep(placed: Self::Placed<'_>) -> Self::Placed<'static>;
     /// A `REQUEST_LEVEL` block (`_tool_definition`; see `tool_definition`).
     fn tool_definition(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<()>;
 }
@@ -472,7 +561,7 @@ pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mu
             if block.fin {
                 enc.close(placed, &[], io)?;
             } else {
-                *enc.in_block() = InBlock::Placed(placed);
+                *enc.in_block() = InBlock::Placed(E::keep(placed));
             }
         }
     }
@@ -1264,7 +1353,8 @@ mod tests {
         assert_eq!(kept, attrs);
         assert!(matches!(kept[0].0, Cow::Borrowed(_)) && matches!(kept[1].1, Cow::Borrowed(_)));
         let late: Vec<Attr<'_>> = vec![("zz_new".into(), Cow::Borrowed(&b"1"[..])), ("id".into(), Cow::Borrowed(&b"\"x\""[..]))];
-        assert_eq!(merged(&attrs, &late), vec![attrs[0].clone(), late[0].clone(), late[1].clone()]);
+        assert_eq!(merged(&attrs, &late).as_ref(), [attrs[0].clone(), late[0].clone(), late[1].clone()]);
+        assert!(matches!(merged(&attrs, &[]), Cow::Borrowed(_)));
         assert_eq!(late_only(&attrs, &late), vec![late[1].clone()]);
     }
 

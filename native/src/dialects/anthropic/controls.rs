@@ -18,52 +18,58 @@ pub const DIALECT: &str = "anthropic";
 
 /// `CONTROLS`: anthropic key -> canonical control name (`output_config` also gives
 /// `response_format`, `tool_choice` also `parallel_tool_calls`).
+const CONTROLS: &[(&str, &str)] = &[
+    ("model", "model"),
+    ("max_tokens", "max_output_tokens"),
+    ("temperature", "temperature"),
+    ("top_p", "top_p"),
+    ("top_k", "top_k"),
+    ("stop_sequences", "stop"),
+    ("stream", "stream"),
+    ("tool_choice", "tool_choice"),
+    ("thinking", "reasoning"),
+    ("output_config", "reasoning"),
+    ("metadata", "user"),
+    ("service_tier", "service_tier"),
+];
+
+/// (the key, its control name) of a key of `CONTROLS`, both as constants.
+fn control_key(key: &[u8]) -> Option<(&'static str, &'static str)> {
+    CONTROLS.iter().find(|(k, _)| k.as_bytes() == key).copied()
+}
+
+/// `CONTROLS[key]`.
 pub fn control_name(key: &[u8]) -> Option<&'static str> {
-    Some(match key {
-        b"model" => "model",
-        b"max_tokens" => "max_output_tokens",
-        b"temperature" => "temperature",
-        b"top_p" => "top_p",
-        b"top_k" => "top_k",
-        b"stop_sequences" => "stop",
-        b"stream" => "stream",
-        b"tool_choice" => "tool_choice",
-        b"thinking" => "reasoning",
-        b"output_config" => "reasoning",
-        b"metadata" => "user",
-        b"service_tier" => "service_tier",
-        _ => return None,
-    })
+    control_key(key).map(|(_, name)| name)
 }
 
 /// `controls.decode`: the controls a top-level field means (the first carries the
-/// raw JSON, the others are derived: `raw` None), or None (an extension).
-/// `key` is one of `CONTROLS` when Some is returned, so it is ASCII.
-pub fn decode(key: &[u8], raw: &[u8]) -> Result<Option<Vec<Control<'static>>>> {
-    let Some(name) = control_name(key) else { return Ok(None) };
-    let key = std::str::from_utf8(key).unwrap_or(name);
-    let control = |name: String, value: Vec<u8>, raw: Option<&[u8]>| Control {
-        name: Cow::Owned(name),
-        value: Cow::Owned(value),
+/// raw JSON, the others are derived: `raw` None), or None (an extension). A value
+/// kept as it is borrows `raw` (no copy per control).
+pub fn decode<'r>(key: &[u8], raw: &'r [u8]) -> Result<Option<Vec<Control<'r>>>> {
+    let Some((key, name)) = control_key(key) else { return Ok(None) };
+    let control = |name: Cow<'static, str>, value: Cow<'r, [u8]>, raw: Option<&'r [u8]>| Control {
+        name,
+        value,
         dialect: Some(Cow::Borrowed(DIALECT)),
-        key: Some(Cow::Owned(key.to_string())),
-        raw: raw.map(|r| Cow::Owned(r.to_vec())),
+        key: Some(Cow::Borrowed(key)),
+        raw: raw.map(Cow::Borrowed),
     };
     if keeps_value(key) && Raw::canonical(raw).is_some() {
         // the value as it is, and its text is its dumps (compact.rs): no tree
-        return Ok(Some(vec![control(name.to_string(), raw.to_vec(), Some(raw))]));
+        return Ok(Some(vec![control(Cow::Borrowed(name), Cow::Borrowed(raw), Some(raw))]));
     }
     let value = Value::loads(raw)?;
     let pairs = to_canonical(key, name, &value)?;
     if pairs.is_empty() {
         // nothing canonical in it (e.g. empty metadata): still written back verbatim
-        return Ok(Some(vec![control(format!("anthropic:{key}"), value.to_json(), Some(raw))]));
+        return Ok(Some(vec![control(Cow::Owned(format!("anthropic:{key}")), Cow::Owned(value.to_json()), Some(raw))]));
     }
     Ok(Some(
         pairs
             .into_iter()
             .enumerate()
-            .map(|(i, (name, value))| control(name.to_string(), value.to_json(), if i == 0 { Some(raw) } else { None }))
+            .map(|(i, (name, value))| control(Cow::Borrowed(name), Cow::Owned(value.to_json()), if i == 0 { Some(raw) } else { None }))
             .collect(),
     ))
 }

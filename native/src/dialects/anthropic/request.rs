@@ -623,12 +623,11 @@ impl Readers {
 
     /// `_top_field`: a control, or an extension (an explicit null: a lossless one).
     fn top_field(&mut self, raw: &[u8], cx: &mut Cx<'_>) -> Result<()> {
-        let path = member_path(format_args!("$."), &self.key);
         if raw == b"null" {
-            return cx.extension(DIALECT, path, raw, None, true);
+            return cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, true);
         }
         match controls::decode(&self.key, raw)? {
-            None => cx.extension(DIALECT, path, raw, None, false),
+            None => cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, false),
             Some(found) => {
                 for control in found {
                     cx.emit(Event::Control(control))?;
@@ -1376,8 +1375,8 @@ mod encoder {
     use crate::images::{sniff_media_type, SNIFF_BYTES};
     use crate::canonical::{unescape_json_text, Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
     use crate::encoding::{
-        attr, attr_is, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_unplaced, merged, on_block,
-        subject, tool_definition, where_, Attr, BlockHead, BlockRef, Encode, HeldArguments, InBlock, Io,
+        attr, attr_is, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_unplaced, merged, on_block,
+        subject, tool_definition, where_, Attr, Head, BlockRef, Encode, HeldArguments, InBlock, Io,
         MessageAssembler, PlaceBlocks, ToolDefinitions, WriterId, PARTS_CONTENT, STRING_CONTENT,
     };
     use crate::error::{Error, ErrorClass, Result};
@@ -1450,27 +1449,44 @@ mod encoder {
     }
 
     /// The state of a placed block (what Python's `write` / `close` closures held).
-    enum Placed {
+    enum Placed<'a> {
         /// fragments written to the writer as they are; nothing at the close (a string
         /// content or system, a block carried raw)
         Copy(WriterId),
         /// fragments and close dropped (an empty text)
         Drop,
         /// a text / thinking / redacted_thinking object: close `"` + members + `}`
-        Object { to: WriterId, kind: &'static str, head: BlockHead },
+        Object { to: WriterId, kind: &'static str, head: Head<'a> },
         /// a tool_use: `input` copied (same dialect) or held (`HeldArguments`)
-        ToolUse { head: BlockHead, args: Option<Box<HeldArguments>> },
+        ToolUse { head: Head<'a>, args: Option<Box<HeldArguments>> },
         /// the first block of a tool_result: `closer` at its close, then the late attributes
         ResultHead { fragments: bool, closer: &'static [u8], result: u64 },
         /// a further text part of the open tool_result
-        ResultText { head: BlockHead, result: u64 },
+        ResultText { head: Head<'a>, result: u64 },
         /// an image or document
-        Media(Media),
+        Media(Media<'a>),
+    }
+
+    impl Placed<'_> {
+        /// `PlaceBlocks::keep`: the heads owned.
+        fn into_owned(self) -> Placed<'static> {
+            match self {
+                Placed::Copy(w) => Placed::Copy(w),
+                Placed::Drop => Placed::Drop,
+                Placed::Object { to, kind, head } => Placed::Object { to, kind, head: head.into_owned() },
+                Placed::ToolUse { head, args } => Placed::ToolUse { head: head.into_owned(), args },
+                Placed::ResultHead { fragments, closer, result } => Placed::ResultHead { fragments, closer, result },
+                Placed::ResultText { head, result } => Placed::ResultText { head: head.into_owned(), result },
+                Placed::Media(Media { head, kind, source, has_payload, result, sniffed }) => {
+                    Placed::Media(Media { head: head.into_owned(), kind, source, has_payload, result, sniffed })
+                }
+            }
+        }
     }
 
     /// An image or document being written (`_media`'s closure).
-    struct Media {
-        head: BlockHead,
+    struct Media<'a> {
+        head: Head<'a>,
         /// "image" or "document"
         kind: &'static str,
         /// the source type as `_media` decided it (JSON text)
@@ -1515,7 +1531,7 @@ mod encoder {
         /// source messages of late system texts (recorded once)
         late_system: Vec<i64>,
         ended: bool,
-        block: InBlock<Placed>,
+        block: InBlock<Placed<'static>>,
     }
 
     impl RequestEncoder {
@@ -1769,15 +1785,15 @@ mod encoder {
         fn open_message(&mut self, message: i64, role: &str, string: bool, io: &mut Io<'_>) -> Result<()> {
             self.close_message(io)?;
             self.open_top("messages", io)?;
-            let mut head = b"\"role\":".to_vec();
-            key_bytes(role.as_bytes(), &mut head);
+            let mut head = role_head(&role_json(role));
             if !self.pending_ext.is_empty() {
                 // fields of this message that came before its first block
                 let mut kept = Vec::with_capacity(self.pending_ext.len());
                 for ext in std::mem::take(&mut self.pending_ext) {
                     if ext.message == Some(message) {
+                        let head = head.to_mut();
                         head.push(b',');
-                        key_bytes(last_key(&ext.path, ext.message)?, &mut head);
+                        key_bytes(last_key(&ext.path, ext.message)?, head);
                         head.push(b':');
                         head.extend_from_slice(&ext.raw);
                     } else {
@@ -1789,7 +1805,8 @@ mod encoder {
             let first = if string { STRING_CONTENT } else { PARTS_CONTENT };
             self.msg = Some(MessageAssembler::new(OUT, io, "anthropic:member-order", &head, Some(first))?);
             self.msg_index = Some(message);
-            self.msg_role = role.to_string();
+            self.msg_role.clear();
+            self.msg_role.push_str(role); // (the buffer is kept: no allocation per message)
             self.msg_string = string;
             self.msg_has_result = false;
             Ok(())
@@ -1843,7 +1860,7 @@ mod encoder {
             Ok(out)
         }
 
-        fn place_block(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed>> {
+        fn place_block<'b>(&mut self, block: &'b Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             let s = block.section;
             let attrs: &[Attr<'_>] = block.attrs.as_deref().unwrap_or(&[]);
             let empty_fin = block.fin && block.payload.is_empty();
@@ -1913,7 +1930,7 @@ mod encoder {
         }
 
         /// `_text`: a text block into `w` (the message's string content: its fragments alone).
-        fn text(&mut self, block: &Block<'_>, attrs: &[Attr<'_>], w: WriterId, io: &mut Io<'_>) -> Result<Option<Placed>> {
+        fn text<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], w: WriterId, io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             if w == OUT && self.msg.is_some() && self.msg_string {
                 return Ok(Some(Placed::Copy(OUT)));
             }
@@ -1923,10 +1940,10 @@ mod encoder {
             let mut opening = io.sep(w).to_vec();
             opening.extend_from_slice(TEXT_HEAD);
             io.write(w, &opening)?;
-            Ok(Some(Placed::Object { to: w, kind: "text", head: BlockHead::of(block) }))
+            Ok(Some(Placed::Object { to: w, kind: "text", head: Head::borrowed(block) }))
         }
 
-        fn reasoning(&mut self, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed>> {
+        fn reasoning<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             let redacted = attr_truthy(attrs, "redacted");
             if !redacted && self.foreign && !has_attr(attrs, "signature") {
                 lose_block(io.session, DIALECT, BlockRef::of(block), "thinking without a signature",
@@ -1941,18 +1958,18 @@ mod encoder {
                 (b"{\"type\":\"thinking\",\"thinking\":\"", "thinking")
             };
             io.write(w, opening)?;
-            Ok(Some(Placed::Object { to: w, kind, head: BlockHead::of(block) }))
+            Ok(Some(Placed::Object { to: w, kind, head: Head::borrowed(block) }))
         }
 
-        fn tool_call(&mut self, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed>> {
+        fn tool_call<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             let w = self.message_for(block, "assistant", attr_truthy(attrs, "in_parts"), false, io)?;
             io.separate(w)?;
             io.write(w, b"{\"type\":\"tool_use\",\"input\":")?;
             let args = if self.foreign { Some(Box::new(HeldArguments::new(io.session, "anthropic:tool-arguments"))) } else { None };
-            Ok(Some(Placed::ToolUse { head: BlockHead::of(block), args }))
+            Ok(Some(Placed::ToolUse { head: Head::borrowed(block), args }))
         }
 
-        fn close_tool_use(&mut self, head: BlockHead, args: Option<Box<HeldArguments>>, late: &[Attr<'_>],
+        fn close_tool_use(&mut self, head: Head<'_>, args: Option<Box<HeldArguments>>, late: &[Attr<'_>],
                           io: &mut Io<'_>) -> Result<()> {
             let every = merged(&head.attrs, late);
             let block = head.as_ref();
@@ -2045,7 +2062,7 @@ mod encoder {
             io.write(OUT, &tail)
         }
 
-        fn tool_result(&mut self, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed>> {
+        fn tool_result<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             let call_id = attr(attrs, "tool_call_id").filter(|raw| *raw != b"null");
             if let Some(result) = &self.result {
                 if result.index == block.message && call_id.map_or(true, |id| Some(id) == result.id.as_deref()) {
@@ -2112,7 +2129,7 @@ mod encoder {
         }
 
         /// `_in_result`: a further part of the open tool result.
-        fn in_result(&mut self, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed>> {
+        fn in_result<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             let result = self.result.as_mut().expect("a result is open");
             if !result.array {
                 // cannot happen from our decoders; keep the text
@@ -2126,7 +2143,7 @@ mod encoder {
                     opening.extend_from_slice(TEXT_HEAD);
                     let serial = result.serial;
                     io.write(OUT, &opening)?;
-                    Ok(Some(Placed::ResultText { head: BlockHead::of(block), result: serial }))
+                    Ok(Some(Placed::ResultText { head: Head::borrowed(block), result: serial }))
                 }
                 Section::UserImage | Section::UserDocument => self.media(block, attrs, true, io),
                 Section::Unknown | Section::ServerToolResult if attr_is(attrs, "dialect", DIALECT) => {
@@ -2143,8 +2160,8 @@ mod encoder {
 
         // -- media --------------------------------------------------------------------------
 
-        fn media(&mut self, block: &Block<'_>, attrs: &[Attr<'_>], in_result: bool, io: &mut Io<'_>)
-                 -> Result<Option<Placed>> {
+        fn media<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], in_result: bool, io: &mut Io<'_>)
+                 -> Result<Option<Placed<'b>>> {
             let kind = if block.section == Section::UserImage { "image" } else { "document" };
             let empty_fin = block.fin && block.payload.is_empty();
             let mut source = attr(attrs, "source").filter(|raw| *raw != b"null").map(<[u8]>::to_vec);
@@ -2195,10 +2212,10 @@ mod encoder {
             }
             io.write(OUT, &opening)?;
             let sniffed = (self.foreign && kind == "image" && is("base64")).then(|| Vec::with_capacity(SNIFF_BYTES));
-            Ok(Some(Placed::Media(Media { head: BlockHead::of(block), kind, source, has_payload, result, sniffed })))
+            Ok(Some(Placed::Media(Media { head: Head::borrowed(block), kind, source, has_payload, result, sniffed })))
         }
 
-        fn close_media(&mut self, media: Media, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+        fn close_media(&mut self, media: Media<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
             let Media { head, kind, source, has_payload, result, sniffed } = media;
             let every = merged(&head.attrs, late);
             let mut tail: Vec<u8> = if has_payload { b"\",".to_vec() } else { Vec::new() };
@@ -2240,17 +2257,21 @@ mod encoder {
     }
 
     impl PlaceBlocks for State {
-        type Placed = Placed;
+        type Placed<'a> = Placed<'a>;
 
-        fn in_block(&mut self) -> &mut InBlock<Placed> {
+        fn in_block(&mut self) -> &mut InBlock<Placed<'static>> {
             &mut self.block
         }
 
-        fn place(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed>> {
+        fn place<'a>(&mut self, block: &'a Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'a>>> {
             self.place_block(block, io)
         }
 
-        fn write(&mut self, placed: &mut Placed, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
+        fn keep(placed: Placed<'_>) -> Placed<'static> {
+            placed.into_owned()
+        }
+
+        fn write(&mut self, placed: &mut Placed<'_>, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
             match placed {
                 Placed::Copy(w) | Placed::Object { to: w, .. } => io.write(*w, payload),
                 Placed::Drop | Placed::ResultHead { fragments: false, .. } => Ok(()),
@@ -2272,7 +2293,7 @@ mod encoder {
             }
         }
 
-        fn close(&mut self, placed: Placed, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+        fn close(&mut self, placed: Placed<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
             match placed {
                 Placed::Copy(_) | Placed::Drop => Ok(()),
                 Placed::Object { to, kind, head } => {
@@ -2291,7 +2312,7 @@ mod encoder {
                 Placed::ResultText { head, result } => {
                     let every = merged(&head.attrs, late);
                     let (linking, text): (Vec<Attr<'_>>, Vec<Attr<'_>>) =
-                        every.into_iter().partition(|(k, _)| k == "is_error" || k == "tool_call_id");
+                        every.iter().cloned().partition(|(k, _)| k == "is_error" || k == "tool_call_id");
                     let mut tail = b"\"".to_vec();
                     tail.extend_from_slice(&self.members(head.as_ref(), "text", &text, io)?);
                     tail.push(b'}');

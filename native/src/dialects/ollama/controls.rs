@@ -20,62 +20,88 @@ pub const DIALECT: &str = "ollama";
 // -- decoding (helper L) ----------------------------------------------------------------
 
 /// `CONTROLS`: top-level key -> canonical control name.
-pub fn control_name(key: &[u8]) -> Option<&'static str> {
-    Some(match key {
-        b"model" => "model",
-        b"stream" => "stream",
-        b"format" => "response_format",
-        b"think" => "reasoning",
-        b"logprobs" => "logprobs",
-        b"top_logprobs" => "top_logprobs",
-        _ => return None,
-    })
+const CONTROLS: &[(&str, &str)] = &[
+    ("model", "model"),
+    ("stream", "stream"),
+    ("format", "response_format"),
+    ("think", "reasoning"),
+    ("logprobs", "logprobs"),
+    ("top_logprobs", "top_logprobs"),
+];
+
+/// `OPTION_CONTROLS`: `options` key -> canonical control name; with the control's key
+/// (`options.<key>`) as a constant.
+const OPTION_CONTROLS: &[(&str, &str, &str)] = &[
+    ("num_predict", "max_output_tokens", "options.num_predict"),
+    ("temperature", "temperature", "options.temperature"),
+    ("top_p", "top_p", "options.top_p"),
+    ("top_k", "top_k", "options.top_k"),
+    ("stop", "stop", "options.stop"),
+    ("seed", "seed", "options.seed"),
+    ("presence_penalty", "presence_penalty", "options.presence_penalty"),
+    ("frequency_penalty", "frequency_penalty", "options.frequency_penalty"),
+];
+
+/// (key, control name) of a key of `CONTROLS`.
+fn control_key(key: &[u8]) -> Option<(&'static str, &'static str)> {
+    CONTROLS.iter().find(|(k, _)| k.as_bytes() == key).copied()
 }
 
-/// `OPTION_CONTROLS`: `options` key -> canonical control name.
+/// `CONTROLS[key]`.
+pub fn control_name(key: &[u8]) -> Option<&'static str> {
+    control_key(key).map(|(_, name)| name)
+}
+
+/// `OPTION_CONTROLS[key]`.
 pub fn option_control_name(key: &[u8]) -> Option<&'static str> {
-    Some(match key {
-        b"num_predict" => "max_output_tokens",
-        b"temperature" => "temperature",
-        b"top_p" => "top_p",
-        b"top_k" => "top_k",
-        b"stop" => "stop",
-        b"seed" => "seed",
-        b"presence_penalty" => "presence_penalty",
-        b"frequency_penalty" => "frequency_penalty",
-        _ => return None,
-    })
+    OPTION_CONTROLS.iter().find(|(k, ..)| k.as_bytes() == key).map(|&(_, name, _)| name)
 }
 
 /// `decode`: a top-level field as a control, or None (the caller makes it an extension).
-/// `raw` is the member's compact JSON (`read_raw`), `value` the same parsed.
-pub fn decode(key: &str, raw: &[u8], value: Value) -> Option<Control<'static>> {
-    let name = control_name(key.as_bytes())?;
+/// `raw` is the member's compact JSON (`read_raw`).
+pub fn decode<'r>(key: &[u8], raw: &'r [u8]) -> Result<Option<Control<'r>>> {
+    let Some((key, name)) = control_key(key) else { return Ok(None) };
     let value = match key {
-        "format" => format_to_canonical(value),
-        "think" => think_to_canonical(value),
-        _ => value,
+        "format" => mapped(raw, format_to_canonical)?,
+        "think" => mapped(raw, think_to_canonical)?,
+        _ => as_is(raw)?,
     };
-    Some(control(name, &value, key.to_string(), raw))
+    Ok(Some(control(name, key, value, raw)))
 }
 
 /// `decode_option`: an `options` member as a control, or None.
-pub fn decode_option(key: &str, raw: &[u8], value: Value) -> Option<Control<'static>> {
-    let name = option_control_name(key.as_bytes())?;
-    let value = match value {
-        Value::Str(text) if key == "stop" => Value::Array(vec![Value::Str(text)]),
-        value => value,
+pub fn decode_option<'r>(key: &[u8], raw: &'r [u8]) -> Result<Option<Control<'r>>> {
+    let Some(&(_, name, key)) = OPTION_CONTROLS.iter().find(|(k, ..)| k.as_bytes() == key) else { return Ok(None) };
+    let value = match name {
+        "stop" => mapped(raw, |value| match value {
+            Value::Str(text) => Value::Array(vec![Value::Str(text)]),
+            value => value,
+        })?,
+        _ => as_is(raw)?,
     };
-    Some(control(name, &value, format!("options.{key}"), raw))
+    Ok(Some(control(name, key, value, raw)))
 }
 
-fn control(name: &'static str, value: &Value, key: String, raw: &[u8]) -> Control<'static> {
+/// `dumps(json.loads(raw))`: `raw` itself when it is that already (compact.rs), no copy.
+fn as_is(raw: &[u8]) -> Result<Cow<'_, [u8]>> {
+    Ok(match crate::compact::Raw::canonical(raw) {
+        Some(_) => Cow::Borrowed(raw),
+        None => Cow::Owned(Value::loads(raw)?.to_json()),
+    })
+}
+
+/// `dumps(map(json.loads(raw)))`.
+fn mapped(raw: &[u8], map: fn(Value) -> Value) -> Result<Cow<'static, [u8]>> {
+    Ok(Cow::Owned(map(Value::loads(raw)?).to_json()))
+}
+
+fn control<'r>(name: &'static str, key: &'static str, value: Cow<'r, [u8]>, raw: &'r [u8]) -> Control<'r> {
     Control {
         name: Cow::Borrowed(name),
-        value: Cow::Owned(value.to_json()),
+        value,
         dialect: Some(Cow::Borrowed(DIALECT)),
-        key: Some(Cow::Owned(key)),
-        raw: Some(Cow::Owned(raw.to_vec())),
+        key: Some(Cow::Borrowed(key)),
+        raw: Some(Cow::Borrowed(raw)),
     }
 }
 
@@ -159,17 +185,17 @@ fn top_key(name: &str) -> Option<&'static str> {
     })
 }
 
-/// `_CANONICAL_TO_OPTION`
+/// `_CANONICAL_TO_OPTION`, as the member written (`options.<key>`)
 fn option_key(name: &str) -> Option<&'static str> {
     Some(match name {
-        "max_output_tokens" => "num_predict",
-        "temperature" => "temperature",
-        "top_p" => "top_p",
-        "top_k" => "top_k",
-        "stop" => "stop",
-        "seed" => "seed",
-        "presence_penalty" => "presence_penalty",
-        "frequency_penalty" => "frequency_penalty",
+        "max_output_tokens" => "options.num_predict",
+        "temperature" => "options.temperature",
+        "top_p" => "options.top_p",
+        "top_k" => "options.top_k",
+        "stop" => "options.stop",
+        "seed" => "options.seed",
+        "presence_penalty" => "options.presence_penalty",
+        "frequency_penalty" => "options.frequency_penalty",
         _ => return None,
     })
 }
@@ -202,23 +228,24 @@ fn nearest_level(dialect: Option<&str>, effort: &[u8]) -> Option<&'static str> {
 /// `encode_control`: a canonical control as ollama `(key, compact JSON)` pairs;
 /// `options.x` keys go in `options`. Empty: nothing is written (a recorded loss
 /// where something was meant).
-pub fn encode_control(control: &Control<'_>, value: &Value, session: &mut Session) -> Result<Vec<(String, Vec<u8>)>> {
+/// A member the value of a control passes to as it is borrows it (the usual controls: no
+/// parse, no copy); the others are parsed.
+pub fn encode_control<'c>(control: &'c Control<'_>, session: &mut Session)
+                          -> Result<Vec<(Cow<'static, str>, Cow<'c, [u8]>)>> {
     let name = control.name.as_ref();
     let dialect = control.dialect.as_deref();
+    if let Some(key) = top_key(name).or_else(|| option_key(name)) {
+        return Ok(vec![(Cow::Borrowed(key), Cow::Borrowed(&control.value))]);
+    }
+    let value = &Value::loads(&control.value)?;
     let where_ = match control.key.as_deref() {
         Some(key) if !key.is_empty() => format!("$.{key}"),
         _ => name.to_string(),
     };
-    if let Some(key) = top_key(name) {
-        return Ok(vec![(key.to_string(), control.value.to_vec())]);
-    }
-    if let Some(key) = option_key(name) {
-        return Ok(vec![(format!("options.{key}"), control.value.to_vec())]);
-    }
     if name == "response_format" {
         let kind = if matches!(value, Value::Object(_)) { value.get("type") } else { None };
         if kind.is_some_and(|k| is_str(k, "json_object")) {
-            return Ok(vec![("format".to_string(), b"\"json\"".to_vec())]);
+            return Ok(vec![(Cow::Borrowed("format"), Cow::Borrowed(b"\"json\""))]);
         }
         if kind.is_some_and(|k| is_str(k, "text")) {
             return Ok(Vec::new()); // no format is the default
@@ -235,11 +262,11 @@ pub fn encode_control(control: &Control<'_>, value: &Value, session: &mut Sessio
                 }
             }
             let schema = value.get("schema").map_or_else(|| b"null".to_vec(), Value::to_json);
-            return Ok(vec![("format".to_string(), schema)]);
+            return Ok(vec![(Cow::Borrowed("format"), Cow::Owned(schema))]);
         }
     } else if name == "reasoning" {
         return Ok(match reasoning_to_think(value, &where_, dialect, session)? {
-            Some(think) => vec![("think".to_string(), think)],
+            Some(think) => vec![(Cow::Borrowed("think"), Cow::Owned(think))],
             None => Vec::new(),
         });
     }

@@ -16,6 +16,7 @@ use crate::decoding::{
     Read, RequestBody,
 };
 use crate::dialects::fields::{self, field, required};
+use crate::encoding::role_json;
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Token};
 use crate::images::{sniff_media_type, SNIFF_BYTES};
@@ -237,11 +238,11 @@ fn attr(name: &'static str, json: &[u8]) -> Attr {
 /// `MessageReader._resolve`: content is built as provisional `user-text`; it gets
 /// the role's section, and blocks whose natural role is not the message's are marked.
 fn resolve<'a>(role: &str, mut block: Block<'a>) -> Block<'a> {
-    let add = |block: &mut Block<'a>, name: &'static str, json: Vec<u8>| {
+    let add = |block: &mut Block<'a>, name: &'static str, json: Cow<'static, [u8]>| {
         let attrs = block.attrs.get_or_insert_with(Vec::new);
         match attrs.iter_mut().find(|(k, _)| k == name) {
-            Some(slot) => slot.1 = Cow::Owned(json),
-            None => attrs.push((Cow::Borrowed(name), Cow::Owned(json))),
+            Some(slot) => slot.1 = json,
+            None => attrs.push((Cow::Borrowed(name), json)),
         }
     };
     if block.section == Section::UserText {
@@ -260,12 +261,12 @@ fn resolve<'a>(role: &str, mut block: Block<'a>) -> Block<'a> {
                 block.payload = Cow::Owned(payload);
             }
             if block.init {
-                add(&mut block, "role", str_json(role.as_bytes()));
-                add(&mut block, "dialect", b"\"ollama\"".to_vec());
-                add(&mut block, "key", b"\"content\"".to_vec());
+                add(&mut block, "role", role_json(role));
+                add(&mut block, "dialect", Cow::Borrowed(b"\"ollama\""));
+                add(&mut block, "key", Cow::Borrowed(b"\"content\""));
             }
         } else if block.init && block.section == Section::UserText {
-            add(&mut block, "in_parts", TRUE.to_vec());
+            add(&mut block, "in_parts", Cow::Borrowed(TRUE));
         }
         if block.attrs.as_ref().is_some_and(Vec::is_empty) {
             block.attrs = None;
@@ -273,7 +274,7 @@ fn resolve<'a>(role: &str, mut block: Block<'a>) -> Block<'a> {
         return block;
     }
     if block.init && section_role(block.section).is_some_and(|natural| natural != role) {
-        add(&mut block, "role", str_json(role.as_bytes()));
+        add(&mut block, "role", role_json(role));
     }
     block
 }
@@ -554,20 +555,14 @@ impl Dialect for Ollama {
         match s {
             S::Tool => self.tool_text(raw, offset, cx),
             S::TopField => {
-                let key = String::from_utf8_lossy(&self.key).into_owned();
-                if controls::control_name(key.as_bytes()).is_some() {
-                    if let Some(control) = controls::decode(&key, raw, Value::loads(raw)?) {
-                        return cx.emit(Event::Control(control));
-                    }
+                if let Some(control) = controls::decode(&self.key, raw)? {
+                    return cx.emit(Event::Control(control));
                 }
                 cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, raw == b"null")
             }
             S::OptionField => {
-                let key = String::from_utf8_lossy(&self.key).into_owned();
-                if controls::option_control_name(key.as_bytes()).is_some() {
-                    if let Some(control) = controls::decode_option(&key, raw, Value::loads(raw)?) {
-                        return cx.emit(Event::Control(control));
-                    }
+                if let Some(control) = controls::decode_option(&self.key, raw)? {
+                    return cx.emit(Event::Control(control));
                 }
                 cx.extension(DIALECT, member_path(format_args!("$.options."), &self.key), raw, None, raw == b"null")
             }
@@ -954,14 +949,13 @@ fn internal(state: S, what: &str) -> Error {
 pub use encoder::RequestEncoder;
 
 mod encoder {
-use std::collections::HashSet;
 
 use super::*;
 
 use crate::canonical::{Extension, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
-    Attr, attr, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field, lose_raw_arguments,
-    late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, subject, tool_definition, BlockHead, BlockRef,
+    known_role, role_head, role_json, Attr, attr, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field, lose_raw_arguments,
+    late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, subject, tool_definition, Head, BlockRef,
     Encode, First, HeldArguments, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener, PlaceBlocks,
     ToolDefinitions, WriterId, Writers, STRING_CONTENT,
 };
@@ -1012,7 +1006,7 @@ impl TextKey {
 struct Message {
     asm: MessageAssembler,
     index: i64,
-    role: Vec<u8>,
+    role: Cow<'static, [u8]>,
     /// blocks written into `content`, `thinking`
     texts: [u32; 2],
     has_result: bool,
@@ -1032,17 +1026,30 @@ enum Args {
 }
 
 /// The named state of a placed block (what Python's `(write, close)` closures hold).
-enum Placed {
+enum Placed<'a> {
     /// nothing written, nothing at close (an unknown block marked empty)
     Nothing,
     /// an ollama message member carried raw (`_unknown`)
     Raw(WriterId),
     /// a text member (`_text`); `w` None: an empty block. Close: `_text_close`
-    Text { w: Option<WriterId>, head: BlockHead },
+    Text { w: Option<WriterId>, head: Head<'a> },
     /// a base64 string of `images` (`_image`): its first characters kept for the type check
-    Image { w: WriterId, head: BlockHead, sniffed: Vec<u8> },
+    Image { w: WriterId, head: Head<'a>, sniffed: Vec<u8> },
     /// a tool call (`_tool_call`): `call_id` the id written first (JSON), if any
-    Call { w: WriterId, head: BlockHead, args: Args, call_id: Option<Vec<u8>> },
+    Call { w: WriterId, head: Head<'a>, args: Args, call_id: Option<Vec<u8>> },
+}
+
+impl Placed<'_> {
+    /// `PlaceBlocks::keep`: the head owned.
+    fn into_owned(self) -> Placed<'static> {
+        match self {
+            Placed::Nothing => Placed::Nothing,
+            Placed::Raw(w) => Placed::Raw(w),
+            Placed::Text { w, head } => Placed::Text { w, head: head.into_owned() },
+            Placed::Image { w, head, sniffed } => Placed::Image { w, head: head.into_owned(), sniffed },
+            Placed::Call { w, head, args, call_id } => Placed::Call { w, head: head.into_owned(), args, call_id },
+        }
+    }
 }
 
 /// Everything of the encoder but the body and the block in progress (`MessageCloser`).
@@ -1054,8 +1061,8 @@ struct Messages {
     stream_seen: bool,
     /// call id (JSON) -> its name (JSON)
     call_names: Vec<(Vec<u8>, Vec<u8>)>,
-    /// ollama keys written for other dialects' controls
-    control_keys: HashSet<String>,
+    /// ollama keys written for other dialects' controls (a few: a list)
+    control_keys: Vec<Cow<'static, str>>,
     pending_ext: Vec<Extension<'static>>,
     /// openai `name` of a message whose blocks have not come (a tool message's is its tool_name)
     openai_names: Vec<(i64, Extension<'static>)>,
@@ -1070,7 +1077,7 @@ struct Messages {
 struct Encoding {
     body: MessageListBody,
     m: Messages,
-    block: InBlock<Placed>,
+    block: InBlock<Placed<'static>>,
 }
 
 /// Canonical events -> an Ollama `/api/chat` request body (`RequestEncoder`).
@@ -1101,7 +1108,7 @@ impl RequestEncoder {
                 options_empty: false,
                 stream_seen: false,
                 call_names: Vec::new(),
-                control_keys: HashSet::new(),
+                control_keys: Vec::new(),
                 pending_ext: Vec::new(),
                 openai_names: Vec::new(),
                 calls_at: None,
@@ -1143,17 +1150,21 @@ impl Encode for RequestEncoder {
 }
 
 impl PlaceBlocks for Encoding {
-    type Placed = Placed;
+    type Placed<'a> = Placed<'a>;
 
-    fn in_block(&mut self) -> &mut InBlock<Placed> {
+    fn in_block(&mut self) -> &mut InBlock<Placed<'static>> {
         &mut self.block
     }
 
-    fn place(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed>> {
+    fn place<'a>(&mut self, block: &'a Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'a>>> {
         self.m.place(&mut self.body, block, io)
     }
 
-    fn write(&mut self, placed: &mut Placed, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
+    fn keep(placed: Placed<'_>) -> Placed<'static> {
+        placed.into_owned()
+    }
+
+    fn write(&mut self, placed: &mut Placed<'_>, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
         match placed {
             Placed::Nothing | Placed::Text { w: None, .. } => Ok(()),
             Placed::Raw(w) | Placed::Text { w: Some(w), .. } => io.write(*w, payload),
@@ -1172,7 +1183,7 @@ impl PlaceBlocks for Encoding {
         }
     }
 
-    fn close(&mut self, placed: Placed, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+    fn close(&mut self, placed: Placed<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
         self.m.close(placed, late, io)
     }
 
@@ -1294,8 +1305,7 @@ impl Messages {
 
     /// `_write_control`
     fn write_control(&mut self, body: &mut MessageListBody, control: &Control<'_>, io: &mut Io<'_>) -> Result<()> {
-        let value = Value::loads(&control.value)?;
-        for (key, json) in controls::encode_control(control, &value, io.session)? {
+        for (key, json) in controls::encode_control(control, io.session)? {
             if self.control_keys.contains(&key) {
                 // e.g. openai max_tokens beside max_completion_tokens
                 let where_ = match control.key.as_deref() {
@@ -1307,8 +1317,8 @@ impl Messages {
                 io.lose(&where_, &reason, control.dialect.as_deref())?;
                 continue;
             }
-            self.control_keys.insert(key.clone());
-            self.top_member(body, &key, &json, io)?;
+            self.control_keys.push(key.clone());
+            self.top_member(body, key.as_bytes(), &json, io)?;
         }
         Ok(())
     }
@@ -1388,7 +1398,8 @@ impl Messages {
             // what the source left unset samples as its own API would
             for (key, json) in controls::source_sampling_defaults(io.session.source) {
                 let key = format!("options.{key}");
-                if self.control_keys.insert(key.clone()) {
+                if !self.control_keys.iter().any(|known| *known == key) {
+                    self.control_keys.push(Cow::Owned(key.clone()));
                     self.top_member(body, &key, json, io)?;
                 }
             }
@@ -1419,8 +1430,7 @@ impl Messages {
             self.flush_user_hold(body, io)?;
         }
         let writer = self.messages_writer(body, index, role, io)?;
-        let head = [&b"\"role\":"[..], role].concat();
-        let mut asm = MessageAssembler::new(writer, io, MEMBER_ORDER, &head, first)?;
+        let mut asm = MessageAssembler::new(writer, io, MEMBER_ORDER, &role_head(role), first)?;
         if role != ROLE_TOOL {
             if let Some(ext) = self.take_openai_name(index) {
                 foreign_extension(io.session, DIALECT, &ext)?;
@@ -1434,7 +1444,8 @@ impl Messages {
             }
             self.pending_ext = rest;
         }
-        self.msg = Some(Message { asm, index, role: role.to_vec(), texts: [0, 0], has_result: false,
+        let role = known_role(role).map_or_else(|| Cow::Owned(role.to_vec()), Cow::Borrowed);
+        self.msg = Some(Message { asm, index, role, texts: [0, 0], has_result: false,
                                   has_image: false, named: false });
         Ok(())
     }
@@ -1481,7 +1492,7 @@ impl Messages {
         let new_result = block.section == Section::ToolResult
             && msg.has_result
             && !attr_truthy(block.attrs.as_deref().unwrap_or(&[]), "in_result");
-        block.message != msg.index || role != msg.role.as_slice() || new_result
+        block.message != msg.index || role != msg.role.as_ref() || new_result
     }
 
     fn message_for(&mut self, body: &mut MessageListBody, block: &Block<'_>, role: &[u8], io: &mut Io<'_>)
@@ -1509,8 +1520,8 @@ impl Messages {
     }
 
     /// `_role_of`: the block's role (JSON), or None (no place for it).
-    fn role_of(&self, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Vec<u8>>> {
-        let natural = section_role(block.section).map(|r| str_json(r.as_bytes()));
+    fn role_of<'a>(&self, block: &Block<'_>, attrs: &'a [Attr<'_>], io: &mut Io<'_>) -> Result<Option<Cow<'a, [u8]>>> {
+        let natural = section_role(block.section).map(role_json);
         let Some(role) = not_none(attr(attrs, "role")) else { return Ok(natural) };
         if natural.as_deref() == Some(role) {
             return Ok(natural);
@@ -1518,19 +1529,19 @@ impl Messages {
         if role == b"\"developer\"" && block.section == Section::SystemInstruction {
             lose_block(io.session, DIALECT, BlockRef::of(block), "developer role", Some("sent as a system message"),
                        Some(attrs))?;
-            return Ok(Some(b"\"system\"".to_vec()));
+            return Ok(Some(Cow::Borrowed(b"\"system\"")));
         }
         if role == b"\"function\"" && block.section == Section::ToolResult {
             lose(io.session, DIALECT, BlockRef::of(block), "function message", "function role",
                  Some("sent as a tool message"), None)?;
-            return Ok(Some(ROLE_TOOL.to_vec()));
+            return Ok(Some(Cow::Borrowed(ROLE_TOOL)));
         }
         // ollama takes any role string; an ollama body's own odd roles come back
-        Ok(Some(role.to_vec()))
+        Ok(Some(Cow::Borrowed(role)))
     }
 
     /// `_place`: open the block in the right message and member; None: not carried (lost).
-    fn place(&mut self, body: &mut MessageListBody, block: &Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed>> {
+    fn place<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
         let attrs = block.attrs.as_deref().unwrap_or(&[]);
         self.check_attrs(BlockRef::of(block), attrs, io)?;
         let section = block.section;
@@ -1581,8 +1592,8 @@ impl Messages {
     }
 
     /// `_text`
-    fn text(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], role: &[u8], key: TextKey,
-            io: &mut Io<'_>) -> Result<Placed> {
+    fn text<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], role: &[u8], key: TextKey,
+            io: &mut Io<'_>) -> Result<Placed<'b>> {
         let empty = attr_truthy(attrs, "empty");
         if self.starts_message(block, role) && !empty {
             self.open_message(body, block.message, role, Some(key.first()), io)?; // the text opens with it
@@ -1598,7 +1609,7 @@ impl Messages {
             }
         }
         if empty {
-            return Ok(Placed::Text { w: None, head: BlockHead::of(block) });
+            return Ok(Placed::Text { w: None, head: Head::borrowed(block) });
         }
         let content = key == TextKey::Content;
         if content && msg.asm.ended("content") {
@@ -1624,7 +1635,7 @@ impl Messages {
             io.write(w, SEPARATOR)?;
         }
         msg.texts[slot] = count + 1;
-        Ok(Placed::Text { w: Some(w), head: BlockHead::of(block) })
+        Ok(Placed::Text { w: Some(w), head: Head::borrowed(block) })
     }
 
     /// The block's last fragment: what its placing left to do.
@@ -1639,7 +1650,7 @@ impl Messages {
 
     /// `_text_close`: tool_name is written at the block's end whether it came early or
     /// late, so the output bytes do not depend on how the input was cut.
-    fn text_close(&mut self, head: &BlockHead, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+    fn text_close(&mut self, head: &Head<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
         if !late.is_empty() {
             self.check_attrs(head.as_ref(), &late_only(&head.attrs, late), io)?;
             lose_signature(io.session, DIALECT, head.as_ref(), late)?;
@@ -1652,7 +1663,7 @@ impl Messages {
 
     /// `_result_name`: a tool message's `tool_name` (from the call its id names, or an
     /// openai `name`) and `tool_call_id`.
-    fn result_name(&mut self, head: &BlockHead, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+    fn result_name(&mut self, head: &Head<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
         let mut name = not_none(attr(attrs, "name")).map(<[u8]>::to_vec);
         let call_id = not_none(attr(attrs, "tool_call_id"));
         let named = self.take_openai_name(head.message);
@@ -1690,8 +1701,8 @@ impl Messages {
     }
 
     /// `_image`
-    fn image(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], role: &[u8],
-             io: &mut Io<'_>) -> Result<Option<Placed>> {
+    fn image<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], role: &[u8],
+             io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
         if let Some(source) = attr(attrs, "source").filter(|s| *s != b"\"base64\"") {
             let what = if source == b"\"url\"" {
                 "image URLs".to_string()
@@ -1717,10 +1728,10 @@ impl Messages {
         let w = msg.asm.member(io, "images", Opener::Array)?;
         io.separate(w)?;
         io.write(w, b"\"")?;
-        Ok(Some(Placed::Image { w, head: BlockHead::of(block), sniffed: Vec::with_capacity(SNIFF_BYTES) }))
+        Ok(Some(Placed::Image { w, head: Head::borrowed(block), sniffed: Vec::with_capacity(SNIFF_BYTES) }))
     }
 
-    fn image_close(&mut self, w: WriterId, head: &BlockHead, sniffed: &[u8], late: &[Attr<'_>], io: &mut Io<'_>)
+    fn image_close(&mut self, w: WriterId, head: &Head<'_>, sniffed: &[u8], late: &[Attr<'_>], io: &mut Io<'_>)
                    -> Result<()> {
         io.write(w, b"\"")?;
         if !late.is_empty() {
@@ -1742,8 +1753,8 @@ impl Messages {
     /// `_tool_call`: the id first (Go's order) when the source gave it first; name (and
     /// the rest) after the arguments whether they came early or late, so the output bytes
     /// do not depend on how the input was cut.
-    fn tool_call(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], role: &[u8],
-                 io: &mut Io<'_>) -> Result<Placed> {
+    fn tool_call<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], role: &[u8],
+                 io: &mut Io<'_>) -> Result<Placed<'b>> {
         self.message_for(body, block, role, io)?;
         self.calls_at = Some(block.message);
         let msg = self.open()?;
@@ -1766,10 +1777,10 @@ impl Messages {
         if !matches!(args, Args::None) {
             io.write(w, b"\"arguments\":")?;
         }
-        Ok(Placed::Call { w, head: BlockHead::of(block), args, call_id })
+        Ok(Placed::Call { w, head: Head::borrowed(block), args, call_id })
     }
 
-    fn call_close(&mut self, w: WriterId, head: &BlockHead, args: Args, call_id: Option<Vec<u8>>,
+    fn call_close(&mut self, w: WriterId, head: &Head<'_>, args: Args, call_id: Option<Vec<u8>>,
                   late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
         let has_args = !matches!(args, Args::None);
         match args {
@@ -1827,8 +1838,8 @@ impl Messages {
     }
 
     /// `_unknown`: an ollama message member carried raw (a message of another role).
-    fn unknown(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>)
-               -> Result<Placed> {
+    fn unknown<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>)
+               -> Result<Placed<'b>> {
         let role = attr(attrs, "role").unwrap_or(b"null").to_vec();
         self.message_for(body, block, &role, io)?;
         if attr_truthy(attrs, "empty") {

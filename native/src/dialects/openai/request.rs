@@ -1061,7 +1061,7 @@ use crate::canonical::{Block, Control, Event, Extension, Section, TOP_LEVEL_SYST
 use crate::encoding::{
     attr, attr_is, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field,
     late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, tool_definition, where_, Attr,
-    BlockHead, BlockRef, Encode, First, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener,
+    Head, BlockRef, Encode, First, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener,
     OwnedAttrs, PlaceBlocks, ToolDefinitions, WriterId, Writers, PARTS_CONTENT, STRING_CONTENT,
 };
 use crate::error::{Error, ErrorClass, Result};
@@ -1078,26 +1078,8 @@ const MEMBER_ORDER: &str = "openai:member-order";
 
 /// A role as JSON text (`key_bytes(role)`: roles of other dialects' unknown blocks are any value).
 type Role = Cow<'static, [u8]>;
-const SYSTEM: &[u8] = b"\"system\"";
-const USER: &[u8] = b"\"user\"";
-const ASSISTANT: &[u8] = b"\"assistant\"";
-const TOOL: &[u8] = b"\"tool\"";
-
-/// The roles the encoder writes most (no copy per message).
-fn known_role(role: &[u8]) -> Option<&'static [u8]> {
-    [SYSTEM, USER, ASSISTANT, TOOL].into_iter().find(|known| *known == role)
-}
-
-/// `b'"role":' + key_bytes(role)`.
-fn role_head(role: &[u8]) -> Cow<'static, [u8]> {
-    match role {
-        SYSTEM => Cow::Borrowed(b"\"role\":\"system\""),
-        USER => Cow::Borrowed(b"\"role\":\"user\""),
-        ASSISTANT => Cow::Borrowed(b"\"role\":\"assistant\""),
-        TOOL => Cow::Borrowed(b"\"role\":\"tool\""),
-        _ => Cow::Owned([&b"\"role\":"[..], role].concat()),
-    }
-}
+use crate::encoding::roles::{ASSISTANT, SYSTEM, TOOL, USER};
+use crate::encoding::{known_role, role_head};
 
 /// `EXTRA_ATTR`: an openai-only member of a part or tool call (`"k":v,...` text).
 const EXTRA_ATTR: &str = "openai_extra";
@@ -1119,22 +1101,39 @@ const FILE_INNER: &[&str] = &["filename", "file_id"];
 const AUDIO_INNER: &[&str] = &["format"];
 
 /// The named state of a placed block (what Python's `(write, close)` closures hold).
-enum Placed {
+enum Placed<'a> {
     /// fragments to a writer; nothing at close (text, refusal, unknown content)
     Stream(WriterId),
     /// fragments dropped, nothing at close
     Nothing,
     /// a tool message's string (or empty: no writer) content; close: `_result_close`
-    ToolText { w: Option<WriterId>, head: BlockHead },
+    ToolText { w: Option<WriterId>, head: Head<'a> },
     /// `{"type":"text","text":"...`; close: `"`, the late attributes, `}` (a tool message's id)
-    Part { w: WriterId, head: BlockHead, tool: bool },
+    Part { w: WriterId, head: Head<'a>, tool: bool },
     /// reasoning into `Options.openai_reasoning_field`; close: a late signature is a loss
-    Reasoning { w: WriterId, head: BlockHead },
-    Media { w: WriterId, head: BlockHead, outer: OwnedAttrs, has_payload: bool, inner: &'static [&'static str] },
-    Call { w: WriterId, head: BlockHead },
-    LegacyCall { w: WriterId, head: BlockHead },
+    Reasoning { w: WriterId, head: Head<'a> },
+    Media { w: WriterId, head: Head<'a>, outer: OwnedAttrs, has_payload: bool, inner: &'static [&'static str] },
+    Call { w: WriterId, head: Head<'a> },
+    LegacyCall { w: WriterId, head: Head<'a> },
     /// a tool result (`_tool_result`): a late `is_error` is a loss, then the text's close
-    Result(Box<Placed>, BlockHead),
+    Result(Box<Placed<'a>>, Head<'a>),
+}
+
+impl Placed<'_> {
+    /// `PlaceBlocks::keep`: the heads owned.
+    fn into_owned(self) -> Placed<'static> {
+        match self {
+            Placed::Stream(w) => Placed::Stream(w),
+            Placed::Nothing => Placed::Nothing,
+            Placed::ToolText { w, head } => Placed::ToolText { w, head: head.into_owned() },
+            Placed::Part { w, head, tool } => Placed::Part { w, head: head.into_owned(), tool },
+            Placed::Reasoning { w, head } => Placed::Reasoning { w, head: head.into_owned() },
+            Placed::Media { w, head, outer, has_payload, inner } => Placed::Media { w, head: head.into_owned(), outer, has_payload, inner },
+            Placed::Call { w, head } => Placed::Call { w, head: head.into_owned() },
+            Placed::LegacyCall { w, head } => Placed::LegacyCall { w, head: head.into_owned() },
+            Placed::Result(inner, head) => Placed::Result(Box::new(inner.into_owned()), head.into_owned()),
+        }
+    }
 }
 
 /// Which message a block writes into: the open one, or the user message that takes a
@@ -1174,7 +1173,7 @@ struct Messages {
 struct Encoding {
     body: MessageListBody,
     m: Messages,
-    block: InBlock<Placed>,
+    block: InBlock<Placed<'static>>,
 }
 
 /// Canonical events -> an OpenAI Chat Completions request body (`RequestEncoder`).
@@ -1260,17 +1259,21 @@ impl Encode for RequestEncoder {
 }
 
 impl PlaceBlocks for Encoding {
-    type Placed = Placed;
+    type Placed<'a> = Placed<'a>;
 
-    fn in_block(&mut self) -> &mut InBlock<Placed> {
+    fn in_block(&mut self) -> &mut InBlock<Placed<'static>> {
         &mut self.block
     }
 
-    fn place(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed>> {
+    fn place<'a>(&mut self, block: &'a Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'a>>> {
         self.m.place(&mut self.body, block, io)
     }
 
-    fn write(&mut self, placed: &mut Placed, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
+    fn keep(placed: Placed<'_>) -> Placed<'static> {
+        placed.into_owned()
+    }
+
+    fn write(&mut self, placed: &mut Placed<'_>, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
         match placed {
             Placed::Stream(w)
             | Placed::ToolText { w: Some(w), .. }
@@ -1284,7 +1287,7 @@ impl PlaceBlocks for Encoding {
         }
     }
 
-    fn close(&mut self, placed: Placed, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+    fn close(&mut self, placed: Placed<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
         self.m.close(placed, late, io)
     }
 
@@ -1521,7 +1524,7 @@ impl Messages {
     // -- blocks -------------------------------------------------------------------------
 
     /// Open the block in the right message and member; None: not carried (lost).
-    fn place(&mut self, body: &mut MessageListBody, block: &Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed>> {
+    fn place<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
         let attrs = block.attrs.as_deref().unwrap_or(&[]);
         match block.section {
             Section::SystemInstruction => {
@@ -1547,7 +1550,7 @@ impl Messages {
                 };
                 lose_signature(io.session, DIALECT, BlockRef::of(block), attrs)?;
                 let w = self.string_member(body, block, ASSISTANT, reasoning_key, io)?;
-                Ok(Some(Placed::Reasoning { w, head: BlockHead::of(block) }))
+                Ok(Some(Placed::Reasoning { w, head: Head::borrowed(block) }))
             }
             Section::ToolCall => self.tool_call(body, block, attrs, io).map(Some),
             Section::ToolResult => self.tool_result(body, block, attrs, io).map(Some),
@@ -1578,7 +1581,7 @@ impl Messages {
         Ok(out)
     }
 
-    fn text(&mut self, body: &mut MessageListBody, block: &Block<'_>, role: &[u8], part_type: &str, io: &mut Io<'_>) -> Result<Placed> {
+    fn text<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, role: &[u8], part_type: &str, io: &mut Io<'_>) -> Result<Placed<'b>> {
         let attrs = block.attrs.as_deref().unwrap_or(&[]);
         let in_parts = attr_truthy(attrs, "in_parts");
         let empty = attr_truthy(attrs, "empty");
@@ -1606,7 +1609,7 @@ impl Messages {
             } else if in_parts {
                 self.assembler(Which::Open)?.member(io, "content", Opener::Array)?;
             }
-            return Ok(if tool { Placed::ToolText { w: None, head: BlockHead::of(block) } } else { Placed::Nothing });
+            return Ok(if tool { Placed::ToolText { w: None, head: Head::borrowed(block) } } else { Placed::Nothing });
         }
         let msg = self.assembler(Which::Open)?;
         if !in_parts && !msg.has("content") {
@@ -1614,7 +1617,7 @@ impl Messages {
             if !tool {
                 return Ok(Placed::Stream(w));
             }
-            return Ok(Placed::ToolText { w: Some(w), head: BlockHead::of(block) });
+            return Ok(Placed::ToolText { w: Some(w), head: Head::borrowed(block) });
         }
         let w = msg.member(io, "content", Opener::Array)?;
         let mut name = Vec::new();
@@ -1623,7 +1626,7 @@ impl Messages {
         let sep = io.sep(w);
         let open = [sep, b"{\"type\":", &name, &extra, b",", &name, b":\""].concat();
         io.write(w, &open)?;
-        Ok(Placed::Part { w, head: BlockHead::of(block), tool })
+        Ok(Placed::Part { w, head: Head::borrowed(block), tool })
     }
 
     fn string_member(&mut self, body: &mut MessageListBody, block: &Block<'_>, role: &[u8], key: &'static str, io: &mut Io<'_>) -> Result<WriterId> {
@@ -1658,11 +1661,11 @@ impl Messages {
     }
 
     /// A result's call id may come late; its tool name is carried by that id, lost without one.
-    fn result_close(&mut self, head: &BlockHead, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+    fn result_close(&mut self, head: &Head<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
         self.result_id(late, io)?;
         let all = merged(&head.attrs, late);
         // a string (or empty) result has no part to carry attributes: each one is a loss
-        let without_extra: OwnedAttrs = all.iter().filter(|(k, _)| k != EXTRA_ATTR).cloned().collect();
+        let without_extra: Vec<Attr<'_>> = all.iter().filter(|(k, _)| k != EXTRA_ATTR).cloned().collect();
         self.extra_attrs(io, head.as_ref(), &without_extra, &[])?;
         let named = attr(&all, "name").is_some_and(|raw| raw != b"null");
         let answered = attr(&all, "tool_call_id").is_some_and(|raw| raw != b"null");
@@ -1673,14 +1676,14 @@ impl Messages {
         Ok(())
     }
 
-    fn tool_result(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Placed> {
+    fn tool_result<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Placed<'b>> {
         let role = attr_or(attrs, "role", TOOL).to_vec();
         lose_is_error(io, BlockRef::of(block), attrs)?;
         let placed = self.text(body, block, &role, "text", io)?;
-        Ok(Placed::Result(Box::new(placed), BlockHead::of(block)))
+        Ok(Placed::Result(Box::new(placed), Head::borrowed(block)))
     }
 
-    fn media(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed>> {
+    fn media<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
         let s = block.section;
         let source = attr(attrs, "source").filter(|raw| *raw != b"null");
         let source_text = source.and_then(json_str);
@@ -1745,10 +1748,10 @@ impl Messages {
         }
         io.write(w, &[head, &body_text].concat())?;
         let outer: OwnedAttrs = attrs.iter().filter(|(k, _)| !inner.contains(&k.as_ref())).map(own_attr).collect();
-        Ok(Some(Placed::Media { w, head: BlockHead::of(block), outer, has_payload, inner }))
+        Ok(Some(Placed::Media { w, head: Head::borrowed(block), outer, has_payload, inner }))
     }
 
-    fn tool_call(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Placed> {
+    fn tool_call<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Placed<'b>> {
         // the late attributes at the close: each recorded once
         self.foreign_call_attrs(io, BlockRef::of(block), attrs)?;
         self.message_for(body, block, ASSISTANT, io)?;
@@ -1763,7 +1766,7 @@ impl Messages {
             }
             head.extend_from_slice(b"\"arguments\":\"");
             io.write(w, &head)?;
-            return Ok(Placed::LegacyCall { w, head: BlockHead::of(block) });
+            return Ok(Placed::LegacyCall { w, head: Head::borrowed(block) });
         }
         self.msg_had_tool_calls = true;
         let w = self.assembler(Which::Open)?.member(io, "tool_calls", Opener::Array)?;
@@ -1782,7 +1785,7 @@ impl Messages {
         }
         head.extend_from_slice(b"\"arguments\":\"");
         io.write(w, &head)?;
-        Ok(Placed::Call { w, head: BlockHead::of(block) })
+        Ok(Placed::Call { w, head: Head::borrowed(block) })
     }
 
     /// A tool call's name as openai accepts it (`naming`: another dialect's may not fit).
@@ -1798,7 +1801,7 @@ impl Messages {
     }
 
     /// `,"name":...` for a name that came late, or for none at all (openai requires one).
-    fn late_name(&self, io: &mut Io<'_>, head: &BlockHead, late: &[Attr<'_>]) -> Result<Vec<u8>> {
+    fn late_name(&self, io: &mut Io<'_>, head: &Head<'_>, late: &[Attr<'_>]) -> Result<Vec<u8>> {
         if let Some(name) = attr(late, "name") {
             return Ok([&b",\"name\":"[..], &self.name(io, head.message, Some(name))?].concat());
         }
@@ -1808,7 +1811,7 @@ impl Messages {
         Ok(Vec::new())
     }
 
-    fn unknown(&mut self, body: &mut MessageListBody, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Placed> {
+    fn unknown<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Placed<'b>> {
         let role = attr_or(attrs, "role", USER).to_vec();
         self.message_for(body, block, &role, io)?;
         if attr_truthy(attrs, "in_parts") {
