@@ -81,10 +81,10 @@ use std::borrow::Cow;
 use crate::canonical::{Block, Event, Extension, Section};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{py_str_repr, Frames, Token};
-use crate::jsonwriter::RawValue;
+use crate::jsonwriter::{RawLen, RawValue};
 use crate::reorder::Hold;
 use crate::session::Session;
-use crate::value::Value;
+use crate::value::{Value, ValueBuilder};
 
 /// Where a decoder's canonical events go: the encoder (a `Transcoder`), or a
 /// list (a `Decoder`). An event may borrow the chunk being fed.
@@ -513,6 +513,10 @@ pub struct Machine<S> {
     /// the value being read whole, or the pending text of a streamed one
     whole: Vec<u8>,
     copier: RawValue,
+    /// the value being read whole as data (`read_value`), built from its tokens, and
+    /// the length of its compact text (no text is written)
+    builder: ValueBuilder,
+    data_len: RawLen,
     /// `stream_raw`: a fragment has been handed on
     stream_started: bool,
     /// the first string fragment of a feed, copied until the string's next
@@ -567,6 +571,8 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
             key: Vec::new(),
             whole: Vec::new(),
             copier: RawValue::new(),
+            builder: ValueBuilder::default(),
+            data_len: RawLen::default(),
             stream_started: false,
             held: None,
             feed_start: false,
@@ -785,28 +791,40 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
                                           cx: &mut Cx<'_>) -> Result<()> {
         self.whole.clear();
         self.copier = RawValue::new();
-        let done = self.copier.feed(&token, &mut self.whole);
-        if self.whole.len() > cx.session.options.max_value_bytes {
-            return Err(cx.budget(offset));
+        if data {
+            self.builder.reset();
+            self.data_len.len = 0;
         }
-        if done {
+        if self.whole_token(&token, offset, data, cx)? {
             return self.finish_whole(d, s, offset, data, cx);
         }
         self.push(Frame::Whole { state: s, offset, data });
         Ok(())
     }
 
+    /// A token of a value read whole (its compact text counts against `max_value_bytes`;
+    /// as data its `Value` is built too): true when it completed the value.
+    fn whole_token(&mut self, token: &Token<'_>, first: u64, data: bool, cx: &mut Cx<'_>) -> Result<bool> {
+        let (done, size) = if data {
+            self.builder.feed(token);
+            (self.copier.feed(token, &mut self.data_len), self.data_len.len)
+        } else {
+            (self.copier.feed(token, &mut self.whole), self.whole.len())
+        };
+        if size > cx.session.options.max_value_bytes {
+            return Err(cx.budget(first));
+        }
+        Ok(done)
+    }
+
     fn finish_whole<D: Dialect<State = S>>(&mut self, d: &mut D, s: S, offset: u64, data: bool,
                                            cx: &mut Cx<'_>) -> Result<()> {
+        if data {
+            let value = self.builder.finish().map_err(|e| cx.located(e, offset))?;
+            return d.value(self, s, value, offset, cx);
+        }
         let raw = std::mem::take(&mut self.whole);
-        let result = if data {
-            match cx.data(&raw, offset) {
-                Ok(value) => d.value(self, s, value, offset, cx),
-                Err(e) => Err(e),
-            }
-        } else {
-            d.raw(self, s, &raw, offset, cx)
-        };
+        let result = d.raw(self, s, &raw, offset, cx);
         self.give_back(raw);
         result
     }
@@ -860,11 +878,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
                 _ => Err(cx.wrong_type(&token, &format!("an object in {what}"), offset)),
             },
             Frame::Whole { state, offset: first, data } => {
-                let done = self.copier.feed(&token, &mut self.whole);
-                if self.whole.len() > cx.session.options.max_value_bytes {
-                    return Err(cx.budget(first));
-                }
-                if !done {
+                if !self.whole_token(&token, first, data, cx)? {
                     return Ok(());
                 }
                 self.pop();
@@ -1223,31 +1237,56 @@ pub struct BlockBuilder {
     pub begun: bool,
     /// the first fragment has been emitted
     pub started: bool,
-    last: Option<Vec<u8>>,
+    /// the kept last fragment (Python's `builder.last is not None`: `has_last`); the
+    /// buffer is the thread's spare one (`SPARE_LAST`) while the builder lives
+    last: Vec<u8>,
+    has_last: bool,
+}
+
+std::thread_local! {
+    /// The buffer of a closed builder's last fragment, for the next builder: a text
+    /// block's last fragment is often a whole chunk, and a malloc of that size (with
+    /// the heap consolidation it sets off) costs more than the copy into it.
+    static SPARE_LAST: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The largest spare buffer a thread keeps (memory stays bounded by a chunk).
+const SPARE_LAST_MAX: usize = 64 << 10;
+
+impl Drop for BlockBuilder {
+    fn drop(&mut self) {
+        if self.last.capacity() > 0 && self.last.capacity() <= SPARE_LAST_MAX {
+            let last = std::mem::take(&mut self.last);
+            SPARE_LAST.with(|spare| spare.set(last));
+        }
+    }
 }
 
 impl BlockBuilder {
     pub fn new(section: Section, message: i64, attrs: Vec<Attr>) -> Self {
-        BlockBuilder { section, message, attrs, late: Vec::new(), begun: false, started: false, last: None }
+        let last = SPARE_LAST.with(std::cell::Cell::take);
+        BlockBuilder { section, message, attrs, late: Vec::new(), begun: false, started: false, last, has_last: false }
     }
 
     /// `fragment(data, init, fin)`: the block to emit now, if any (a `fin` fragment is kept).
     pub fn fragment<'d>(&mut self, data: &'d [u8], fin: bool) -> Option<Block<'d>> {
         self.begun = true;
         if fin {
-            match &mut self.last {
-                Some(last) => last.extend_from_slice(data),
-                None => self.last = Some(data.to_vec()),
+            if !self.has_last {
+                self.last.clear();
+                self.has_last = true;
             }
+            self.last.extend_from_slice(data);
             return None;
         }
-        let payload: Cow<'d, [u8]> = match self.last.take() {
-            Some(mut last) => {
-                // a payload in several values (raw parts)
-                last.extend_from_slice(data);
-                Cow::Owned(last)
-            }
-            None => Cow::Borrowed(data),
+        let payload: Cow<'d, [u8]> = if self.has_last {
+            // a payload in several values (raw parts)
+            self.has_last = false;
+            let mut joined = std::mem::take(&mut self.last);
+            joined.extend_from_slice(data);
+            Cow::Owned(joined)
+        } else {
+            Cow::Borrowed(data)
         };
         let attrs = if self.started { None } else { block_attrs(&self.attrs) };
         let block = Block { section: self.section, message: self.message, payload, init: !self.started, fin: false, attrs };
@@ -1262,9 +1301,10 @@ impl BlockBuilder {
     }
 
     /// `close()`: the last fragment (and, when late attributes came before any
-    /// fragment went out, a second one carrying them).
-    pub fn close(&mut self) -> (Block<'static>, Option<Block<'static>>) {
-        let last = Cow::Owned(self.last.take().unwrap_or_default());
+    /// fragment went out, a second one carrying them); it borrows the builder's buffer.
+    pub fn close(&mut self) -> (Block<'_>, Option<Block<'_>>) {
+        let kept = std::mem::take(&mut self.has_last);
+        let last = Cow::Borrowed(if kept { &self.last[..] } else { &b""[..] });
         let block = |payload, init, fin, attrs| Block { section: self.section, message: self.message, payload, init, fin, attrs };
         let closed = if !self.started && !self.late.is_empty() {
             // Late attributes stay on a last fragment of their own, as they
@@ -1286,7 +1326,7 @@ impl BlockBuilder {
     /// Python's `builder.last is not None`: a final fragment is kept for `close` (the
     /// tool_result reader asks whether its head block has a payload yet).
     pub fn has_last(&self) -> bool {
-        self.last.is_some()
+        self.has_last
     }
 }
 

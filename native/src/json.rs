@@ -190,6 +190,12 @@ impl Frames {
         self.frames.len()
     }
 
+    /// A tokenizer's frames: room for the usual nesting and keys from the start (a
+    /// request or response is one tokenizer's life: growing them costs more reallocations).
+    fn with_capacity() -> Frames {
+        Frames { frames: Vec::with_capacity(8), keys: Vec::with_capacity(128), seen: Vec::with_capacity(16), size: 0 }
+    }
+
     fn clear(&mut self) {
         self.frames.clear();
         self.keys.clear();
@@ -788,7 +794,7 @@ impl Tokenizer {
         Tokenizer {
             limits,
             state: State::Value,
-            frames: Frames::default(),
+            frames: Frames::with_capacity(),
             base: 0,
             carry: Vec::new(),
             string_open: false,

@@ -128,6 +128,57 @@ impl JsonWriter {
     }
 }
 
+/// Where `RawValue` writes: the text itself (a `Vec<u8>`), or only its length (`RawLen`).
+pub trait RawOut {
+    fn byte(&mut self, b: u8);
+    fn bytes(&mut self, bytes: &[u8]);
+    /// a member name (`key_bytes`)
+    fn key(&mut self, key: &[u8]);
+}
+
+impl RawOut for Vec<u8> {
+    fn byte(&mut self, b: u8) {
+        self.push(b);
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+
+    fn key(&mut self, key: &[u8]) {
+        key_bytes(key, self);
+    }
+}
+
+/// The length of the text `RawValue` would write (a value read as data is held to
+/// `max_value_bytes` by it, and needs no text): only a key is written, to a scratch
+/// buffer (its escaping decides its length).
+#[derive(Clone, Debug, Default)]
+pub struct RawLen {
+    pub len: usize,
+    scratch: Vec<u8>,
+}
+
+impl RawOut for RawLen {
+    fn byte(&mut self, _b: u8) {
+        self.len += 1;
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.len += bytes.len();
+    }
+
+    fn key(&mut self, key: &[u8]) {
+        if key.is_ascii() && crate::json::find_special(key, 0).is_none() {
+            self.len += key.len() + 2; // (the usual key: nothing to escape, so it is itself in quotes)
+            return;
+        }
+        self.scratch.clear();
+        key_bytes(key, &mut self.scratch);
+        self.len += self.scratch.len();
+    }
+}
+
 /// Feeds on the tokens of one JSON value; appends its compact text to `out`
 /// (`RawValue`). `feed` returns true once the value is complete.
 #[derive(Clone, Debug)]
@@ -148,69 +199,69 @@ impl RawValue {
         RawValue::default()
     }
 
-    pub fn feed(&mut self, token: &Token<'_>, out: &mut Vec<u8>) -> bool {
+    pub fn feed(&mut self, token: &Token<'_>, out: &mut impl RawOut) -> bool {
         match *token {
             Token::Key(key) => {
                 if !self.first {
-                    out.push(b',');
+                    out.byte(b',');
                 }
-                key_bytes(key, out);
-                out.push(b':');
+                out.key(key);
+                out.byte(b':');
                 self.first = true; // the member's value follows without a comma
                 false
             }
             Token::ObjectEnd | Token::ArrayEnd => {
-                out.push(if matches!(token, Token::ObjectEnd) { b'}' } else { b']' });
+                out.byte(if matches!(token, Token::ObjectEnd) { b'}' } else { b']' });
                 self.depth = self.depth.saturating_sub(1);
                 self.first = false;
                 self.depth == 0
             }
             Token::StringPart(part) => {
-                out.extend_from_slice(part);
+                out.bytes(part);
                 false
             }
             Token::StringClose(part) => {
-                out.extend_from_slice(part);
-                out.push(b'"');
+                out.bytes(part);
+                out.byte(b'"');
                 self.first = false;
                 self.depth == 0
             }
             Token::ObjectStart | Token::ArrayStart => {
                 self.separate(out);
-                out.push(if matches!(token, Token::ObjectStart) { b'{' } else { b'[' });
+                out.byte(if matches!(token, Token::ObjectStart) { b'{' } else { b'[' });
                 self.depth += 1;
                 self.first = true;
                 false
             }
             Token::StringOpen(part) => {
                 self.separate(out);
-                out.push(b'"');
-                out.extend_from_slice(part);
+                out.byte(b'"');
+                out.bytes(part);
                 false
             }
             Token::String(text) => {
                 self.separate(out);
-                out.push(b'"');
-                out.extend_from_slice(text);
-                out.push(b'"');
+                out.byte(b'"');
+                out.bytes(text);
+                out.byte(b'"');
                 self.scalar_done()
             }
             Token::Number(text) => {
                 self.separate(out);
-                out.extend_from_slice(text);
+                out.bytes(text);
                 self.scalar_done()
             }
             Token::True | Token::False | Token::Null => {
                 self.separate(out);
-                out.extend_from_slice(literal_text(token).unwrap_or_default());
+                out.bytes(literal_text(token).unwrap_or_default());
                 self.scalar_done()
             }
         }
     }
 
-    fn separate(&self, out: &mut Vec<u8>) {
+    fn separate(&self, out: &mut impl RawOut) {
         if !self.first {
-            out.push(b',');
+            out.byte(b',');
         }
     }
 

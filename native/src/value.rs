@@ -222,6 +222,145 @@ impl Value {
     }
 }
 
+/// `decoding._data` of a value read token by token (`Read::Value` of a container, or of a
+/// string in fragments): the `Value` that `Value::parse` makes of the tokens' compact
+/// JSON, built from the tokens themselves (the text is not parsed again). The faults are
+/// `parse`'s: a value nested deeper than `MAX_DEPTH` (the first one), else a lone
+/// surrogate in any key or string.
+#[derive(Debug, Default)]
+pub struct ValueBuilder {
+    /// the open containers, innermost last
+    open: Vec<Open>,
+    /// the escaped bytes of a string in fragments so far
+    string: Vec<u8>,
+    /// the value, once complete
+    done: Option<Value>,
+    too_deep: bool,
+    lone: bool,
+}
+
+#[derive(Debug)]
+enum Open {
+    Array(Vec<Value>),
+    /// the members so far and the key of the member whose value is due
+    Object(Vec<(Vec<u8>, Value)>, Vec<u8>),
+}
+
+impl ValueBuilder {
+    /// Ready for a new value (buffers kept).
+    pub fn reset(&mut self) {
+        self.open.clear();
+        self.string.clear();
+        self.done = None;
+        self.too_deep = false;
+        self.lone = false;
+    }
+
+    /// One token of the value; true once the value is complete (`finish` gives it).
+    pub fn feed(&mut self, token: &Token<'_>) -> bool {
+        match *token {
+            Token::ObjectStart | Token::ArrayStart => {
+                self.value_begins();
+                let open = match token {
+                    Token::ObjectStart => Open::Object(Vec::new(), Vec::new()),
+                    _ => Open::Array(Vec::new()),
+                };
+                self.open.push(open);
+                false
+            }
+            Token::Key(key) => {
+                self.lone |= has_lone_surrogate(key);
+                if let Some(Open::Object(_, pending)) = self.open.last_mut() {
+                    pending.clear();
+                    pending.extend_from_slice(key);
+                }
+                false
+            }
+            Token::ObjectEnd | Token::ArrayEnd => match self.open.pop() {
+                Some(Open::Object(members, _)) => self.complete(Value::Object(members)),
+                Some(Open::Array(items)) => self.complete(Value::Array(items)),
+                None => self.complete(Value::Null), // (not a value's token: the caller's bug)
+            },
+            Token::StringOpen(part) => {
+                self.value_begins();
+                self.string.clear();
+                self.string.extend_from_slice(part);
+                false
+            }
+            Token::StringPart(part) => {
+                self.string.extend_from_slice(part);
+                false
+            }
+            Token::StringClose(part) => {
+                self.string.extend_from_slice(part);
+                let escaped = std::mem::take(&mut self.string);
+                let value = self.string_data(&escaped);
+                self.string = escaped;
+                self.complete(value)
+            }
+            Token::String(escaped) => {
+                self.value_begins();
+                let value = self.string_data(escaped);
+                self.complete(value)
+            }
+            Token::Number(text) => {
+                self.value_begins();
+                self.complete(number_value(text))
+            }
+            Token::True | Token::False | Token::Null => {
+                self.value_begins();
+                let value = Value::scalar(token).and_then(Result::ok).unwrap_or(Value::Null);
+                self.complete(value)
+            }
+        }
+    }
+
+    /// The complete value, or `parse`'s fault.
+    pub fn finish(&mut self) -> Result<Value> {
+        if self.too_deep {
+            return Err(Error::new(ErrorClass::NestingTooDeep, format!("value nested deeper than {MAX_DEPTH}")));
+        }
+        if self.lone {
+            return Err(lone_surrogate());
+        }
+        Ok(self.done.take().unwrap_or(Value::Null))
+    }
+
+    /// A value begins inside the open containers (`Parser::value`'s depth bound).
+    fn value_begins(&mut self) {
+        self.too_deep |= self.open.len() > MAX_DEPTH;
+    }
+
+    /// A string's escaped bytes as data; a lone surrogate is noted (a fault at `finish`).
+    fn string_data(&mut self, escaped: &[u8]) -> Value {
+        match string_value(escaped) {
+            Ok(value) => value,
+            Err(_) => {
+                self.lone = true; // (the tokenizer let only well-formed escapes through)
+                Value::Null
+            }
+        }
+    }
+
+    /// A value is complete: the whole one (true), or a member or element of the innermost container.
+    fn complete(&mut self, value: Value) -> bool {
+        match self.open.last_mut() {
+            None => {
+                self.done = Some(value);
+                true
+            }
+            Some(Open::Array(items)) => {
+                items.push(value);
+                false
+            }
+            Some(Open::Object(members, key)) => {
+                members.push((std::mem::take(key), value));
+                false
+            }
+        }
+    }
+}
+
 /// A string token's escaped bytes as data (`_scalar`'s string case).
 fn string_value(escaped: &[u8]) -> Result<Value> {
     if crate::json::find_special(escaped, 0).is_none() {
@@ -242,11 +381,11 @@ fn number_value(text: &[u8]) -> Value {
         let text = std::str::from_utf8(text).unwrap_or("nan");
         return Value::Float(text.parse().unwrap_or(f64::NAN));
     }
-    let digits = String::from_utf8_lossy(text);
-    if digits == "-0" {
+    if text == b"-0" {
         return Value::Int("0".to_string());
     }
-    Value::Int(digits.into_owned())
+    // (a number's text is ASCII, so this is a copy: no lossy decoding, no second allocation)
+    Value::Int(String::from_utf8(text.to_vec()).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 // -- json.loads --------------------------------------------------------------------
@@ -761,6 +900,47 @@ mod tests {
         assert_eq!(scalar(Token::Number(b"2e0")).unwrap(), Value::Float(2.0));
         assert_eq!(scalar(Token::Null).unwrap(), Value::Null);
         assert!(Value::scalar(&Token::ObjectStart).is_none());
+    }
+
+    /// `ValueBuilder` fed a document's tokens (cut at `cut`: strings in fragments) gives what
+    /// `Value::parse` gives of their compact text (`RawValue`), value or fault.
+    #[test]
+    fn a_value_built_from_tokens_is_the_parsed_one() {
+        use crate::json::{Frames, Sink, Tokenizer};
+        use crate::jsonwriter::RawValue;
+        struct Both(ValueBuilder, RawValue, Vec<u8>);
+        impl Sink for Both {
+            fn token(&mut self, token: Token<'_>, _offset: u64, _path: &Frames) -> Result<()> {
+                self.0.feed(&token);
+                self.1.feed(&token, &mut self.2);
+                Ok(())
+            }
+        }
+        let docs: [&[u8]; 12] = [
+            br#"{"a": [1, -0, 2.50, -1e3, true, false, null, {}, []], "b": {"c": "d\n\"e\" \u00e9 \ud83d\ude00"}}"#,
+            br#"[]"#, br#"{}"#, br#""plain""#, br#""x\u0041\/""#, br#"[[[["deep"]]]]"#,
+            br#"{"\ud800": 1}"#, br#"[1, "\udfff"]"#, br#"{"a": {"b": "x\ud83d"}}"#, br#"{"k\u00e9y": "v", "\"q\"": []}"#,
+            "{\"\u{e9}\u{2028}\": \"\u{4e16}\"}".as_bytes(), br#"[{"a": 1}, {"a": 2}, 0.1, 1E+2]"#,
+        ];
+        for doc in docs {
+            for cut in 0..=doc.len() {
+                let mut both = Both(ValueBuilder::default(), RawValue::new(), Vec::new());
+                let mut tokenizer = Tokenizer::default();
+                tokenizer.feed(&doc[..cut], &mut both).unwrap();
+                tokenizer.feed(&doc[cut..], &mut both).unwrap();
+                tokenizer.close(&mut both).unwrap();
+                let built = both.0.finish().map_err(|e| e.class);
+                let parsed = Value::parse(&both.2).map_err(|e| e.class);
+                assert_eq!(built, parsed, "{} cut {cut}", String::from_utf8_lossy(doc));
+            }
+        }
+        // nested deeper than MAX_DEPTH: parse's fault, before a lone surrogate's
+        let mut deep = ValueBuilder::default();
+        for _ in 0..=MAX_DEPTH + 1 {
+            deep.feed(&Token::ArrayStart);
+        }
+        deep.feed(&Token::String(br"\ud800"));
+        assert_eq!(deep.finish().map_err(|e| e.class), Err(ErrorClass::NestingTooDeep));
     }
 
     #[test]
