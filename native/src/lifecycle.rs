@@ -426,7 +426,23 @@ pub fn usage_from_anthropic(obj: &Value, session: &mut Session, path: &str) -> R
 /// placeholder) or known.
 pub fn usage_to_anthropic(u: &Usage, session: &mut Session, require_input: bool) -> Result<Vec<u8>> {
     let mut json = Vec::with_capacity(128);
-    let mut out = ObjectOut::new(&mut json);
+    push_usage_anthropic(u, session, require_input, &mut json)?;
+    Ok(json)
+}
+
+/// `usage_to_anthropic` written at the end of `json` (an encoder's event: no buffer of
+/// its own); on an error `json` is as it was.
+pub fn push_usage_anthropic(u: &Usage, session: &mut Session, require_input: bool, json: &mut Vec<u8>) -> Result<()> {
+    let start = json.len();
+    let written = write_usage_anthropic(u, session, require_input, json);
+    if written.is_err() {
+        json.truncate(start);
+    }
+    written
+}
+
+fn write_usage_anthropic(u: &Usage, session: &mut Session, require_input: bool, json: &mut Vec<u8>) -> Result<()> {
+    let mut out = ObjectOut::new(json);
     if let Some(input) = u.input {
         let cached = checked_sum(&[u.cache_read.unwrap_or(0), u.cache_write.unwrap_or(0)], "input_tokens")?;
         let uncached = input.checked_sub(cached).ok_or_else(|| count_too_big("input_tokens"))?;
@@ -449,7 +465,7 @@ pub fn usage_to_anthropic(u: &Usage, session: &mut Session, require_input: bool)
     }
     lose_odd_total(u, session, "anthropic")?;
     out.close();
-    Ok(json)
+    Ok(())
 }
 
 /// A total the target cannot write (it has input and output only) that is not their sum.
@@ -642,8 +658,14 @@ fn plain_string(raw: &[u8]) -> Option<&[u8]> {
 /// JSON seconds), or `None` (not a positive integer: `0` is what a server that does
 /// not know writes).
 pub fn openai_time_us(raw: &[u8]) -> Option<i64> {
-    let Ok(Value::Int(digits)) = Value::loads(raw) else { return None };
-    let seconds: i64 = digits.parse().ok()?; // beyond i64: beyond MAX_CLOCK too
+    // (a wire time is plain digits, JSON's: no leading zero; read as they are, not through `Value::loads`)
+    let plain = raw.iter().all(u8::is_ascii_digit) && (raw.len() == 1 || raw.first().is_some_and(|&d| d != b'0'));
+    let seconds: i64 = if plain {
+        std::str::from_utf8(raw).ok()?.parse().ok()? // beyond i64: beyond MAX_CLOCK too
+    } else {
+        let Ok(Value::Int(digits)) = Value::loads(raw) else { return None };
+        digits.parse().ok()?
+    };
     (0 < seconds && seconds < MAX_CLOCK as i64).then(|| seconds * US)
 }
 

@@ -24,7 +24,7 @@ backend requests, responses and streams all run in Rust.
 
 How the public API dispatches (decision, issue 11): ``interlingua.Transcoder``,
 ``interlingua.Decoder`` and ``interlingua.Encoder`` are the Python classes of
-``pipeline``, whose ``__new__`` returns the native object (``_native.Transcoder`` /
+``pipeline``, whose metaclass's ``__call__`` returns the native object (``_native.Transcoder`` /
 ``Decoder`` / ``Encoder``) for every kind the extension covers when ``BACKEND`` is ``"native"`` at
 construction, with the same arguments; ``transcode`` / ``decode`` / ``encode``, the
 turn compiler and the CLI go through them. So one name, one signature, one set of

@@ -161,22 +161,24 @@ class _StreamFront:
 
 
 class _Backed(type):
-    """Metaclass of ``Transcoder`` / ``Decoder``: for a request on the native backend the
-    constructor returns the native object (``interlingua.backend`` says why this way), and
-    ``isinstance`` counts that object as one of the class's."""
+    """Metaclass of ``Transcoder`` / ``Decoder`` / ``Encoder``: on the native backend the
+    constructor returns the native object for a kind it runs (``interlingua.backend`` says
+    why this way), and ``isinstance`` counts that object as one of the class's. A subclass
+    is Python on both backends."""
+
+    def __call__(cls, *args, kind: str = "request", **kwargs):
+        # (one dict lookup: a small response's whole transcoding costs a few microseconds,
+        # and Python frames here were a third of it)
+        native = _NATIVE_CLASSES.get((cls, kind)) if backend.BACKEND == "native" else None
+        if native is not None:
+            return native(*args, kind=kind, **kwargs)
+        return super().__call__(*args, kind=kind, **kwargs)
 
     def __instancecheck__(cls, obj) -> bool:
         if type.__instancecheck__(cls, obj):
             return True
         native = backend._native
         return native is not None and type(obj) is getattr(native, cls.__name__, None) and cls in _PUBLIC
-
-
-def _native_for(cls, kind: str):
-    """The native class to build instead of ``cls``, or None (Python builds it)."""
-    if backend.BACKEND == "native" and cls in _PUBLIC and backend.covers(kind):
-        return getattr(backend.native_module(), cls.__name__)
-    return None
 
 
 def _front(source: str, kind: str, emit: Callable[[Event], None], session: Session, copy=None):
@@ -250,12 +252,6 @@ class Transcoder(_BytesOut, metaclass=_Backed):
     (same arguments, errors and attributes; no ``session``): see ``interlingua.backend``.
     """
 
-    def __new__(cls, source: str, target: str, *, kind: str = "request", **kwargs):
-        native = _native_for(cls, kind)
-        if native is not None:
-            return native(source, target, kind=kind, **kwargs)
-        return super().__new__(cls)
-
     def __init__(self, source: str, target: str, *, kind: str = "request",
                  options: Options | None = None, model: "str | Callable[[object], str] | None" = None,
                  clock: Clock | None = None, entropy: Entropy | None = None) -> None:
@@ -296,12 +292,6 @@ class Decoder(metaclass=_Backed):
 
     On the native backend a request decoder is ``interlingua._native.Decoder`` (see
     ``interlingua.backend``)."""
-
-    def __new__(cls, source: str, *, kind: str = "request", **kwargs):
-        native = _native_for(cls, kind)
-        if native is not None:
-            return native(source, kind=kind, **kwargs)
-        return super().__new__(cls)
 
     def __init__(self, source: str, *, kind: str = "request", options: Options | None = None) -> None:
         self.session = Session(options, source=source, kind=kind)
@@ -352,12 +342,6 @@ class Encoder(_BytesOut, metaclass=_Backed):
     (the same arguments, errors and attributes; no ``session``): see ``interlingua.backend``.
     """
 
-    def __new__(cls, target: str, *, kind: str = "request", **kwargs):
-        native = _native_for(cls, kind)
-        if native is not None:
-            return native(target, kind=kind, **kwargs)
-        return super().__new__(cls)
-
     def __init__(self, target: str, *, kind: str = "request", source: str = "",
                  options: Options | None = None, clock: Clock | None = None,
                  entropy: Entropy | None = None) -> None:
@@ -397,6 +381,9 @@ class Encoder(_BytesOut, metaclass=_Backed):
 
 
 _PUBLIC = (Transcoder, Decoder, Encoder)  # a subclass is Python on both backends
+#: (public class, kind) -> the native class built instead, for the kinds the native core runs
+_NATIVE_CLASSES = {(cls, kind): getattr(backend._native, cls.__name__)
+                   for cls in _PUBLIC for kind in ("request", "response", "stream") if backend.covers(kind)}
 
 
 class _Poison:

@@ -33,7 +33,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::framing::{sse_event, sse_open};
 use crate::json::{Frames, Token};
 use crate::lifecycle::{
-    finish_from, finish_to, generated_tool_id, merge_usage, usage_from_anthropic, usage_to_anthropic, BlockStream,
+    finish_from, finish_to, generated_tool_id, merge_usage, usage_from_anthropic, push_usage_anthropic, BlockStream,
     Deferred, OpenFrame, Stamp,
 };
 use crate::losses::lacks;
@@ -1234,9 +1234,8 @@ impl EncoderBase {
 
     /// The usage object's JSON (`dumps(usage_to_anthropic(self.usage or Usage(), ...))`).
     fn usage_json(&self, session: &mut Session, require_input: bool, out: &mut Vec<u8>) -> Result<()> {
-        let usage = self.usage.clone().unwrap_or_default();
-        out.extend_from_slice(&usage_to_anthropic(&usage, session, require_input)?);
-        Ok(())
+        let none = Usage::default();
+        push_usage_anthropic(self.usage.as_ref().unwrap_or(&none), session, require_input, out)
     }
 }
 

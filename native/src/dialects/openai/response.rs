@@ -215,7 +215,7 @@ mod decoder {
         /// the gate until the message starts, id, model (`ResponseDecoderBase`)
         base: ResponseBase,
         /// top-level fields without canonical meaning: (key, raw JSON), once each
-        kept: Vec<(Vec<u8>, Vec<u8>)>,
+        kept: Vec<(Cow<'static, [u8]>, Vec<u8>)>,
         tier_seen: bool,
         choices: Vec<Choice>,
         choice: ChoiceReader,
@@ -231,6 +231,23 @@ mod decoder {
         /// `Options.max_value_bytes` (a kept field skipped must be one its raw read accepts)
         max_value_bytes: usize,
     }
+
+    /// `str_json(f"$.choices[{choice}].{member}.tool_calls[{n}]")` into `json` (cleared
+    /// first), written by pieces: a stream makes one per tool-call delta (a plain path: no escapes).
+    fn write_call_path(json: &mut Vec<u8>, choice: i64, member: &str, n: i64) {
+        json.clear();
+        json.extend_from_slice(b"\"$.choices[");
+        crate::lifecycle::push_int(json, choice);
+        json.extend_from_slice(b"].");
+        json.extend_from_slice(member.as_bytes());
+        json.extend_from_slice(b".tool_calls[");
+        crate::lifecycle::push_int(json, n);
+        json.extend_from_slice(b"]\"");
+    }
+
+    /// The kept top-level fields every openai body has, with their paths: static names
+    /// (no copy per response) for `_keep` and its extension.
+    const COMMON_KEPT: [(&[u8], &[u8]); 2] = [(b"created", b"$.created"), (b"system_fingerprint", b"$.system_fingerprint")];
 
     fn str_json(text: &str) -> Vec<u8> {
         let mut out = Vec::with_capacity(text.len() + 2);
@@ -309,9 +326,13 @@ mod decoder {
         }
 
         fn kept_extension<'k>(key: &[u8], raw: &'k [u8]) -> Event<'k> {
+            let path = match COMMON_KEPT.iter().find(|(k, _)| *k == key) {
+                Some((_, path)) => Cow::Borrowed(*path),
+                None => Cow::Owned(member_path(format_args!("$."), key)),
+            };
             Event::Extension(Extension {
                 dialect: Cow::Borrowed(DIALECT),
-                path: Cow::Owned(member_path(format_args!("$."), key)),
+                path,
                 raw: Cow::Borrowed(raw),
                 message: None,
                 lossless: key == b"created" || raw == b"null",
@@ -365,7 +386,7 @@ mod decoder {
                     // kept already changes nothing, and is skipped where its raw read could
                     // not fail (a scalar within the value budget)
                     let within = crate::lifecycle::raw_len(&token).is_some_and(|n| n <= self.max_value_bytes);
-                    if within && self.kept.iter().any(|(k, _)| k == key) {
+                    if within && self.kept.iter().any(|(k, _)| k.as_ref() == key) {
                         m.read(Read::Skip);
                         return;
                     }
@@ -377,10 +398,13 @@ mod decoder {
 
         /// `_keep`: a top-level field without canonical meaning, once.
         fn keep(&mut self, raw: &[u8], cx: &mut Cx<'_>) -> Result<()> {
-            if self.kept.iter().any(|(k, _)| *k == self.key) {
+            if self.kept.iter().any(|(k, _)| k.as_ref() == self.key.as_slice()) {
                 return Ok(()); // every chunk repeats it
             }
-            let key = self.key.clone();
+            let key: Cow<'static, [u8]> = match COMMON_KEPT.iter().find(|(k, _)| *k == self.key.as_slice()) {
+                Some((k, _)) => Cow::Borrowed(*k),
+                None => Cow::Owned(self.key.clone()),
+            };
             if self.base.started {
                 self.out(Self::kept_extension(&key, raw), cx)?;
             }
@@ -756,10 +780,14 @@ mod decoder {
             let c = &mut self.choices[self.choice.c];
             let position = c.reader.tool_position;
             c.reader.tool_position += 1;
-            let path = format!("$.choices[{}].{member}.tool_calls[{position}]", c.index);
+            // (the last call's attributes and path text are reused: a stream has a call per delta)
+            let mut attrs = std::mem::take(&mut self.call.attrs);
+            let mut path = attrs.drain(..).find(|(name, _)| name == "path").map(|(_, json)| json).unwrap_or_default();
+            write_call_path(&mut path, c.index, member, position);
+            attrs.push((Cow::Borrowed("path"), path));
             self.call = ToolCallReader {
                 index: if self.streaming { None } else { Some(position) },
-                attrs: vec![(Cow::Borrowed("path"), str_json(&path))],
+                attrs,
                 pending: None,
                 route: None,
                 custom: false,
@@ -822,9 +850,16 @@ mod decoder {
         fn call_index_is(&mut self, index: i64) {
             self.call.index = Some(index);
             if self.streaming {
-                // a delta names its call by index
-                let path = format!("$.choices[{}].delta.tool_calls[{index}]", self.choices[self.choice.c].index);
-                self.set_call_attr("path", str_json(&path));
+                // a delta names its call by index (the path attribute, first, rewritten in place)
+                let choice = self.choices[self.choice.c].index;
+                match self.call.attrs.iter_mut().find(|(name, _)| name == "path") {
+                    Some((_, path)) => write_call_path(path, choice, "delta", index),
+                    None => {
+                        let mut path = Vec::new();
+                        write_call_path(&mut path, choice, "delta", index);
+                        self.set_call_attr("path", path);
+                    }
+                }
             }
         }
 
