@@ -1110,11 +1110,17 @@ impl MessageAssembler {
                 None => io.write(out, b"}"),
             };
         }
-        let mut tail: Vec<u8> = closer.to_vec();
+        let mut tail: Vec<u8> = Vec::with_capacity(256);
+        tail.extend_from_slice(closer);
         for member in self.members.iter() {
             if let Some(hold) = member.hold {
                 tail.extend_from_slice(io.sep(out));
-                key_bytes(member.key, &mut tail);
+                // (a member key is the codec's own name, a plain ASCII word: its JSON is
+                // itself quoted, no escaping to look for)
+                debug_assert!(!member.key.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20));
+                tail.push(b'"');
+                tail.extend_from_slice(member.key.as_bytes());
+                tail.push(b'"');
                 tail.push(b':');
                 tail.extend_from_slice(member.opener.open());
                 io.writers.take(hold, &mut io.session.reorder, &mut tail);

@@ -1620,11 +1620,18 @@ impl Messages {
             return Ok(Placed::ToolText { w: Some(w), head: Head::borrowed(block) });
         }
         let w = msg.member(io, "content", Opener::Array)?;
-        let mut name = Vec::new();
-        dumps_str(part_type.as_bytes(), &mut name);
         let extra = self.extra_attrs(io, BlockRef::of(block), attrs, &[])?;
-        let sep = io.sep(w);
-        let open = [sep, b"{\"type\":", &name, &extra, b",", &name, b":\""].concat();
+        // `{"type":<type><extra>,<type>:"` in one buffer
+        let mut open = Vec::with_capacity(2 * part_type.len() + extra.len() + 16);
+        open.extend_from_slice(io.sep(w));
+        open.extend_from_slice(b"{\"type\":");
+        let start = open.len();
+        dumps_str(part_type.as_bytes(), &mut open);
+        let name = start..open.len();
+        open.extend_from_slice(&extra);
+        open.push(b',');
+        open.extend_from_within(name);
+        open.extend_from_slice(b":\"");
         io.write(w, &open)?;
         Ok(Placed::Part { w, head: Head::borrowed(block), tool })
     }
