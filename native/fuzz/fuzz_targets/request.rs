@@ -5,7 +5,7 @@
 //! Seed it with the rpt request bodies, each behind a pair byte (native/README.md).
 #![no_main]
 
-use _native::error::Error;
+use _native::error::{Error, ErrorClass};
 use _native::pipeline::{Transcoder, ModelName};
 use _native::session::{Kind, Options, Session};
 use libfuzzer_sys::fuzz_target;
@@ -41,6 +41,15 @@ fuzz_target!(|data: &[u8]| {
     let cut_result = run(source, target, &[&body[..cut], &body[cut..]]).expect("ported a moment ago");
     let bytes: Vec<&[u8]> = body.chunks(1).collect();
     let bytewise = run(source, target, &bytes).expect("ported a moment ago");
+    // The reorder budget counts each held fragment with its overhead (64 bytes + its length,
+    // as Python's ReorderBuffer does), so smaller pieces hold more: whether it is exceeded
+    // depends on the chunking in the specification too. Then only the other runs compare.
+    let over_budget = |r: &Option<Error>| {
+        r.as_ref().is_some_and(|e| e.class == ErrorClass::BudgetExceeded && e.message.starts_with("reorder budget"))
+    };
+    if [&whole.1, &cut_result.1, &bytewise.1].into_iter().any(over_budget) {
+        return;
+    }
     assert_eq!(located(&whole.1), located(&cut_result.1), "{source} -> {target}: the error depends on the cut at {cut}");
     assert_eq!(located(&whole.1), located(&bytewise.1), "{source} -> {target}: the error depends on feeding byte by byte");
     if whole.1.is_none() {
