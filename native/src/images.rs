@@ -24,6 +24,13 @@ pub fn sniff_media_type(b64_prefix: &[u8]) -> Option<&'static str> {
     }
 }
 
+/// Add to `head` what `payload` has of the image's first `SNIFF_BYTES` characters (an
+/// encoder keeps them as the payload streams past, to sniff at the image's close).
+pub fn keep_head(head: &mut Vec<u8>, payload: &[u8]) {
+    let take = SNIFF_BYTES.saturating_sub(head.len()).min(payload.len());
+    head.extend_from_slice(&payload[..take]);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1634,9 +1634,9 @@ fn session_ops<'py>(
 static SESSION_MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
 /// `session.response_start(clock, entropy)`: the `Transcoder`'s hooks read once (None:
-/// `time.time` / `os.urandom`), with Python's checks and `ValueError`s -- by calling
-/// that very function (once per response transcoder, never per frame), so the
-/// reading, its rounding and its errors are Python's. The binding sets the result as
+/// `time.time` / `os.urandom`), with Python's checks and `ValueError`s -- by `read_hooks`
+/// while that function is the library's own, else by calling the replacement (a test's
+/// fixed clock); once per response transcoder, never per frame. The binding sets the result as
 /// `Session::response_start` before it makes a response or stream encoder of another
 /// dialect (Python reads it there: `Stamp(session.start)` in the encoder's `__init__`).
 pub(crate) fn response_start_from_py(py: Python<'_>, clock: Option<&Bound<'_, PyAny>>,

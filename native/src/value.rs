@@ -613,6 +613,14 @@ pub fn dumps(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// `dumps(text)` of a string as its own buffer (`dumps_str` into a new one).
+pub fn str_json(text: impl AsRef<[u8]>) -> Vec<u8> {
+    let text = text.as_ref();
+    let mut out = Vec::with_capacity(text.len() + 2);
+    dumps_str(text, &mut out);
+    out
+}
+
 /// `jsonwriter.dumps(text)` of a string (WTF-8) appended to `out`: `key_bytes`, roles, names.
 pub fn dumps_str(text: &[u8], out: &mut Vec<u8>) {
     let start = out.len();

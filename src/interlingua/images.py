@@ -26,3 +26,10 @@ def sniff_media_type(b64_prefix: bytes) -> str | None:
     if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
         return "image/webp"
     return None
+
+
+def keep_head(head: bytearray, data: bytes) -> None:
+    """Add to ``head`` what ``data`` has of the image's first ``SNIFF_BYTES`` characters
+    (an encoder keeps them as the payload streams past, to sniff at the image's close)."""
+    if len(head) < SNIFF_BYTES:
+        head.extend(data[:SNIFF_BYTES - len(head)])

@@ -1372,7 +1372,7 @@ mod encoder {
     use std::borrow::Cow;
     use std::collections::VecDeque;
 
-    use crate::images::{sniff_media_type, SNIFF_BYTES};
+    use crate::images::{keep_head, sniff_media_type, SNIFF_BYTES};
     use crate::canonical::{unescape_json_text, Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
     use crate::encoding::{
         attr, attr_is, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_unplaced, merged, on_block,
@@ -2224,9 +2224,7 @@ mod encoder {
             let mut media_type = attr(&every, "media_type").filter(|raw| *raw != b"null").map(Cow::Borrowed);
             let taken = media_type.as_deref().and_then(json_str).is_some_and(|t| IMAGE_TYPES.contains(&t.as_str()));
             if let (false, Some(shown)) = (taken, sniffed.as_deref().and_then(sniff_media_type)) {
-                let mut raw = Vec::new();
-                dumps_str(shown.as_bytes(), &mut raw);
-                media_type = Some(Cow::Owned(raw));
+                media_type = Some(Cow::Owned(crate::value::str_json(shown)));
             }
             if let Some(media_type) = media_type.filter(|_| !is_str(Some(&source), "url")) {
                 tail.extend_from_slice(b",\"media_type\":");
@@ -2277,8 +2275,8 @@ mod encoder {
                 Placed::Drop | Placed::ResultHead { fragments: false, .. } => Ok(()),
                 Placed::ResultHead { .. } | Placed::ResultText { .. } => io.write(OUT, payload),
                 Placed::Media(media) => {
-                    if let Some(sniffed) = media.sniffed.as_mut().filter(|sniffed| sniffed.len() < SNIFF_BYTES) {
-                        sniffed.extend_from_slice(&payload[..(SNIFF_BYTES - sniffed.len()).min(payload.len())]);
+                    if let Some(sniffed) = media.sniffed.as_mut() {
+                        keep_head(sniffed, payload);
                     }
                     io.write(OUT, payload)
                 }

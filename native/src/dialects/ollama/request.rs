@@ -21,7 +21,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Token};
 use crate::images::{sniff_media_type, SNIFF_BYTES};
 use crate::session::Session;
-use crate::value::{dumps_str, Value};
+use crate::value::{dumps_str, str_json, Value};
 
 pub const DIALECT: &str = "ollama";
 pub const GENERATED_ID_PREFIX: &str = "call_ollama_";
@@ -224,12 +224,6 @@ impl MessageReader {
 }
 
 const TRUE: &[u8] = b"true";
-
-fn str_json(text: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len() + 2);
-    dumps_str(text, &mut out);
-    out
-}
 
 fn attr(name: &'static str, json: &[u8]) -> Attr {
     (Cow::Borrowed(name), json.to_vec())
@@ -1169,10 +1163,7 @@ impl PlaceBlocks for Encoding {
             Placed::Nothing | Placed::Text { w: None, .. } => Ok(()),
             Placed::Raw(w) | Placed::Text { w: Some(w), .. } => io.write(*w, payload),
             Placed::Image { w, sniffed, .. } => {
-                if sniffed.len() < SNIFF_BYTES {
-                    let take = (SNIFF_BYTES - sniffed.len()).min(payload.len());
-                    sniffed.extend_from_slice(&payload[..take]);
-                }
+                crate::images::keep_head(sniffed, payload);
                 io.write(*w, payload)
             }
             Placed::Call { w, args, .. } => match args {

@@ -22,7 +22,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Token};
 use crate::reorder::Hold;
 use crate::session::Session;
-use crate::value::{dumps_str, Value};
+use crate::value::{dumps_str, str_json, Value};
 
 pub const DIALECT: &str = "ollama";
 
@@ -464,12 +464,6 @@ fn py_equals_int(value: &Value, n: i64) -> bool {
     }
 }
 
-
-fn str_json(text: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len() + 2);
-    dumps_str(text, &mut out);
-    out
-}
 
 /// `skip_value`: a container or a string in fragments is read raw (bounded) and dropped.
 fn skip(m: &mut Machine<S>, token: &Token<'_>) {

@@ -33,7 +33,7 @@ mod decoder {
     use crate::error::{Error, ErrorClass, Result};
     use crate::json::{py_str_repr, Token};
     use crate::session::Session;
-    use crate::value::Value;
+    use crate::value::{str_json, Value};
 
     const DIALECT: &str = "openai";
     const CONTENT_BEFORE_ROLE: &str = "openai:content-before-role";
@@ -283,12 +283,6 @@ mod decoder {
             Some(slot) => slot.1 = Cow::Owned(json),
             None => attrs.push((Cow::Borrowed(name), Cow::Owned(json))),
         }
-    }
-
-    fn str_json(text: &str) -> Vec<u8> {
-        let mut out = Vec::with_capacity(text.len() + 2);
-        dumps_key(text.as_bytes(), &mut out);
-        out
     }
 
     /// `MessageReader._resolve`: text (built as provisional `user-text`) gets the

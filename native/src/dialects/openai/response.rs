@@ -38,7 +38,7 @@ mod decoder {
     use crate::lifecycle::{finish_from, tier_from, usage_from_openai, BlockStream};
     use crate::reorder::Hold;
     use crate::session::Session;
-    use crate::value::Value;
+    use crate::value::{str_json, Value};
 
     const DIALECT: &str = "openai";
     const CONTENT_BEFORE_ID: &str = "openai:content-before-id";
@@ -248,12 +248,6 @@ mod decoder {
     /// The kept top-level fields every openai body has, with their paths: static names
     /// (no copy per response) for `_keep` and its extension.
     const COMMON_KEPT: [(&[u8], &[u8]); 2] = [(b"created", b"$.created"), (b"system_fingerprint", b"$.system_fingerprint")];
-
-    fn str_json(text: &str) -> Vec<u8> {
-        let mut out = Vec::with_capacity(text.len() + 2);
-        dumps_key(text.as_bytes(), &mut out);
-        out
-    }
 
     /// `value` as Python's truthiness sees a token's value (`and value`): bytes of a
     /// string or number; `None` for the rest.

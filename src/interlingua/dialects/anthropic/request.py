@@ -46,7 +46,7 @@ from ...decoding import OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore, message_member
 from ...errors import TranscodeError
-from ...images import SNIFF_BYTES, sniff_media_type
+from ...images import keep_head, sniff_media_type
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
 from ...losses import INTERNAL_ATTRS, block_subject, lacks
@@ -1093,8 +1093,7 @@ class RequestEncoder(Encoder):
         head = bytearray() if self.foreign and kind == "image" and source == "base64" else None
         if head is not None:
             def write(data: bytes) -> None:
-                if len(head) < SNIFF_BYTES:
-                    head.extend(data[:SNIFF_BYTES - len(head)])
+                keep_head(head, data)
                 w.write(data)
 
         def close(late: dict) -> None:

@@ -83,7 +83,7 @@ from ...encoding import (
     merged_reasoning, message_member,
 )
 from ...errors import SchemaError, TranscodeError
-from ...images import SNIFF_BYTES, sniff_media_type
+from ...images import SNIFF_BYTES, keep_head, sniff_media_type
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import INTERNAL_ATTRS, article, lacks, path_subject
 from ...session import Session
@@ -981,8 +981,7 @@ class RequestEncoder(Encoder):
         head = bytearray()  # the first base64 characters: do they show the declared type?
 
         def write(data: bytes) -> None:
-            if len(head) < SNIFF_BYTES:
-                head.extend(data[:SNIFF_BYTES - len(head)])
+            keep_head(head, data)
             w.write(data)
 
         def close(late: dict) -> None:
