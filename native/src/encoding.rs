@@ -49,7 +49,7 @@
 
 use std::borrow::Cow;
 
-use crate::canonical::{unescape_json_text, Block, Control, Extension, PayloadForm, RawJson, Section, REQUEST_LEVEL};
+use crate::canonical::{unescape_json_text_into, Block, Control, Extension, PayloadForm, RawJson, Section, REQUEST_LEVEL};
 use crate::compact::{Data, Raw};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
@@ -747,18 +747,28 @@ pub struct HeldArguments {
     first: FirstToken,
     bad: bool,
     tokenizer: Tokenizer,
+    /// one fragment's text, unescaped (the buffer is reused: a streamed call's arguments
+    /// come in hundreds of fragments, each with escapes)
+    text: Vec<u8>,
 }
 
 impl HeldArguments {
     pub fn new(session: &mut Session, reason: &str) -> Self {
         let limits = Limits { max_depth: session.options.max_depth, ..Limits::default() };
-        HeldArguments { hold: session.reorder.byte_hold(reason), first: FirstToken(None), bad: false, tokenizer: Tokenizer::new(limits) }
+        HeldArguments {
+            hold: session.reorder.byte_hold(reason),
+            first: FirstToken(None),
+            bad: false,
+            tokenizer: Tokenizer::new(limits),
+            text: Vec::new(),
+        }
     }
 
     pub fn feed(&mut self, escaped: &[u8], session: &mut Session) -> Result<()> {
-        let data = unescape_json_text(escaped)?;
-        self.hold.write(&mut session.reorder, &data)?;
-        if !self.bad && self.tokenizer.feed(&data, &mut self.first).is_err() {
+        self.text.clear();
+        unescape_json_text_into(escaped, &mut self.text)?;
+        self.hold.write(&mut session.reorder, &self.text)?;
+        if !self.bad && self.tokenizer.feed(&self.text, &mut self.first).is_err() {
             // not JSON, a duplicate key, too deep: not one object
             self.bad = true;
         }

@@ -1857,6 +1857,8 @@ struct ArgumentsWriter {
     started: bool,
     check: Tokenizer,
     first: FirstIsObject,
+    /// a fragment's text unescaped (one buffer for all the call's fragments)
+    text: Vec<u8>,
 }
 
 /// The check's sink: the first token must open an object.
@@ -1877,17 +1879,17 @@ impl Sink for FirstIsObject {
 
 impl ArgumentsWriter {
     fn new() -> Self {
-        ArgumentsWriter { started: false, check: Tokenizer::new(Limits::default()), first: FirstIsObject(false) }
+        ArgumentsWriter { started: false, check: Tokenizer::new(Limits::default()), first: FirstIsObject(false), text: Vec::new() }
     }
 
     fn feed(&mut self, escaped: &[u8], w: WriterId, io: &mut Io<'_>) -> Result<()> {
         if escaped.is_empty() {
             return Ok(());
         }
-        let unescaped;
         let mut data: &[u8] = if escaped.contains(&b'\\') {
-            unescaped = crate::canonical::unescape_json_text(escaped)?;
-            &unescaped
+            self.text.clear();
+            crate::canonical::unescape_json_text_into(escaped, &mut self.text)?;
+            &self.text
         } else {
             escaped
         };
