@@ -115,10 +115,23 @@ pub fn attr_str(attrs: &[Attr<'_>], key: &str) -> Option<String> {
 
 /// A JSON string's text (None: not a string, or one holding a lone surrogate).
 pub fn json_str(raw: &[u8]) -> Option<String> {
+    if let Some(text) = plain_json_str(raw) {
+        return Some(text.to_string());
+    }
     match Value::loads(raw) {
         Ok(Value::Str(text)) => String::from_utf8(text).ok(),
         _ => None,
     }
+}
+
+/// The text of a JSON string without escapes (most attribute values: roles, types, ids),
+/// read without a parse; None for anything else (parse it).
+fn plain_json_str(raw: &[u8]) -> Option<&str> {
+    let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    if inner.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20) {
+        return None;
+    }
+    std::str::from_utf8(inner).ok()
 }
 
 /// Whether `attrs.get(key) == text` (a JSON string equal to `text`).
