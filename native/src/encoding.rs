@@ -1202,9 +1202,21 @@ pub struct MessageListBody {
     later: Hold<Later>,
 }
 
+/// `<dialect>:<rule>`, a hold reason of `MessageListBody` (the two dialects' own are
+/// constants: no string made per request).
+fn list_reason(dialect: &str, rule: &str) -> Cow<'static, str> {
+    match (dialect, rule) {
+        ("openai", "fields-inside-messages") => Cow::Borrowed("openai:fields-inside-messages"),
+        ("openai", "messages-before-system") => Cow::Borrowed("openai:messages-before-system"),
+        ("ollama", "fields-inside-messages") => Cow::Borrowed("ollama:fields-inside-messages"),
+        ("ollama", "messages-before-system") => Cow::Borrowed("ollama:messages-before-system"),
+        _ => Cow::Owned(format!("{dialect}:{rule}")),
+    }
+}
+
 impl MessageListBody {
     pub fn new(io: &mut Io<'_>, dialect: &'static str) -> Result<Self> {
-        let later = io.session.reorder.hold(&format!("{dialect}:fields-inside-messages"));
+        let later = io.session.reorder.hold(&list_reason(dialect, "fields-inside-messages"));
         let body = MessageListBody {
             out: WriterId::OUT,
             dialect,
@@ -1277,7 +1289,7 @@ impl MessageListBody {
         if let Some(pending) = self.pending {
             return Ok(pending);
         }
-        let reason = format!("{}:messages-before-system", self.dialect);
+        let reason = list_reason(self.dialect, "messages-before-system");
         let pending = io.writers.held(&mut io.session.reorder, &reason);
         io.push_first(pending); // its elements sit inside the list
         self.pending = Some(pending);

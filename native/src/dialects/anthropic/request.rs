@@ -415,7 +415,7 @@ impl Dialect for Readers {
             }
             b"tools" => m.read(Read::Elements(S::Tools, "tools")),
             _ => {
-                self.key = key.to_vec();
+                self.set_key(key);
                 m.read(Read::Raw(S::TopField, None, ""));
             }
         }
@@ -590,6 +590,12 @@ impl Dialect for Readers {
 }
 
 impl Readers {
+    /// The key of the member read next (its buffer reused: no allocation per key).
+    fn set_key(&mut self, key: &[u8]) {
+        self.key.clear();
+        self.key.extend_from_slice(key);
+    }
+
     /// A string payload's fragment to its builder (Python's `read_string` sinks).
     fn string_fragment(&mut self, s: S, data: &[u8], fin: bool, cx: &mut Cx<'_>) -> Result<()> {
         match s {
@@ -678,7 +684,7 @@ impl Readers {
             Token::Key(b"role") => m.then(Read::Value(S::Role, None, "")),
             Token::Key(b"content") => m.then(Read::State(S::Content)),
             Token::Key(key) => {
-                self.key = key.to_vec();
+                self.set_key(key);
                 m.then(Read::Raw(S::MessageField, None, ""));
             }
             _ => return Err(internal("a message member")),
@@ -739,7 +745,7 @@ impl Readers {
             }
         }
         if block.type_.is_none() {
-            self.key = key.to_vec();
+            self.set_key(key);
             m.then(Read::State(S::Deferred));
         } else if is_result && key == b"content" {
             let has_id = self.result.as_ref().is_some_and(|r| r.has_id);
@@ -801,7 +807,7 @@ impl Readers {
             }
         }
         let keep = |this: &mut Self, state: S| {
-            this.key = key.to_vec();
+            this.set_key(key);
             Read::Raw(state, None, "")
         };
         if block.is_raw() {
@@ -978,7 +984,7 @@ impl Readers {
             b"file_id" => Read::Value(S::SourceAttr("file_id"), Some(STRING), "file_id"),
             b"content" => Read::Value(S::SourceContent, None, ""),
             _ => {
-                self.key = key.to_vec();
+                self.set_key(key);
                 Read::Raw(S::SourceExtra, None, "")
             }
         };
