@@ -842,30 +842,40 @@ const EMPTY_OBJECT_SCHEMA: &[u8] = b"{\"type\":\"object\",\"properties\":{}}";
 /// of type object). Another dialect's schema without `type` gets `"type":"object"` with no
 /// loss; one of another type, or not an object, is replaced by an empty object schema
 /// (recorded). `name`: the tool's `name` attribute (JSON text), for the loss.
-pub fn object_schema(schema_raw: &[u8], session: &mut Session, name: Option<&[u8]>) -> Result<Vec<u8>> {
+/// The schema is appended to `out` (the tool being written).
+pub fn object_schema(schema_raw: &[u8], session: &mut Session, name: Option<&[u8]>, out: &mut Vec<u8>) -> Result<()> {
     // a decoder's schema is dumps output: read in place (compact.rs); other text is parsed
     let kind = match Raw::canonical(schema_raw) {
         Some(schema) => SchemaKind::of(schema),
         None => SchemaKind::of(&Value::loads(schema_raw)?),
     };
     match kind {
-        SchemaKind::Object => return Ok(schema_raw.to_vec()),
+        SchemaKind::Object => {
+            out.extend_from_slice(schema_raw);
+            return Ok(());
+        }
         SchemaKind::Untyped { empty } => {
-            let mut out = b"{\"type\":\"object\"".to_vec();
+            out.extend_from_slice(b"{\"type\":\"object\"");
             if empty {
                 out.push(b'}');
             } else {
                 out.push(b',');
                 out.extend_from_slice(&schema_raw[1..]);
             }
-            return Ok(out);
+            return Ok(());
         }
         SchemaKind::Other => {}
     }
     let subject = format!("parameters of tool {}, not an object schema", py_repr(name)?);
     let reason = lacks(&subject, session.target, "tool parameters other than an object schema", Some("an empty object schema is written"));
     session.lose("$.tools", &reason, None)?;
-    Ok(EMPTY_OBJECT_SCHEMA.to_vec())
+    out.extend_from_slice(EMPTY_OBJECT_SCHEMA);
+    Ok(())
+}
+
+/// A capacity for a tool's JSON made of `attrs` and `schema`: one allocation, not a growth series.
+pub fn tool_capacity(attrs: &[Attr<'_>], schema: &[u8]) -> usize {
+    64 + schema.len() + attrs.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>()
 }
 
 /// What `object_schema` makes of a schema: `type` "object", an object without `type`, else.
@@ -1202,6 +1212,17 @@ pub struct MessageListBody {
     later: Hold<Later>,
 }
 
+/// Room for `extra` more bytes in `out` (and some for what follows them): when it must grow,
+/// a new buffer with what it holds (a held message list is most of a body; growing `out` in
+/// place would have realloc copy its whole old capacity, the chunk's worth a feed reserved).
+fn room_for(out: &mut Vec<u8>, extra: usize) {
+    if out.capacity() - out.len() < extra {
+        let mut grown = Vec::with_capacity(out.len() + extra + extra / 4 + 256);
+        grown.extend_from_slice(out);
+        *out = grown;
+    }
+}
+
 /// `<dialect>:<rule>`, a hold reason of `MessageListBody` (the two dialects' own are
 /// constants: no string made per request).
 fn list_reason(dialect: &str, rule: &str) -> Cow<'static, str> {
@@ -1306,6 +1327,9 @@ impl MessageListBody {
             self.open_array("messages", c, io)?;
             let mut held = Vec::new();
             io.writers.take(pending, &mut io.session.reorder, &mut held);
+            if self.out == WriterId::OUT {
+                room_for(io.out, held.len() + 1);
+            }
             io.json(self.out, |w, b| w.raw_element(&held, b))?;
         } else {
             io.writers.drop_writer(pending, &mut io.session.reorder);
