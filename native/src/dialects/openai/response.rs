@@ -35,7 +35,7 @@ mod decoder {
     use crate::error::{Error, ErrorClass, Result};
     use super::py_str;
     use crate::json::{Frames, Token};
-    use crate::lifecycle::{finish_from, tier_from, usage_from_openai, BlockStream};
+    use crate::lifecycle::{finish_from, tier_from, usage_from_openai, BlockStream, UsageObject};
     use crate::reorder::Hold;
     use crate::session::Session;
     use crate::value::{str_json, Value};
@@ -359,7 +359,8 @@ mod decoder {
                 b"choices" => m.read(Read::Objects(S::Choices, "choices")),
                 // (null, in every chunk but the last: no usage -- a scalar read as data has no budget)
                 b"usage" if token == Token::Null => {}
-                b"usage" => m.read(Read::Value(S::Usage, Some(OPT_OBJECT), "usage")),
+                // (raw: `lifecycle::UsageObject` reads its counts off the text)
+                b"usage" => m.read(Read::Raw(S::Usage, Some(OPT_OBJECT), "usage")),
                 b"id" | b"model" => {
                     if self.base.started && matches!(token, Token::String(_) | Token::StringOpen(_)) {
                         // every chunk repeats them: once the message started they change nothing
@@ -457,11 +458,9 @@ mod decoder {
             Ok(())
         }
 
-        fn usage(&mut self, value: Value, cx: &mut Cx<'_>) -> Result<()> {
-            if !value.is_object() {
-                return Ok(());
-            }
-            let usage = usage_from_openai(&value, cx.session, "$.usage")?;
+        fn usage(&mut self, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+            let Some(obj) = UsageObject::read(raw).map_err(|e| cx.located(e, offset))? else { return Ok(()) };
+            let usage = usage_from_openai(&obj, cx.session, "$.usage")?;
             if self.streaming {
                 self.out(Event::Usage(usage), cx)
             } else {
@@ -1065,9 +1064,10 @@ mod decoder {
             }
         }
 
-        fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
             match s {
                 S::Ignore => Ok(()),
+                S::Usage => self.usage(raw, offset, cx),
                 S::Keep => self.keep(raw, cx),
                 S::ChoiceLogprobs => {
                     if raw == b"null" {
@@ -1107,7 +1107,6 @@ mod decoder {
                     }
                     self.maybe_start(cx)
                 }
-                S::Usage => self.usage(value, cx),
                 S::Tier => self.tier(value, cx),
                 S::ErrorValue => self.error_value(value, cx),
                 S::ChoiceIndexValue => self.choose(Some(&value)),
