@@ -570,7 +570,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
             at: 0,
             key: Vec::with_capacity(32),
             // (sized once: a raw read -- a usage object, a kept field -- grows it from empty otherwise)
-            whole: Vec::with_capacity(256),
+            whole: Vec::with_capacity(512),
             copier: RawValue::new(),
             builder: ValueBuilder::default(),
             data_len: RawLen::default(),

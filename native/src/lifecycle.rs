@@ -224,18 +224,22 @@ impl<'a> UsageObject<'a> {
 
     /// `obj.get(key)`.
     fn get(&self, key: &str) -> Option<Field<'_>> {
-        self.members().find(|(k, _)| *k == key.as_bytes()).map(|(_, value)| value)
+        match self {
+            UsageObject::Data(value) => value.get(key).map(Field::of_value),
+            UsageObject::Parsed(value) => value.get(key).map(Field::of_value),
+            UsageObject::Table(table) => table.get(key.as_bytes()),
+        }
     }
 
     /// `obj.items()`, in order.
     fn members(&self) -> impl Iterator<Item = (&[u8], Field<'_>)> {
         let (data, table) = match self {
-            UsageObject::Data(value) => (value.as_object().unwrap_or(&[]), &[][..]),
-            UsageObject::Parsed(value) => (value.as_object().unwrap_or(&[]), &[][..]),
-            UsageObject::Table(table) => (&[][..], table.members()),
+            UsageObject::Data(value) => (value.as_object().unwrap_or(&[]), None),
+            UsageObject::Parsed(value) => (value.as_object().unwrap_or(&[]), None),
+            UsageObject::Table(table) => (&[][..], Some(table.members())),
         };
         let data = data.iter().map(|(key, value)| (key.as_slice(), Field::of_value(value)));
-        data.chain(table.iter().copied())
+        data.chain(table.into_iter().flatten())
     }
 }
 
@@ -302,38 +306,55 @@ impl<'a> Field<'a> {
 /// The most members a `Table` holds (a usage object has at most a dozen).
 const TABLE_MEMBERS: usize = 16;
 
-/// An object's members, found in one pass over its compact JSON text (no escape in it).
+/// An object's members, found in one pass over its compact JSON text (no escape in it,
+/// at most `2 * MAX_DEPTH` bytes: offsets fit `u16`, and the table is small to move).
 #[derive(Clone, Debug)]
 pub struct Table<'a> {
-    members: [(&'a [u8], Field<'a>); TABLE_MEMBERS],
+    text: &'a [u8],
+    /// each member's key and value: `[key_start, key_end, value_start, value_end]` in `text`
+    spans: [[u16; 4]; TABLE_MEMBERS],
     len: usize,
 }
 
 impl<'a> Table<'a> {
     fn empty() -> Self {
-        Table { members: [(&[][..], Field::Null); TABLE_MEMBERS], len: 0 }
+        Table { text: b"{}", spans: [[0; 4]; TABLE_MEMBERS], len: 0 }
     }
 
     /// `{"key":value,"key":value}`: a key has no escape, so its closing quote is the next
-    /// one. `None`: more members than a table holds.
+    /// one. `None`: more members than a table holds (or a text too long for its offsets).
     fn scan(text: &'a [u8]) -> Option<Self> {
-        let mut table = Table::empty();
+        let mut table = Table { text, ..Table::empty() };
         let mut at = 0; // the `{` or `,` before the next member, or the closing `}`
         while text.get(at + 1) == Some(&b'"') {
             let key_start = at + 2;
             let key_end = next_quote(text, key_start);
             let value_start = key_end + 2; // past `":`
             let value_end = compact_value_end(text, value_start);
-            let slot = table.members.get_mut(table.len)?;
-            *slot = (text.get(key_start..key_end)?, Field::of_text(text.get(value_start..value_end)?));
+            let span = [key_start, key_end, value_start, value_end].map(|n| u16::try_from(n).ok());
+            *table.spans.get_mut(table.len)? = span.map(|n| n.unwrap_or(0));
+            if span.contains(&None) {
+                return None;
+            }
             table.len += 1;
             at = value_end;
         }
         Some(table)
     }
 
-    fn members(&self) -> &[(&'a [u8], Field<'a>)] {
-        &self.members[..self.len]
+    /// The members' keys and value texts, in order.
+    fn texts(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + '_ {
+        let text = self.text;
+        let part = move |a: u16, b: u16| text.get(usize::from(a)..usize::from(b)).unwrap_or_default();
+        self.spans[..self.len].iter().map(move |&[k0, k1, v0, v1]| (part(k0, k1), part(v0, v1)))
+    }
+
+    fn members(&self) -> impl Iterator<Item = (&'a [u8], Field<'a>)> + '_ {
+        self.texts().map(|(key, value)| (key, Field::of_text(value)))
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Field<'a>> {
+        self.texts().find(|(k, _)| *k == key).map(|(_, value)| Field::of_text(value))
     }
 }
 

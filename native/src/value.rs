@@ -629,9 +629,20 @@ pub fn str_json(text: impl AsRef<[u8]>) -> Vec<u8> {
 /// ones go to the vector search of `escape_str_bytes`).
 const SHORT_PLAIN: usize = 64;
 
+/// The bytes `dumps_str` writes as they are in any string: printable ASCII but `"` and `\\`.
+static PLAIN: [bool; 256] = {
+    let mut plain = [false; 256];
+    let mut b = 0x20;
+    while b < 0x7f {
+        plain[b] = b != b'"' as usize && b != b'\\' as usize;
+        b += 1;
+    }
+    plain
+};
+
 /// `jsonwriter.dumps(text)` of a string (WTF-8) appended to `out`: `key_bytes`, roles, names.
 pub fn dumps_str(text: &[u8], out: &mut Vec<u8>) {
-    if text.len() <= SHORT_PLAIN && text.iter().all(|&b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') {
+    if text.len() <= SHORT_PLAIN && text.iter().all(|&b| PLAIN[usize::from(b)]) {
         // the usual name (a key, a role, an id): nothing to escape, so it is itself in quotes
         out.reserve(text.len() + 2);
         out.push(b'"');

@@ -295,7 +295,7 @@ mod decoder {
                 choices: Vec::new(),
                 choice: ChoiceReader::default(),
                 call: ToolCallReader::default(),
-                key: Vec::new(),
+                key: Vec::with_capacity(32), // (sized once: the keys remembered grow it otherwise)
                 usage: None,
                 ended: false,
                 terminated: false,
@@ -555,7 +555,8 @@ mod decoder {
             let slot = text as usize;
             if self.choices[c].sinks[slot].is_none() {
                 // `"$.choices[<index>].<message|delta>.<what>"` (pieces: `format!` costs more than the rest of a delta)
-                let mut path = b"$.choices[".to_vec();
+                let mut path = Vec::with_capacity(48);
+                path.extend_from_slice(b"$.choices[");
                 crate::lifecycle::push_int(&mut path, self.choices[c].index);
                 for piece in ["].", self.member_name(), ".", what] {
                     path.extend_from_slice(piece.as_bytes());
