@@ -1788,9 +1788,19 @@ impl Messages {
             Args::None => {}
         }
         let all = merged(&head.attrs, late);
-        let mut members: Vec<Vec<u8>> = Vec::new();
+        // the function's members after the arguments, each after a comma but a first one
+        // without arguments before it; written into the one tail
+        let mut tail = Vec::with_capacity(128);
+        let mut members = 0;
+        let mut member = |tail: &mut Vec<u8>, parts: &[&[u8]]| {
+            if members > 0 || has_args {
+                tail.push(b',');
+            }
+            members += 1;
+            parts.iter().for_each(|part| tail.extend_from_slice(part));
+        };
         if let Some(name) = attr(&all, "name") {
-            members.push([&b"\"name\":"[..], name].concat());
+            member(&mut tail, &[b"\"name\":", name]);
             if let Some(id) = attr(&all, "id").filter(|id| *id != b"null") {
                 let (id, name) = (id.to_vec(), name.to_vec());
                 match self.call_names.iter_mut().find(|(known, _)| *known == id) {
@@ -1800,17 +1810,10 @@ impl Messages {
             }
         }
         if let Some(index) = attr(&all, "index") {
-            members.push([&b"\"index\":"[..], index].concat());
+            member(&mut tail, &[b"\"index\":", index]);
         }
         if let Some(extra) = attr(&all, EXTRA_ATTR) {
-            members.push(json_str(extra).unwrap_or_default().into_bytes());
-        }
-        let mut tail = Vec::new();
-        if !members.is_empty() {
-            if has_args {
-                tail.push(b',');
-            }
-            tail.extend_from_slice(&members.join(&b","[..]));
+            member(&mut tail, &[json_str(extra).unwrap_or_default().as_bytes()]);
         }
         tail.push(b'}');
         if let Some(extra) = attr(&all, CALL_EXTRA_ATTR) {
