@@ -629,20 +629,41 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
     }
 
     /// `Decoder.on_token`: route one token.
+    #[inline]
     pub fn feed<D: Dialect<State = S>>(&mut self, dialect: &mut D, token: Token<'_>, offset: u64,
                                        cx: &mut Cx<'_>) -> Result<()> {
         self.at = offset;
         self.first_of_feed = std::mem::take(&mut self.feed_start);
-        let mut reader = self.next.take();
-        loop {
-            match reader {
-                Some(read) => self.start(dialect, read, token, offset, cx)?,
-                None => self.top(dialect, token, offset, cx)?,
-            }
-            match self.redirect.take() {
-                Some(read) => reader = Some(read),
-                None => return Ok(()),
-            }
+        // `next` and `redirect` are tested in place before they are taken: a `Read` is
+        // five words, and most tokens have neither (the frame on top reads them)
+        if self.next.is_some() {
+            self.start_announced(dialect, token, offset, cx)?;
+        } else {
+            self.top(dialect, token, offset, cx)?;
+        }
+        while self.redirect.is_some() {
+            self.start_redirected(dialect, token, offset, cx)?;
+        }
+        Ok(())
+    }
+
+    /// The token to the reader `then` announced.
+    #[inline(never)]
+    fn start_announced<D: Dialect<State = S>>(&mut self, dialect: &mut D, token: Token<'_>, offset: u64,
+                                              cx: &mut Cx<'_>) -> Result<()> {
+        match self.next.take() {
+            Some(read) => self.start(dialect, read, token, offset, cx),
+            None => Ok(()),
+        }
+    }
+
+    /// The token to the reader its handler handed it to (`read`).
+    #[inline(never)]
+    fn start_redirected<D: Dialect<State = S>>(&mut self, dialect: &mut D, token: Token<'_>, offset: u64,
+                                               cx: &mut Cx<'_>) -> Result<()> {
+        match self.redirect.take() {
+            Some(read) => self.start(dialect, read, token, offset, cx),
+            None => Ok(()),
         }
     }
 
