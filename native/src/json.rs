@@ -531,6 +531,20 @@ fn scan_string(buf: &[u8], start: usize) -> StringScan {
     }
 }
 
+/// The usual key or small string value -- no escape, at most 15 bytes, its closing quote
+/// in this chunk -- found with two word tests, not `scan_string`: the index of its closing
+/// quote (None: anything else, or longer than `max`; `key_part` / `string_part` read it then).
+#[inline]
+fn short_plain_string(buf: &[u8], start: usize, max: usize) -> Option<usize> {
+    let specials = |at: usize| buf.get(at..at + 8).map(|w| special_mask(u64::from_le_bytes(w.try_into().unwrap_or_default())));
+    let (at, mask) = match specials(start)? {
+        0 => (start + 8, specials(start + 8)?),
+        mask => (start, mask),
+    };
+    let quote = at + (mask.trailing_zeros() / 8) as usize; // (mask 0: past the word, not a quote)
+    (buf.get(quote) == Some(&b'"') && mask != 0 && quote - start <= max).then_some(quote)
+}
+
 /// `find_special`, the first 8 bytes tested as one word first: a key, a small delta or
 /// the run to a string's next escape mostly ends in them, and that costs less than the
 /// blocks' setup.
@@ -1141,31 +1155,25 @@ impl Tokenizer {
                 if held + (q - start) > max {
                     return Err(self.key_too_long());
                 }
-                let raw: &[u8] = if held == 0 {
-                    &buf[start..q]
-                } else {
-                    self.key.extend_from_slice(&buf[start..q]);
-                    &self.key
-                };
-                // (a held part may have had an escape the last scan saw)
-                let escaped = escaped || (held > 0 && memchr::memchr(b'\\', raw).is_some());
-                let (key, window): (&[u8], &[u8]) = if escaped {
-                    decode_key(raw, &mut self.decoded);
-                    (&self.decoded, &self.decoded)
-                } else if held == 0 {
-                    (raw, &buf[start..]) // (the key in the chunk: its first word is read in place)
-                } else {
-                    (raw, raw)
-                };
-                let key_start = self.key_start;
-                let summary = KeyPrint::of(key, window);
-                if let Err(fault) = self.frames.add_key(key, summary, self.limits.max_seen_key_bytes) {
-                    return Err(self.key_fault(fault, key, key_start));
+                if held == 0 && !escaped {
+                    self.key_done(&buf[start..q], &buf[start..], sink)?;
+                    return Ok(Resume::At(q + 1));
                 }
-                sink.token(Token::Key(key), key_start, &self.frames)?;
-                self.key.clear();
-                self.state = State::Colon;
-                Ok(Resume::At(q + 1))
+                // a key in pieces (held from the last chunk) or with escapes: decoded in its own buffer
+                let mut raw = std::mem::take(&mut self.key);
+                raw.extend_from_slice(&buf[start..q]);
+                let result = if escaped || memchr::memchr(b'\\', &raw).is_some() {
+                    let mut decoded = std::mem::take(&mut self.decoded);
+                    decode_key(&raw, &mut decoded);
+                    let result = self.key_done(&decoded, &decoded, sink);
+                    self.decoded = decoded;
+                    result
+                } else {
+                    self.key_done(&raw, &raw, sink)
+                };
+                raw.clear();
+                self.key = raw;
+                result.map(|()| Resume::At(q + 1))
             }
             StringScan::Cut { end, .. } => {
                 self.key.extend_from_slice(&buf[start..end]);
@@ -1179,6 +1187,19 @@ impl Tokenizer {
             StringScan::Control(j) => Err(self.control(buf[j], at + j as u64)),
             StringScan::BadEscape(j) => Err(self.bad_escape(at + j as u64)),
         }
+    }
+
+    /// A whole key (decoded; `window` begins with it): into the path (refused when a
+    /// duplicate or over the budget: the path names it all the same), then to the sink.
+    #[inline]
+    fn key_done<S: Sink>(&mut self, key: &[u8], window: &[u8], sink: &mut S) -> Result<()> {
+        let key_start = self.key_start;
+        if let Err(fault) = self.frames.add_key(key, KeyPrint::of(key, window), self.limits.max_seen_key_bytes) {
+            return Err(self.key_fault(fault, key, key_start));
+        }
+        sink.token(Token::Key(key), key_start, &self.frames)?;
+        self.state = State::Colon;
+        Ok(())
     }
 
     fn after_value(&mut self) {
@@ -1379,6 +1400,16 @@ impl Tokenizer {
             match state {
                 // (a value, or the first one of an array where `]` would end it instead)
                 State::Value | State::FirstValueOrEnd if state == State::Value || c != b']' => {
+                    if c == b'"' {
+                        if let Some(q) = short_plain_string(data, i + 1, usize::MAX) {
+                            // a small string as one token at once (what `string_part` would deliver)
+                            self.frames.count_value();
+                            sink.token(Token::String(&data[i + 1..q]), at, &self.frames)?;
+                            self.after_value();
+                            i = q + 1;
+                            continue;
+                        }
+                    }
                     if let Some(end) = self.whole_scalar(data, i, at, sink)? {
                         i = end;
                         continue;
@@ -1394,6 +1425,11 @@ impl Tokenizer {
                         return Err(self.unexpected(c, state, at));
                     }
                     self.key_start = at;
+                    if let Some(q) = short_plain_string(data, i + 1, self.limits.max_key_bytes) {
+                        self.key_done(&data[i + 1..q], &data[i + 1..], sink)?;
+                        i = self.after_key(data, q + 1);
+                        continue;
+                    }
                     self.key.clear();
                     match self.key_part(data, i + 1, base, sink)? {
                         Resume::At(next) => i = self.after_key(data, next),
