@@ -997,7 +997,8 @@ fn error_event<'py>(py: Python<'py>, error: Option<Bound<'py, PyAny>>) -> PyResu
 /// later `feed` / `close` raises it again (Python's `_Poison`).
 #[pyclass(module = "interlingua._native", name = "Transcoder")]
 struct NativeTranscoder {
-    core: crate::pipeline::Transcoder,
+    /// boxed: the object PyO3 makes then moves a pointer, not the pipeline's ~1.2 kB
+    core: Box<crate::pipeline::Transcoder>,
     /// where a `model=` function's exception waits (None: no function, no lock per call)
     hook_error: Option<HookError>,
     /// the Python exception of the first error (the core's, the model hook's, a panic's):
@@ -1041,7 +1042,7 @@ impl NativeTranscoder {
         if let Some(err) = &this.py_poison {
             return Err(err.clone_ref(py));
         }
-        let core = &mut this.core;
+        let core = &mut *this.core;
         let run = || catch_unwind(AssertUnwindSafe(|| work(core)));
         let result = if size >= DETACH_MIN { py.detach(run) } else { run() };
         let result = match result {
@@ -1099,7 +1100,7 @@ impl NativeTranscoder {
         let hook_error = matches!(model, Some(crate::pipeline::ModelName::Hook(_))).then_some(hook_error);
         let mut session = crate::session::Session::new(options, source, target, kind);
         session.response_start = start;
-        let core = guard(py, || crate::pipeline::Transcoder::new(session, model))?
+        let core = guard(py, || crate::pipeline::Transcoder::new(session, model).map(Box::new))?
             .map_err(|err| to_py_err(py, &err, None))?;
         Ok(NativeTranscoder { core, hook_error, py_poison: None, losses: LiveLosses::default(), hooks })
     }

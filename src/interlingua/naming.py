@@ -43,7 +43,6 @@ Both maps are *stateless* -- a proxy transcodes a request with one
 from __future__ import annotations
 
 import base64
-import hashlib
 import re
 
 #: prefix of an id escaped for anthropic
@@ -54,6 +53,13 @@ _NAME_BAD = re.compile(r"[^a-zA-Z0-9_-]")
 #: longest tool name each target takes (``^[a-zA-Z0-9_-]{1,N}$``)
 NAME_LIMIT = {"openai": 64, "anthropic": 128}
 _HASH_DIGITS = 8
+
+
+def _sha256_hex(text: str) -> str:
+    # (hashlib is imported here, not at the top: its OpenSSL module costs ~2.5 ms of
+    # `import interlingua`, and only an overlong id or an unfit name needs a digest)
+    import hashlib
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def anthropic_id(call_id: str) -> str:
@@ -70,7 +76,7 @@ def openai_id(call_id: str) -> str:
     """A tool-call id as openai accepts it (at most 40 characters; see the module docstring)."""
     if len(call_id) <= OPENAI_ID_LIMIT:
         return call_id
-    return "call_" + hashlib.sha256(call_id.encode("utf-8")).hexdigest()[:32]
+    return "call_" + _sha256_hex(call_id)[:32]
 
 
 def canonical_id(wire_id: str) -> str:
@@ -94,6 +100,6 @@ def wire_name(name: str, dialect: str) -> str:
     """A tool name as ``dialect`` accepts it (see the module docstring)."""
     if name_fits(name, dialect):
         return name
-    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:_HASH_DIGITS]
+    digest = _sha256_hex(name)[:_HASH_DIGITS]
     safe = _NAME_BAD.sub("_", name)[:NAME_LIMIT[dialect] - _HASH_DIGITS - 1]
     return f"{safe}_{digest}"
