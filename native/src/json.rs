@@ -531,18 +531,25 @@ fn scan_string(buf: &[u8], start: usize) -> StringScan {
     }
 }
 
-/// The usual key or small string value -- no escape, at most 15 bytes, its closing quote
-/// in this chunk -- found with two word tests, not `scan_string`: the index of its closing
+/// Words of a string `short_plain_string` tests.
+const SHORT_WORDS: usize = 4;
+
+/// The usual key or small string value -- no escape, under 32 bytes, its closing quote in
+/// this chunk -- found with a few word tests, not `scan_string`: the index of its closing
 /// quote (None: anything else, or longer than `max`; `key_part` / `string_part` read it then).
-#[inline]
+#[inline(always)]
 fn short_plain_string(buf: &[u8], start: usize, max: usize) -> Option<usize> {
-    let specials = |at: usize| buf.get(at..at + 8).map(|w| special_mask(u64::from_le_bytes(w.try_into().unwrap_or_default())));
-    let (at, mask) = match specials(start)? {
-        0 => (start + 8, specials(start + 8)?),
-        mask => (start, mask),
-    };
-    let quote = at + (mask.trailing_zeros() / 8) as usize; // (mask 0: past the word, not a quote)
-    (buf.get(quote) == Some(&b'"') && mask != 0 && quote - start <= max).then_some(quote)
+    let mut at = start;
+    for _ in 0..SHORT_WORDS {
+        let word = buf.get(at..at + 8)?;
+        let mask = special_mask(u64::from_le_bytes(word.try_into().unwrap_or_default()));
+        if mask != 0 {
+            let quote = at + (mask.trailing_zeros() / 8) as usize;
+            return (buf[quote] == b'"' && quote - start <= max).then_some(quote);
+        }
+        at += 8;
+    }
+    None
 }
 
 /// `find_special`, the first 8 bytes tested as one word first: a key, a small delta or
@@ -1449,6 +1456,9 @@ impl Tokenizer {
                     } else {
                         self.state = State::Key;
                         self.frames.clear_key(); // a key is due: the path names the object
+                    }
+                    if data.get(i + 1) == Some(&b' ') {
+                        i += 1; // (the usual space after a comma: one round of the loop less)
                     }
                 }
                 State::Colon => {
