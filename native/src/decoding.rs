@@ -367,7 +367,7 @@ impl<'a> Cx<'a> {
     }
 
     /// `Decoder._at`: an error of decoding a value, at its first byte and the current path.
-    fn located(&self, mut err: Error, offset: u64) -> Error {
+    pub(crate) fn located(&self, mut err: Error, offset: u64) -> Error {
         err.offset = Some(offset);
         err.path = Some(self.path());
         err
@@ -568,8 +568,9 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
             next: None,
             redirect: None,
             at: 0,
-            key: Vec::new(),
-            whole: Vec::new(),
+            key: Vec::with_capacity(32),
+            // (sized once: a raw read -- a usage object, a kept field -- grows it from empty otherwise)
+            whole: Vec::with_capacity(512),
             copier: RawValue::new(),
             builder: ValueBuilder::default(),
             data_len: RawLen::default(),

@@ -126,17 +126,22 @@ fn int_of(value: Option<&Value>, key: &str) -> Result<Option<i64>> {
     }
 }
 
+/// A usage path in two parts (`("$.usage", ".prompt_tokens_details")`), joined when a
+/// message needs it.
+type At<'p> = (&'p str, &'p str);
+
 /// `_count(obj, key, path)`: a token count -- an integer, or absent/null; an
 /// integral float (`30.0`, some servers write them) is the same count; any other
 /// value is a `SchemaError` at `{path}.{key}` (`path`: `at`'s two parts, joined only
 /// for an error or a loss, which most bodies never have).
-fn count(obj: &Value, key: &str, path: At<'_>) -> Result<Option<i64>> {
+fn count(obj: &UsageObject<'_>, key: &str, path: At<'_>) -> Result<Option<i64>> {
     match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Int(digits)) => digits.parse().map(Some).map_err(|_| count_too_big(key)),
-        Some(Value::Float(f)) if f.fract() == 0.0 && *f >= 0.0 => {
-            if *f < 9.223_372_036_854_775_807e18 {
-                Ok(Some(*f as i64))
+        None | Some(Field::Null) => Ok(None),
+        Some(Field::Int(digits)) => std::str::from_utf8(digits).ok().and_then(|d| d.parse().ok())
+            .map(Some).ok_or_else(|| count_too_big(key)),
+        Some(Field::Float(f)) if f.fract() == 0.0 && f >= 0.0 => {
+            if f < 9.223_372_036_854_775_807e18 {
+                Ok(Some(f as i64))
             } else {
                 Err(count_too_big(key))
             }
@@ -146,47 +151,243 @@ fn count(obj: &Value, key: &str, path: At<'_>) -> Result<Option<i64>> {
     }
 }
 
-static NO_DETAILS: Value = Value::Object(Vec::new());
-
-/// A usage path in two parts (`("$.usage", ".prompt_tokens_details")`), joined when a
-/// message needs it.
-type At<'p> = (&'p str, &'p str);
-
 /// `_details(obj, key, path)`: a details object (absent/null: empty); any other
 /// type is a `SchemaError` at `{path}.{key}`.
-fn details<'v>(obj: &'v Value, key: &str, path: At<'_>) -> Result<&'v Value> {
+fn details<'v>(obj: &'v UsageObject<'_>, key: &str, path: At<'_>) -> Result<UsageObject<'v>> {
     match obj.get(key) {
-        None | Some(Value::Null) => Ok(&NO_DETAILS),
-        Some(value @ Value::Object(_)) => Ok(value),
+        None | Some(Field::Null) => Ok(UsageObject::Table(Table::empty())),
+        Some(Field::Object(value)) => Ok(UsageObject::of_field(value)),
         Some(_) => Err(Error::new(ErrorClass::Schema, format!("expected an object for {key}"))
             .with_path(format!("{}{}.{key}", path.0, path.1).into_bytes())),
     }
 }
 
-/// Python's `value is not None and value != 0` (`False == 0` and `0.0 == 0` too).
-fn nonzero(value: &Value) -> bool {
-    match value {
-        Value::Null | Value::Bool(false) => false,
-        Value::Int(digits) => digits != "0",
-        Value::Float(f) => *f != 0.0,
-        _ => true,
-    }
-}
-
 /// `_lose_details(obj, path, known, session)`: every other non-zero member is a loss
 /// (a same-dialect copy records none: nothing to look at).
-fn lose_details(obj: &Value, path: At<'_>, known: &[&str], session: &mut Session) -> Result<()> {
+fn lose_details(obj: &UsageObject<'_>, path: At<'_>, known: &[&str], session: &mut Session) -> Result<()> {
     if session.passthrough {
         return Ok(());
     }
-    for (key, value) in obj.as_object().unwrap_or(&[]) {
+    for (key, value) in obj.members() {
         // (a key that is not UTF-8 is none of the known ones, which are ASCII)
-        if !known.iter().any(|k| k.as_bytes() == key.as_slice()) && nonzero(value) {
+        if !known.iter().any(|k| k.as_bytes() == key) && value.nonzero() {
             let member = [path.0.as_bytes(), path.1.as_bytes(), b".", key].concat();
             session.lose_member_wtf8(&member, "such usage field", None)?;
         }
     }
     Ok(())
+}
+
+// -- usage objects, read raw ------------------------------------------------------------
+
+/// The object `usage_from_*` reads (`obj`, a details object). A usage object is a dozen
+/// counts: built as a `Value` tree (a key, a number and a vector slot each, all dropped
+/// after) it cost more than the rest of a small response's decoding, so a decoder reads
+/// it raw (its compact JSON text, `Read::Raw`) and `UsageObject::read` finds its members
+/// in one pass over the text (`Table`) wherever the text can hold none of the value's own
+/// faults (`Value::parse`'s: an escape -- maybe a lone surrogate -- or nesting deeper than
+/// `MAX_DEPTH`, which takes more than `2 * MAX_DEPTH` bytes); other text is parsed.
+#[derive(Clone, Debug)]
+pub enum UsageObject<'a> {
+    Data(&'a Value),
+    Parsed(Value),
+    Table(Table<'a>),
+}
+
+impl<'a> UsageObject<'a> {
+    /// `_data(raw)` of a usage value read raw, as an object (`None`: any other value, the
+    /// readers' `isinstance(value, dict)`); `Err`: the value's fault, for the caller to
+    /// locate at its first byte.
+    pub fn read(raw: &'a [u8]) -> Result<Option<Self>> {
+        if raw.len() <= 2 * crate::value::MAX_DEPTH && memchr::memchr(b'\\', raw).is_none() {
+            return Ok(raw.starts_with(b"{").then(|| UsageObject::of_text(raw)));
+        }
+        let value = Value::parse(raw)?;
+        Ok(value.is_object().then_some(UsageObject::Parsed(value)))
+    }
+
+    /// An object's compact JSON text without an escape (a member of one `read` scanned).
+    fn of_text(text: &'a [u8]) -> Self {
+        match Table::scan(text) {
+            Some(table) => UsageObject::Table(table),
+            // (more members than a table holds: the text is well-formed, so this parses)
+            None => UsageObject::Parsed(Value::parse(text).unwrap_or(Value::Null)),
+        }
+    }
+
+    fn of_field(object: Object<'a>) -> Self {
+        match object {
+            Object::Data(value) => UsageObject::Data(value),
+            Object::Text(text) => UsageObject::of_text(text),
+        }
+    }
+
+    /// `obj.get(key)`.
+    fn get(&self, key: &str) -> Option<Field<'_>> {
+        match self {
+            UsageObject::Data(value) => value.get(key).map(Field::of_value),
+            UsageObject::Parsed(value) => value.get(key).map(Field::of_value),
+            UsageObject::Table(table) => table.get(key.as_bytes()),
+        }
+    }
+
+    /// `obj.items()`, in order.
+    fn members(&self) -> impl Iterator<Item = (&[u8], Field<'_>)> {
+        let (data, table) = match self {
+            UsageObject::Data(value) => (value.as_object().unwrap_or(&[]), None),
+            UsageObject::Parsed(value) => (value.as_object().unwrap_or(&[]), None),
+            UsageObject::Table(table) => (&[][..], Some(table.members())),
+        };
+        let data = data.iter().map(|(key, value)| (key.as_slice(), Field::of_value(value)));
+        data.chain(table.into_iter().flatten())
+    }
+}
+
+/// A member's value as the usage rules look at it (`Value`'s kinds, borrowed).
+#[derive(Clone, Copy, Debug)]
+enum Field<'a> {
+    Null,
+    Bool(bool),
+    /// the digits as Python writes the int back (`-0`: `0`)
+    Int(&'a [u8]),
+    Float(f64),
+    Str(&'a [u8]),
+    Object(Object<'a>),
+    Array,
+}
+
+/// An object member's value, not yet looked into.
+#[derive(Clone, Copy, Debug)]
+enum Object<'a> {
+    Data(&'a Value),
+    /// its compact JSON text (no escape in it)
+    Text(&'a [u8]),
+}
+
+impl<'a> Field<'a> {
+    fn of_value(value: &'a Value) -> Self {
+        match value {
+            Value::Null => Field::Null,
+            Value::Bool(b) => Field::Bool(*b),
+            Value::Int(digits) => Field::Int(digits.as_bytes()),
+            Value::Float(f) => Field::Float(*f),
+            Value::Str(s) => Field::Str(s),
+            Value::Object(_) => Field::Object(Object::Data(value)),
+            Value::Array(_) => Field::Array,
+        }
+    }
+
+    /// A value's compact JSON text (no escape in it).
+    fn of_text(text: &'a [u8]) -> Self {
+        match text.first() {
+            Some(b'n') => Field::Null,
+            Some(b't') => Field::Bool(true),
+            Some(b'f') => Field::Bool(false),
+            Some(b'"') => Field::Str(text.get(1..text.len() - 1).unwrap_or_default()),
+            Some(b'{') => Field::Object(Object::Text(text)),
+            Some(b'[') => Field::Array,
+            _ if text.iter().any(|&b| matches!(b, b'.' | b'e' | b'E')) => Field::Float(crate::value::float_of(text)),
+            _ if text == b"-0" => Field::Int(b"0"),
+            _ => Field::Int(text),
+        }
+    }
+
+    /// Python's `value is not None and value != 0` (`False == 0` and `0.0 == 0` too).
+    fn nonzero(self) -> bool {
+        match self {
+            Field::Null | Field::Bool(false) => false,
+            Field::Int(digits) => digits != b"0",
+            Field::Float(f) => f != 0.0,
+            _ => true,
+        }
+    }
+}
+
+/// The most members a `Table` holds (a usage object has at most a dozen).
+const TABLE_MEMBERS: usize = 16;
+
+/// An object's members, found in one pass over its compact JSON text (no escape in it,
+/// at most `2 * MAX_DEPTH` bytes: offsets fit `u16`, and the table is small to move).
+#[derive(Clone, Debug)]
+pub struct Table<'a> {
+    text: &'a [u8],
+    /// each member's key and value: `[key_start, key_end, value_start, value_end]` in `text`
+    spans: [[u16; 4]; TABLE_MEMBERS],
+    len: usize,
+}
+
+impl<'a> Table<'a> {
+    fn empty() -> Self {
+        Table { text: b"{}", spans: [[0; 4]; TABLE_MEMBERS], len: 0 }
+    }
+
+    /// `{"key":value,"key":value}`: a key has no escape, so its closing quote is the next
+    /// one. `None`: more members than a table holds (or a text too long for its offsets).
+    fn scan(text: &'a [u8]) -> Option<Self> {
+        let mut table = Table { text, ..Table::empty() };
+        let mut at = 0; // the `{` or `,` before the next member, or the closing `}`
+        while text.get(at + 1) == Some(&b'"') {
+            let key_start = at + 2;
+            let key_end = next_quote(text, key_start);
+            let value_start = key_end + 2; // past `":`
+            let value_end = compact_value_end(text, value_start);
+            let span = [key_start, key_end, value_start, value_end].map(|n| u16::try_from(n).ok());
+            *table.spans.get_mut(table.len)? = span.map(|n| n.unwrap_or(0));
+            if span.contains(&None) {
+                return None;
+            }
+            table.len += 1;
+            at = value_end;
+        }
+        Some(table)
+    }
+
+    /// The members' keys and value texts, in order.
+    fn texts(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + '_ {
+        let text = self.text;
+        let part = move |a: u16, b: u16| text.get(usize::from(a)..usize::from(b)).unwrap_or_default();
+        self.spans[..self.len].iter().map(move |&[k0, k1, v0, v1]| (part(k0, k1), part(v0, v1)))
+    }
+
+    fn members(&self) -> impl Iterator<Item = (&'a [u8], Field<'a>)> + '_ {
+        self.texts().map(|(key, value)| (key, Field::of_text(value)))
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Field<'a>> {
+        self.texts().find(|(k, _)| *k == key).map(|(_, value)| Field::of_text(value))
+    }
+}
+
+/// The next `"` in `text` from `from` (or its end).
+fn next_quote(text: &[u8], from: usize) -> usize {
+    text.get(from..).and_then(|rest| memchr::memchr(b'"', rest)).map_or(text.len(), |i| from + i)
+}
+
+/// Where the compact JSON value (no escape in it) at `text[at]` ends.
+fn compact_value_end(text: &[u8], at: usize) -> usize {
+    match text.get(at) {
+        Some(b'"') => next_quote(text, at + 1) + 1,
+        Some(b'{' | b'[') => {
+            let (mut depth, mut i) = (0usize, at);
+            while let Some(&b) = text.get(i) {
+                match b {
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            return i + 1;
+                        }
+                    }
+                    b'"' => i = next_quote(text, i + 1),
+                    _ => {}
+                }
+                i += 1;
+            }
+            text.len()
+        }
+        _ => text.get(at..).and_then(|rest| rest.iter().position(|b| matches!(b, b',' | b'}' | b']')))
+            .map_or(text.len(), |i| at + i),
+    }
 }
 
 /// `USAGE_PATHS[dialect][name]`: where each canonical usage field was in each source.
@@ -250,7 +451,12 @@ fn tiers(dialect: &str) -> &'static [(&'static str, &'static str)] {
 /// `tier_from(dialect, value)`: the canonical tier of a dialect's (a string), kept
 /// as `"<dialect>:<value>"` when the dialect does not name it; not a string: `None`.
 pub fn tier_from(dialect: &str, value: Option<&Value>) -> Option<String> {
-    let text = String::from_utf8_lossy(value?.as_wtf8()?);
+    tier_from_text(dialect, value?.as_wtf8())
+}
+
+/// `tier_from` of a string's text (WTF-8); `None`: not a string.
+fn tier_from_text(dialect: &str, text: Option<&[u8]>) -> Option<String> {
+    let text = String::from_utf8_lossy(text?);
     match tiers(dialect).iter().find(|(_, own)| *own == text) {
         Some((canonical, _)) => Some(canonical.to_string()),
         None => Some(format!("{dialect}:{text}")),
@@ -273,20 +479,20 @@ pub fn tier_to(dialect: &str, u: &Usage, session: &mut Session) -> Result<Option
 }
 
 /// `usage_from_openai(obj, session, path)` (`path`: `"$.usage"` by default).
-pub fn usage_from_openai(obj: &Value, session: &mut Session, path: &str) -> Result<Usage> {
+pub fn usage_from_openai(obj: &UsageObject<'_>, session: &mut Session, path: &str) -> Result<Usage> {
     let top = (path, "");
     let prompt = details(obj, "prompt_tokens_details", top)?;
     let completion = details(obj, "completion_tokens_details", top)?;
     let prompt_path = (path, ".prompt_tokens_details");
     let completion_path = (path, ".completion_tokens_details");
-    lose_details(prompt, prompt_path, &["cached_tokens", "cache_write_tokens"], session)?;
-    lose_details(completion, completion_path, &["reasoning_tokens"], session)?;
+    lose_details(&prompt, prompt_path, &["cached_tokens", "cache_write_tokens"], session)?;
+    lose_details(&completion, completion_path, &["reasoning_tokens"], session)?;
     Ok(Usage {
         input: count(obj, "prompt_tokens", top)?,
         output: count(obj, "completion_tokens", top)?,
-        cache_read: count(prompt, "cached_tokens", prompt_path)?,
-        cache_write: count(prompt, "cache_write_tokens", prompt_path)?,
-        reasoning: count(completion, "reasoning_tokens", completion_path)?,
+        cache_read: count(&prompt, "cached_tokens", prompt_path)?,
+        cache_write: count(&prompt, "cache_write_tokens", prompt_path)?,
+        reasoning: count(&completion, "reasoning_tokens", completion_path)?,
         total: count(obj, "total_tokens", top)?,
         service_tier: None,
     })
@@ -396,7 +602,7 @@ pub fn push_usage_openai(u: &Usage, json: &mut Vec<u8>) -> Result<()> {
 
 /// `usage_from_anthropic(obj, session, path)`: `input_tokens` excludes the cache
 /// reads and writes: the canonical input adds them.
-pub fn usage_from_anthropic(obj: &Value, session: &mut Session, path: &str) -> Result<Usage> {
+pub fn usage_from_anthropic(obj: &UsageObject<'_>, session: &mut Session, path: &str) -> Result<Usage> {
     let top = (path, "");
     let read = count(obj, "cache_read_input_tokens", top)?;
     let write = count(obj, "cache_creation_input_tokens", top)?;
@@ -409,15 +615,18 @@ pub fn usage_from_anthropic(obj: &Value, session: &mut Session, path: &str) -> R
                              "cache_creation_input_tokens", "output_tokens_details", "service_tier"], session)?;
     let output_details = details(obj, "output_tokens_details", top)?;
     let details_path = (path, ".output_tokens_details");
-    lose_details(output_details, details_path, &["thinking_tokens"], session)?;
+    lose_details(&output_details, details_path, &["thinking_tokens"], session)?;
     Ok(Usage {
         input,
         output: count(obj, "output_tokens", top)?,
         cache_read: read,
         cache_write: write,
-        reasoning: count(output_details, "thinking_tokens", details_path)?,
+        reasoning: count(&output_details, "thinking_tokens", details_path)?,
         total: None,
-        service_tier: tier_from("anthropic", obj.get("service_tier")),
+        service_tier: tier_from_text("anthropic", match obj.get("service_tier") {
+            Some(Field::Str(text)) => Some(text),
+            _ => None,
+        }),
     })
 }
 
@@ -1170,7 +1379,7 @@ mod tests {
     fn usage_absent_is_not_zero_and_cache_counts_convert() {
         let mut s = session("anthropic", Kind::Response);
         let obj = Value::loads(br#"{"input_tokens":3,"cache_read_input_tokens":4,"cache_creation_input_tokens":5,"output_tokens":30.0}"#).unwrap();
-        let u = usage_from_anthropic(&obj, &mut s, "$.usage").unwrap();
+        let u = usage_from_anthropic(&UsageObject::Data(&obj), &mut s, "$.usage").unwrap();
         assert_eq!((u.input, u.output, u.cache_read, u.cache_write, u.total), (Some(12), Some(30), Some(4), Some(5), None));
         assert_eq!(usage_to_anthropic(&u, &mut s, false).unwrap(),
                    br#"{"input_tokens":3,"cache_creation_input_tokens":5,"cache_read_input_tokens":4,"output_tokens":30}"#);
@@ -1182,10 +1391,53 @@ mod tests {
         assert_eq!(usage_to_openai(&Usage::default()).unwrap(), b"{}");
         let every = Usage { cache_write: Some(2), ..every };
         assert_eq!(usage_to_anthropic(&every, &mut s, false).unwrap(), r#"{"input_tokens":6,"cache_creation_input_tokens":2,"cache_read_input_tokens":1,"output_tokens":-2,"output_tokens_details":{"thinking_tokens":0},"service_tier":"x\"é"}"#.as_bytes());
-        let err = usage_from_openai(&Value::loads(br#"{"prompt_tokens_details":3}"#).unwrap(), &mut s, "$.usage").unwrap_err();
+        let err = usage_from_openai(&UsageObject::Data(&Value::loads(br#"{"prompt_tokens_details":3}"#).unwrap()), &mut s, "$.usage").unwrap_err();
         assert_eq!((err.message.as_str(), err.path.as_deref()), ("expected an object for prompt_tokens_details", Some(&b"$.usage.prompt_tokens_details"[..])));
         let big = Value::loads(br#"{"prompt_tokens":99999999999999999999}"#).unwrap();
-        assert!(usage_from_openai(&big, &mut s, "$.usage").unwrap_err().message.contains("not ported yet"));
+        assert!(usage_from_openai(&UsageObject::Data(&big), &mut s, "$.usage").unwrap_err().message.contains("not ported yet"));
+    }
+
+    /// A usage object read off its compact text (`UsageObject::read`) reads as the same
+    /// object parsed (`Value::parse`, the decoders' `_data`): counts, losses and errors.
+    #[test]
+    fn usage_read_off_the_text_is_usage_read_from_the_value() {
+        let many: String = (0..20).map(|n| format!(",\"x{n}\":{n}")).collect();
+        let texts = [
+            r#"{"prompt_tokens":48213,"completion_tokens":1377,"total_tokens":49590,"prompt_tokens_details":{"cached_tokens":45056,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":512,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}"#.to_string(),
+            r#"{"input_tokens":48213,"cache_creation_input_tokens":2048,"cache_read_input_tokens":45056,"cache_creation":{"ephemeral_5m_input_tokens":2048,"ephemeral_1h_input_tokens":0},"output_tokens":1377,"service_tier":"standard"}"#.to_string(),
+            r#"{}"#.to_string(),
+            r#"{"prompt_tokens":-0,"completion_tokens":0.0,"total_tokens":-0.0,"input_tokens":30.0,"output_tokens":1e2,"cache_read_input_tokens":null}"#.to_string(),
+            r#"{"prompt_tokens_details":null,"completion_tokens_details":{"reasoning_tokens":null,"odd":false,"more":true,"text":"","list":[],"deep":{"a":[{"b":"}"}]},"z":-0,"f":-0.0,"g":0.5}}"#.to_string(),
+            r#"{"a":"x","b":[1,{"c":"]"}],"service_tier":"priority","output_tokens_details":{"thinking_tokens":7,"other":[0]},"cache_creation":{"k":1}}"#.to_string(),
+            r#"{"prompt_tokens":"12"}"#.to_string(),
+            r#"{"prompt_tokens":true}"#.to_string(),
+            r#"{"completion_tokens_details":[]}"#.to_string(),
+            r#"{"output_tokens_details":"x"}"#.to_string(),
+            r#"{"input_tokens":99999999999999999999}"#.to_string(),
+            r#"{"input_tokens":1e30}"#.to_string(),
+            r#"{"input_tokens":9223372036854775807,"cache_read_input_tokens":1}"#.to_string(),
+            r#"{"service_tier":"odd tier","x\u00e9":1,"prompt_tokens_details":{"caf\u00e9":2}}"#.to_string(),
+            format!(r#"{{"prompt_tokens":1{many},"prompt_tokens_details":{{"cached_tokens":3{many}}}}}"#),
+            r#"null"#.to_string(),
+        ];
+        type Read = fn(&UsageObject<'_>, &mut Session, &str) -> Result<Usage>;
+        for text in &texts {
+            for (name, read) in [("openai", usage_from_openai as Read), ("anthropic", usage_from_anthropic as Read)] {
+                let run = |obj: Option<&UsageObject<'_>>| {
+                    let mut s = Session::new(Options::default(), name, "ollama", Kind::Response); // (not a copy: losses)
+                    let usage = obj.map(|obj| read(obj, &mut s, "$.usage").map_err(|e| (e.message.clone(), e.path.clone())));
+                    (usage, s.losses.iter().map(|l| (l.path.clone(), l.reason.clone())).collect::<Vec<_>>())
+                };
+                let value = Value::parse(text.as_bytes()).unwrap();
+                let want = run(value.is_object().then_some(&UsageObject::Data(&value)));
+                let read_off = UsageObject::read(text.as_bytes()).unwrap();
+                assert_eq!(run(read_off.as_ref()), want, "{name} {text}");
+            }
+        }
+        let lone = UsageObject::read(br#"{"\ud800":1}"#).unwrap_err();
+        assert_eq!(lone.class, ErrorClass::LoneSurrogate);
+        let deep = format!("{}{}", "[".repeat(1001), "]".repeat(1001));
+        assert_eq!(UsageObject::read(format!(r#"{{"a":{deep}}}"#).as_bytes()).unwrap_err().class, ErrorClass::NestingTooDeep);
     }
 
     #[test]

@@ -56,31 +56,34 @@ pub fn no_place(section: Section) -> Option<&'static str> {
 
 /// The one wording of a loss: `<subject>: <target> has no <what>[; <done>]`.
 pub fn lacks(subject: &str, target: &str, what: &str, done: Option<&str>) -> String {
-    let mut text = String::with_capacity(subject.len() + target.len() + what.len() + 32);
+    let mut text = String::with_capacity(lack_len(subject.len(), target, what, done));
     text.push_str(subject);
-    push_lack(&mut text, target, what, done);
+    for piece in lack_pieces(target, what, done) {
+        text.push_str(piece);
+    }
     text
 }
 
 /// `: <target> has no <what>[; <done>]` (pieces joined by hand: `format!` costs
 /// several times more, and a response records a few of these)
-fn push_lack(text: &mut String, target: &str, what: &str, done: Option<&str>) {
-    for piece in [": ", target, " has no ", what] {
-        text.push_str(piece);
-    }
-    if let Some(done) = done.filter(|d| !d.is_empty()) {
-        text.push_str("; ");
-        text.push_str(done);
-    }
+fn lack_pieces<'p>(target: &'p str, what: &'p str, done: Option<&'p str>) -> impl Iterator<Item = &'p str> {
+    let done = done.filter(|d| !d.is_empty());
+    [": ", target, " has no ", what].into_iter().chain(done.map(|done| ["; ", done]).into_iter().flatten())
+}
+
+/// The length of `lacks`'s text (its buffer is sized once).
+fn lack_len(subject: usize, target: &str, what: &str, done: Option<&str>) -> usize {
+    subject + lack_pieces(target, what, done).map(str::len).sum::<usize>()
 }
 
 /// `lacks` of a WTF-8 subject (a path ending in an input key, which may hold a lone
 /// surrogate): the same words, as WTF-8.
 pub fn lacks_wtf8(subject: &[u8], target: &str, what: &str, done: Option<&str>) -> Vec<u8> {
-    let mut rest = String::with_capacity(subject.len() + target.len() + what.len() + 32);
-    push_lack(&mut rest, target, what, done);
-    let mut text = rest.into_bytes();
-    text.splice(0..0, subject.iter().copied());
+    let mut text = Vec::with_capacity(lack_len(subject.len(), target, what, done));
+    text.extend_from_slice(subject);
+    for piece in lack_pieces(target, what, done) {
+        text.extend_from_slice(piece.as_bytes());
+    }
     text
 }
 

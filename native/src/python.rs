@@ -1775,7 +1775,7 @@ fn lifecycle_call<'py>(py: Python<'py>, function: &str, args: Bound<'py, PyTuple
         "usage_from_openai" | "usage_from_anthropic" => {
             let (obj, path) = (json(0)?, text(1)?.unwrap_or_default());
             let read = if function == "usage_from_openai" { lc::usage_from_openai } else { lc::usage_from_anthropic };
-            match read(&obj, &mut session, &path) {
+            match read(&lc::UsageObject::Data(&obj), &mut session, &path) {
                 Ok(u) => Ok(usage_out(u)?),
                 Err(e) => Err(e),
             }

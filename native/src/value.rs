@@ -374,12 +374,16 @@ fn string_value(escaped: &[u8]) -> Result<Value> {
     Ok(Value::Str(text))
 }
 
+/// A float's text (well-formed JSON) as `float()` reads it.
+pub(crate) fn float_of(text: &[u8]) -> f64 {
+    // the text is ASCII (the caller checked the grammar); Rust's parse is correctly rounded, as float()
+    std::str::from_utf8(text).unwrap_or("nan").parse().unwrap_or(f64::NAN)
+}
+
 /// A number's text (well-formed JSON) as `json.loads` reads it.
 fn number_value(text: &[u8]) -> Value {
     if text.iter().any(|&b| matches!(b, b'.' | b'e' | b'E')) {
-        // the text is ASCII (the caller checked the grammar); Rust's parse is correctly rounded, as float()
-        let text = std::str::from_utf8(text).unwrap_or("nan");
-        return Value::Float(text.parse().unwrap_or(f64::NAN));
+        return Value::Float(float_of(text));
     }
     if text == b"-0" {
         return Value::Int("0".to_string());
@@ -621,8 +625,31 @@ pub fn str_json(text: impl AsRef<[u8]>) -> Vec<u8> {
     out
 }
 
+/// The longest string `dumps_str` checks byte by byte for its plain fast path (longer
+/// ones go to the vector search of `escape_str_bytes`).
+const SHORT_PLAIN: usize = 64;
+
+/// The bytes `dumps_str` writes as they are in any string: printable ASCII but `"` and `\\`.
+static PLAIN: [bool; 256] = {
+    let mut plain = [false; 256];
+    let mut b = 0x20;
+    while b < 0x7f {
+        plain[b] = b != b'"' as usize && b != b'\\' as usize;
+        b += 1;
+    }
+    plain
+};
+
 /// `jsonwriter.dumps(text)` of a string (WTF-8) appended to `out`: `key_bytes`, roles, names.
 pub fn dumps_str(text: &[u8], out: &mut Vec<u8>) {
+    if text.len() <= SHORT_PLAIN && text.iter().all(|&b| PLAIN[usize::from(b)]) {
+        // the usual name (a key, a role, an id): nothing to escape, so it is itself in quotes
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text);
+        out.push(b'"');
+        return;
+    }
     let start = out.len();
     if write_str(text, Mode::Utf8, out).is_err() {
         out.truncate(start);

@@ -33,7 +33,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::framing::{sse_event, sse_open};
 use crate::json::{Frames, Token};
 use crate::lifecycle::{
-    finish_from, finish_to, generated_tool_id, merge_usage, usage_from_anthropic, push_usage_anthropic, BlockStream,
+    finish_from, finish_to, generated_tool_id, merge_usage, usage_from_anthropic, push_usage_anthropic, BlockStream, UsageObject,
     Deferred, OpenFrame, Stamp,
 };
 use crate::losses::lacks;
@@ -635,7 +635,8 @@ impl Readers {
             b"content" => m.read(Read::Objects(S::Content, "content")),
             b"stop_reason" => m.read(Read::Value(S::StopReason, Some(OPT_STRING), "stop_reason")),
             b"stop_sequence" => m.read(Read::Value(S::StopSequence, Some(OPT_STRING), "stop_sequence")),
-            b"usage" => m.read(Read::Value(S::BodyUsage, Some(OPT_OBJECT), "usage")),
+            // (usage is read raw: `lifecycle::UsageObject` reads its counts off the text)
+            b"usage" => m.read(Read::Raw(S::BodyUsage, Some(OPT_OBJECT), "usage")),
             b"type" => m.read(Read::Value(S::Ignore, None, "")),
             b"role" => skip_value(m),
             b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
@@ -745,7 +746,7 @@ impl Readers {
                 self.open_block(m, index);
             }
             b"delta" => m.read(Read::Members(S::Delta, "delta")),
-            b"usage" => m.read(Read::Value(S::EventUsage, Some(OPT_OBJECT), "usage")),
+            b"usage" => m.read(Read::Raw(S::EventUsage, Some(OPT_OBJECT), "usage")),
             b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
             _ => self.lose_later(m, "$.", key, true),
         }
@@ -759,7 +760,7 @@ impl Readers {
             b"model" => m.read(Read::Value(S::Model, Some(OPT_STRING), "model")),
             b"usage" => {
                 cx.expect(&token, offset, Some(OPT_OBJECT), "usage")?;
-                m.read(Read::Value(S::MessageUsage, None, ""));
+                m.read(Read::Raw(S::MessageUsage, None, ""));
             }
             b"content" => m.read(Read::Raw(S::MessageContent, None, "")),
             b"stop_reason" | b"stop_sequence" => {
@@ -893,6 +894,14 @@ impl Readers {
     }
 }
 
+
+/// `usage_from_anthropic` of a usage value read raw (`None`: not an object); the value's
+/// own fault (`_data`'s) is located at its first byte.
+fn usage_of(raw: &[u8], offset: u64, path: &str, cx: &mut Cx<'_>) -> Result<Option<Usage>> {
+    let obj = UsageObject::read(raw).map_err(|e| cx.located(e, offset))?;
+    obj.map(|obj| usage_from_anthropic(&obj, cx.session, path)).transpose()
+}
+
 impl Dialect for Readers {
     type State = S;
 
@@ -948,8 +957,24 @@ impl Dialect for Readers {
         }
     }
 
-    fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+    fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
+            S::BodyUsage => {
+                if let Some(usage) = usage_of(raw, offset, "$.usage", cx)? {
+                    self.usage = Some(usage);
+                }
+                Ok(())
+            }
+            S::MessageUsage => {
+                self.frame.usage = usage_of(raw, offset, "$.message.usage", cx)?;
+                Ok(())
+            }
+            S::EventUsage => {
+                if let Some(usage) = usage_of(raw, offset, "$.usage", cx)? {
+                    self.frame.usage = Some(usage);
+                }
+                Ok(())
+            }
             S::LoseNonNull if raw == b"null" => Ok(()),
             S::LoseNonNull | S::LoseAlways => cx.session.lose_member_wtf8(&self.lost_path, "such field", None),
             S::MessageContent if raw == b"[]" => Ok(()),
@@ -990,12 +1015,6 @@ impl Dialect for Readers {
             }
             S::StopSequence => {
                 self.stop_sequence = text_of(value);
-                Ok(())
-            }
-            S::BodyUsage => {
-                if value.is_object() {
-                    self.usage = Some(usage_from_anthropic(&value, cx.session, "$.usage")?);
-                }
                 Ok(())
             }
             S::Ignore => Ok(()),
@@ -1040,20 +1059,6 @@ impl Dialect for Readers {
                     },
                     _ => FrameIndex::Absent,
                 };
-                Ok(())
-            }
-            S::MessageUsage => {
-                self.frame.usage = if value.is_object() {
-                    Some(usage_from_anthropic(&value, cx.session, "$.message.usage")?)
-                } else {
-                    None
-                };
-                Ok(())
-            }
-            S::EventUsage => {
-                if value.is_object() {
-                    self.frame.usage = Some(usage_from_anthropic(&value, cx.session, "$.usage")?);
-                }
                 Ok(())
             }
             S::DeltaStopReason => {

@@ -35,7 +35,7 @@ mod decoder {
     use crate::error::{Error, ErrorClass, Result};
     use super::py_str;
     use crate::json::{Frames, Token};
-    use crate::lifecycle::{finish_from, tier_from, usage_from_openai, BlockStream};
+    use crate::lifecycle::{finish_from, tier_from, usage_from_openai, BlockStream, UsageObject};
     use crate::reorder::Hold;
     use crate::session::Session;
     use crate::value::{str_json, Value};
@@ -295,7 +295,7 @@ mod decoder {
                 choices: Vec::new(),
                 choice: ChoiceReader::default(),
                 call: ToolCallReader::default(),
-                key: Vec::new(),
+                key: Vec::with_capacity(32), // (sized once: the keys remembered grow it otherwise)
                 usage: None,
                 ended: false,
                 terminated: false,
@@ -359,7 +359,8 @@ mod decoder {
                 b"choices" => m.read(Read::Objects(S::Choices, "choices")),
                 // (null, in every chunk but the last: no usage -- a scalar read as data has no budget)
                 b"usage" if token == Token::Null => {}
-                b"usage" => m.read(Read::Value(S::Usage, Some(OPT_OBJECT), "usage")),
+                // (raw: `lifecycle::UsageObject` reads its counts off the text)
+                b"usage" => m.read(Read::Raw(S::Usage, Some(OPT_OBJECT), "usage")),
                 b"id" | b"model" => {
                     if self.base.started && matches!(token, Token::String(_) | Token::StringOpen(_)) {
                         // every chunk repeats them: once the message started they change nothing
@@ -457,11 +458,9 @@ mod decoder {
             Ok(())
         }
 
-        fn usage(&mut self, value: Value, cx: &mut Cx<'_>) -> Result<()> {
-            if !value.is_object() {
-                return Ok(());
-            }
-            let usage = usage_from_openai(&value, cx.session, "$.usage")?;
+        fn usage(&mut self, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+            let Some(obj) = UsageObject::read(raw).map_err(|e| cx.located(e, offset))? else { return Ok(()) };
+            let usage = usage_from_openai(&obj, cx.session, "$.usage")?;
             if self.streaming {
                 self.out(Event::Usage(usage), cx)
             } else {
@@ -556,7 +555,8 @@ mod decoder {
             let slot = text as usize;
             if self.choices[c].sinks[slot].is_none() {
                 // `"$.choices[<index>].<message|delta>.<what>"` (pieces: `format!` costs more than the rest of a delta)
-                let mut path = b"$.choices[".to_vec();
+                let mut path = Vec::with_capacity(48);
+                path.extend_from_slice(b"$.choices[");
                 crate::lifecycle::push_int(&mut path, self.choices[c].index);
                 for piece in ["].", self.member_name(), ".", what] {
                     path.extend_from_slice(piece.as_bytes());
@@ -1065,9 +1065,10 @@ mod decoder {
             }
         }
 
-        fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
             match s {
                 S::Ignore => Ok(()),
+                S::Usage => self.usage(raw, offset, cx),
                 S::Keep => self.keep(raw, cx),
                 S::ChoiceLogprobs => {
                     if raw == b"null" {
@@ -1107,7 +1108,6 @@ mod decoder {
                     }
                     self.maybe_start(cx)
                 }
-                S::Usage => self.usage(value, cx),
                 S::Tier => self.tier(value, cx),
                 S::ErrorValue => self.error_value(value, cx),
                 S::ChoiceIndexValue => self.choose(Some(&value)),
