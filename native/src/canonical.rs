@@ -375,14 +375,31 @@ pub fn unescape_json_text(payload: &[u8]) -> Result<Cow<'_, [u8]>> {
         return Ok(text);
     }
     let mut out = Vec::with_capacity(text.len() + 8);
+    escape_lone_surrogates(&text, &mut out);
+    Ok(Cow::Owned(out))
+}
+
+/// `unescape_json_text(payload)` appended to `out`: for a caller that reuses one buffer
+/// (a streamed tool call's arguments come in many fragments, each with escapes).
+pub fn unescape_json_text_into(payload: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    let start = out.len();
+    unescape_into(payload, out)?;
+    if has_lone_surrogate(&out[start..]) {
+        let text = out.split_off(start);
+        escape_lone_surrogates(&text, out);
+    }
+    Ok(())
+}
+
+/// WTF-8 `text` appended to `out` with each lone surrogate as its `\uxxxx` escape.
+fn escape_lone_surrogates(text: &[u8], out: &mut Vec<u8>) {
     let mut start = 0;
-    for (at, code) in lone_surrogates(&text) {
+    for (at, code) in lone_surrogates(text) {
         out.extend_from_slice(&text[start..at]);
         out.extend_from_slice(format!("\\u{code:04x}").as_bytes());
         start = at + 3;
     }
     out.extend_from_slice(&text[start..]);
-    Ok(Cow::Owned(out))
 }
 
 #[cfg(test)]
@@ -460,5 +477,21 @@ mod tests {
         assert_eq!(unescape_json_text(br#"{\"a\":1}"#).unwrap().as_ref(), br#"{"a":1}"#);
         assert_eq!(unescape_json_text(br#"\"\uD800x\udfff\""#).unwrap().as_ref(), br#""\ud800x\udfff""#);
         assert_eq!(unescape_json_text("é".as_bytes()).unwrap().as_ref(), "é".as_bytes());
+    }
+
+    #[test]
+    fn unescape_json_text_into_appends_the_same() {
+        let cases: &[&[u8]] = &[br#"{\"a\":1}"#, br#"\"\uD800x\udfff\""#, "é".as_bytes(), b"", br"\ud83d\ude00 \udc00",
+                                b"plain", b"a\"b", b"\\x", b"a\nb"];
+        for payload in cases {
+            let mut out = b"kept ".to_vec();
+            let into = unescape_json_text_into(payload, &mut out).map(|()| out[5..].to_vec());
+            let whole = unescape_json_text(payload).map(Cow::into_owned);
+            match (into, whole) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{payload:?}"),
+                (Err(a), Err(b)) => assert_eq!((a.class, &a.message), (b.class, &b.message), "{payload:?}"),
+                (a, b) => panic!("{payload:?}: {a:?} vs {b:?}"),
+            }
+        }
     }
 }

@@ -49,7 +49,7 @@
 
 use std::borrow::Cow;
 
-use crate::canonical::{unescape_json_text, Block, Control, Extension, PayloadForm, RawJson, Section, REQUEST_LEVEL};
+use crate::canonical::{unescape_json_text_into, Block, Control, Extension, PayloadForm, RawJson, Section, REQUEST_LEVEL};
 use crate::compact::{Data, Raw};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
@@ -115,10 +115,23 @@ pub fn attr_str(attrs: &[Attr<'_>], key: &str) -> Option<String> {
 
 /// A JSON string's text (None: not a string, or one holding a lone surrogate).
 pub fn json_str(raw: &[u8]) -> Option<String> {
+    if let Some(text) = plain_json_str(raw) {
+        return Some(text.to_string());
+    }
     match Value::loads(raw) {
         Ok(Value::Str(text)) => String::from_utf8(text).ok(),
         _ => None,
     }
+}
+
+/// The text of a JSON string without escapes (most attribute values: roles, types, ids),
+/// read without a parse; None for anything else (parse it).
+fn plain_json_str(raw: &[u8]) -> Option<&str> {
+    let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    if inner.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20) {
+        return None;
+    }
+    std::str::from_utf8(inner).ok()
 }
 
 /// Whether `attrs.get(key) == text` (a JSON string equal to `text`).
@@ -747,18 +760,28 @@ pub struct HeldArguments {
     first: FirstToken,
     bad: bool,
     tokenizer: Tokenizer,
+    /// one fragment's text, unescaped (the buffer is reused: a streamed call's arguments
+    /// come in hundreds of fragments, each with escapes)
+    text: Vec<u8>,
 }
 
 impl HeldArguments {
     pub fn new(session: &mut Session, reason: &str) -> Self {
         let limits = Limits { max_depth: session.options.max_depth, ..Limits::default() };
-        HeldArguments { hold: session.reorder.byte_hold(reason), first: FirstToken(None), bad: false, tokenizer: Tokenizer::new(limits) }
+        HeldArguments {
+            hold: session.reorder.byte_hold(reason),
+            first: FirstToken(None),
+            bad: false,
+            tokenizer: Tokenizer::new(limits),
+            text: Vec::new(),
+        }
     }
 
     pub fn feed(&mut self, escaped: &[u8], session: &mut Session) -> Result<()> {
-        let data = unescape_json_text(escaped)?;
-        self.hold.write(&mut session.reorder, &data)?;
-        if !self.bad && self.tokenizer.feed(&data, &mut self.first).is_err() {
+        self.text.clear();
+        unescape_json_text_into(escaped, &mut self.text)?;
+        self.hold.write(&mut session.reorder, &self.text)?;
+        if !self.bad && self.tokenizer.feed(&self.text, &mut self.first).is_err() {
             // not JSON, a duplicate key, too deep: not one object
             self.bad = true;
         }
@@ -819,30 +842,40 @@ const EMPTY_OBJECT_SCHEMA: &[u8] = b"{\"type\":\"object\",\"properties\":{}}";
 /// of type object). Another dialect's schema without `type` gets `"type":"object"` with no
 /// loss; one of another type, or not an object, is replaced by an empty object schema
 /// (recorded). `name`: the tool's `name` attribute (JSON text), for the loss.
-pub fn object_schema(schema_raw: &[u8], session: &mut Session, name: Option<&[u8]>) -> Result<Vec<u8>> {
+/// The schema is appended to `out` (the tool being written).
+pub fn object_schema(schema_raw: &[u8], session: &mut Session, name: Option<&[u8]>, out: &mut Vec<u8>) -> Result<()> {
     // a decoder's schema is dumps output: read in place (compact.rs); other text is parsed
     let kind = match Raw::canonical(schema_raw) {
         Some(schema) => SchemaKind::of(schema),
         None => SchemaKind::of(&Value::loads(schema_raw)?),
     };
     match kind {
-        SchemaKind::Object => return Ok(schema_raw.to_vec()),
+        SchemaKind::Object => {
+            out.extend_from_slice(schema_raw);
+            return Ok(());
+        }
         SchemaKind::Untyped { empty } => {
-            let mut out = b"{\"type\":\"object\"".to_vec();
+            out.extend_from_slice(b"{\"type\":\"object\"");
             if empty {
                 out.push(b'}');
             } else {
                 out.push(b',');
                 out.extend_from_slice(&schema_raw[1..]);
             }
-            return Ok(out);
+            return Ok(());
         }
         SchemaKind::Other => {}
     }
     let subject = format!("parameters of tool {}, not an object schema", py_repr(name)?);
     let reason = lacks(&subject, session.target, "tool parameters other than an object schema", Some("an empty object schema is written"));
     session.lose("$.tools", &reason, None)?;
-    Ok(EMPTY_OBJECT_SCHEMA.to_vec())
+    out.extend_from_slice(EMPTY_OBJECT_SCHEMA);
+    Ok(())
+}
+
+/// A capacity for a tool's JSON made of `attrs` and `schema`: one allocation, not a growth series.
+pub fn tool_capacity(attrs: &[Attr<'_>], schema: &[u8]) -> usize {
+    64 + schema.len() + attrs.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>()
 }
 
 /// What `object_schema` makes of a schema: `type` "object", an object without `type`, else.
@@ -1179,9 +1212,32 @@ pub struct MessageListBody {
     later: Hold<Later>,
 }
 
+/// Room for `extra` more bytes in `out` (and some for what follows them): when it must grow,
+/// a new buffer with what it holds (a held message list is most of a body; growing `out` in
+/// place would have realloc copy its whole old capacity, the chunk's worth a feed reserved).
+fn room_for(out: &mut Vec<u8>, extra: usize) {
+    if out.capacity() - out.len() < extra {
+        let mut grown = Vec::with_capacity(out.len() + extra + extra / 4 + 256);
+        grown.extend_from_slice(out);
+        *out = grown;
+    }
+}
+
+/// `<dialect>:<rule>`, a hold reason of `MessageListBody` (the two dialects' own are
+/// constants: no string made per request).
+fn list_reason(dialect: &str, rule: &str) -> Cow<'static, str> {
+    match (dialect, rule) {
+        ("openai", "fields-inside-messages") => Cow::Borrowed("openai:fields-inside-messages"),
+        ("openai", "messages-before-system") => Cow::Borrowed("openai:messages-before-system"),
+        ("ollama", "fields-inside-messages") => Cow::Borrowed("ollama:fields-inside-messages"),
+        ("ollama", "messages-before-system") => Cow::Borrowed("ollama:messages-before-system"),
+        _ => Cow::Owned(format!("{dialect}:{rule}")),
+    }
+}
+
 impl MessageListBody {
     pub fn new(io: &mut Io<'_>, dialect: &'static str) -> Result<Self> {
-        let later = io.session.reorder.hold(&format!("{dialect}:fields-inside-messages"));
+        let later = io.session.reorder.hold(&list_reason(dialect, "fields-inside-messages"));
         let body = MessageListBody {
             out: WriterId::OUT,
             dialect,
@@ -1254,7 +1310,7 @@ impl MessageListBody {
         if let Some(pending) = self.pending {
             return Ok(pending);
         }
-        let reason = format!("{}:messages-before-system", self.dialect);
+        let reason = list_reason(self.dialect, "messages-before-system");
         let pending = io.writers.held(&mut io.session.reorder, &reason);
         io.push_first(pending); // its elements sit inside the list
         self.pending = Some(pending);
@@ -1271,6 +1327,9 @@ impl MessageListBody {
             self.open_array("messages", c, io)?;
             let mut held = Vec::new();
             io.writers.take(pending, &mut io.session.reorder, &mut held);
+            if self.out == WriterId::OUT {
+                room_for(io.out, held.len() + 1);
+            }
             io.json(self.out, |w, b| w.raw_element(&held, b))?;
         } else {
             io.writers.drop_writer(pending, &mut io.session.reorder);

@@ -73,7 +73,7 @@ pub fn plain_stop(dialect: &str) -> &'static str {
 
 /// `finish_from(dialect, reason)`: a reason the dialect does not define is kept as
 /// `"<dialect>:<reason>"`.
-pub fn finish_from<'r>(dialect: &str, reason: Option<&'r str>) -> Option<Cow<'r, str>> {
+pub fn finish_from(dialect: &str, reason: Option<&str>) -> Option<Cow<'static, str>> {
     let reason = reason?;
     Some(match finish_from_table(dialect, reason) {
         Some(mapped) => Cow::Borrowed(mapped),

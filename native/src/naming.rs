@@ -35,9 +35,20 @@ fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '-'
 }
 
+/// `anthropic_id(id) == id`: a non-empty id of name characters, not marked.
+fn is_own_anthropic_id(call_id: &[u8]) -> bool {
+    !call_id.is_empty() && call_id.iter().all(|&b| is_name_char(b as char)) && !call_id.starts_with(ID_MARK.as_bytes())
+}
+
+/// The JSON text of an id `anthropic_id` keeps as it is (`"call_1"`): an encoder copies it
+/// without parsing it.
+pub fn is_anthropic_id_json(raw: &[u8]) -> bool {
+    raw.len() >= 2 && raw[0] == b'"' && raw[raw.len() - 1] == b'"' && is_own_anthropic_id(&raw[1..raw.len() - 1])
+}
+
 /// A tool-call id as anthropic accepts it (`anthropic_id`).
 pub fn anthropic_id(call_id: &str) -> String {
-    if !call_id.is_empty() && call_id.chars().all(is_name_char) && !call_id.starts_with(ID_MARK) {
+    if is_own_anthropic_id(call_id.as_bytes()) {
         return call_id.to_string();
     }
     let encoded = urlsafe_b64encode(call_id.as_bytes());

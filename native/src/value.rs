@@ -703,6 +703,9 @@ fn write_value(value: &Value, mode: Mode, out: &mut Vec<u8>) -> std::result::Res
 }
 
 fn write_str(text: &[u8], mode: Mode, out: &mut Vec<u8>) -> std::result::Result<(), NotUtf8> {
+    // room for the quotes and the text at once: callers often start from an empty Vec,
+    // which would otherwise grow for the quote, then for the text, then for the last quote
+    out.reserve(text.len() + 2);
     out.push(b'"');
     match mode {
         Mode::Utf8 => {

@@ -278,7 +278,7 @@ mod decoding_tests {
 pub use self::to_anthropic::{encode, string_text, tool_from_canonical, Foreign};
 
 mod to_anthropic {
-    use crate::encoding::{attr, object_schema, Attr};
+    use crate::encoding::{attr, object_schema, tool_capacity, Attr};
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
     use crate::losses::{lacks, path_subject};
@@ -748,7 +748,8 @@ mod to_anthropic {
         let name_raw = attr(attrs, "name");
         let name = name_raw.map(Value::loads).transpose()?;
         let wire = session.tool_name_out(name.as_ref(), "$.tools")?;
-        let mut body = b"{\"name\":".to_vec();
+        let mut body = Vec::with_capacity(tool_capacity(attrs, schema_raw));
+        body.extend_from_slice(b"{\"name\":");
         dumps_str(wire.as_bytes(), &mut body);
         for (key, value) in attrs {
             if TOOL_ATTRS.contains(&key.as_ref()) {
@@ -767,7 +768,7 @@ mod to_anthropic {
         if schema_raw.is_empty() {
             body.extend_from_slice(b"{\"type\":\"object\",\"properties\":{}}");
         } else if session.source != DIALECT {
-            body.extend_from_slice(&object_schema(schema_raw, session, name_raw)?);
+            object_schema(schema_raw, session, name_raw, &mut body)?;
         } else {
             body.extend_from_slice(schema_raw);
         }

@@ -415,7 +415,7 @@ impl Dialect for Readers {
             }
             b"tools" => m.read(Read::Elements(S::Tools, "tools")),
             _ => {
-                self.key = key.to_vec();
+                self.set_key(key);
                 m.read(Read::Raw(S::TopField, None, ""));
             }
         }
@@ -590,6 +590,12 @@ impl Dialect for Readers {
 }
 
 impl Readers {
+    /// The key of the member read next (its buffer reused: no allocation per key).
+    fn set_key(&mut self, key: &[u8]) {
+        self.key.clear();
+        self.key.extend_from_slice(key);
+    }
+
     /// A string payload's fragment to its builder (Python's `read_string` sinks).
     fn string_fragment(&mut self, s: S, data: &[u8], fin: bool, cx: &mut Cx<'_>) -> Result<()> {
         match s {
@@ -678,7 +684,7 @@ impl Readers {
             Token::Key(b"role") => m.then(Read::Value(S::Role, None, "")),
             Token::Key(b"content") => m.then(Read::State(S::Content)),
             Token::Key(key) => {
-                self.key = key.to_vec();
+                self.set_key(key);
                 m.then(Read::Raw(S::MessageField, None, ""));
             }
             _ => return Err(internal("a message member")),
@@ -739,7 +745,7 @@ impl Readers {
             }
         }
         if block.type_.is_none() {
-            self.key = key.to_vec();
+            self.set_key(key);
             m.then(Read::State(S::Deferred));
         } else if is_result && key == b"content" {
             let has_id = self.result.as_ref().is_some_and(|r| r.has_id);
@@ -801,7 +807,7 @@ impl Readers {
             }
         }
         let keep = |this: &mut Self, state: S| {
-            this.key = key.to_vec();
+            this.set_key(key);
             Read::Raw(state, None, "")
         };
         if block.is_raw() {
@@ -978,7 +984,7 @@ impl Readers {
             b"file_id" => Read::Value(S::SourceAttr("file_id"), Some(STRING), "file_id"),
             b"content" => Read::Value(S::SourceContent, None, ""),
             _ => {
-                self.key = key.to_vec();
+                self.set_key(key);
                 Read::Raw(S::SourceExtra, None, "")
             }
         };
@@ -1382,7 +1388,7 @@ mod encoder {
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
     use crate::losses::{block_subject, is_internal_attr, lacks};
-    use crate::naming::anthropic_id;
+    use crate::naming::{anthropic_id, is_anthropic_id_json};
     use crate::reorder::Hold;
     use crate::session::Session;
     use crate::value::Value;
@@ -1532,6 +1538,9 @@ mod encoder {
         late_system: Vec<i64>,
         ended: bool,
         block: InBlock<Placed<'static>>,
+        /// the bytes of one write being put together (a block's head or tail): one buffer
+        /// for them all, not a Vec per block (`take_scratch`)
+        scratch: Vec<u8>,
     }
 
     impl RequestEncoder {
@@ -1558,6 +1567,7 @@ mod encoder {
                 late_system: Vec::new(),
                 ended: false,
                 block: InBlock::None,
+                scratch: Vec::new(),
             };
             RequestEncoder { writers: Default::default(), state }
         }
@@ -1841,13 +1851,13 @@ mod encoder {
         // -- blocks -------------------------------------------------------------------------
 
         /// `_members`: `,"k":v` for the attributes the anthropic block `kind` has; others are losses.
-        fn members(&self, head: BlockRef<'_>, kind: &str, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Vec<u8>> {
+        fn members(&self, head: BlockRef<'_>, kind: &str, attrs: &[Attr<'_>], io: &mut Io<'_>, out: &mut Vec<u8>)
+                   -> Result<()> {
             let allowed = out_attrs(kind);
-            let mut out = Vec::new();
             for (key, value) in attrs {
                 if allowed.contains(&key.as_ref()) {
                     out.push(b',');
-                    key_bytes(key.as_bytes(), &mut out);
+                    key_bytes(key.as_bytes(), out);
                     out.push(b':');
                     out.extend_from_slice(value);
                 } else if key == EXTRA_ATTR {
@@ -1857,7 +1867,14 @@ mod encoder {
                     lose_field(io.session, DIALECT, head, key, Some(attrs), None)?;
                 }
             }
-            Ok(out)
+            Ok(())
+        }
+
+        /// The scratch buffer, empty (give it back with `self.scratch = buffer` after the write).
+        fn take_scratch(&mut self) -> Vec<u8> {
+            let mut buffer = std::mem::take(&mut self.scratch);
+            buffer.clear();
+            buffer
         }
 
         fn place_block<'b>(&mut self, block: &'b Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
@@ -1937,9 +1954,8 @@ mod encoder {
             if attr_truthy(attrs, "empty") {
                 return Ok(Some(Placed::Drop));
             }
-            let mut opening = io.sep(w).to_vec();
-            opening.extend_from_slice(TEXT_HEAD);
-            io.write(w, &opening)?;
+            io.separate(w)?;
+            io.write(w, TEXT_HEAD)?;
             Ok(Some(Placed::Object { to: w, kind: "text", head: Head::borrowed(block) }))
         }
 
@@ -1977,9 +1993,10 @@ mod encoder {
                 let data = crate::encoding::arguments_object(io.session, DIALECT, *args, block)?;
                 io.write(OUT, &data)?;
             }
-            let mut tail = b",\"id\":".to_vec();
+            let mut tail = self.take_scratch();
+            tail.extend_from_slice(b",\"id\":");
             match attr(&every, "id") {
-                Some(id) => tail.extend_from_slice(&self.id(id)),
+                Some(id) => self.write_id(id, &mut tail),
                 None => {
                     let what = format!("{} without an id", subject(io.session, block, None));
                     lose(io.session, DIALECT, block, &what, "tool_use without an id", Some("an id is made up"), None)?;
@@ -2002,29 +2019,33 @@ mod encoder {
                     _ => tail.extend_from_slice(b"\"\""), // `name or ""`
                 }
             }
-            tail.extend_from_slice(&self.members(block, "tool_use", &every, io)?);
+            self.members(block, "tool_use", &every, io, &mut tail)?;
             tail.push(b'}');
-            io.write(OUT, &tail)
+            io.write(OUT, &tail)?;
+            self.scratch = tail;
+            Ok(())
         }
 
         /// `dumps(_id(call_id))`: another dialect's tool-call id as anthropic accepts it
         /// (`naming.anthropic_id`); `call_id` is JSON text.
-        fn id(&self, call_id: &[u8]) -> Vec<u8> {
-            if self.foreign {
+        fn write_id(&self, call_id: &[u8], out: &mut Vec<u8>) {
+            if self.foreign && !is_anthropic_id_json(call_id) {
                 if let Some(text) = json_str(call_id) {
-                    let mut out = Vec::new();
-                    dumps_str(anthropic_id(&text).as_bytes(), &mut out);
-                    return out;
+                    dumps_str(anthropic_id(&text).as_bytes(), out);
+                    return;
                 }
             }
-            call_id.to_vec()
+            out.extend_from_slice(call_id)
         }
 
         // -- tool results ------------------------------------------------------------------
 
         fn close_result(&mut self, io: &mut Io<'_>) -> Result<()> {
             let Some(mut result) = self.result.take() else { return Ok(()) };
-            let mut tail: Vec<u8> = if result.array { b"]".to_vec() } else { Vec::new() };
+            let mut tail = self.take_scratch();
+            if result.array {
+                tail.push(b']');
+            }
             if result.id.is_none() {
                 if let Some(made_up) = self.unanswered.pop_front() {
                     // a result without id (openai legacy function message) answers the
@@ -2043,7 +2064,7 @@ mod encoder {
             }
             if !result.id_written {
                 tail.extend_from_slice(b",\"tool_use_id\":");
-                tail.extend_from_slice(&self.id(result.id.as_deref().unwrap_or(b"null")));
+                self.write_id(result.id.as_deref().unwrap_or(b"null"), &mut tail);
             }
             // `_members_result`
             for (key, value) in [("is_error", &result.is_error), ("cache_control", &result.cache_control)] {
@@ -2059,7 +2080,9 @@ mod encoder {
                 tail.extend_from_slice(&controls::string_text(extra)?);
             }
             tail.push(b'}');
-            io.write(OUT, &tail)
+            io.write(OUT, &tail)?;
+            self.scratch = tail;
+            Ok(())
         }
 
         fn tool_result<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
@@ -2076,7 +2099,7 @@ mod encoder {
             let mut head = b"{\"type\":\"tool_result\"".to_vec();
             if let Some(id) = call_id {
                 head.extend_from_slice(b",\"tool_use_id\":");
-                head.extend_from_slice(&self.id(id));
+                self.write_id(id, &mut head);
             }
             let array = attr_truthy(attrs, "in_parts");
             if array {
@@ -2244,7 +2267,7 @@ mod encoder {
             }
             tail.push(b'}');
             let members: Vec<Attr<'_>> = every.iter().filter(|(k, _)| k != "is_error").cloned().collect();
-            tail.extend_from_slice(&self.members(head.as_ref(), kind, &members, io)?);
+            self.members(head.as_ref(), kind, &members, io, &mut tail)?;
             tail.push(b'}');
             io.write(OUT, &tail)?;
             if let Some(serial) = result {
@@ -2296,10 +2319,13 @@ mod encoder {
                 Placed::Copy(_) | Placed::Drop => Ok(()),
                 Placed::Object { to, kind, head } => {
                     let every = merged(&head.attrs, late);
-                    let mut tail = b"\"".to_vec();
-                    tail.extend_from_slice(&self.members(head.as_ref(), kind, &every, io)?);
+                    let mut tail = self.take_scratch();
+                    tail.push(b'"');
+                    self.members(head.as_ref(), kind, &every, io, &mut tail)?;
                     tail.push(b'}');
-                    io.write(to, &tail)
+                    io.write(to, &tail)?;
+                    self.scratch = tail;
+                    Ok(())
                 }
                 Placed::ToolUse { head, args } => self.close_tool_use(head, args, late, io),
                 Placed::ResultHead { closer, result, .. } => {
@@ -2311,10 +2337,12 @@ mod encoder {
                     let every = merged(&head.attrs, late);
                     let (linking, text): (Vec<Attr<'_>>, Vec<Attr<'_>>) =
                         every.iter().cloned().partition(|(k, _)| k == "is_error" || k == "tool_call_id");
-                    let mut tail = b"\"".to_vec();
-                    tail.extend_from_slice(&self.members(head.as_ref(), "text", &text, io)?);
+                    let mut tail = self.take_scratch();
+                    tail.push(b'"');
+                    self.members(head.as_ref(), "text", &text, io, &mut tail)?;
                     tail.push(b'}');
                     io.write(OUT, &tail)?;
+                    self.scratch = tail;
                     self.result_late(result, &linking, true);
                     Ok(())
                 }

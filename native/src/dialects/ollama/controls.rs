@@ -363,7 +363,13 @@ const TOOL_SHAPE_ATTRS: [&str; 6] =
 pub fn tool_from_canonical(attrs: &[(Cow<'_, str>, Cow<'_, [u8]>)], schema_raw: &[u8], session: &mut Session)
                            -> Result<Vec<u8>> {
     let attr = |name: &str| attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_ref());
-    let mut body = b"{\"name\":".to_vec();
+    let mut body = Vec::with_capacity(crate::encoding::tool_capacity(attrs, schema_raw));
+    body.extend_from_slice(if attr("ollama_no_type").is_some_and(json_truthy) {
+        b"{\"function\":"
+    } else {
+        b"{\"type\":\"function\",\"function\":"
+    });
+    body.extend_from_slice(b"{\"name\":");
     body.extend_from_slice(attr("name").unwrap_or(b"null"));
     if let Some(description) = attr("description") {
         body.extend_from_slice(b",\"description\":");
@@ -386,15 +392,8 @@ pub fn tool_from_canonical(attrs: &[(Cow<'_, str>, Cow<'_, [u8]>)], schema_raw: 
     } else if attr("ollama_null_parameters").is_some_and(json_truthy) {
         body.extend_from_slice(b",\"parameters\":null");
     }
-    body.push(b'}');
-    let mut tool = if attr("ollama_no_type").is_some_and(json_truthy) {
-        b"{\"function\":".to_vec()
-    } else {
-        b"{\"type\":\"function\",\"function\":".to_vec()
-    };
-    tool.extend_from_slice(&body);
-    tool.push(b'}');
-    Ok(tool)
+    body.extend_from_slice(b"}}");
+    Ok(body)
 }
 
 // -- small value helpers ----------------------------------------------------------------

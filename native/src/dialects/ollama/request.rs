@@ -842,10 +842,11 @@ impl Ollama {
     /// `MessageReader._end`: the message's closing brace.
     fn message_end(&mut self, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         let msg = self.msg()?;
-        let Some(role) = msg.base.role.clone() else {
+        let Some(role) = msg.base.role.as_deref() else {
             return Err(cx.error("message without role", offset));
         };
-        if role == "tool" && !msg.has_content {
+        let is_tool = role == "tool";
+        if is_tool && !msg.has_content {
             // a result without content: still a block, so it links to its call
             self.builder(Section::UserText, vec![attr("empty", TRUE)], true, cx)?;
             self.block_fragment(b"", true, cx)?;
@@ -855,7 +856,8 @@ impl Ollama {
         self.close_result(cx)?;
         let Some(msg) = self.msg.take() else { return Err(internal(S::Message, "a message")) };
         let index = msg.base.index;
-        if role != "tool" {
+        let role = msg.base.role.as_deref().unwrap_or_default(); // (known: checked above)
+        if !is_tool {
             for (key, raw) in [("tool_name", &msg.tool_name_raw), ("tool_call_id", &msg.tool_call_id_raw)] {
                 if let Some(raw) = raw {
                     cx.extension(DIALECT, format!("$.messages[{index}].{key}"), raw, Some(index), false)?;
@@ -1857,6 +1859,8 @@ struct ArgumentsWriter {
     started: bool,
     check: Tokenizer,
     first: FirstIsObject,
+    /// a fragment's text unescaped (one buffer for all the call's fragments)
+    text: Vec<u8>,
 }
 
 /// The check's sink: the first token must open an object.
@@ -1877,17 +1881,17 @@ impl Sink for FirstIsObject {
 
 impl ArgumentsWriter {
     fn new() -> Self {
-        ArgumentsWriter { started: false, check: Tokenizer::new(Limits::default()), first: FirstIsObject(false) }
+        ArgumentsWriter { started: false, check: Tokenizer::new(Limits::default()), first: FirstIsObject(false), text: Vec::new() }
     }
 
     fn feed(&mut self, escaped: &[u8], w: WriterId, io: &mut Io<'_>) -> Result<()> {
         if escaped.is_empty() {
             return Ok(());
         }
-        let unescaped;
         let mut data: &[u8] = if escaped.contains(&b'\\') {
-            unescaped = crate::canonical::unescape_json_text(escaped)?;
-            &unescaped
+            self.text.clear();
+            crate::canonical::unescape_json_text_into(escaped, &mut self.text)?;
+            &self.text
         } else {
             escaped
         };

@@ -375,11 +375,11 @@ impl Lines {
             // says); the marker lets an ollama target leave it out again
             self.out(extension("$.done_reason", b"null", true), cx)?;
         }
-        let mut reason = finish_from(DIALECT, Some(self.reason.as_deref().unwrap_or("stop"))).map(Cow::into_owned);
+        let mut reason = finish_from(DIALECT, Some(self.reason.as_deref().unwrap_or("stop")));
         if reason.as_deref() == Some("end_turn") && self.tools != 0 {
-            reason = Some("tool_use".to_string());
+            reason = Some(Cow::Borrowed("tool_use"));
         }
-        self.out(Event::Finish { reason: reason.map(Cow::Owned), stop_sequence: None, choice: 0 }, cx)?;
+        self.out(Event::Finish { reason, stop_sequence: None, choice: 0 }, cx)?;
         if self.counted {
             let usage = usage_from_ollama(self.counts[0].as_ref(), self.counts[1].as_ref())?;
             self.out(Event::Usage(usage), cx)?;

@@ -235,7 +235,7 @@ mod decoding {
 use std::borrow::Cow;
 
 use crate::canonical::Control;
-use crate::encoding::{attr, attr_truthy, object_schema, tool_name_out, Attr};
+use crate::encoding::{attr, attr_truthy, object_schema, tool_capacity, tool_name_out, Attr};
 use crate::error::Result;
 use crate::jsonwriter::dumps_str;
 use crate::losses::{lacks, path_subject};
@@ -396,7 +396,12 @@ pub fn encode_control(control: &Control<'_>, session: &mut Session) -> Result<Op
 /// `tool_from_canonical`: the openai tool object for a canonical tool definition (compact JSON).
 pub fn tool_from_canonical(attrs: &[Attr<'_>], schema_raw: &[u8], session: &mut Session) -> Result<Vec<u8>> {
     let name = attr(attrs, "name");
-    let mut body = b"{\"name\":".to_vec();
+    let legacy = attr_truthy(attrs, "legacy");
+    let mut body = Vec::with_capacity(tool_capacity(attrs, schema_raw));
+    if !legacy {
+        body.extend_from_slice(b"{\"type\":\"function\",\"function\":");
+    }
+    body.extend_from_slice(b"{\"name\":");
     let wire = tool_name_out(session, name, "$.tools")?;
     dumps_str(wire.as_bytes(), &mut body);
     for (key, value) in attrs {
@@ -417,17 +422,17 @@ pub fn tool_from_canonical(attrs: &[Attr<'_>], schema_raw: &[u8], session: &mut 
             other => session.lose("$.tools", &lacks(&format!("{other} of a tool"), "openai", "field for it", None), None)?,
         }
     }
-    let mut schema = Cow::Borrowed(schema_raw);
-    if !schema_raw.is_empty() && session.source != "openai" {
-        schema = Cow::Owned(object_schema(schema_raw, session, name)?);
-    }
-    if !schema.is_empty() {
+    if !schema_raw.is_empty() {
         body.extend_from_slice(b",\"parameters\":");
-        body.extend_from_slice(&schema);
+        if session.source != "openai" {
+            object_schema(schema_raw, session, name, &mut body)?;
+        } else {
+            body.extend_from_slice(schema_raw);
+        }
     }
     body.push(b'}');
-    if attr_truthy(attrs, "legacy") {
-        return Ok(body);
+    if !legacy {
+        body.push(b'}');
     }
-    Ok([&b"{\"type\":\"function\",\"function\":"[..], &body, b"}"].concat())
+    Ok(body)
 }

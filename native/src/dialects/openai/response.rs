@@ -585,7 +585,7 @@ mod decoder {
             self.close_block(c, cx)?;
             self.flush_held_tools(c, cx)?;
             self.choices[c].finished = true;
-            let reason = finish_from(DIALECT, Some(reason)).map(|r| Cow::Owned(r.into_owned()));
+            let reason = finish_from(DIALECT, Some(reason));
             let choice = self.choices[c].index;
             self.out(Event::Finish { reason, stop_sequence: None, choice }, cx)
         }
