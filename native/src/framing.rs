@@ -162,7 +162,12 @@ impl SseDecoder {
         loop {
             match self.line {
                 Line::Field => {
-                    let colon = memchr::memchr(b':', &data[i..j]).map(|k| i + k);
+                    // (a line that starts with `data:` or `event:`, the usual ones: no search for the colon)
+                    let colon = match &data[i..j] {
+                        [b'd', b'a', b't', b'a', b':', ..] if self.name.is_empty() => Some(i + 4),
+                        [b'e', b'v', b'e', b'n', b't', b':', ..] if self.name.is_empty() => Some(i + 5),
+                        line => memchr::memchr(b':', line).map(|k| i + k),
+                    };
                     let end = colon.unwrap_or(j);
                     if end > i {
                         self.line_empty = false;
@@ -170,10 +175,17 @@ impl SseDecoder {
                     if self.name.len() + (end - i) > MAX_FIELD_NAME {
                         return Err(self.name_too_long());
                     }
-                    self.name.extend_from_slice(&data[i..end]);
-                    let Some(colon) = colon else { return Ok(()) };
+                    let Some(colon) = colon else {
+                        self.name.extend_from_slice(&data[i..end]);
+                        return Ok(());
+                    };
                     self.line_empty = false;
-                    self.field_started(sink)?;
+                    if self.name.is_empty() {
+                        self.field_named(&data[i..colon], sink)?; // (the whole name in this chunk: read where it is)
+                    } else {
+                        self.name.extend_from_slice(&data[i..colon]);
+                        self.field_started(sink)?;
+                    }
                     i = colon + 1;
                 }
                 Line::DataSpace => {
@@ -219,19 +231,28 @@ impl SseDecoder {
             .at(self.line_start + self.max_line as u64)
     }
 
+    /// The field name read (`self.name`) is complete.
     fn field_started<S: FrameSink>(&mut self, sink: &mut S) -> Result<()> {
-        if self.name == b"data" {
+        let name = std::mem::take(&mut self.name);
+        let result = self.field_named(&name, sink);
+        self.name = name;
+        self.name.clear();
+        result
+    }
+
+    /// A field `name` begins its value.
+    fn field_named<S: FrameSink>(&mut self, name: &[u8], sink: &mut S) -> Result<()> {
+        if name == b"data" {
             self.data_line(sink)?;
             self.line = Line::DataSpace;
-        } else if let Some(held) = held_field(&self.name) {
+        } else if let Some(held) = held_field(name) {
             self.line = Line::Value;
             self.held = Some(held);
             self.value.clear();
-            self.held_line_len = self.name.len() + 1;
+            self.held_line_len = name.len() + 1;
         } else {
             self.line = Line::Comment; // a comment (empty name) or an unknown field: ignored
         }
-        self.name.clear();
         Ok(())
     }
 

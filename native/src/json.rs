@@ -104,23 +104,42 @@ impl Default for Limits {
     }
 }
 
-/// A cheap summary of a key: equal keys have equal ones (its length and three of its
-/// bytes: the keys of one object mostly differ in these).
-#[inline]
-fn fingerprint(key: &[u8]) -> u64 {
-    match key {
-        [] => 0,
-        [first, .., last] => key.len() as u64 | (*first as u64) << 32 | (*last as u64) << 40 | (key[key.len() / 2] as u64) << 48,
-        [only] => 1 | (*only as u64) << 32,
-    }
+/// A cheap summary of a key (`Frames::add_key`): equal keys have equal fingerprints, and
+/// whether it is ASCII (its length in characters is then its length in bytes).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeyPrint {
+    print: u64,
+    ascii: bool,
 }
 
-/// A key's length as Python's `len` of the decoded str (WTF-8: one per lead byte).
-fn char_count(key: &[u8]) -> usize {
-    if key.is_ascii() {
-        return key.len(); // (the usual key: no counting loop)
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+impl KeyPrint {
+    /// The summary of `key`, whose first bytes `window` begins with: when the buffer has
+    /// 8 bytes from the key's start, they are read as one word (the usual key is shorter:
+    /// its fingerprint is then the key itself and its length, its ASCII test one mask).
+    #[inline]
+    pub(crate) fn of(key: &[u8], window: &[u8]) -> KeyPrint {
+        let len = key.len();
+        let word = match window.get(..8) {
+            Some(head) => u64::from_le_bytes(head.try_into().unwrap_or_default()),
+            None => key.iter().take(8).enumerate().fold(0, |word, (i, &b)| word | (b as u64) << (8 * i)),
+        };
+        if len < 8 {
+            let head = word & ((1u64 << (8 * len)) - 1);
+            return KeyPrint { print: head | (len as u64) << 56, ascii: head & HIGHS == 0 };
+        }
+        let tail = key[len - 8..].iter().fold(0u64, |tail, &b| tail << 8 | b as u64);
+        KeyPrint { print: word ^ tail.rotate_left(32) ^ (len as u64) << 56, ascii: key.is_ascii() }
     }
-    key.iter().filter(|&&b| b & 0xC0 != 0x80).count()
+
+    /// The key's length as Python's `len` of the decoded str (WTF-8: one per lead byte).
+    fn chars(self, key: &[u8]) -> usize {
+        if self.ascii {
+            return key.len(); // (the usual key: no counting loop)
+        }
+        key.iter().filter(|&&b| b & 0xC0 != 0x80).count()
+    }
 }
 
 /// Python's `repr(str)` of a key (WTF-8): `unicode::py_repr` (Python 3.11's
@@ -232,16 +251,16 @@ impl Frames {
     /// `key` is the innermost object's next key: the path's current key, unless it is a
     /// duplicate or over the budget (then the path names it all the same, as json.py's
     /// error path does).
-    fn add_key(&mut self, key: &[u8], max_seen: usize) -> std::result::Result<(), KeyFault> {
+    fn add_key(&mut self, key: &[u8], summary: KeyPrint, max_seen: usize) -> std::result::Result<(), KeyFault> {
         let Some(frame) = self.frames.last_mut() else {
             return Ok(()); // (a key is always inside an object)
         };
         frame.has_key = true;
         if frame.hashed.is_some() {
-            return self.add_hashed_key(key, max_seen);
+            return self.add_hashed_key(key, summary, max_seen);
         }
-        let chars = char_count(key);
-        let print = fingerprint(key);
+        let chars = summary.chars(key);
+        let print = summary.print;
         let start = self.keys.len();
         self.keys.extend_from_slice(key);
         frame.key_start = start;
@@ -268,10 +287,10 @@ impl Frames {
 
     /// `add_key` of an object whose keys are hashed (kept out of the usual path).
     #[inline(never)]
-    fn add_hashed_key(&mut self, key: &[u8], max_seen: usize) -> std::result::Result<(), KeyFault> {
+    fn add_hashed_key(&mut self, key: &[u8], summary: KeyPrint, max_seen: usize) -> std::result::Result<(), KeyFault> {
         let Some(frame) = self.frames.last_mut() else { return Ok(()) };
         let Some(hashed) = &mut frame.hashed else { return Ok(()) };
-        let chars = char_count(key);
+        let chars = summary.chars(key);
         self.keys.truncate(frame.keys_from);
         self.keys.extend_from_slice(key);
         frame.key_start = frame.keys_from;
@@ -512,6 +531,27 @@ fn scan_string(buf: &[u8], start: usize) -> StringScan {
     }
 }
 
+/// Words of a string `short_plain_string` tests.
+const SHORT_WORDS: usize = 4;
+
+/// The usual key or small string value -- no escape, under 32 bytes, its closing quote in
+/// this chunk -- found with a few word tests, not `scan_string`: the index of its closing
+/// quote (None: anything else, or longer than `max`; `key_part` / `string_part` read it then).
+#[inline(always)]
+fn short_plain_string(buf: &[u8], start: usize, max: usize) -> Option<usize> {
+    let mut at = start;
+    for _ in 0..SHORT_WORDS {
+        let word = buf.get(at..at + 8)?;
+        let mask = special_mask(u64::from_le_bytes(word.try_into().unwrap_or_default()));
+        if mask != 0 {
+            let quote = at + (mask.trailing_zeros() / 8) as usize;
+            return (buf[quote] == b'"' && quote - start <= max).then_some(quote);
+        }
+        at += 8;
+    }
+    None
+}
+
 /// `find_special`, the first 8 bytes tested as one word first: a key, a small delta or
 /// the run to a string's next escape mostly ends in them, and that costs less than the
 /// blocks' setup.
@@ -562,7 +602,6 @@ pub(crate) fn find_special(buf: &[u8], from: usize) -> Option<usize> {
 /// above one that is truly marked.
 fn special_mask(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     let zero_bytes = |v: u64| v.wrapping_sub(ONES) & !v;
     let quote = zero_bytes(word ^ (ONES * b'"' as u64));
     let backslash = zero_bytes(word ^ (ONES * b'\\' as u64));
@@ -1063,10 +1102,17 @@ impl Tokenizer {
         }
     }
 
+    /// String content the head checked (`deferred`), delivered first; mostly there is none.
+    #[inline]
     fn emit_deferred<S: Sink>(&mut self, sink: &mut S) -> Result<()> {
         if self.deferred.is_empty() {
             return Ok(());
         }
+        self.emit_deferred_now(sink)
+    }
+
+    #[inline(never)]
+    fn emit_deferred_now<S: Sink>(&mut self, sink: &mut S) -> Result<()> {
         let deferred = std::mem::take(&mut self.deferred);
         let result = self.emit_fragment(&deferred, self.deferred_at, sink);
         self.deferred = deferred;
@@ -1116,28 +1162,25 @@ impl Tokenizer {
                 if held + (q - start) > max {
                     return Err(self.key_too_long());
                 }
-                let raw: &[u8] = if held == 0 {
-                    &buf[start..q]
-                } else {
-                    self.key.extend_from_slice(&buf[start..q]);
-                    &self.key
-                };
-                // (a held part may have had an escape the last scan saw)
-                let escaped = escaped || (held > 0 && memchr::memchr(b'\\', raw).is_some());
-                let key: &[u8] = if escaped {
-                    decode_key(raw, &mut self.decoded);
-                    &self.decoded
-                } else {
-                    raw
-                };
-                let key_start = self.key_start;
-                if let Err(fault) = self.frames.add_key(key, self.limits.max_seen_key_bytes) {
-                    return Err(self.key_fault(fault, key, key_start));
+                if held == 0 && !escaped {
+                    self.key_done(&buf[start..q], &buf[start..], sink)?;
+                    return Ok(Resume::At(q + 1));
                 }
-                sink.token(Token::Key(key), key_start, &self.frames)?;
-                self.key.clear();
-                self.state = State::Colon;
-                Ok(Resume::At(q + 1))
+                // a key in pieces (held from the last chunk) or with escapes: decoded in its own buffer
+                let mut raw = std::mem::take(&mut self.key);
+                raw.extend_from_slice(&buf[start..q]);
+                let result = if escaped || memchr::memchr(b'\\', &raw).is_some() {
+                    let mut decoded = std::mem::take(&mut self.decoded);
+                    decode_key(&raw, &mut decoded);
+                    let result = self.key_done(&decoded, &decoded, sink);
+                    self.decoded = decoded;
+                    result
+                } else {
+                    self.key_done(&raw, &raw, sink)
+                };
+                raw.clear();
+                self.key = raw;
+                result.map(|()| Resume::At(q + 1))
             }
             StringScan::Cut { end, .. } => {
                 self.key.extend_from_slice(&buf[start..end]);
@@ -1151,6 +1194,19 @@ impl Tokenizer {
             StringScan::Control(j) => Err(self.control(buf[j], at + j as u64)),
             StringScan::BadEscape(j) => Err(self.bad_escape(at + j as u64)),
         }
+    }
+
+    /// A whole key (decoded; `window` begins with it): into the path (refused when a
+    /// duplicate or over the budget: the path names it all the same), then to the sink.
+    #[inline]
+    fn key_done<S: Sink>(&mut self, key: &[u8], window: &[u8], sink: &mut S) -> Result<()> {
+        let key_start = self.key_start;
+        if let Err(fault) = self.frames.add_key(key, KeyPrint::of(key, window), self.limits.max_seen_key_bytes) {
+            return Err(self.key_fault(fault, key, key_start));
+        }
+        sink.token(Token::Key(key), key_start, &self.frames)?;
+        self.state = State::Colon;
+        Ok(())
     }
 
     fn after_value(&mut self) {
@@ -1351,6 +1407,16 @@ impl Tokenizer {
             match state {
                 // (a value, or the first one of an array where `]` would end it instead)
                 State::Value | State::FirstValueOrEnd if state == State::Value || c != b']' => {
+                    if c == b'"' {
+                        if let Some(q) = short_plain_string(data, i + 1, usize::MAX) {
+                            // a small string as one token at once (what `string_part` would deliver)
+                            self.frames.count_value();
+                            sink.token(Token::String(&data[i + 1..q]), at, &self.frames)?;
+                            self.after_value();
+                            i = q + 1;
+                            continue;
+                        }
+                    }
                     if let Some(end) = self.whole_scalar(data, i, at, sink)? {
                         i = end;
                         continue;
@@ -1366,6 +1432,11 @@ impl Tokenizer {
                         return Err(self.unexpected(c, state, at));
                     }
                     self.key_start = at;
+                    if let Some(q) = short_plain_string(data, i + 1, self.limits.max_key_bytes) {
+                        self.key_done(&data[i + 1..q], &data[i + 1..], sink)?;
+                        i = self.after_key(data, q + 1);
+                        continue;
+                    }
                     self.key.clear();
                     match self.key_part(data, i + 1, base, sink)? {
                         Resume::At(next) => i = self.after_key(data, next),
@@ -1385,6 +1456,9 @@ impl Tokenizer {
                     } else {
                         self.state = State::Key;
                         self.frames.clear_key(); // a key is due: the path names the object
+                    }
+                    if data.get(i + 1) == Some(&b' ') {
+                        i += 1; // (the usual space after a comma: one round of the loop less)
                     }
                 }
                 State::Colon => {
@@ -1700,6 +1774,33 @@ mod tests {
                 .and_then(|_| tokenizer.close(&mut sink))
                 .unwrap_err();
             assert_eq!(err.class, ErrorClass::BudgetExceeded, "{doc:?}");
+        }
+    }
+
+    /// Duplicates are found and distinct keys kept whatever the keys' lengths (a key of
+    /// fewer than 8 bytes is its own fingerprint), escapes, non-ASCII bytes and cuts; the
+    /// seen-keys budget counts characters.
+    #[test]
+    fn duplicate_keys_of_any_length() {
+        let keys = ["", "a", "ab", "type", "text", "index", "delta", "content", "logprobs", "finish_reason",
+                    "system_fingerprint", "\u{e9}t\u{e9}", "\u{4e16}\u{754c}\u{4e16}", "abcdefgh", "abcdefgi"];
+        for (i, a) in keys.iter().enumerate() {
+            for (j, b) in keys.iter().enumerate() {
+                let doc = format!("{{\"{a}\": 1, \"x\": {{\"{b}\": 2}}, \"{b}\": 3}}");
+                let (_, err) = run(&[doc.as_bytes()]);
+                let expected = (i == j || *b == "x").then_some(ErrorClass::DuplicateKey);
+                assert_eq!(err.as_ref().map(|e| e.class), expected, "{doc}");
+                every_cut(doc.as_bytes());
+            }
+        }
+        // the same key written with an escape is a duplicate
+        let (_, err) = run(&[br#"{"type": 1, "t\u0079pe": 2}"#]);
+        assert_eq!(err.map(|e| (e.class, e.offset)), Some((ErrorClass::DuplicateKey, Some(12))));
+        let budget = Limits { max_seen_key_bytes: 4, ..Limits::default() };
+        for (doc, refused) in [("{\"\u{e9}\u{e9}\u{e9}\u{e9}\": 1}", false), ("{\"\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\": 1}", true)] {
+            let mut tokenizer = Tokenizer::new(budget);
+            let result = tokenizer.feed(doc.as_bytes(), &mut Collect::default());
+            assert_eq!(result.err().map(|e| e.class), refused.then_some(ErrorClass::BudgetExceeded), "{doc}");
         }
     }
 
