@@ -639,33 +639,26 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
         // `next` and `redirect` are tested in place before they are taken: a `Read` is
         // five words, and most tokens have neither (the frame on top reads them)
         if self.next.is_some() {
-            self.start_announced(dialect, token, offset, cx)?;
+            let read = self.next.take();
+            self.start_taken(dialect, read, token, offset, cx)?;
         } else if let Some(&Frame::Members(s)) = self.stack.last() {
             self.member_token(dialect, s, token, offset, cx)?; // (the usual frame: no call of `top`)
         } else {
             self.top(dialect, token, offset, cx)?;
         }
         while self.redirect.is_some() {
-            self.start_redirected(dialect, token, offset, cx)?;
+            let read = self.redirect.take();
+            self.start_taken(dialect, read, token, offset, cx)?;
         }
         Ok(())
     }
 
-    /// The token to the reader `then` announced.
+    /// The token to the reader taken from `next` (`then` announced it) or from `redirect`
+    /// (a handler handed the token on); out of line: few tokens have one.
     #[inline(never)]
-    fn start_announced<D: Dialect<State = S>>(&mut self, dialect: &mut D, token: Token<'_>, offset: u64,
-                                              cx: &mut Cx<'_>) -> Result<()> {
-        match self.next.take() {
-            Some(read) => self.start(dialect, read, token, offset, cx),
-            None => Ok(()),
-        }
-    }
-
-    /// The token to the reader its handler handed it to (`read`).
-    #[inline(never)]
-    fn start_redirected<D: Dialect<State = S>>(&mut self, dialect: &mut D, token: Token<'_>, offset: u64,
-                                               cx: &mut Cx<'_>) -> Result<()> {
-        match self.redirect.take() {
+    fn start_taken<D: Dialect<State = S>>(&mut self, dialect: &mut D, read: Option<Read<S>>, token: Token<'_>,
+                                          offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        match read {
             Some(read) => self.start(dialect, read, token, offset, cx),
             None => Ok(()),
         }
