@@ -169,7 +169,7 @@ impl RawOut for RawLen {
     }
 
     fn key(&mut self, key: &[u8]) {
-        if key.is_ascii() && crate::json::find_special(key, 0).is_none() {
+        if crate::value::is_plain(key) {
             self.len += key.len() + 2; // (the usual key: nothing to escape, so it is itself in quotes)
             return;
         }

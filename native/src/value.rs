@@ -640,9 +640,14 @@ static PLAIN: [bool; 256] = {
     plain
 };
 
+/// Whether `dumps_str` writes `text` as it is between quotes (printable ASCII, no `"` or `\\`).
+pub(crate) fn is_plain(text: &[u8]) -> bool {
+    text.iter().all(|&b| PLAIN[usize::from(b)])
+}
+
 /// `jsonwriter.dumps(text)` of a string (WTF-8) appended to `out`: `key_bytes`, roles, names.
 pub fn dumps_str(text: &[u8], out: &mut Vec<u8>) {
-    if text.len() <= SHORT_PLAIN && text.iter().all(|&b| PLAIN[usize::from(b)]) {
+    if text.len() <= SHORT_PLAIN && is_plain(text) {
         // the usual name (a key, a role, an id): nothing to escape, so it is itself in quotes
         out.reserve(text.len() + 2);
         out.push(b'"');
