@@ -921,6 +921,9 @@ struct Common {
     logprobs: Option<Hold<()>>,
     logprob_text: Vec<u8>,
     done: bool,
+    /// `_head()`'s text once written (empty: not yet, or the model changed): a stream
+    /// writes it on every line, and neither the model nor `created_at` changes between
+    head_text: Vec<u8>,
 }
 
 impl Common {
@@ -936,6 +939,7 @@ impl Common {
             logprobs: None, // (made at the first entry: Python makes it here, no behaviour differs)
             logprob_text: Vec::new(),
             done: false,
+            head_text: Vec::new(),
         })
     }
 
@@ -945,6 +949,7 @@ impl Common {
             Event::MessageStart { id, model, choice } => {
                 if *choice == 0 {
                     self.model = model.as_ref().map(|m| m.to_string());
+                    self.head_text.clear();
                     if id.is_some() && session.source != DIALECT {
                         let stream = session.source == "anthropic" && session.kind == crate::session::Kind::Stream;
                         session.lose_member(if stream { "$.message.id" } else { "$.id" }, "response id", None)?;
@@ -1020,14 +1025,18 @@ impl Common {
 
     /// `_head`: a line's (or the response's) opening up to its `created_at`.
     fn head(&mut self, out: &mut Vec<u8>) {
-        if self.created.is_none() {
-            // once written, every line has the same
-            self.created = Some(ollama_created_at(self.stamp.time_us()));
+        if self.head_text.is_empty() {
+            if self.created.is_none() {
+                // once written, every line has the same
+                self.created = Some(ollama_created_at(self.stamp.time_us()));
+            }
+            let head = &mut self.head_text;
+            head.extend_from_slice(b"{\"model\":");
+            dumps_str(self.model.as_deref().unwrap_or("").as_bytes(), head);
+            head.extend_from_slice(b",\"created_at\":");
+            head.extend_from_slice(self.created.as_deref().unwrap_or_default());
         }
-        out.extend_from_slice(b"{\"model\":");
-        dumps_str(self.model.as_deref().unwrap_or("").as_bytes(), out);
-        out.extend_from_slice(b",\"created_at\":");
-        out.extend_from_slice(self.created.as_deref().unwrap_or_default());
+        out.extend_from_slice(&self.head_text);
     }
 
     /// `_tail`: `"done":true` and what comes with it.
