@@ -1645,8 +1645,8 @@ impl ResponseBase {
         }
         self.started = true;
         starting(cx)?;
-        let id = self.id.clone().map(Cow::Owned);
-        let model = self.model.clone().map(Cow::Owned);
+        // (borrowed: an encoder copies what it keeps)
+        let (id, model) = (self.id.as_deref().map(Cow::Borrowed), self.model.as_deref().map(Cow::Borrowed));
         cx.emit(Event::MessageStart { id, model, choice: 0 })?;
         self.release(cx)
     }

@@ -187,7 +187,7 @@ impl Lines {
             return Ok(());
         }
         self.started = true;
-        let model = self.model.clone().map(Cow::Owned);
+        let model = self.model.as_deref().map(Cow::Borrowed); // (an encoder copies what it keeps)
         cx.emit(Event::MessageStart { id: None, model, choice: 0 })?;
         self.gate.release(cx, |event, cx| cx.emit(event))
     }

@@ -1264,6 +1264,7 @@ pub use encoder::{ResponseEncoder, StreamEncoder};
 mod encoder {
     use super::super::controls;
     use crate::canonical::{Block, Event, Extension, Section, Usage};
+    use std::borrow::Cow;
     use crate::encoding::{
         attr, foreign_extension, lose_block, lose_signature, lose_unplaced, skip_chars, Attr, BlockRef, Encode, Io,
         MessageAssembler, Opener, WriterId, Writers,
@@ -1272,7 +1273,7 @@ mod encoder {
     use crate::reorder::Hold;
     use crate::error::Result;
     use crate::framing::SSE_END;
-    use crate::lifecycle::{finish_to, generated_tool_id, logprob_to_openai, merge_usage, openai_created, push_int,
+    use crate::lifecycle::{finish_to, generated_tool_id, logprob_to_openai, merge_usage, push_int, push_openai_created,
                            push_usage_openai, tier_to, Stamp};
     use crate::session::Session;
     use crate::value::{dumps, dumps_str, Value};
@@ -1336,9 +1337,13 @@ mod encoder {
         }
 
         fn keep(&mut self, key: &'static str, raw: &[u8]) {
+            self.keep_owned(key, raw.to_vec());
+        }
+
+        fn keep_owned(&mut self, key: &'static str, raw: Vec<u8>) {
             match self.kept.iter_mut().find(|(k, _)| *k == key) {
-                Some(slot) => slot.1 = raw.to_vec(),
-                None => self.kept.push((key, raw.to_vec())),
+                Some(slot) => slot.1 = raw,
+                None => self.kept.push((key, raw)),
             }
             self.head = None;
         }
@@ -1352,22 +1357,22 @@ mod encoder {
         }
 
         /// `_usage_event`: counts merge into the usage object; the service tier goes to the body's top.
-        fn usage_event(&mut self, usage: Usage, session: &mut Session) -> Result<()> {
+        fn usage_event(&mut self, usage: &Usage, session: &mut Session) -> Result<()> {
             if usage.service_tier.is_some() {
-                let tier = tier_to(DIALECT, &usage, session)?;
+                let tier = tier_to(DIALECT, usage, session)?;
                 if let Some(tier) = tier {
                     if self.kept("service_tier").is_none() {
-                        let mut json = Vec::new();
+                        let mut json = Vec::with_capacity(tier.len() + 2);
                         dumps_str(tier.as_bytes(), &mut json);
-                        self.keep("service_tier", &json);
+                        self.keep_owned("service_tier", json);
                     }
                 }
-                let no_counts = Usage { service_tier: usage.service_tier.clone(), ..Usage::default() };
-                if usage == no_counts {
+                let counts = [usage.input, usage.output, usage.cache_read, usage.cache_write, usage.reasoning, usage.total];
+                if counts.iter().all(Option::is_none) {
                     return Ok(()); // no counts: no usage object
                 }
             }
-            self.usage = Some(merge_usage(self.usage.as_ref(), usage));
+            self.usage = Some(merge_usage(self.usage.as_ref(), usage.clone()));
             Ok(())
         }
 
@@ -1384,8 +1389,8 @@ mod encoder {
             Ok(())
         }
 
-        fn response_id(&mut self) -> String {
-            self.stamp.response_id("chatcmpl-", self.id.as_deref(), self.model.as_deref())
+        fn response_id(&mut self) -> Cow<'_, str> {
+            self.stamp.response_id_ref("chatcmpl-", self.id.as_deref(), self.model.as_deref())
         }
 
         /// `_head_members()`: `"id":...,"object":...,"created":...,"model":...` (every chunk starts with them).
@@ -1402,7 +1407,7 @@ mod encoder {
                     Some(created) => head.extend_from_slice(created),
                     None => {
                         let time_us = self.stamp.time_us();
-                        head.extend_from_slice(&openai_created(time_us));
+                        push_openai_created(time_us, &mut head);
                     }
                 }
                 head.extend_from_slice(b",\"model\":");
@@ -1427,9 +1432,10 @@ mod encoder {
             let call_id = match attr(attrs, "id") {
                 Some(id) if id != b"null" => id.to_vec(),
                 _ => {
+                    let count = self.tool_count;
                     let id = self.response_id();
                     let mut json = Vec::new();
-                    dumps_str(generated_tool_id(id.as_bytes(), self.tool_count).as_bytes(), &mut json);
+                    dumps_str(generated_tool_id(id.as_bytes(), count).as_bytes(), &mut json);
                     json
                 }
             };
@@ -1750,7 +1756,7 @@ mod encoder {
                 Event::Finish { reason, stop_sequence, choice } => {
                     self.finish_event(reason.as_deref(), stop_sequence.as_deref(), *choice, session, out)?
                 }
-                Event::Usage(usage) => self.head.usage_event(usage.clone(), session)?,
+                Event::Usage(usage) => self.head.usage_event(usage, session)?,
                 Event::Error { .. } => self.error(&event, out),
                 Event::End => self.end(out)?,
                 _ => {}
@@ -2243,7 +2249,7 @@ mod encoder {
                     let hold = &mut self.logprobs[at].1;
                     hold.append(&mut io.session.reorder, raw.to_vec(), raw.len() as u64)
                 }
-                Event::Usage(usage) => self.head.usage_event(usage.clone(), io.session),
+                Event::Usage(usage) => self.head.usage_event(usage, io.session),
                 Event::Error { .. } => self.abort_with(event, io),
                 Event::End => self.end(io),
                 _ => Ok(()),
