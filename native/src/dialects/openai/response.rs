@@ -554,15 +554,14 @@ mod decoder {
         fn text_fragment(&mut self, c: usize, text: Text, what: &str, data: &[u8], cx: &mut Cx<'_>) -> Result<()> {
             let slot = text as usize;
             if self.choices[c].sinks[slot].is_none() {
-                // `"$.choices[<index>].<message|delta>.<what>"` (pieces: `format!` costs more than the rest of a delta)
-                let mut path = Vec::with_capacity(48);
-                path.extend_from_slice(b"$.choices[");
-                crate::lifecycle::push_int(&mut path, self.choices[c].index);
-                for piece in ["].", self.member_name(), ".", what] {
-                    path.extend_from_slice(piece.as_bytes());
+                // `str_json("$.choices[<index>].<message|delta>.<what>")`, in pieces (`format!` costs
+                // more than the rest of a delta; the names are plain: nothing to escape)
+                let mut json = Vec::with_capacity(48);
+                json.extend_from_slice(b"\"$.choices[");
+                crate::lifecycle::push_int(&mut json, self.choices[c].index);
+                for piece in ["].", self.member_name(), ".", what, "\""] {
+                    json.extend_from_slice(piece.as_bytes());
                 }
-                let mut json = Vec::with_capacity(path.len() + 2);
-                dumps_key(&path, &mut json);
                 self.choices[c].sinks[slot] = Some(json);
             }
             if data.is_empty() {
@@ -687,8 +686,8 @@ mod decoder {
                     if !self.choices[c].reader.reasoning_made {
                         self.choices[c].reader.reasoning_made = true;
                         if self.choices[c].sinks[Text::Reasoning as usize].is_none() {
-                            let what = String::from_utf8_lossy(key).into_owned();
-                            self.text_fragment(c, Text::Reasoning, &what, b"", cx)?;
+                            let what = if key == b"reasoning" { "reasoning" } else { "reasoning_content" };
+                            self.text_fragment(c, Text::Reasoning, what, b"", cx)?;
                         }
                     }
                     if token != Token::Null {
