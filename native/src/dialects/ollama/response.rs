@@ -1321,7 +1321,8 @@ enum Placed {
     /// a string member: fragments go to its writer
     Text(WriterId),
     /// a tool call: its arguments held whole (`ollama:tool-arguments`), then its writer gets them
-    Call { writer: WriterId, args: HeldArguments, first: BlockHead },
+    /// (the arguments boxed: a tokenizer in place made the encoder too big for glibc's thread cache)
+    Call { writer: WriterId, args: Box<HeldArguments>, first: BlockHead },
 }
 
 /// `ResponseEncoder`: one `/api/chat` response object, its message assembled from the
@@ -1329,7 +1330,9 @@ enum Placed {
 pub struct ResponseEncoder {
     c: Common,
     writers: Writers,
-    msg: Option<MessageAssembler>,
+    /// (boxed: with it in place the encoder was over the 1032 bytes glibc's thread cache
+    /// serves -- a slow malloc and free per response)
+    msg: Option<Box<MessageAssembler>>,
     placed: Option<Placed>,
     lost: bool,
 }
@@ -1340,17 +1343,15 @@ impl ResponseEncoder {
     }
 
     /// `_message`: the message object, opened (with the response's head) on first use.
-    fn message<'m>(msg: &'m mut Option<MessageAssembler>, c: &mut Common, io: &mut Io<'_>) -> Result<&'m mut MessageAssembler> {
+    fn message<'m>(msg: &'m mut Option<Box<MessageAssembler>>, c: &mut Common, io: &mut Io<'_>) -> Result<&'m mut MessageAssembler> {
         if msg.is_none() {
-            let mut head = Vec::new();
-            c.head(&mut head);
-            head.extend_from_slice(b",\"message\":");
-            io.write(WriterId::OUT, &head)?;
+            c.head(io.out); // (the output's writer: written straight)
+            io.out.extend_from_slice(b",\"message\":");
             let mut opened = MessageAssembler::new(WriterId::OUT, io, "ollama:member-order", b"", None)?;
             opened.scalar(io, "role", b"\"assistant\"")?;
-            *msg = Some(opened);
+            *msg = Some(Box::new(opened));
         }
-        msg.as_mut().ok_or_else(|| internal("no message"))
+        msg.as_deref_mut().ok_or_else(|| internal("no message"))
     }
 
     fn block(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<()> {
@@ -1365,7 +1366,7 @@ impl ResponseEncoder {
                 let mut opening = Vec::new();
                 call_opening(block.attrs.as_deref().unwrap_or(&[]), &mut opening);
                 io.write(writer, &opening)?;
-                let args = HeldArguments::new(io.session, "ollama:tool-arguments");
+                let args = Box::new(HeldArguments::new(io.session, "ollama:tool-arguments"));
                 Placed::Call { writer, args, first: BlockHead::of(block) }
             } else {
                 Placed::Text(msg.member(io, kind.key(), Opener::String)?)
@@ -1381,7 +1382,7 @@ impl ResponseEncoder {
         }
         if block.fin {
             if let Some(Placed::Call { writer, args, first }) = self.placed.take() {
-                let mut arguments = arguments_object(io.session, DIALECT, args, first.as_ref())?;
+                let mut arguments = arguments_object(io.session, DIALECT, *args, first.as_ref())?;
                 arguments.extend_from_slice(b"}}");
                 io.write(writer, &arguments)?;
             }
