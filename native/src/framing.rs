@@ -265,6 +265,7 @@ impl SseDecoder {
         Ok(())
     }
 
+    #[inline]
     fn line_end<S: FrameSink>(&mut self, sink: &mut S) -> Result<()> {
         match self.line {
             Line::Field => {
