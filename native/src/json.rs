@@ -86,6 +86,16 @@ impl Token<'_> {
 /// Where the tokenizer is: the JSON path of the token being delivered.
 pub trait Sink {
     fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames) -> Result<()>;
+
+    /// A member's key (at `key_offset`) and its value's first token, both whole in the
+    /// chunk (the usual member): one call for the two `token` calls it stands for, with the
+    /// same path (nothing changes it between them). A sink that reads members (the
+    /// decoding machine) takes the key where it is instead of keeping a copy for the value.
+    #[inline]
+    fn member(&mut self, key: &[u8], key_offset: u64, value: Token<'_>, offset: u64, path: &Frames) -> Result<()> {
+        self.token(Token::Key(key), key_offset, path)?;
+        self.token(value, offset, path)
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -1256,13 +1266,88 @@ impl Tokenizer {
     /// duplicate or over the budget: the path names it all the same), then to the sink.
     #[inline(always)]
     fn key_done<S: Sink>(&mut self, key: &[u8], window: &[u8], sink: &mut S) -> Result<()> {
-        let key_start = self.key_start;
-        if let Err(fault) = self.frames.add_key(key, KeyPrint::of(key, window), self.limits.max_seen_key_bytes) {
-            return Err(self.key_fault(fault, key, key_start));
-        }
-        sink.token(Token::Key(key), key_start, &self.frames)?;
+        self.add_key(key, window)?;
+        sink.token(Token::Key(key), self.key_start, &self.frames)?;
         self.state = State::Colon;
         Ok(())
+    }
+
+    /// The key into the path (`key_done`'s first step).
+    #[inline(always)]
+    fn add_key(&mut self, key: &[u8], window: &[u8]) -> Result<()> {
+        match self.frames.add_key(key, KeyPrint::of(key, window), self.limits.max_seen_key_bytes) {
+            Ok(()) => Ok(()),
+            Err(fault) => Err(self.key_fault(fault, key, self.key_start)),
+        }
+    }
+
+    /// The usual key -- `data[start..q]`, plain, its closing quote at `q` -- and, when `: `
+    /// and its value's first token follow whole in the chunk, that token with it in one
+    /// call (`Sink::member`); a scalar or string value followed by `, "` and the next such
+    /// key goes on with it here, not through the loop's states (what they would do with
+    /// those bytes). Returns where the scan goes on, in the state this left.
+    #[inline(always)]
+    fn short_members<S: Sink>(&mut self, data: &[u8], mut start: usize, mut q: usize, sink: &mut S) -> Result<usize> {
+        loop {
+            let key = &data[start..q];
+            self.add_key(key, &data[start..])?;
+            self.state = State::Colon;
+            let next = self.after_key(data, q + 1);
+            let value = if self.state == State::Value { self.whole_value(data, next) } else { None };
+            let Some((token, end)) = value else {
+                sink.token(Token::Key(key), self.key_start, &self.frames)?;
+                return Ok(next);
+            };
+            sink.member(key, self.key_start, token, self.base + next as u64, &self.frames)?;
+            self.after_whole_value(&token);
+            if self.state != State::CommaOrEnd || data.get(end) != Some(&b',') {
+                return Ok(end);
+            }
+            let quote = if data.get(end + 1) == Some(&b' ') { end + 2 } else { end + 1 };
+            if data.get(quote) != Some(&b'"') {
+                return Ok(end);
+            }
+            // (the comma of an object: the loop's `CommaOrEnd` and `Key` arms)
+            self.state = State::Key;
+            self.frames.clear_key();
+            self.key_start = self.base + quote as u64;
+            match short_plain_string(data, quote + 1, self.limits.max_key_bytes) {
+                Some(close) => (start, q) = (quote + 1, close),
+                None => return Ok(quote), // (the loop's `Key` arm reads it)
+            }
+        }
+    }
+
+    /// The first token of a value at `data[i]` when it is whole in the chunk in the common
+    /// forms -- a short plain string, a scalar (`whole_scalar`), or `{` / `[` within the
+    /// depth limit -- and where it ends (None: the byte-by-byte readers take it, and they
+    /// would deliver the same token at the same offset here).
+    #[inline(always)]
+    fn whole_value<'d>(&self, data: &'d [u8], i: usize) -> Option<(Token<'d>, usize)> {
+        let within = || self.frames.depth() < self.limits.max_depth;
+        match *data.get(i)? {
+            b'"' => short_plain_string(data, i + 1, usize::MAX).map(|q| (Token::String(&data[i + 1..q]), q + 1)),
+            b'{' if within() => Some((Token::ObjectStart, i + 1)),
+            b'[' if within() => Some((Token::ArrayStart, i + 1)),
+            _ => self.whole_scalar(data, i),
+        }
+    }
+
+    /// The state after a value's first token `whole_value` found (what `value_start` and
+    /// the readers leave).
+    #[inline(always)]
+    fn after_whole_value(&mut self, token: &Token<'_>) {
+        match token {
+            Token::ObjectStart => {
+                self.frames.push(false);
+                self.state = State::FirstKeyOrEnd;
+            }
+            Token::ArrayStart => {
+                self.frames.push(true);
+                self.state = State::FirstValueOrEnd;
+            }
+            _ => self.after_value(),
+        }
     }
 
     fn after_value(&mut self) {
@@ -1463,17 +1548,10 @@ impl Tokenizer {
             match state {
                 // (a value, or the first one of an array where `]` would end it instead)
                 State::Value | State::FirstValueOrEnd if state == State::Value || c != b']' => {
-                    if c == b'"' {
-                        if let Some(q) = short_plain_string(data, i + 1, usize::MAX) {
-                            // a small string as one token at once (what `string_part` would deliver)
-                            self.frames.count_value();
-                            sink.token(Token::String(&data[i + 1..q]), at, &self.frames)?;
-                            self.after_value();
-                            i = q + 1;
-                            continue;
-                        }
-                    }
-                    if let Some(end) = self.whole_scalar(data, i, at, sink)? {
+                    if let Some((token, end)) = self.whole_value(data, i) {
+                        self.frames.count_value();
+                        sink.token(token, at, &self.frames)?;
+                        self.after_whole_value(&token);
                         i = end;
                         continue;
                     }
@@ -1489,8 +1567,7 @@ impl Tokenizer {
                     }
                     self.key_start = at;
                     if let Some(q) = short_plain_string(data, i + 1, self.limits.max_key_bytes) {
-                        self.key_done(&data[i + 1..q], &data[i + 1..], sink)?;
-                        i = self.after_key(data, q + 1);
+                        i = self.short_members(data, i + 1, q, sink)?;
                         continue;
                     }
                     self.key.clear();
@@ -1546,12 +1623,11 @@ impl Tokenizer {
 
     /// A scalar that begins at `data[i]` and ends in `data` in the common forms -- an
     /// integer (`-?(0|[1-9][0-9]*)`, within `max_number_bytes`) followed by a byte that
-    /// cannot go on a number, or `true` / `false` / `null` -- as one token at once; returns
-    /// where it ended (None: anything else, left to the byte-by-byte readers, which would
-    /// deliver the same token at the same offset here).
-    #[inline]
-    fn whole_scalar<S: Sink>(&mut self, data: &[u8], i: usize, at: u64, sink: &mut S) -> Result<Option<usize>> {
-        let (token, end) = match data[i] {
+    /// cannot go on a number, or `true` / `false` / `null` -- and where it ends (None:
+    /// anything else).
+    #[inline(always)]
+    fn whole_scalar<'d>(&self, data: &'d [u8], i: usize) -> Option<(Token<'d>, usize)> {
+        Some(match data[i] {
             b'-' | b'0'..=b'9' => {
                 let digits = i + usize::from(data[i] == b'-');
                 let run = data[digits..].iter().take_while(|b| b.is_ascii_digit()).count();
@@ -1559,19 +1635,15 @@ impl Tokenizer {
                 let next = data.get(end).copied();
                 let ends = next.is_some_and(|b| !matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
                 if !ends || run == 0 || (run > 1 && data[digits] == b'0') || end - i > self.limits.max_number_bytes {
-                    return Ok(None);
+                    return None;
                 }
                 (Token::Number(&data[i..end]), end)
             }
             b't' if data[i..].starts_with(b"true") => (Token::True, i + 4),
             b'f' if data[i..].starts_with(b"false") => (Token::False, i + 5),
             b'n' if data[i..].starts_with(b"null") => (Token::Null, i + 4),
-            _ => return Ok(None),
-        };
-        self.frames.count_value();
-        sink.token(token, at, &self.frames)?;
-        self.after_value();
-        Ok(Some(end))
+            _ => return None,
+        })
     }
 
     /// The first byte `c` of a value (state `Value`, or `FirstValueOrEnd` but `]`).
