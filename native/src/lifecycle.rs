@@ -137,8 +137,7 @@ type At<'p> = (&'p str, &'p str);
 fn count(obj: &UsageObject<'_>, key: &str, path: At<'_>) -> Result<Option<i64>> {
     match obj.get(key) {
         None | Some(Field::Null) => Ok(None),
-        Some(Field::Int(digits)) => std::str::from_utf8(digits).ok().and_then(|d| d.parse().ok())
-            .map(Some).ok_or_else(|| count_too_big(key)),
+        Some(Field::Int(digits)) => int_of_digits(digits).map(Some).ok_or_else(|| count_too_big(key)),
         Some(Field::Float(f)) if f.fract() == 0.0 && f >= 0.0 => {
             if f < 9.223_372_036_854_775_807e18 {
                 Ok(Some(f as i64))
@@ -156,7 +155,7 @@ fn count(obj: &UsageObject<'_>, key: &str, path: At<'_>) -> Result<Option<i64>> 
 fn details<'v>(obj: &'v UsageObject<'_>, key: &str, path: At<'_>) -> Result<UsageObject<'v>> {
     match obj.get(key) {
         None | Some(Field::Null) => Ok(UsageObject::Table(Table::empty())),
-        Some(Field::Object(value)) => Ok(UsageObject::of_field(value)),
+        Some(Field::Object(value)) => Ok(obj.of_field(value)),
         Some(_) => Err(Error::new(ErrorClass::Schema, format!("expected an object for {key}"))
             .with_path(format!("{}{}.{key}", path.0, path.1).into_bytes())),
     }
@@ -183,15 +182,19 @@ fn lose_details(obj: &UsageObject<'_>, path: At<'_>, known: &[&str], session: &m
 /// The object `usage_from_*` reads (`obj`, a details object). A usage object is a dozen
 /// counts: built as a `Value` tree (a key, a number and a vector slot each, all dropped
 /// after) it cost more than the rest of a small response's decoding, so a decoder reads
-/// it raw (its compact JSON text, `Read::Raw`) and `UsageObject::read` finds its members
-/// in one pass over the text (`Table`) wherever the text can hold none of the value's own
-/// faults (`Value::parse`'s: an escape -- maybe a lone surrogate -- or nesting deeper than
-/// `MAX_DEPTH`, which takes more than `2 * MAX_DEPTH` bytes); other text is parsed.
+/// it raw (its compact JSON text, `Read::Raw`) and `UsageObject::read` finds its members,
+/// and those of the objects in it, in one pass over the text (`Table`) wherever the text
+/// can hold none of the value's own faults (`Value::parse`'s: an escape -- maybe a lone
+/// surrogate -- or nesting deeper than `MAX_DEPTH`, which takes more than `2 * MAX_DEPTH`
+/// bytes); other text is parsed.
 #[derive(Clone, Debug)]
 pub enum UsageObject<'a> {
     Data(&'a Value),
     Parsed(Value),
+    /// the top object of a scanned text
     Table(Table<'a>),
+    /// an object within it (`Table`'s object number)
+    Within(&'a Table<'a>, u8),
 }
 
 impl<'a> UsageObject<'a> {
@@ -215,10 +218,14 @@ impl<'a> UsageObject<'a> {
         }
     }
 
-    fn of_field(object: Object<'a>) -> Self {
-        match object {
-            Object::Data(value) => UsageObject::Data(value),
-            Object::Text(text) => UsageObject::of_text(text),
+    /// The object a member's value is (`Field::Object`), as the rules read it.
+    fn of_field(&'a self, object: Object<'a>) -> Self {
+        match (object, self) {
+            (Object::Data(value), _) => UsageObject::Data(value),
+            (Object::Within(n), UsageObject::Table(table)) => UsageObject::Within(table, n),
+            (Object::Within(n), UsageObject::Within(table, _)) => UsageObject::Within(table, n),
+            (Object::Within(_), _) => UsageObject::Table(Table::empty()), // (no table makes one: not met)
+            (Object::Text(text), _) => UsageObject::of_text(text),
         }
     }
 
@@ -227,7 +234,8 @@ impl<'a> UsageObject<'a> {
         match self {
             UsageObject::Data(value) => value.get(key).map(Field::of_value),
             UsageObject::Parsed(value) => value.get(key).map(Field::of_value),
-            UsageObject::Table(table) => table.get(key.as_bytes()),
+            UsageObject::Table(table) => table.get(0, key.as_bytes()),
+            UsageObject::Within(table, object) => table.get(*object, key.as_bytes()),
         }
     }
 
@@ -236,7 +244,8 @@ impl<'a> UsageObject<'a> {
         let (data, table) = match self {
             UsageObject::Data(value) => (value.as_object().unwrap_or(&[]), None),
             UsageObject::Parsed(value) => (value.as_object().unwrap_or(&[]), None),
-            UsageObject::Table(table) => (&[][..], Some(table.members())),
+            UsageObject::Table(table) => (&[][..], Some(table.members(0))),
+            UsageObject::Within(table, object) => (&[][..], Some(table.members(*object))),
         };
         let data = data.iter().map(|(key, value)| (key.as_slice(), Field::of_value(value)));
         data.chain(table.into_iter().flatten())
@@ -260,7 +269,9 @@ enum Field<'a> {
 #[derive(Clone, Copy, Debug)]
 enum Object<'a> {
     Data(&'a Value),
-    /// its compact JSON text (no escape in it)
+    /// an object the table's scan went into (its object number)
+    Within(u8),
+    /// its compact JSON text (no escape in it), not scanned yet
     Text(&'a [u8]),
 }
 
@@ -303,58 +314,126 @@ impl<'a> Field<'a> {
     }
 }
 
-/// The most members a `Table` holds (a usage object has at most a dozen).
-const TABLE_MEMBERS: usize = 16;
+/// An int's digits (JSON's: an optional `-`, then digits) as `i64`; `None` beyond it.
+fn int_of_digits(digits: &[u8]) -> Option<i64> {
+    let (negative, magnitude) = match digits.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, digits),
+    };
+    if magnitude.is_empty() || magnitude.len() > 18 || !magnitude.iter().all(u8::is_ascii_digit) {
+        // (19 digits and more may not fit: the checked parse says)
+        return std::str::from_utf8(digits).ok()?.parse().ok();
+    }
+    let n = magnitude.iter().fold(0i64, |n, &b| n * 10 + i64::from(b - b'0'));
+    Some(if negative { -n } else { n })
+}
 
-/// An object's members, found in one pass over its compact JSON text (no escape in it,
-/// at most `2 * MAX_DEPTH` bytes: offsets fit `u16`, and the table is small to move).
+/// The most members a `Table` holds, nested objects' included (a usage object has at
+/// most a dozen); more: the text is parsed.
+const TABLE_MEMBERS: usize = 24;
+
+/// How deep `Table::scan` goes into objects (the top one, the details objects in it);
+/// an object deeper is a member's text, scanned if a rule looks into it (none does).
+const TABLE_DEPTH: usize = 2;
+
+/// An object's members, and those of the objects in it, found in one pass over its
+/// compact JSON text (no escape in it, at most `2 * MAX_DEPTH` bytes: offsets fit `u16`,
+/// and the table is small to move). Objects are numbered: 0 the top one, `n + 1` the value
+/// of member `n` when the scan went into it.
 #[derive(Clone, Debug)]
 pub struct Table<'a> {
     text: &'a [u8],
     /// each member's key and value: `[key_start, key_end, value_start, value_end]` in `text`
     spans: [[u16; 4]; TABLE_MEMBERS],
+    /// the object each member is in
+    parents: [u8; TABLE_MEMBERS],
+    /// the members whose value the scan went into (bit `n`: member `n`)
+    scanned: u32,
     len: usize,
 }
 
 impl<'a> Table<'a> {
     fn empty() -> Self {
-        Table { text: b"{}", spans: [[0; 4]; TABLE_MEMBERS], len: 0 }
+        Table { text: b"{}", spans: [[0; 4]; TABLE_MEMBERS], parents: [0; TABLE_MEMBERS], scanned: 0, len: 0 }
     }
 
-    /// `{"key":value,"key":value}`: a key has no escape, so its closing quote is the next
-    /// one. `None`: more members than a table holds (or a text too long for its offsets).
+    /// `{"key":value,"key":{"key":value}}`: a key has no escape, so its closing quote is the
+    /// next one. `None`: more members than a table holds, a text too long for its offsets
+    /// (or text that is not a compact object: parsed instead).
     fn scan(text: &'a [u8]) -> Option<Self> {
+        let offset = |n: usize| u16::try_from(n).ok();
+        offset(text.len())?;
         let mut table = Table { text, ..Table::empty() };
-        let mut at = 0; // the `{` or `,` before the next member, or the closing `}`
-        while text.get(at + 1) == Some(&b'"') {
-            let key_start = at + 2;
-            let key_end = next_quote(text, key_start);
-            let value_start = key_end + 2; // past `":`
-            let value_end = compact_value_end(text, value_start);
-            let span = [key_start, key_end, value_start, value_end].map(|n| u16::try_from(n).ok());
-            *table.spans.get_mut(table.len)? = span.map(|n| n.unwrap_or(0));
-            if span.contains(&None) {
-                return None;
+        // the objects open around `at`: their numbers
+        let mut open = [0u8; TABLE_DEPTH];
+        let mut depth = 0;
+        let mut at = 0; // a `{` or `,` before a member, or a `}` that closes an object
+        loop {
+            match (text.get(at)?, text.get(at + 1)) {
+                (b'{' | b',', Some(b'"')) => {
+                    let n = table.len;
+                    let key_start = at + 2;
+                    let key_end = next_quote(text, key_start);
+                    let value_start = key_end + 2; // past `":`
+                    *table.parents.get_mut(n)? = if depth == 0 { 0 } else { open[depth - 1] };
+                    table.len += 1;
+                    if text.get(value_start) == Some(&b'{') && depth + 1 < TABLE_DEPTH {
+                        // into the object (its end is filled in at its `}`)
+                        table.spans[n] = [offset(key_start)?, offset(key_end)?, offset(value_start)?, 0];
+                        table.scanned |= 1 << n;
+                        open[depth] = u8::try_from(n + 1).ok()?;
+                        depth += 1;
+                        at = value_start;
+                        continue;
+                    }
+                    let value_end = compact_value_end(text, value_start);
+                    table.spans[n] = [offset(key_start)?, offset(key_end)?, offset(value_start)?, offset(value_end)?];
+                    at = value_end;
+                }
+                (b'{', Some(b'}')) => at += 1,
+                (b'}', _) if depth == 0 => return Some(table),
+                (b'}', _) => {
+                    depth -= 1;
+                    let member = usize::from(open[depth]) - 1;
+                    table.spans[member][3] = offset(at + 1)?;
+                    at += 1;
+                }
+                _ => return None,
             }
-            table.len += 1;
-            at = value_end;
         }
-        Some(table)
     }
 
-    /// The members' keys and value texts, in order.
-    fn texts(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + '_ {
-        let text = self.text;
-        let part = move |a: u16, b: u16| text.get(usize::from(a)..usize::from(b)).unwrap_or_default();
-        self.spans[..self.len].iter().map(move |&[k0, k1, v0, v1]| (part(k0, k1), part(v0, v1)))
+    /// The text from `a` to `b`.
+    fn part(&self, a: u16, b: u16) -> &'a [u8] {
+        self.text.get(usize::from(a)..usize::from(b)).unwrap_or_default()
     }
 
-    fn members(&self) -> impl Iterator<Item = (&'a [u8], Field<'a>)> + '_ {
-        self.texts().map(|(key, value)| (key, Field::of_text(value)))
+    /// Member `n`'s key.
+    fn key(&self, n: usize) -> &'a [u8] {
+        let [k0, k1, _, _] = self.spans[n];
+        self.part(k0, k1)
     }
 
-    fn get(&self, key: &[u8]) -> Option<Field<'a>> {
-        self.texts().find(|(k, _)| *k == key).map(|(_, value)| Field::of_text(value))
+    /// Member `n`'s value.
+    fn field(&self, n: usize) -> Field<'a> {
+        if self.scanned & (1 << n) != 0 {
+            return Field::Object(Object::Within(n as u8 + 1));
+        }
+        let [_, _, v0, v1] = self.spans[n];
+        Field::of_text(self.part(v0, v1))
+    }
+
+    /// The members of object `object`, in order (their numbers).
+    fn numbers(&self, object: u8) -> impl Iterator<Item = usize> + '_ {
+        (0..self.len).filter(move |&n| self.parents[n] == object)
+    }
+
+    fn members(&self, object: u8) -> impl Iterator<Item = (&'a [u8], Field<'a>)> + '_ {
+        self.numbers(object).map(|n| (self.key(n), self.field(n)))
+    }
+
+    fn get(&self, object: u8, key: &[u8]) -> Option<Field<'a>> {
+        self.numbers(object).find(|&n| self.key(n) == key).map(|n| self.field(n))
     }
 }
 
@@ -1418,6 +1497,11 @@ mod tests {
             r#"{"input_tokens":9223372036854775807,"cache_read_input_tokens":1}"#.to_string(),
             r#"{"service_tier":"odd tier","x\u00e9":1,"prompt_tokens_details":{"caf\u00e9":2}}"#.to_string(),
             format!(r#"{{"prompt_tokens":1{many},"prompt_tokens_details":{{"cached_tokens":3{many}}}}}"#),
+            format!(r#"{{"prompt_tokens_details":{{"cached_tokens":3{many}}}}}"#),
+            r#"{"completion_tokens_details":{},"prompt_tokens_details":{"cached_tokens":{},"x":{"y":{"z":1}}},"output_tokens_details":{"thinking_tokens":{"a":1}}}"#.to_string(),
+            r#"{"cache_creation":{"a":{},"b":[{}]},"input_tokens":-7,"output_tokens":123456789012345678,"cache_read_input_tokens":1234567890123456789}"#.to_string(),
+            r#"{"prompt_tokens":9223372036854775807,"completion_tokens":-9223372036854775808,"total_tokens":9223372036854775808}"#.to_string(),
+            r#"{"prompt_tokens":-0,"prompt_tokens_details":{"cached_tokens":-12}}"#.to_string(),
             r#"null"#.to_string(),
         ];
         type Read = fn(&UsageObject<'_>, &mut Session, &str) -> Result<Usage>;
