@@ -97,6 +97,13 @@ pub trait Decode {
     /// One token of the document (`on_token`); `path` is where the tokenizer is.
     fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
              out: &mut dyn EventSink) -> Result<()>;
+    /// A member's key and its value's first token (`json::Sink::member`): the two tokens.
+    #[allow(clippy::too_many_arguments)]
+    fn member(&mut self, key: &[u8], key_offset: u64, value: Token<'_>, offset: u64, path: &Frames,
+              session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        self.token(Token::Key(key), key_offset, path, session, out)?;
+        self.token(value, offset, path, session, out)
+    }
     /// After each fed chunk: hand on raw text gathered so far (`flush`).
     fn flush(&mut self, _session: &mut Session, _out: &mut dyn EventSink) -> Result<()> {
         Ok(())
@@ -653,6 +660,29 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
         Ok(())
     }
 
+    /// `feed` of a member's key and its value's first token (`json::Sink::member`): in an
+    /// object read with `Read::Members` (the usual case) the value goes straight to
+    /// `Dialect::member` with the key where the tokenizer has it -- no copy, one call for
+    /// the two tokens; anywhere else they are fed one by one.
+    #[inline(always)]
+    pub fn feed_member<D: Dialect<State = S>>(&mut self, dialect: &mut D, key: &[u8], key_offset: u64,
+                                              value: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        let Some(&Frame::Members(s)) = self.stack.last().filter(|_| self.next.is_none()) else {
+            self.feed(dialect, Token::Key(key), key_offset, cx)?;
+            return self.feed(dialect, value, offset, cx);
+        };
+        // (what `feed` of the key then of the value leaves: the key was the feed's first token)
+        self.at = offset;
+        self.feed_start = false;
+        self.first_of_feed = false;
+        dialect.member(self, s, key, value, offset, cx)?;
+        while self.redirect.is_some() {
+            let read = self.redirect.take();
+            self.start_taken(dialect, read, value, offset, cx)?;
+        }
+        Ok(())
+    }
+
     /// The token to the reader taken from `next` (`then` announced it) or from `redirect`
     /// (a handler handed the token on); out of line: few tokens have one.
     #[inline(never)]
@@ -1180,6 +1210,11 @@ impl<D: Dialect> Decode for MachineDecoder<D> {
     fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
              out: &mut dyn EventSink) -> Result<()> {
         self.m.feed(&mut self.d, token, offset, &mut Cx::new(path, session, out))
+    }
+
+    fn member(&mut self, key: &[u8], key_offset: u64, value: Token<'_>, offset: u64, path: &Frames,
+              session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        self.m.feed_member(&mut self.d, key, key_offset, value, offset, &mut Cx::new(path, session, out))
     }
 
     fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {

@@ -142,9 +142,15 @@ impl SseDecoder {
                     continue;
                 }
             }
-            // the line's end in this chunk (n: the chunk ends first)
-            let j = memchr::memchr2(b'\r', b'\n', &data[i..]).map_or(n, |k| i + k);
-            self.line_part(data, i, j, base, sink)?;
+            // the line's end in this chunk (n: the chunk ends first); an empty line (an
+            // event's end) needs no search, and its empty piece no reading
+            let j = match data[i] {
+                b'\r' | b'\n' => i,
+                _ => memchr::memchr2(b'\r', b'\n', &data[i..]).map_or(n, |k| i + k),
+            };
+            if j > i {
+                self.line_part(data, i, j, base, sink)?;
+            }
             if j == n {
                 break;
             }
@@ -265,6 +271,7 @@ impl SseDecoder {
         Ok(())
     }
 
+    #[inline]
     fn line_end<S: FrameSink>(&mut self, sink: &mut S) -> Result<()> {
         match self.line {
             Line::Field => {

@@ -86,6 +86,16 @@ impl Token<'_> {
 /// Where the tokenizer is: the JSON path of the token being delivered.
 pub trait Sink {
     fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames) -> Result<()>;
+
+    /// A member's key (at `key_offset`) and its value's first token, both whole in the
+    /// chunk (the usual member): one call for the two `token` calls it stands for, with the
+    /// same path (nothing changes it between them). A sink that reads members (the
+    /// decoding machine) takes the key where it is instead of keeping a copy for the value.
+    #[inline]
+    fn member(&mut self, key: &[u8], key_offset: u64, value: Token<'_>, offset: u64, path: &Frames) -> Result<()> {
+        self.token(Token::Key(key), key_offset, path)?;
+        self.token(value, offset, path)
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -153,14 +163,22 @@ pub fn py_str_repr(key: &[u8]) -> String {
 /// Keys an object compares one by one before it hashes them.
 const LINEAR_MAX: usize = 16;
 
+/// A key shorter than this is its fingerprint (`KeyPrint::of`: its bytes, the length in
+/// the top byte): kept there, never copied, and two such keys are equal when their
+/// fingerprints are.
+const SHORT_KEY: usize = 8;
+
 #[derive(Clone, Debug)]
 struct Frame {
     array: bool,
     /// array: the current index (-1 before the first value)
     index: i64,
-    /// object: it has a current key (`Frames::keys[key_start..]` up to the next frame's `keys_from`)
+    /// object: it has a current key, `key_len` bytes: a short one (`SHORT_KEY`) in `short`,
+    /// a longer one in `Frames::keys` from `key_start`
     has_key: bool,
+    short: [u8; 8],
     key_start: usize,
+    key_len: usize,
     /// object: where its keys begin in `Frames::keys` and `Frames::seen`
     keys_from: usize,
     seen_from: usize,
@@ -174,18 +192,21 @@ struct Frame {
 /// One frame per open container: its current key or index (Python's `_frames`), and per
 /// open object the keys it has had, since a duplicate is refused (json.py's `_seen`).
 ///
-/// The open objects' keys lie back to back in one buffer (innermost object's last: objects
-/// nest, so closing one truncates it); an object's current key, which the path names, is
-/// the last of its keys there, so a key is copied once, for both. An object's few keys
-/// are compared one by one (`fingerprint` first): no allocation and no hashing per key
+/// A key under `SHORT_KEY` bytes (most are) is held in its fingerprint: in `seen` for the
+/// duplicate test, in its frame while it is the current key, which the path names -- no
+/// copy. Longer keys of the open objects lie back to back in one buffer (innermost
+/// object's last: objects nest, so closing one truncates it); an object's current key, if
+/// long, is the last of its keys there, so a key is copied once, for both. An object's few
+/// keys are compared one by one (fingerprint first): no allocation and no hashing per key
 /// (most objects have a handful). An object that reaches `LINEAR_MAX` keys moves them into
 /// a hash set, where its later keys go.
 #[derive(Clone, Debug, Default)]
 pub struct Frames {
     frames: Vec<Frame>,
-    /// the keys of the open objects (a hashed object's: its current key only), innermost last
+    /// the long keys of the open objects (a hashed object's: its current key only), innermost last
     keys: Vec<u8>,
-    /// per key in `keys` of an object in linear mode: its fingerprint and where it begins
+    /// per key of an object in linear mode: its fingerprint, its length and (a long key)
+    /// where it begins in `keys`
     seen: Vec<SeenKey>,
     /// characters of the open objects' keys
     size: usize,
@@ -194,7 +215,9 @@ pub struct Frames {
 #[derive(Clone, Copy, Debug)]
 struct SeenKey {
     print: u64,
+    /// a long key: where it begins in `Frames::keys`
     start: usize,
+    len: usize,
 }
 
 /// Why a key was refused (`Frames::add_key`).
@@ -228,7 +251,10 @@ impl Frames {
 
     fn push(&mut self, array: bool) {
         let (keys_from, seen_from) = (self.keys.len(), self.seen.len());
-        let frame = Frame { array, index: -1, has_key: false, key_start: keys_from, keys_from, seen_from, chars: 0, hashed: None };
+        let frame = Frame {
+            array, index: -1, has_key: false, short: [0; 8], key_start: keys_from, key_len: 0, keys_from, seen_from, chars: 0,
+            hashed: None,
+        };
         self.frames.push(frame);
     }
 
@@ -260,23 +286,19 @@ impl Frames {
             return self.add_hashed_key(key, summary, max_seen);
         }
         let chars = summary.chars(key);
-        let print = summary.print;
-        let start = self.keys.len();
-        self.keys.extend_from_slice(key);
-        frame.key_start = start;
-        let earlier = &self.seen[frame.seen_from..];
-        for (k, seen) in earlier.iter().enumerate() {
-            if seen.print == print {
-                let end = earlier.get(k + 1).map_or(start, |next| next.start);
-                if &self.keys[seen.start..end] == key {
-                    return Err(KeyFault::Duplicate);
-                }
+        let (print, len) = (summary.print, key.len());
+        hold_current(frame, &mut self.keys, key, print);
+        let start = frame.key_start;
+        for seen in &self.seen[frame.seen_from..] {
+            // (equal fingerprints and lengths: equal short keys; long ones are compared)
+            if seen.print == print && seen.len == len && (len < SHORT_KEY || self.keys[seen.start..seen.start + len] == *key) {
+                return Err(KeyFault::Duplicate);
             }
         }
         if self.size + chars > max_seen {
             return Err(KeyFault::Budget);
         }
-        self.seen.push(SeenKey { print, start });
+        self.seen.push(SeenKey { print, start, len });
         frame.chars += chars;
         self.size += chars;
         if self.seen.len() - frame.seen_from >= LINEAR_MAX {
@@ -289,11 +311,10 @@ impl Frames {
     #[inline(never)]
     fn add_hashed_key(&mut self, key: &[u8], summary: KeyPrint, max_seen: usize) -> std::result::Result<(), KeyFault> {
         let Some(frame) = self.frames.last_mut() else { return Ok(()) };
-        let Some(hashed) = &mut frame.hashed else { return Ok(()) };
         let chars = summary.chars(key);
         self.keys.truncate(frame.keys_from);
-        self.keys.extend_from_slice(key);
-        frame.key_start = frame.keys_from;
+        hold_current(frame, &mut self.keys, key, summary.print);
+        let Some(hashed) = &mut frame.hashed else { return Ok(()) };
         if hashed.contains(key) {
             return Err(KeyFault::Duplicate);
         }
@@ -310,12 +331,20 @@ impl Frames {
     /// current key stays in `keys`, for the path.
     #[inline(never)]
     fn hash_keys(frame: &mut Frame, keys: &mut Vec<u8>, seen: &mut Vec<SeenKey>) {
-        let starts: Vec<usize> = seen[frame.seen_from..].iter().map(|s| s.start).collect();
-        let ends = starts.iter().skip(1).copied().chain(std::iter::once(keys.len()));
-        let hashed = starts.iter().zip(ends).map(|(&start, end)| keys[start..end].into()).collect();
+        let bytes = |s: &SeenKey| -> Box<[u8]> {
+            match s.len < SHORT_KEY {
+                true => s.print.to_le_bytes()[..s.len].into(),
+                false => keys[s.start..s.start + s.len].into(),
+            }
+        };
+        let hashed = seen[frame.seen_from..].iter().map(bytes).collect();
         frame.hashed = Some(Box::new(hashed));
         seen.truncate(frame.seen_from);
-        keys.drain(frame.keys_from..frame.key_start);
+        if frame.key_len < SHORT_KEY {
+            keys.truncate(frame.keys_from);
+        } else {
+            keys.drain(frame.keys_from..frame.key_start); // (the current key, the last one, stays)
+        }
         frame.key_start = frame.keys_from;
     }
 
@@ -328,7 +357,7 @@ impl Frames {
     /// The innermost object's current key (WTF-8), if it has one.
     pub fn key(&self) -> Option<&[u8]> {
         let frame = self.frames.last()?;
-        (!frame.array && frame.has_key).then(|| &self.keys[frame.key_start..])
+        (!frame.array && frame.has_key).then(|| current_key(frame, &self.keys))
     }
 
     /// `$.messages[3].content` (`json.render_path`), WTF-8.
@@ -350,12 +379,33 @@ impl Frames {
                     out.push(b']');
                 }
             } else if frame.has_key {
-                let end = self.frames.get(n + 1).map_or(self.keys.len(), |f| f.keys_from);
-                render_key(&mut out, &self.keys[frame.key_start..end]);
+                render_key(&mut out, current_key(frame, &self.keys));
             }
         }
         out
     }
+}
+
+/// `key` becomes `frame`'s current key: a short one is held in the frame (its
+/// fingerprint's bytes), a longer one is copied to the end of `keys`.
+#[inline]
+fn hold_current(frame: &mut Frame, keys: &mut Vec<u8>, key: &[u8], print: u64) {
+    frame.key_len = key.len();
+    if key.len() < SHORT_KEY {
+        frame.short = print.to_le_bytes();
+    } else {
+        frame.key_start = keys.len();
+        keys.extend_from_slice(key);
+    }
+}
+
+/// An object frame's current key (`hold_current`).
+#[inline]
+fn current_key<'k>(frame: &'k Frame, keys: &'k [u8]) -> &'k [u8] {
+    if frame.key_len < SHORT_KEY {
+        return &frame.short[..frame.key_len];
+    }
+    &keys[frame.key_start..frame.key_start + frame.key_len]
 }
 
 fn is_identifier(key: &[u8]) -> bool {
@@ -607,6 +657,22 @@ fn special_mask(word: u64) -> u64 {
     let backslash = zero_bytes(word ^ (ONES * b'\\' as u64));
     let control = word.wrapping_sub(ONES * 0x20) & !word; // a byte below 0x20
     (quote | backslash | control) & HIGHS
+}
+
+/// Whether `bytes` are all ASCII: 8-byte words ORed together, tested once per 64-byte
+/// block (std's `is_ascii` costs about three times as many instructions on a frame's
+/// ~100 bytes; the chunk's UTF-8 check starts with this test).
+pub(crate) fn is_ascii(bytes: &[u8]) -> bool {
+    let word = |w: &[u8]| u64::from_le_bytes(w.try_into().unwrap_or_default());
+    let mut blocks = bytes.chunks_exact(64);
+    for block in &mut blocks {
+        if block.chunks_exact(8).fold(0, |high, w| high | word(w)) & HIGHS != 0 {
+            return false;
+        }
+    }
+    let mut words = blocks.remainder().chunks_exact(8);
+    let high = (&mut words).fold(0, |high, w| high | word(w));
+    high & HIGHS == 0 && words.remainder().iter().all(|&b| b < 0x80)
 }
 
 /// Where to cut `buf[start..end]` so no UTF-8 character is split (json.py's `_utf8_tail_cut`).
@@ -971,7 +1037,7 @@ impl Tokenizer {
             held_completes = true;
         }
         let rest = &data[from..];
-        if rest.is_ascii() {
+        if is_ascii(rest) {
             return Utf8Check { held_completes, scan_end: data.len(), bad: false };
         }
         match simdutf8::compat::from_utf8(rest) {
@@ -1198,15 +1264,90 @@ impl Tokenizer {
 
     /// A whole key (decoded; `window` begins with it): into the path (refused when a
     /// duplicate or over the budget: the path names it all the same), then to the sink.
-    #[inline]
+    #[inline(always)]
     fn key_done<S: Sink>(&mut self, key: &[u8], window: &[u8], sink: &mut S) -> Result<()> {
-        let key_start = self.key_start;
-        if let Err(fault) = self.frames.add_key(key, KeyPrint::of(key, window), self.limits.max_seen_key_bytes) {
-            return Err(self.key_fault(fault, key, key_start));
-        }
-        sink.token(Token::Key(key), key_start, &self.frames)?;
+        self.add_key(key, window)?;
+        sink.token(Token::Key(key), self.key_start, &self.frames)?;
         self.state = State::Colon;
         Ok(())
+    }
+
+    /// The key into the path (`key_done`'s first step).
+    #[inline(always)]
+    fn add_key(&mut self, key: &[u8], window: &[u8]) -> Result<()> {
+        match self.frames.add_key(key, KeyPrint::of(key, window), self.limits.max_seen_key_bytes) {
+            Ok(()) => Ok(()),
+            Err(fault) => Err(self.key_fault(fault, key, self.key_start)),
+        }
+    }
+
+    /// The usual key -- `data[start..q]`, plain, its closing quote at `q` -- and, when `: `
+    /// and its value's first token follow whole in the chunk, that token with it in one
+    /// call (`Sink::member`); a scalar or string value followed by `, "` and the next such
+    /// key goes on with it here, not through the loop's states (what they would do with
+    /// those bytes). Returns where the scan goes on, in the state this left.
+    #[inline(always)]
+    fn short_members<S: Sink>(&mut self, data: &[u8], mut start: usize, mut q: usize, sink: &mut S) -> Result<usize> {
+        loop {
+            let key = &data[start..q];
+            self.add_key(key, &data[start..])?;
+            self.state = State::Colon;
+            let next = self.after_key(data, q + 1);
+            let value = if self.state == State::Value { self.whole_value(data, next) } else { None };
+            let Some((token, end)) = value else {
+                sink.token(Token::Key(key), self.key_start, &self.frames)?;
+                return Ok(next);
+            };
+            sink.member(key, self.key_start, token, self.base + next as u64, &self.frames)?;
+            self.after_whole_value(&token);
+            if self.state != State::CommaOrEnd || data.get(end) != Some(&b',') {
+                return Ok(end);
+            }
+            let quote = if data.get(end + 1) == Some(&b' ') { end + 2 } else { end + 1 };
+            if data.get(quote) != Some(&b'"') {
+                return Ok(end);
+            }
+            // (the comma of an object: the loop's `CommaOrEnd` and `Key` arms)
+            self.state = State::Key;
+            self.frames.clear_key();
+            self.key_start = self.base + quote as u64;
+            match short_plain_string(data, quote + 1, self.limits.max_key_bytes) {
+                Some(close) => (start, q) = (quote + 1, close),
+                None => return Ok(quote), // (the loop's `Key` arm reads it)
+            }
+        }
+    }
+
+    /// The first token of a value at `data[i]` when it is whole in the chunk in the common
+    /// forms -- a short plain string, a scalar (`whole_scalar`), or `{` / `[` within the
+    /// depth limit -- and where it ends (None: the byte-by-byte readers take it, and they
+    /// would deliver the same token at the same offset here).
+    #[inline(always)]
+    fn whole_value<'d>(&self, data: &'d [u8], i: usize) -> Option<(Token<'d>, usize)> {
+        let within = || self.frames.depth() < self.limits.max_depth;
+        match *data.get(i)? {
+            b'"' => short_plain_string(data, i + 1, usize::MAX).map(|q| (Token::String(&data[i + 1..q]), q + 1)),
+            b'{' if within() => Some((Token::ObjectStart, i + 1)),
+            b'[' if within() => Some((Token::ArrayStart, i + 1)),
+            _ => self.whole_scalar(data, i),
+        }
+    }
+
+    /// The state after a value's first token `whole_value` found (what `value_start` and
+    /// the readers leave).
+    #[inline(always)]
+    fn after_whole_value(&mut self, token: &Token<'_>) {
+        match token {
+            Token::ObjectStart => {
+                self.frames.push(false);
+                self.state = State::FirstKeyOrEnd;
+            }
+            Token::ArrayStart => {
+                self.frames.push(true);
+                self.state = State::FirstValueOrEnd;
+            }
+            _ => self.after_value(),
+        }
     }
 
     fn after_value(&mut self) {
@@ -1407,17 +1548,10 @@ impl Tokenizer {
             match state {
                 // (a value, or the first one of an array where `]` would end it instead)
                 State::Value | State::FirstValueOrEnd if state == State::Value || c != b']' => {
-                    if c == b'"' {
-                        if let Some(q) = short_plain_string(data, i + 1, usize::MAX) {
-                            // a small string as one token at once (what `string_part` would deliver)
-                            self.frames.count_value();
-                            sink.token(Token::String(&data[i + 1..q]), at, &self.frames)?;
-                            self.after_value();
-                            i = q + 1;
-                            continue;
-                        }
-                    }
-                    if let Some(end) = self.whole_scalar(data, i, at, sink)? {
+                    if let Some((token, end)) = self.whole_value(data, i) {
+                        self.frames.count_value();
+                        sink.token(token, at, &self.frames)?;
+                        self.after_whole_value(&token);
                         i = end;
                         continue;
                     }
@@ -1433,8 +1567,7 @@ impl Tokenizer {
                     }
                     self.key_start = at;
                     if let Some(q) = short_plain_string(data, i + 1, self.limits.max_key_bytes) {
-                        self.key_done(&data[i + 1..q], &data[i + 1..], sink)?;
-                        i = self.after_key(data, q + 1);
+                        i = self.short_members(data, i + 1, q, sink)?;
                         continue;
                     }
                     self.key.clear();
@@ -1490,12 +1623,11 @@ impl Tokenizer {
 
     /// A scalar that begins at `data[i]` and ends in `data` in the common forms -- an
     /// integer (`-?(0|[1-9][0-9]*)`, within `max_number_bytes`) followed by a byte that
-    /// cannot go on a number, or `true` / `false` / `null` -- as one token at once; returns
-    /// where it ended (None: anything else, left to the byte-by-byte readers, which would
-    /// deliver the same token at the same offset here).
-    #[inline]
-    fn whole_scalar<S: Sink>(&mut self, data: &[u8], i: usize, at: u64, sink: &mut S) -> Result<Option<usize>> {
-        let (token, end) = match data[i] {
+    /// cannot go on a number, or `true` / `false` / `null` -- and where it ends (None:
+    /// anything else).
+    #[inline(always)]
+    fn whole_scalar<'d>(&self, data: &'d [u8], i: usize) -> Option<(Token<'d>, usize)> {
+        Some(match data[i] {
             b'-' | b'0'..=b'9' => {
                 let digits = i + usize::from(data[i] == b'-');
                 let run = data[digits..].iter().take_while(|b| b.is_ascii_digit()).count();
@@ -1503,19 +1635,15 @@ impl Tokenizer {
                 let next = data.get(end).copied();
                 let ends = next.is_some_and(|b| !matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
                 if !ends || run == 0 || (run > 1 && data[digits] == b'0') || end - i > self.limits.max_number_bytes {
-                    return Ok(None);
+                    return None;
                 }
                 (Token::Number(&data[i..end]), end)
             }
             b't' if data[i..].starts_with(b"true") => (Token::True, i + 4),
             b'f' if data[i..].starts_with(b"false") => (Token::False, i + 5),
             b'n' if data[i..].starts_with(b"null") => (Token::Null, i + 4),
-            _ => return Ok(None),
-        };
-        self.frames.count_value();
-        sink.token(token, at, &self.frames)?;
-        self.after_value();
-        Ok(Some(end))
+            _ => return None,
+        })
     }
 
     /// The first byte `c` of a value (state `Value`, or `FirstValueOrEnd` but `]`).
@@ -1596,6 +1724,21 @@ enum Resume {
 #[cfg(test)]
 mod tests {
     use super::find_special;
+
+    #[test]
+    fn is_ascii_finds_a_high_byte_at_any_place() {
+        for len in 0..200 {
+            let plain: Vec<u8> = (0..len).map(|i| (i * 31 % 128) as u8).collect();
+            assert!(super::is_ascii(&plain), "len {len}");
+            for at in 0..len {
+                for high in [0x80, 0xc3, 0xff] {
+                    let mut bytes = plain.clone();
+                    bytes[at] = high;
+                    assert!(!super::is_ascii(&bytes), "len {len} at {at} byte {high:#x}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn find_special_finds_the_first_quote_backslash_or_control_at_any_place() {
@@ -1801,6 +1944,33 @@ mod tests {
             let mut tokenizer = Tokenizer::new(budget);
             let result = tokenizer.feed(doc.as_bytes(), &mut Collect::default());
             assert_eq!(result.err().map(|e| e.class), refused.then_some(ErrorClass::BudgetExceeded), "{doc}");
+        }
+    }
+
+    /// The path names each open object's current key, short (held in its frame) or long
+    /// (in the keys buffer), before and after an object's keys are hashed (`LINEAR_MAX`),
+    /// and a hashed object still refuses a duplicate of a short or a long key.
+    #[test]
+    fn paths_and_duplicates_with_short_and_long_keys() {
+        let names: Vec<String> = (0..20).map(|i| if i % 2 == 0 { format!("k{i}") } else { format!("long_key_{i}") }).collect();
+        let members: Vec<String> = names.iter().map(|k| format!("\"{k}\": 0")).collect();
+        let body = members.join(", ");
+        for (last, path) in [("\"k4\": 1", None), ("\"long_key_7\": 1", None), ("\"k20\": [tru", Some("$.k20[0]")),
+                             ("\"long_key_21\": {\"ab\": {\"abcdefghij\": nul", Some("$.long_key_21.ab.abcdefghij"))] {
+            let doc = format!("{{{body}, {last}}}");
+            let (_, err) = run(&[doc.as_bytes()]);
+            let err = err.expect("an error");
+            match path {
+                None => assert_eq!(err.class, ErrorClass::DuplicateKey, "{doc}"),
+                Some(path) => assert_eq!(err.path.as_deref(), Some(path.as_bytes()), "{doc}"),
+            }
+            every_cut(doc.as_bytes());
+        }
+        for doc in [&br#"{"abcdefghij": {"ab": [1, {"xyz": tru}]}}"#[..], br#"{"ab": {"abcdefghij": [1, {"x": nul}]}}"#] {
+            let (_, err) = run(&[doc]);
+            let path = err.and_then(|e| e.path.clone()).unwrap_or_default();
+            let expected: &[u8] = if doc[2] == b'a' && doc[4] == b'c' { b"$.abcdefghij.ab[1].xyz" } else { b"$.ab.abcdefghij[1].x" };
+            assert_eq!(path, expected);
         }
     }
 

@@ -105,6 +105,11 @@ impl Sink for Tokens<'_> {
     fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames) -> Result<()> {
         self.decoder.token(token, offset, path, self.session, self.out)
     }
+
+    #[inline]
+    fn member(&mut self, key: &[u8], key_offset: u64, value: Token<'_>, offset: u64, path: &Frames) -> Result<()> {
+        self.decoder.member(key, key_offset, value, offset, path, self.session, self.out)
+    }
 }
 
 fn tokenizer(session: &Session) -> Tokenizer {

@@ -44,8 +44,6 @@ use crate::session::Session;
 use crate::value::Value;
 
 const DIALECT: &str = "anthropic";
-/// `_BLOCK_DELTA_KEYS`: the delta members that belong to a content block
-const BLOCK_DELTA_KEYS: [&[u8]; 5] = [b"text", b"thinking", b"partial_json", b"signature", b"citation"];
 
 // ---------------------------------------------------------------------------------------------
 // Decoding
@@ -392,9 +390,10 @@ enum FrameType {
 impl FrameType {
     fn of(text: &[u8]) -> FrameType {
         match text {
+            // (tested in order: a stream's frames are deltas but a few)
+            b"content_block_delta" => FrameType::ContentBlockDelta,
             b"message_start" => FrameType::MessageStart,
             b"content_block_start" => FrameType::ContentBlockStart,
-            b"content_block_delta" => FrameType::ContentBlockDelta,
             b"content_block_stop" => FrameType::ContentBlockStop,
             b"message_delta" => FrameType::MessageDelta,
             b"message_stop" => FrameType::MessageStop,
@@ -513,6 +512,11 @@ impl Decode for StreamDecoder {
     fn token(&mut self, token: Token<'_>, offset: u64, path: &Frames, session: &mut Session,
              out: &mut dyn EventSink) -> Result<()> {
         self.m.feed(&mut self.d, token, offset, &mut Cx::new(path, session, out))
+    }
+
+    fn member(&mut self, key: &[u8], key_offset: u64, value: Token<'_>, offset: u64, path: &Frames,
+              session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+        self.m.feed_member(&mut self.d, key, key_offset, value, offset, &mut Cx::new(path, session, out))
     }
 
     fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
@@ -780,10 +784,12 @@ impl Readers {
     }
 
     /// `_delta_member`: a delta (of a content block, or message_delta's).
-    fn delta_member(&mut self, m: &mut Machine<S>, key: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+    fn delta_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match key {
             b"type" => {
-                skip_value(m);
+                if !matches!(token, Token::String(_)) {
+                    skip_value(m); // (a whole string, the usual type, is skipped already)
+                }
                 return Ok(());
             }
             b"stop_reason" => {
@@ -794,14 +800,15 @@ impl Readers {
                 m.read(Read::Value(S::DeltaStopSequence, Some(OPT_STRING), "stop_sequence"));
                 return Ok(());
             }
-            _ if !BLOCK_DELTA_KEYS.contains(&key) => {
+            // (`_BLOCK_DELTA_KEYS`: the delta members that belong to a content block)
+            b"text" | b"thinking" | b"partial_json" | b"signature" | b"citation" => {}
+            _ => {
                 // message_delta's container, stop_details ...: no canonical field
                 self.lose_later(m, "$.delta.", key, false);
                 return Ok(());
             }
-            _ => {}
         }
-        let key_text = || String::from_utf8_lossy(key); // (one of BLOCK_DELTA_KEYS; for errors only)
+        let key_text = || String::from_utf8_lossy(key); // (one of `_BLOCK_DELTA_KEYS`; for errors only)
         let Some(block) = self.block.as_deref_mut() else {
             return Err(cx.error(format!("{} delta outside a content block", key_text()), offset));
         };
@@ -930,7 +937,7 @@ impl Dialect for Readers {
             S::Block => self.block_member(m, key, token, cx),
             S::Event => self.event_member(m, key, token, offset, cx),
             S::Message => self.message_member(m, key, token, offset, cx),
-            S::Delta => self.delta_member(m, key, offset, cx),
+            S::Delta => self.delta_member(m, key, token, offset, cx),
             _ => Err(internal("a member for a state that reads none")),
         }
     }

@@ -823,6 +823,12 @@ macro_rules! decode_common {
             self.0.token(token, offset, path, session, out)
         }
 
+        fn member(&mut self, key: &[u8], key_offset: u64, value: Token<'_>, offset: u64, path: &Frames,
+                  session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+            let cx = &mut Cx::new(path, session, out);
+            self.0.m.feed_member(&mut self.0.d, key, key_offset, value, offset, cx)
+        }
+
         fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
             self.0.m.flush(&mut self.0.d, &mut Cx::outside(session, out))
         }

@@ -1196,6 +1196,11 @@ mod decoder {
             self.m.feed(&mut self.d, token, offset, &mut cx)
         }
 
+        fn member(&mut self, key: &[u8], key_offset: u64, value: Token<'_>, offset: u64, path: &Frames,
+                  session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
+            self.m.feed_member(&mut self.d, key, key_offset, value, offset, &mut Cx::new(path, session, out))
+        }
+
         fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
             self.m.flush(&mut self.d, &mut Cx::outside(session, out))
         }
