@@ -100,13 +100,18 @@ pub fn sha256_hex(data: &[u8]) -> String {
 /// Lowercase hex digits of `bytes` (a table, not `format!` per byte: that cost a
 /// generated response id ~20k instructions).
 pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut text = String::with_capacity(bytes.len() * 2);
+    push_hex(bytes, &mut text);
+    text
+}
+
+/// `hex(bytes)` appended to `text`.
+pub fn push_hex(bytes: &[u8], text: &mut String) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     for &b in bytes {
         text.push(DIGITS[usize::from(b >> 4)] as char);
         text.push(DIGITS[usize::from(b & 0x0F)] as char);
     }
-    text
 }
 
 // -- base64 -----------------------------------------------------------------------

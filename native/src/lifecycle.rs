@@ -987,12 +987,16 @@ pub fn ollama_created_at(time_us: i64) -> Vec<u8> {
         text.push_str("Z\"");
         return text.into_bytes();
     }
-    // fixed-width fields written by hand (`format!`'s padding costs ten times more)
+    // fixed-width fields written by hand (`format!`'s padding costs ten times more), each
+    // filled from its last digit (a division by the constant 10, not by a power computed per digit)
     let mut text = Vec::with_capacity(40);
-    let digits = |text: &mut Vec<u8>, n: i64, width: u32| {
-        for place in (0..width).rev() {
-            text.push(b'0' + (n / 10i64.pow(place) % 10) as u8);
+    let digits = |text: &mut Vec<u8>, mut n: i64, width: usize| {
+        let mut field = [b'0'; 6];
+        for digit in field[..width].iter_mut().rev() {
+            *digit = b'0' + (n % 10) as u8;
+            n /= 10;
         }
+        text.extend_from_slice(&field[..width]);
     };
     text.push(b'"');
     digits(&mut text, year, 4);
@@ -1026,8 +1030,9 @@ pub fn source_time_us(ext: &Extension<'_>) -> Option<i64> {
     }
 }
 
-/// `_digest(*parts)`: 24 hex digits of SHA-256 over the parts joined with NUL.
-fn digest(parts: &[&[u8]]) -> String {
+/// `prefix + _digest(*parts)`: the prefix, then 24 hex digits of SHA-256 over the parts
+/// joined with NUL (the parts are joined in one buffer, the id written in another).
+fn digest_id(prefix: &str, parts: &[&[u8]]) -> String {
     let mut joined = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
@@ -1035,7 +1040,10 @@ fn digest(parts: &[&[u8]]) -> String {
         }
         joined.extend_from_slice(part);
     }
-    crate::digest::hex(&crate::digest::sha256(&joined)[..12])
+    let mut id = String::with_capacity(prefix.len() + 24);
+    id.push_str(prefix);
+    crate::digest::push_hex(&crate::digest::sha256(&joined)[..12], &mut id);
+    id
 }
 
 /// `generated_response_id(prefix, nonce, time_us, model)`: the id of a response whose
@@ -1043,7 +1051,7 @@ fn digest(parts: &[&[u8]]) -> String {
 pub fn generated_response_id(prefix: &str, nonce: &[u8], time_us: i64, model: Option<&[u8]>) -> String {
     let mut time = Vec::with_capacity(20);
     push_int(&mut time, time_us);
-    prefix.to_string() + &digest(&[nonce, &time, model.unwrap_or(b"")])
+    digest_id(prefix, &[nonce, &time, model.unwrap_or(b"")])
 }
 
 /// `generated_tool_id(response_id, n)`: the id of the `n`-th tool call (from 0) of a
@@ -1051,7 +1059,7 @@ pub fn generated_response_id(prefix: &str, nonce: &[u8], time_us: i64, model: Op
 pub fn generated_tool_id(response_id: &[u8], n: u64) -> String {
     let mut count = Vec::with_capacity(20);
     push_u64(&mut count, n);
-    "call_".to_string() + &digest(&[response_id, &count])
+    digest_id("call_", &[response_id, &count])
 }
 
 /// `Stamp`: one response's id and time as an encoder writes them -- the source's

@@ -1037,6 +1037,8 @@ impl Common {
                 self.created = Some(ollama_created_at(self.stamp.time_us()));
             }
             let head = &mut self.head_text;
+            let model_len = self.model.as_deref().map_or(0, str::len);
+            head.reserve(48 + model_len + self.created.as_deref().map_or(0, <[u8]>::len)); // (once: no growth series)
             head.extend_from_slice(b"{\"model\":");
             dumps_str(self.model.as_deref().unwrap_or("").as_bytes(), head);
             head.extend_from_slice(b",\"created_at\":");
@@ -1275,7 +1277,7 @@ impl StreamEncoder {
             return Ok(());
         }
         self.frame.close(out);
-        let mut line = Vec::new();
+        let mut line = Vec::with_capacity(384); // (sized once: head, message and the done members)
         self.c.head(&mut line);
         line.extend_from_slice(b",\"message\":{\"role\":\"assistant\",\"content\":\"\"}");
         self.c.tail(session, &mut line)?;
@@ -1420,7 +1422,7 @@ impl ResponseEncoder {
         if let Some(msg) = self.msg.take() {
             msg.close(io)?;
         }
-        let mut tail = Vec::new();
+        let mut tail = Vec::with_capacity(256); // (sized once: the done members, counts and durations)
         self.c.tail(io.session, &mut tail)?;
         io.write(WriterId::OUT, &tail)
     }

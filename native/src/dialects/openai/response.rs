@@ -476,6 +476,11 @@ mod decoder {
             match self.choices.iter().position(|c| c.index == index) {
                 Some(at) => at,
                 None => {
+                    if self.choices.is_empty() {
+                        // room for one: a first push makes room for four (1216 bytes, past what
+                        // glibc's thread cache serves); most responses have one choice
+                        self.choices.reserve_exact(1);
+                    }
                     self.choices.push(Choice::new(index));
                     self.choices.len() - 1
                 }
