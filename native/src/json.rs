@@ -235,7 +235,8 @@ impl Frames {
     /// A tokenizer's frames: room for the usual nesting and keys from the start (a
     /// request or response is one tokenizer's life: growing them costs more reallocations).
     fn with_capacity() -> Frames {
-        Frames { frames: Vec::with_capacity(8), keys: Vec::with_capacity(128), seen: Vec::with_capacity(16), size: 0 }
+        // (a response's open objects -- its usage and details -- have ~200 bytes of long keys, ~20 keys)
+        Frames { frames: Vec::with_capacity(8), keys: Vec::with_capacity(512), seen: Vec::with_capacity(32), size: 0 }
     }
 
     fn clear(&mut self) {
