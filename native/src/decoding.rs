@@ -887,7 +887,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
     }
 
     /// A token for a `Frame::Members(s)` on top: keys remembered, values to `member`, `}` to `end`.
-    #[inline]
+    #[inline(always)] // (a plain #[inline] was dropped by one build: +2% instructions on anthropic streams)
     fn member_token<D: Dialect<State = S>>(&mut self, d: &mut D, s: S, token: Token<'_>, offset: u64,
                                            cx: &mut Cx<'_>) -> Result<()> {
         match token {
@@ -1680,8 +1680,8 @@ impl ResponseBase {
         }
         self.started = true;
         starting(cx)?;
-        let id = self.id.clone().map(Cow::Owned);
-        let model = self.model.clone().map(Cow::Owned);
+        // (borrowed: an encoder copies what it keeps)
+        let (id, model) = (self.id.as_deref().map(Cow::Borrowed), self.model.as_deref().map(Cow::Borrowed));
         cx.emit(Event::MessageStart { id, model, choice: 0 })?;
         self.release(cx)
     }

@@ -269,25 +269,35 @@ impl WriterId {
     pub const OUT: WriterId = WriterId { index: 0, generation: 0 };
 }
 
+/// A held writer.
 struct Slot {
     json: JsonWriter,
-    /// None: the output
     hold: Option<ByteHold>,
 }
 
 /// Every `JsonWriter` of one encoder: separator state, and where its bytes go.
+/// A new one allocates nothing (an encoder takes its `Writers` out for every event,
+/// leaving a default in its place).
+#[derive(Default)]
 pub struct Writers {
-    /// (generation, the writer while it lives)
+    /// the output's writer (`WriterId::OUT`)
+    out: JsonWriter,
+    /// the held writers: (generation, the writer while it lives), at their index - 1
     slots: Vec<(u32, Option<Slot>)>,
     free: Vec<u32>,
     /// a held writer's bytes of one write, before they go into its hold
     scratch: Vec<u8>,
 }
 
-impl Default for Writers {
-    fn default() -> Self {
-        let out = Slot { json: JsonWriter::default(), hold: None };
-        Writers { slots: vec![(0, Some(out))], free: Vec::new(), scratch: Vec::new() }
+/// Where writer `id` writes: its `JsonWriter` and its hold (`None`: the output).
+fn slot_in<'w>(out: &'w mut JsonWriter, slots: &'w mut [(u32, Option<Slot>)], id: WriterId)
+               -> Option<(&'w mut JsonWriter, Option<&'w mut ByteHold>)> {
+    if id == WriterId::OUT {
+        return Some((out, None));
+    }
+    match slots.get_mut((id.index as usize).wrapping_sub(1)) {
+        Some((generation, Some(slot))) if *generation == id.generation => Some((&mut slot.json, slot.hold.as_mut())),
+        _ => None,
     }
 }
 
@@ -303,31 +313,25 @@ impl Writers {
         let slot = Slot { json: JsonWriter::default(), hold: Some(reorder.byte_hold(reason)) };
         match self.free.pop() {
             Some(index) => {
-                let entry = &mut self.slots[index as usize];
+                let entry = &mut self.slots[index as usize - 1];
                 entry.0 = entry.0.wrapping_add(1);
                 entry.1 = Some(slot);
                 WriterId { index, generation: entry.0 }
             }
             None => {
                 self.slots.push((0, Some(slot)));
-                WriterId { index: (self.slots.len() - 1) as u32, generation: 0 }
+                WriterId { index: self.slots.len() as u32, generation: 0 }
             }
         }
     }
 
-    fn slot(&mut self, id: WriterId) -> Option<&mut Slot> {
-        match self.slots.get_mut(id.index as usize) {
-            Some((generation, Some(slot))) if *generation == id.generation => Some(slot),
-            _ => None,
-        }
+    fn slot(&mut self, id: WriterId) -> Option<(&mut JsonWriter, Option<&mut ByteHold>)> {
+        slot_in(&mut self.out, &mut self.slots, id)
     }
 
     /// `bool(hold)`: whether anything was written into a held writer.
-    pub fn holds_bytes(&self, id: WriterId) -> bool {
-        match self.slots.get(id.index as usize) {
-            Some((generation, Some(slot))) if *generation == id.generation => slot.hold.as_ref().is_some_and(|h| !h.is_empty()),
-            _ => false,
-        }
+    pub fn holds_bytes(&mut self, id: WriterId) -> bool {
+        matches!(self.slot(id), Some((_, Some(hold))) if !hold.is_empty())
     }
 
     /// `hold.take_bytes()` appended to `into`; the writer is gone.
@@ -335,7 +339,7 @@ impl Writers {
         if id == WriterId::OUT || self.slot(id).is_none() {
             return;
         }
-        if let Some(Slot { hold: Some(mut hold), .. }) = self.slots[id.index as usize].1.take() {
+        if let Some(Slot { hold: Some(mut hold), .. }) = self.slots[id.index as usize - 1].1.take() {
             hold.take_into(reorder, into);
             self.free.push(id.index);
         }
@@ -359,16 +363,13 @@ impl Io<'_> {
     /// One JSON-writer call on writer `w` (one Python `write`): `f` writes into the
     /// output, or into a buffer that then goes into `w`'s hold.
     pub fn json<R>(&mut self, w: WriterId, f: impl FnOnce(&mut JsonWriter, &mut Vec<u8>) -> R) -> Result<R> {
-        let Writers { slots, scratch, .. } = &mut *self.writers;
-        let slot = match slots.get_mut(w.index as usize) {
-            Some((generation, Some(slot))) if *generation == w.generation => slot,
-            _ => return Err(stale()),
-        };
-        match &mut slot.hold {
-            None => Ok(f(&mut slot.json, self.out)),
+        let Writers { out, slots, scratch, .. } = &mut *self.writers;
+        let (json, hold) = slot_in(out, slots, w).ok_or_else(stale)?;
+        match hold {
+            None => Ok(f(json, self.out)),
             Some(hold) => {
                 scratch.clear();
-                let r = f(&mut slot.json, scratch);
+                let r = f(json, scratch);
                 hold.write(&mut self.session.reorder, scratch)?;
                 Ok(r)
             }
@@ -377,8 +378,8 @@ impl Io<'_> {
 
     /// `writer.write(data)`.
     pub fn write(&mut self, w: WriterId, data: &[u8]) -> Result<()> {
-        let slot = self.writers.slot(w).ok_or_else(stale)?;
-        match &mut slot.hold {
+        let (_, hold) = self.writers.slot(w).ok_or_else(stale)?;
+        match hold {
             None => {
                 self.out.extend_from_slice(data);
                 Ok(())
@@ -389,12 +390,10 @@ impl Io<'_> {
 
     /// `writer._sep()`: `,` or nothing before the next item of the open container.
     pub fn sep(&mut self, w: WriterId) -> &'static [u8] {
-        let Writers { slots, scratch, .. } = &mut *self.writers;
+        let Writers { out, slots, scratch, .. } = &mut *self.writers;
         scratch.clear();
-        if let Some((generation, Some(slot))) = slots.get_mut(w.index as usize) {
-            if *generation == w.generation {
-                slot.json.separate(scratch);
-            }
+        if let Some((json, _)) = slot_in(out, slots, w) {
+            json.separate(scratch);
         }
         if scratch.is_empty() { b"" } else { b"," }
     }
@@ -410,15 +409,15 @@ impl Io<'_> {
 
     /// `writer._first.append(True)`: a container opened by raw text.
     pub fn push_first(&mut self, w: WriterId) {
-        if let Some(slot) = self.writers.slot(w) {
-            slot.json.open_raw();
+        if let Some((json, _)) = self.writers.slot(w) {
+            json.open_raw();
         }
     }
 
     /// `writer._first.pop()`.
     pub fn pop_first(&mut self, w: WriterId) {
-        if let Some(slot) = self.writers.slot(w) {
-            slot.json.close_raw();
+        if let Some((json, _)) = self.writers.slot(w) {
+            json.close_raw();
         }
     }
 

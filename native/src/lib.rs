@@ -38,3 +38,31 @@ pub mod pipeline;
 
 #[cfg(feature = "python")]
 mod python;
+/// A transcoder's decoder and encoder are boxed once per response: each must stay within
+/// the 1032 bytes glibc's thread cache serves, or its malloc and free take the slow path
+/// (~1k instructions per response; the anthropic decoder and the ollama encoder were over).
+#[cfg(test)]
+mod box_sizes {
+    #[test]
+    fn response_codecs_fit_the_allocators_thread_cache() {
+        use crate::dialects::{anthropic, ollama, openai};
+        use std::mem::size_of;
+        let sizes = [
+            ("openai response decoder", size_of::<openai::response::ResponseDecoder>()),
+            ("openai stream decoder", size_of::<openai::response::StreamDecoder>()),
+            ("anthropic response decoder", size_of::<anthropic::response::ResponseDecoder>()),
+            ("anthropic stream decoder", size_of::<anthropic::response::StreamDecoder>()),
+            ("ollama response decoder", size_of::<ollama::response::ResponseDecoder>()),
+            ("ollama stream decoder", size_of::<ollama::response::StreamDecoder>()),
+            ("openai response encoder", size_of::<openai::response::ResponseEncoder>()),
+            ("openai stream encoder", size_of::<openai::response::StreamEncoder>()),
+            ("anthropic response encoder", size_of::<anthropic::response::ResponseEncoder>()),
+            ("anthropic stream encoder", size_of::<anthropic::response::StreamEncoder>()),
+            ("ollama response encoder", size_of::<ollama::response::ResponseEncoder>()),
+            ("ollama stream encoder", size_of::<ollama::response::StreamEncoder>()),
+        ];
+        for (name, size) in sizes {
+            assert!(size <= 1032, "{name}: {size} bytes");
+        }
+    }
+}

@@ -960,8 +960,13 @@ pub fn openai_time_us(raw: &[u8]) -> Option<i64> {
 /// `openai_created(time_us)`: an openai `created`, whole seconds.
 pub fn openai_created(time_us: i64) -> Vec<u8> {
     let mut json = Vec::with_capacity(20);
-    push_int(&mut json, time_us.div_euclid(US));
+    push_openai_created(time_us, &mut json);
     json
+}
+
+/// `openai_created(time_us)` appended to `out`.
+pub fn push_openai_created(time_us: i64, out: &mut Vec<u8>) {
+    push_int(out, time_us.div_euclid(US));
 }
 
 /// `ollama_created_at(time_us)`: an ollama `created_at` (raw JSON): RFC 3339 in UTC,
@@ -1084,16 +1089,20 @@ impl Stamp {
     /// `response_id(prefix, source_id, model)`: the source's id when it has one (not
     /// empty), else the generated one (made once).
     pub fn response_id(&mut self, prefix: &str, source_id: Option<&str>, model: Option<&str>) -> String {
+        self.response_id_ref(prefix, source_id, model).into_owned()
+    }
+
+    /// `response_id`, borrowed from the source's id or the one generated (an encoder
+    /// writes it into its head: no copy).
+    pub fn response_id_ref<'s>(&'s mut self, prefix: &str, source_id: Option<&'s str>, model: Option<&str>) -> Cow<'s, str> {
         if let Some(id) = source_id.filter(|id| !id.is_empty()) {
-            return id.to_string();
+            return Cow::Borrowed(id);
         }
-        if let Some(id) = &self.id {
-            return id.clone();
+        if self.id.is_none() {
+            let time_us = self.time_us();
+            self.id = Some(generated_response_id(prefix, &self.start.nonce, time_us, model.map(str::as_bytes)));
         }
-        let time_us = self.time_us();
-        let id = generated_response_id(prefix, &self.start.nonce, time_us, model.map(str::as_bytes));
-        self.id = Some(id.clone());
-        id
+        Cow::Borrowed(self.id.as_deref().unwrap_or_default())
     }
 }
 

@@ -449,7 +449,9 @@ pub(crate) struct Readers {
     stream: bool,
     /// `ResponseDecoderBase`: id, model, the gate content waits behind until the message starts
     start: ResponseBase,
-    block: Option<ContentBlock>,
+    /// (boxed: the decoder is allocated per response, and with the block in place it was
+    /// over the 1032 bytes glibc's thread cache serves -- a slow malloc and free per response)
+    block: Option<Box<ContentBlock>>,
     /// the target is another dialect: tool ids are made canonical (`own`)
     foreign: bool,
     /// where a member without a field was (the loss recorded when its value is complete; WTF-8)
@@ -589,7 +591,7 @@ fn plain_string<'t>(token: &Token<'t>) -> Option<&'t [u8]> {
 
 impl Readers {
     fn block(&mut self) -> Result<&mut ContentBlock> {
-        self.block.as_mut().ok_or_else(|| internal("no content block is open"))
+        self.block.as_deref_mut().ok_or_else(|| internal("no content block is open"))
     }
 
     /// A loss at `prefix + key`, recorded when the member's value is complete.
@@ -671,12 +673,12 @@ impl Readers {
 
     /// A content block's `{`: its members wait for its type (`KeyFirst`), then `key_first`.
     fn open_block(&mut self, m: &mut Machine<S>, index: u64) {
-        self.block = Some(ContentBlock::new(index));
+        self.block = Some(Box::new(ContentBlock::new(index)));
         m.key_first(S::Block, "type", Some(STRING), "anthropic:content-before-type");
     }
 
     fn block_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>, cx: &mut Cx<'_>) -> Result<()> {
-        let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+        let block = self.block.as_deref_mut().ok_or_else(|| internal("no content block is open"))?;
         let kind = block.kind;
         match (kind, key) {
             (Kind::Text, b"text") | (Kind::Thinking, b"thinking") | (Kind::RedactedThinking, b"data") => {
@@ -714,7 +716,7 @@ impl Readers {
 
     /// The block object's `}` (`_ContentBlock.end`, then `block_read`: the body's block stops there).
     fn block_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {
-        let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+        let block = self.block.as_deref_mut().ok_or_else(|| internal("no content block is open"))?;
         block.object_end(&mut self.start, cx)?;
         if !self.stream {
             self.close_block(cx)?;
@@ -808,7 +810,7 @@ impl Readers {
             }
         }
         let key_text = || String::from_utf8_lossy(key); // (one of `_BLOCK_DELTA_KEYS`; for errors only)
-        let Some(block) = self.block.as_mut() else {
+        let Some(block) = self.block.as_deref_mut() else {
             return Err(cx.error(format!("{} delta outside a content block", key_text()), offset));
         };
         match key {
@@ -883,7 +885,7 @@ impl Readers {
             _ => {}
         }
         if let Some(t @ (FrameType::ContentBlockDelta | FrameType::ContentBlockStop)) = t {
-            let open = self.block.as_ref().map(|b| b.index);
+            let open = self.block.as_deref().map(|b| b.index);
             let matches = matches!((&self.frame.index, open), (FrameIndex::Small(i), Some(o)) if *i == o);
             if !matches {
                 let index = match &self.frame.index {
@@ -944,7 +946,7 @@ impl Dialect for Readers {
     /// `KeyFirst`'s `start(value)` (`_typed`): the block is typed, its members are read (what
     /// came before the type is replayed into them by the machine).
     fn key_first(&mut self, m: &mut Machine<S>, _s: S, value: Option<Value>, _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
-        let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+        let block = self.block.as_deref_mut().ok_or_else(|| internal("no content block is open"))?;
         block.typed(value.and_then(text_of), &mut self.start, cx)?;
         m.push(Frame::Members(S::Block));
         Ok(())
@@ -992,11 +994,11 @@ impl Dialect for Readers {
             S::MessageStop => cx.session.lose_member_wtf8(&self.lost_path, "place for a stop in message_start",
                                           Some("message_delta's stop is used")),
             S::ServerInput => {
-                let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+                let block = self.block.as_deref_mut().ok_or_else(|| internal("no content block is open"))?;
                 block.server_input(raw, &mut self.start, cx)
             }
             S::Citation => {
-                let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+                let block = self.block.as_deref_mut().ok_or_else(|| internal("no content block is open"))?;
                 block.citation(raw.to_vec(), cx.session)
             }
             _ => Err(internal("a raw value for a state that reads none")),
@@ -1032,7 +1034,7 @@ impl Dialect for Readers {
                 Ok(())
             }
             S::CitationList => {
-                let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+                let block = self.block.as_deref_mut().ok_or_else(|| internal("no content block is open"))?;
                 if let Value::Array(items) = &value {
                     for citation in items {
                         block.citation(json_of(citation), cx.session)?;
@@ -1083,7 +1085,7 @@ impl Dialect for Readers {
 
     fn fragment(&mut self, _m: &mut Machine<S>, s: S, data: &[u8], _init: bool, fin: bool,
                 cx: &mut Cx<'_>) -> Result<()> {
-        let block = self.block.as_mut().ok_or_else(|| internal("no content block is open"))?;
+        let block = self.block.as_deref_mut().ok_or_else(|| internal("no content block is open"))?;
         match s {
             S::BlockText | S::DeltaText | S::ServerMember => block.fragment(data, &mut self.start, cx),
             S::ToolInput => block.input_fragment(data, fin, &mut self.start, cx),

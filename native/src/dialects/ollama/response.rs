@@ -187,7 +187,7 @@ impl Lines {
             return Ok(());
         }
         self.started = true;
-        let model = self.model.clone().map(Cow::Owned);
+        let model = self.model.as_deref().map(Cow::Borrowed); // (an encoder copies what it keeps)
         cx.emit(Event::MessageStart { id: None, model, choice: 0 })?;
         self.gate.release(cx, |event, cx| cx.emit(event))
     }
@@ -927,6 +927,9 @@ struct Common {
     logprobs: Option<Hold<()>>,
     logprob_text: Vec<u8>,
     done: bool,
+    /// `_head()`'s text once written (empty: not yet, or the model changed): a stream
+    /// writes it on every line, and neither the model nor `created_at` changes between
+    head_text: Vec<u8>,
 }
 
 impl Common {
@@ -942,6 +945,7 @@ impl Common {
             logprobs: None, // (made at the first entry: Python makes it here, no behaviour differs)
             logprob_text: Vec::new(),
             done: false,
+            head_text: Vec::new(),
         })
     }
 
@@ -951,6 +955,7 @@ impl Common {
             Event::MessageStart { id, model, choice } => {
                 if *choice == 0 {
                     self.model = model.as_ref().map(|m| m.to_string());
+                    self.head_text.clear();
                     if id.is_some() && session.source != DIALECT {
                         let stream = session.source == "anthropic" && session.kind == crate::session::Kind::Stream;
                         session.lose_member(if stream { "$.message.id" } else { "$.id" }, "response id", None)?;
@@ -1026,14 +1031,18 @@ impl Common {
 
     /// `_head`: a line's (or the response's) opening up to its `created_at`.
     fn head(&mut self, out: &mut Vec<u8>) {
-        if self.created.is_none() {
-            // once written, every line has the same
-            self.created = Some(ollama_created_at(self.stamp.time_us()));
+        if self.head_text.is_empty() {
+            if self.created.is_none() {
+                // once written, every line has the same
+                self.created = Some(ollama_created_at(self.stamp.time_us()));
+            }
+            let head = &mut self.head_text;
+            head.extend_from_slice(b"{\"model\":");
+            dumps_str(self.model.as_deref().unwrap_or("").as_bytes(), head);
+            head.extend_from_slice(b",\"created_at\":");
+            head.extend_from_slice(self.created.as_deref().unwrap_or_default());
         }
-        out.extend_from_slice(b"{\"model\":");
-        dumps_str(self.model.as_deref().unwrap_or("").as_bytes(), out);
-        out.extend_from_slice(b",\"created_at\":");
-        out.extend_from_slice(self.created.as_deref().unwrap_or_default());
+        out.extend_from_slice(&self.head_text);
     }
 
     /// `_tail`: `"done":true` and what comes with it.
@@ -1318,7 +1327,8 @@ enum Placed {
     /// a string member: fragments go to its writer
     Text(WriterId),
     /// a tool call: its arguments held whole (`ollama:tool-arguments`), then its writer gets them
-    Call { writer: WriterId, args: HeldArguments, first: BlockHead },
+    /// (the arguments boxed: a tokenizer in place made the encoder too big for glibc's thread cache)
+    Call { writer: WriterId, args: Box<HeldArguments>, first: BlockHead },
 }
 
 /// `ResponseEncoder`: one `/api/chat` response object, its message assembled from the
@@ -1326,7 +1336,9 @@ enum Placed {
 pub struct ResponseEncoder {
     c: Common,
     writers: Writers,
-    msg: Option<MessageAssembler>,
+    /// (boxed: with it in place the encoder was over the 1032 bytes glibc's thread cache
+    /// serves -- a slow malloc and free per response)
+    msg: Option<Box<MessageAssembler>>,
     placed: Option<Placed>,
     lost: bool,
 }
@@ -1337,17 +1349,15 @@ impl ResponseEncoder {
     }
 
     /// `_message`: the message object, opened (with the response's head) on first use.
-    fn message<'m>(msg: &'m mut Option<MessageAssembler>, c: &mut Common, io: &mut Io<'_>) -> Result<&'m mut MessageAssembler> {
+    fn message<'m>(msg: &'m mut Option<Box<MessageAssembler>>, c: &mut Common, io: &mut Io<'_>) -> Result<&'m mut MessageAssembler> {
         if msg.is_none() {
-            let mut head = Vec::new();
-            c.head(&mut head);
-            head.extend_from_slice(b",\"message\":");
-            io.write(WriterId::OUT, &head)?;
+            c.head(io.out); // (the output's writer: written straight)
+            io.out.extend_from_slice(b",\"message\":");
             let mut opened = MessageAssembler::new(WriterId::OUT, io, "ollama:member-order", b"", None)?;
             opened.scalar(io, "role", b"\"assistant\"")?;
-            *msg = Some(opened);
+            *msg = Some(Box::new(opened));
         }
-        msg.as_mut().ok_or_else(|| internal("no message"))
+        msg.as_deref_mut().ok_or_else(|| internal("no message"))
     }
 
     fn block(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<()> {
@@ -1362,7 +1372,7 @@ impl ResponseEncoder {
                 let mut opening = Vec::new();
                 call_opening(block.attrs.as_deref().unwrap_or(&[]), &mut opening);
                 io.write(writer, &opening)?;
-                let args = HeldArguments::new(io.session, "ollama:tool-arguments");
+                let args = Box::new(HeldArguments::new(io.session, "ollama:tool-arguments"));
                 Placed::Call { writer, args, first: BlockHead::of(block) }
             } else {
                 Placed::Text(msg.member(io, kind.key(), Opener::String)?)
@@ -1378,7 +1388,7 @@ impl ResponseEncoder {
         }
         if block.fin {
             if let Some(Placed::Call { writer, args, first }) = self.placed.take() {
-                let mut arguments = arguments_object(io.session, DIALECT, args, first.as_ref())?;
+                let mut arguments = arguments_object(io.session, DIALECT, *args, first.as_ref())?;
                 arguments.extend_from_slice(b"}}");
                 io.write(writer, &arguments)?;
             }

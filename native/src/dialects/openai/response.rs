@@ -554,15 +554,14 @@ mod decoder {
         fn text_fragment(&mut self, c: usize, text: Text, what: &str, data: &[u8], cx: &mut Cx<'_>) -> Result<()> {
             let slot = text as usize;
             if self.choices[c].sinks[slot].is_none() {
-                // `"$.choices[<index>].<message|delta>.<what>"` (pieces: `format!` costs more than the rest of a delta)
-                let mut path = Vec::with_capacity(48);
-                path.extend_from_slice(b"$.choices[");
-                crate::lifecycle::push_int(&mut path, self.choices[c].index);
-                for piece in ["].", self.member_name(), ".", what] {
-                    path.extend_from_slice(piece.as_bytes());
+                // `str_json("$.choices[<index>].<message|delta>.<what>")`, in pieces (`format!` costs
+                // more than the rest of a delta; the names are plain: nothing to escape)
+                let mut json = Vec::with_capacity(48);
+                json.extend_from_slice(b"\"$.choices[");
+                crate::lifecycle::push_int(&mut json, self.choices[c].index);
+                for piece in ["].", self.member_name(), ".", what, "\""] {
+                    json.extend_from_slice(piece.as_bytes());
                 }
-                let mut json = Vec::with_capacity(path.len() + 2);
-                dumps_key(&path, &mut json);
                 self.choices[c].sinks[slot] = Some(json);
             }
             if data.is_empty() {
@@ -687,8 +686,8 @@ mod decoder {
                     if !self.choices[c].reader.reasoning_made {
                         self.choices[c].reader.reasoning_made = true;
                         if self.choices[c].sinks[Text::Reasoning as usize].is_none() {
-                            let what = String::from_utf8_lossy(key).into_owned();
-                            self.text_fragment(c, Text::Reasoning, &what, b"", cx)?;
+                            let what = if key == b"reasoning" { "reasoning" } else { "reasoning_content" };
+                            self.text_fragment(c, Text::Reasoning, what, b"", cx)?;
                         }
                     }
                     if token != Token::Null {
@@ -1269,6 +1268,7 @@ pub use encoder::{ResponseEncoder, StreamEncoder};
 mod encoder {
     use super::super::controls;
     use crate::canonical::{Block, Event, Extension, Section, Usage};
+    use std::borrow::Cow;
     use crate::encoding::{
         attr, foreign_extension, lose_block, lose_signature, lose_unplaced, skip_chars, Attr, BlockRef, Encode, Io,
         MessageAssembler, Opener, WriterId, Writers,
@@ -1277,7 +1277,7 @@ mod encoder {
     use crate::reorder::Hold;
     use crate::error::Result;
     use crate::framing::SSE_END;
-    use crate::lifecycle::{finish_to, generated_tool_id, logprob_to_openai, merge_usage, openai_created, push_int,
+    use crate::lifecycle::{finish_to, generated_tool_id, logprob_to_openai, merge_usage, push_int, push_openai_created,
                            push_usage_openai, tier_to, Stamp};
     use crate::session::Session;
     use crate::value::{dumps, dumps_str, Value};
@@ -1341,9 +1341,13 @@ mod encoder {
         }
 
         fn keep(&mut self, key: &'static str, raw: &[u8]) {
+            self.keep_owned(key, raw.to_vec());
+        }
+
+        fn keep_owned(&mut self, key: &'static str, raw: Vec<u8>) {
             match self.kept.iter_mut().find(|(k, _)| *k == key) {
-                Some(slot) => slot.1 = raw.to_vec(),
-                None => self.kept.push((key, raw.to_vec())),
+                Some(slot) => slot.1 = raw,
+                None => self.kept.push((key, raw)),
             }
             self.head = None;
         }
@@ -1357,22 +1361,22 @@ mod encoder {
         }
 
         /// `_usage_event`: counts merge into the usage object; the service tier goes to the body's top.
-        fn usage_event(&mut self, usage: Usage, session: &mut Session) -> Result<()> {
+        fn usage_event(&mut self, usage: &Usage, session: &mut Session) -> Result<()> {
             if usage.service_tier.is_some() {
-                let tier = tier_to(DIALECT, &usage, session)?;
+                let tier = tier_to(DIALECT, usage, session)?;
                 if let Some(tier) = tier {
                     if self.kept("service_tier").is_none() {
-                        let mut json = Vec::new();
+                        let mut json = Vec::with_capacity(tier.len() + 2);
                         dumps_str(tier.as_bytes(), &mut json);
-                        self.keep("service_tier", &json);
+                        self.keep_owned("service_tier", json);
                     }
                 }
-                let no_counts = Usage { service_tier: usage.service_tier.clone(), ..Usage::default() };
-                if usage == no_counts {
+                let counts = [usage.input, usage.output, usage.cache_read, usage.cache_write, usage.reasoning, usage.total];
+                if counts.iter().all(Option::is_none) {
                     return Ok(()); // no counts: no usage object
                 }
             }
-            self.usage = Some(merge_usage(self.usage.as_ref(), usage));
+            self.usage = Some(merge_usage(self.usage.as_ref(), usage.clone()));
             Ok(())
         }
 
@@ -1389,8 +1393,8 @@ mod encoder {
             Ok(())
         }
 
-        fn response_id(&mut self) -> String {
-            self.stamp.response_id("chatcmpl-", self.id.as_deref(), self.model.as_deref())
+        fn response_id(&mut self) -> Cow<'_, str> {
+            self.stamp.response_id_ref("chatcmpl-", self.id.as_deref(), self.model.as_deref())
         }
 
         /// `_head_members()`: `"id":...,"object":...,"created":...,"model":...` (every chunk starts with them).
@@ -1407,7 +1411,7 @@ mod encoder {
                     Some(created) => head.extend_from_slice(created),
                     None => {
                         let time_us = self.stamp.time_us();
-                        head.extend_from_slice(&openai_created(time_us));
+                        push_openai_created(time_us, &mut head);
                     }
                 }
                 head.extend_from_slice(b",\"model\":");
@@ -1432,9 +1436,10 @@ mod encoder {
             let call_id = match attr(attrs, "id") {
                 Some(id) if id != b"null" => id.to_vec(),
                 _ => {
+                    let count = self.tool_count;
                     let id = self.response_id();
                     let mut json = Vec::new();
-                    dumps_str(generated_tool_id(id.as_bytes(), self.tool_count).as_bytes(), &mut json);
+                    dumps_str(generated_tool_id(id.as_bytes(), count).as_bytes(), &mut json);
                     json
                 }
             };
@@ -1755,7 +1760,7 @@ mod encoder {
                 Event::Finish { reason, stop_sequence, choice } => {
                     self.finish_event(reason.as_deref(), stop_sequence.as_deref(), *choice, session, out)?
                 }
-                Event::Usage(usage) => self.head.usage_event(usage.clone(), session)?,
+                Event::Usage(usage) => self.head.usage_event(usage, session)?,
                 Event::Error { .. } => self.error(&event, out),
                 Event::End => self.end(out)?,
                 _ => {}
@@ -2248,7 +2253,7 @@ mod encoder {
                     let hold = &mut self.logprobs[at].1;
                     hold.append(&mut io.session.reorder, raw.to_vec(), raw.len() as u64)
                 }
-                Event::Usage(usage) => self.head.usage_event(usage.clone(), io.session),
+                Event::Usage(usage) => self.head.usage_event(usage, io.session),
                 Event::Error { .. } => self.abort_with(event, io),
                 Event::End => self.end(io),
                 _ => Ok(()),
