@@ -271,7 +271,7 @@ impl SseDecoder {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn line_end<S: FrameSink>(&mut self, sink: &mut S) -> Result<()> {
         match self.line {
             Line::Field => {

@@ -235,7 +235,8 @@ impl Frames {
     /// A tokenizer's frames: room for the usual nesting and keys from the start (a
     /// request or response is one tokenizer's life: growing them costs more reallocations).
     fn with_capacity() -> Frames {
-        Frames { frames: Vec::with_capacity(8), keys: Vec::with_capacity(128), seen: Vec::with_capacity(16), size: 0 }
+        // (a response's open objects -- its usage and details -- have ~200 bytes of long keys, ~20 keys)
+        Frames { frames: Vec::with_capacity(8), keys: Vec::with_capacity(512), seen: Vec::with_capacity(32), size: 0 }
     }
 
     fn clear(&mut self) {
@@ -651,8 +652,6 @@ pub(crate) fn find_special(buf: &[u8], from: usize) -> Option<usize> {
 /// may be special. The lowest set bit is exact: a borrow marks a byte falsely only
 /// above one that is truly marked.
 fn special_mask(word: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let zero_bytes = |v: u64| v.wrapping_sub(ONES) & !v;
     let quote = zero_bytes(word ^ (ONES * b'"' as u64));
     let backslash = zero_bytes(word ^ (ONES * b'\\' as u64));
     let control = word.wrapping_sub(ONES * 0x20) & !word; // a byte below 0x20
@@ -673,6 +672,30 @@ pub(crate) fn is_ascii(bytes: &[u8]) -> bool {
     let mut words = blocks.remainder().chunks_exact(8);
     let high = (&mut words).fold(0, |high, w| high | word(w));
     high & HIGHS == 0 && words.remainder().iter().all(|&b| b < 0x80)
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// A high bit in each zero byte of `v` (and perhaps above one: see `special_mask`).
+fn zero_bytes(v: u64) -> u64 {
+    v.wrapping_sub(ONES) & !v
+}
+
+/// Whether a string token's escaped text has an escape: a short text (a type, a name)
+/// by 8-byte word tests -- a memchr call costs more than such a text -- a longer one by memchr.
+pub fn has_escape(text: &[u8]) -> bool {
+    if text.len() > 32 {
+        return memchr::memchr(b'\\', text).is_some();
+    }
+    let Some(last) = text.len().checked_sub(8) else {
+        return text.contains(&b'\\');
+    };
+    let backslash = |at: usize| {
+        let word = u64::from_le_bytes(text[at..at + 8].try_into().unwrap_or_default());
+        zero_bytes(word ^ (ONES * b'\\' as u64)) & HIGHS != 0
+    };
+    // words from the start, the last one ending at the text's end (it may overlap the one before)
+    (0..last).step_by(8).any(backslash) || backslash(last)
 }
 
 /// Where to cut `buf[start..end]` so no UTF-8 character is split (json.py's `_utf8_tail_cut`).
@@ -1691,7 +1714,7 @@ impl Tokenizer {
     }
 
     /// `}` or `]` where a container may end.
-    #[inline]
+    #[inline(always)]
     fn container_end<S: Sink>(&mut self, c: u8, state: State, at: u64, sink: &mut S) -> Result<()> {
         let array = self.frames.in_array();
         if (c == b']') != array {
@@ -1724,6 +1747,19 @@ enum Resume {
 #[cfg(test)]
 mod tests {
     use super::find_special;
+
+    #[test]
+    fn has_escape_finds_a_backslash_at_any_place() {
+        for len in 0..48 {
+            let plain: Vec<u8> = (0..len).map(|i| [b'a', b'[', b']', 0x5d, 0xdc, b'"'][i % 6]).collect();
+            assert!(!super::has_escape(&plain), "len {len}");
+            for at in 0..len {
+                let mut text = plain.clone();
+                text[at] = b'\\';
+                assert!(super::has_escape(&text), "len {len} at {at}");
+            }
+        }
+    }
 
     #[test]
     fn is_ascii_finds_a_high_byte_at_any_place() {

@@ -497,14 +497,16 @@ pub enum ModelName {
 }
 
 impl ModelName {
-    /// `_model_renamer.on_event_renamed` for one model control.
-    fn rename<'a>(&mut self, control: Control<'a>) -> Result<Control<'a>> {
+    /// `_model_renamer.on_event_renamed` for one model control (its value and raw JSON
+    /// replaced).
+    fn rename(&mut self, control: &mut Control<'_>) -> Result<()> {
         let (value, raw) = match self {
             ModelName::Fixed { value, raw } => (value.clone(), raw.clone()),
             ModelName::Hook(hook) => hook(&control.value)?,
         };
-        let raw = control.raw.as_ref().map(|_| raw.into());
-        Ok(Control { name: control.name, value: value.into(), dialect: control.dialect, key: control.key, raw })
+        control.raw = control.raw.as_ref().map(|_| raw.into());
+        control.value = value.into();
+        Ok(())
     }
 }
 
@@ -519,11 +521,13 @@ struct Encoding<'a> {
 
 impl EventSink for Encoding<'_> {
     #[inline]
-    fn event(&mut self, event: Event<'_>, session: &mut Session) -> Result<()> {
-        let event = match (event, self.model.as_deref_mut()) {
-            (Event::Control(control), Some(model)) if control.name == "model" => Event::Control(model.rename(control)?),
-            (event, _) => event,
-        };
+    fn event(&mut self, mut event: Event<'_>, session: &mut Session) -> Result<()> {
+        // (renamed in place: an event is large, and most go on unchanged)
+        if let (Event::Control(control), Some(model)) = (&mut event, self.model.as_deref_mut()) {
+            if control.name == "model" {
+                model.rename(control)?;
+            }
+        }
         match self.encoder.as_deref_mut() {
             Some(encoder) => encoder.event(event, session, self.out),
             None => Ok(()), // passthrough: `_Copy.on_event` needs none of them
