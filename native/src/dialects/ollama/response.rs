@@ -413,11 +413,12 @@ impl Lines {
     }
 }
 
-fn extension(path: &'static str, raw: &[u8], lossless: bool) -> Event<'static> {
+/// An ollama field kept as an extension (`raw` borrowed: a gate that holds the event copies it).
+fn extension<'r>(path: &'static str, raw: &'r [u8], lossless: bool) -> Event<'r> {
     Event::Extension(Extension {
         dialect: Cow::Borrowed(DIALECT),
         path: Cow::Borrowed(path.as_bytes()),
-        raw: Cow::Owned(raw.to_vec()),
+        raw: Cow::Borrowed(raw),
         message: None,
         lossless,
     })
