@@ -269,10 +269,9 @@ mod decoder {
         }
     }
 
-
     /// A whole string token without escapes (its value is its text: nothing to refuse).
     fn plain_string(token: &Token<'_>) -> bool {
-        matches!(token, Token::String(text) if memchr::memchr(b'\\', text).is_none())
+        matches!(token, Token::String(text) if !crate::json::has_escape(text))
     }
 
     /// A choice or tool index as the core holds it (Python's int has no bound).
