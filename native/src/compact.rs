@@ -238,14 +238,9 @@ const PLAIN: [bool; 256] = {
 /// while none is special (SWAR): the strings of a tool or schema are most of its text, and
 /// too short for a SIMD search's setup to pay.
 fn plain_run(text: &[u8], mut i: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // the high bit of each byte that is zero (exact for the lowest such byte)
-    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
     while let Some(word) = text.get(i..i + 8) {
         let x = u64::from_le_bytes([word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7]]);
-        let below_space = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        let special = below_space | zero(x ^ (ONES * b'"' as u64)) | zero(x ^ (ONES * b'\\' as u64));
+        let special = crate::json::special_mask(x); // (exact for the lowest special byte)
         if special != 0 {
             return i + (special.trailing_zeros() / 8) as usize;
         }

@@ -122,7 +122,9 @@ pub(crate) struct KeyPrint {
     ascii: bool,
 }
 
-const HIGHS: u64 = 0x8080_8080_8080_8080;
+/// The high bit of every byte of a word (the word-at-a-time tests here, `value::is_plain`,
+/// `compact`'s plain runs).
+pub(crate) const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 impl KeyPrint {
     /// The summary of `key`, whose first bytes `window` begins with: when the buffer has
@@ -651,7 +653,7 @@ pub(crate) fn find_special(buf: &[u8], from: usize) -> Option<usize> {
 /// The high bit of each byte of `word` (little-endian: the first byte lowest) that
 /// may be special. The lowest set bit is exact: a borrow marks a byte falsely only
 /// above one that is truly marked.
-fn special_mask(word: u64) -> u64 {
+pub(crate) fn special_mask(word: u64) -> u64 {
     let quote = zero_bytes(word ^ (ONES * b'"' as u64));
     let backslash = zero_bytes(word ^ (ONES * b'\\' as u64));
     let control = word.wrapping_sub(ONES * 0x20) & !word; // a byte below 0x20
@@ -674,10 +676,10 @@ pub(crate) fn is_ascii(bytes: &[u8]) -> bool {
     high & HIGHS == 0 && words.remainder().iter().all(|&b| b < 0x80)
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
+pub(crate) const ONES: u64 = 0x0101_0101_0101_0101;
 
 /// A high bit in each zero byte of `v` (and perhaps above one: see `special_mask`).
-fn zero_bytes(v: u64) -> u64 {
+pub(crate) fn zero_bytes(v: u64) -> u64 {
     v.wrapping_sub(ONES) & !v
 }
 

@@ -654,16 +654,11 @@ pub(crate) fn is_plain(text: &[u8]) -> bool {
     words.remainder().iter().all(|&b| PLAIN[usize::from(b)])
 }
 
-/// `is_plain` of eight bytes: none has its high bit set, is below 0x20, or is `"`, `\\` or 0x7f.
-/// (Each test below is exact for "some byte is ..." once no byte has its high bit set.)
+/// `is_plain` of eight bytes: none is special to a JSON string (`json::special_mask`: `"`,
+/// `\\`, below 0x20), has its high bit set, or is 0x7f.
 fn word_is_plain(x: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-    let below_space = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-    let special = has_zero(x ^ (ONES * u64::from(b'"'))) | has_zero(x ^ (ONES * u64::from(b'\\')))
-        | has_zero(x ^ (ONES * 0x7f));
-    ((x & HIGH) | below_space | special) == 0
+    use crate::json::{special_mask, zero_bytes, HIGHS, ONES};
+    (special_mask(x) | (x & HIGHS) | (zero_bytes(x ^ (ONES * 0x7f)) & HIGHS)) == 0
 }
 
 /// `jsonwriter.dumps(text)` of a string (WTF-8) appended to `out`: `key_bytes`, roles, names.
