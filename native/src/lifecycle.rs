@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use crate::canonical::{Extension, Usage};
 use crate::error::{Error, ErrorClass, Result};
-use crate::losses::{finish_path, lacks, path_subject};
+use crate::losses::{finish_path, lacks};
 use crate::session::{Kind, ResponseStart, Session, MAX_CLOCK};
 use crate::unicode::py_repr;
 use crate::value::Value;
@@ -170,8 +170,7 @@ fn lose_details(obj: &UsageObject<'_>, path: At<'_>, known: &[&str], session: &m
     for (key, value) in obj.members() {
         // (a key that is not UTF-8 is none of the known ones, which are ASCII)
         if !known.iter().any(|k| k.as_bytes() == key) && value.nonzero() {
-            let member = [path.0.as_bytes(), path.1.as_bytes(), b".", key].concat();
-            session.lose_member_wtf8(&member, "such usage field", None)?;
+            session.lose_member_pieces(&[path.0.as_bytes(), path.1.as_bytes(), b".", key], "such usage field", None)?;
         }
     }
     Ok(())
@@ -494,26 +493,26 @@ pub fn usage_source_path(dialect: &str, name: &str) -> Option<&'static str> {
 /// `usage_path(session, name)`: the source path of a canonical usage count (an
 /// anthropic stream gives the full usage in `message_start`: `$.message.usage`).
 pub fn usage_path(session: &Session, name: &str) -> String {
+    usage_path_pieces(session, name).concat()
+}
+
+/// `usage_path`'s text in pieces (a loss writes them into its own buffer).
+fn usage_path_pieces<'n>(session: &Session, name: &'n str) -> [&'n str; 3] {
     let (path, name) = match usage_source_path(session.source, name) {
         Some(path) => (path, ""),
         None => ("$.usage.", name),
     };
-    let mut text = String::with_capacity(path.len() + name.len() + 8);
     if session.source == "anthropic" && session.kind == Kind::Stream && path.starts_with("$.usage.") {
-        text.push_str("$.message.");
-        text.push_str(&path[2..]);
+        ["$.message.", &path[2..], name]
     } else {
-        text.push_str(path);
+        [path, "", name]
     }
-    text.push_str(name);
-    text
 }
 
 /// `_lose_count`: a usage count the target cannot report, named by its field in the source.
 fn lose_count(session: &mut Session, name: &str, target: &str, what: &str) -> Result<()> {
-    let path = usage_path(session, name);
-    let reason = lacks(path_subject(&path), target, what, None);
-    session.lose_owned(Cow::Owned(path.into_bytes()), reason.into_bytes(), None)
+    let path = usage_path_pieces(session, name).map(str::as_bytes);
+    session.lose_lacking(&path, target, what, None, None)
 }
 
 /// `SERVICE_TIERS[dialect]`: canonical name -> the dialect's (its client's literal).
@@ -1463,12 +1462,12 @@ mod tests {
         let mut s = session("anthropic", Kind::Stream);
         assert_eq!(finish_to("openai", Some("openai:odd"), &mut s, None).unwrap().as_deref(), Some("odd"));
         assert_eq!(finish_to("openai", Some("pause_turn"), &mut s, Some("END")).unwrap().as_deref(), Some("stop"));
-        let reasons: Vec<&[u8]> = s.losses.iter().map(|l| l.reason.as_slice()).collect();
+        let reasons: Vec<&[u8]> = s.losses.iter().map(|l| l.reason()).collect();
         assert_eq!(reasons, [
             &b"stop_sequence 'END': openai has no field for the stop sequence that ended generation; the finish reason is kept"[..],
             b"stop_reason 'pause_turn': openai has no such finish reason; sent as 'stop'",
         ]);
-        assert_eq!(s.losses[1].path, b"$.delta.stop_reason");
+        assert_eq!(s.losses[1].path(), b"$.delta.stop_reason");
     }
 
     #[test]
@@ -1527,7 +1526,7 @@ mod tests {
                 let run = |obj: Option<&UsageObject<'_>>| {
                     let mut s = Session::new(Options::default(), name, "ollama", Kind::Response); // (not a copy: losses)
                     let usage = obj.map(|obj| read(obj, &mut s, "$.usage").map_err(|e| (e.message.clone(), e.path.clone())));
-                    (usage, s.losses.iter().map(|l| (l.path.clone(), l.reason.clone())).collect::<Vec<_>>())
+                    (usage, s.losses.iter().map(|l| (l.path().to_vec(), l.reason().to_vec())).collect::<Vec<_>>())
                 };
                 let value = Value::parse(text.as_bytes()).unwrap();
                 let want = run(value.is_object().then_some(&UsageObject::Data(&value)));
