@@ -582,25 +582,55 @@ fn checked_sum(parts: &[i64], what: &str) -> Result<i64> {
 
 /// `n` in decimal (what `Value::int(n)` dumps), without the formatting machinery.
 pub fn push_int(out: &mut Vec<u8>, n: i64) {
-    if n < 0 {
-        out.push(b'-');
-    }
-    push_u64(out, n.unsigned_abs());
+    out.extend_from_slice(Decimal::signed(n).as_bytes());
 }
 
 /// `n` in decimal.
-pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+pub fn push_u64(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(Decimal::of(n).as_bytes());
+}
+
+/// A number's decimal digits, written on the stack (two at a time: half the divisions).
+pub struct Decimal {
+    digits: [u8; 21],
+    at: usize,
+}
+
+impl Decimal {
+    pub fn signed(n: i64) -> Self {
+        let mut decimal = Decimal::of(n.unsigned_abs());
+        if n < 0 {
+            decimal.at -= 1;
+            decimal.digits[decimal.at] = b'-';
         }
+        decimal
     }
-    out.extend_from_slice(&digits[at..]);
+
+    pub fn of(mut n: u64) -> Self {
+        const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
+                                    5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+        let mut digits = [0u8; 21];
+        let mut at = digits.len();
+        while n >= 100 {
+            let pair = (n % 100) as usize * 2;
+            n /= 100;
+            at -= 2;
+            digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        }
+        if n >= 10 {
+            let pair = n as usize * 2;
+            at -= 2;
+            digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        } else {
+            at -= 1;
+            digits[at] = b'0' + n as u8;
+        }
+        Decimal { digits, at }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.digits[self.at..]
+    }
 }
 
 /// A compact JSON object written member by member (the usage objects: ASCII keys,
@@ -1030,35 +1060,31 @@ pub fn source_time_us(ext: &Extension<'_>) -> Option<i64> {
 }
 
 /// `prefix + _digest(*parts)`: the prefix, then 24 hex digits of SHA-256 over the parts
-/// joined with NUL (the parts are joined in one buffer, the id written in another).
+/// joined with NUL (hashed piece by piece: no joined copy).
 fn digest_id(prefix: &str, parts: &[&[u8]]) -> String {
-    let mut joined = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
+    let mut hash = crate::digest::Sha256::default();
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
-            joined.push(0);
+            hash.update(b"\0");
         }
-        joined.extend_from_slice(part);
+        hash.update(part);
     }
     let mut id = String::with_capacity(prefix.len() + 24);
     id.push_str(prefix);
-    crate::digest::push_hex(&crate::digest::sha256(&joined)[..12], &mut id);
+    crate::digest::push_hex(&hash.finish()[..12], &mut id);
     id
 }
 
 /// `generated_response_id(prefix, nonce, time_us, model)`: the id of a response whose
 /// source has none (`model`: WTF-8, `None` as empty).
 pub fn generated_response_id(prefix: &str, nonce: &[u8], time_us: i64, model: Option<&[u8]>) -> String {
-    let mut time = Vec::with_capacity(20);
-    push_int(&mut time, time_us);
-    digest_id(prefix, &[nonce, &time, model.unwrap_or(b"")])
+    digest_id(prefix, &[nonce, Decimal::signed(time_us).as_bytes(), model.unwrap_or(b"")])
 }
 
 /// `generated_tool_id(response_id, n)`: the id of the `n`-th tool call (from 0) of a
 /// response whose source gave it none.
 pub fn generated_tool_id(response_id: &[u8], n: u64) -> String {
-    let mut count = Vec::with_capacity(20);
-    push_u64(&mut count, n);
-    digest_id("call_", &[response_id, &count])
+    digest_id("call_", &[response_id, Decimal::of(n).as_bytes()])
 }
 
 /// `Stamp`: one response's id and time as an encoder writes them -- the source's
@@ -1452,6 +1478,16 @@ mod tests {
 
     fn session(source: &'static str, kind: Kind) -> Session {
         Session::new(Options::default(), source, "openai", kind)
+    }
+
+    #[test]
+    fn decimal_digits() {
+        for n in [0, 7, 9, 10, 42, 99, 100, 101, 999, 1000, 12345, 4_812_339_105, i64::MAX, i64::MIN, -1, -10, -100] {
+            let mut out = Vec::new();
+            push_int(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
+        assert_eq!(Decimal::of(u64::MAX).as_bytes(), u64::MAX.to_string().as_bytes());
     }
 
     #[test]
