@@ -582,11 +582,18 @@ fn checked_sum(parts: &[i64], what: &str) -> Result<i64> {
 
 /// `n` in decimal (what `Value::int(n)` dumps), without the formatting machinery.
 pub fn push_int(out: &mut Vec<u8>, n: i64) {
-    out.extend_from_slice(Decimal::signed(n).as_bytes());
+    if n < 0 {
+        out.push(b'-');
+    }
+    push_u64(out, n.unsigned_abs());
 }
 
 /// `n` in decimal.
 pub fn push_u64(out: &mut Vec<u8>, n: u64) {
+    if n < 10 {
+        out.push(b'0' + n as u8); // (a stream's every chunk writes its index: one digit)
+        return;
+    }
     out.extend_from_slice(Decimal::of(n).as_bytes());
 }
 
