@@ -1009,6 +1009,13 @@ pub fn push_openai_created(time_us: i64, out: &mut Vec<u8>) {
 /// microseconds with trailing zeros trimmed, no fraction for a whole second (Go's
 /// `RFC3339Nano`, which Ollama writes).
 pub fn ollama_created_at(time_us: i64) -> Vec<u8> {
+    let mut text = Vec::with_capacity(40);
+    push_ollama_created_at(time_us, &mut text);
+    text
+}
+
+/// `ollama_created_at(time_us)` appended to `text` (a response writes it once, in place).
+pub fn push_ollama_created_at(time_us: i64, out: &mut Vec<u8>) {
     let seconds = time_us.div_euclid(US);
     let fraction = time_us.rem_euclid(US);
     let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
@@ -1021,11 +1028,11 @@ pub fn ollama_created_at(time_us: i64) -> Vec<u8> {
             text.push_str(format!("{fraction:06}").trim_end_matches('0'));
         }
         text.push_str("Z\"");
-        return text.into_bytes();
+        out.extend_from_slice(text.as_bytes());
+        return;
     }
     // fixed-width fields written by hand (`format!`'s padding costs ten times more), each
     // filled from its last digit (a division by the constant 10, not by a power computed per digit)
-    let mut text = Vec::with_capacity(40);
     let digits = |text: &mut Vec<u8>, mut n: i64, width: usize| {
         let mut field = [b'0'; 6];
         for digit in field[..width].iter_mut().rev() {
@@ -1034,21 +1041,20 @@ pub fn ollama_created_at(time_us: i64) -> Vec<u8> {
         }
         text.extend_from_slice(&field[..width]);
     };
-    text.push(b'"');
-    digits(&mut text, year, 4);
+    out.push(b'"');
+    digits(out, year, 4);
     for (separator, n) in [(b'-', month), (b'-', day), (b'T', in_day / 3600), (b':', in_day / 60 % 60), (b':', in_day % 60)] {
-        text.push(separator);
-        digits(&mut text, n, 2);
+        out.push(separator);
+        digits(out, n, 2);
     }
     if fraction != 0 {
-        text.push(b'.');
-        digits(&mut text, fraction, 6);
-        while text.last() == Some(&b'0') {
-            text.pop();
+        out.push(b'.');
+        digits(out, fraction, 6);
+        while out.last() == Some(&b'0') {
+            out.pop();
         }
     }
-    text.extend_from_slice(b"Z\"");
-    text
+    out.extend_from_slice(b"Z\"");
 }
 
 /// Whether an extension is a source's time field (`_TIME_FIELDS`).

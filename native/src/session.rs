@@ -287,6 +287,9 @@ impl Session {
             Some(known) => Cow::Borrowed(known),
             None => Cow::Owned(dialect.to_string()),
         };
+        if self.losses.capacity() == 0 {
+            self.losses.reserve(8); // (a cross-dialect response loses a few: one allocation, not a growth series)
+        }
         self.losses.push(Loss { dialect, text, path_len });
     }
 
