@@ -1338,38 +1338,81 @@ impl BlockStream {
 /// their owner (no allocation per frame once they have grown): Python's `Hold` of
 /// `write`s, each piece counted with its size, drained in order.
 #[derive(Debug, Default)]
-struct Pieces {
+pub struct Pieces {
     /// the reorder-buffer tally (made at the first piece: Python's `hold is not None`)
     hold: Option<crate::reorder::Hold<()>>,
+    text: HeldText,
+}
+
+/// The pieces' bytes: one buffer, and where each piece but the last ends in it (a whole
+/// body's one piece: no second buffer).
+#[derive(Debug, Default)]
+pub struct HeldText {
     bytes: Vec<u8>,
-    /// where each piece ends in `bytes`
-    ends: Vec<usize>,
+    cuts: Vec<usize>,
+    /// a piece is held (maybe an empty one)
+    held: bool,
 }
 
 impl Pieces {
-    fn push(&mut self, reason: &'static str, data: &[u8], session: &mut Session) -> Result<()> {
+    pub fn push(&mut self, reason: &'static str, data: &[u8], session: &mut Session) -> Result<()> {
         let hold = self.hold.get_or_insert_with(|| session.reorder.hold(reason));
         hold.append(&mut session.reorder, (), data.len() as u64)?;
-        self.bytes.extend_from_slice(data);
-        self.ends.push(self.bytes.len());
+        let text = &mut self.text;
+        if text.held {
+            text.cuts.push(text.bytes.len());
+        }
+        text.bytes.extend_from_slice(data);
+        text.held = true;
         Ok(())
+    }
+
+    /// No piece held.
+    pub fn is_empty(&self) -> bool {
+        !self.text.held
     }
 
     /// Every piece, in order, to `sink` (their bytes released first, as Python's
     /// `drain`); the buffers keep their capacity.
-    fn drain(&mut self, session: &mut Session, mut sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+    fn drain(&mut self, session: &mut Session, sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         let Some(mut hold) = self.hold.take() else { return Ok(()) };
         hold.drain(&mut session.reorder).for_each(drop);
+        self.text.each_then_clear(sink)
+    }
+
+    /// `drain` in two steps, for an owner whose sink needs the session: the bytes leave
+    /// the reorder buffer (the tally kept for the next piece: a stream holds one per
+    /// delta) and come out, for `HeldText::each_then_clear`; `restore` gives the buffers back.
+    pub fn release(&mut self, reorder: &mut crate::reorder::ReorderBuffer) -> HeldText {
+        if let Some(hold) = self.hold.as_mut() {
+            hold.drain(reorder).for_each(drop);
+        }
+        std::mem::take(&mut self.text)
+    }
+
+    /// The buffers `release` took, emptied (their capacity kept).
+    pub fn restore(&mut self, text: HeldText) {
+        self.text = text;
+    }
+}
+
+impl HeldText {
+    /// Every piece, in order, to `sink` (until an error), then none held.
+    pub fn each_then_clear(&mut self, mut sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        if !self.held {
+            return Ok(());
+        }
         let mut start = 0;
         let mut result = Ok(());
-        for &end in &self.ends {
+        for end in self.cuts.iter().copied().chain([self.bytes.len()]) {
             if result.is_ok() {
                 result = sink(&self.bytes[start..end]);
             }
             start = end;
         }
         self.bytes.clear();
-        self.ends.clear();
+        self.cuts.clear();
+        self.held = false;
         result
     }
 }

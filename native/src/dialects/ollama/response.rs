@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use crate::canonical::{escape_raw_json, Block, Event, Extension, Section, Usage};
 use crate::lifecycle::{
-    finish_from, finish_to, merge_usage, ollama_counts, ollama_created_at, push_int, push_ollama_created_at, usage_from_ollama, BlockStream, Stamp,
+    finish_from, finish_to, merge_usage, ollama_counts, ollama_created_at, push_int, push_ollama_created_at, usage_from_ollama, BlockStream, Pieces, Stamp,
 };
 use crate::decoding::{
     set_attr, Attr, Cx, Decode, Dialect, EventSink, Framing, Frame, Gate, Machine, Read, BOOLEAN, NULL, OPT_INTEGER,
@@ -122,13 +122,9 @@ struct Lines {
     /// the key of the member being read raw (for its loss path)
     key: Vec<u8>,
     /// `ReasoningFirst` (rule `ollama:content-before-thinking`): the content text waits in
-    /// `text_hold` (item: its end in `text`) until the message's next member shows whether
-    /// thinking follows
-    /// (made once and kept: `hold is not None` of Python is "holds a piece")
-    text_hold: Option<Hold<usize>>,
-    /// the held pieces' ends while they go out (kept for its capacity)
-    text_ends: Vec<usize>,
-    text: Vec<u8>,
+    /// `text` until the message's next member shows whether thinking follows (kept
+    /// across lines: `hold is not None` of Python is "holds a piece")
+    text: Pieces,
     text_waiting: bool,
     /// the arguments held for a call's name (`Deferred`): one call at a time
     args: Vec<u8>,
@@ -156,9 +152,7 @@ impl Lines {
             call_position: -1,
             call: None,
             key: Vec::new(),
-            text_hold: None,
-            text_ends: Vec::new(),
-            text: Vec::new(),
+            text: Pieces::default(),
             text_waiting: false,
             args: Vec::new(),
         }
@@ -232,10 +226,7 @@ impl Lines {
         if data.is_empty() {
             return Ok(());
         }
-        let hold = self.text_hold.get_or_insert_with(|| cx.session.reorder.hold(CONTENT_BEFORE_THINKING));
-        hold.append(&mut cx.session.reorder, self.text.len() + data.len(), data.len() as u64)?;
-        self.text.extend_from_slice(data);
-        Ok(())
+        self.text.push(CONTENT_BEFORE_THINKING, data, cx.session)
     }
 
     /// `ReasoningFirst.member(reasoning)`: the message's next member starts.
@@ -250,29 +241,18 @@ impl Lines {
 
     /// Content text is held (`self.hold is not None`).
     fn text_held(&self) -> bool {
-        self.text_hold.as_ref().is_some_and(|hold| !hold.is_empty())
+        !self.text.is_empty()
     }
 
     /// `ReasoningFirst.release`: the held text goes on, piece by piece as it was written.
     fn release_text(&mut self, cx: &mut Cx<'_>) -> Result<()> {
         self.text_waiting = false;
-        let Some(hold) = self.text_hold.as_mut().filter(|hold| !hold.is_empty()) else { return Ok(()) };
-        let mut ends = std::mem::take(&mut self.text_ends);
-        ends.extend(hold.drain(&mut cx.session.reorder));
-        let text = std::mem::take(&mut self.text);
-        let mut start = 0;
-        let mut result = Ok(());
-        for &end in &ends {
-            result = self.text_fragment(Section::AssistantText, CONTENT_PATH, &text[start..end], cx);
-            if result.is_err() {
-                break;
-            }
-            start = end;
+        if self.text.is_empty() {
+            return Ok(());
         }
-        ends.clear();
-        self.text_ends = ends;
-        self.text = text;
-        self.text.clear();
+        let mut text = self.text.release(&mut cx.session.reorder); // (the sink needs the decoder)
+        let result = text.each_then_clear(|piece| self.text_fragment(Section::AssistantText, CONTENT_PATH, piece, cx));
+        self.text.restore(text); // (its capacity kept for the next line)
         result
     }
 

@@ -117,7 +117,7 @@ mod decoder {
         hold: Option<Hold<()>>,
         /// the held text (empty: Python's `hold is None`)
         bytes: Vec<u8>,
-        /// where each held piece ends in `bytes`
+        /// where each held piece but the last ends in `bytes` (a whole body's one piece: none)
         ends: Vec<usize>,
         /// a reasoning member is being read: the held text waits for its end
         waiting: bool,
@@ -728,8 +728,10 @@ mod decoder {
             let tf = &mut self.choices[c].reader.text_first;
             let hold = tf.hold.get_or_insert_with(|| cx.session.reorder.hold(CONTENT_BEFORE_REASONING));
             hold.append(&mut cx.session.reorder, (), data.len() as u64)?;
+            if !tf.bytes.is_empty() {
+                tf.ends.push(tf.bytes.len());
+            }
             tf.bytes.extend_from_slice(data);
-            tf.ends.push(tf.bytes.len());
             Ok(())
         }
 
@@ -762,6 +764,9 @@ mod decoder {
                     break;
                 }
                 start = end;
+            }
+            if result.is_ok() {
+                result = self.text_fragment(c, Text::Content, "content", &text[start..], cx); // (the last piece)
             }
             text.clear();
             ends.clear();
