@@ -26,6 +26,7 @@ pub mod jsonwriter;
 pub mod losses;
 pub mod naming;
 pub mod session;
+pub mod spare;
 pub mod unicode;
 pub mod value;
 // the codec machinery and the codecs

@@ -705,7 +705,7 @@ fn options_from_py<'py>(py: Python<'py>, options: Option<&Bound<'py, PyAny>>) ->
         max_depth: get(pyo3::intern!(py, "max_depth"))?.extract()?,
         max_value_bytes: get(pyo3::intern!(py, "max_value_bytes"))?.extract()?,
         tool_names: if tool_names.is_none() { None } else { Some(tool_names.extract()?) },
-        anthropic_thinking: get(pyo3::intern!(py, "anthropic_thinking"))?.extract()?,
+        anthropic_thinking: get(pyo3::intern!(py, "anthropic_thinking"))?.extract::<String>()?.into(),
         anthropic_thinking_budgets: if budgets.is_none() {
             None
         } else {
