@@ -118,9 +118,13 @@ fn tokenizer(session: &Session) -> Tokenizer {
 
 /// `pipeline._front`: bytes of one kind in, the source dialect's canonical events
 /// out -- a body (`_Front`: requests and responses) or a stream (`_StreamFront`).
+/// A stream's front is boxed: its framer and frame reader would make every front
+/// (and transcoder) ~280 bytes larger, and a transcoder of a body then passes glibc's
+/// 1032-byte thread-cache limit (a slower malloc and free per transcode); a stream
+/// lasts long enough for one allocation more.
 pub enum Front {
     Body(BodyFront),
-    Stream(StreamFront),
+    Stream(Box<StreamFront>),
 }
 
 impl Front {
@@ -132,7 +136,7 @@ impl Front {
     /// it hands its copy each chunk (frame) the decoder accepted.
     pub fn with_copy(source: &'static str, kind: Kind, session: &Session, copy: bool) -> Result<Front> {
         Ok(match kind {
-            Kind::Stream => Front::Stream(StreamFront::new(source, session, copy)?),
+            Kind::Stream => Front::Stream(Box::new(StreamFront::new(source, session, copy)?)),
             _ => Front::Body(BodyFront::new(source, kind, session, copy)?),
         })
     }
@@ -956,7 +960,7 @@ mod tests {
         options.max_value_bytes = max_line;
         let session = Session::new(options, "openai", "openai", Kind::Stream);
         let decoder = Box::new(ToyStream(Toy { key: vec![], text: vec![], at: 0 }));
-        (Front::Stream(StreamFront::of("openai", decoder, &session, copy)), session)
+        (Front::Stream(Box::new(StreamFront::of("openai", decoder, &session, copy))), session)
     }
 
     /// The stream fed cut at `cut` (and closed): the events' tags, and the error.
