@@ -42,7 +42,7 @@ macro_rules! round {
 }
 
 /// One 64-byte block into the state (FIPS 180-4 §6.2.2).
-fn compress(state: &mut [u32; 8], block: &[u8]) {
+fn compress(state: &mut [u32; 8], block: &[u8; 64]) {
     let mut w = [0u32; 64];
     for (t, word) in block.chunks_exact(4).enumerate() {
         w[t] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
@@ -68,28 +68,72 @@ fn compress(state: &mut [u32; 8], block: &[u8]) {
     }
 }
 
+/// `hashlib.sha256()`, fed in pieces (`update`): a generated id hashes its parts
+/// joined with NUL without joining them in a buffer.
+#[derive(Clone, Debug)]
+pub struct Sha256 {
+    state: [u32; 8],
+    /// the block being filled, `filled` bytes of it
+    block: [u8; 64],
+    filled: usize,
+    /// bytes fed in all
+    len: u64,
+}
+
+impl Default for Sha256 {
+    fn default() -> Self {
+        Sha256 { state: H0, block: [0; 64], filled: 0, len: 0 }
+    }
+}
+
+impl Sha256 {
+    pub fn update(&mut self, mut data: &[u8]) {
+        self.len = self.len.wrapping_add(data.len() as u64);
+        if self.filled > 0 {
+            let take = data.len().min(64 - self.filled);
+            self.block[self.filled..self.filled + take].copy_from_slice(&data[..take]);
+            self.filled += take;
+            data = &data[take..];
+            if self.filled < 64 {
+                return;
+            }
+            compress(&mut self.state, &self.block);
+            self.filled = 0;
+        }
+        let mut blocks = data.chunks_exact(64);
+        for block in &mut blocks {
+            compress(&mut self.state, block.try_into().unwrap_or(&[0; 64]));
+        }
+        let rest = blocks.remainder();
+        self.block[..rest.len()].copy_from_slice(rest);
+        self.filled = rest.len();
+    }
+
+    /// `.digest()`: the padding (0x80, zeros, the bit length as a big-endian u64, to a
+    /// whole block or two), then the state's words.
+    pub fn finish(mut self) -> [u8; 32] {
+        let bits = self.len.wrapping_mul(8);
+        self.block[self.filled..].fill(0);
+        self.block[self.filled] = 0x80;
+        if self.filled >= 56 {
+            compress(&mut self.state, &self.block);
+            self.block = [0; 64];
+        }
+        self.block[56..].copy_from_slice(&bits.to_be_bytes());
+        compress(&mut self.state, &self.block);
+        let mut digest = [0u8; 32];
+        for (out, word) in digest.chunks_exact_mut(4).zip(self.state) {
+            out.copy_from_slice(&word.to_be_bytes());
+        }
+        digest
+    }
+}
+
 /// `hashlib.sha256(data).digest()`.
 pub fn sha256(data: &[u8]) -> [u8; 32] {
-    let mut state = H0;
-    let mut blocks = data.chunks_exact(64);
-    for block in &mut blocks {
-        compress(&mut state, block);
-    }
-    // the padding: 0x80, zeros, the bit length (big-endian u64), to a whole block or two
-    let rest = blocks.remainder();
-    let mut tail = [0u8; 128];
-    tail[..rest.len()].copy_from_slice(rest);
-    tail[rest.len()] = 0x80;
-    let end = if rest.len() < 56 { 64 } else { 128 };
-    tail[end - 8..end].copy_from_slice(&((data.len() as u64).wrapping_mul(8)).to_be_bytes());
-    for block in tail[..end].chunks_exact(64) {
-        compress(&mut state, block);
-    }
-    let mut digest = [0u8; 32];
-    for (out, word) in digest.chunks_exact_mut(4).zip(state) {
-        out.copy_from_slice(&word.to_be_bytes());
-    }
-    digest
+    let mut hash = Sha256::default();
+    hash.update(data);
+    hash.finish()
 }
 
 /// `hashlib.sha256(data).hexdigest()` (lowercase).
@@ -252,6 +296,18 @@ mod tests {
         ];
         for (n, hex) in edges {
             assert_eq!(sha256_hex(&vec![b'x'; n]), hex, "{n}");
+        }
+        // fed in pieces: the same digest wherever the pieces end
+        let data: Vec<u8> = (0..200u8).collect();
+        for cut in [0, 1, 55, 56, 63, 64, 65, 127, 128, 199, 200] {
+            for second in [0, 1, 64, 70] {
+                let second = (cut + second).min(data.len());
+                let mut hash = Sha256::default();
+                for piece in [&data[..cut], &data[cut..second], &data[second..]] {
+                    hash.update(piece);
+                }
+                assert_eq!(hash.finish(), sha256(&data), "{cut} {second}");
+            }
         }
     }
 

@@ -54,7 +54,7 @@ use crate::compact::{Data, Raw};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
 use crate::jsonwriter::{dumps_str, key_bytes, JsonWriter};
-use crate::losses::{block_path, block_subject, field_path, field_subject, lacks, lacks_wtf8, no_place, path_subject_wtf8, raw_block_type};
+use crate::losses::{block_path, block_subject, field_path, field_subject, lacks, no_place, raw_block_type};
 use crate::reorder::{ByteHold, Hold, ReorderBuffer};
 use crate::session::Session;
 use crate::value::Value;
@@ -729,8 +729,7 @@ pub fn foreign_extension(session: &mut Session, dialect: &str, ext: &Extension<'
     if ext.lossless {
         return Ok(());
     }
-    let reason = lacks_wtf8(path_subject_wtf8(&ext.path), dialect, "such field", None);
-    session.lose_owned(Cow::Borrowed(&ext.path), reason, Some(&ext.dialect))
+    session.lose_lacking(&[&ext.path], dialect, "such field", None, Some(&ext.dialect))
 }
 
 // -- tool arguments ---------------------------------------------------------------------------

@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use crate::canonical::{Extension, Usage};
 use crate::error::{Error, ErrorClass, Result};
-use crate::losses::{finish_path, lacks, path_subject};
+use crate::losses::{finish_path, lacks};
 use crate::session::{Kind, ResponseStart, Session, MAX_CLOCK};
 use crate::unicode::py_repr;
 use crate::value::Value;
@@ -170,8 +170,7 @@ fn lose_details(obj: &UsageObject<'_>, path: At<'_>, known: &[&str], session: &m
     for (key, value) in obj.members() {
         // (a key that is not UTF-8 is none of the known ones, which are ASCII)
         if !known.iter().any(|k| k.as_bytes() == key) && value.nonzero() {
-            let member = [path.0.as_bytes(), path.1.as_bytes(), b".", key].concat();
-            session.lose_member_wtf8(&member, "such usage field", None)?;
+            session.lose_member_pieces(&[path.0.as_bytes(), path.1.as_bytes(), b".", key], "such usage field", None)?;
         }
     }
     Ok(())
@@ -494,26 +493,26 @@ pub fn usage_source_path(dialect: &str, name: &str) -> Option<&'static str> {
 /// `usage_path(session, name)`: the source path of a canonical usage count (an
 /// anthropic stream gives the full usage in `message_start`: `$.message.usage`).
 pub fn usage_path(session: &Session, name: &str) -> String {
+    usage_path_pieces(session, name).concat()
+}
+
+/// `usage_path`'s text in pieces (a loss writes them into its own buffer).
+fn usage_path_pieces<'n>(session: &Session, name: &'n str) -> [&'n str; 3] {
     let (path, name) = match usage_source_path(session.source, name) {
         Some(path) => (path, ""),
         None => ("$.usage.", name),
     };
-    let mut text = String::with_capacity(path.len() + name.len() + 8);
     if session.source == "anthropic" && session.kind == Kind::Stream && path.starts_with("$.usage.") {
-        text.push_str("$.message.");
-        text.push_str(&path[2..]);
+        ["$.message.", &path[2..], name]
     } else {
-        text.push_str(path);
+        [path, "", name]
     }
-    text.push_str(name);
-    text
 }
 
 /// `_lose_count`: a usage count the target cannot report, named by its field in the source.
 fn lose_count(session: &mut Session, name: &str, target: &str, what: &str) -> Result<()> {
-    let path = usage_path(session, name);
-    let reason = lacks(path_subject(&path), target, what, None);
-    session.lose_owned(Cow::Owned(path.into_bytes()), reason.into_bytes(), None)
+    let path = usage_path_pieces(session, name).map(str::as_bytes);
+    session.lose_lacking(&path, target, what, None, None)
 }
 
 /// `SERVICE_TIERS[dialect]`: canonical name -> the dialect's (its client's literal).
@@ -583,25 +582,55 @@ fn checked_sum(parts: &[i64], what: &str) -> Result<i64> {
 
 /// `n` in decimal (what `Value::int(n)` dumps), without the formatting machinery.
 pub fn push_int(out: &mut Vec<u8>, n: i64) {
-    if n < 0 {
-        out.push(b'-');
-    }
-    push_u64(out, n.unsigned_abs());
+    out.extend_from_slice(Decimal::signed(n).as_bytes());
 }
 
 /// `n` in decimal.
-pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+pub fn push_u64(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(Decimal::of(n).as_bytes());
+}
+
+/// A number's decimal digits, written on the stack (two at a time: half the divisions).
+pub struct Decimal {
+    digits: [u8; 21],
+    at: usize,
+}
+
+impl Decimal {
+    pub fn signed(n: i64) -> Self {
+        let mut decimal = Decimal::of(n.unsigned_abs());
+        if n < 0 {
+            decimal.at -= 1;
+            decimal.digits[decimal.at] = b'-';
         }
+        decimal
     }
-    out.extend_from_slice(&digits[at..]);
+
+    pub fn of(mut n: u64) -> Self {
+        const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
+                                    5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+        let mut digits = [0u8; 21];
+        let mut at = digits.len();
+        while n >= 100 {
+            let pair = (n % 100) as usize * 2;
+            n /= 100;
+            at -= 2;
+            digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        }
+        if n >= 10 {
+            let pair = n as usize * 2;
+            at -= 2;
+            digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        } else {
+            at -= 1;
+            digits[at] = b'0' + n as u8;
+        }
+        Decimal { digits, at }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.digits[self.at..]
+    }
 }
 
 /// A compact JSON object written member by member (the usage objects: ASCII keys,
@@ -1031,35 +1060,31 @@ pub fn source_time_us(ext: &Extension<'_>) -> Option<i64> {
 }
 
 /// `prefix + _digest(*parts)`: the prefix, then 24 hex digits of SHA-256 over the parts
-/// joined with NUL (the parts are joined in one buffer, the id written in another).
+/// joined with NUL (hashed piece by piece: no joined copy).
 fn digest_id(prefix: &str, parts: &[&[u8]]) -> String {
-    let mut joined = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
+    let mut hash = crate::digest::Sha256::default();
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
-            joined.push(0);
+            hash.update(b"\0");
         }
-        joined.extend_from_slice(part);
+        hash.update(part);
     }
     let mut id = String::with_capacity(prefix.len() + 24);
     id.push_str(prefix);
-    crate::digest::push_hex(&crate::digest::sha256(&joined)[..12], &mut id);
+    crate::digest::push_hex(&hash.finish()[..12], &mut id);
     id
 }
 
 /// `generated_response_id(prefix, nonce, time_us, model)`: the id of a response whose
 /// source has none (`model`: WTF-8, `None` as empty).
 pub fn generated_response_id(prefix: &str, nonce: &[u8], time_us: i64, model: Option<&[u8]>) -> String {
-    let mut time = Vec::with_capacity(20);
-    push_int(&mut time, time_us);
-    digest_id(prefix, &[nonce, &time, model.unwrap_or(b"")])
+    digest_id(prefix, &[nonce, Decimal::signed(time_us).as_bytes(), model.unwrap_or(b"")])
 }
 
 /// `generated_tool_id(response_id, n)`: the id of the `n`-th tool call (from 0) of a
 /// response whose source gave it none.
 pub fn generated_tool_id(response_id: &[u8], n: u64) -> String {
-    let mut count = Vec::with_capacity(20);
-    push_u64(&mut count, n);
-    digest_id("call_", &[response_id, &count])
+    digest_id("call_", &[response_id, Decimal::of(n).as_bytes()])
 }
 
 /// `Stamp`: one response's id and time as an encoder writes them -- the source's
@@ -1456,6 +1481,16 @@ mod tests {
     }
 
     #[test]
+    fn decimal_digits() {
+        for n in [0, 7, 9, 10, 42, 99, 100, 101, 999, 1000, 12345, 4_812_339_105, i64::MAX, i64::MIN, -1, -10, -100] {
+            let mut out = Vec::new();
+            push_int(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
+        assert_eq!(Decimal::of(u64::MAX).as_bytes(), u64::MAX.to_string().as_bytes());
+    }
+
+    #[test]
     fn finish_reasons_both_ways() {
         assert_eq!(finish_from("openai", Some("function_call")).as_deref(), Some("tool_use"));
         assert_eq!(finish_from("ollama", Some("odd")).as_deref(), Some("ollama:odd"));
@@ -1463,12 +1498,12 @@ mod tests {
         let mut s = session("anthropic", Kind::Stream);
         assert_eq!(finish_to("openai", Some("openai:odd"), &mut s, None).unwrap().as_deref(), Some("odd"));
         assert_eq!(finish_to("openai", Some("pause_turn"), &mut s, Some("END")).unwrap().as_deref(), Some("stop"));
-        let reasons: Vec<&[u8]> = s.losses.iter().map(|l| l.reason.as_slice()).collect();
+        let reasons: Vec<&[u8]> = s.losses.iter().map(|l| l.reason()).collect();
         assert_eq!(reasons, [
             &b"stop_sequence 'END': openai has no field for the stop sequence that ended generation; the finish reason is kept"[..],
             b"stop_reason 'pause_turn': openai has no such finish reason; sent as 'stop'",
         ]);
-        assert_eq!(s.losses[1].path, b"$.delta.stop_reason");
+        assert_eq!(s.losses[1].path(), b"$.delta.stop_reason");
     }
 
     #[test]
@@ -1527,7 +1562,7 @@ mod tests {
                 let run = |obj: Option<&UsageObject<'_>>| {
                     let mut s = Session::new(Options::default(), name, "ollama", Kind::Response); // (not a copy: losses)
                     let usage = obj.map(|obj| read(obj, &mut s, "$.usage").map_err(|e| (e.message.clone(), e.path.clone())));
-                    (usage, s.losses.iter().map(|l| (l.path.clone(), l.reason.clone())).collect::<Vec<_>>())
+                    (usage, s.losses.iter().map(|l| (l.path().to_vec(), l.reason().to_vec())).collect::<Vec<_>>())
                 };
                 let value = Value::parse(text.as_bytes()).unwrap();
                 let want = run(value.is_object().then_some(&UsageObject::Data(&value)));

@@ -56,7 +56,7 @@ pub fn no_place(section: Section) -> Option<&'static str> {
 
 /// The one wording of a loss: `<subject>: <target> has no <what>[; <done>]`.
 pub fn lacks(subject: &str, target: &str, what: &str, done: Option<&str>) -> String {
-    let mut text = String::with_capacity(lack_len(subject.len(), target, what, done));
+    let mut text = String::with_capacity(lacks_len(subject.len(), target, what, done));
     text.push_str(subject);
     for piece in lack_pieces(target, what, done) {
         text.push_str(piece);
@@ -71,20 +71,17 @@ fn lack_pieces<'p>(target: &'p str, what: &'p str, done: Option<&'p str>) -> imp
     [": ", target, " has no ", what].into_iter().chain(done.map(|done| ["; ", done]).into_iter().flatten())
 }
 
-/// The length of `lacks`'s text (its buffer is sized once).
-fn lack_len(subject: usize, target: &str, what: &str, done: Option<&str>) -> usize {
+/// The length of `lacks`'s text, the subject's length given (its buffer is sized once).
+pub fn lacks_len(subject: usize, target: &str, what: &str, done: Option<&str>) -> usize {
     subject + lack_pieces(target, what, done).map(str::len).sum::<usize>()
 }
 
-/// `lacks` of a WTF-8 subject (a path ending in an input key, which may hold a lone
-/// surrogate): the same words, as WTF-8.
-pub fn lacks_wtf8(subject: &[u8], target: &str, what: &str, done: Option<&str>) -> Vec<u8> {
-    let mut text = Vec::with_capacity(lack_len(subject.len(), target, what, done));
-    text.extend_from_slice(subject);
+/// `lacks` after a subject already in `text` (WTF-8: a path ends in an input key,
+/// which may hold a lone surrogate): the rest of the words.
+pub fn push_lack_pieces(text: &mut Vec<u8>, target: &str, what: &str, done: Option<&str>) {
     for piece in lack_pieces(target, what, done) {
         text.extend_from_slice(piece.as_bytes());
     }
-    text
 }
 
 // -- the source dialect's names -------------------------------------------------------
@@ -349,7 +346,9 @@ mod tests {
         assert_eq!(lacks("x", "y", "z", Some("")), "x: y has no z");
         assert_eq!(path_subject("$.options.num_ctx"), "options.num_ctx");
         assert_eq!(path_subject("$[\"a b\"]"), "$[\"a b\"]");
-        assert_eq!(lacks_wtf8(path_subject_wtf8(b"$.x\xed\xa0\xbd"), "y", "z", None), b"x\xed\xa0\xbd: y has no z");
+        let mut text = path_subject_wtf8(b"$.x\xed\xa0\xbd").to_vec();
+        push_lack_pieces(&mut text, "y", "z", None);
+        assert_eq!(text, b"x\xed\xa0\xbd: y has no z");
         assert_eq!((article("image"), article("tool"), article("")), ("an", "a", "an"));
     }
 

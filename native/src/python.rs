@@ -873,7 +873,7 @@ fn losses_to_py<'py>(py: Python<'py>, losses: &[crate::session::Loss]) -> PyResu
     let class = module(py, &SESSION, "interlingua.session")?.getattr("Loss")?;
     let out = PyList::empty(py);
     for loss in losses {
-        out.append(class.call1((loss.dialect.as_ref(), wtf8_to_py(py, &loss.path)?, wtf8_to_py(py, &loss.reason)?))?)?;
+        out.append(class.call1((loss.dialect.as_ref(), wtf8_to_py(py, loss.path())?, wtf8_to_py(py, loss.reason())?))?)?;
     }
     Ok(out)
 }
@@ -913,7 +913,7 @@ impl LiveLosses {
 fn loss_tuples<'py>(py: Python<'py>, losses: &[crate::session::Loss]) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);
     for loss in losses {
-        out.append((loss.dialect.as_ref(), wtf8_to_py(py, &loss.path)?, wtf8_to_py(py, &loss.reason)?))?;
+        out.append((loss.dialect.as_ref(), wtf8_to_py(py, loss.path())?, wtf8_to_py(py, loss.reason())?))?;
     }
     Ok(out)
 }

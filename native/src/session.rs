@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::py_str_repr;
-use crate::losses::{lacks, lacks_wtf8, path_subject_wtf8};
+use crate::losses::{lacks, lacks_len, path_subject_wtf8, push_lack_pieces};
 use crate::naming::{name_limit, wire_name};
 use crate::reorder::{ReorderBuffer, DEFAULT_BUDGET};
 use crate::value::{Value, LONE_SURROGATE_MESSAGE};
@@ -61,8 +61,24 @@ impl Default for Options {
 pub struct Loss {
     /// (a dialect the core knows is its static name: no copy per loss)
     pub dialect: Cow<'static, str>,
-    pub path: Vec<u8>,
-    pub reason: Vec<u8>,
+    /// the path, then the reason: one buffer, written once (a response records a few
+    /// losses, and each was two allocations and a copy)
+    text: Vec<u8>,
+    path_len: usize,
+}
+
+impl Loss {
+    pub fn new(dialect: Cow<'static, str>, path: &[u8], reason: &[u8]) -> Self {
+        Loss { dialect, text: [path, reason].concat(), path_len: path.len() }
+    }
+
+    pub fn path(&self) -> &[u8] {
+        &self.text[..self.path_len]
+    }
+
+    pub fn reason(&self) -> &[u8] {
+        &self.text[self.path_len..]
+    }
 }
 
 /// `session.NONCE_BYTES`: the entropy one response reads.
@@ -173,7 +189,7 @@ pub struct Session {
     /// (dialect, path, reason) of the losses recorded (`lose`'s one-record rule), once
     /// there are `FEW_LOSSES` or more, or in strict mode; before that `losses` is
     /// looked through (a body loses a few fields: no key to build and hash per loss)
-    lost_paths: HashSet<(String, Vec<u8>, Vec<u8>)>,
+    lost_paths: HashSet<(String, Vec<u8>, usize)>,
     /// the response's clock reading and nonce (`Session._start`), given by the
     /// binding from the `Transcoder`'s hooks; `None`: read the defaults at `start()`
     pub response_start: Option<ResponseStart>,
@@ -212,27 +228,49 @@ impl Session {
     /// message, not a field: two losses there are two things lost.) `path` / `reason`:
     /// WTF-8 (`&str` or bytes).
     pub fn lose(&mut self, path: impl AsRef<[u8]>, reason: impl AsRef<[u8]>, dialect: Option<&str>) -> Result<()> {
-        self.record(Cow::Borrowed(path.as_ref()), Cow::Borrowed(reason.as_ref()), dialect)
+        let (path, reason) = (path.as_ref(), reason.as_ref());
+        if let Some(dialect) = self.admit(path, reason, dialect)? {
+            self.push(dialect, [path, reason].concat(), path.len());
+        }
+        Ok(())
     }
 
-    /// `lose` of a reason (and maybe a path) written for it: moved into the record, not copied.
-    pub fn lose_owned(&mut self, path: Cow<'_, [u8]>, reason: Vec<u8>, dialect: Option<&str>) -> Result<()> {
-        self.record(path, Cow::Owned(reason), dialect)
-    }
-
-    fn record(&mut self, path: Cow<'_, [u8]>, reason: Cow<'_, [u8]>, dialect: Option<&str>) -> Result<()> {
+    /// `lose` of the reason `lacks(path_subject(path), target, what, done)`, the path
+    /// given in pieces (joined): path and reason are written once, in the loss's buffer.
+    pub fn lose_lacking(&mut self, path: &[&[u8]], target: &str, what: &str, done: Option<&str>, dialect: Option<&str>) -> Result<()> {
         if self.passthrough {
-            return Ok(());
+            return Ok(()); // (`lose` records nothing: the reason need not be written)
+        }
+        let path_len: usize = path.iter().map(|p| p.len()).sum();
+        let mut text = Vec::with_capacity(path_len + lacks_len(path_len, target, what, done));
+        for piece in path {
+            text.extend_from_slice(piece);
+        }
+        let subject = path_len - path_subject_wtf8(&text).len();
+        text.extend_from_within(subject..path_len);
+        push_lack_pieces(&mut text, target, what, done);
+        let (path, reason) = text.split_at(path_len);
+        if let Some(dialect) = self.admit(path, reason, dialect)? {
+            self.push(dialect, text, path_len);
+        }
+        Ok(())
+    }
+
+    /// The dialect a loss is recorded under, or `None` where it is not recorded (a
+    /// passthrough run; a response's repeat); strict: the `LossError`.
+    fn admit<'d>(&mut self, path: &[u8], reason: &[u8], dialect: Option<&'d str>) -> Result<Option<&'d str>> {
+        if self.passthrough {
+            return Ok(None);
         }
         let dialect = match dialect {
             Some(d) if !d.is_empty() => d,
             _ => self.source,
         };
-        if self.kind != Kind::Request && self.seen_before(dialect, &path, &reason) {
-            return Ok(());
+        if self.kind != Kind::Request && self.seen_before(dialect, path, reason) {
+            return Ok(None);
         }
         if self.options.strict {
-            let message = [&b"cannot carry "[..], &path, b": ", &reason].concat();
+            let message = [&b"cannot carry "[..], path, b": ", reason].concat();
             let err = Error::wtf8(ErrorClass::Loss, message).with_path(path.to_vec());
             // (an error names a dialect the core knows; any other name: the pipeline's source)
             return Err(match crate::pipeline::dialect(dialect) {
@@ -240,27 +278,31 @@ impl Session {
                 None => err,
             });
         }
+        Ok(Some(dialect))
+    }
+
+    /// Records the loss whose path is `text[..path_len]` and reason the rest.
+    fn push(&mut self, dialect: &str, text: Vec<u8>, path_len: usize) {
         let dialect = match crate::pipeline::dialect(dialect) {
             Some(known) => Cow::Borrowed(known),
             None => Cow::Owned(dialect.to_string()),
         };
-        self.losses.push(Loss { dialect, path: path.into_owned(), reason: reason.into_owned() });
-        Ok(())
+        self.losses.push(Loss { dialect, text, path_len });
     }
 
     /// Whether (dialect, path, reason) was lost before; if not, it is now (Python's
-    /// `_lost_paths` test and add).
+    /// `_lost_paths` test and add; its keys: the dialect, path + reason, the path's length).
     fn seen_before(&mut self, dialect: &str, path: &[u8], reason: &[u8]) -> bool {
         let strict = self.options.strict; // (strict: `losses` stays empty, the set is the record)
         if !strict && self.lost_paths.is_empty() {
             if self.losses.len() < FEW_LOSSES {
-                return self.losses.iter().any(|l| l.path == path && l.reason == reason && l.dialect == dialect);
+                return self.losses.iter().any(|l| l.path() == path && l.reason() == reason && l.dialect == dialect);
             }
             for l in &self.losses {
-                self.lost_paths.insert((l.dialect.to_string(), l.path.clone(), l.reason.clone()));
+                self.lost_paths.insert((l.dialect.to_string(), l.text.clone(), l.path_len));
             }
         }
-        !self.lost_paths.insert((dialect.to_string(), path.to_vec(), reason.to_vec()))
+        !self.lost_paths.insert((dialect.to_string(), [path, reason].concat(), path.len()))
     }
 
     /// `Session.lose_member`: a member of the source at `path` the target has
@@ -273,12 +315,13 @@ impl Session {
     /// `lose_member` of a path that may end in an input key holding a lone surrogate
     /// (WTF-8, as Python's str holds it).
     pub fn lose_member_wtf8(&mut self, path: &[u8], what: &str, done: Option<&str>) -> Result<()> {
-        if self.passthrough {
-            return Ok(()); // (`lose` records nothing: the reason need not be written)
-        }
+        self.lose_member_pieces(&[path], what, done)
+    }
+
+    /// `lose_member_wtf8` of a path given in pieces (joined in the loss's buffer).
+    pub fn lose_member_pieces(&mut self, path: &[&[u8]], what: &str, done: Option<&str>) -> Result<()> {
         let target = if self.target.is_empty() { "the target" } else { self.target };
-        let reason = lacks_wtf8(path_subject_wtf8(path), target, what, done);
-        self.lose_owned(Cow::Borrowed(path), reason, None)
+        self.lose_lacking(path, target, what, done, None)
     }
 
     /// `Session.tool_name_out`: a tool name of another dialect as the target
@@ -380,7 +423,7 @@ mod tests {
         }
         stream.lose("$.a", "other", None).unwrap();
         assert_eq!(stream.losses.len(), 43);
-        assert_eq!(stream.losses[42].path, b"$.m39");
+        assert_eq!(stream.losses[42].path(), b"$.m39");
 
         let mut strict_stream = session(Kind::Stream, true);
         assert!(strict_stream.lose("$.a", "r", None).is_err());
@@ -406,8 +449,8 @@ mod tests {
         s.lose_member("$.options.num_ctx", "such field", None).unwrap();
         s.target = "";
         s.lose_member("$.x", "response id", Some("dropped")).unwrap();
-        assert_eq!(s.losses[0].reason, b"options.num_ctx: anthropic has no such field");
-        assert_eq!(s.losses[1].reason, b"x: the target has no response id; dropped");
+        assert_eq!(s.losses[0].reason(), b"options.num_ctx: anthropic has no such field");
+        assert_eq!(s.losses[1].reason(), b"x: the target has no response id; dropped");
     }
 
     #[test]
@@ -419,13 +462,13 @@ mod tests {
         s.tool_name_out(Some(&Value::str("mcp.read")), "$.messages[1]").unwrap(); // recorded once
         assert_eq!(s.losses.len(), 1);
         assert_eq!(
-            s.losses[0].reason,
+            s.losses[0].reason(),
             format!("tool name 'mcp.read': anthropic has no such tool name (^[a-zA-Z0-9_-]{{1,128}}$); sent as '{wire}'").into_bytes()
         );
         assert_eq!(s.tool_names.get(&wire).map(String::as_str), Some("mcp.read"));
         s.tool_name_out_json(Some(b"null"), "$.tool_choice").unwrap();
         s.tool_name_out(Some(&Value::int(3)), "$.tools").unwrap(); // the same wire name: recorded once
-        assert!(s.losses[1].reason.starts_with(b"a missing tool name: anthropic has no such tool name"));
+        assert!(s.losses[1].reason().starts_with(b"a missing tool name: anthropic has no such tool name"));
         assert_eq!(s.losses.len(), 2);
         let surrogate = Value::Str(b"a\xed\xa0\x80".to_vec());
         assert_eq!(s.tool_name_out(Some(&surrogate), "$.tools").unwrap_err().class, ErrorClass::LoneSurrogate);

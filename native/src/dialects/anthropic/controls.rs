@@ -915,7 +915,7 @@ mod to_anthropic {
                 body.push(b'}');
                 assert_eq!(String::from_utf8(body).unwrap(), want, "{items:?}");
                 let losses: Vec<Value> = session.losses.iter()
-                    .map(|l| Value::Array(vec![Value::str(&l.dialect), Value::Str(l.path.clone()), Value::Str(l.reason.clone())]))
+                    .map(|l| Value::Array(vec![Value::str(&l.dialect), Value::Str(l.path().to_vec()), Value::Str(l.reason().to_vec())]))
                     .collect();
                 assert_eq!(Value::Array(losses), Value::loads(want_losses.as_bytes()).unwrap(), "{items:?}");
             }

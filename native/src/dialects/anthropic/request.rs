@@ -2477,7 +2477,7 @@ mod encoder {
                 assert_eq!(tail, case.get("tail").and_then(Value::as_str).unwrap().as_bytes());
                 assert!(encoder.ended());
                 let losses: Vec<Value> = session.losses.iter()
-                    .map(|l| Value::Array(vec![Value::str(&l.dialect), Value::Str(l.path.clone()), Value::Str(l.reason.clone())]))
+                    .map(|l| Value::Array(vec![Value::str(&l.dialect), Value::Str(l.path().to_vec()), Value::Str(l.reason().to_vec())]))
                     .collect();
                 assert_eq!(&Value::Array(losses), case.get("losses").unwrap(), "{source}");
                 assert_eq!(session.reorder.held(), 0, "{source}: every hold is released");

@@ -2024,9 +2024,9 @@ mod encoder_tests {
         ]);
         assert_eq!(outs.concat(), "{\"messages\":[{\"role\":\"assistant\",\"content\":\"answer\"}]}");
         assert_eq!(session.losses.len(), 1);
-        assert_eq!(session.losses[0].path, b"$.messages[0]");
+        assert_eq!(session.losses[0].path(), b"$.messages[0]");
         assert_eq!(
-            session.losses[0].reason,
+            session.losses[0].reason(),
             b"thinking block: openai has no reasoning field; Options.openai_reasoning_field chooses one a compatible server reads"
         );
     }
