@@ -568,16 +568,35 @@ impl<S: Copy + std::fmt::Debug> Default for Machine<S> {
     }
 }
 
+std::thread_local! {
+    /// A dropped machine's `key` and `whole` buffers, for the next one (`crate::spare`).
+    static SPARE_MACHINE: std::cell::Cell<Option<(Vec<u8>, Vec<u8>)>> = const { std::cell::Cell::new(None) };
+}
+
+impl<S> Drop for Machine<S> {
+    fn drop(&mut self) {
+        use crate::spare::small;
+        if small(&self.key) && small(&self.whole) && self.whole.capacity() > 0 {
+            let (mut key, mut whole) = (std::mem::take(&mut self.key), std::mem::take(&mut self.whole));
+            key.clear();
+            whole.clear();
+            crate::spare::give(&SPARE_MACHINE, (key, whole));
+        }
+    }
+}
+
 impl<S: Copy + std::fmt::Debug> Machine<S> {
     pub fn new() -> Self {
+        // (sized once: a raw read -- a usage object, a kept field -- grows `whole` from empty
+        // otherwise), or the buffers a dropped machine left on this thread
+        let (key, whole) = crate::spare::take(&SPARE_MACHINE).unwrap_or_else(|| (Vec::with_capacity(32), Vec::with_capacity(512)));
         Machine {
             stack: Vec::with_capacity(8),
             next: None,
             redirect: None,
             at: 0,
-            key: Vec::with_capacity(32),
-            // (sized once: a raw read -- a usage object, a kept field -- grows it from empty otherwise)
-            whole: Vec::with_capacity(512),
+            key,
+            whole,
             copier: RawValue::new(),
             builder: ValueBuilder::default(),
             data_len: RawLen::default(),

@@ -214,6 +214,22 @@ pub struct Frames {
     size: usize,
 }
 
+std::thread_local! {
+    /// A dropped tokenizer's frame buffers, for the next one (`crate::spare`).
+    static SPARE_FRAMES: std::cell::Cell<Option<(Vec<Frame>, Vec<u8>, Vec<SeenKey>)>> = const { std::cell::Cell::new(None) };
+}
+
+impl Drop for Frames {
+    fn drop(&mut self) {
+        use crate::spare::small;
+        if small(&self.frames) && small(&self.keys) && small(&self.seen) && self.keys.capacity() > 0 {
+            self.clear();
+            let buffers = (std::mem::take(&mut self.frames), std::mem::take(&mut self.keys), std::mem::take(&mut self.seen));
+            crate::spare::give(&SPARE_FRAMES, buffers);
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct SeenKey {
     print: u64,
@@ -235,10 +251,14 @@ impl Frames {
     }
 
     /// A tokenizer's frames: room for the usual nesting and keys from the start (a
-    /// request or response is one tokenizer's life: growing them costs more reallocations).
+    /// request or response is one tokenizer's life: growing them costs more reallocations),
+    /// in the buffers a dropped tokenizer left on this thread if there are (`crate::spare`).
     fn with_capacity() -> Frames {
-        // (a response's open objects -- its usage and details -- have ~200 bytes of long keys, ~20 keys)
-        Frames { frames: Vec::with_capacity(8), keys: Vec::with_capacity(512), seen: Vec::with_capacity(32), size: 0 }
+        let (frames, keys, seen) = crate::spare::take(&SPARE_FRAMES).unwrap_or_else(|| {
+            // (a response's open objects -- its usage and details -- have ~200 bytes of long keys, ~20 keys)
+            (Vec::with_capacity(8), Vec::with_capacity(512), Vec::with_capacity(32))
+        });
+        Frames { frames, keys, seen, size: 0 }
     }
 
     fn clear(&mut self) {

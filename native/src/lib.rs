@@ -26,6 +26,7 @@ pub mod jsonwriter;
 pub mod losses;
 pub mod naming;
 pub mod session;
+pub mod spare;
 pub mod unicode;
 pub mod value;
 // the codec machinery and the codecs
@@ -38,7 +39,8 @@ pub mod pipeline;
 
 #[cfg(feature = "python")]
 mod python;
-/// A transcoder's decoder and encoder are boxed once per response: each must stay within
+/// A transcoder's decoder and encoder are boxed once per response (and the transcoder by
+/// the binding): each must stay within
 /// the 1032 bytes glibc's thread cache serves, or its malloc and free take the slow path
 /// (~1k instructions per response; the anthropic decoder and the ollama encoder were over).
 #[cfg(test)]
@@ -60,6 +62,7 @@ mod box_sizes {
             ("anthropic stream encoder", size_of::<anthropic::response::StreamEncoder>()),
             ("ollama response encoder", size_of::<ollama::response::ResponseEncoder>()),
             ("ollama stream encoder", size_of::<ollama::response::StreamEncoder>()),
+            ("transcoder", size_of::<crate::pipeline::Transcoder>()),
         ];
         for (name, size) in sizes {
             assert!(size <= 1032, "{name}: {size} bytes");

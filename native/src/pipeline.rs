@@ -118,9 +118,13 @@ fn tokenizer(session: &Session) -> Tokenizer {
 
 /// `pipeline._front`: bytes of one kind in, the source dialect's canonical events
 /// out -- a body (`_Front`: requests and responses) or a stream (`_StreamFront`).
+/// A stream's front is boxed: its framer and frame reader would make every front
+/// (and transcoder) ~280 bytes larger, and a transcoder of a body then passes glibc's
+/// 1032-byte thread-cache limit (a slower malloc and free per transcode); a stream
+/// lasts long enough for one allocation more.
 pub enum Front {
     Body(BodyFront),
-    Stream(StreamFront),
+    Stream(Box<StreamFront>),
 }
 
 impl Front {
@@ -132,7 +136,7 @@ impl Front {
     /// it hands its copy each chunk (frame) the decoder accepted.
     pub fn with_copy(source: &'static str, kind: Kind, session: &Session, copy: bool) -> Result<Front> {
         Ok(match kind {
-            Kind::Stream => Front::Stream(StreamFront::new(source, session, copy)?),
+            Kind::Stream => Front::Stream(Box::new(StreamFront::new(source, session, copy)?)),
             _ => Front::Body(BodyFront::new(source, kind, session, copy)?),
         })
     }
@@ -556,10 +560,25 @@ pub struct Transcoder {
     closed: bool,
 }
 
+std::thread_local! {
+    /// A dropped transcoder's output buffer, for the next one (`crate::spare`).
+    static SPARE_OUTPUT: std::cell::Cell<Option<Vec<u8>>> = const { std::cell::Cell::new(None) };
+}
+
+impl Drop for Transcoder {
+    fn drop(&mut self) {
+        if self.out.capacity() > 0 && crate::spare::small(&self.out) {
+            let mut out = std::mem::take(&mut self.out);
+            out.clear();
+            crate::spare::give(&SPARE_OUTPUT, out);
+        }
+    }
+}
+
 impl Transcoder {
     pub fn new(mut session: Session, model: Option<ModelName>) -> Result<Transcoder> {
         let (source, target, kind) = (session.source, session.target, session.kind);
-        let mut out = Vec::new();
+        let mut out = crate::spare::take(&SPARE_OUTPUT).unwrap_or_default();
         if Transcoder::copies(&session) {
             // the input is the output (interlingua.passthrough): nothing can be lost
             session.passthrough = true;
@@ -824,10 +843,15 @@ mod tests {
         }
     }
 
-    fn toy(model: Option<ModelName>) -> Transcoder {
+    fn toy_front() -> (Session, Front) {
         let session = Session::new(crate::session::Options::default(), "openai", "anthropic", Kind::Request);
         let limits = Limits { max_depth: session.options.max_depth, ..Limits::default() };
         let front = Front::Body(BodyFront { source: "openai", tokenizer: Tokenizer::new(limits), decoder: Box::new(Toy { key: vec![], text: vec![], at: 0 }), copy: None });
+        (session, front)
+    }
+
+    fn toy(model: Option<ModelName>) -> Transcoder {
+        let (session, front) = toy_front();
         Transcoder { session, front, encoder: Some(Box::new(Tags)), model, out: Vec::new(), poison: None, closed: false }
     }
 
@@ -880,8 +904,8 @@ mod tests {
 
     #[test]
     fn a_decoder_hands_over_owned_events_and_nothing_of_a_failing_call() {
-        let t = toy(None);
-        let mut decoder = Decoder { session: t.session, front: t.front, poison: None };
+        let (session, front) = toy_front();
+        let mut decoder = Decoder { session, front, poison: None };
         let mut events = Vec::new();
         decoder.feed(br#"{"model": "m"#, &mut events).unwrap();
         assert!(events.is_empty());
@@ -936,7 +960,7 @@ mod tests {
         options.max_value_bytes = max_line;
         let session = Session::new(options, "openai", "openai", Kind::Stream);
         let decoder = Box::new(ToyStream(Toy { key: vec![], text: vec![], at: 0 }));
-        (Front::Stream(StreamFront::of("openai", decoder, &session, copy)), session)
+        (Front::Stream(Box::new(StreamFront::of("openai", decoder, &session, copy))), session)
     }
 
     /// The stream fed cut at `cut` (and closed): the events' tags, and the error.

@@ -705,7 +705,7 @@ fn options_from_py<'py>(py: Python<'py>, options: Option<&Bound<'py, PyAny>>) ->
         max_depth: get(pyo3::intern!(py, "max_depth"))?.extract()?,
         max_value_bytes: get(pyo3::intern!(py, "max_value_bytes"))?.extract()?,
         tool_names: if tool_names.is_none() { None } else { Some(tool_names.extract()?) },
-        anthropic_thinking: get(pyo3::intern!(py, "anthropic_thinking"))?.extract()?,
+        anthropic_thinking: get(pyo3::intern!(py, "anthropic_thinking"))?.extract::<String>()?.into(),
         anthropic_thinking_budgets: if budgets.is_none() {
             None
         } else {
@@ -940,13 +940,14 @@ type HookError = std::sync::Arc<std::sync::Mutex<Option<PyErr>>>;
 
 /// `Transcoder(model=...)`: a name (any value: Python uses it as it is), or a
 /// function of the source's model value returning it.
-fn model_name(py: Python<'_>, model: &Bound<'_, PyAny>, hook_error: &HookError) -> PyResult<crate::pipeline::ModelName> {
+/// `hook_error`: the slot for the function's exception, given when `model` is callable.
+fn model_name(py: Python<'_>, model: &Bound<'_, PyAny>, hook_error: Option<&HookError>) -> PyResult<crate::pipeline::ModelName> {
     use crate::pipeline::ModelName;
-    if !model.is_callable() {
+    let Some(slot) = hook_error else {
         return Ok(ModelName::Fixed { value: json_dumps(py, model)?, raw: msgspec_encode(py, model)? });
-    }
+    };
     let hook = model.clone().unbind();
-    let slot = hook_error.clone();
+    let slot = slot.clone();
     Ok(ModelName::Hook(Box::new(move |value: &[u8]| {
         Python::attach(|py| {
             let named = (|| -> PyResult<(Vec<u8>, Vec<u8>)> {
@@ -1092,12 +1093,12 @@ impl NativeTranscoder {
             _ => Some(hooks.read(py)?),
         };
         let (source, _) = dialect_and_kind(source, kind.name())?;
-        let hook_error = HookError::default();
+        // (the slot only for a function: no allocation, and no lock per call, without one)
+        let hook_error = model.as_ref().filter(|model| model.is_callable()).map(|_| HookError::default());
         let model = match model {
-            Some(model) if !model.is_none() => Some(model_name(py, &model, &hook_error)?),
+            Some(model) if !model.is_none() => Some(model_name(py, &model, hook_error.as_ref())?),
             _ => None,
         };
-        let hook_error = matches!(model, Some(crate::pipeline::ModelName::Hook(_))).then_some(hook_error);
         let mut session = crate::session::Session::new(options, source, target, kind);
         session.response_start = start;
         let core = guard(py, || crate::pipeline::Transcoder::new(session, model).map(Box::new))?
@@ -1633,6 +1634,7 @@ fn session_ops<'py>(
 // -- the response lifecycle (lifecycle.rs) and the response start (session.rs) ----------
 
 static SESSION_MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+static LIBRARY_RESPONSE_START: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// `session.response_start(clock, entropy)`: the `Transcoder`'s hooks read once (None:
 /// `time.time` / `os.urandom`), with Python's checks and `ValueError`s -- by `read_hooks`
@@ -1644,7 +1646,10 @@ pub(crate) fn response_start_from_py(py: Python<'_>, clock: Option<&Bound<'_, Py
                                      entropy: Option<&Bound<'_, PyAny>>) -> PyResult<crate::session::ResponseStart> {
     let session = module(py, &SESSION_MODULE, "interlingua.session")?;
     let reader = session.getattr(pyo3::intern!(py, "response_start"))?;
-    if reader.is(&session.getattr(pyo3::intern!(py, "LIBRARY_RESPONSE_START"))?) {
+    // (the library's own function, looked up once: it is a constant; `response_start` is
+    // looked up per call, since a test may replace it)
+    let library = LIBRARY_RESPONSE_START.get_or_try_init(py, || session.getattr("LIBRARY_RESPONSE_START").map(Bound::unbind))?;
+    if reader.is(library) {
         read_hooks(py, &session, clock, entropy)
     } else {
         start_of(&reader.call1((clock, entropy))?) // replaced (a test's fixed clock): its reading

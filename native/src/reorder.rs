@@ -22,6 +22,8 @@ struct Tally {
     reason: String,
     held: u64,
     high: u64,
+    /// where its high-water mark was first recorded among the tallies' (1, 2, ...; 0: not yet)
+    reported: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -31,9 +33,9 @@ pub struct ReorderBuffer {
     held: u64,
     high_water: u64,
     tallies: Vec<Tally>,
-    /// tally indexes in the order their high-water mark was first recorded
-    /// (Python's `high_water_by_reason` dict order)
-    reported: Vec<usize>,
+    /// tallies with a high-water mark so far (their `reported` order is Python's
+    /// `high_water_by_reason` dict order: a number per tally, not a list to allocate)
+    reported: usize,
 }
 
 /// Which reason's tally a hold counts under.
@@ -48,7 +50,7 @@ impl Default for ReorderBuffer {
 
 impl ReorderBuffer {
     pub fn new(budget: u64, refuse: bool) -> Self {
-        ReorderBuffer { budget, refuse, held: 0, high_water: 0, tallies: Vec::new(), reported: Vec::new() }
+        ReorderBuffer { budget, refuse, held: 0, high_water: 0, tallies: Vec::new(), reported: 0 }
     }
 
     pub fn held(&self) -> u64 {
@@ -72,7 +74,7 @@ impl ReorderBuffer {
         if let Some(i) = self.tallies.iter().position(|t| t.reason == reason) {
             return TallyId(i);
         }
-        self.tallies.push(Tally { reason: reason.to_string(), held: 0, high: 0 });
+        self.tallies.push(Tally { reason: reason.to_string(), held: 0, high: 0, reported: 0 });
         TallyId(self.tallies.len() - 1)
     }
 
@@ -104,7 +106,8 @@ impl ReorderBuffer {
         t.held += size;
         if t.held > t.high {
             if t.high == 0 {
-                self.reported.push(tally.0);
+                self.reported += 1;
+                t.reported = self.reported;
             }
             t.high = t.held;
         }
@@ -118,8 +121,9 @@ impl ReorderBuffer {
 
     /// `(high_water, [(reason, its high-water mark)])`: `ReorderBuffer.report()`.
     pub fn report(&self) -> (u64, Vec<(&str, u64)>) {
-        let by_reason = self.reported.iter().map(|&i| (self.tallies[i].reason.as_str(), self.tallies[i].high)).collect();
-        (self.high_water, by_reason)
+        let mut reported: Vec<&Tally> = self.tallies.iter().filter(|t| t.reported > 0).collect();
+        reported.sort_unstable_by_key(|t| t.reported);
+        (self.high_water, reported.into_iter().map(|t| (t.reason.as_str(), t.high)).collect())
     }
 }
 
@@ -214,6 +218,13 @@ mod tests {
         b.take_into(&mut buffer, &mut out);
         assert_eq!((out.as_slice(), buffer.held()), (&b"12345"[..], 0));
         assert_eq!(buffer.report(), (9, vec![("system-first", 4), ("tool-args", 5)]));
+
+        // reported in the order the marks were first recorded, not the holds made
+        let mut buffer = ReorderBuffer::new(10, false);
+        let (mut a, mut b) = (buffer.byte_hold("a"), buffer.byte_hold("b"));
+        b.write(&mut buffer, b"1").unwrap();
+        a.write(&mut buffer, b"12").unwrap();
+        assert_eq!(buffer.report(), (3, vec![("b", 1), ("a", 2)]));
 
         let mut strict = ReorderBuffer::new(10, true);
         let mut c = strict.byte_hold("x");

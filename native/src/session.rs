@@ -28,8 +28,8 @@ pub struct Options {
     pub max_value_bytes: usize,
     /// wire name -> the client's name (responses)
     pub tool_names: Option<HashMap<String, String>>,
-    /// `"auto"`, `"adaptive"` or `"budget"`
-    pub anthropic_thinking: String,
+    /// `"auto"`, `"adaptive"` or `"budget"` (the default borrowed: no allocation per transcoder)
+    pub anthropic_thinking: Cow<'static, str>,
     /// effort -> budget; `None`: anthropic.controls.THINKING_BUDGETS
     pub anthropic_thinking_budgets: Option<Vec<(String, i64)>>,
     pub ollama_sampling_defaults: bool,
@@ -47,7 +47,7 @@ impl Default for Options {
             max_depth: 128,
             max_value_bytes: 1 << 20,
             tool_names: None,
-            anthropic_thinking: "auto".to_string(),
+            anthropic_thinking: Cow::Borrowed("auto"),
             anthropic_thinking_budgets: None,
             ollama_sampling_defaults: false,
         }
@@ -394,7 +394,7 @@ mod tests {
     fn python_defaults() {
         let o = Options::default();
         assert_eq!((o.strict, o.reorder_budget, o.refuse_reorder, o.default_max_tokens), (false, 64 << 20, false, 4096));
-        assert_eq!((o.max_depth, o.max_value_bytes, o.anthropic_thinking.as_str()), (128, 1 << 20, "auto"));
+        assert_eq!((o.max_depth, o.max_value_bytes, o.anthropic_thinking.as_ref()), (128, 1 << 20, "auto"));
         assert!(o.openai_reasoning_field.is_none() && o.tool_names.is_none() && o.anthropic_thinking_budgets.is_none());
         assert!(!o.ollama_sampling_defaults);
         assert_eq!(Kind::from_name("stream"), Some(Kind::Stream));

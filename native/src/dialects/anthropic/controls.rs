@@ -552,7 +552,7 @@ mod to_anthropic {
 
     /// `thinking_mode`: `adaptive` or `budget` (`Options.anthropic_thinking`; `auto` by the model).
     pub fn thinking_mode(session: &Session, model: Option<&Value>) -> bool {
-        match session.options.anthropic_thinking.as_str() {
+        match session.options.anthropic_thinking.as_ref() {
             "adaptive" => true,
             "auto" => matches!(model, Some(Value::Str(name)) if adaptive_model(&String::from_utf8_lossy(name))),
             _ => false,
@@ -841,7 +841,7 @@ mod to_anthropic {
             for (key, v) in value.as_object().unwrap() {
                 match (key.as_slice(), v) {
                     (b"anthropic_thinking", Value::Str(mode)) => {
-                        options.anthropic_thinking = String::from_utf8(mode.clone()).unwrap()
+                        options.anthropic_thinking = String::from_utf8(mode.clone()).unwrap().into()
                     }
                     (b"default_max_tokens", v) => options.default_max_tokens = v.as_i64().unwrap(),
                     (b"strict", Value::Bool(b)) => options.strict = *b,
