@@ -1212,8 +1212,8 @@ impl EncoderBase {
                 _ => out.extend_from_slice(raw),
             },
             None => {
-                let id = self.message_id();
-                dumps_key(generated_tool_id(id.as_bytes(), self.tool_count).as_bytes(), out);
+                let count = self.tool_count;
+                dumps_key(generated_tool_id(self.message_id().as_bytes(), count).as_bytes(), out);
             }
         }
         self.tool_count += 1;
@@ -1221,15 +1221,15 @@ impl EncoderBase {
         out.extend_from_slice(attr(attrs, "name").unwrap_or(b"\"\""));
     }
 
-    fn message_id(&mut self) -> String {
-        self.stamp.response_id("msg_", self.id.as_deref(), self.model.as_deref())
+    /// The message's id, borrowed (the source's, or the one generated).
+    fn message_id(&mut self) -> Cow<'_, str> {
+        self.stamp.response_id_ref("msg_", self.id.as_deref(), self.model.as_deref())
     }
 
     /// `_message_head`: `{"id":...,"type":"message","role":"assistant","model":...`
     fn message_head(&mut self, out: &mut Vec<u8>) {
-        let id = self.message_id();
         out.extend_from_slice(b"{\"id\":");
-        dumps_key(id.as_bytes(), out);
+        dumps_key(self.message_id().as_bytes(), out);
         out.extend_from_slice(b",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
         dumps_key(self.model.as_deref().unwrap_or("").as_bytes(), out);
     }
