@@ -199,14 +199,14 @@ impl ContentBlock {
             _ => Kind::Server,
         };
         let (section, attrs): (Section, Vec<Attr>) = match self.kind {
-            Kind::Text => (Section::AssistantText, vec![("path".into(), path(".text"))]),
-            Kind::Thinking => (Section::AssistantReasoning, vec![("path".into(), path(".thinking"))]),
+            Kind::Text => (Section::AssistantText, vec![("path".into(), path(".text").into())]),
+            Kind::Thinking => (Section::AssistantReasoning, vec![("path".into(), path(".thinking").into())]),
             Kind::RedactedThinking => {
-                (Section::AssistantReasoning, vec![("redacted".into(), b"true".to_vec()), ("path".into(), path(".data"))])
+                (Section::AssistantReasoning, vec![("redacted".into(), Cow::Borrowed(b"true")), ("path".into(), path(".data").into())])
             }
             // (its BlockStream is made when id and name are known, or at its input: the same events)
-            Kind::ToolUse => (Section::ToolCall, vec![("path".into(), path(""))]),
-            Kind::Server => (Section::ServerToolResult, vec![("dialect".into(), b"\"anthropic\"".to_vec()), ("path".into(), path(""))]),
+            Kind::ToolUse => (Section::ToolCall, vec![("path".into(), path("").into())]),
+            Kind::Server => (Section::ServerToolResult, vec![("dialect".into(), Cow::Borrowed(b"\"anthropic\"")), ("path".into(), path("").into())]),
         };
         self.stream = BlockStream::new(section, 0, attrs, None);
         if self.kind == Kind::Server {
