@@ -582,11 +582,18 @@ fn checked_sum(parts: &[i64], what: &str) -> Result<i64> {
 
 /// `n` in decimal (what `Value::int(n)` dumps), without the formatting machinery.
 pub fn push_int(out: &mut Vec<u8>, n: i64) {
-    out.extend_from_slice(Decimal::signed(n).as_bytes());
+    if n < 0 {
+        out.push(b'-');
+    }
+    push_u64(out, n.unsigned_abs());
 }
 
 /// `n` in decimal.
 pub fn push_u64(out: &mut Vec<u8>, n: u64) {
+    if n < 10 {
+        out.push(b'0' + n as u8); // (a stream's every chunk writes its index: one digit)
+        return;
+    }
     out.extend_from_slice(Decimal::of(n).as_bytes());
 }
 
@@ -1002,6 +1009,13 @@ pub fn push_openai_created(time_us: i64, out: &mut Vec<u8>) {
 /// microseconds with trailing zeros trimmed, no fraction for a whole second (Go's
 /// `RFC3339Nano`, which Ollama writes).
 pub fn ollama_created_at(time_us: i64) -> Vec<u8> {
+    let mut text = Vec::with_capacity(40);
+    push_ollama_created_at(time_us, &mut text);
+    text
+}
+
+/// `ollama_created_at(time_us)` appended to `text` (a response writes it once, in place).
+pub fn push_ollama_created_at(time_us: i64, out: &mut Vec<u8>) {
     let seconds = time_us.div_euclid(US);
     let fraction = time_us.rem_euclid(US);
     let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
@@ -1014,11 +1028,11 @@ pub fn ollama_created_at(time_us: i64) -> Vec<u8> {
             text.push_str(format!("{fraction:06}").trim_end_matches('0'));
         }
         text.push_str("Z\"");
-        return text.into_bytes();
+        out.extend_from_slice(text.as_bytes());
+        return;
     }
     // fixed-width fields written by hand (`format!`'s padding costs ten times more), each
     // filled from its last digit (a division by the constant 10, not by a power computed per digit)
-    let mut text = Vec::with_capacity(40);
     let digits = |text: &mut Vec<u8>, mut n: i64, width: usize| {
         let mut field = [b'0'; 6];
         for digit in field[..width].iter_mut().rev() {
@@ -1027,21 +1041,20 @@ pub fn ollama_created_at(time_us: i64) -> Vec<u8> {
         }
         text.extend_from_slice(&field[..width]);
     };
-    text.push(b'"');
-    digits(&mut text, year, 4);
+    out.push(b'"');
+    digits(out, year, 4);
     for (separator, n) in [(b'-', month), (b'-', day), (b'T', in_day / 3600), (b':', in_day / 60 % 60), (b':', in_day % 60)] {
-        text.push(separator);
-        digits(&mut text, n, 2);
+        out.push(separator);
+        digits(out, n, 2);
     }
     if fraction != 0 {
-        text.push(b'.');
-        digits(&mut text, fraction, 6);
-        while text.last() == Some(&b'0') {
-            text.pop();
+        out.push(b'.');
+        digits(out, fraction, 6);
+        while out.last() == Some(&b'0') {
+            out.pop();
         }
     }
-    text.extend_from_slice(b"Z\"");
-    text
+    out.extend_from_slice(b"Z\"");
 }
 
 /// Whether an extension is a source's time field (`_TIME_FIELDS`).
@@ -1325,38 +1338,81 @@ impl BlockStream {
 /// their owner (no allocation per frame once they have grown): Python's `Hold` of
 /// `write`s, each piece counted with its size, drained in order.
 #[derive(Debug, Default)]
-struct Pieces {
+pub struct Pieces {
     /// the reorder-buffer tally (made at the first piece: Python's `hold is not None`)
     hold: Option<crate::reorder::Hold<()>>,
+    text: HeldText,
+}
+
+/// The pieces' bytes: one buffer, and where each piece but the last ends in it (a whole
+/// body's one piece: no second buffer).
+#[derive(Debug, Default)]
+pub struct HeldText {
     bytes: Vec<u8>,
-    /// where each piece ends in `bytes`
-    ends: Vec<usize>,
+    cuts: Vec<usize>,
+    /// a piece is held (maybe an empty one)
+    held: bool,
 }
 
 impl Pieces {
-    fn push(&mut self, reason: &'static str, data: &[u8], session: &mut Session) -> Result<()> {
+    pub fn push(&mut self, reason: &'static str, data: &[u8], session: &mut Session) -> Result<()> {
         let hold = self.hold.get_or_insert_with(|| session.reorder.hold(reason));
         hold.append(&mut session.reorder, (), data.len() as u64)?;
-        self.bytes.extend_from_slice(data);
-        self.ends.push(self.bytes.len());
+        let text = &mut self.text;
+        if text.held {
+            text.cuts.push(text.bytes.len());
+        }
+        text.bytes.extend_from_slice(data);
+        text.held = true;
         Ok(())
+    }
+
+    /// No piece held.
+    pub fn is_empty(&self) -> bool {
+        !self.text.held
     }
 
     /// Every piece, in order, to `sink` (their bytes released first, as Python's
     /// `drain`); the buffers keep their capacity.
-    fn drain(&mut self, session: &mut Session, mut sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+    fn drain(&mut self, session: &mut Session, sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         let Some(mut hold) = self.hold.take() else { return Ok(()) };
         hold.drain(&mut session.reorder).for_each(drop);
+        self.text.each_then_clear(sink)
+    }
+
+    /// `drain` in two steps, for an owner whose sink needs the session: the bytes leave
+    /// the reorder buffer (the tally kept for the next piece: a stream holds one per
+    /// delta) and come out, for `HeldText::each_then_clear`; `restore` gives the buffers back.
+    pub fn release(&mut self, reorder: &mut crate::reorder::ReorderBuffer) -> HeldText {
+        if let Some(hold) = self.hold.as_mut() {
+            hold.drain(reorder).for_each(drop);
+        }
+        std::mem::take(&mut self.text)
+    }
+
+    /// The buffers `release` took, emptied (their capacity kept).
+    pub fn restore(&mut self, text: HeldText) {
+        self.text = text;
+    }
+}
+
+impl HeldText {
+    /// Every piece, in order, to `sink` (until an error), then none held.
+    pub fn each_then_clear(&mut self, mut sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        if !self.held {
+            return Ok(());
+        }
         let mut start = 0;
         let mut result = Ok(());
-        for &end in &self.ends {
+        for end in self.cuts.iter().copied().chain([self.bytes.len()]) {
             if result.is_ok() {
                 result = sink(&self.bytes[start..end]);
             }
             start = end;
         }
         self.bytes.clear();
-        self.ends.clear();
+        self.cuts.clear();
+        self.held = false;
         result
     }
 }

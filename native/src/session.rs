@@ -304,7 +304,9 @@ impl Session {
             None => Cow::Owned(dialect.to_string()),
         };
         if self.losses.capacity() == 0 {
-            self.losses = crate::spare::take(&SPARE_LOSSES).unwrap_or_default();
+            // the list a dropped session left (`crate::spare`), or room for the few a
+            // cross-dialect response loses (one allocation, not a growth series)
+            self.losses = crate::spare::take(&SPARE_LOSSES).unwrap_or_else(|| Vec::with_capacity(8));
         }
         self.losses.push(Loss { dialect, text, path_len });
     }

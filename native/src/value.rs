@@ -644,14 +644,12 @@ static PLAIN: [bool; 256] = {
 /// Eight bytes at a time (SWAR): a key or a name is checked at every `dumps_str`, and a
 /// byte-by-byte table look-up was most of the fast path's cost.
 pub(crate) fn is_plain(text: &[u8]) -> bool {
-    let mut words = text.chunks_exact(8);
-    for word in words.by_ref() {
-        let x = u64::from_le_bytes([word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7]]);
-        if !word_is_plain(x) {
-            return false;
-        }
-    }
-    words.remainder().iter().all(|&b| PLAIN[usize::from(b)])
+    let Some(last) = text.last_chunk::<8>() else {
+        return text.iter().all(|&b| PLAIN[usize::from(b)]);
+    };
+    // whole words, then the last eight bytes (over the last word's: one test, not a byte loop)
+    text.chunks_exact(8).all(|word| word_is_plain(u64::from_le_bytes(word.try_into().unwrap_or([0; 8]))))
+        && word_is_plain(u64::from_le_bytes(*last))
 }
 
 /// `is_plain` of eight bytes: none is special to a JSON string (`json::special_mask`: `"`,

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use crate::canonical::{escape_raw_json, Block, Event, Extension, Section, Usage};
 use crate::lifecycle::{
-    finish_from, finish_to, merge_usage, ollama_counts, ollama_created_at, push_int, usage_from_ollama, BlockStream, Stamp,
+    finish_from, finish_to, merge_usage, ollama_counts, ollama_created_at, push_int, push_ollama_created_at, usage_from_ollama, BlockStream, Pieces, Stamp,
 };
 use crate::decoding::{
     set_attr, Attr, Cx, Decode, Dialect, EventSink, Framing, Frame, Gate, Machine, Read, BOOLEAN, NULL, OPT_INTEGER,
@@ -122,13 +122,9 @@ struct Lines {
     /// the key of the member being read raw (for its loss path)
     key: Vec<u8>,
     /// `ReasoningFirst` (rule `ollama:content-before-thinking`): the content text waits in
-    /// `text_hold` (item: its end in `text`) until the message's next member shows whether
-    /// thinking follows
-    /// (made once and kept: `hold is not None` of Python is "holds a piece")
-    text_hold: Option<Hold<usize>>,
-    /// the held pieces' ends while they go out (kept for its capacity)
-    text_ends: Vec<usize>,
-    text: Vec<u8>,
+    /// `text` until the message's next member shows whether thinking follows (kept
+    /// across lines: `hold is not None` of Python is "holds a piece")
+    text: Pieces,
     text_waiting: bool,
     /// the arguments held for a call's name (`Deferred`): one call at a time
     args: Vec<u8>,
@@ -156,9 +152,7 @@ impl Lines {
             call_position: -1,
             call: None,
             key: Vec::new(),
-            text_hold: None,
-            text_ends: Vec::new(),
-            text: Vec::new(),
+            text: Pieces::default(),
             text_waiting: false,
             args: Vec::new(),
         }
@@ -232,10 +226,7 @@ impl Lines {
         if data.is_empty() {
             return Ok(());
         }
-        let hold = self.text_hold.get_or_insert_with(|| cx.session.reorder.hold(CONTENT_BEFORE_THINKING));
-        hold.append(&mut cx.session.reorder, self.text.len() + data.len(), data.len() as u64)?;
-        self.text.extend_from_slice(data);
-        Ok(())
+        self.text.push(CONTENT_BEFORE_THINKING, data, cx.session)
     }
 
     /// `ReasoningFirst.member(reasoning)`: the message's next member starts.
@@ -250,29 +241,18 @@ impl Lines {
 
     /// Content text is held (`self.hold is not None`).
     fn text_held(&self) -> bool {
-        self.text_hold.as_ref().is_some_and(|hold| !hold.is_empty())
+        !self.text.is_empty()
     }
 
     /// `ReasoningFirst.release`: the held text goes on, piece by piece as it was written.
     fn release_text(&mut self, cx: &mut Cx<'_>) -> Result<()> {
         self.text_waiting = false;
-        let Some(hold) = self.text_hold.as_mut().filter(|hold| !hold.is_empty()) else { return Ok(()) };
-        let mut ends = std::mem::take(&mut self.text_ends);
-        ends.extend(hold.drain(&mut cx.session.reorder));
-        let text = std::mem::take(&mut self.text);
-        let mut start = 0;
-        let mut result = Ok(());
-        for &end in &ends {
-            result = self.text_fragment(Section::AssistantText, CONTENT_PATH, &text[start..end], cx);
-            if result.is_err() {
-                break;
-            }
-            start = end;
+        if self.text.is_empty() {
+            return Ok(());
         }
-        ends.clear();
-        self.text_ends = ends;
-        self.text = text;
-        self.text.clear();
+        let mut text = self.text.release(&mut cx.session.reorder); // (the sink needs the decoder)
+        let result = text.each_then_clear(|piece| self.text_fragment(Section::AssistantText, CONTENT_PATH, piece, cx));
+        self.text.restore(text); // (its capacity kept for the next line)
         result
     }
 
@@ -1030,22 +1010,31 @@ impl Common {
         self.logprobs.as_ref().is_some_and(|hold| !hold.is_empty())
     }
 
-    /// `_head`: a line's (or the response's) opening up to its `created_at`.
+    /// `_head`: a line's opening up to its `created_at`, from the cache (every line has the same).
     fn head(&mut self, out: &mut Vec<u8>) {
         if self.head_text.is_empty() {
             if self.created.is_none() {
                 // once written, every line has the same
                 self.created = Some(ollama_created_at(self.stamp.time_us()));
             }
-            let head = &mut self.head_text;
-            let model_len = self.model.as_deref().map_or(0, str::len);
-            head.reserve(48 + model_len + self.created.as_deref().map_or(0, <[u8]>::len)); // (once: no growth series)
-            head.extend_from_slice(b"{\"model\":");
-            dumps_str(self.model.as_deref().unwrap_or("").as_bytes(), head);
-            head.extend_from_slice(b",\"created_at\":");
-            head.extend_from_slice(self.created.as_deref().unwrap_or_default());
+            let mut head = std::mem::take(&mut self.head_text);
+            head.reserve(88 + self.model.as_deref().map_or(0, str::len)); // (once: no growth series)
+            self.head_members(&mut head);
+            self.head_text = head;
         }
         out.extend_from_slice(&self.head_text);
+    }
+
+    /// `_head`'s text, written into `out` (a response writes it once: no cache). The time is
+    /// the stamp's, fixed by its first use.
+    fn head_members(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"model\":");
+        dumps_str(self.model.as_deref().unwrap_or("").as_bytes(), out);
+        out.extend_from_slice(b",\"created_at\":");
+        match &self.created {
+            Some(created) => out.extend_from_slice(created),
+            None => push_ollama_created_at(self.stamp.time_us(), out),
+        }
     }
 
     /// `_tail`: `"done":true` and what comes with it.
@@ -1354,7 +1343,7 @@ impl ResponseEncoder {
     /// `_message`: the message object, opened (with the response's head) on first use.
     fn message<'m>(msg: &'m mut Option<Box<MessageAssembler>>, c: &mut Common, io: &mut Io<'_>) -> Result<&'m mut MessageAssembler> {
         if msg.is_none() {
-            c.head(io.out); // (the output's writer: written straight)
+            c.head_members(io.out); // (the output's writer: written straight)
             io.out.extend_from_slice(b",\"message\":");
             let mut opened = MessageAssembler::new(WriterId::OUT, io, "ollama:member-order", b"", None)?;
             opened.scalar(io, "role", b"\"assistant\"")?;
@@ -1423,9 +1412,13 @@ impl ResponseEncoder {
         if let Some(msg) = self.msg.take() {
             msg.close(io)?;
         }
-        let mut tail = Vec::with_capacity(256); // (sized once: the done members, counts and durations)
-        self.c.tail(io.session, &mut tail)?;
-        io.write(WriterId::OUT, &tail)
+        // (the output's writer: written straight, as the head; nothing of it stays on an error)
+        let at = io.out.len();
+        let result = self.c.tail(io.session, io.out);
+        if result.is_err() {
+            io.out.truncate(at);
+        }
+        result
     }
 }
 

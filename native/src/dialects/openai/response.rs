@@ -117,7 +117,7 @@ mod decoder {
         hold: Option<Hold<()>>,
         /// the held text (empty: Python's `hold is None`)
         bytes: Vec<u8>,
-        /// where each held piece ends in `bytes`
+        /// where each held piece but the last ends in `bytes` (a whole body's one piece: none)
         ends: Vec<usize>,
         /// a reasoning member is being read: the held text waits for its end
         waiting: bool,
@@ -728,8 +728,10 @@ mod decoder {
             let tf = &mut self.choices[c].reader.text_first;
             let hold = tf.hold.get_or_insert_with(|| cx.session.reorder.hold(CONTENT_BEFORE_REASONING));
             hold.append(&mut cx.session.reorder, (), data.len() as u64)?;
+            if !tf.bytes.is_empty() {
+                tf.ends.push(tf.bytes.len());
+            }
             tf.bytes.extend_from_slice(data);
-            tf.ends.push(tf.bytes.len());
             Ok(())
         }
 
@@ -762,6 +764,9 @@ mod decoder {
                     break;
                 }
                 start = end;
+            }
+            if result.is_ok() {
+                result = self.text_fragment(c, Text::Content, "content", &text[start..], cx); // (the last piece)
             }
             text.clear();
             ends.clear();
@@ -1316,8 +1321,8 @@ mod encoder {
         reasoning_key: Option<String>,
         id: Option<String>,
         model: Option<String>,
-        /// created, system_fingerprint, service_tier as the source gave them (raw JSON), in order
-        kept: Vec<(&'static str, Vec<u8>)>,
+        /// created, system_fingerprint, service_tier (`KEPT`'s order) as the source gave them (raw JSON)
+        kept: [Option<Vec<u8>>; 3],
         usage: Option<Usage>,
         tool_count: u64,
         stamp: Stamp,
@@ -1332,7 +1337,7 @@ mod encoder {
                 reasoning_key: session.options.openai_reasoning_field.clone(),
                 id: None,
                 model: None,
-                kept: Vec::new(),
+                kept: [None, None, None],
                 usage: None,
                 tool_count: 0,
                 stamp: Stamp::new(session.start()),
@@ -1341,7 +1346,7 @@ mod encoder {
         }
 
         fn kept(&self, key: &str) -> Option<&[u8]> {
-            self.kept.iter().find(|(k, _)| *k == key).map(|(_, v)| v.as_slice())
+            KEPT.iter().position(|k| *k == key).and_then(|i| self.kept[i].as_deref())
         }
 
         fn keep(&mut self, key: &'static str, raw: &[u8]) {
@@ -1349,9 +1354,8 @@ mod encoder {
         }
 
         fn keep_owned(&mut self, key: &'static str, raw: Vec<u8>) {
-            match self.kept.iter_mut().find(|(k, _)| *k == key) {
-                Some(slot) => slot.1 = raw,
-                None => self.kept.push((key, raw)),
+            if let Some(i) = KEPT.iter().position(|k| *k == key) {
+                self.kept[i] = Some(raw);
             }
             self.head = None;
         }
@@ -1401,37 +1405,44 @@ mod encoder {
             self.stamp.response_id_ref("chatcmpl-", self.id.as_deref(), self.model.as_deref())
         }
 
-        /// `_head_members()`: `"id":...,"object":...,"created":...,"model":...` (every chunk starts with them).
+        /// `_head_members()` from the cache, made when id, model or a kept field changed
+        /// (every chunk of a stream starts with them).
         fn write_head(&mut self, out: &mut Vec<u8>) {
             if self.head.is_none() {
                 let mut head = Vec::with_capacity(128);
-                head.extend_from_slice(b"\"id\":");
-                let id = self.response_id();
-                dumps_str(id.as_bytes(), &mut head);
-                head.extend_from_slice(b",\"object\":");
-                dumps_str(self.object.as_bytes(), &mut head);
-                head.extend_from_slice(b",\"created\":");
-                match self.kept("created") {
-                    Some(created) => head.extend_from_slice(created),
-                    None => {
-                        let time_us = self.stamp.time_us();
-                        push_openai_created(time_us, &mut head);
-                    }
-                }
-                head.extend_from_slice(b",\"model\":");
-                dumps_str(self.model.as_deref().unwrap_or("").as_bytes(), &mut head);
-                for key in ["service_tier", "system_fingerprint"] {
-                    if let Some(raw) = self.kept(key) {
-                        head.push(b',');
-                        dumps_str(key.as_bytes(), &mut head);
-                        head.push(b':');
-                        head.extend_from_slice(raw);
-                    }
-                }
+                self.head_members(&mut head);
                 self.head = Some(head);
             }
             if let Some(head) = &self.head {
                 out.extend_from_slice(head);
+            }
+        }
+
+        /// `_head_members()`: `"id":...,"object":...,"created":...,"model":...`, written into
+        /// `out` (a response writes them once: no cache).
+        fn head_members(&mut self, head: &mut Vec<u8>) {
+            head.extend_from_slice(b"\"id\":");
+            let id = self.response_id();
+            dumps_str(id.as_bytes(), head);
+            head.extend_from_slice(b",\"object\":");
+            dumps_str(self.object.as_bytes(), head);
+            head.extend_from_slice(b",\"created\":");
+            match self.kept("created") {
+                Some(created) => head.extend_from_slice(created),
+                None => {
+                    let time_us = self.stamp.time_us();
+                    push_openai_created(time_us, head);
+                }
+            }
+            head.extend_from_slice(b",\"model\":");
+            dumps_str(self.model.as_deref().unwrap_or("").as_bytes(), head);
+            for key in ["service_tier", "system_fingerprint"] {
+                if let Some(raw) = self.kept(key) {
+                    head.push(b',');
+                    dumps_str(key.as_bytes(), head);
+                    head.push(b':');
+                    head.extend_from_slice(raw);
+                }
             }
         }
 
@@ -1898,10 +1909,39 @@ mod encoder {
         /// the open choice's url_citation annotations (written when it closes)
         annotations: Vec<Value>,
         /// the choices written whole (their finish came: `closed`)
-        closed: Vec<i64>,
+        closed: ChoiceSet,
         done: bool,
         /// the text of one write (kept for its capacity: a response makes a few)
         scratch: Vec<u8>,
+    }
+
+    /// A set of choice indexes: a bit for each below 64, a list for the others (a
+    /// response has one choice or a few: no allocation).
+    #[derive(Default)]
+    struct ChoiceSet {
+        low: u64,
+        others: Vec<i64>,
+    }
+
+    impl ChoiceSet {
+        fn bit(index: i64) -> Option<u64> {
+            u32::try_from(index).ok().filter(|&i| i < 64).map(|i| 1 << i)
+        }
+
+        fn contains(&self, index: i64) -> bool {
+            match Self::bit(index) {
+                Some(bit) => self.low & bit != 0,
+                None => self.others.contains(&index),
+            }
+        }
+
+        fn insert(&mut self, index: i64) {
+            match Self::bit(index) {
+                Some(bit) => self.low |= bit,
+                None if !self.others.contains(&index) => self.others.push(index),
+                None => {}
+            }
+        }
     }
 
     impl ResponseEncoder {
@@ -1918,7 +1958,7 @@ mod encoder {
                 content_chars: 0,
                 text_span: (0, 0),
                 annotations: Vec::new(),
-                closed: Vec::new(),
+                closed: ChoiceSet::default(),
                 done: false,
                 scratch: Vec::new(),
             }
@@ -1940,8 +1980,9 @@ mod encoder {
             self.begun = true;
             self.tier_written = self.head.kept("service_tier").is_some();
             self.write_out(io, |this, text| {
+                text.reserve(160); // (the head's usual size: the scratch buffer's first use)
                 text.push(b'{');
-                this.head.write_head(text);
+                this.head.head_members(text);
                 text.extend_from_slice(b",\"choices\":[");
                 Ok(())
             })
@@ -1949,7 +1990,7 @@ mod encoder {
 
         /// `_open_choice(index)`: the choice's message, opened (the one before closed) when it changes.
         fn open_choice(&mut self, index: i64, io: &mut Io<'_>) -> Result<()> {
-            if self.closed.contains(&index) {
+            if self.closed.contains(index) {
                 // its finish_reason is written: a block (or annotations) for it has no place left
                 return Err(crate::error::Error::new(crate::error::ErrorClass::Transcode,
                     format!("an event of choice {index} after its finish (the choice is written)")));
@@ -1978,7 +2019,7 @@ mod encoder {
         fn close_choice(&mut self, reason: Option<&str>, io: &mut Io<'_>) -> Result<()> {
             let Some(mut msg) = self.msg.take() else { return Ok(()) };
             if let Some(choice) = self.choice {
-                self.closed.push(choice);
+                self.closed.insert(choice);
             }
             if !msg.has("content") {
                 msg.scalar(io, "content", b"null")?;
