@@ -141,8 +141,11 @@ impl KeyPrint {
             let head = word & ((1u64 << (8 * len)) - 1);
             return KeyPrint { print: head | (len as u64) << 56, ascii: head & HIGHS == 0 };
         }
-        let tail = key[len - 8..].iter().fold(0u64, |tail, &b| tail << 8 | b as u64);
-        KeyPrint { print: word ^ tail.rotate_left(32) ^ (len as u64) << 56, ascii: key.is_ascii() }
+        // (a long key: its first and last 8 bytes as words -- all of it up to 16 bytes, so
+        // one mask tells whether it is ASCII)
+        let tail = u64::from_le_bytes(key[len - 8..].try_into().unwrap_or_default());
+        let ascii = if len <= 16 { (word | tail) & HIGHS == 0 } else { key.is_ascii() };
+        KeyPrint { print: word ^ tail.rotate_left(32) ^ (len as u64) << 56, ascii }
     }
 
     /// The key's length as Python's `len` of the decoded str (WTF-8: one per lead byte).

@@ -39,7 +39,52 @@ pub fn literal_text(token: &Token<'_>) -> Option<&'static [u8]> {
 #[derive(Clone, Debug, Default)]
 pub struct JsonWriter {
     /// per open container: nothing written in it yet
-    first: Vec<bool>,
+    first: Firsts,
+}
+
+/// `JsonWriter._first`, a stack of flags: the innermost `INLINE_DEPTH` in the bits of a
+/// word (an encoder's documents nest a few levels: no allocation per writer), deeper
+/// ones in a list.
+#[derive(Clone, Debug, Default)]
+struct Firsts {
+    /// bit `i`: the flag of the open container at depth `i` (below `INLINE_DEPTH`)
+    bits: u64,
+    depth: usize,
+    /// the flags below depth `INLINE_DEPTH`.. (rarely any)
+    deeper: Vec<bool>,
+}
+
+const INLINE_DEPTH: usize = 64;
+
+impl Firsts {
+    fn push(&mut self, first: bool) {
+        if self.depth < INLINE_DEPTH {
+            self.bits = (self.bits & !(1 << self.depth)) | ((first as u64) << self.depth);
+        } else {
+            self.deeper.push(first);
+        }
+        self.depth += 1;
+    }
+
+    fn pop(&mut self) {
+        if self.depth > INLINE_DEPTH {
+            self.deeper.pop();
+        }
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// The innermost flag, now false: whether it was true (`None`: no open container).
+    #[inline]
+    fn take_last(&mut self) -> Option<bool> {
+        let at = self.depth.checked_sub(1)?;
+        if at < INLINE_DEPTH {
+            let first = self.bits & (1 << at) != 0;
+            self.bits &= !(1 << at);
+            Some(first)
+        } else {
+            self.deeper.last_mut().map(|first| std::mem::take(first))
+        }
+    }
 }
 
 impl JsonWriter {
@@ -49,17 +94,13 @@ impl JsonWriter {
 
     /// Open containers.
     pub fn depth(&self) -> usize {
-        self.first.len()
+        self.first.depth
     }
 
     /// What goes before the next item of the open container: `,` or nothing.
     fn sep(&mut self, out: &mut Vec<u8>) {
-        if let Some(first) = self.first.last_mut() {
-            if *first {
-                *first = false;
-            } else {
-                out.push(b',');
-            }
+        if self.first.take_last() == Some(false) {
+            out.push(b',');
         }
     }
 
@@ -290,6 +331,26 @@ mod tests {
                 self.complete_at.push(self.out.len());
             }
             Ok(())
+        }
+    }
+
+    #[test]
+    fn separators_at_any_depth() {
+        // `{"a":[1,{"a":[1,...,2]},2]}`, nested past the flags a word holds
+        for depth in [1, 2, 63, 64, 65, 70] {
+            let (mut w, mut out) = (JsonWriter::new(), Vec::new());
+            for _ in 0..depth {
+                w.begin_object(b"", &mut out);
+                w.open_member("a", b"[", &mut out);
+                w.raw_element(b"1", &mut out);
+            }
+            for _ in 0..depth {
+                w.raw_element(b"2", &mut out);
+                w.end_array(&mut out);
+                w.end_object(&mut out);
+            }
+            let expected = [r#"{"a":[1"#.to_string(), r#",{"a":[1"#.repeat(depth - 1), ",2]}".repeat(depth)].concat();
+            assert_eq!((w.depth(), String::from_utf8(out).unwrap()), (0, expected), "depth {depth}");
         }
     }
 

@@ -39,9 +39,24 @@ pub struct BodyCopy {
     done: bool,
 }
 
+std::thread_local! {
+    /// A dropped body copy's buffer, for the next one (`crate::spare`).
+    static SPARE_BODY: std::cell::Cell<Option<Vec<u8>>> = const { std::cell::Cell::new(None) };
+}
+
+impl Drop for BodyCopy {
+    fn drop(&mut self) {
+        if self.out.capacity() > 0 && crate::spare::small(&self.out) {
+            let mut out = std::mem::take(&mut self.out);
+            out.clear();
+            crate::spare::give(&SPARE_BODY, out);
+        }
+    }
+}
+
 impl BodyCopy {
     pub fn new() -> Self {
-        BodyCopy::default()
+        BodyCopy { out: crate::spare::take(&SPARE_BODY).unwrap_or_default(), ..BodyCopy::default() }
     }
 
     /// A chunk the decoder consumed.
@@ -73,9 +88,15 @@ impl BodyCopy {
         Ok(())
     }
 
-    /// The output not taken yet, appended to `into`.
+    /// The output not taken yet, appended to `into`. A small body's bytes are copied, so
+    /// that each buffer stays with its owner for the next transcoder (`crate::spare`: handed
+    /// over, the copy's buffer would be allocated again each time); a large one is handed over.
     pub fn take(&mut self, into: &mut Vec<u8>) {
-        take(&mut self.out, into);
+        if crate::spare::small(&self.out) && into.capacity() - into.len() >= self.out.len() {
+            into.append(&mut self.out);
+        } else {
+            take(&mut self.out, into);
+        }
     }
 }
 

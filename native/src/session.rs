@@ -195,6 +195,22 @@ pub struct Session {
     pub response_start: Option<ResponseStart>,
 }
 
+std::thread_local! {
+    /// A dropped session's loss list (its buffer), for the next one (`crate::spare`): a
+    /// transcode between two dialects loses a few fields.
+    static SPARE_LOSSES: std::cell::Cell<Option<Vec<Loss>>> = const { std::cell::Cell::new(None) };
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.losses.capacity() > 0 && crate::spare::small(&self.losses) {
+            let mut losses = std::mem::take(&mut self.losses);
+            losses.clear();
+            crate::spare::give(&SPARE_LOSSES, losses);
+        }
+    }
+}
+
 impl Session {
     pub fn new(options: Options, source: &'static str, target: &'static str, kind: Kind) -> Self {
         let reorder = ReorderBuffer::new(options.reorder_budget, options.refuse_reorder);
@@ -203,7 +219,7 @@ impl Session {
             kind,
             source,
             target,
-            losses: Vec::new(),
+            losses: Vec::new(), // (the spare list taken at the first loss: a copy loses nothing)
             reorder,
             tool_names: ToolNames::default(),
             passthrough: false,
@@ -288,7 +304,9 @@ impl Session {
             None => Cow::Owned(dialect.to_string()),
         };
         if self.losses.capacity() == 0 {
-            self.losses.reserve(8); // (a cross-dialect response loses a few: one allocation, not a growth series)
+            // the list a dropped session left (`crate::spare`), or room for the few a
+            // cross-dialect response loses (one allocation, not a growth series)
+            self.losses = crate::spare::take(&SPARE_LOSSES).unwrap_or_else(|| Vec::with_capacity(8));
         }
         self.losses.push(Loss { dialect, text, path_len });
     }
