@@ -188,8 +188,9 @@ pub struct Session {
     pub passthrough: bool,
     /// (dialect, path, reason) of the losses recorded (`lose`'s one-record rule), once
     /// there are `FEW_LOSSES` or more, or in strict mode; before that `losses` is
-    /// looked through (a body loses a few fields: no key to build and hash per loss)
-    lost_paths: HashSet<(String, Vec<u8>, usize)>,
+    /// looked through (a body loses a few fields: no key to build and hash per loss);
+    /// made then (a new set seeds its hasher from a thread-local, per session otherwise)
+    lost_paths: Option<Box<HashSet<(String, Vec<u8>, usize)>>>,
     /// the response's clock reading and nonce (`Session._start`), given by the
     /// binding from the `Transcoder`'s hooks; `None`: read the defaults at `start()`
     pub response_start: Option<ResponseStart>,
@@ -223,7 +224,7 @@ impl Session {
             reorder,
             tool_names: ToolNames::default(),
             passthrough: false,
-            lost_paths: HashSet::new(),
+            lost_paths: None,
             response_start: None,
         }
     }
@@ -315,15 +316,17 @@ impl Session {
     /// `_lost_paths` test and add; its keys: the dialect, path + reason, the path's length).
     fn seen_before(&mut self, dialect: &str, path: &[u8], reason: &[u8]) -> bool {
         let strict = self.options.strict; // (strict: `losses` stays empty, the set is the record)
-        if !strict && self.lost_paths.is_empty() {
-            if self.losses.len() < FEW_LOSSES {
+        let lost_paths = match &mut self.lost_paths {
+            Some(set) => set,
+            None if !strict && self.losses.len() < FEW_LOSSES => {
                 return self.losses.iter().any(|l| l.path() == path && l.reason() == reason && l.dialect == dialect);
             }
-            for l in &self.losses {
-                self.lost_paths.insert((l.dialect.to_string(), l.text.clone(), l.path_len));
+            None => {
+                let set = self.losses.iter().map(|l| (l.dialect.to_string(), l.text.clone(), l.path_len)).collect();
+                self.lost_paths.insert(Box::new(set))
             }
-        }
-        !self.lost_paths.insert((dialect.to_string(), [path, reason].concat(), path.len()))
+        };
+        !lost_paths.insert((dialect.to_string(), [path, reason].concat(), path.len()))
     }
 
     /// `Session.lose_member`: a member of the source at `path` the target has
