@@ -1980,7 +1980,7 @@ mod encoder {
             self.begun = true;
             self.tier_written = self.head.kept("service_tier").is_some();
             self.write_out(io, |this, text| {
-                text.reserve(160); // (the head's usual size: the scratch buffer's first use)
+                text.reserve(256); // (the scratch buffer's first use: the head's usual size, and a close's)
                 text.push(b'{');
                 this.head.head_members(text);
                 text.extend_from_slice(b",\"choices\":[");
