@@ -1274,11 +1274,13 @@ pub use crate::value::{dumps, dumps_str as dumps_key};
 
 // -- canonical output helpers ---------------------------------------------------------
 
-/// A block attribute: its name and its value's compact JSON (`dumps(value)`).
-pub type Attr = (Cow<'static, str>, Vec<u8>);
+/// A block attribute: its name and its value's compact JSON (`dumps(value)`; a constant
+/// one, a source path, borrowed: no copy into the attributes and none into the block).
+pub type Attr = (Cow<'static, str>, Cow<'static, [u8]>);
 
 /// `dict.__setitem__` on attributes kept as a list: a name set again keeps its place.
-pub fn set_attr(attrs: &mut Vec<Attr>, name: Cow<'static, str>, json: Vec<u8>) {
+pub fn set_attr(attrs: &mut Vec<Attr>, name: Cow<'static, str>, json: impl Into<Cow<'static, [u8]>>) {
+    let json = json.into();
     match attrs.iter_mut().find(|(n, _)| *n == name) {
         Some(slot) => slot.1 = json,
         None => attrs.push((name, json)),
@@ -1286,7 +1288,7 @@ pub fn set_attr(attrs: &mut Vec<Attr>, name: Cow<'static, str>, json: Vec<u8>) {
 }
 
 pub fn get_attr<'x>(attrs: &'x [Attr], name: &str) -> Option<&'x [u8]> {
-    attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice())
+    attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_ref())
 }
 
 /// Attributes as a block carries them (`attrs or None`).
@@ -1294,7 +1296,7 @@ pub fn block_attrs<'a>(attrs: &[Attr]) -> Option<Vec<(Cow<'a, str>, Cow<'a, [u8]
     if attrs.is_empty() {
         return None;
     }
-    Some(attrs.iter().map(|(n, v)| (n.clone(), Cow::Owned(v.clone()))).collect())
+    Some(attrs.iter().map(|(n, v)| (n.clone(), v.clone())).collect())
 }
 
 /// `decoding.BlockBuilder`: one block's fragments; the last is kept until `close()`.
@@ -1374,7 +1376,7 @@ impl BlockBuilder {
     }
 
     /// `set(key, value)`: `json` is `dumps(value)`.
-    pub fn set(&mut self, name: impl Into<Cow<'static, str>>, json: Vec<u8>) {
+    pub fn set(&mut self, name: impl Into<Cow<'static, str>>, json: impl Into<Cow<'static, [u8]>>) {
         let attrs = if self.begun { &mut self.late } else { &mut self.attrs };
         set_attr(attrs, name.into(), json);
     }
@@ -2098,7 +2100,7 @@ mod tests {
 
     #[test]
     fn block_builder_late_attributes_ride_on_the_last_fragment() {
-        let mut b = BlockBuilder::new(Section::ToolCall, 2, vec![("id".into(), b"\"c1\"".to_vec())]);
+        let mut b = BlockBuilder::new(Section::ToolCall, 2, vec![("id".into(), Cow::Borrowed(&b"\"c1\""[..]))]);
         let first = b.fragment(b"{\"a\"", false).unwrap();
         assert!(first.init && !first.fin && first.attrs.is_some());
         assert!(b.fragment(b":1}", true).is_none());

@@ -1890,7 +1890,7 @@ fn lifecycle_helper<'py>(py: Python<'py>, helper: &str, args: Bound<'py, PyTuple
     let out = PyList::empty(py);
     let attrs_of = |obj: Bound<'py, PyAny>| -> PyResult<Vec<crate::decoding::Attr>> {
         let pairs: Vec<(String, Vec<u8>)> = obj.extract()?;
-        Ok(pairs.into_iter().map(|(k, v)| (Cow::Owned(k), v)).collect())
+        Ok(pairs.into_iter().map(|(k, v)| (Cow::Owned(k), Cow::Owned(v))).collect())
     };
     let mut block_stream = None;
     let mut reasoning = lc::ReasoningFirst::new("test:content-before-reasoning");

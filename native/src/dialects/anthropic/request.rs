@@ -288,8 +288,8 @@ fn json_str(text: &[u8]) -> Vec<u8> {
     json_of(&Value::Str(text.to_vec()))
 }
 
-fn json_true() -> Vec<u8> {
-    b"true".to_vec()
+fn json_true() -> Cow<'static, [u8]> {
+    Cow::Borrowed(b"true")
 }
 
 /// A string attribute's text (`late.get(key) or attrs.get(key)`: the `*_extra` members).
@@ -888,7 +888,7 @@ impl Readers {
             } else {
                 Section::Unknown
             };
-            let mut attrs = vec![("dialect".into(), b"\"anthropic\"".to_vec())];
+            let mut attrs: Vec<crate::decoding::Attr> = vec![("dialect".into(), Cow::Borrowed(b"\"anthropic\""))];
             if in_result {
                 attrs.push(("in_result".into(), json_true()));
                 let Readers { msg, result, .. } = self;

@@ -199,14 +199,14 @@ impl ContentBlock {
             _ => Kind::Server,
         };
         let (section, attrs): (Section, Vec<Attr>) = match self.kind {
-            Kind::Text => (Section::AssistantText, vec![("path".into(), path(".text"))]),
-            Kind::Thinking => (Section::AssistantReasoning, vec![("path".into(), path(".thinking"))]),
+            Kind::Text => (Section::AssistantText, vec![("path".into(), path(".text").into())]),
+            Kind::Thinking => (Section::AssistantReasoning, vec![("path".into(), path(".thinking").into())]),
             Kind::RedactedThinking => {
-                (Section::AssistantReasoning, vec![("redacted".into(), b"true".to_vec()), ("path".into(), path(".data"))])
+                (Section::AssistantReasoning, vec![("redacted".into(), Cow::Borrowed(b"true")), ("path".into(), path(".data").into())])
             }
             // (its BlockStream is made when id and name are known, or at its input: the same events)
-            Kind::ToolUse => (Section::ToolCall, vec![("path".into(), path(""))]),
-            Kind::Server => (Section::ServerToolResult, vec![("dialect".into(), b"\"anthropic\"".to_vec()), ("path".into(), path(""))]),
+            Kind::ToolUse => (Section::ToolCall, vec![("path".into(), path("").into())]),
+            Kind::Server => (Section::ServerToolResult, vec![("dialect".into(), Cow::Borrowed(b"\"anthropic\"")), ("path".into(), path("").into())]),
         };
         self.stream = BlockStream::new(section, 0, attrs, None);
         if self.kind == Kind::Server {
@@ -1212,8 +1212,8 @@ impl EncoderBase {
                 _ => out.extend_from_slice(raw),
             },
             None => {
-                let id = self.message_id();
-                dumps_key(generated_tool_id(id.as_bytes(), self.tool_count).as_bytes(), out);
+                let count = self.tool_count;
+                dumps_key(generated_tool_id(self.message_id().as_bytes(), count).as_bytes(), out);
             }
         }
         self.tool_count += 1;
@@ -1221,15 +1221,15 @@ impl EncoderBase {
         out.extend_from_slice(attr(attrs, "name").unwrap_or(b"\"\""));
     }
 
-    fn message_id(&mut self) -> String {
-        self.stamp.response_id("msg_", self.id.as_deref(), self.model.as_deref())
+    /// The message's id, borrowed (the source's, or the one generated).
+    fn message_id(&mut self) -> Cow<'_, str> {
+        self.stamp.response_id_ref("msg_", self.id.as_deref(), self.model.as_deref())
     }
 
     /// `_message_head`: `{"id":...,"type":"message","role":"assistant","model":...`
     fn message_head(&mut self, out: &mut Vec<u8>) {
-        let id = self.message_id();
         out.extend_from_slice(b"{\"id\":");
-        dumps_key(id.as_bytes(), out);
+        dumps_key(self.message_id().as_bytes(), out);
         out.extend_from_slice(b",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
         dumps_key(self.model.as_deref().unwrap_or("").as_bytes(), out);
     }

@@ -226,7 +226,7 @@ impl MessageReader {
 const TRUE: &[u8] = b"true";
 
 fn attr(name: &'static str, json: &[u8]) -> Attr {
-    (Cow::Borrowed(name), json.to_vec())
+    (Cow::Borrowed(name), Cow::Owned(json.to_vec()))
 }
 
 /// `MessageReader._resolve`: content is built as provisional `user-text`; it gets

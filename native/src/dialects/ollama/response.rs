@@ -196,7 +196,7 @@ impl Lines {
         }
         if !matches!(&self.block, Some(block) if block.section == section) {
             self.close_block(cx)?;
-            self.block = Some(BlockStream::new(section, 0, vec![(Cow::Borrowed("path"), path.to_vec())], None));
+            self.block = Some(BlockStream::new(section, 0, vec![(Cow::Borrowed("path"), Cow::Borrowed(path))], None));
         }
         self.block_fragment(data, cx)
     }
@@ -622,7 +622,7 @@ impl Dialect for Lines {
                 let path = format!("$.message.tool_calls[{}]", self.call_position);
                 self.call = Some(Call {
                     position: self.call_position,
-                    attrs: vec![(Cow::Borrowed("path"), str_json(path.as_bytes()))],
+                    attrs: vec![(Cow::Borrowed("path"), str_json(path.as_bytes()).into())],
                     args: false,
                     open: false,
                     deferred: None,

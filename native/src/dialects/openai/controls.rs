@@ -208,7 +208,7 @@ mod decoding {
         let members = function.member_list();
         let name = lookup(&members, "name").filter(|name| name.is_str())?;
         let mut attrs: Vec<Attr> = Vec::new();
-        attrs.push((Cow::Borrowed("name"), name.to_json()));
+        attrs.push((Cow::Borrowed("name"), name.to_json().into()));
         let mut extra: Vec<u8> = Vec::new();
         for &(key, value) in &members {
             if key.is("description") || key.is("strict") {
@@ -221,10 +221,10 @@ mod decoding {
         if !extra.is_empty() {
             let mut json = Vec::new();
             crate::decoding::dumps_key(&extra, &mut json);
-            attrs.push((Cow::Borrowed("openai_extra"), json));
+            attrs.push((Cow::Borrowed("openai_extra"), json.into()));
         }
         if legacy {
-            attrs.push((Cow::Borrowed("legacy"), b"true".to_vec()));
+            attrs.push((Cow::Borrowed("legacy"), Cow::Borrowed(b"true")));
         }
         Some((attrs, lookup(&members, "parameters").filter(|v| !v.is_null())))
     }

@@ -574,7 +574,7 @@ mod decoder {
         /// A `ToolCallReader` begins: its block is the message's new one.
         fn tool_call(&mut self, legacy: bool, cx: &mut Cx<'_>) -> Result<()> {
             self.call.legacy = legacy;
-            let attrs = if legacy { vec![(Cow::Borrowed("legacy"), b"true".to_vec())] } else { Vec::new() };
+            let attrs = if legacy { vec![(Cow::Borrowed("legacy"), Cow::Borrowed(&b"true"[..]))] } else { Vec::new() };
             self.msg.builder(Section::ToolCall, attrs, cx)
         }
 
@@ -690,7 +690,7 @@ mod decoder {
 
         /// `_payload(key)`: the payload member's first token.
         fn payload(&mut self, m: &mut Machine<S>, part: Part, token: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
-            let in_parts = || vec![(Cow::Borrowed("in_parts"), b"true".to_vec())];
+            let in_parts = || vec![(Cow::Borrowed("in_parts"), Cow::Borrowed(&b"true"[..]))];
             match part {
                 Part::Text => {
                     let attrs = self.msg.text_attrs(in_parts());
@@ -725,9 +725,9 @@ mod decoder {
                     raw.extend_from_slice(&self.part.raw_parts);
                 }
                 raw.push(b'}');
-                let mut attrs = vec![(Cow::Borrowed("dialect"), str_json(DIALECT)), (Cow::Borrowed("in_parts"), b"true".to_vec())];
+                let mut attrs: Vec<Attr> = vec![(Cow::Borrowed("dialect"), str_json(DIALECT).into()), (Cow::Borrowed("in_parts"), Cow::Borrowed(b"true"))];
                 if let Some(role) = &self.msg.base.role {
-                    attrs.push((Cow::Borrowed("role"), str_json(role)));
+                    attrs.push((Cow::Borrowed("role"), str_json(role).into()));
                 }
                 self.msg.builder(Section::Unknown, attrs, cx)?;
                 self.msg.fragment(&raw, true, cx)?;

@@ -576,7 +576,7 @@ mod decoder {
             if !open {
                 // (the attributes are made only for a new block: a stream's deltas continue one)
                 let path = self.choices[c].sinks[slot].clone().unwrap_or_default();
-                self.open_block(c, section, vec![(Cow::Borrowed("path"), path)], None, cx)?;
+                self.open_block(c, section, vec![(Cow::Borrowed("path"), path.into())], None, cx)?;
             }
             self.block_fragment(c, data, cx)
         }
@@ -785,7 +785,7 @@ mod decoder {
             // (the last call's attributes and path text are reused: a stream has a call per delta)
             let mut attrs = std::mem::take(&mut self.call.attrs);
             let mut path = attrs.drain(..).find(|(name, _)| name == "path").map(|(_, json)| json).unwrap_or_default();
-            write_call_path(&mut path, c.index, member, position);
+            write_call_path(path.to_mut(), c.index, member, position);
             attrs.push((Cow::Borrowed("path"), path));
             self.call = ToolCallReader {
                 index: if self.streaming { None } else { Some(position) },
@@ -855,7 +855,7 @@ mod decoder {
                 // a delta names its call by index (the path attribute, first, rewritten in place)
                 let choice = self.choices[self.choice.c].index;
                 match self.call.attrs.iter_mut().find(|(name, _)| name == "path") {
-                    Some((_, path)) => write_call_path(path, choice, "delta", index),
+                    Some((_, path)) => write_call_path(path.to_mut(), choice, "delta", index),
                     None => {
                         let mut path = Vec::new();
                         write_call_path(&mut path, choice, "delta", index);
