@@ -42,6 +42,21 @@ pub struct ReorderBuffer {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TallyId(usize);
 
+std::thread_local! {
+    /// A dropped buffer's tally list (its buffer), for the next one (`crate::spare`).
+    static SPARE_TALLIES: std::cell::Cell<Option<Vec<Tally>>> = const { std::cell::Cell::new(None) };
+}
+
+impl Drop for ReorderBuffer {
+    fn drop(&mut self) {
+        if self.tallies.capacity() > 0 && crate::spare::small(&self.tallies) {
+            let mut tallies = std::mem::take(&mut self.tallies);
+            tallies.clear();
+            crate::spare::give(&SPARE_TALLIES, tallies);
+        }
+    }
+}
+
 impl Default for ReorderBuffer {
     fn default() -> Self {
         ReorderBuffer::new(DEFAULT_BUDGET, false)
@@ -73,6 +88,10 @@ impl ReorderBuffer {
     fn tally(&mut self, reason: &str) -> TallyId {
         if let Some(i) = self.tallies.iter().position(|t| t.reason == reason) {
             return TallyId(i);
+        }
+        if self.tallies.capacity() == 0 {
+            // (a run holds for a rule or two: the list a dropped buffer left, taken at the first)
+            self.tallies = crate::spare::take(&SPARE_TALLIES).unwrap_or_default();
         }
         self.tallies.push(Tally { reason: reason.to_string(), held: 0, high: 0, reported: 0 });
         TallyId(self.tallies.len() - 1)
