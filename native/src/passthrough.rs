@@ -46,11 +46,7 @@ std::thread_local! {
 
 impl Drop for BodyCopy {
     fn drop(&mut self) {
-        if self.out.capacity() > 0 && crate::spare::small(&self.out) {
-            let mut out = std::mem::take(&mut self.out);
-            out.clear();
-            crate::spare::give(&SPARE_BODY, out);
-        }
+        crate::spare::keep(&SPARE_BODY, &mut self.out);
     }
 }
 

@@ -567,11 +567,7 @@ std::thread_local! {
 
 impl Drop for Transcoder {
     fn drop(&mut self) {
-        if self.out.capacity() > 0 && crate::spare::small(&self.out) {
-            let mut out = std::mem::take(&mut self.out);
-            out.clear();
-            crate::spare::give(&SPARE_OUTPUT, out);
-        }
+        crate::spare::keep(&SPARE_OUTPUT, &mut self.out);
     }
 }
 

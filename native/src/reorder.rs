@@ -49,11 +49,7 @@ std::thread_local! {
 
 impl Drop for ReorderBuffer {
     fn drop(&mut self) {
-        if self.tallies.capacity() > 0 && crate::spare::small(&self.tallies) {
-            let mut tallies = std::mem::take(&mut self.tallies);
-            tallies.clear();
-            crate::spare::give(&SPARE_TALLIES, tallies);
-        }
+        crate::spare::keep(&SPARE_TALLIES, &mut self.tallies);
     }
 }
 

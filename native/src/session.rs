@@ -204,11 +204,7 @@ std::thread_local! {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if self.losses.capacity() > 0 && crate::spare::small(&self.losses) {
-            let mut losses = std::mem::take(&mut self.losses);
-            losses.clear();
-            crate::spare::give(&SPARE_LOSSES, losses);
-        }
+        crate::spare::keep(&SPARE_LOSSES, &mut self.losses);
     }
 }
 

@@ -32,6 +32,17 @@ pub fn give<T>(slot: &'static Slot<T>, buffers: T) {
     let _ = slot.try_with(|cell| cell.set(Some(buffers)));
 }
 
+/// Leave a stage's one buffer for the next stage (a `Drop`'s whole work): emptied, if it
+/// was ever allocated and is small enough to keep.
+#[inline]
+pub fn keep<T>(slot: &'static Slot<Vec<T>>, buffer: &mut Vec<T>) {
+    if buffer.capacity() > 0 && small(buffer) {
+        let mut buffer = std::mem::take(buffer);
+        buffer.clear();
+        give(slot, buffer);
+    }
+}
+
 /// Whether a buffer is small enough to keep.
 #[inline]
 pub fn small<T>(buffer: &Vec<T>) -> bool {
@@ -55,5 +66,19 @@ mod tests {
         assert_eq!(take(&TEST_SLOT), None);
         assert!(small(&buffer));
         assert!(!small(&Vec::<u64>::with_capacity(SPARE_MAX / 8 + 1)));
+    }
+
+    #[test]
+    fn keep_leaves_an_emptied_small_buffer_and_nothing_else() {
+        let mut never_allocated = Vec::new();
+        keep(&TEST_SLOT, &mut never_allocated);
+        assert_eq!(take(&TEST_SLOT), None);
+        let mut large = Vec::with_capacity(SPARE_MAX + 1);
+        keep(&TEST_SLOT, &mut large);
+        assert_eq!(take(&TEST_SLOT), None);
+        let mut used = b"abc".to_vec();
+        keep(&TEST_SLOT, &mut used);
+        let kept = take(&TEST_SLOT).unwrap();
+        assert!(kept.is_empty() && kept.capacity() >= 3 && used.capacity() == 0);
     }
 }
