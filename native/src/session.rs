@@ -68,10 +68,6 @@ pub struct Loss {
 }
 
 impl Loss {
-    pub fn new(dialect: Cow<'static, str>, path: &[u8], reason: &[u8]) -> Self {
-        Loss { dialect, text: [path, reason].concat(), path_len: path.len() }
-    }
-
     pub fn path(&self) -> &[u8] {
         &self.text[..self.path_len]
     }

@@ -35,7 +35,7 @@ mod decoder {
     use crate::error::{Error, ErrorClass, Result};
     use super::py_str;
     use crate::json::{Frames, Token};
-    use crate::lifecycle::{finish_from, tier_from, usage_from_openai, BlockStream, UsageObject};
+    use crate::lifecycle::{finish_from, tier_from, usage_from_openai, BlockStream, Pieces, UsageObject};
     use crate::reorder::Hold;
     use crate::session::Session;
     use crate::value::{str_json, Value};
@@ -102,23 +102,16 @@ mod decoder {
 
     /// `lifecycle.ReasoningFirst`: content a message writes before its reasoning
     /// waits (from its first byte) until the object's next member shows whether
-    /// reasoning follows. The same rule as `lifecycle::ReasoningFirst` (which, since
-    /// c174e06, also keeps its pieces in buffers that live across frames), kept here
-    /// because its release hands the pieces to a sink while it holds the `Session`: the
-    /// sink here routes each piece through the decoder's block and gate, which need the
-    /// `Cx` that owns that same `Session` -- a borrow its signature cannot give (a
-    /// `fn(&mut Session, &[u8])` sink would). The held pieces are counted and handed on one by one
-    /// (Python's `hold.write` / `drain`: a gate that holds them next counts each), kept
-    /// contiguous with their ends: a stream's every delta is held so, and the buffers
-    /// live across frames (no allocation per frame).
+    /// reasoning follows. The same rule as `lifecycle::ReasoningFirst`, kept here
+    /// because its release hands the pieces to a sink that routes each through the
+    /// decoder's block and gate, which need the `Cx` that owns the `Session` the pieces
+    /// are counted in: the pieces are `lifecycle::Pieces` (as the ollama decoder's),
+    /// released in two steps (`release`, then `each_then_clear`), their buffers living
+    /// across frames (no allocation per frame).
     #[derive(Debug, Default)]
     struct ReasoningFirst {
-        /// the reorder-buffer tally of the held pieces (made at the first)
-        hold: Option<Hold<()>>,
-        /// the held text (empty: Python's `hold is None`)
-        bytes: Vec<u8>,
-        /// where each held piece but the last ends in `bytes` (a whole body's one piece: none)
-        ends: Vec<usize>,
+        /// the held text's pieces (none held: Python's `hold is None`)
+        text: Pieces,
         /// a reasoning member is being read: the held text waits for its end
         waiting: bool,
     }
@@ -725,21 +718,14 @@ mod decoder {
             if data.is_empty() {
                 return Ok(());
             }
-            let tf = &mut self.choices[c].reader.text_first;
-            let hold = tf.hold.get_or_insert_with(|| cx.session.reorder.hold(CONTENT_BEFORE_REASONING));
-            hold.append(&mut cx.session.reorder, (), data.len() as u64)?;
-            if !tf.bytes.is_empty() {
-                tf.ends.push(tf.bytes.len());
-            }
-            tf.bytes.extend_from_slice(data);
-            Ok(())
+            self.choices[c].reader.text_first.text.push(CONTENT_BEFORE_REASONING, data, cx.session)
         }
 
         /// `ReasoningFirst.member`.
         fn text_first_member(&mut self, c: usize, reasoning: bool, cx: &mut Cx<'_>) -> Result<()> {
             if reasoning {
                 let tf = &mut self.choices[c].reader.text_first;
-                tf.waiting = !tf.bytes.is_empty();
+                tf.waiting = !tf.text.is_empty();
                 return Ok(());
             }
             self.text_release(c, cx)
@@ -749,29 +735,12 @@ mod decoder {
         fn text_release(&mut self, c: usize, cx: &mut Cx<'_>) -> Result<()> {
             let tf = &mut self.choices[c].reader.text_first;
             tf.waiting = false;
-            if tf.bytes.is_empty() {
+            if tf.text.is_empty() {
                 return Ok(());
             }
-            if let Some(hold) = &mut tf.hold {
-                hold.drain(&mut cx.session.reorder);
-            }
-            let (mut text, mut ends) = (std::mem::take(&mut tf.bytes), std::mem::take(&mut tf.ends));
-            let mut start = 0;
-            let mut result = Ok(());
-            for &end in &ends {
-                result = self.text_fragment(c, Text::Content, "content", &text[start..end], cx);
-                if result.is_err() {
-                    break;
-                }
-                start = end;
-            }
-            if result.is_ok() {
-                result = self.text_fragment(c, Text::Content, "content", &text[start..], cx); // (the last piece)
-            }
-            text.clear();
-            ends.clear();
-            let tf = &mut self.choices[c].reader.text_first; // (their capacity kept for the next frame)
-            (tf.bytes, tf.ends) = (text, ends);
+            let mut text = tf.text.release(&mut cx.session.reorder); // (the sink needs the decoder)
+            let result = text.each_then_clear(|piece| self.text_fragment(c, Text::Content, "content", piece, cx));
+            self.choices[c].reader.text_first.text.restore(text); // (their capacity kept for the next frame)
             result
         }
 
