@@ -3,129 +3,29 @@
 //! and long ids and escapes ids in base64url; the ollama codec sniffs a base64
 //! image's first bytes (`base64.b64decode`, which skips what is not base64).
 //!
-//! Our own small implementations instead of crates: the codecs hash a few
-//! short names per request and a generated id per response (one or two blocks,
-//! hence `compress`'s rotated round names), and the dependency tree stays small
-//! (CI builds it on 2 cores). Tested on the standards' vectors
-//! and, through the binding, against Python. Owner: helper S.
+//! SHA-256 is the `sha2` crate's: it uses the CPU's SHA extensions where there are
+//! some (a generated response id is one or two blocks per response, and in software
+//! they were a tenth of a 1 kB ollama response's transcode; the intrinsics need
+//! `unsafe`, which this crate has none of). Base64 is our own, small: Python's
+//! lenient decoding (binascii's) is not what the crates do. Tested on the
+//! standards' vectors and, through the binding, against Python. Owner: helper S.
 #![forbid(unsafe_code)]
 
 // -- SHA-256 ----------------------------------------------------------------------
 
-const K: [u32; 64] = [
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-];
-
-const H0: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
-
-/// One round of §6.2.2 step 3 on the working variables named in their round's roles: the
-/// eight are not shifted down a place per round, the names rotate instead (`compress` calls
-/// it eight times per loop, each time with the roles one place on), which spares the seven
-/// moves a round: an ollama source's generated response id hashes two blocks per response.
-macro_rules! round {
-    ($w:ident, $t:expr, $a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident) => {
-        let big_s1 = $e.rotate_right(6) ^ $e.rotate_right(11) ^ $e.rotate_right(25);
-        let choose = $g ^ ($e & ($f ^ $g)); // (e & f) ^ (!e & g)
-        let t1 = $h.wrapping_add(big_s1).wrapping_add(choose).wrapping_add(K[$t]).wrapping_add($w[$t]);
-        let big_s0 = $a.rotate_right(2) ^ $a.rotate_right(13) ^ $a.rotate_right(22);
-        let majority = ($a & $b) | ($c & ($a | $b)); // (a & b) ^ (a & c) ^ (b & c)
-        $d = $d.wrapping_add(t1); // the next round's e
-        $h = t1.wrapping_add(big_s0.wrapping_add(majority)); // the next round's a
-    };
-}
-
-/// One 64-byte block into the state (FIPS 180-4 §6.2.2).
-fn compress(state: &mut [u32; 8], block: &[u8; 64]) {
-    let mut w = [0u32; 64];
-    for (t, word) in block.chunks_exact(4).enumerate() {
-        w[t] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
-    }
-    for t in 16..64 {
-        let s0 = w[t - 15].rotate_right(7) ^ w[t - 15].rotate_right(18) ^ (w[t - 15] >> 3);
-        let s1 = w[t - 2].rotate_right(17) ^ w[t - 2].rotate_right(19) ^ (w[t - 2] >> 10);
-        w[t] = w[t - 16].wrapping_add(s0).wrapping_add(w[t - 7]).wrapping_add(s1);
-    }
-    let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
-    for t in (0..64).step_by(8) {
-        round!(w, t, a, b, c, d, e, f, g, h);
-        round!(w, t + 1, h, a, b, c, d, e, f, g);
-        round!(w, t + 2, g, h, a, b, c, d, e, f);
-        round!(w, t + 3, f, g, h, a, b, c, d, e);
-        round!(w, t + 4, e, f, g, h, a, b, c, d);
-        round!(w, t + 5, d, e, f, g, h, a, b, c);
-        round!(w, t + 6, c, d, e, f, g, h, a, b);
-        round!(w, t + 7, b, c, d, e, f, g, h, a);
-    }
-    for (word, add) in state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
-        *word = word.wrapping_add(add);
-    }
-}
-
 /// `hashlib.sha256()`, fed in pieces (`update`): a generated id hashes its parts
 /// joined with NUL without joining them in a buffer.
-#[derive(Clone, Debug)]
-pub struct Sha256 {
-    state: [u32; 8],
-    /// the block being filled, `filled` bytes of it
-    block: [u8; 64],
-    filled: usize,
-    /// bytes fed in all
-    len: u64,
-}
-
-impl Default for Sha256 {
-    fn default() -> Self {
-        Sha256 { state: H0, block: [0; 64], filled: 0, len: 0 }
-    }
-}
+#[derive(Clone, Debug, Default)]
+pub struct Sha256(sha2::Sha256);
 
 impl Sha256 {
-    pub fn update(&mut self, mut data: &[u8]) {
-        self.len = self.len.wrapping_add(data.len() as u64);
-        if self.filled > 0 {
-            let take = data.len().min(64 - self.filled);
-            self.block[self.filled..self.filled + take].copy_from_slice(&data[..take]);
-            self.filled += take;
-            data = &data[take..];
-            if self.filled < 64 {
-                return;
-            }
-            compress(&mut self.state, &self.block);
-            self.filled = 0;
-        }
-        let mut blocks = data.chunks_exact(64);
-        for block in &mut blocks {
-            compress(&mut self.state, block.try_into().unwrap_or(&[0; 64]));
-        }
-        let rest = blocks.remainder();
-        self.block[..rest.len()].copy_from_slice(rest);
-        self.filled = rest.len();
+    pub fn update(&mut self, data: &[u8]) {
+        sha2::Digest::update(&mut self.0, data);
     }
 
-    /// `.digest()`: the padding (0x80, zeros, the bit length as a big-endian u64, to a
-    /// whole block or two), then the state's words.
-    pub fn finish(mut self) -> [u8; 32] {
-        let bits = self.len.wrapping_mul(8);
-        self.block[self.filled..].fill(0);
-        self.block[self.filled] = 0x80;
-        if self.filled >= 56 {
-            compress(&mut self.state, &self.block);
-            self.block = [0; 64];
-        }
-        self.block[56..].copy_from_slice(&bits.to_be_bytes());
-        compress(&mut self.state, &self.block);
-        let mut digest = [0u8; 32];
-        for (out, word) in digest.chunks_exact_mut(4).zip(self.state) {
-            out.copy_from_slice(&word.to_be_bytes());
-        }
-        digest
+    /// `.digest()`.
+    pub fn finish(self) -> [u8; 32] {
+        sha2::Digest::finalize(self.0).into()
     }
 }
 
