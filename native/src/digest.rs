@@ -6,9 +6,10 @@
 //! SHA-256 is the `sha2` crate's: it uses the CPU's SHA extensions where there are
 //! some (a generated response id is one or two blocks per response, and in software
 //! they were a tenth of a 1 kB ollama response's transcode; the intrinsics need
-//! `unsafe`, which this crate has none of). Base64 is our own, small: Python's
-//! lenient decoding (binascii's) is not what the crates do. Tested on the
-//! standards' vectors and, through the binding, against Python. Owner: helper S.
+//! `unsafe`, which this crate has none of). Base64 stays our own and small: its
+//! decoder is binascii's lenient one (skips what is not base64, stops at a full
+//! pad). Tested on the standards' vectors and, through the binding, against
+//! Python. Owner: helper S.
 #![forbid(unsafe_code)]
 
 // -- SHA-256 ----------------------------------------------------------------------
