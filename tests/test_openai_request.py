@@ -94,6 +94,14 @@ parts = st.one_of(
               st.from_regex(r"[A-Za-z0-9+/]{0,40}", fullmatch=True), st.sampled_from(["low", "high", "auto"])),
     st.builds(lambda u: {"type": "image_url", "image_url": {"url": "https://h/" + u}},
               st.from_regex(r"[a-z]{1,10}", fullmatch=True)),
+    # a data URL's header is looked for within the first 256 bytes of the URL / file_data (what is
+    # held of it): headers around that limit, and commas past it, read the same however the body is
+    # cut (rpt/openai-data-url-long-header)
+    st.builds(lambda n, key, d: {"type": "image_url", "image_url": {"url": f"data:image/{'x' * n};base64,{d}"}}
+              if key == "url" else {"type": "file", "file": {"file_data": f"data:application/{'x' * n};base64,{d}",
+                                                              "filename": "f.pdf"}},
+              st.integers(230, 262), st.sampled_from(["url", "file_data"]),
+              st.from_regex(r"[A-Za-z0-9+/,]{0,12}", fullmatch=True)),
 )
 tool_calls = st.lists(st.builds(
     lambda i, n, a: {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}},
@@ -145,3 +153,29 @@ def test_chunking_invariance_and_round_trip(request, points, rng, shuffle):
     assert events == whole_events
     assert out == whole_out
     assert json.loads(out) == request
+
+
+@pytest.mark.parametrize("key", ["url", "file_data"])
+def test_a_data_url_header_reads_the_same_at_every_cut(key):
+    """Where the 256 bytes held of a media URL end (request.py ``_DATA_URL_PREFIX_LIMIT``) the header
+    is a data URL's only if its comma came within them: whole, byte by byte or cut anywhere in it
+    (rpt/openai-data-url-long-header)."""
+    for n in range(236, 248):  # headers of 254 to 265 bytes: "data:" + "image/" or "application/" + n + ";base64"
+        mime = "image/" if key == "url" else "application/"
+        url = f"data:{mime}{'x' * n};base64,iVBORw0KGgo="
+        part = ({"type": "image_url", "image_url": {"url": url}} if key == "url"
+                else {"type": "file", "file": {"file_data": url, "filename": "f.pdf"}})
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": [part]}]}).encode()
+        start = body.index(b"data:")
+
+        def events(pieces):
+            decoder = Decoder("openai")
+            return coalesce([e for p in pieces for e in decoder.feed(p)] + decoder.close())
+
+        whole = events([body])
+        assert events([body[i:i + 1] for i in range(len(body))]) == whole, n
+        for at in range(start + 250, start + len(url) + 1):
+            assert events([body[:at], body[at:]]) == whole, (n, at)
+        is_data_url = len(url.partition(",")[0]) <= 256
+        media = [e for e in whole if getattr(e, "attrs", None) and "source" in e.attrs]
+        assert (media[0].attrs.get("media_type") is not None) == is_data_url, n

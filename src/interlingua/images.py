@@ -11,7 +11,10 @@ SNIFF_BYTES = 16  # base64 characters enough to recognise the formats below
 
 
 def sniff_media_type(b64_prefix: bytes) -> str | None:
-    """Media type of an image from the first base64 characters (None if unknown)."""
+    """Media type of an image from its first base64 characters (None if unknown). Only the
+    first ``SNIFF_BYTES`` count, however many are given: a streamed string is sniffed when
+    that many have come, so the answer must not depend on how much more a chunk held."""
+    b64_prefix = b64_prefix[:SNIFF_BYTES]
     usable = len(b64_prefix) // 4 * 4
     try:
         head = base64.b64decode(b64_prefix[:usable])

@@ -116,6 +116,39 @@ def test_chunking_invariance_and_round_trip(request, points, rng, shuffle):
     assert losses == []
 
 
+# An image's media type is read from its first SNIFF_BYTES base64 characters only, so nothing a
+# chunk holds past them -- characters that are not base64, a length that is no multiple of 4 -- may
+# change it (rpt/ollama-image-sniff-first-chars: the whole body dropped such an image that the body
+# fed byte by byte carried as a png).
+_TAIL_CHARS = st.sampled_from(list("AQgw+/=") + ["]", "-", "_", " ", "\\n", "%", "é"])
+junk_tailed_images = st.builds(
+    lambda head, tail: base64.b64encode(head).decode()[:16] + tail,
+    st.sampled_from([PNG_1PX, JPEG_HEAD, b"GIF89a" + bytes(10), b"RIFF\x00\x00\x00\x00WEBPVP8 ", bytes(12)]),
+    st.lists(_TAIL_CHARS, max_size=12).map("".join))
+
+
+@given(st.lists(junk_tailed_images, min_size=1, max_size=2), st.lists(st.integers(0, 10**4), max_size=8))
+def test_an_images_sniff_does_not_depend_on_the_cut(images, points):
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "look", "images": images}]}).encode()
+    pieces = cut(body, points)
+    for target in ("openai", "anthropic", "ollama"):
+        assert transcode(pieces, "ollama", target) == transcode([body], "ollama", target), target
+    whole = Decoder("ollama")
+    whole_events = events_as_builtins(coalesce(whole.feed(body) + whole.close()))
+    cut_decoder = Decoder("ollama")
+    cut_events = events_as_builtins(coalesce([e for c in pieces for e in cut_decoder.feed(c)] + cut_decoder.close()))
+    assert cut_events == whole_events
+
+
+def test_the_sniff_reads_the_first_sniff_bytes_only():
+    from interlingua.images import SNIFF_BYTES, sniff_media_type
+    png = base64.b64encode(PNG_1PX).decode()
+    for text, expected in [(png, "image/png"), (png[:SNIFF_BYTES], "image/png"), (png[:SNIFF_BYTES] + "]", "image/png"),
+                           (png[:SNIFF_BYTES] + "]SUhEUg==", "image/png"), (png[:SNIFF_BYTES - 1] + "]", None),
+                           ("A" * SNIFF_BYTES + png, None), (png[:12], "image/png"), (png[:3], None)]:
+        assert sniff_media_type(text.encode()) == expected, text
+
+
 # -- (b) round trips through openai ---------------------------------------------------
 
 _INDEX = re.compile(r"\[(\d+)\]")

@@ -54,7 +54,7 @@ ROLE_TEXT_SECTION = {
     "tool": TOOL_RESULT,
     "function": TOOL_RESULT,
 }
-_DATA_URL_PREFIX_LIMIT = 256
+_DATA_URL_PREFIX_LIMIT = 256  # the most of a media URL held to find a data URL's header (up to its comma)
 
 
 _FIELDS = REQUEST_FIELDS[DIALECT]
@@ -491,7 +491,8 @@ class MediaReader:
         data, self._prefix = self._prefix, b""
         self._prefix_done = True
         head, comma, rest = data.partition(b",")
-        if comma:
+        # (a comma past the limit is one a cut body never waits for: not a data URL either way)
+        if comma and len(head) <= _DATA_URL_PREFIX_LIMIT:
             meta = decode_escaped(head)
             if meta.startswith("data:") and meta.endswith(";base64"):
                 self.block.set("source", "base64")
