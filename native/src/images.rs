@@ -7,8 +7,10 @@ pub const SNIFF_BYTES: usize = 16;
 
 /// Media type of an image from its first base64 characters (None if unknown):
 /// `base64.b64decode` of the usable prefix (non-validating, as Python's: `digest::b64decode`),
-/// then the magic numbers.
+/// then the magic numbers. Only the first `SNIFF_BYTES` count, however many are given: a
+/// streamed string is sniffed when that many have come, whatever else its chunk held.
 pub fn sniff_media_type(b64_prefix: &[u8]) -> Option<&'static str> {
+    let b64_prefix = &b64_prefix[..b64_prefix.len().min(SNIFF_BYTES)];
     let usable = b64_prefix.len() / 4 * 4;
     let head = crate::digest::b64decode(&b64_prefix[..usable])?;
     if head.starts_with(b"\x89PNG") {
@@ -42,5 +44,13 @@ mod tests {
         assert_eq!(sniff_media_type(b"UklGRiQAAABXRUJQVlA4"), Some("image/webp"));
         assert_eq!(sniff_media_type(b"data:image/png;base64,iVBOR"), None);
         assert_eq!(sniff_media_type(b"iVB"), None);
+    }
+
+    #[test]
+    fn only_the_first_sniff_bytes_count() {
+        // (what follows them -- here a character that is not base64 -- cannot change the answer)
+        assert_eq!(sniff_media_type(b"iVBORw0KGgoAAAAN]SUhEUg=="), Some("image/png"));
+        assert_eq!(sniff_media_type(b"iVBORw0KGgoAAAAN"), Some("image/png"));
+        assert_eq!(sniff_media_type(b"AAAAAAAAAAAAAAAAiVBORw0KGgo="), None);
     }
 }

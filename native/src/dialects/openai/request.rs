@@ -37,6 +37,7 @@ mod decoder {
 
     const DIALECT: &str = "openai";
     const CONTENT_BEFORE_ROLE: &str = "openai:content-before-role";
+    /// the most of a media URL held to find a data URL's header (up to its comma)
     const DATA_URL_PREFIX_LIMIT: usize = 256;
     /// `EXTRA_ATTR`: an openai-only member of a part or tool call, as JSON text (`"k":v,...`)
     const EXTRA_ATTR: &str = "openai_extra";
@@ -784,7 +785,8 @@ mod decoder {
             let data = std::mem::take(&mut self.media.prefix);
             self.media.prefix_done = true;
             let builder = self.msg.current()?;
-            if let Some(comma) = data.iter().position(|&b| b == b',') {
+            // (a comma past the limit is one a cut body never waits for: not a data URL either way)
+            if let Some(comma) = data.iter().position(|&b| b == b',').filter(|&at| at <= DATA_URL_PREFIX_LIMIT) {
                 let meta = crate::canonical::decode_escaped(&data[..comma])?;
                 if meta.starts_with(b"data:") && meta.ends_with(b";base64") {
                     builder.set("source", str_json("base64"));
