@@ -160,22 +160,20 @@ def test_a_data_url_header_reads_the_same_at_every_cut(key):
     """Where the 256 bytes held of a media URL end (request.py ``_DATA_URL_PREFIX_LIMIT``) the header
     is a data URL's only if its comma came within them: whole, byte by byte or cut anywhere in it
     (rpt/openai-data-url-long-header)."""
-    for n in range(236, 248):  # headers of 254 to 265 bytes: "data:" + "image/" or "application/" + n + ";base64"
-        mime = "image/" if key == "url" else "application/"
-        url = f"data:{mime}{'x' * n};base64,iVBORw0KGgo="
+    def events(pieces):
+        decoder = Decoder("openai")
+        return coalesce([e for p in pieces for e in decoder.feed(p)] + decoder.close())
+
+    mime = "image/" if key == "url" else "application/"
+    for size in range(250, 263):  # the header "data:<mime>x...x;base64", 250 to 262 bytes
+        url = f"data:{mime}{'x' * (size - len('data:' + mime + ';base64'))};base64,iVBORw0KGgo="
         part = ({"type": "image_url", "image_url": {"url": url}} if key == "url"
                 else {"type": "file", "file": {"file_data": url, "filename": "f.pdf"}})
         body = json.dumps({"model": "m", "messages": [{"role": "user", "content": [part]}]}).encode()
         start = body.index(b"data:")
-
-        def events(pieces):
-            decoder = Decoder("openai")
-            return coalesce([e for p in pieces for e in decoder.feed(p)] + decoder.close())
-
         whole = events([body])
-        assert events([body[i:i + 1] for i in range(len(body))]) == whole, n
-        for at in range(start + 250, start + len(url) + 1):
-            assert events([body[:at], body[at:]]) == whole, (n, at)
-        is_data_url = len(url.partition(",")[0]) <= 256
+        assert events([body[i:i + 1] for i in range(len(body))]) == whole, size
+        for at in range(start + 245, start + len(url) + 1):
+            assert events([body[:at], body[at:]]) == whole, (size, at)
         media = [e for e in whole if getattr(e, "attrs", None) and "source" in e.attrs]
-        assert (media[0].attrs.get("media_type") is not None) == is_data_url, n
+        assert (media[0].attrs.get("media_type") is not None) == (size <= 256), size
