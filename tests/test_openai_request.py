@@ -94,14 +94,6 @@ parts = st.one_of(
               st.from_regex(r"[A-Za-z0-9+/]{0,40}", fullmatch=True), st.sampled_from(["low", "high", "auto"])),
     st.builds(lambda u: {"type": "image_url", "image_url": {"url": "https://h/" + u}},
               st.from_regex(r"[a-z]{1,10}", fullmatch=True)),
-    # a data URL's header is looked for within the first 256 bytes of the URL / file_data (what is
-    # held of it): headers around that limit, and commas past it, read the same however the body is
-    # cut (rpt/openai-data-url-long-header)
-    st.builds(lambda n, key, d: {"type": "image_url", "image_url": {"url": f"data:image/{'x' * n};base64,{d}"}}
-              if key == "url" else {"type": "file", "file": {"file_data": f"data:application/{'x' * n};base64,{d}",
-                                                              "filename": "f.pdf"}},
-              st.integers(230, 262), st.sampled_from(["url", "file_data"]),
-              st.from_regex(r"[A-Za-z0-9+/,]{0,12}", fullmatch=True)),
 )
 tool_calls = st.lists(st.builds(
     lambda i, n, a: {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}},
