@@ -1411,13 +1411,15 @@ impl BlockBuilder {
     }
 }
 
-/// `decoding.event_size`: what a held event counts against the reorder budget.
+/// `decoding.event_size`: what a held event counts against the reorder budget -- its
+/// payload, and an event's overhead once per block (at its first fragment: a block cut
+/// into more fragments by smaller chunks costs the same).
 pub fn event_size(event: &Event<'_>) -> u64 {
-    let payload = match event {
-        Event::Block(block) => block.payload.len(),
-        _ => 0,
-    };
-    payload as u64 + 64
+    match event {
+        Event::Block(block) if !block.init => block.payload.len() as u64,
+        Event::Block(block) => block.payload.len() as u64 + 64,
+        _ => 64,
+    }
 }
 
 /// `decoding.Gate`: events that wait for what decides them (a message's

@@ -378,7 +378,7 @@ impl FrameIn<'_> {
     /// `_StreamFront._frame_data`.
     fn data(&mut self, data: &[u8], data_at: u64) -> Result<()> {
         let reader = &mut *self.reader;
-        match reader.data {
+        let data = match reader.data {
             FrameData::Document => return self.document(data),
             FrameData::Undecided => {
                 let skipped = data.iter().position(|&b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
@@ -392,9 +392,10 @@ impl FrameIn<'_> {
                 }
                 reader.data = FrameData::Text;
                 reader.text.clear();
+                &data[skipped..] // (blanks before the data are not in it, in whichever chunk they came)
             }
-            FrameData::Text => {}
-        }
+            FrameData::Text => data,
+        };
         reader.text.extend_from_slice(data);
         if reader.text.len() > reader.max_line {
             let message = format!("non-JSON frame data longer than {} bytes", reader.max_line);

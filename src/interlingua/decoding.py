@@ -636,6 +636,12 @@ class BlockBuilder:
 
 
 def event_size(event: Event) -> int:
+    """What a held event counts against the reorder budget: its payload, and an event's
+    overhead (64 bytes) once per block -- at its first fragment -- so that smaller chunks,
+    which cut a block into more fragments, do not make it cost more
+    (rpt/reorder-budget-any-cut)."""
+    if isinstance(event, Block) and not event.init:
+        return len(event.payload)
     return len(getattr(event, "payload", b"")) + 64
 
 

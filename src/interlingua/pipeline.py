@@ -110,6 +110,7 @@ class _StreamFront:
                 self._frame_data(stripped)
                 return
             self._text = b""
+            data = stripped  # (blanks before the data are not in it, in whichever chunk they came)
         self._text += data
         if len(self._text) > self.max_line:
             raise TranscodeError(f"non-JSON frame data longer than {self.max_line} bytes", dialect=self.source,
