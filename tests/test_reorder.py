@@ -126,3 +126,17 @@ def test_a_held_text_costs_its_payload_and_one_overhead_whatever_the_pieces(dial
     transcoder.close()
     held = transcoder.reorder.report()["by_reason"].get(f"{dialect}:content-before-role", 0)
     assert held <= size + 64
+
+
+def test_a_chunk_over_the_slice_is_read_in_slices_on_both_backends():
+    """A chunk over 256 KiB (json.py's `_SLICE`) is scanned in slices, so a long string in it
+    reaches the decoder in fragments at the slice ends: the native tokenizer scanned such a
+    chunk at once and held nothing where Python held all but the last slice."""
+    body = json.dumps({"messages": [{"content": "x" * 600_000, "role": "user"}], "model": "m"}).encode()
+    blocks = [(len(e.payload), e.init, e.fin) for e in decode([body], source="openai") if isinstance(e, Block)]
+    assert blocks == [(262_117, True, False), (262_144, False, False), (75_739, False, True)]  # (27 bytes before the text)
+    _, transcoder = _run(body, Options(), frame=len(body))
+    assert transcoder.reorder.report()["by_reason"]["openai:content-before-role"] == 262_117 + 262_144 + 64
+    with pytest.raises(BudgetExceededError) as info:
+        _run(body, Options(reorder_budget=300_000), frame=len(body))
+    assert info.value.offset == 262_144

@@ -905,6 +905,10 @@ const LITERALS: [(&[u8], &str); 3] = [(b"true", "true"), (b"false", "false"), (b
 /// high surrogate (6). `HEAD` chunk bytes complete them whatever they were.
 const HEAD: usize = 12;
 
+/// json.py's `_SLICE`: the most one scan takes of a chunk (a bigger chunk is scanned in
+/// slices; where a slice ends, a string's fragment ends, in both backends).
+pub const SLICE: usize = 1 << 18;
+
 pub struct Tokenizer {
     pub limits: Limits,
     state: State,
@@ -1037,11 +1041,14 @@ impl Tokenizer {
         if self.closed {
             return Err(Error::new(ErrorClass::JsonSyntax, "data fed after close()").at(self.base));
         }
-        if data.is_empty() {
-            return Ok(());
+        // a chunk over `SLICE` is scanned in slices, as json.py's `feed` scans it: a string
+        // longer than a slice arrives in fragments at the same places in both backends
+        for slice in data.chunks(SLICE) {
+            if let Err(e) = self.feed_checked(slice, sink) {
+                return Err(self.spent(e));
+            }
         }
-        let result = self.feed_checked(data, sink);
-        result.map_err(|e| self.spent(e))
+        Ok(())
     }
 
     fn feed_checked<S: Sink>(&mut self, data: &[u8], sink: &mut S) -> Result<()> {

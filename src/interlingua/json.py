@@ -199,7 +199,8 @@ class Tokenizer:
         if len(data) > _SLICE:
             # One very large chunk is scanned in slices: the UTF-8 check and the
             # string scan make text copies of what they scan, and those stay
-            # bounded by the slice. (Tokens are the same however input is cut.)
+            # bounded by the slice. (json.rs slices at the same places: a string's
+            # fragments end there on both backends.)
             for start in range(0, len(data), _SLICE):
                 self._feed(data[start:start + _SLICE])
         elif data:
