@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, strategies as st
 from openai.resources.chat.completions import Completions
 
-from interlingua import Decoder, Transcoder
+from interlingua import Decoder, Transcoder, decode
 from interlingua.dialects.openai import controls
 
 from official_clients import openai_request
@@ -153,8 +153,7 @@ def test_a_data_url_header_reads_the_same_at_every_cut(key):
     is a data URL's only if its comma came within them: whole, byte by byte or cut anywhere in it
     (rpt/openai-data-url-long-header)."""
     def events(pieces):
-        decoder = Decoder("openai")
-        return coalesce([e for p in pieces for e in decoder.feed(p)] + decoder.close())
+        return coalesce(decode(pieces, source="openai"))
 
     mime = "image/" if key == "url" else "application/"
     for size in range(250, 263):  # the header "data:<mime>x...x;base64", 250 to 262 bytes

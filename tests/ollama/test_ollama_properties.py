@@ -18,7 +18,7 @@ import re
 
 from hypothesis import given, strategies as st
 
-from interlingua import Decoder, Options, Transcoder
+from interlingua import Decoder, Options, Transcoder, decode
 from interlingua.images import SNIFF_BYTES, sniff_media_type
 from ollama_helpers import JPEG_HEAD, PNG_1PX
 from rpt import coalesce, events_as_builtins
@@ -139,8 +139,7 @@ def test_an_images_sniff_does_not_depend_on_the_cut(images, points):
 
 def decoded(chunks: list[bytes]) -> list:
     """The coalesced canonical events of an ollama body fed in ``chunks``."""
-    decoder = Decoder("ollama")
-    return events_as_builtins(coalesce([e for c in chunks for e in decoder.feed(c)] + decoder.close()))
+    return events_as_builtins(coalesce(decode(chunks, source="ollama")))
 
 
 def test_the_sniff_reads_the_first_sniff_bytes_only():
