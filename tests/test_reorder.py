@@ -7,6 +7,7 @@ import json
 import pytest
 
 from interlingua import Block, BudgetExceededError, Options, ReorderRefusedError, Transcoder, decode
+from interlingua.decoding import EVENT_OVERHEAD
 
 # keys sorted: the message's content comes before its role, so its blocks wait for the role
 CONTENT = "x" * 50_000
@@ -114,18 +115,18 @@ def test_content_before_role_is_held_per_message_and_resolved_by_its_role(dialec
 @pytest.mark.parametrize("size", [1, 63, 2_000])
 @pytest.mark.parametrize("frame", [1, 3, 7, 64])
 def test_a_held_text_costs_its_payload_and_one_overhead_whatever_the_pieces(dialect, size, frame):
-    """A block's 64-byte event overhead counts once, not once per fragment: smaller pieces
+    """A block's event overhead (64 bytes) counts once, not once per fragment: smaller pieces
     cut a held text into more fragments, and byte-by-byte input cost 65 times its payload
     (rpt/reorder-budget-any-cut)."""
     text = "y" * size
     content = [{"text": text, "type": "text"}] if dialect == "anthropic" else text
     body = json.dumps({"messages": [{"content": content, "role": "user"}], "model": "m", "max_tokens": 5}).encode()
-    transcoder = Transcoder(dialect, "openai", options=Options(reorder_budget=size + 64))
+    transcoder = Transcoder(dialect, "openai", options=Options(reorder_budget=size + EVENT_OVERHEAD))
     for i in range(0, len(body), frame):
         transcoder.feed(body[i:i + frame])
     transcoder.close()
     held = transcoder.reorder.report()["by_reason"].get(f"{dialect}:content-before-role", 0)
-    assert held <= size + 64
+    assert held <= size + EVENT_OVERHEAD
 
 
 def test_a_chunk_over_the_slice_is_read_in_slices_on_both_backends():
@@ -136,7 +137,7 @@ def test_a_chunk_over_the_slice_is_read_in_slices_on_both_backends():
     blocks = [(len(e.payload), e.init, e.fin) for e in decode([body], source="openai") if isinstance(e, Block)]
     assert blocks == [(262_117, True, False), (262_144, False, False), (75_739, False, True)]  # (27 bytes before the text)
     _, transcoder = _run(body, Options(), frame=len(body))
-    assert transcoder.reorder.report()["by_reason"]["openai:content-before-role"] == 262_117 + 262_144 + 64
+    assert transcoder.reorder.report()["by_reason"]["openai:content-before-role"] == 262_117 + 262_144 + EVENT_OVERHEAD
     with pytest.raises(BudgetExceededError) as info:
         _run(body, Options(reorder_budget=300_000), frame=len(body))
     assert info.value.offset == 262_144

@@ -1411,14 +1411,18 @@ impl BlockBuilder {
     }
 }
 
+/// `decoding.EVENT_OVERHEAD`: what a held event costs the reorder budget beyond its
+/// payload (a block's: once).
+pub const EVENT_OVERHEAD: u64 = 64;
+
 /// `decoding.event_size`: what a held event counts against the reorder budget -- its
-/// payload, and an event's overhead once per block (at its first fragment: a block cut
-/// into more fragments by smaller chunks costs the same).
+/// payload, and `EVENT_OVERHEAD` once per block (at its first fragment: a block cut into
+/// more fragments by smaller chunks costs the same).
 pub fn event_size(event: &Event<'_>) -> u64 {
     match event {
         Event::Block(block) if !block.init => block.payload.len() as u64,
-        Event::Block(block) => block.payload.len() as u64 + 64,
-        _ => 64,
+        Event::Block(block) => block.payload.len() as u64 + EVENT_OVERHEAD,
+        _ => EVENT_OVERHEAD,
     }
 }
 

@@ -635,14 +635,18 @@ class BlockBuilder:
         self.started = True
 
 
+#: what a held event costs the reorder budget beyond its payload (a block's: once)
+EVENT_OVERHEAD = 64
+
+
 def event_size(event: Event) -> int:
-    """What a held event counts against the reorder budget: its payload, and an event's
-    overhead (64 bytes) once per block -- at its first fragment -- so that smaller chunks,
+    """What a held event counts against the reorder budget: its payload, and
+    ``EVENT_OVERHEAD`` once per block -- at its first fragment -- so that smaller chunks,
     which cut a block into more fragments, do not make it cost more
     (rpt/reorder-budget-any-cut)."""
     if isinstance(event, Block) and not event.init:
         return len(event.payload)
-    return len(getattr(event, "payload", b"")) + 64
+    return len(getattr(event, "payload", b"")) + EVENT_OVERHEAD
 
 
 class Gate:
