@@ -26,11 +26,42 @@ pub fn sniff_media_type(b64_prefix: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// Add to `head` what `payload` has of the image's first `SNIFF_BYTES` characters (an
-/// encoder keeps them as the payload streams past, to sniff at the image's close).
+/// Add to `head` what the escaped string fragment `payload` has of the image's first
+/// `SNIFF_BYTES` characters, unescaped (`images.keep_head`: UTF-8, a lone surrogate as
+/// its escape): a writer may escape any base64 character (PHP writes `/` as `\/`). A
+/// fragment never ends inside an escape, so each unescapes on its own and the head is the
+/// same however the string was cut.
 pub fn keep_head(head: &mut Vec<u8>, payload: &[u8]) {
-    let take = SNIFF_BYTES.saturating_sub(head.len()).min(payload.len());
-    head.extend_from_slice(&payload[..take]);
+    let mut at = 0;
+    while head.len() < SNIFF_BYTES && at < payload.len() {
+        let window = &payload[at..payload.len().min(at + SNIFF_BYTES - head.len())];
+        let Some(plain) = memchr::memchr(b'\\', window) else {
+            head.extend_from_slice(window); // (plain base64: the usual case)
+            break;
+        };
+        let escape = at + plain;
+        head.extend_from_slice(&payload[at..escape]);
+        let end = (escape + escape_len(payload, escape)).min(payload.len());
+        // (the tokenizer checked the escape, so it unescapes; were it not, the head ends)
+        let Ok(text) = crate::canonical::unescape_json_text(&payload[escape..end]) else { break };
+        head.extend_from_slice(&text);
+        at = end;
+    }
+    head.truncate(SNIFF_BYTES);
+}
+
+/// Length of the escape at `at`: `\x` 2, `\uXXXX` 6, a surrogate pair 12 (`_escape_len`).
+fn escape_len(payload: &[u8], at: usize) -> usize {
+    let hex4 = |from: usize| -> Option<u32> {
+        let digits = payload.get(from..from + 4)?;
+        digits.iter().try_fold(0u32, |v, &h| Some(v << 4 | (h as char).to_digit(16)?))
+    };
+    if payload.get(at + 1) != Some(&b'u') {
+        return 2;
+    }
+    let high = hex4(at + 2).is_some_and(|code| (0xD800..0xDC00).contains(&code));
+    let low = payload.get(at + 6..at + 8) == Some(b"\\u") && hex4(at + 8).is_some_and(|code| (0xDC00..0xE000).contains(&code));
+    if high && low { 12 } else { 6 }
 }
 
 #[cfg(test)]
@@ -52,5 +83,41 @@ mod tests {
         assert_eq!(sniff_media_type(b"iVBORw0KGgoAAAAN]SUhEUg=="), Some("image/png"));
         assert_eq!(sniff_media_type(b"iVBORw0KGgoAAAAN"), Some("image/png"));
         assert_eq!(sniff_media_type(b"AAAAAAAAAAAAAAAAiVBORw0KGgo="), None);
+    }
+
+    /// `keep_head` of `text` cut into pieces of `width` bytes or a little more: a fragment
+    /// ends outside any escape (as the tokenizer cuts them).
+    fn head_in_pieces(text: &[u8], width: usize) -> Vec<u8> {
+        let mut ends = Vec::new();
+        let mut i = 0;
+        while i < text.len() {
+            i += if text[i] == b'\\' { escape_len(text, i) } else { 1 };
+            ends.push(i);
+        }
+        let (mut head, mut at) = (Vec::new(), 0);
+        for &end in &ends {
+            if end >= at + width || end == text.len() {
+                keep_head(&mut head, &text[at..end]);
+                at = end;
+            }
+        }
+        head
+    }
+
+    #[test]
+    fn the_head_is_the_text_the_escapes_stand_for_at_any_cut() {
+        let cases: [(&[u8], &[u8]); 5] = [
+            (br"\/9j\/4AAQSkZJRgABAQAAAQ", b"/9j/4AAQSkZJRgAB"),
+            (br"\u0069VB\u004fRw0KGgoAAAANSUhE", b"iVBORw0KGgoAAAAN"),
+            (br"iVBORw0KGgoAAAANSUhE", b"iVBORw0KGgoAAAAN"),
+            (br"AAAAAAAAAAAAAA\ud83d\ude00AA", b"AAAAAAAAAAAAAA\xf0\x9f"),
+            (br"AAAAAAAAAAAAA\ud800AA", b"AAAAAAAAAAAAA\\ud"),
+        ];
+        for (text, want) in cases {
+            for width in 1..=text.len() {
+                assert_eq!(head_in_pieces(text, width), want, "{} in pieces of {width}", String::from_utf8_lossy(text));
+            }
+        }
+        assert_eq!(sniff_media_type(&head_in_pieces(br"\/9j\/4AAQSkZJRgABAQAAAQ", 3)), Some("image/jpeg"));
     }
 }

@@ -1,19 +1,27 @@
 """What the dialects read of an image's own bytes: its format, from the first base64
 characters. ollama carries images without a media type (its decoder names one from
 the bytes, its encoder checks a declared one against them); anthropic takes four
-types only, so a foreign image labelled otherwise is named by its bytes."""
+types only, so a foreign image labelled otherwise is named by its bytes.
+
+The payloads are JSON string text, escapes as written, and a writer may escape any
+base64 character (PHP's ``json_encode`` writes ``/`` as ``\\/``): what is sniffed is
+the text the escapes stand for (``keep_head``), or ``"\\/9j\\/4AAQ"`` would not be
+the JPEG that ``"/9j/4AAQ"`` is."""
 
 from __future__ import annotations
 
 import base64
 
+from .canonical import unescape_json_text
+
 SNIFF_BYTES = 16  # base64 characters enough to recognise the formats below
 
 
 def sniff_media_type(b64_prefix: bytes) -> str | None:
-    """Media type of an image from its first base64 characters (None if unknown). Only the
-    first ``SNIFF_BYTES`` count, however many are given: a streamed string is sniffed when
-    that many have come, so the answer must not depend on how much more a chunk held."""
+    """Media type of an image from its first base64 characters, unescaped (``keep_head``;
+    None if unknown). Only the first ``SNIFF_BYTES`` count, however many are given: a
+    streamed string is sniffed when that many have come, so the answer must not depend on
+    how much more a chunk held."""
     b64_prefix = b64_prefix[:SNIFF_BYTES]
     usable = len(b64_prefix) // 4 * 4
     try:
@@ -32,7 +40,33 @@ def sniff_media_type(b64_prefix: bytes) -> str | None:
 
 
 def keep_head(head: bytearray, data: bytes) -> None:
-    """Add to ``head`` what ``data`` has of the image's first ``SNIFF_BYTES`` characters
-    (an encoder keeps them as the payload streams past, to sniff at the image's close)."""
-    if len(head) < SNIFF_BYTES:
+    """Add to ``head`` what the escaped string fragment ``data`` has of the image's first
+    ``SNIFF_BYTES`` characters, unescaped (UTF-8; a lone surrogate as its escape,
+    ``unescape_json_text``). A fragment never ends inside an escape, so each unescapes on
+    its own and the head is the same however the string was cut."""
+    if len(head) >= SNIFF_BYTES:
+        return
+    if b"\\" not in data[:SNIFF_BYTES - len(head)]:  # (plain base64: the usual case)
         head.extend(data[:SNIFF_BYTES - len(head)])
+        return
+    at = 0
+    while len(head) < SNIFF_BYTES and at < len(data):
+        escape = data.find(b"\\", at, at + SNIFF_BYTES - len(head))
+        if escape < 0:
+            head.extend(data[at:at + SNIFF_BYTES - len(head)])
+            break
+        end = escape + _escape_len(data, escape)
+        head.extend(data[at:escape] + unescape_json_text(data[escape:end]))
+        at = end
+    del head[SNIFF_BYTES:]
+
+
+def _escape_len(data: bytes, at: int) -> int:
+    """Length of the (valid: the tokenizer checked it) escape at ``at``: ``\\x`` 2,
+    ``\\uXXXX`` 6, a surrogate pair 12."""
+    if data[at + 1:at + 2] != b"u":
+        return 2
+    if (0xD800 <= int(data[at + 2:at + 6], 16) < 0xDC00 and data[at + 6:at + 8] == b"\\u"
+            and 0xDC00 <= int(data[at + 8:at + 12], 16) < 0xE000):
+        return 12
+    return 6

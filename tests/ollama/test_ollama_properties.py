@@ -137,6 +137,37 @@ def test_an_images_sniff_does_not_depend_on_the_cut(images, points):
     assert decoded(pieces) == decoded([body])
 
 
+# A writer may escape any character of an image's base64 (PHP's json_encode writes "/" as "\\/";
+# \\u escapes are JSON too): the sniff reads the characters the escapes stand for, so an escaped
+# image is named, carried and checked as the plain one is, at any cut, from ollama (the decoder's
+# sniff) and into ollama (the encoder's check of a declared type) -- rpt/ollama-image-escaped-base64.
+def _written(text: str, escaped: list[bool]) -> str:
+    return "".join(("\\/" if c == "/" else "\\u%04x" % ord(c)) if e else c for c, e in zip(text, escaped + [False] * len(text)))
+
+
+_SNIFFED = [PNG_1PX, JPEG_HEAD, b"GIF89a" + bytes(10), b"RIFF\x00\x00\x00\x00WEBPVP8 ", bytes(12)]
+
+
+@given(st.sampled_from(_SNIFFED), st.lists(st.booleans(), min_size=40, max_size=40),
+       st.lists(st.integers(0, 10**4), max_size=8))
+def test_an_escaped_images_sniff_reads_the_characters(raw, escaped, points):
+    text = base64.b64encode(raw).decode()
+    written = _written(text, escaped)
+    ollama = {"model": "m", "messages": [{"role": "user", "content": "look", "images": [text]}]}
+    media_type = sniff_media_type(text.encode()) or "image/png"
+    anthropic = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": text}}]}]}
+    for source, request, targets in (("ollama", ollama, ("openai", "anthropic", "ollama")), ("anthropic", anthropic, ("ollama",))):
+        plain = json.dumps(request).encode()
+        body = plain.replace(json.dumps(text).encode(), b'"' + written.encode() + b'"')
+        assert json.loads(body) == request
+        for target in targets:
+            out, losses = transcode(cut(body, points), source, target)
+            want, want_losses = transcode([plain], source, target)
+            assert json.loads(out) == json.loads(want), (source, target)
+            assert [(l.path, l.reason) for l in losses] == [(l.path, l.reason) for l in want_losses], (source, target)
+
+
 def decoded(chunks: list[bytes]) -> list:
     """The coalesced canonical events of an ollama body fed in ``chunks``."""
     return events_as_builtins(coalesce(decode(chunks, source="ollama")))

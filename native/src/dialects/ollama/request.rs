@@ -19,7 +19,7 @@ use crate::dialects::fields::{self, field, required};
 use crate::encoding::role_json;
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Token};
-use crate::images::{sniff_media_type, SNIFF_BYTES};
+use crate::images::{keep_head, sniff_media_type, SNIFF_BYTES};
 use crate::session::Session;
 use crate::value::{dumps_str, str_json, Value};
 
@@ -133,8 +133,10 @@ struct MessageReader {
     tool_call_id_raw: Option<Vec<u8>>,
     call_position: i64,
     image_count: usize,
-    /// the image being read: its first base64 characters, held to sniff its type
+    /// the image being read: its first fragments, held until `image_head` (what they
+    /// hold of its first characters, unescaped: `images::keep_head`) can be sniffed
     image_prefix: Option<Vec<u8>>,
+    image_head: Vec<u8>,
     /// the tool call being read: its place in `pending_calls`, whether it has arguments
     call: Option<(usize, bool)>,
     /// `ToolCallReader._held`: the call's fragments waiting for its id (or its end), rule
@@ -163,6 +165,7 @@ impl MessageReader {
             call_position: 0,
             image_count: 0,
             image_prefix: None,
+            image_head: Vec::new(),
             call: None,
             call_held: None,
             result: None,
@@ -473,10 +476,13 @@ impl Dialect for Ollama {
                 Ok(())
             }
             S::Images => {
-                // `ImageReader`: its first characters are held (at most 16) to sniff the type
+                // `ImageReader`: its first fragments are held until they hold 16 characters
+                // (unescaped) to sniff the type
                 self.msg()?.image_count += 1;
                 self.builder(Section::UserImage, vec![attr("source", b"\"base64\"")], false, cx)?;
-                self.msg()?.image_prefix = Some(Vec::new());
+                let msg = self.msg()?;
+                msg.image_prefix = Some(Vec::new());
+                msg.image_head.clear();
                 m.read(Read::String(S::Image, "an image (base64)"));
                 Ok(())
             }
@@ -818,11 +824,12 @@ impl Ollama {
             None => self.block_fragment(data, fin, cx)?,
             Some(prefix) => {
                 prefix.extend_from_slice(data);
-                if prefix.len() < SNIFF_BYTES && !fin {
+                keep_head(&mut msg.image_head, data);
+                if msg.image_head.len() < SNIFF_BYTES && !fin {
                     return Ok(());
                 }
                 let prefix = msg.image_prefix.take().unwrap_or_default();
-                if let (Some(media_type), Some(builder)) = (sniff_media_type(&prefix), msg.block.as_mut()) {
+                if let (Some(media_type), Some(builder)) = (sniff_media_type(&msg.image_head), msg.block.as_mut()) {
                     builder.set("media_type", str_json(media_type.as_bytes()));
                 }
                 self.block_fragment(&prefix, fin, cx)?;

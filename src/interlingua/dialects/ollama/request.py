@@ -457,22 +457,25 @@ class MessageReader(MessageReaderBase):
 
 
 class ImageReader:
-    """One base64 string of ``images[]``: its first characters are held (at most
-    16) to sniff the media type, then fragments stream."""
+    """One base64 string of ``images[]``: its first fragments are held until they hold
+    16 characters (``SNIFF_BYTES``, unescaped: ``images.keep_head``) to sniff the media
+    type, then fragments stream."""
 
     def __init__(self, message: MessageReader) -> None:
         self.m = message
         self.block = message.builder(USER_IMAGE, {"source": "base64"})
         self._prefix: bytes | None = b""
+        self._head = bytearray()
 
     def fragment(self, data: bytes, init: bool, fin: bool) -> None:
         if self._prefix is None:
             self.block.fragment(data, False, fin)
         else:
             self._prefix += data
-            if len(self._prefix) < SNIFF_BYTES and not fin:
+            keep_head(self._head, data)
+            if len(self._head) < SNIFF_BYTES and not fin:
                 return
-            media_type = sniff_media_type(self._prefix)
+            media_type = sniff_media_type(bytes(self._head))
             if media_type is not None:
                 self.block.set("media_type", media_type)
             data, self._prefix = self._prefix, None
