@@ -380,6 +380,22 @@ impl<'a> Cx<'a> {
         err
     }
 
+    /// `bound_scalar`: a scalar that came as one token under `max_value_bytes`, as its
+    /// text would be in fragments (a string cut by a chunk end is counted fragment by
+    /// fragment): the same value passes or fails however the body was cut.
+    pub fn bound_scalar(&self, token: &Token<'_>, offset: u64) -> Result<()> {
+        if !self.within_bound(token) {
+            return Err(self.budget(offset));
+        }
+        Ok(())
+    }
+
+    /// Would `bound_scalar` pass `token`? (A decoder's shortcut for a value it would
+    /// read as data is taken only then: otherwise the checked way refuses it.)
+    pub fn within_bound(&self, token: &Token<'_>) -> bool {
+        crate::lifecycle::raw_len(token).unwrap_or(0) <= self.session.options.max_value_bytes
+    }
+
     fn budget(&self, offset: u64) -> Error {
         let limit = self.session.options.max_value_bytes;
         self.error_of(ErrorClass::BudgetExceeded, format!("value larger than max_value_bytes ({limit})"), offset)
@@ -766,6 +782,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
                 cx.expect(&token, offset, expect, what)?;
                 match token {
                     Token::String(_) | Token::Number(_) | Token::True | Token::False | Token::Null => {
+                        cx.bound_scalar(&token, offset)?;
                         let value = Value::scalar(&token).unwrap_or(Ok(Value::Null)).map_err(|e| cx.located(e, offset))?;
                         d.value(self, s, value, offset, cx)
                     }
@@ -819,7 +836,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
                     self.push(Frame::Skip { offset });
                     Ok(())
                 }
-                _ => Ok(()),
+                _ => cx.bound_scalar(&token, offset),
             },
             Read::Scalar(s, expect, what) => {
                 if !is_scalar_start(&token) {
@@ -1127,6 +1144,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
             }
             cx.expect(&token, offset, expect, key)?;
             if let Some(value) = Value::scalar(&token) {
+                cx.bound_scalar(&token, offset)?;
                 let value = value.map_err(|e| cx.located(e, offset))?;
                 return self.key_found(d, Some(value), offset, cx);
             }

@@ -209,6 +209,7 @@ class Decoder:
         if expect is not None and expect.refuses(kind, value):
             self.expect(kind, value, offset, expect, what)
         if kind in _SCALAR_KINDS:
+            self.bound_scalar(kind, value, offset)
             if kind == tok.STRING and b"\\u" in value:
                 done(self._at(_scalar, kind, value, offset=offset))
             else:
@@ -235,13 +236,8 @@ class Decoder:
             self.expect(kind, value, offset, expect, what)
         limit = self.session.options.max_value_bytes
         if kind in _SCALAR_KINDS:  # one token: its text as it came (most members of a stream frame)
-            if kind == tok.STRING:
-                text = b'"' + value + b'"'
-            else:
-                text = value if kind == tok.NUMBER else LITERAL_TEXT[kind]
-            if len(text) > limit:
-                raise self.error(f"value larger than max_value_bytes ({limit})", offset, BudgetExceededError)
-            done(text)
+            self.bound_scalar(kind, value, offset)
+            done(b'"' + value + b'"' if kind == tok.STRING else value if kind == tok.NUMBER else LITERAL_TEXT[kind])
             return
         parts: list[bytes] = []
         size = [0]
@@ -263,6 +259,15 @@ class Decoder:
                 done(b"".join(parts))
 
         self.push(handler)
+
+    def bound_scalar(self, kind: int, value: Any, offset: int) -> None:
+        """A scalar that came as one token under ``max_value_bytes``, as its text would be
+        in fragments (a string cut by a chunk end is counted fragment by fragment): the
+        same value passes or fails however the body was cut."""
+        limit = self.session.options.max_value_bytes
+        size = len(value) + 2 if kind == tok.STRING else len(value) if kind == tok.NUMBER else len(LITERAL_TEXT[kind])
+        if size > limit:
+            raise self.error(f"value larger than max_value_bytes ({limit})", offset, BudgetExceededError)
 
     def read_string(self, kind: int, value: Any, offset: int, sink: FragmentSink, what: str) -> None:
         """Stream a string value's escaped fragments to ``sink(bytes, init, fin)``."""
@@ -467,6 +472,7 @@ class MessageReaderBase:
     def _role(self, kind: int, value: Any, offset: int) -> None:
         """Reads the ``role`` member (a string, mostly: taken on the spot)."""
         if kind == tok.STRING:
+            self.d.bound_scalar(kind, value, offset)
             self._set_role(_scalar(kind, value), offset)
         else:
             self.d.read_value(kind, value, offset, lambda role: self._set_role(role, offset))

@@ -660,9 +660,12 @@ class ReasoningFirst:
 
 
 def skip_value(decoder, kind: int, value: Any, offset: int) -> None:
-    """Consume a value without keeping it (``ping`` bodies, ``object`` tags)."""
+    """Consume a value without keeping it (``ping`` bodies, ``object`` tags), under
+    ``max_value_bytes`` as ``read_raw`` reads it."""
     if kind in (tok.OBJECT_START, tok.ARRAY_START, tok.STRING_OPEN):
         decoder.read_raw(kind, value, offset, lambda raw: None)
+    else:
+        decoder.bound_scalar(kind, value, offset)
 
 
 class Deferred:

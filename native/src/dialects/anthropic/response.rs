@@ -729,14 +729,15 @@ impl Readers {
     fn event_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match key {
             b"type" => {
-                if let Some(text) = plain_string(&token) {
+                if let Some(text) = plain_string(&token).filter(|_| cx.within_bound(&token)) {
                     self.frame.type_ = Some(FrameType::of(text));
                 } else {
                     m.read(Read::Value(S::Type, Some(STRING), "type"));
                 }
             }
             b"index" => match token {
-                Token::Number(digits) if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) && digits.len() < 19 => {
+                Token::Number(digits) if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) && digits.len() < 19
+                    && cx.within_bound(&token) => {
                     self.frame.index = FrameIndex::Small(digits.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')));
                 }
                 _ => m.read(Read::Value(S::Index, Some(INTEGER), "index")),

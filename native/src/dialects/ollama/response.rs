@@ -70,9 +70,6 @@ enum S {
     ArgumentsRaw,
     /// a function member read raw (always a loss)
     FunctionLost,
-    /// `skip_value`: a value consumed and dropped (a container or a string in fragments read raw)
-    Skip,
-    Skipped,
 }
 
 /// `_section_sink`'s attributes of the two text blocks.
@@ -446,12 +443,6 @@ fn py_equals_int(value: &Value, n: i64) -> bool {
 }
 
 
-/// `skip_value`: a container or a string in fragments is read raw (bounded) and dropped.
-fn skip(m: &mut Machine<S>, token: &Token<'_>) {
-    if matches!(token, Token::ObjectStart | Token::ArrayStart | Token::StringOpen(_)) {
-        m.read(Read::Raw(S::Skipped, None, ""));
-    }
-}
 
 impl Dialect for Lines {
     type State = S;
@@ -475,7 +466,7 @@ impl Dialect for Lines {
                     m.then(match key {
                         b"function" => Read::State(S::Function),
                         b"id" => Read::Value(S::CallId, Some(OPT_STRING), "a tool call's id"),
-                        _ => Read::State(S::Skip),
+                        _ => Read::Skip,
                     });
                     Ok(())
                 }
@@ -520,10 +511,6 @@ impl Dialect for Lines {
                 });
                 Ok(())
             }
-            S::Skip => {
-                skip(m, &token);
-                Ok(())
-            }
             s => Err(internal(&format!("state {s:?} takes no token"))),
         }
     }
@@ -536,7 +523,7 @@ impl Dialect for Lines {
                     b"model" => {
                         if self.started && matches!(token, Token::String(_) | Token::StringOpen(_)) {
                             // every line repeats it: once the message started it changes nothing
-                            skip(m, &token);
+                            m.read(Read::Skip);
                         } else {
                             m.read(Read::Value(S::Model, Some(OPT_STRING), "model"));
                         }
@@ -587,7 +574,7 @@ impl Dialect for Lines {
                             m.read(Read::Objects(S::ToolCalls, "tool_calls"));
                         }
                     }
-                    b"role" => skip(m, &token),
+                    b"role" => m.read(Read::Skip),
                     key => {
                         self.set_key(key);
                         m.read(Read::Raw(S::MessageLost, None, ""));
@@ -672,7 +659,6 @@ impl Dialect for Lines {
                 let position = self.call()?.position;
                 self.lose_key(format_args!("$.message.tool_calls[{position}].function."), cx)
             }
-            S::Skipped => Ok(()),
             s => Err(internal(&format!("state {s:?} takes no raw value"))),
         }
     }

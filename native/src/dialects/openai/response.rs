@@ -252,19 +252,22 @@ mod decoder {
     }
 
     /// A number token that is a small non-negative integer (what an index is, every
-    /// chunk): read without making a `Value`; anything else goes the checked way.
-    fn small_int(token: &Token<'_>) -> Option<i64> {
+    /// chunk): read without making a `Value`; anything else -- a number longer than
+    /// `max_value_bytes` too, refused there -- goes the checked way.
+    fn small_int(token: &Token<'_>, cx: &Cx<'_>) -> Option<i64> {
         match token {
-            Token::Number(d) if !d.is_empty() && d.len() <= 18 && d.iter().all(u8::is_ascii_digit) => {
+            Token::Number(d) if !d.is_empty() && d.len() <= 18 && d.iter().all(u8::is_ascii_digit)
+                && cx.within_bound(token) => {
                 Some(d.iter().fold(0i64, |n, &b| n * 10 + i64::from(b - b'0')))
             }
             _ => None,
         }
     }
 
-    /// A whole string token without escapes (its value is its text: nothing to refuse).
-    fn plain_string(token: &Token<'_>) -> bool {
-        matches!(token, Token::String(text) if !crate::json::has_escape(text))
+    /// A whole string token without escapes, within `max_value_bytes` (its value is its
+    /// text: nothing to refuse).
+    fn plain_string(token: &Token<'_>, cx: &Cx<'_>) -> bool {
+        matches!(token, Token::String(text) if !crate::json::has_escape(text)) && cx.within_bound(token)
     }
 
     /// A choice or tool index as the core holds it (Python's int has no bound).
@@ -346,11 +349,11 @@ mod decoder {
         // -- top-level members ---------------------------------------------------------
 
         /// `top_value`: a member of a body or a chunk.
-        fn top_value(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>) {
+        fn top_value(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>, cx: &Cx<'_>) {
             match key {
                 b"choices" => m.read(Read::Objects(S::Choices, "choices")),
-                // (null, in every chunk but the last: no usage -- a scalar read as data has no budget)
-                b"usage" if token == Token::Null => {}
+                // (null, in every chunk but the last: no usage)
+                b"usage" if token == Token::Null && cx.within_bound(&token) => {}
                 // (raw: `lifecycle::UsageObject` reads its counts off the text)
                 b"usage" => m.read(Read::Raw(S::Usage, Some(OPT_OBJECT), "usage")),
                 b"id" | b"model" => {
@@ -364,7 +367,7 @@ mod decoder {
                 }
                 // (every chunk repeats it: null, or a plain string once one was seen, changes
                 // nothing, and reading it as data could not fail)
-                b"service_tier" if token == Token::Null || self.tier_seen && plain_string(&token) => {}
+                b"service_tier" if token == Token::Null && cx.within_bound(&token) || self.tier_seen && plain_string(&token, cx) => {}
                 b"service_tier" => m.read(Read::Value(S::Tier, Some(OPT_STRING), "service_tier")),
                 b"object" => m.read(Read::Skip),
                 b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
@@ -776,9 +779,9 @@ mod decoder {
             crate::decoding::set_attr(&mut self.call.attrs, Cow::Borrowed(name), json);
         }
 
-        fn call_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>) {
+        fn call_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>, cx: &Cx<'_>) {
             match key {
-                b"index" => match small_int(&token) {
+                b"index" => match small_int(&token, cx) {
                     Some(index) => self.call_index_is(index),
                     None => m.read(Read::Value(S::CallIndex, Some(INTEGER), "a tool call's index")),
                 },
@@ -988,7 +991,7 @@ mod decoder {
                     Ok(())
                 }
                 S::ChoiceFirst => self.choice_first(m, token),
-                S::ChoiceIndex => match small_int(&token) {
+                S::ChoiceIndex => match small_int(&token, cx) {
                     Some(index) => {
                         self.choice.c = self.choice_at(index); // (every chunk: no Value made)
                         Ok(())
@@ -1006,13 +1009,13 @@ mod decoder {
                   cx: &mut Cx<'_>) -> Result<()> {
             match s {
                 S::Top => {
-                    self.top_value(m, key, token);
+                    self.top_value(m, key, token, cx);
                     Ok(())
                 }
                 S::Choice => self.choice_member(m, key, token, offset, cx),
                 S::Message => self.message_member(m, key, token, offset, cx),
                 S::ToolCall => {
-                    self.call_member(m, key, token);
+                    self.call_member(m, key, token, cx);
                     Ok(())
                 }
                 S::Function => {
