@@ -179,7 +179,8 @@ impl Extension<'_> {
 }
 
 /// Token counts; `None`: the source did not say (absent is not zero).
-/// `service_tier`: the tier that served them, canonical names (`lifecycle::tier_from`).
+/// `service_tier`: the tier that served them, canonical names (`lifecycle::tier_from`;
+/// a known tier is a static name: no allocation per usage report or copy of one).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
     pub input: Option<i64>,
@@ -188,7 +189,7 @@ pub struct Usage {
     pub cache_write: Option<i64>,
     pub reasoning: Option<i64>,
     pub total: Option<i64>,
-    pub service_tier: Option<String>,
+    pub service_tier: Option<Cow<'static, str>>,
 }
 
 /// The canonical events (`canonical.Event`, and `framing.FrameEnd`).

@@ -528,29 +528,29 @@ fn tiers(dialect: &str) -> &'static [(&'static str, &'static str)] {
 
 /// `tier_from(dialect, value)`: the canonical tier of a dialect's (a string), kept
 /// as `"<dialect>:<value>"` when the dialect does not name it; not a string: `None`.
-pub fn tier_from(dialect: &str, value: Option<&Value>) -> Option<String> {
+pub fn tier_from(dialect: &str, value: Option<&Value>) -> Option<Cow<'static, str>> {
     tier_from_text(dialect, value?.as_wtf8())
 }
 
 /// `tier_from` of a string's text (WTF-8); `None`: not a string.
-fn tier_from_text(dialect: &str, text: Option<&[u8]>) -> Option<String> {
+fn tier_from_text(dialect: &str, text: Option<&[u8]>) -> Option<Cow<'static, str>> {
     let text = String::from_utf8_lossy(text?);
     match tiers(dialect).iter().find(|(_, own)| *own == text) {
-        Some((canonical, _)) => Some(canonical.to_string()),
-        None => Some(format!("{dialect}:{text}")),
+        Some((canonical, _)) => Some(Cow::Borrowed(canonical)),
+        None => Some(Cow::Owned(format!("{dialect}:{text}"))),
     }
 }
 
 /// `tier_to(dialect, u, session)`: the target's name for the usage's tier; a tier
 /// it does not name is a recorded loss.
-pub fn tier_to(dialect: &str, u: &Usage, session: &mut Session) -> Result<Option<String>> {
+pub fn tier_to<'u>(dialect: &str, u: &'u Usage, session: &mut Session) -> Result<Option<&'u str>> {
     let Some(tier) = u.service_tier.as_deref() else { return Ok(None) };
     if let Some((_, own)) = tiers(dialect).iter().find(|(canonical, _)| *canonical == tier) {
-        return Ok(Some(own.to_string()));
+        return Ok(Some(own));
     }
     let (source, raw) = tier.split_once(':').unwrap_or((tier, ""));
     if !raw.is_empty() && source == dialect {
-        return Ok(Some(raw.to_string()));
+        return Ok(Some(raw));
     }
     lose_count(session, "service_tier", dialect, &format!("service tier {}", py_repr(tier.as_bytes())))?;
     Ok(None)

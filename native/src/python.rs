@@ -644,7 +644,7 @@ pub(crate) fn event_from_py(obj: &Bound<'_, PyAny>) -> PyResult<crate::canonical
             cache_write: get("cache_write")?.extract()?,
             reasoning: get("reasoning")?.extract()?,
             total: get("total")?.extract()?,
-            service_tier: get("service_tier")?.extract()?,
+            service_tier: get("service_tier")?.extract::<Option<String>>()?.map(Cow::Owned),
         }),
         "logprobs" => Event::Logprobs {
             raw: Cow::Owned(get("raw")?.extract()?),
@@ -1801,12 +1801,12 @@ fn lifecycle_call<'py>(py: Python<'py>, function: &str, args: Bound<'py, PyTuple
         "usage_path" => Ok(str_out(Some(lc::usage_path(&session, &text(0)?.unwrap_or_default())))?),
         "tier_from" => {
             let (dialect, value) = (text(0)?.unwrap_or_default(), json(1)?);
-            Ok(str_out(lc::tier_from(&dialect, Some(&value)))?)
+            Ok(str_out(lc::tier_from(&dialect, Some(&value)).map(std::borrow::Cow::into_owned))?)
         }
         "tier_to" => {
             let (dialect, u) = (text(0)?.unwrap_or_default(), usage_from_py(&arg(1)?)?);
             match lc::tier_to(&dialect, &u, &mut session) {
-                Ok(t) => Ok(str_out(t)?),
+                Ok(t) => Ok(str_out(t.map(str::to_string))?),
                 Err(e) => Err(e),
             }
         }
