@@ -1725,8 +1725,9 @@ impl ResponseBase {
         }
         self.started = true;
         starting(cx)?;
-        // (borrowed: an encoder copies what it keeps)
-        let (id, model) = (self.id.as_deref().map(Cow::Borrowed), self.model.as_deref().map(Cow::Borrowed));
+        // (handed over, not copied: the encoder keeps them, and a decoder reads them only
+        // to know whether to start, which it did)
+        let (id, model) = (self.id.take().map(Cow::Owned), self.model.take().map(Cow::Owned));
         cx.emit(Event::MessageStart { id, model, choice: 0 })?;
         self.release(cx)
     }

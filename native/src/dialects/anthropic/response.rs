@@ -635,7 +635,7 @@ impl Readers {
 
     // -- the `message` body ------------------------------------------------------------------
 
-    fn body_member(&mut self, m: &mut Machine<S>, key: &[u8]) -> Result<()> {
+    fn body_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>) -> Result<()> {
         match key {
             b"id" => m.read(Read::Value(S::Id, Some(OPT_STRING), "id")),
             b"model" => m.read(Read::Value(S::Model, Some(OPT_STRING), "model")),
@@ -644,6 +644,8 @@ impl Readers {
             b"stop_sequence" => m.read(Read::Value(S::StopSequence, Some(OPT_STRING), "stop_sequence")),
             // (usage is read raw: `lifecycle::UsageObject` reads its counts off the text)
             b"usage" => m.read(Read::Raw(S::BodyUsage, Some(OPT_OBJECT), "usage")),
+            // (a plain string has nothing `read_value` could refuse: nothing to read)
+            b"type" if plain_string(&token).is_some() => {}
             b"type" => m.read(Read::Value(S::Ignore, None, "")),
             b"role" => skip_value(m),
             b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
@@ -935,7 +937,7 @@ impl Dialect for Readers {
     fn member(&mut self, m: &mut Machine<S>, s: S, key: &[u8], token: Token<'_>, offset: u64,
               cx: &mut Cx<'_>) -> Result<()> {
         match s {
-            S::Body => self.body_member(m, key),
+            S::Body => self.body_member(m, key, token),
             S::Block => self.block_member(m, key, token, cx),
             S::Event => self.event_member(m, key, token, offset, cx),
             S::Message => self.message_member(m, key, token, offset, cx),
@@ -1235,9 +1237,10 @@ impl EncoderBase {
         dumps_key(self.model.as_deref().unwrap_or("").as_bytes(), out);
     }
 
-    fn message_start(&mut self, id: Option<&str>, model: Option<&str>) {
-        self.id = id.map(str::to_string);
-        self.model = model.map(str::to_string);
+    /// The message's id and model, kept (taken as they come: a decoder hands its own over).
+    fn message_start(&mut self, id: Option<Cow<'_, str>>, model: Option<Cow<'_, str>>) {
+        self.id = id.map(Cow::into_owned);
+        self.model = model.map(Cow::into_owned);
     }
 
     /// `_extension`: a source's time field is the stamp's; another dialect's field is a loss.
@@ -1580,6 +1583,13 @@ fn internal_encoder(what: &str) -> Error {
 
 impl Encode for StreamEncoder {
     fn event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if let Event::MessageStart { id, model, choice } = event {
+            // (by value: the id and model a decoder handed over are kept, not copied)
+            if choice == 0 {
+                self.base.message_start(id, model);
+            }
+            return Ok(());
+        }
         match &event {
             Event::FrameEnd => self.frame.close(out),
             Event::Block(block) => {
@@ -1587,11 +1597,7 @@ impl Encode for StreamEncoder {
                     self.block(block, session, out)?;
                 }
             }
-            Event::MessageStart { id, model, choice } => {
-                if *choice == 0 {
-                    self.base.message_start(id.as_deref(), model.as_deref());
-                }
-            }
+            Event::MessageStart { .. } => {} // (taken above)
             Event::Extension(ext) => self.base.extension(ext, session)?,
             Event::Usage(usage) => {
                 self.base.usage = Some(merge_usage(self.base.usage.as_ref(), usage.clone()));
@@ -1779,13 +1785,16 @@ impl ResponseEncoder {
 
 impl Encode for ResponseEncoder {
     fn event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if let Event::MessageStart { id, model, choice } = event {
+            // (by value: the id and model a decoder handed over are kept, not copied)
+            if choice == 0 {
+                self.base.message_start(id, model);
+            }
+            return Ok(());
+        }
         match &event {
             Event::Block(block) => self.block(block, session, out)?,
-            Event::MessageStart { id, model, choice } => {
-                if *choice == 0 {
-                    self.base.message_start(id.as_deref(), model.as_deref());
-                }
-            }
+            Event::MessageStart { .. } => {} // (taken above)
             Event::Extension(ext) => self.base.extension(ext, session)?,
             Event::Usage(usage) => self.base.usage = Some(merge_usage(self.base.usage.as_ref(), usage.clone())),
             Event::Finish { reason, stop_sequence, choice } => {

@@ -178,7 +178,9 @@ impl Lines {
             return Ok(());
         }
         self.started = true;
-        let model = self.model.as_deref().map(Cow::Borrowed); // (an encoder copies what it keeps)
+        // (handed over, not copied: the encoder keeps it, and the decoder reads it only to
+        // know whether to start, which it did)
+        let model = self.model.take().map(Cow::Owned);
         cx.emit(Event::MessageStart { id: None, model, choice: 0 })?;
         self.gate.release(cx, |event, cx| cx.emit(event))
     }

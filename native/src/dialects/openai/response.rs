@@ -1332,10 +1332,11 @@ mod encoder {
             self.head = None;
         }
 
-        fn message_start(&mut self, id: Option<&str>, model: Option<&str>, choice: i64) {
+        /// The message's id and model, kept (taken as they come: a decoder hands its own over).
+        fn message_start(&mut self, id: Option<Cow<'_, str>>, model: Option<Cow<'_, str>>, choice: i64) {
             if choice == 0 {
-                self.id = id.map(str::to_string);
-                self.model = model.map(str::to_string);
+                self.id = id.map(Cow::into_owned);
+                self.model = model.map(Cow::into_owned);
                 self.head = None;
             }
         }
@@ -1732,6 +1733,11 @@ mod encoder {
             if !self.logprobs.is_empty() && !matches!(event, Event::Logprobs { .. } | Event::Block(_)) {
                 self.logprobs_chunk(out);
             }
+            if let Event::MessageStart { id, model, choice } = event {
+                // (by value: the id and model a decoder handed over are kept, not copied)
+                self.head.message_start(id, model, choice);
+                return Ok(());
+            }
             match &event {
                 Event::Block(block) => self.on_block(block, session, out)?,
                 Event::Logprobs { raw, choice } => {
@@ -1742,7 +1748,7 @@ mod encoder {
                     }
                 }
                 Event::FrameEnd => self.frame.close(out),
-                Event::MessageStart { id, model, choice } => self.head.message_start(id.as_deref(), model.as_deref(), *choice),
+                Event::MessageStart { .. } => {} // (taken above)
                 Event::Extension(ext) => self.head.extension(ext, session)?,
                 Event::Finish { reason, stop_sequence, choice } => {
                     self.finish_event(reason.as_deref(), stop_sequence.as_deref(), *choice, session, out)?
@@ -2217,6 +2223,11 @@ mod encoder {
 
     impl Encode for ResponseEncoder {
         fn event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+            if let Event::MessageStart { id, model, choice } = event {
+                // (by value: the id and model a decoder handed over are kept, not copied)
+                self.head.message_start(id, model, choice);
+                return Ok(());
+            }
             let mut writers = std::mem::take(&mut self.writers);
             let result = {
                 let mut io = Io { out, session, writers: &mut writers };
@@ -2245,10 +2256,7 @@ mod encoder {
         fn on_event(&mut self, event: &Event<'_>, io: &mut Io<'_>) -> Result<()> {
             match event {
                 Event::Block(block) => self.on_block(block, io),
-                Event::MessageStart { id, model, choice } => {
-                    self.head.message_start(id.as_deref(), model.as_deref(), *choice);
-                    Ok(())
-                }
+                Event::MessageStart { .. } => Ok(()), // (taken in `event`)
                 Event::Extension(ext) => self.head.extension(ext, io.session),
                 Event::Finish { reason, stop_sequence, choice } => {
                     let reason = finish_to(DIALECT, reason.as_deref(), io.session, stop_sequence.as_deref())?;
