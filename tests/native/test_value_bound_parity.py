@@ -15,7 +15,7 @@ LIMITS = (1, 2, 3, 4, 5, 7, 9, 12, 16, 21, 27, 35)
 
 # bodies whose values are short but for the one a shortcut reads (the rpt bodies mostly
 # fail earlier, at an id): an anthropic stream without event lines (its event types), an
-# openai stream with a long choice index and a repeated service tier
+# openai stream with a long choice index, nulls and a repeated service tier
 _SHORT_ANTHROPIC = (
     b'data: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"m",'
     b'"content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
@@ -28,13 +28,16 @@ _SHORT_OPENAI = (
     b'data: {"id":"c","object":"x","created":1,"model":"m","service_tier":"default","usage":null,'
     b'"choices":[{"index":12345678901234,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
     b'data: [DONE]\n\n')
+# an anthropic body whose type is a plain string (not read into a value within the bound)
+_SHORT_ANTHROPIC_BODY = b'{"id":"i","type":"message","role":"r","model":"m","content":[],"stop_reason":null}'
 
 
-@pytest.mark.parametrize("dialect, body", [("anthropic", _SHORT_ANTHROPIC), ("openai", _SHORT_OPENAI)])
-def test_a_shortcut_is_taken_only_within_the_bound(dialect, body):
+@pytest.mark.parametrize("dialect, kind, body", [("anthropic", "stream", _SHORT_ANTHROPIC), ("openai", "stream", _SHORT_OPENAI),
+                                                 ("anthropic", "response", _SHORT_ANTHROPIC_BODY)])
+def test_a_shortcut_is_taken_only_within_the_bound(dialect, kind, body):
     for limit in range(1, 30):
         for cuts in ([], range(7, len(body), 7), range(1, len(body))):
-            assert_decoder_parity(dialect, body, cuts, {"max_value_bytes": limit}, kind="stream")
+            assert_decoder_parity(dialect, body, cuts, {"max_value_bytes": limit}, kind=kind)
 
 
 def _small_scripts():

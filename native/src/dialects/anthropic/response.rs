@@ -635,7 +635,7 @@ impl Readers {
 
     // -- the `message` body ------------------------------------------------------------------
 
-    fn body_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>) -> Result<()> {
+    fn body_member(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>, cx: &Cx<'_>) -> Result<()> {
         match key {
             b"id" => m.read(Read::Value(S::Id, Some(OPT_STRING), "id")),
             b"model" => m.read(Read::Value(S::Model, Some(OPT_STRING), "model")),
@@ -644,8 +644,8 @@ impl Readers {
             b"stop_sequence" => m.read(Read::Value(S::StopSequence, Some(OPT_STRING), "stop_sequence")),
             // (usage is read raw: `lifecycle::UsageObject` reads its counts off the text)
             b"usage" => m.read(Read::Raw(S::BodyUsage, Some(OPT_OBJECT), "usage")),
-            // (a plain string has nothing `read_value` could refuse: nothing to read)
-            b"type" if plain_string(&token).is_some() => {}
+            // (a plain string within the bound has nothing `read_value` could refuse: nothing to read)
+            b"type" if plain_string(&token).is_some() && cx.within_bound(&token) => {}
             b"type" => m.read(Read::Value(S::Ignore, None, "")),
             b"role" => skip_value(m),
             b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
@@ -937,7 +937,7 @@ impl Dialect for Readers {
     fn member(&mut self, m: &mut Machine<S>, s: S, key: &[u8], token: Token<'_>, offset: u64,
               cx: &mut Cx<'_>) -> Result<()> {
         match s {
-            S::Body => self.body_member(m, key, token),
+            S::Body => self.body_member(m, key, token, cx),
             S::Block => self.block_member(m, key, token, cx),
             S::Event => self.event_member(m, key, token, offset, cx),
             S::Message => self.message_member(m, key, token, offset, cx),
