@@ -49,6 +49,8 @@ class WireScript:
     no_losses: bool = False  # cross outputs into this script must record no loss at all
     expected_from: dict[str, bytes] = field(default_factory=dict)
     not_from: dict[str, str] = field(default_factory=dict)
+    #: source dialect -> (class, path, offset) the cross transcode into this script must raise
+    errors_from: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     options: dict = field(default_factory=dict)
     canonical: str = "canonical.rpt"
 
@@ -135,6 +137,9 @@ def parse_wire(path: Path) -> WireScript:
         elif word == "not-from":
             source, _, why = rest.partition(" ")
             script.not_from[source] = why
+        elif word == "error" and rest.startswith("from "):  # `error from <dialect> <class> <path> <offset>`
+            _, source, cls, where, offset = rest.split()
+            script.errors_from[source] = (cls, where, offset)
         elif word == "error":
             cls, where, offset = rest.split()
             script.error = (cls, where, offset)

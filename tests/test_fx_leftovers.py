@@ -198,8 +198,6 @@ def test_the_rpt_requests_into_every_target_keep_its_rules(backend):
     from interlingua import TranscodeError
     #: (scenario, source, target): why its output may break a rule of the target
     known = {
-        ("ollama-parity-server-tool-only", "anthropic", "openai"):
-            "the only message is a server tool call: nothing is left to send (messages: [])",
         ("b-media-type-escaped-openai", "openai", "anthropic"):
             "a media type anthropic does not take is written as it came (left for the codec's owner)",
     }

@@ -4,6 +4,8 @@ the end of a stream) included. The structural fuzzer is tests/test_fuzz.py."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from interlingua import Decoder, Options, Transcoder, TranscodeError
@@ -166,3 +168,91 @@ def test_arguments_that_are_not_one_object_take_the_request_rule(target, kind, a
         assert got == carried and not lost
     else:
         assert got == {"_raw_arguments": arguments} and len(lost) == 1, (got, t.losses)
+
+
+# -- max_value_bytes decides alike at any cut -------------------------------------------
+# A value read whole (a model name, a role, an id, a skipped tag) is bounded by its JSON text
+# whether it came as one token or in fragments (rpt/value-bound-any-cut): every rpt body up to
+# 3 kB, under bounds that break most of them somewhere, whole and fed byte by byte, into every
+# target: the same output and losses, or the same error (class, offset, path).
+
+def _small_rpt_scripts():
+    from rpt import all_wire_scripts, parse_wire
+    scripts = [parse_wire(path) for path in all_wire_scripts()]
+    return [pytest.param(s, id=f"{s.scenario}/{s.path.name}") for s in scripts if len(s.body) <= 3000]
+
+
+def _run_bounded(script, target: str, limit: int, width: int | None):
+    options = Options(**{**{k: v for k, v in script.options.items() if k not in ("clock", "entropy")},
+                         "max_value_bytes": limit})
+    t = Transcoder(script.dialect, target, kind=script.kind, options=options,
+                   clock=lambda: 1764579600.5, entropy=lambda n: bytes(n))
+    pieces = [script.body] if width is None else [script.body[i:i + width] for i in range(0, len(script.body), width)]
+    try:
+        out = b"".join(t.feed(p) for p in pieces) + t.close()
+    except TranscodeError as exc:
+        return None, (type(exc).__name__, exc.offset, exc.path)
+    return out, [(loss.path, loss.reason) for loss in t.losses]
+
+
+@pytest.mark.parametrize("script", _small_rpt_scripts())
+def test_max_value_bytes_decides_alike_at_any_cut(script):
+    for target in ("openai", "anthropic", "ollama"):
+        for limit in (8, 40):
+            whole = _run_bounded(script, target, limit, None)
+            assert _run_bounded(script, target, limit, 1) == whole, (target, limit)
+
+
+# -- a request with no message left -----------------------------------------------------
+# openai and anthropic take no request without a message: when every message of the source
+# is lost (a server tool call, an image of no known type, audio, a file) or moved out of the
+# list (system prompts, into anthropic's top-level system), the transcoder raises
+# NoMessageError at the body's end, the losses recorded; ollama takes an empty list (it loads
+# the model), and a source whose list was empty already keeps it (rpt/request-no-message-left).
+_NO_MESSAGE_LEFT = [
+    ("anthropic", b'{"model":"m","max_tokens":64,"messages":[{"role":"assistant","content":[{"type":"server_tool_use",'
+                  b'"id":"srvtoolu_01","name":"web_search","input":{"query":"news"}}]}]}', ("openai",)),
+    ("anthropic", b'{"model":"m","max_tokens":64,"messages":[{"role":"user","content":[{"type":"web_search_tool_result",'
+                  b'"tool_use_id":"s","content":[]}]}]}', ("openai",)),
+    ("ollama", b'{"model":"m","messages":[{"role":"user","images":["AAAA"]}]}', ("openai", "anthropic")),
+    ("ollama", b'{"model":"m","messages":[{"role":"user","content":"","images":["AAAA"]}]}', ("anthropic",)),
+    ("openai", b'{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":'
+               b'{"data":"AAAA","format":"wav"}}]}]}', ("anthropic",)),
+    ("openai", b'{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"f"}}]}]}', ("anthropic",)),
+    ("openai", b'{"model":"m","messages":[{"role":"developer","content":"be brief"}]}', ("anthropic",)),
+    ("openai", b'{"model":"m","messages":[{"role":"system","content":"be brief"}]}', ("anthropic",)),
+]
+_SOME_MESSAGE_LEFT = [
+    ("anthropic", b'{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[]}]}'),
+    ("anthropic", b'{"model":"m","max_tokens":5,"system":"be brief","messages":[]}'),  # (empty already)
+    ("openai", b'{"model":"m","messages":[]}'),
+    ("ollama", b'{"model":"m","messages":[]}'),
+]
+
+
+@pytest.mark.parametrize("source, body, refused_by", _NO_MESSAGE_LEFT)
+def test_a_request_with_no_message_left_is_refused_where_the_target_needs_one(source, body, refused_by):
+    from interlingua import NoMessageError
+    for target in ("openai", "anthropic", "ollama"):
+        if target == source:
+            continue
+        for width in (None, 1):
+            t = Transcoder(source, target)
+            pieces = [body] if width is None else [body[i:i + 1] for i in range(len(body))]
+            if target in refused_by:
+                with pytest.raises(NoMessageError) as info:
+                    for piece in pieces:
+                        t.feed(piece)
+                    t.close()
+                assert (info.value.path, info.value.offset, info.value.dialect) == ("$.messages", len(body) - 1, source)
+            else:
+                out = b"".join(t.feed(p) for p in pieces) + t.close()
+                assert "messages" in json.loads(out), target
+
+
+@pytest.mark.parametrize("source, body", _SOME_MESSAGE_LEFT)
+def test_a_request_with_a_message_left_or_none_to_begin_with_is_written(source, body):
+    for target in ("openai", "anthropic", "ollama"):
+        if target != source:
+            t = Transcoder(source, target)
+            assert "messages" in json.loads(t.feed(body) + t.close())

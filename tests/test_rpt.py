@@ -101,6 +101,15 @@ def test_cross(source_path, target_path):
         pytest.skip(f"not-from {source.dialect}: {target.not_from[source.dialect]}")
     expected = target.expected_from.get(source.dialect, target.body)
     options, hooks = source.make_options(**target.options), source.make_hooks(**target.options)
+    if source.dialect in target.errors_from:
+        cls, where, offset = target.errors_from[source.dialect]
+        for frame in source.frames:
+            with pytest.raises(TranscodeError) as info:
+                transcode_all(source, target.dialect, frame, options, hooks)
+            assert type(info.value).__name__ == cls, f"frame {frame}: {info.value!r}"
+            assert where == "*" or info.value.path == where, f"frame {frame}: {info.value!r}"
+            assert offset == "*" or info.value.offset == int(offset), f"frame {frame}: {info.value!r}"
+        return
     first = None
     for frame in source.frames:
         out, transcoder = transcode_all(source, target.dialect, frame, options, hooks)

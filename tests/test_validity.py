@@ -142,7 +142,7 @@ def _cross_pairs():
         for source in scripts:
             if (source.path.parent == target.path.parent and source.kind == target.kind
                     and source.dialect != target.dialect and not source.error and not target.error
-                    and source.dialect not in target.not_from):
+                    and source.dialect not in target.not_from and source.dialect not in target.errors_from):
                 pairs.append((source, target))
     return pairs
 

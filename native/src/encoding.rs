@@ -542,6 +542,21 @@ pub trait PlaceBlocks {
     fn keep(placed: Self::Placed<'_>) -> Self::Placed<'static>;
     /// A `REQUEST_LEVEL` block (`_tool_definition`; see `tool_definition`).
     fn tool_definition(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<()>;
+    /// A block of the source's message list came (`Encoder._listed`: `require_a_message`).
+    fn message_listed(&mut self) {}
+}
+
+/// `Encoder.require_a_message`: at a request's end, for a target that takes none without a
+/// message (openai, anthropic), `NoMessageError` when the source listed messages and none
+/// was `carried` into the target's list.
+pub fn require_a_message(listed: bool, carried: bool, target: &str, session: &Session) -> Result<()> {
+    if listed && !carried {
+        return Err(Error::new(ErrorClass::NoMessage, format!(
+            "{target} takes no request without a message, and none of the source's messages is left for its list (see the losses)"))
+            .with_path(b"$.messages".to_vec())
+            .in_dialect(session.source));
+    }
+    Ok(())
 }
 
 /// `Encoder._on_block`: the fragment protocol.
@@ -563,6 +578,9 @@ pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mu
     }
     if block.message == REQUEST_LEVEL {
         return enc.tool_definition(block, io);
+    }
+    if block.message >= 0 {
+        enc.message_listed();
     }
     match enc.place(block, io)? {
         None => {

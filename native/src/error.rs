@@ -17,6 +17,8 @@ pub enum ErrorClass {
     /// `LoneSurrogateError` (a SchemaError): an escaped lone surrogate in a value read as text
     LoneSurrogate,
     Loss,
+    /// `NoMessageError` (a LossError): a request with no message left for a target that needs one
+    NoMessage,
     BudgetExceeded,
     ReorderRefused,
 }
@@ -35,6 +37,7 @@ impl ErrorClass {
             ErrorClass::DuplicateKey => "DuplicateKeyError",
             ErrorClass::LoneSurrogate => "LoneSurrogateError",
             ErrorClass::Loss => "LossError",
+            ErrorClass::NoMessage => "NoMessageError",
             ErrorClass::BudgetExceeded => "BudgetExceededError",
             ErrorClass::ReorderRefused => "ReorderRefusedError",
         }

@@ -11,7 +11,7 @@ from .canonical import (
 )
 from .errors import (
     BudgetExceededError, ControlCharacterError, DuplicateKeyError, InvalidUtf8Error, LoneSurrogateError, JsonSyntaxError, LossError,
-    NestingTooDeepError, ReorderRefusedError, SchemaError, TranscodeError, TruncatedInputError,
+    NestingTooDeepError, NoMessageError, ReorderRefusedError, SchemaError, TranscodeError, TruncatedInputError,
 )
 from .pipeline import Decoder, Encoder, Transcoder, decode, encode, transcode
 from .session import Loss, Options
@@ -22,7 +22,7 @@ __all__ = [
     "MessagesEnd", "Section", "SystemEnd", "Usage",
     "TranscodeError", "JsonSyntaxError", "InvalidUtf8Error", "ControlCharacterError",
     "TruncatedInputError", "NestingTooDeepError", "SchemaError", "DuplicateKeyError", "LoneSurrogateError", "LossError",
-    "BudgetExceededError", "ReorderRefusedError",
+    "NoMessageError", "BudgetExceededError", "ReorderRefusedError",
     "Decoder", "Encoder", "Transcoder", "decode", "encode", "transcode", "Loss", "Options",
 ]
 __version__ = "0.1.0"

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from . import json as tok
 from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, Extension, Section, unescape_json_text
-from .errors import TranscodeError
+from .errors import NoMessageError, TranscodeError
 from .jsonwriter import JsonWriter, dumps, key_bytes
 from .losses import (
     NO_PLACE, block_path, block_subject, field_path, field_subject, lacks, path_subject, raw_block_type,
@@ -48,6 +48,15 @@ class Encoder:
     def finish(self) -> None:
         """The source ended without an ``End`` event (an error was raised upstream)."""
 
+    def require_a_message(self, carried: bool) -> None:
+        """At a request's end, for a target that takes none without a message (openai,
+        anthropic): ``NoMessageError`` when the source listed messages and none was
+        ``carried`` into the target's list (``errors.NoMessageError``)."""
+        if self._listed and not carried:
+            raise NoMessageError(f"{self.dialect} takes no request without a message, and none of the "
+                                 f"source's messages is left for its list (see the losses)",
+                                 dialect=self.session.source, path="$.messages")
+
     # -- blocks (request encoders) ---------------------------------------------
     #
     # A block's first fragment is placed by ``_place(block)``, which opens what
@@ -56,6 +65,7 @@ class Encoder:
     # block is not carried (the loss is recorded by ``_place``).
 
     _block = None  # (write, close) of the block in progress
+    _listed = False  # a block of the source's message list came (``require_a_message``)
 
     def _on_block(self, block: Block) -> None:
         if not block.init:
@@ -69,6 +79,8 @@ class Encoder:
         if block.message == REQUEST_LEVEL:
             self._tool_definition(block)
             return
+        if block.message >= 0:
+            self._listed = True
         placed = self._place(block)
         if placed is None:
             self._block = (ignore, ignore) if not block.fin else None

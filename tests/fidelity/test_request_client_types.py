@@ -39,7 +39,7 @@ def _cases():
             continue
         for other in sorted(path.parent.glob("*.request.rpt")):
             source = parse_wire(other)
-            if other == path or source.error or source.dialect in target.not_from:
+            if other == path or source.error or source.dialect in target.not_from or source.dialect in target.errors_from:
                 continue
             yield pytest.param(other, path, id=f"{path.parent.name}/{other.name}->{target.dialect}")
 

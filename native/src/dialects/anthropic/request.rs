@@ -1381,6 +1381,7 @@ mod encoder {
     use crate::images::{keep_head, sniff_media_type, SNIFF_BYTES};
     use crate::canonical::{unescape_json_text, Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
     use crate::encoding::{
+        require_a_message,
         attr, attr_is, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_unplaced, merged, on_block,
         subject, tool_definition, where_, Attr, Head, BlockRef, Encode, HeldArguments, InBlock, Io,
         MessageAssembler, PlaceBlocks, ToolDefinitions, WriterId, PARTS_CONTENT, STRING_CONTENT,
@@ -1518,6 +1519,10 @@ mod encoder {
         top: Option<Top>,
         /// "messages" is required: an empty list is written when none came
         messages_written: bool,
+        /// a block of the source's message list came / a message was opened in the
+        /// output (`require_a_message`)
+        listed: bool,
+        carried: bool,
         msg: Option<MessageAssembler>,
         msg_index: Option<i64>,
         msg_role: String,
@@ -1550,6 +1555,8 @@ mod encoder {
                 opened: false,
                 top: None,
                 messages_written: false,
+                listed: false,
+                carried: false,
                 msg: None,
                 msg_index: None,
                 msg_role: String::new(),
@@ -1664,6 +1671,7 @@ mod encoder {
         }
 
         fn end(&mut self, io: &mut Io<'_>) -> Result<()> {
+            require_a_message(self.listed, self.carried, DIALECT, io.session)?;
             self.close_top(io)?;
             self.flush_system(io)?;
             self.write_controls(io)?;
@@ -1795,6 +1803,7 @@ mod encoder {
         fn open_message(&mut self, message: i64, role: &str, string: bool, io: &mut Io<'_>) -> Result<()> {
             self.close_message(io)?;
             self.open_top("messages", io)?;
+            self.carried = true;
             let mut head = role_head(&role_json(role));
             if !self.pending_ext.is_empty() {
                 // fields of this message that came before its first block
@@ -2282,6 +2291,10 @@ mod encoder {
 
         fn in_block(&mut self) -> &mut InBlock<Placed<'static>> {
             &mut self.block
+        }
+
+        fn message_listed(&mut self) {
+            self.listed = true;
         }
 
         fn place<'a>(&mut self, block: &'a Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'a>>> {

@@ -1075,7 +1075,7 @@ const MEMBER_ORDER: &str = "openai:member-order";
 /// A role as JSON text (`key_bytes(role)`: roles of other dialects' unknown blocks are any value).
 type Role = Cow<'static, [u8]>;
 use crate::encoding::roles::{ASSISTANT, SYSTEM, TOOL, USER};
-use crate::encoding::{known_role, role_head};
+use crate::encoding::{known_role, require_a_message, role_head};
 
 /// `EXTRA_ATTR`: an openai-only member of a part or tool call (`"k":v,...` text).
 const EXTRA_ATTR: &str = "openai_extra";
@@ -1164,6 +1164,10 @@ struct Messages {
     pending_ext: Vec<Extension<'static>>,
     /// reasoning controls of other dialects, merged into one key at the end
     reasoning: Hold<Control<'static>>,
+    /// a block of the source's message list came / a message was opened in the output
+    /// (`require_a_message`)
+    listed: bool,
+    carried: bool,
 }
 
 struct Encoding {
@@ -1216,6 +1220,8 @@ impl RequestEncoder {
                 moved: None,
                 pending_ext: Vec::new(),
                 reasoning,
+                listed: false,
+                carried: false,
             };
             *state = Some(Encoding { body, m, block: InBlock::None });
         }
@@ -1235,6 +1241,7 @@ impl Encode for RequestEncoder {
             Event::MessagesEnd => e.body.messages_end(&mut e.m, &mut io),
             Event::End => {
                 e.body.end(&mut e.m, &mut io)?;
+                require_a_message(e.m.listed, e.m.carried, DIALECT, io.session)?;
                 e.m.write_reasoning(&mut e.body, &mut io)?;
                 e.body.finish(&mut io)
             }
@@ -1259,6 +1266,10 @@ impl PlaceBlocks for Encoding {
 
     fn in_block(&mut self) -> &mut InBlock<Placed<'static>> {
         &mut self.block
+    }
+
+    fn message_listed(&mut self) {
+        self.m.listed = true;
     }
 
     fn place<'a>(&mut self, block: &'a Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'a>>> {
@@ -1438,6 +1449,7 @@ impl Messages {
     fn moved_media_message(&mut self, body: &mut MessageListBody, index: i64, io: &mut Io<'_>) -> Result<()> {
         if self.moved.is_none() {
             let w = self.messages_writer(body, index, USER, io)?;
+            self.carried = true;
             self.moved = Some(MessageAssembler::new(w, io, MEMBER_ORDER, b"\"role\":\"user\"", None)?);
         }
         Ok(())
@@ -1474,6 +1486,7 @@ impl Messages {
             self.after_tool_calls = false;
         }
         let writer = self.messages_writer(body, index, role, io)?;
+        self.carried = true;
         let head = role_head(role);
         let mut msg = MessageAssembler::new(writer, io, MEMBER_ORDER, &head, first)?;
         self.msg_index = Some(index);

@@ -734,6 +734,7 @@ class RequestEncoder(Encoder):
                     self._close_top()
             self._flush_system()
         elif kind is End:
+            self.require_a_message(self._carried)
             self._close_top()
             self._flush_system()
             self._write_controls()
@@ -809,9 +810,12 @@ class RequestEncoder(Encoder):
 
     # -- messages ---------------------------------------------------------------------
 
+    _carried = False  # a message was opened in the output (``require_a_message``)
+
     def _open_message(self, block: Block, role: str, string: bool) -> None:
         self._close_message()
         self._open_top("messages")
+        self._carried = True
         head = b'"role":' + key_bytes(role)
         if self._pending_ext:  # fields of this message that came before its first block
             for ext in [e for e in self._pending_ext if e.message == block.message]:

@@ -540,6 +540,7 @@ class RequestEncoder(Encoder):
         self.body = MessageListBody(self.out, session, DIALECT, self._close_message)
         self.reasoning_key = session.options.openai_reasoning_field
         self._msg: MessageAssembler | None = None
+        self._carried = False  # a message was opened in the output (``require_a_message``)
         self._msg_index: int | None = None
         self._msg_role: str | None = None
         self._msg_has_result_id = False
@@ -571,6 +572,7 @@ class RequestEncoder(Encoder):
             self.body.messages_end()
         elif type(event) is End:
             self.body.end()
+            self.require_a_message(self._carried)
             self._write_reasoning()
             self.body.finish()
 
@@ -630,6 +632,7 @@ class RequestEncoder(Encoder):
     def _moved_media_message(self, index: int) -> MessageAssembler:
         """The user message for a tool result's media, beside the result's open tool message."""
         if self._moved is None:
+            self._carried = True
             self._moved = MessageAssembler(self._messages_writer(index, "user"), self.session,
                                            "openai:member-order", b'"role":"user"')
         return self._moved
@@ -658,6 +661,7 @@ class RequestEncoder(Encoder):
             # it -- anthropic [text, tool_result] -- so its user blocks are held.)
             self._after_tool_calls = False
         writer = self._messages_writer(index, role)
+        self._carried = True
         self._msg = MessageAssembler(writer, self.session, "openai:member-order", b'"role":' + key_bytes(role),
                                      first)
         self._msg_index = index
