@@ -209,6 +209,21 @@ def test_invalid_body_after_routing_drops_the_upstream_request(servers, client):
     assert all(not r.valid for r in upstream.received[before:])  # a cut body, if it arrived at all
 
 
+def test_a_request_with_no_message_left_for_the_backend_is_400_in_the_client_dialect(servers):
+    """openai's system-only request to an anthropic backend (which takes the system prompt
+    apart and no request without a message): NoMessageError, the client's 400, and nothing
+    valid upstream (rpt/request-no-message-left)."""
+    proxy, upstream = servers
+    before = len(upstream.received)
+    body = b'{"model":"anthropic/response-text-tool","messages":[{"role":"system","content":"be brief"}]}'
+    status, answer, _ = post(proxy, "openai", body)
+    assert status == 400
+    assert "anthropic takes no request without a message" in error_message("openai", answer)
+    assert json.loads(answer)["error"]["param"] == "$.messages"
+    time.sleep(0.05)
+    assert all(not r.valid for r in upstream.received[before:])
+
+
 @pytest.mark.parametrize("client", DIALECTS)
 def test_oversize_body_is_413(servers, client):
     proxy, _ = servers
