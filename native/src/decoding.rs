@@ -973,6 +973,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
                     return Ok(());
                 }
                 self.pop();
+                self.at = first; // (what the value makes fails at its first byte, however cut)
                 self.finish_whole(d, state, first, data, cx)
             }
             Frame::String(s) => match token {
@@ -1007,6 +1008,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
                 if self.copy_token(&token, first, cx)? {
                     self.pop();
                     self.whole.clear();
+                    self.at = first;
                 }
                 Ok(())
             }
@@ -1016,6 +1018,7 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
                     return Ok(());
                 }
                 self.pop();
+                self.at = first;
                 let raw = std::mem::take(&mut self.whole);
                 let value = cx.data(&raw, first);
                 self.give_back(raw);

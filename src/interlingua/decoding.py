@@ -253,9 +253,12 @@ class Decoder:
             done(b"".join(parts))
             return
 
+        first = offset
+
         def handler(kind: int, value: Any, offset: int) -> None:
             if raw.feed(kind, value, offset):
                 self.pop()
+                self.at = first  # (what the value makes fails at its first byte, however cut)
                 done(b"".join(parts))
 
         self.push(handler)
