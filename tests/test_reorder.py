@@ -36,10 +36,10 @@ def test_within_budget_the_same_body_is_reordered_and_measured():
     out, transcoder = _run(SORTED, Options(reorder_budget=100_000))
     assert json.loads(out) == json.loads(SORTED)
     report = transcoder.reorder.report()
-    # (all of the text but its last fragment, at most one 1024-byte piece, which waits in the
-    # block's builder: no hold counts it)
-    assert report["by_reason"]["openai:content-before-role"] >= len(CONTENT) - 1024
-    assert report["high_water"] >= len(CONTENT) - 1024
+    # (the text and one event's overhead; its last fragment, kept back in the block's builder,
+    # counts too: rpt/reorder-kept-fragment)
+    assert report["by_reason"]["openai:content-before-role"] >= len(CONTENT) + EVENT_OVERHEAD
+    assert report["high_water"] >= len(CONTENT) + EVENT_OVERHEAD
     assert transcoder.reorder.held == 0, "everything held is given back"
 
 
@@ -113,11 +113,12 @@ def test_content_before_role_is_held_per_message_and_resolved_by_its_role(dialec
 
 @pytest.mark.parametrize("dialect", ["openai", "anthropic", "ollama"])
 @pytest.mark.parametrize("size", [1, 63, 2_000])
-@pytest.mark.parametrize("frame", [1, 3, 7, 64])
+@pytest.mark.parametrize("frame", [1, 3, 7, 64, 1 << 20])
 def test_a_held_text_costs_its_payload_and_one_overhead_whatever_the_pieces(dialect, size, frame):
     """A block's event overhead (64 bytes) counts once, not once per fragment: smaller pieces
     cut a held text into more fragments, and byte-by-byte input cost 65 times its payload
-    (rpt/reorder-budget-any-cut)."""
+    (rpt/reorder-budget-any-cut); and it costs that whole too, where the text is all kept back
+    as its block's last fragment (rpt/reorder-kept-fragment)."""
     text = "y" * size
     content = [{"text": text, "type": "text"}] if dialect == "anthropic" else text
     body = json.dumps({"messages": [{"content": content, "role": "user"}], "model": "m", "max_tokens": 5}).encode()
@@ -126,7 +127,7 @@ def test_a_held_text_costs_its_payload_and_one_overhead_whatever_the_pieces(dial
         transcoder.feed(body[i:i + frame])
     transcoder.close()
     held = transcoder.reorder.report()["by_reason"].get(f"{dialect}:content-before-role", 0)
-    assert held <= size + EVENT_OVERHEAD
+    assert held == size + EVENT_OVERHEAD
 
 
 def test_a_chunk_over_the_slice_is_read_in_slices_on_both_backends():
@@ -137,7 +138,8 @@ def test_a_chunk_over_the_slice_is_read_in_slices_on_both_backends():
     blocks = [(len(e.payload), e.init, e.fin) for e in decode([body], source="openai") if isinstance(e, Block)]
     assert blocks == [(262_117, True, False), (262_144, False, False), (75_739, False, True)]  # (27 bytes before the text)
     _, transcoder = _run(body, Options(), frame=len(body))
-    assert transcoder.reorder.report()["by_reason"]["openai:content-before-role"] == 262_117 + 262_144 + EVENT_OVERHEAD
+    # (the last slice too: it waits as the block's kept-back fragment, counted all the same)
+    assert transcoder.reorder.report()["by_reason"]["openai:content-before-role"] == 262_117 + 262_144 + 75_739 + EVENT_OVERHEAD
     with pytest.raises(BudgetExceededError) as info:
         _run(body, Options(reorder_budget=300_000), frame=len(body))
     assert info.value.offset == 262_144

@@ -1,4 +1,4 @@
-"""Every rpt wire script is a test (rpt/README.md): decode, round trip, cross, error."""
+"""Every rpt wire script is a test (rpt/README.md): decode, round trip, cross, error, reorder report."""
 
 from __future__ import annotations
 
@@ -123,6 +123,28 @@ def test_cross(source_path, target_path):
                 assert transcoder.losses == [], "no-losses"
         else:
             assert out == first, f"frame {frame} differs"
+
+
+def _held(source, target: str, frame: str):
+    """What a transcode held for reordering (or the class and path of its error)."""
+    try:
+        _, transcoder = transcode_all(source, target, frame)
+    except TranscodeError as error:
+        return type(error).__name__, error.path
+    return transcoder.reorder.report()
+
+
+@pytest.mark.parametrize("path", VALID, ids=VALID_IDS)
+def test_reorder_report(path):
+    """What is held for reordering does not depend on how the body was cut: into every
+    dialect, each frame size holds what the first did (whole, a text before its role was one
+    kept-back fragment that no hold counted: rpt/reorder-kept-fragment)."""
+    source = _script(path)
+    for target in ("openai", "anthropic", "ollama"):
+        if not available(target, source.kind):
+            continue
+        held = [(frame, _held(source, target, frame)) for frame in source.frames]
+        assert all(report == held[0][1] for _, report in held), f"into {target}: {held}"
 
 
 # -- the runner's own rules (rpt/README.md) ------------------------------------------------------

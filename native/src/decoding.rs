@@ -1329,6 +1329,10 @@ pub fn block_attrs<'a>(attrs: &[Attr]) -> Option<Vec<(Cow<'a, str>, Cow<'a, [u8]
 /// Keeping only the last fragment back costs at most one chunk. The builder
 /// returns the blocks to emit (the caller routes them: gate, role); Python's
 /// `done` callback is the caller acting on `fin`.
+///
+/// While its events would wait, what it keeps back counts in the gate they would wait
+/// in (`count_in`; Python's `recount`): the caller recounts after a `fragment` that
+/// `recounts` (`MessageBase::recount`) and uncounts before `close` (`take_counted`).
 #[derive(Clone, Debug)]
 pub struct BlockBuilder {
     pub section: Section,
@@ -1343,6 +1347,16 @@ pub struct BlockBuilder {
     /// buffer is the thread's spare one (`SPARE_LAST`) while the builder lives
     last: Vec<u8>,
     has_last: bool,
+    /// where what it keeps back is counted (Python's `_keeper`, `_counted`)
+    counted: Option<Counted>,
+}
+
+/// Bytes a builder keeps back, counted in a gate (named by its id: a gate released
+/// since gave them back with the rest).
+#[derive(Clone, Copy, Debug)]
+pub struct Counted {
+    gate: u64,
+    size: u64,
 }
 
 std::thread_local! {
@@ -1367,7 +1381,29 @@ impl Drop for BlockBuilder {
 impl BlockBuilder {
     pub fn new(section: Section, message: i64, attrs: Vec<Attr>) -> Self {
         let last = SPARE_LAST.with(std::cell::Cell::take);
-        BlockBuilder { section, message, attrs, late: Vec::new(), begun: false, started: false, last, has_last: false }
+        BlockBuilder { section, message, attrs, late: Vec::new(), begun: false, started: false, last, has_last: false, counted: None }
+    }
+
+    /// Whether `fragment(_, fin)` can change what is kept back and counted: recount after it.
+    pub fn recounts(&self, fin: bool) -> bool {
+        fin || self.counted.is_some()
+    }
+
+    /// What was counted (to give back where it was: `Gate::uncount`).
+    pub fn take_counted(&mut self) -> Option<Counted> {
+        self.counted.take()
+    }
+
+    /// Counts what is kept back in `gate`, the one its events would wait in now (as the
+    /// block it will be counts there: `event_size`).
+    pub fn count_in(&mut self, gate: &mut Gate, session: &mut Session) -> Result<()> {
+        if !self.has_last {
+            return Ok(());
+        }
+        let size = self.last.len() as u64 + if self.started { 0 } else { EVENT_OVERHEAD };
+        gate.keep(size, session)?;
+        self.counted = Some(Counted { gate: gate.id, size });
+        Ok(())
     }
 
     /// `fragment(data, init, fin)`: the block to emit now, if any (a `fin` fragment is kept).
@@ -1455,11 +1491,39 @@ pub struct Gate {
     reason: &'static str,
     pub open: bool,
     hold: Option<Hold<Event<'static>>>,
+    /// what names it to the builders that counted bytes in it (`Counted`): unique
+    id: u64,
 }
+
+/// The next gate's id.
+static NEXT_GATE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Gate {
     pub fn new(reason: &'static str) -> Self {
-        Gate { reason, open: false, hold: None }
+        let id = NEXT_GATE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Gate { reason, open: false, hold: None, id }
+    }
+
+    /// `keep(size)`: counts bytes kept back for events that will come through here (a
+    /// block builder's last fragment) while shut; released with the rest.
+    pub fn keep(&mut self, size: u64, session: &mut Session) -> Result<()> {
+        if self.open {
+            return Ok(());
+        }
+        let reason = self.reason;
+        let hold = self.hold.get_or_insert_with(|| session.reorder.hold(reason));
+        hold.count(&mut session.reorder, size)
+    }
+
+    /// `keep(-size)` of what a builder counted here (false: it was counted elsewhere).
+    pub fn uncount(&mut self, counted: Counted, session: &mut Session) -> bool {
+        if counted.gate != self.id {
+            return false;
+        }
+        if let (false, Some(hold)) = (self.open, self.hold.as_mut()) {
+            hold.uncount(&mut session.reorder, counted.size);
+        }
+        true
     }
 
     /// Hold `event` (the gate is closed; the caller emits directly when it is open).
@@ -1653,6 +1717,33 @@ impl MessageBase {
         }
         match &mut self.gate {
             Some(gate) => gate.hold(Event::Block(block), cx.session),
+            None => Ok(()),
+        }
+    }
+
+    /// `waiting()`: the gate this message's blocks would wait in now (none once the role is known).
+    pub fn waiting(&mut self) -> Option<&mut Gate> {
+        if self.role.is_some() {
+            return None;
+        }
+        let reason = self.hold_reason;
+        Some(self.gate.get_or_insert_with(|| Gate::new(reason)))
+    }
+
+    /// Gives back what a builder counted in this message's gate (if there, still shut).
+    pub fn uncount(&mut self, counted: Counted, session: &mut Session) {
+        if let Some(gate) = self.gate.as_mut() {
+            gate.uncount(counted, session);
+        }
+    }
+
+    /// `BlockBuilder.recount` for a builder whose events wait where this message's do.
+    pub fn recount(&mut self, builder: &mut BlockBuilder, session: &mut Session) -> Result<()> {
+        if let Some(counted) = builder.take_counted() {
+            self.uncount(counted, session);
+        }
+        match self.waiting() {
+            Some(gate) => builder.count_in(gate, session),
             None => Ok(()),
         }
     }

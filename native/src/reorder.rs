@@ -170,7 +170,21 @@ impl<T> Hold<T> {
         Ok(())
     }
 
-    /// Every held item in order, their bytes released.
+    /// `count(size)`: bytes held outside the items (what a block's builder keeps back
+    /// while its events wait: `Gate::keep`).
+    pub fn count(&mut self, buffer: &mut ReorderBuffer, size: u64) -> Result<()> {
+        buffer.add(self.tally, size)?;
+        self.size += size;
+        Ok(())
+    }
+
+    /// `count(-size)`: bytes counted so, given back.
+    pub fn uncount(&mut self, buffer: &mut ReorderBuffer, size: u64) {
+        buffer.release(self.tally, size);
+        self.size -= size;
+    }
+
+    /// Every held item in order, their bytes (counted ones too) released.
     pub fn drain(&mut self, buffer: &mut ReorderBuffer) -> std::vec::Drain<'_, T> {
         buffer.release(self.tally, self.size);
         self.size = 0;

@@ -455,12 +455,19 @@ class MessageReaderBase:
 
     def emit(self, block: Block) -> None:
         self._emitted = True
+        gate = self.waiting()
+        if gate is None:
+            self.d.emit(self._resolve(block))
+        else:
+            gate(block)
+
+    def waiting(self) -> Gate | None:
+        """The gate this message's blocks would wait in now (``BlockBuilder.waiting``)."""
+        if self.role is not None:
+            return None
         if self._gate is None:
-            if self.role is not None:
-                self.d.emit(self._resolve(block))
-                return
             self._gate = Gate(self._emit_resolved, self.d.session, f"{self.d.dialect}:content-before-role")
-        self._gate(block)
+        return self._gate
 
     def _emit_resolved(self, block: Block) -> None:
         self.d.emit(self._resolve(block))
@@ -596,12 +603,20 @@ class BlockBuilder:
     source's key order, not the chunking: the events are the same however the
     input was cut. Keeping only the last fragment back costs at most one chunk
     and spares holding a whole payload for an attribute that may never come.
+
+    While its events would wait (``waiting`` names the ``Gate`` they would wait in),
+    what it keeps back counts there as held (``recount``: the fragment and, if none went
+    out yet, the block's overhead, as the event it becomes will), so the reorder budget
+    and strict order decide the same however the body was cut: whole, a text before its
+    role is all one last fragment (rpt/reorder-kept-fragment).
     """
 
-    __slots__ = ("emit", "section", "message", "attrs", "late", "started", "begun", "last", "done")
+    __slots__ = ("emit", "section", "message", "attrs", "late", "started", "begun", "last", "done",
+                 "waiting", "_keeper", "_counted")
 
     def __init__(self, emit: Callable[[Block], None], section: Section, message: int,
-                 attrs: dict | None = None, done: Callable[[BlockBuilder], None] | None = None) -> None:
+                 attrs: dict | None = None, done: Callable[[BlockBuilder], None] | None = None,
+                 waiting: Callable[[], Gate | None] | None = None) -> None:
         self.emit = emit
         self.section = section
         self.message = message
@@ -613,17 +628,35 @@ class BlockBuilder:
         # called with the builder after the last fragment: ``fragment`` can then be
         # a string's sink itself, with no wrapper called per fragment
         self.done = done
+        self.waiting = waiting
+        self._keeper: Gate | None = None  # the gate that counts what is kept back
+        self._counted = 0
+
+    def recount(self) -> None:
+        """Count what is kept back in the gate the events would wait in now (none: they
+        go straight out); a gate that opened since released it with the rest."""
+        if self._keeper is not None:
+            self._keeper.keep(-self._counted)
+            self._keeper = None
+        if self.last is not None and self.waiting is not None:
+            gate = self.waiting()
+            if gate is not None:
+                self._counted = len(self.last) + (0 if self.started else EVENT_OVERHEAD)  # event_size
+                gate.keep(self._counted)
+                self._keeper = gate
 
     def fragment(self, data: bytes, init: bool, fin: bool) -> None:
         self.begun = True
         if fin:
             self.last = data if self.last is None else self.last + data
+            self.recount()
             if self.done is not None:
                 self.done(self)
             return
         if self.last is not None:  # a payload in several values (raw parts)
             data = self.last + data
             self.last = None
+            self.recount()
         self.emit(Block(self.section, self.message, data, not self.started, False,
                         None if self.started else (self.attrs or None)))
         self.started = True
@@ -632,6 +665,9 @@ class BlockBuilder:
         (self.late if self.begun else self.attrs)[key] = value
 
     def close(self) -> None:
+        if self._keeper is not None:  # the events emitted now count it, if they wait
+            self._keeper.keep(-self._counted)
+            self._keeper = None
         if not self.started and self.late:
             # Late attributes stay on a last fragment of their own, as they
             # would have had the payload arrived in pieces.
@@ -679,6 +715,15 @@ class Gate:
         if self._hold is None:
             self._hold = self._session.reorder.hold(self._reason)
         self._hold.append(event, event_size(event))
+
+    def keep(self, size: int) -> None:
+        """Count (negative: uncount) bytes kept back for events that will come through
+        here (a block builder's last fragment): while shut; released with the rest."""
+        if self.open:
+            return
+        if self._hold is None:
+            self._hold = self._session.reorder.hold(self._reason)
+        self._hold.count(size)
 
     def release(self) -> None:
         if self.open:

@@ -110,8 +110,17 @@ class Hold:
             self._items.append(data)
             self.size += size
 
+    def count(self, size: int) -> None:
+        """Count (or, negative, uncount) bytes held outside the items: what a block's
+        builder keeps back while its events wait (``Gate.keep``)."""
+        if size > 0:
+            self._buffer._add(self._tally, size)
+        elif size:
+            self._buffer._release(self._tally, -size)
+        self.size += size
+
     def drain(self) -> Iterator[Any]:
-        """Give back every held item in order, releasing its bytes."""
+        """Give back every held item in order, releasing its bytes (counted ones too)."""
         items, self._items = self._items, []
         size, self.size = self.size, 0
         self._buffer._release(self._tally, size)

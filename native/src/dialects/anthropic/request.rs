@@ -335,7 +335,12 @@ fn emit(msg: &mut MessageBase, block: Block<'_>, cx: &mut Cx<'_>) -> Result<()> 
 
 /// `builder.fragment(data, init, fin)`, emitted as the message's.
 fn fragment(builder: &mut BlockBuilder, data: &[u8], fin: bool, msg: &mut MessageBase, cx: &mut Cx<'_>) -> Result<()> {
-    match builder.fragment(data, fin) {
+    let recount = builder.recounts(fin);
+    let block = builder.fragment(data, fin);
+    if recount {
+        msg.recount(builder, cx.session)?;
+    }
+    match block {
         Some(block) => emit(msg, block, cx),
         None => Ok(()),
     }
@@ -343,6 +348,9 @@ fn fragment(builder: &mut BlockBuilder, data: &[u8], fin: bool, msg: &mut Messag
 
 /// `builder.close()`, emitted as the message's.
 fn close(builder: &mut BlockBuilder, msg: &mut MessageBase, cx: &mut Cx<'_>) -> Result<()> {
+    if let Some(counted) = builder.take_counted() {
+        msg.uncount(counted, cx.session);  // the blocks emitted now count it, if they wait
+    }
     let (last, late) = builder.close();
     emit(msg, last, cx)?;
     match late {

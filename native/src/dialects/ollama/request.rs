@@ -12,7 +12,7 @@ use super::controls;
 use crate::canonical::{escape_raw_json, Block, Control, Event, Section, REQUEST_LEVEL};
 use crate::compact::{Data, Raw};
 use crate::decoding::{
-    get_attr, member_path, set_attr, Attr, BlockBuilder, Cx, Dialect, Frame, Gate, Machine, MachineDecoder, MessageBase,
+    get_attr, member_path, set_attr, Attr, BlockBuilder, Counted, Cx, Dialect, Frame, Gate, Machine, MachineDecoder, MessageBase,
     Read, RequestBody,
 };
 use crate::dialects::fields::{self, field, required};
@@ -179,6 +179,33 @@ impl MessageReader {
             return held.hold(Event::Block(block), cx.session);
         }
         self.emit_settled(block, cx)
+    }
+
+    /// Gives back what a builder counted in one of this message's gates (if still shut).
+    fn uncount(&mut self, counted: Counted, session: &mut Session) {
+        let gates = [self.call_held.as_mut(), self.after_result.as_mut()];
+        if !gates.into_iter().flatten().any(|gate| gate.uncount(counted, session)) {
+            self.base.uncount(counted, session);
+        }
+    }
+
+    /// `BlockBuilder.recount` for the block being read: its kept-back bytes count in the
+    /// gate its events would wait in now (`waiting`: the call's, the result's, the role's).
+    fn recount_block(&mut self, session: &mut Session) -> Result<()> {
+        let Some(mut builder) = self.block.take() else { return Ok(()) };
+        if let Some(counted) = builder.take_counted() {
+            self.uncount(counted, session);
+        }
+        let waiting = match (self.call_held.as_mut(), self.after_result.as_mut()) {
+            (Some(gate), _) | (None, Some(gate)) => Some(gate),
+            (None, None) => self.base.waiting(),
+        };
+        let counted = match waiting {
+            Some(gate) => builder.count_in(gate, session),
+            None => Ok(()),
+        };
+        self.block = Some(builder);
+        counted
     }
 
     /// `MessageReader.emit`
@@ -776,6 +803,9 @@ impl Ollama {
         if msg.block_is_content && msg.base.role.as_deref() == Some("tool") {
             msg.match_result(&mut builder, &mut self.pending_calls);
         }
+        if let Some(counted) = builder.take_counted() {
+            msg.uncount(counted, cx.session);  // the blocks emitted now count it, if they wait
+        }
         let (first, second) = builder.close();
         msg.emit(first, cx)?;
         if let Some(second) = second {
@@ -792,6 +822,9 @@ impl Ollama {
         let held = msg.after_result.take();
         if msg.base.role.as_deref() == Some("tool") {
             msg.match_result(&mut result, &mut self.pending_calls);
+        }
+        if let Some(counted) = result.take_counted() {
+            msg.uncount(counted, cx.session);
         }
         let (first, second) = result.close();
         msg.emit(first, cx)?;
@@ -811,10 +844,15 @@ impl Ollama {
     fn block_fragment(&mut self, data: &[u8], fin: bool, cx: &mut Cx<'_>) -> Result<()> {
         let msg = self.msg()?;
         let Some(builder) = msg.block.as_mut() else { return Err(internal(S::Message, "a block")) };
-        if let Some(block) = builder.fragment(data, fin) {
-            msg.emit(block, cx)?;
+        let recount = builder.recounts(fin);
+        let block = builder.fragment(data, fin);
+        if recount {
+            msg.recount_block(cx.session)?;
         }
-        Ok(())
+        match block {
+            Some(block) => msg.emit(block, cx),
+            None => Ok(()),
+        }
     }
 
     /// `ImageReader.fragment`
@@ -906,7 +944,8 @@ impl Ollama {
                 msg.emit_settled(block, cx)
             }
             other => cx.emit(other),
-        })
+        })?;
+        msg.recount_block(cx.session)  // what the builder keeps back now waits where the message's blocks do
     }
 
     fn call_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {

@@ -238,6 +238,9 @@ mod decoder {
 
         fn close_open(&mut self, cx: &mut Cx<'_>) -> Result<()> {
             if let Some(mut open) = self.open.take() {
+                if let Some(counted) = open.take_counted() {
+                    self.base.uncount(counted, cx.session);  // the blocks emitted now count it, if they wait
+                }
                 let (last, extra) = open.close();
                 self.emit(last, cx)?;
                 if let Some(extra) = extra {
@@ -249,10 +252,14 @@ mod decoder {
 
         /// A fragment of the block being built (`builder.fragment`).
         fn fragment(&mut self, data: &[u8], fin: bool, cx: &mut Cx<'_>) -> Result<()> {
-            let block = match &mut self.building {
-                Some(builder) => builder.fragment(data, fin),
-                None => return Err(internal("a fragment without a block")),
+            let Some(builder) = self.building.as_mut() else {
+                return Err(internal("a fragment without a block"));
             };
+            let recount = builder.recounts(fin);
+            let block = builder.fragment(data, fin);
+            if recount {
+                self.base.recount(builder, cx.session)?;
+            }
             match block {
                 Some(block) => self.emit(block, cx),
                 None => Ok(()),

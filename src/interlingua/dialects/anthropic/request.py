@@ -219,7 +219,7 @@ class MessageReader(MessageReaderBase):
         return Block(section, block.message, block.payload, True, block.fin, attrs or None)
 
     def builder(self, section: Section, attrs: dict | None = None, done=None) -> BlockBuilder:
-        return BlockBuilder(self.emit, section, self.index, attrs, done)
+        return BlockBuilder(self.emit, section, self.index, attrs, done, self.waiting)
 
     # -- keys ----------------------------------------------------------------------
 

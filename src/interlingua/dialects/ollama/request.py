@@ -77,7 +77,7 @@ from ...canonical import (
     TOP_LEVEL_SYSTEM, UNKNOWN, USER_IMAGE, USER_TEXT, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, escape_raw_json, unescape_json_text,
 )
-from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder, event_size
+from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
     STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, first_member, late_only,
     merged_reasoning, message_member,
@@ -272,13 +272,16 @@ class MessageReader(MessageReaderBase):
         else:
             super().emit(block)
 
+    def waiting(self) -> Gate | None:
+        return self._after_result if self._after_result is not None else super().waiting()
+
     def builder(self, section: Section, attrs: dict | None = None, done=None) -> BlockBuilder:
         if self._open is not None:
             if self._open is self._content and self.role in (None, "tool"):
                 self._keep_result_open()
             else:
                 self.close_open()
-        return BlockBuilder(self.emit, section, self.index, attrs, done)
+        return BlockBuilder(self.emit, section, self.index, attrs, done, self.waiting)
 
     def _keep_result_open(self) -> None:
         """A block begins after a result's content, before its link may have come: the
@@ -507,14 +510,18 @@ class ToolCallReader:
         self.d.pending_calls.append(self.call)
         self.has_arguments = False
         self.id_settled = False  # the id is known: the generated one stands, or the given one came
-        self._held = None  # the fragments that came before the id
         if not self.d.session.reorder.refuse:
-            self.block.emit = self._hold
+            # the fragments that come before the id wait for it
+            self._before_id = Gate(self._settled, self.d.session, CALL_BEFORE_ID)
+            self.block.emit = self._before_id
+            self.block.waiting = lambda: self._before_id
 
-    def _hold(self, block: Block) -> None:
-        if self._held is None:
-            self._held = self.d.session.reorder.hold(CALL_BEFORE_ID)
-        self._held.append(block, event_size(block))
+    def _settled(self, block: Block) -> None:
+        """A held fragment goes out, the first one with the id."""
+        if block.init:
+            block = Block(block.section, block.message, block.payload, True, block.fin,
+                          {**block.attrs, "id": self.call[0]})
+        self.m.emit(block)
 
     def _settle(self) -> None:
         """The id is known: the held fragments go out (the first one with it), later ones straight."""
@@ -522,14 +529,10 @@ class ToolCallReader:
             return
         self.id_settled = True
         self.block.emit = self.m.emit
-        if self._held is not None:
-            call_id = self.call[0]
-            for block in self._held.drain():
-                if block.init:
-                    block = Block(block.section, block.message, block.payload, True, block.fin,
-                                  {**block.attrs, "id": call_id})
-                self.m.emit(block)
-            self._held = None
+        self.block.waiting = self.m.waiting
+        if not self.d.session.reorder.refuse:
+            self._before_id.release()
+            self.block.recount()  # what the builder keeps back now waits where the message's blocks do
 
     def on_key(self, kind: int, value: Any, offset: int) -> None:
         if kind == tok.OBJECT_END:

@@ -171,7 +171,7 @@ class MessageReader(MessageReaderBase):
     def builder(self, section: Section, attrs: dict | None = None, done=None) -> BlockBuilder:
         """A new block of this message; the previous one is closed first."""
         self.close_open()
-        return BlockBuilder(self.emit, section, self.index, attrs, done)
+        return BlockBuilder(self.emit, section, self.index, attrs, done, self.waiting)
 
     def finished(self, builder: BlockBuilder) -> None:
         """The block's payload is complete; it closes when the next block starts or the message ends."""
