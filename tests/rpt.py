@@ -264,6 +264,32 @@ def all_wire_scripts() -> list[Path]:
     return sorted(RPT_ROOT.glob("*/*.*.rpt"))
 
 
+def cross_pairs(kind: str | None = None, carried: bool = True) -> list[tuple[WireScript, WireScript]]:
+    """The corpus's cross pairs, as test_rpt's cross check runs them: (source, target), two
+    scripts of one folder and kind, of different dialects, neither an error script. ``carried``:
+    only the pairs whose target says what the source becomes (no ``not-from``, no
+    ``error from`` for that source)."""
+    scripts = [parse_wire(path) for path in all_wire_scripts()]
+    scripts = [s for s in scripts if s.error is None and (kind is None or s.kind == kind)]
+    by_folder: dict = {}
+    for script in scripts:
+        by_folder.setdefault((script.path.parent, script.kind), []).append(script)
+    pairs = []
+    for group in by_folder.values():
+        for target in group:
+            for source in sorted(group, key=lambda s: s.path):
+                if source.dialect == target.dialect:
+                    continue
+                if carried and (source.dialect in target.not_from or source.dialect in target.errors_from):
+                    continue
+                pairs.append((source, target))
+    return pairs
+
+
+def pair_id(source: WireScript, target: WireScript) -> str:
+    return f"{target.scenario}/{source.path.name}->{target.dialect}"
+
+
 def events_as_builtins(events) -> list:
     return [msgspec.to_builtins(e) for e in events]
 

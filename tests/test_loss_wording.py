@@ -14,7 +14,7 @@ from corpus import ITEMS, cases, run
 from corpus.targets import anthropic_final, openai_final
 from interlingua.dialects import available
 from interlingua.losses import INTERNAL_WORDS
-from rpt import all_wire_scripts, parse_wire, split_stream_events, transcode_all
+from rpt import cross_pairs, split_stream_events, transcode_all
 
 FINALS = {"openai": openai_final, "anthropic": anthropic_final}
 _SEGMENT = re.compile(r"\.([^.\[]+)|\[(-?\d+)\]")
@@ -87,19 +87,10 @@ def test_corpus_losses_name_source_fields_and_what_the_target_lacks(name, target
 
 
 def _rpt_pairs():
-    scripts = [parse_wire(p) for p in all_wire_scripts()]
-    scripts = [s for s in scripts if s.error is None and available(s.dialect, s.kind)]
-    by_folder: dict = {}
-    for s in scripts:
-        by_folder.setdefault((s.scenario, s.kind), []).append(s)
-    pairs = []
-    for group in by_folder.values():
-        for source in group:
-            for target in group:
-                if source.dialect != target.dialect and source.dialect not in target.errors_from:
-                    pairs.append(pytest.param(source, target, id=f"{source.scenario}:{source.kind}:"
-                                              f"{source.dialect}->{target.dialect}"))
-    return pairs
+    """Every cross pair that transcodes (a `not-from` one too: its losses are worded all the same)."""
+    return [pytest.param(source, target, id=f"{source.scenario}:{source.kind}:{source.dialect}->{target.dialect}")
+            for source, target in cross_pairs(carried=False)
+            if available(source.dialect, source.kind) and source.dialect not in target.errors_from]
 
 
 @pytest.mark.parametrize("source,target", _rpt_pairs())

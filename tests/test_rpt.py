@@ -11,8 +11,8 @@ from interlingua.dialects import available
 
 from rpt import (
     split_stream_events,
-    all_wire_scripts, coalesce, decode_all, events_as_builtins, matches_canonical, parse_canonical,
-    parse_wire, transcode_all,
+    all_wire_scripts, coalesce, cross_pairs, decode_all, events_as_builtins, matches_canonical, pair_id,
+    parse_canonical, parse_wire, transcode_all,
 )
 
 
@@ -82,18 +82,11 @@ def test_round_trip(path):
             assert out == first, f"frame {frame}: output differs from frame {script.frames[0]}"
 
 
-def _cross_pairs():
-    pairs = []
-    for path in VALID:
-        target = parse_wire(path)
-        for other in sorted(path.parent.glob(f"*.{target.kind}.rpt")):
-            if other == path or other not in VALID:
-                continue
-            pairs.append(pytest.param(other, path, id=f"{path.parent.name}/{other.name}->{target.dialect}"))
-    return pairs
+CROSS = [pytest.param(source.path, target.path, id=pair_id(source, target))
+         for source, target in cross_pairs(carried=False)]
 
 
-@pytest.mark.parametrize("source_path,target_path", _cross_pairs())
+@pytest.mark.parametrize("source_path,target_path", CROSS)
 def test_cross(source_path, target_path):
     target = _script(target_path)
     source = _script(source_path)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import validity
-from rpt import all_wire_scripts, parse_wire, transcode_all
+from rpt import cross_pairs, transcode_all
 
 _USER = {"role": "user", "content": "hi"}
 _A = {"model": "m", "max_tokens": 10, "messages": [_USER]}
@@ -135,23 +135,11 @@ def test_every_rule_has_an_example_and_a_source():
     assert "| anthropic | request | tool-id-pattern |" in validity.table()
 
 
-def _cross_pairs():
-    scripts = [parse_wire(p) for p in all_wire_scripts()]
-    pairs = []
-    for target in scripts:
-        for source in scripts:
-            if (source.path.parent == target.path.parent and source.kind == target.kind
-                    and source.dialect != target.dialect and not source.error and not target.error
-                    and source.dialect not in target.not_from and source.dialect not in target.errors_from):
-                pairs.append((source, target))
-    return pairs
-
-
 def test_the_rpt_corpus_cross_outputs_are_valid(backend):
     """Every cross-dialect output of the rpt scenarios passes its target's rules, on each
     backend (the conftest hook checks every test's outputs; this names the corpus once)."""
     checked = 0
-    for source, target in _cross_pairs():
+    for source, target in cross_pairs():
         options = source.make_options(**target.options)
         out, transcoder = transcode_all(source, target.dialect, "whole", options)
         problems = validity.check(target.dialect, target.kind, out, enforced_only=True)

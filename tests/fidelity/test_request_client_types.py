@@ -14,7 +14,7 @@ from openai.types.chat import completion_create_params as openai_params
 from pydantic import TypeAdapter
 
 from interlingua.dialects import available
-from rpt import all_wire_scripts, parse_wire, transcode_all
+from rpt import cross_pairs, pair_id, parse_wire, transcode_all
 
 _ADAPTERS = {
     "openai": TypeAdapter(typing.Union[openai_params.CompletionCreateParamsStreaming,
@@ -30,21 +30,8 @@ def validate(target: str, body: dict) -> None:
         _ADAPTERS[target].validate_python(body)
 
 
-def _cases():
-    """The corpus's cross pairs (as tests/test_rpt.py::test_cross runs them): each request script of a
-    folder into the dialect of every other request script there."""
-    for path in all_wire_scripts():
-        target = parse_wire(path)
-        if target.kind != "request" or target.error:
-            continue
-        for other in sorted(path.parent.glob("*.request.rpt")):
-            source = parse_wire(other)
-            if other == path or source.error or source.dialect in target.not_from or source.dialect in target.errors_from:
-                continue
-            yield pytest.param(other, path, id=f"{path.parent.name}/{other.name}->{target.dialect}")
-
-
-@pytest.mark.parametrize("source_path,target_path", list(_cases()))
+@pytest.mark.parametrize("source_path,target_path", [pytest.param(source.path, target.path, id=pair_id(source, target))
+                                                     for source, target in cross_pairs("request")])
 def test_cross_request_output_is_accepted_by_the_target_client_types(source_path, target_path):
     source, target = parse_wire(source_path), parse_wire(target_path)
     if not available(source.dialect, "request"):
