@@ -632,12 +632,16 @@ class BlockBuilder:
         self._keeper: Gate | None = None  # the gate that counts what is kept back
         self._counted = 0
 
-    def recount(self) -> None:
-        """Count what is kept back in the gate the events would wait in now (none: they
-        go straight out); a gate that opened since released it with the rest."""
+    def _uncount(self) -> None:
+        """Give back what was counted (a gate that opened since released it with the rest)."""
         if self._keeper is not None:
             self._keeper.keep(-self._counted)
             self._keeper = None
+
+    def recount(self) -> None:
+        """Count what is kept back in the gate the events would wait in now (none: they
+        go straight out)."""
+        self._uncount()
         if self.last is not None and self.waiting is not None:
             gate = self.waiting()
             if gate is not None:
@@ -665,9 +669,7 @@ class BlockBuilder:
         (self.late if self.begun else self.attrs)[key] = value
 
     def close(self) -> None:
-        if self._keeper is not None:  # the events emitted now count it, if they wait
-            self._keeper.keep(-self._counted)
-            self._keeper = None
+        self._uncount()  # the events emitted now count it, if they wait
         if not self.started and self.late:
             # Late attributes stay on a last fragment of their own, as they
             # would have had the payload arrived in pieces.
