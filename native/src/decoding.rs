@@ -1332,7 +1332,7 @@ pub fn block_attrs<'a>(attrs: &[Attr]) -> Option<Vec<(Cow<'a, str>, Cow<'a, [u8]
 ///
 /// While its events would wait, what it keeps back counts in the gate they would wait
 /// in (`count_in`; Python's `recount`): the caller recounts after a `fragment` that
-/// `recounts` (`MessageBase::recount`) and uncounts before `close` (`take_counted`).
+/// `recounts` (`MessageBase::recount`) and uncounts before `close` (`uncount`).
 #[derive(Clone, Debug)]
 pub struct BlockBuilder {
     pub section: Section,
@@ -1389,9 +1389,12 @@ impl BlockBuilder {
         fin || self.counted.is_some()
     }
 
-    /// What was counted (to give back where it was: `Gate::uncount`).
-    pub fn take_counted(&mut self) -> Option<Counted> {
-        self.counted.take()
+    /// `_uncount`: what was counted goes to `give_back`, to be given back where it was
+    /// (`Gate::uncount`; a gate that opened since released it with the rest).
+    pub fn uncount(&mut self, give_back: impl FnOnce(Counted)) {
+        if let Some(counted) = self.counted.take() {
+            give_back(counted);
+        }
     }
 
     /// Counts what is kept back in `gate`, the one its events would wait in now (as the
@@ -1739,9 +1742,7 @@ impl MessageBase {
 
     /// `BlockBuilder.recount` for a builder whose events wait where this message's do.
     pub fn recount(&mut self, builder: &mut BlockBuilder, session: &mut Session) -> Result<()> {
-        if let Some(counted) = builder.take_counted() {
-            self.uncount(counted, session);
-        }
+        builder.uncount(|counted| self.uncount(counted, session));
         match self.waiting() {
             Some(gate) => builder.count_in(gate, session),
             None => Ok(()),

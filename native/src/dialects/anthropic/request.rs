@@ -348,9 +348,7 @@ fn fragment(builder: &mut BlockBuilder, data: &[u8], fin: bool, msg: &mut Messag
 
 /// `builder.close()`, emitted as the message's.
 fn close(builder: &mut BlockBuilder, msg: &mut MessageBase, cx: &mut Cx<'_>) -> Result<()> {
-    if let Some(counted) = builder.take_counted() {
-        msg.uncount(counted, cx.session);  // the blocks emitted now count it, if they wait
-    }
+    builder.uncount(|counted| msg.uncount(counted, cx.session));  // the blocks emitted now count it, if they wait
     let (last, late) = builder.close();
     emit(msg, last, cx)?;
     match late {

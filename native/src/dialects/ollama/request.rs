@@ -193,9 +193,7 @@ impl MessageReader {
     /// gate its events would wait in now (`waiting`: the call's, the result's, the role's).
     fn recount_block(&mut self, session: &mut Session) -> Result<()> {
         let Some(mut builder) = self.block.take() else { return Ok(()) };
-        if let Some(counted) = builder.take_counted() {
-            self.uncount(counted, session);
-        }
+        builder.uncount(|counted| self.uncount(counted, session));
         let waiting = match (self.call_held.as_mut(), self.after_result.as_mut()) {
             (Some(gate), _) | (None, Some(gate)) => Some(gate),
             (None, None) => self.base.waiting(),
@@ -803,9 +801,7 @@ impl Ollama {
         if msg.block_is_content && msg.base.role.as_deref() == Some("tool") {
             msg.match_result(&mut builder, &mut self.pending_calls);
         }
-        if let Some(counted) = builder.take_counted() {
-            msg.uncount(counted, cx.session);  // the blocks emitted now count it, if they wait
-        }
+        builder.uncount(|counted| msg.uncount(counted, cx.session));  // the blocks emitted now count it, if they wait
         let (first, second) = builder.close();
         msg.emit(first, cx)?;
         if let Some(second) = second {
@@ -823,9 +819,7 @@ impl Ollama {
         if msg.base.role.as_deref() == Some("tool") {
             msg.match_result(&mut result, &mut self.pending_calls);
         }
-        if let Some(counted) = result.take_counted() {
-            msg.uncount(counted, cx.session);
-        }
+        result.uncount(|counted| msg.uncount(counted, cx.session));
         let (first, second) = result.close();
         msg.emit(first, cx)?;
         if let Some(second) = second {

@@ -238,9 +238,7 @@ mod decoder {
 
         fn close_open(&mut self, cx: &mut Cx<'_>) -> Result<()> {
             if let Some(mut open) = self.open.take() {
-                if let Some(counted) = open.take_counted() {
-                    self.base.uncount(counted, cx.session);  // the blocks emitted now count it, if they wait
-                }
+                open.uncount(|counted| self.base.uncount(counted, cx.session));  // the blocks emitted now count it, if they wait
                 let (last, extra) = open.close();
                 self.emit(last, cx)?;
                 if let Some(extra) = extra {
