@@ -1101,7 +1101,7 @@ impl NativeTranscoder {
         };
         let mut session = crate::session::Session::new(options, source, target, kind);
         session.response_start = start;
-        let core = guard(py, || crate::pipeline::Transcoder::new(session, model).map(Box::new))?
+        let core = guard(py, || crate::pipeline::Transcoder::new(session, model))?
             .map_err(|err| to_py_err(py, &err, None))?;
         Ok(NativeTranscoder { core, hook_error, py_poison: None, losses: LiveLosses::default(), hooks })
     }
