@@ -673,6 +673,14 @@ pub fn lose_block(session: &mut Session, dialect: &str, block: BlockRef<'_>, wha
     lose(session, dialect, block, &subject, what, done, None)
 }
 
+/// `_lose_moved`: a block sent in a `role` message whose source message had another role
+/// (attr `role`: ollama takes `images` and `tool_calls` on any message): its place is lost.
+pub fn lose_moved(session: &mut Session, dialect: &str, block: BlockRef<'_>, attrs: &[Attr<'_>], role: &str) -> Result<()> {
+    let Some(source_role) = attr_str(attrs, "role").filter(|source_role| source_role != role) else { return Ok(()) };
+    let sent = if role == "user" { "sent in a user message" } else { "sent in an assistant message" };
+    lose_block(session, dialect, block, &format!("place for it in its {source_role} message"), Some(sent), Some(attrs))
+}
+
 /// `_lose_unplaced`: a block the target has no place for at all.
 pub fn lose_unplaced(session: &mut Session, dialect: &str, block: BlockRef<'_>) -> Result<()> {
     lose_block(session, dialect, block, no_place(block.section).unwrap_or("such content"), None, None)

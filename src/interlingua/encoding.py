@@ -31,6 +31,7 @@ Write = Callable[[bytes], None]
 _CLOSERS = {b"[": b"]", b"{": b"}", b'"': b'"', b"": b""}
 _CONTAINERS = (b"[", b"{")
 _NONE_ENDED: frozenset = frozenset()  # shared until a message ends a member early
+_SENT_IN = {"user": "sent in a user message", "assistant": "sent in an assistant message"}  # (_lose_moved)
 
 
 class Encoder:
@@ -120,6 +121,14 @@ class Encoder:
     def _lose_block(self, block: Block, what: str, done: str | None = None, attrs: dict | None = None) -> None:
         """The block (or something about it) is not carried: ``<block>: <target> has no <what>``."""
         self._lose(block, self._subject(block, attrs), what, done)
+
+    def _lose_moved(self, block: Block, attrs: dict, role: str) -> None:
+        """A block sent in a ``role`` message whose source message had another role
+        (attr ``role``: ollama takes ``images`` and ``tool_calls`` on any message): its
+        place is lost."""
+        source_role = attrs.get("role")
+        if isinstance(source_role, str) and source_role != role:
+            self._lose_block(block, f"place for it in its {source_role} message", _SENT_IN[role], attrs=attrs)
 
     def _lose_unplaced(self, block: Block) -> None:
         """A block the target has no place for at all (server tools, audio, unknown content)."""

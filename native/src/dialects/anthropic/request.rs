@@ -1388,7 +1388,7 @@ mod encoder {
     use crate::canonical::{unescape_json_text, Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
     use crate::encoding::{
         require_a_message,
-        attr, attr_is, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_unplaced, merged, on_block,
+        attr, attr_is, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_moved, lose_unplaced, merged, on_block,
         subject, tool_definition, where_, Attr, Head, BlockRef, Encode, HeldArguments, InBlock, Io,
         MessageAssembler, PlaceBlocks, ToolDefinitions, WriterId, PARTS_CONTENT, STRING_CONTENT,
     };
@@ -1993,6 +1993,7 @@ mod encoder {
         }
 
         fn tool_call<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
+            lose_moved(io.session, DIALECT, BlockRef::of(block), attrs, "assistant")?;
             let w = self.message_for(block, "assistant", attr_truthy(attrs, "in_parts"), false, io)?;
             io.separate(w)?;
             io.write(w, b"{\"type\":\"tool_use\",\"input\":")?;
@@ -2234,6 +2235,7 @@ mod encoder {
                 io.write(OUT, sep)?;
                 Some(result.serial)
             } else {
+                lose_moved(io.session, DIALECT, BlockRef::of(block), attrs, "user")?;
                 let w = self.message_for(block, "user", attr_truthy(attrs, "in_parts"), false, io)?;
                 io.separate(w)?;
                 None

@@ -1061,7 +1061,7 @@ use std::borrow::Cow;
 use crate::canonical::{Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
     attr, attr_is, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field,
-    late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, tool_definition, where_, Attr,
+    lose_moved, late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, tool_definition, where_, Attr,
     Head, BlockRef, Encode, First, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener,
     OwnedAttrs, PlaceBlocks, ToolDefinitions, WriterId, Writers, PARTS_CONTENT, STRING_CONTENT,
 };
@@ -1745,6 +1745,7 @@ impl Messages {
             self.moved_media_message(body, block.message, io)?;
             Which::Moved
         } else {
+            lose_moved(io.session, DIALECT, BlockRef::of(block), attrs, "user")?;
             self.message_for(body, block, USER, io)?;
             Which::Open
         };
@@ -1775,6 +1776,7 @@ impl Messages {
     fn tool_call<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Placed<'b>> {
         // the late attributes at the close: each recorded once
         self.foreign_call_attrs(io, BlockRef::of(block), attrs)?;
+        lose_moved(io.session, DIALECT, BlockRef::of(block), attrs, "assistant")?;
         self.message_for(body, block, ASSISTANT, io)?;
         if attr_truthy(attrs, "legacy") {
             // function_call: {"name", "arguments"}, no id

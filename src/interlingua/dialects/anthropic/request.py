@@ -935,6 +935,7 @@ class RequestEncoder(Encoder):
         return w.write, (lambda late: w.write(b'"' + self._members(block, "thinking", {**attrs, **late}) + b"}"))
 
     def _tool_call(self, block: Block, attrs: dict):
+        self._lose_moved(block, attrs, "assistant")
         w = self._message_for(block, "assistant", attrs, False)
         w._separate()
         w.write(b'{"type":"tool_use","input":')
@@ -1081,6 +1082,7 @@ class RequestEncoder(Encoder):
                              attrs=attrs)
             return None
         if result is None:
+            self._lose_moved(block, attrs, "user")
             w = self._message_for(block, "user", attrs, False)
             w._separate()
         else:

@@ -861,6 +861,7 @@ class RequestEncoder(Encoder):
                 and self._msg_index == block.message and self._after_tool_calls:
             msg = self._moved_media_message(block.message)  # the result's texts go on in its tool message
         else:
+            self._lose_moved(block, attrs, "user")
             msg = self._message_for(block, "user")
         w = msg.member("content", b"[")
         w._separate()
@@ -889,6 +890,7 @@ class RequestEncoder(Encoder):
 
     def _tool_call(self, block: Block, attrs: dict):
         self._foreign_call_attrs(block, attrs)  # the late ones at the close: each recorded once
+        self._lose_moved(block, attrs, "assistant")
         msg = self._message_for(block, "assistant")
         if attrs.get("legacy"):  # function_call: {"name", "arguments"}, no id
             w = msg.member("function_call", b"{")
