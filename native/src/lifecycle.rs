@@ -36,7 +36,7 @@ pub fn finish_to_table(dialect: &str, reason: &str) -> Option<&'static str> {
         ("anthropic", "content_filter" | "refusal") => "refusal",
         ("anthropic", "pause_turn") => "pause_turn",
         ("anthropic", "context_window") => "model_context_window_exceeded",
-        ("ollama", "end_turn" | "stop_sequence" | "tool_use" | "content_filter" | "refusal") => "stop",
+        ("ollama", "end_turn" | "stop_sequence" | "tool_use") => "stop",
         ("ollama", "max_tokens" | "context_window") => "length",
         _ => return None,
     })
@@ -679,25 +679,35 @@ impl<'o> ObjectOut<'o> {
 }
 
 /// `usage_to_openai(u, session)`: the openai usage object's compact JSON (the
-/// service tier goes at the body's top: `tier_to`).
-pub fn usage_to_openai(u: &Usage) -> Result<Vec<u8>> {
+/// service tier goes at the body's top: `tier_to`), or `None` when the usage has no
+/// count at all (the member is left out).
+pub fn usage_to_openai(u: &Usage) -> Result<Option<Vec<u8>>> {
+    if !has_openai_usage(u) {
+        return Ok(None);
+    }
     let mut json = Vec::with_capacity(128);
     push_usage_openai(u, &mut json)?;
-    Ok(json)
+    Ok(Some(json))
 }
 
-/// `usage_to_openai` written at the end of `json` (an encoder's body: no buffer of its own).
+/// Whether `usage_to_openai` writes a usage object: the usage has some count.
+pub fn has_openai_usage(u: &Usage) -> bool {
+    [u.input, u.output, u.total, u.cache_read, u.cache_write, u.reasoning].iter().any(Option::is_some)
+}
+
+/// `usage_to_openai` written at the end of `json` (an encoder's body: no buffer of its
+/// own; the caller asks `has_openai_usage` first). The three counts openai's
+/// `CompletionUsage` requires are always written: 0 for one the source did not give
+/// (a schema placeholder, lifecycle.py's docstring), the total then the sum written.
 pub fn push_usage_openai(u: &Usage, json: &mut Vec<u8>) -> Result<()> {
-    let total = match (u.total, u.input, u.output) {
-        (Some(total), _, _) => Some(total),
-        (None, Some(input), Some(output)) => Some(checked_sum(&[input, output], "total_tokens")?),
-        _ => None,
+    let (input, output) = (u.input.unwrap_or(0), u.output.unwrap_or(0));
+    let total = match u.total {
+        Some(total) => total,
+        None => checked_sum(&[input, output], "total_tokens")?,
     };
     let mut out = ObjectOut::new(json);
-    for (key, n) in [("prompt_tokens", u.input), ("completion_tokens", u.output), ("total_tokens", total)] {
-        if let Some(n) = n {
-            out.count(key, n);
-        }
+    for (key, n) in [("prompt_tokens", input), ("completion_tokens", output), ("total_tokens", total)] {
+        out.count(key, n);
     }
     if u.cache_read.is_some() || u.cache_write.is_some() {
         let mut prompt = ObjectOut::new(out.key("prompt_tokens_details"));
@@ -835,6 +845,28 @@ pub fn ollama_counts(u: &Usage, session: &mut Session) -> Result<[Option<i64>; 2
     }
     lose_odd_total(u, session, "ollama")?;
     Ok([u.input, u.output])
+}
+
+/// `merge_anthropic_usage(old, new)`: `merge_usage` of two anthropic usages as the
+/// anthropic client accumulates a stream: the input is the merged `input_tokens`
+/// plus the merged cache counts (a `message_delta` without `message_start`'s cache
+/// reads keeps them, in the input too).
+pub fn merge_anthropic_usage(old: Option<&Usage>, new: Usage) -> Result<Usage> {
+    let Some(old) = old else { return Ok(new) };
+    let raw = anthropic_input(&new).or_else(|| anthropic_input(old));
+    let mut merged = merge_usage(Some(old), new);
+    merged.input = match raw {
+        None => None,
+        Some(n) => Some(checked_sum(&[n, merged.cache_read.unwrap_or(0), merged.cache_write.unwrap_or(0)],
+                                    "input_tokens")?),
+    };
+    Ok(merged)
+}
+
+/// The `input_tokens` a usage was read from: the canonical input less the cache counts
+/// (`usage_from_anthropic` added them, so this cannot overflow).
+fn anthropic_input(u: &Usage) -> Option<i64> {
+    u.input.map(|n| n.wrapping_sub(u.cache_read.unwrap_or(0)).wrapping_sub(u.cache_write.unwrap_or(0)))
 }
 
 /// `merge_usage(old, new)`: later counts win; a count the later report lacks keeps
@@ -1563,6 +1595,36 @@ mod tests {
     }
 
     #[test]
+    fn anthropic_stream_input_is_the_merged_input_tokens_plus_the_merged_cache_counts() {
+        // (input_tokens, cache_read, cache_write) of message_start and message_delta, every
+        // combination of which event gives which: the later given member wins
+        let pick = |on: u8, bit: u8, n: i64| (on & bit != 0).then_some(n);
+        for start in 0..8u8 {
+            for delta in 0..8u8 {
+                let read = |on: u8, base: i64| {
+                    let (raw, r, w) = (pick(on, 1, base), pick(on, 2, base + 1), pick(on, 4, base + 2));
+                    Usage { input: raw.map(|n| n + r.unwrap_or(0) + w.unwrap_or(0)), cache_read: r, cache_write: w,
+                            ..Usage::default() }
+                };
+                let merged = merge_anthropic_usage(Some(&read(start, 10)), read(delta, 20)).unwrap();
+                let later = |bit: u8, off: i64| pick(delta, bit, 20 + off).or(pick(start, bit, 10 + off));
+                let want = later(1, 0).map(|n| n + later(2, 1).unwrap_or(0) + later(4, 2).unwrap_or(0));
+                assert_eq!((merged.input, merged.cache_read, merged.cache_write), (want, later(2, 1), later(4, 2)),
+                           "{start} {delta}");
+            }
+        }
+    }
+
+    #[test]
+    fn ollama_has_no_refusal_or_content_filter_finish() {
+        for reason in ["refusal", "content_filter", "pause_turn"] {
+            let mut s = Session::new(Options::default(), "anthropic", "ollama", Kind::Response);
+            assert_eq!(finish_to("ollama", Some(reason), &mut s, None).unwrap().as_deref(), Some("stop"));
+            assert_eq!(s.losses.len(), 1, "{reason}");
+        }
+    }
+
+    #[test]
     fn usage_absent_is_not_zero_and_cache_counts_convert() {
         let mut s = session("anthropic", Kind::Response);
         let obj = Value::loads(br#"{"input_tokens":3,"cache_read_input_tokens":4,"cache_creation_input_tokens":5,"output_tokens":30.0}"#).unwrap();
@@ -1570,12 +1632,13 @@ mod tests {
         assert_eq!((u.input, u.output, u.cache_read, u.cache_write, u.total), (Some(12), Some(30), Some(4), Some(5), None));
         assert_eq!(usage_to_anthropic(&u, &mut s, false).unwrap(),
                    br#"{"input_tokens":3,"cache_creation_input_tokens":5,"cache_read_input_tokens":4,"output_tokens":30}"#);
-        assert_eq!(usage_to_openai(&Usage { input: Some(1), ..Usage::default() }).unwrap(), br#"{"prompt_tokens":1}"#);
+        assert_eq!(usage_to_openai(&Usage { input: Some(1), ..Usage::default() }).unwrap().unwrap(),
+                   br#"{"prompt_tokens":1,"completion_tokens":0,"total_tokens":1}"#);
         assert_eq!(usage_to_anthropic(&Usage::default(), &mut s, true).unwrap(), br#"{"input_tokens":0,"output_tokens":0}"#);
         let every = Usage { input: Some(9), output: Some(-2), cache_read: Some(1), cache_write: Some(i64::MAX), reasoning: Some(0),
                             total: Some(i64::MIN), service_tier: Some("anthropic:x\"é".into()) };
-        assert_eq!(usage_to_openai(&every).unwrap(), br#"{"prompt_tokens":9,"completion_tokens":-2,"total_tokens":-9223372036854775808,"prompt_tokens_details":{"cached_tokens":1,"cache_write_tokens":9223372036854775807},"completion_tokens_details":{"reasoning_tokens":0}}"#);
-        assert_eq!(usage_to_openai(&Usage::default()).unwrap(), b"{}");
+        assert_eq!(usage_to_openai(&every).unwrap().unwrap(), br#"{"prompt_tokens":9,"completion_tokens":-2,"total_tokens":-9223372036854775808,"prompt_tokens_details":{"cached_tokens":1,"cache_write_tokens":9223372036854775807},"completion_tokens_details":{"reasoning_tokens":0}}"#);
+        assert_eq!(usage_to_openai(&Usage::default()).unwrap(), None);
         let every = Usage { cache_write: Some(2), ..every };
         assert_eq!(usage_to_anthropic(&every, &mut s, false).unwrap(), r#"{"input_tokens":6,"cache_creation_input_tokens":2,"cache_read_input_tokens":1,"output_tokens":-2,"output_tokens_details":{"thinking_tokens":0},"service_tier":"x\"é"}"#.as_bytes());
         let err = usage_from_openai(&UsageObject::Data(&Value::loads(br#"{"prompt_tokens_details":3}"#).unwrap()), &mut s, "$.usage").unwrap_err();

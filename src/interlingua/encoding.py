@@ -102,6 +102,17 @@ class Encoder:
         """The source path of the message (request) or response choice a block came from."""
         return block_path(self.session.source, self.session.kind, block.message)
 
+    def _tool_name(self, block: Block) -> str:
+        """A response's tool-call name: the source's; a missing or empty one as the request
+        side writes it (``Session.tool_name_out``: ``_`` + a hash into openai and anthropic,
+        whose names need a character; recorded at the source's name member)."""
+        name = (block.attrs or {}).get("name")
+        if name:
+            return name
+        path = self._path(block)
+        path += ".name" if self.session.source == "anthropic" else ".function.name"
+        return self.session.tool_name_out(name, path)
+
     def _path(self, block: Block) -> str:
         """Where a block was in the source: its ``path`` attribute (response decoders give
         the block's field, ``$.content[2].thinking``), else ``_where``."""

@@ -10,8 +10,8 @@ canonical                  openai          anthropic                        olla
 ``stop_sequence``          stop            stop_sequence                    stop
 ``max_tokens``             length          max_tokens                       length
 ``tool_use``               tool_calls      tool_use                         stop
-``content_filter``         content_filter  refusal                          stop
-``refusal``                content_filter  refusal                          stop
+``content_filter``         content_filter  refusal                          stop (loss)
+``refusal``                content_filter  refusal                          stop (loss)
 ``pause_turn``             stop (loss)     pause_turn                       stop (loss)
 ``context_window``         length          model_context_window_exceeded    length
 =========================  ==============  ===============================  ==========
@@ -20,7 +20,14 @@ Decoding: openai ``stop`` -> ``end_turn``, ``function_call`` -> ``tool_use``;
 ollama ``stop`` -> ``tool_use`` when the message carried tool calls, else
 ``end_turn``. A reason a dialect does not define is kept as
 ``"<dialect>:<reason>"``: written back unchanged by that dialect, and by the
-others as their plain stop, with a recorded loss.
+others as their plain stop, with a recorded loss. So is a canonical reason the
+target has no reason of the same meaning for (``pause_turn`` outside anthropic,
+``content_filter``/``refusal`` into ollama, which has neither). Not recorded: a
+reason the target's own covers (openai's and ollama's ``stop`` is also a stop
+sequence's, their ``length`` also the context window's), ollama's ``stop`` for
+``tool_use`` (its decoder reads the tool calls back as ``tool_use``), and
+openai's ``content_filter`` / anthropic's ``refusal`` for each other (both: the
+provider's safety system stopped the output).
 
 Usage (absent is not zero)
 ==========================
@@ -40,7 +47,11 @@ encoding subtracts them. A count the source did not give is never written as
 0 -- except where the target's schema requires the field (anthropic
 ``message_start`` usage and ``message_delta.usage.output_tokens``): there a 0
 placeholder is written, and the real counts follow in ``message_delta``
-whenever the source has them.
+whenever the source has them; and openai's ``prompt_tokens``, ``completion_tokens``
+and ``total_tokens``, all three required in its ``CompletionUsage``, whenever a
+usage object is written at all (an ollama response whose prompt came from its cache
+has ``eval_count`` but no ``prompt_eval_count``): 0 for the missing count, the total
+the sum written. A usage with no count at all is left out of an openai body.
 """
 
 from __future__ import annotations
@@ -50,6 +61,8 @@ from typing import Any, Callable
 import hashlib
 import json
 import re
+
+import msgspec
 from datetime import datetime, timedelta, timezone
 
 from . import json as tok
@@ -66,7 +79,7 @@ FINISH_TO = {
                   "tool_use": "tool_use", "content_filter": "refusal", "refusal": "refusal",
                   "pause_turn": "pause_turn", "context_window": "model_context_window_exceeded"},
     "ollama": {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "stop",
-               "content_filter": "stop", "refusal": "stop", "context_window": "length"},
+               "context_window": "length"},
 }
 FINISH_FROM = {
     "openai": {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "function_call": "tool_use",
@@ -208,17 +221,17 @@ def usage_from_openai(obj: dict, session: Session, path: str = "$.usage") -> Usa
                  total=_count(obj, "total_tokens", path))
 
 
-def usage_to_openai(u: Usage, session: Session) -> bytes:
-    """The openai usage object (the service tier goes at the body's top: ``tier_to``)."""
-    out: dict[str, Any] = {}
-    if u.input is not None:
-        out["prompt_tokens"] = u.input
-    if u.output is not None:
-        out["completion_tokens"] = u.output
-    total = u.total if u.total is not None else (
-        u.input + u.output if u.input is not None and u.output is not None else None)
-    if total is not None:
-        out["total_tokens"] = total
+def usage_to_openai(u: Usage, session: Session) -> bytes | None:
+    """The openai usage object (the service tier goes at the body's top: ``tier_to``), or
+    None when the usage has no count at all (the member is left out: openai's usage is
+    optional). ``prompt_tokens``, ``completion_tokens`` and ``total_tokens`` are required
+    members of openai's ``CompletionUsage``: one the source did not give is a 0
+    placeholder (see the module docstring), and the total is then the sum written."""
+    if all(getattr(u, name) is None for name in _COUNTS):
+        return None
+    out: dict[str, Any] = {"prompt_tokens": u.input if u.input is not None else 0,
+                           "completion_tokens": u.output if u.output is not None else 0}
+    out["total_tokens"] = u.total if u.total is not None else out["prompt_tokens"] + out["completion_tokens"]
     prompt = {}
     if u.cache_read is not None:
         prompt["cached_tokens"] = u.cache_read
@@ -229,6 +242,9 @@ def usage_to_openai(u: Usage, session: Session) -> bytes:
     if u.reasoning is not None:
         out["completion_tokens_details"] = {"reasoning_tokens": u.reasoning}
     return dumps(out)
+
+
+_COUNTS = ("input", "output", "total", "cache_read", "cache_write", "reasoning")
 
 
 def usage_from_anthropic(obj: dict, session: Session, path: str = "$.usage") -> Usage:
@@ -291,6 +307,25 @@ def _lose_count(session: Session, name: str, target: str, what: str, done: str |
     """A usage count the target cannot report, named by its field in the source."""
     path = usage_path(session, name)
     session.lose(path, lacks(path_subject(path), target, what, done))
+
+
+def merge_anthropic_usage(old: Usage | None, new: Usage) -> Usage:
+    """``merge_usage`` of two anthropic usages (``usage_from_anthropic``) as the anthropic
+    client accumulates a stream: member by member, the later wins, and the input is the
+    merged ``input_tokens`` plus the merged cache counts. A ``message_delta`` that gives
+    ``input_tokens`` but not ``message_start``'s cache reads keeps them, in the input too."""
+    if old is None:
+        return new
+    merged = merge_usage(old, new)
+    raw = _anthropic_input(new)
+    raw = raw if raw is not None else _anthropic_input(old)
+    total_input = None if raw is None else raw + (merged.cache_read or 0) + (merged.cache_write or 0)
+    return msgspec.structs.replace(merged, input=total_input)
+
+
+def _anthropic_input(u: Usage) -> int | None:
+    """The ``input_tokens`` a usage was read from (the canonical input less the cache counts)."""
+    return None if u.input is None else u.input - (u.cache_read or 0) - (u.cache_write or 0)
 
 
 def merge_usage(old: Usage | None, new: Usage) -> Usage:

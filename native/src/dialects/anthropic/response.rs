@@ -26,14 +26,14 @@ use crate::decoding::{
     INTEGER, OPT_ARRAY, OPT_OBJECT, OPT_STRING, STRING,
 };
 use crate::encoding::{
-    arguments_object, attr, attr_is, attr_truthy, foreign_extension, json_str, lose_block, lose_unplaced,
+    arguments_object, attr, attr_is, attr_truthy, foreign_extension, json_str, lose_block, lose_unplaced, response_tool_name,
     truthy, BlockHead, BlockRef, Encode, HeldArguments,
 };
 use crate::error::{Error, ErrorClass, Result};
 use crate::framing::{sse_event, sse_open};
 use crate::json::{Frames, Token};
 use crate::lifecycle::{
-    finish_from, finish_to, generated_tool_id, merge_usage, usage_from_anthropic, push_usage_anthropic, BlockStream, UsageObject,
+    finish_from, finish_to, generated_tool_id, merge_anthropic_usage, merge_usage, usage_from_anthropic, push_usage_anthropic, BlockStream, UsageObject,
     Deferred, OpenFrame, Stamp,
 };
 use crate::losses::lacks;
@@ -849,7 +849,7 @@ impl Readers {
                 let seq = self.frame.stop_sequence.take();
                 self.start.out(Event::Finish { reason, stop_sequence: seq.map(Cow::Owned), choice: 0 }, cx)?;
                 if let Some(usage) = self.frame.usage.take() {
-                    let merged = merge_usage(self.usage.as_ref(), usage);
+                    let merged = merge_anthropic_usage(self.usage.as_ref(), usage)?;
                     self.usage = Some(merged.clone());
                     self.start.out(Event::Usage(merged), cx)?;
                 }
@@ -1205,7 +1205,7 @@ impl EncoderBase {
     }
 
     /// `_tool_head`: `{"type":"tool_use","id":...,"name":...` (a generated id where the source has none).
-    fn tool_head(&mut self, block: &Block<'_>, session: &Session, out: &mut Vec<u8>) {
+    fn tool_head(&mut self, block: &Block<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
         let attrs = block.attrs.as_deref().unwrap_or(&[]);
         out.extend_from_slice(b"{\"type\":\"tool_use\",\"id\":");
         match attr(attrs, "id").filter(|raw| truthy(raw)) {
@@ -1221,7 +1221,8 @@ impl EncoderBase {
         }
         self.tool_count += 1;
         out.extend_from_slice(b",\"name\":");
-        out.extend_from_slice(attr(attrs, "name").unwrap_or(b"\"\""));
+        out.extend_from_slice(&response_tool_name(session, BlockRef::of(block))?);
+        Ok(())
     }
 
     /// The message's id, borrowed (the source's, or the one generated).
@@ -1432,7 +1433,7 @@ impl StreamEncoder {
                 }
                 _ => {
                     let mut head = Vec::new();
-                    self.base.tool_head(block, session, &mut head);
+                    self.base.tool_head(block, session, &mut head)?;
                     head.extend_from_slice(b",\"input\":{}}");
                     self.open(&head, session, out)?;
                 }
@@ -1709,7 +1710,7 @@ impl ResponseEncoder {
                 }
                 Out::RedactedThinking => out.extend_from_slice(b"{\"type\":\"redacted_thinking\",\"data\":\""),
                 Out::ToolUse => {
-                    self.base.tool_head(block, session, out);
+                    self.base.tool_head(block, session, out)?;
                     out.extend_from_slice(b",\"input\":");
                     self.args = Some((HeldArguments::new(session, "anthropic:tool-arguments"), BlockHead::of(block)));
                 }

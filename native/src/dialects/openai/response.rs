@@ -1251,7 +1251,7 @@ mod encoder {
     use crate::canonical::{Block, Event, Extension, Section, Usage};
     use std::borrow::Cow;
     use crate::encoding::{
-        attr, foreign_extension, lose_block, lose_signature, lose_unplaced, skip_chars, Attr, BlockRef, Encode, Io,
+        attr, foreign_extension, lose_block, lose_signature, lose_unplaced, response_tool_name, skip_chars, BlockRef, Encode, Io,
         MessageAssembler, Opener, WriterId, Writers,
     };
     use crate::losses::lacks;
@@ -1259,7 +1259,7 @@ mod encoder {
     use crate::error::Result;
     use crate::framing::SSE_END;
     use crate::lifecycle::{finish_to, generated_tool_id, logprob_to_openai, merge_usage, push_int, push_openai_created,
-                           push_usage_openai, tier_to, Stamp};
+                           has_openai_usage, push_usage_openai, tier_to, Stamp};
     use crate::session::Session;
     use crate::value::{dumps, dumps_str, Value};
 
@@ -1420,7 +1420,8 @@ mod encoder {
         }
 
         /// `_tool_attrs`: the call's id (raw JSON; generated when the source gave none) and name.
-        fn tool_attrs(&mut self, attrs: &[Attr<'_>]) -> (Vec<u8>, Vec<u8>) {
+        fn tool_attrs(&mut self, block: BlockRef<'_>, session: &mut Session) -> Result<(Vec<u8>, Vec<u8>)> {
+            let attrs = block.attrs;
             let call_id = match attr(attrs, "id") {
                 Some(id) if id != b"null" => id.to_vec(),
                 _ => {
@@ -1432,8 +1433,8 @@ mod encoder {
                 }
             };
             self.tool_count += 1;
-            let name = attr(attrs, "name").map_or_else(|| b"\"\"".to_vec(), <[u8]>::to_vec);
-            (call_id, name)
+            let name = response_tool_name(session, block)?;
+            Ok((call_id, name))
         }
 
         /// `_section_key`: the delta/message member for a block's section, or None (lost).
@@ -1630,7 +1631,7 @@ mod encoder {
                 };
                 self.ensure_role(block.message, out);
                 if key == Key::ToolCalls {
-                    return self.tool_head(block, out);
+                    return self.tool_head(block, session, out);
                 }
                 let mut member = self.head.key_json(key);
                 member.extend_from_slice(b":\"");
@@ -1667,8 +1668,8 @@ mod encoder {
         }
 
         /// A tool call's first fragment: its head (index, id, type, name) opens the frame.
-        fn tool_head(&mut self, block: &Block<'_>, out: &mut Vec<u8>) -> Result<()> {
-            let (call_id, name) = self.head.tool_attrs(block.attrs.as_deref().unwrap_or(&[]));
+        fn tool_head(&mut self, block: &Block<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+            let (call_id, name) = self.head.tool_attrs(BlockRef::of(block), session)?;
             let index = self.tool_index(block.message);
             let mut member = b"\"tool_calls\":[{\"index\":".to_vec();
             push_int(&mut member, index);
@@ -1717,7 +1718,7 @@ mod encoder {
                 return Ok(());
             }
             self.frame.close(out);
-            if let (Some(usage), false) = (&self.head.usage, self.errored) {
+            if let (Some(usage), false) = (self.head.usage.as_ref().filter(|u| has_openai_usage(u)), self.errored) {
                 let mut extra = b",\"usage\":".to_vec();
                 push_usage_openai(usage, &mut extra)?;
                 self.chunk(out, b"", &extra);
@@ -2062,7 +2063,7 @@ mod encoder {
             };
             self.open_choice(block.message, io)?;
             let placed = if key == Key::ToolCalls {
-                let (call_id, name) = self.head.tool_attrs(attrs);
+                let (call_id, name) = self.head.tool_attrs(BlockRef::of(block), io.session)?;
                 let Some(msg) = self.msg.as_mut() else { return Err(finished_choice()) };
                 let w = msg.member(io, "tool_calls", Opener::Array)?;
                 io.separate(w)?;
@@ -2179,7 +2180,7 @@ mod encoder {
             self.close_choice(None, io)?;
             self.write_out(io, |this, text| {
                 text.push(b']');
-                if let Some(usage) = &this.head.usage {
+                if let Some(usage) = this.head.usage.as_ref().filter(|u| has_openai_usage(u)) {
                     text.extend_from_slice(b",\"usage\":");
                     push_usage_openai(usage, text)?;
                 }

@@ -77,6 +77,7 @@ from ...lifecycle import (
     OpenFrame,
     finish_from,
     finish_to,
+    merge_anthropic_usage,
     merge_usage,
     skip_value,
     usage_from_anthropic,
@@ -473,7 +474,7 @@ class StreamDecoder(_Base):
             reason, seq = self.f_stop or (None, None)
             self.out(Finish(finish_from(DIALECT, reason), seq))
             if self.f_usage is not None:
-                self.usage = merge_usage(self.usage, self.f_usage)
+                self.usage = merge_anthropic_usage(self.usage, self.f_usage)
                 self.out(self.usage)
         elif t == "message_stop":
             self._close_block()
@@ -578,7 +579,7 @@ class _EncoderBase(Encoder):
         self.tool_count += 1
         if self.session.source != DIALECT and isinstance(call_id, str):
             call_id = anthropic_id(call_id)  # another dialect's id may not fit (``naming``)
-        return b'{"type":"tool_use","id":' + dumps(call_id) + b',"name":' + dumps(attrs.get("name", ""))
+        return b'{"type":"tool_use","id":' + dumps(call_id) + b',"name":' + dumps(self._tool_name(block))
 
     def _message_id(self) -> str:
         return self.stamp.response_id("msg_", self.id, self.model)

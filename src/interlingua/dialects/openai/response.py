@@ -640,7 +640,7 @@ class _EncoderBase(Encoder):
         if call_id is None:
             call_id = generated_tool_id(self._response_id(), self.tool_count)
         self.tool_count += 1
-        return call_id, attrs.get("name", "")
+        return call_id, self._tool_name(block)
 
     def _section_key(self, block: Block) -> str | None:
         """The delta/message member for a block's section, or None (lost)."""
@@ -805,8 +805,9 @@ class StreamEncoder(_EncoderBase):
         if self.done:
             return
         self.frame.close()
-        if self.usage is not None and not self.errored:
-            self.write(self._chunk(b"", b',"usage":' + usage_to_openai(self.usage, self.session)))
+        usage = usage_to_openai(self.usage, self.session) if self.usage is not None and not self.errored else None
+        if usage is not None:
+            self.write(self._chunk(b"", b',"usage":' + usage))
         self.write(sse_event(None, b"[DONE]"))
         self.done = True
 
@@ -978,8 +979,9 @@ class ResponseEncoder(_EncoderBase):
         self._begin()
         self._close_choice()
         self.write(b"]")
-        if self.usage is not None:
-            self.write(b',"usage":' + usage_to_openai(self.usage, self.session))
+        usage = usage_to_openai(self.usage, self.session) if self.usage is not None else None
+        if usage is not None:
+            self.write(b',"usage":' + usage)
         if not self.tier_written and "service_tier" in self.kept:  # told after the head went out
             self.write(b',"service_tier":' + self.kept["service_tier"])
         self.write(b"}")
