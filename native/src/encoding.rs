@@ -654,14 +654,13 @@ pub fn block_source_path(session: &Session, block: BlockRef<'_>) -> String {
 /// `_tool_name(block)`: a response's tool-call name (compact JSON): the source's; a
 /// missing or empty one as the request side writes it (`Session::tool_name_out`: `_` +
 /// a hash into openai and anthropic, whose names need a character; recorded at the
-/// source's name member).
+/// source's tool call: the name member may not exist).
 pub fn response_tool_name(session: &mut Session, block: BlockRef<'_>) -> Result<Vec<u8>> {
     let raw = attr(block.attrs, "name");
     if let Some(name) = raw.filter(|raw| !matches!(*raw, b"\"\"" | b"null")) {
         return Ok(name.to_vec());
     }
-    let mut path = block_source_path(session, block);
-    path.push_str(if session.source == "anthropic" { ".name" } else { ".function.name" });
+    let path = block_source_path(session, block);
     let wire = session.tool_name_out_json(raw, &path)?;
     let mut json = Vec::with_capacity(wire.len() + 2);
     crate::value::dumps_str(wire.as_bytes(), &mut json);

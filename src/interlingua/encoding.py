@@ -105,13 +105,12 @@ class Encoder:
     def _tool_name(self, block: Block) -> str:
         """A response's tool-call name: the source's; a missing or empty one as the request
         side writes it (``Session.tool_name_out``: ``_`` + a hash into openai and anthropic,
-        whose names need a character; recorded at the source's name member)."""
+        whose names need a character; recorded at the source's tool call: the name member
+        may not exist)."""
         name = (block.attrs or {}).get("name")
         if name:
             return name
-        path = self._path(block)
-        path += ".name" if self.session.source == "anthropic" else ".function.name"
-        return self.session.tool_name_out(name, path)
+        return self.session.tool_name_out(name, self._path(block))
 
     def _path(self, block: Block) -> str:
         """Where a block was in the source: its ``path`` attribute (response decoders give
