@@ -1320,7 +1320,10 @@ pub fn block_attrs<'a>(attrs: &[Attr]) -> Option<Vec<(Cow<'a, str>, Cow<'a, [u8]
     Some(attrs.iter().map(|(n, v)| (n.clone(), v.clone())).collect())
 }
 
-/// `decoding.BlockBuilder`: one block's fragments; the last is kept until `close()`.
+/// `decoding.BlockBuilder`: one block's fragments; the last is kept until `close()`, never
+/// the first: a payload that came whole goes out as it came, `close()` adds an empty last
+/// fragment (when a block starts is where its payload begins, however the body was cut:
+/// rpt/ollama-result-images-any-cut).
 ///
 /// Attributes set before the payload began ride on the first fragment; those
 /// set after it began (a `detail` after the `url`, a `name` after `arguments`
@@ -1409,7 +1412,8 @@ impl BlockBuilder {
         Ok(())
     }
 
-    /// `fragment(data, init, fin)`: the block to emit now, if any (a `fin` fragment is kept).
+    /// `fragment(data, init, fin)`: the block to emit now, if any (a `fin` fragment is kept,
+    /// but a payload's start goes out: `first_of_last`).
     pub fn fragment<'d>(&mut self, data: &'d [u8], fin: bool) -> Option<Block<'d>> {
         self.begun = true;
         if fin {
@@ -1417,8 +1421,11 @@ impl BlockBuilder {
                 self.last.clear();
                 self.has_last = true;
             }
-            self.last.extend_from_slice(data);
-            return None;
+            if self.started || (self.last.is_empty() && data.is_empty()) {
+                self.last.extend_from_slice(data);
+                return None;
+            }
+            return Some(self.first_of_last(data));
         }
         let payload: Cow<'d, [u8]> = if self.has_last {
             // a payload in several values (raw parts)
@@ -1433,6 +1440,20 @@ impl BlockBuilder {
         let block = Block { section: self.section, message: self.message, payload, init: !self.started, fin: false, attrs };
         self.started = true;
         Some(block)
+    }
+
+    /// A whole payload (kept, then `data`) is the block's first fragment: it goes out as it
+    /// would in pieces, and an empty last fragment is kept for `close` (Python's `fragment`).
+    fn first_of_last<'d>(&mut self, data: &'d [u8]) -> Block<'d> {
+        let payload: Cow<'d, [u8]> = if self.last.is_empty() {
+            Cow::Borrowed(data)
+        } else {
+            let mut joined = std::mem::take(&mut self.last);
+            joined.extend_from_slice(data);
+            Cow::Owned(joined)
+        };
+        self.started = true;
+        Block { section: self.section, message: self.message, payload, init: true, fin: false, attrs: block_attrs(&self.attrs) }
     }
 
     /// `set(key, value)`: `json` is `dumps(value)`.
@@ -2230,12 +2251,23 @@ mod tests {
         assert_eq!(last.attrs.unwrap()[0].0, "name");
         assert!(extra.is_none());
 
-        // late attributes before any fragment went out: a last fragment of their own
+        // a whole payload goes out as it comes (as it would in pieces); the late
+        // attributes ride on the empty last fragment the close adds
         let mut b = BlockBuilder::new(Section::UserText, 0, Vec::new());
-        b.fragment(b"hi", true);
+        let first = b.fragment(b"hi", true).unwrap();
+        assert_eq!((first.payload.as_ref(), first.init, first.fin, first.attrs.is_none()), (&b"hi"[..], true, false, true));
+        b.set("cache_control", b"{}".to_vec());
+        let (last, extra) = b.close();
+        assert_eq!((last.payload.as_ref(), last.init, last.fin), (&b""[..], false, true));
+        assert_eq!(last.attrs.unwrap()[0].0, "cache_control");
+        assert!(extra.is_none());
+
+        // late attributes on an empty payload, which waits for the close: a last fragment of their own
+        let mut b = BlockBuilder::new(Section::UserText, 0, Vec::new());
+        assert!(b.fragment(b"", true).is_none());
         b.set("cache_control", b"{}".to_vec());
         let (first, second) = b.close();
-        assert_eq!((first.payload.as_ref(), first.init, first.fin, first.attrs.is_none()), (&b"hi"[..], true, false, true));
+        assert_eq!((first.payload.as_ref(), first.init, first.fin, first.attrs.is_none()), (&b""[..], true, false, true));
         let second = second.unwrap();
         assert_eq!((second.payload.as_ref(), second.init, second.fin), (&b""[..], false, true));
     }

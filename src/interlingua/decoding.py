@@ -595,7 +595,12 @@ def _data(raw: bytes) -> Any:
 
 
 class BlockBuilder:
-    """Emits one block's fragments; the last is kept until ``close()``.
+    """Emits one block's fragments; the last is kept until ``close()``, but never the first:
+    a payload that came whole (one fragment, also the last) goes out as it came, and
+    ``close()`` adds an empty last fragment (with the late attributes). When a block's
+    first event goes out is then where its payload begins, whatever the cut, as is what an
+    encoder holds until it comes (the message before it: rpt/ollama-result-images-any-cut).
+    An empty payload still waits for ``close()``: it is one fin fragment at every cut.
 
     Attributes set before the payload began ride on the first fragment; those
     set after it began (a ``detail`` after the ``url``, a ``name`` after
@@ -652,8 +657,16 @@ class BlockBuilder:
     def fragment(self, data: bytes, init: bool, fin: bool) -> None:
         self.begun = True
         if fin:
-            self.last = data if self.last is None else self.last + data
+            data = data if self.last is None else self.last + data
+            first = None
+            if data and not self.started:  # its start goes now, as it would in pieces
+                first = Block(self.section, self.message, data, True, False, self.attrs or None)
+                self.started = True
+                data = b""
+            self.last = data
             self.recount()
+            if first is not None:
+                self.emit(first)
             if self.done is not None:
                 self.done(self)
             return

@@ -2077,26 +2077,33 @@ mod tests {
         for cut in 1..BODY.len() {
             assert_eq!(joined(decode(BODY, &[cut]).unwrap()), joined(whole.clone()), "cut at {cut}");
         }
-        // (Python's RequestDecoder gives these events for BODY)
+        // (Python's RequestDecoder gives these events for BODY: a whole payload's first
+        // fragment goes out as it comes, the close adds an empty last one)
         let expected = [
             r##"system-end"##,
             r##"control model "m" key=Some("model") raw=Some("\"m\"")"##,
             r##"control temperature 0.5 key=Some("options.temperature") raw=Some("0.5")"##,
             r##"extension $.options.num_ctx 4096 None false"##,
             r##"control stop ["x"] key=Some("options.stop") raw=Some("[\"x\"]")"##,
-            r##"block system-instruction 0 11 [be brief] "##,
-            r##"block user-text 1 11 [look \u00e9\n] in_parts=true"##,
-            r##"block user-image 1 11 [iVBORw0KGgoAAAANSUhEUg==] source="base64" media_type="image/png""##,
-            r##"block assistant-reasoning 2 11 [hmm] "##,
+            r##"block system-instruction 0 10 [be brief] "##,
+            r##"block system-instruction 0 01 [] "##,
+            r##"block user-text 1 10 [look \u00e9\n] in_parts=true"##,
+            r##"block user-text 1 01 [] "##,
+            r##"block user-image 1 10 [iVBORw0KGgoAAAANSUhEUg==] source="base64" media_type="image/png""##,
+            r##"block user-image 1 01 [] "##,
+            r##"block assistant-reasoning 2 10 [hmm] "##,
+            r##"block assistant-reasoning 2 01 [] "##,
             r##"block assistant-text 2 11 [] "##,
-            r##"block tool-call 2 11 [{\"a\":[1,{\"b\":\"c\\\"d\"}]}] id="call_ollama_2_0" name="f""##,
+            r##"block tool-call 2 10 [{\"a\":[1,{\"b\":\"c\\\"d\"}]}] id="call_ollama_2_0" name="f""##,
+            r##"block tool-call 2 01 [] "##,
             r##"block tool-call 2 10 [{}] id="call_9""##,
             r##"block tool-call 2 01 [] name="g" index=1 ollama_extra="\"x\":true" ollama_call_extra="\"y\":null""##,
             r##"block tool-result 3 10 [r1] "##,
             r##"block tool-result 3 01 [] tool_call_id="call_ollama_2_0" name="f""##,
             r##"block tool-result 4 10 [] empty=true"##,
             r##"block tool-result 4 01 [] ollama_no_tool_name=true tool_call_id="call_9""##,
-            r##"block unknown 5 11 ["odd"] role="critic" dialect="ollama" key="content""##,
+            r##"block unknown 5 10 ["odd] role="critic" dialect="ollama" key="content""##,
+            r##"block unknown 5 01 ["] "##,
             r##"extension $.messages[5].tool_name "n" Some(5) false"##,
             r##"messages-end"##,
             r##"block tool-definition -1 11 [{"type":"object"}] name="f" description="d""##,
@@ -2131,6 +2138,6 @@ mod tests {
     fn content_before_role_waits_for_it() {
         let events = decode(br#"{"model":"m","messages":[{"content":"hi","images":["R0lGODlh"],"role":"assistant"}]}"#, &[30]).unwrap();
         let text = events.join("\n");
-        assert!(text.contains("block assistant-text 0 11 [hi] \nblock user-image 0 11 [R0lGODlh] source=\"base64\" media_type=\"image/gif\" role=\"assistant\""), "{text}");
+        assert!(text.contains("block assistant-text 0 10 [hi] \nblock assistant-text 0 01 [] \nblock user-image 0 10 [R0lGODlh] source=\"base64\" media_type=\"image/gif\" role=\"assistant\"\nblock user-image 0 01 [] "), "{text}");
     }
 }
