@@ -70,3 +70,55 @@ def ollama_request(**kwargs) -> bytes:
 
 
 CAPTURE = {"openai": openai_request, "anthropic": anthropic_request, "ollama": ollama_request}
+
+
+def read_stream(dialect: str, data: bytes) -> tuple[list, BaseException | None]:
+    """What the dialect's official client makes of stream bytes ``data``: the items its stream
+    parser yields (openai ``chat.completions.stream`` events, anthropic ``messages.stream``
+    events, ollama ``ChatResponse``) and the exception it raised, if any. No network."""
+    items: list = []
+    try:
+        _READERS[dialect](data, items)
+    except Exception as exc:  # noqa: BLE001 -- which exception it is, is the result
+        return items, exc
+    return items, None
+
+
+def _openai_stream(data: bytes, items: list) -> None:
+    import httpx2
+    import openai
+
+    def handler(request):
+        return httpx2.Response(200, content=data, headers={"content-type": "text/event-stream"})
+
+    client = openai.OpenAI(api_key="k", base_url="http://test/v1", max_retries=0,
+                           http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    with client.chat.completions.stream(model="m", messages=[{"role": "user", "content": "hi"}]) as stream:
+        items.extend(stream)
+
+
+def _anthropic_stream(data: bytes, items: list) -> None:
+    import anthropic
+    import httpx2
+
+    def handler(request):
+        return httpx2.Response(200, content=data, headers={"content-type": "text/event-stream"})
+
+    client = anthropic.Anthropic(api_key="k", base_url="http://test", max_retries=0,
+                                 http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    with client.messages.stream(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}]) as stream:
+        items.extend(stream)
+
+
+def _ollama_stream(data: bytes, items: list) -> None:
+    import httpx
+    import ollama
+
+    def handler(request):
+        return httpx.Response(200, content=data, headers={"content-type": "application/x-ndjson"})
+
+    client = ollama.Client(host="http://test", transport=httpx.MockTransport(handler))
+    items.extend(client.chat(model="m", messages=[{"role": "user", "content": "hi"}], stream=True))
+
+
+_READERS = {"openai": _openai_stream, "anthropic": _anthropic_stream, "ollama": _ollama_stream}

@@ -18,6 +18,17 @@ use crate::session::{Kind, Session};
 /// Frame data held until the frame's end (for a clean abort); longer frames stream.
 pub const FRAME_HOLD: usize = 64 * 1024;
 
+/// `passthrough._BROKEN_END`: how an abort ends a frame already partly on the wire.
+/// Its data cannot be mended, so its line (and SSE frame) is ended and the error frame
+/// is a frame of its own; anthropic's is renamed `ping`, which its client skips unread.
+fn broken_end(target: &str) -> &'static [u8] {
+    match target {
+        "anthropic" => b"\nevent: ping\n\n",
+        "openai" => b"\n\n",
+        _ => b"\n",
+    }
+}
+
 /// `_Copy._error_output`: the dialect's own error output, from its encoder (which
 /// has written nothing before: made here, its constructor's bytes, then `abort`).
 /// The encoder reads `session.start()`: the caller reads the hooks first
@@ -204,7 +215,7 @@ impl FrameCopy {
 
     /// Whether `abort` now writes the dialect's error frame (and so needs the response start).
     pub fn abort_writes(&self) -> bool {
-        !self.done && !self.streaming
+        !self.done
     }
 
     pub fn abort(&mut self, error: &Event<'_>, session: &mut Session) -> Result<()> {
@@ -213,7 +224,9 @@ impl FrameCopy {
         }
         self.done = true;
         if self.streaming {
-            return Ok(()); // inside a frame already on the wire: it cannot be mended
+            // inside a frame already on the wire: end it, broken
+            self.out.extend_from_slice(broken_end(session.target));
+            self.streaming = false;
         }
         self.held.clear(); // a frame the decoder did not accept whole is not written
         self.open = false;
@@ -286,7 +299,7 @@ mod tests {
         copy.frame_data(&vec![b' '; FRAME_HOLD], None);
         copy.take(&mut out);
         assert_eq!(out.len(), FRAME_HOLD + 7, "past the hold: written as it comes");
-        assert!(!copy.abort_writes());
+        assert!(copy.abort_writes(), "an abort ends the broken frame, then writes the error");
     }
 
     #[test]

@@ -19,9 +19,10 @@ validated.
   with the same event name and the same data bytes. Not copied: SSE comments,
   ``id:``/``retry:`` lines, blank NDJSON lines and line-end styles (framing,
   not content). A frame is written when the decoder accepted its end, so an
-  abort can add the dialect's error frame after whole frames only. Frame data
-  beyond ``FRAME_HOLD`` bytes is written as it arrives (bounded memory); an
-  abort inside such a frame cannot mend it and adds nothing.
+  abort adds the dialect's error frame after whole frames. Frame data beyond
+  ``FRAME_HOLD`` bytes is written as it arrives (bounded memory); an abort
+  inside such a frame ends it (``_BROKEN_END``: its line and frame end, so the
+  error frame after it is read as a frame of its own), then adds the error frame.
 
 ``Session.passthrough`` is set: nothing can be lost, so the decoder's loss
 records (fields other dialects cannot hold) are not made.
@@ -35,6 +36,14 @@ from .session import Session
 
 #: frame data held until the frame's end (for a clean abort); longer frames stream
 FRAME_HOLD = 64 * 1024
+
+#: How an abort ends a frame already partly on the wire, by dialect. Its data
+#: cannot be mended, so its line (and SSE frame) is ended: the error frame that
+#: follows is a frame of its own. Anthropic's renames it ``ping``, which the
+#: anthropic client skips unread, so the client raises the error event's API
+#: error; the openai and ollama clients parse every frame's data, so they fail
+#: on the broken one (a JSON decode error) before the error frame.
+_BROKEN_END = {"anthropic": b"\nevent: ping\n\n", "openai": b"\n\n", "ollama": b"\n"}
 
 
 class _Copy:
@@ -136,8 +145,9 @@ class FrameCopy(_Copy):
         if self.done:
             return
         self.done = True
-        if self.streaming:
-            return  # inside a frame already on the wire: it cannot be mended
+        if self.streaming:  # inside a frame already on the wire: end it, broken
+            self.write(_BROKEN_END[self.session.target])
+            self.streaming = False
         self.held.clear()  # a frame the decoder did not accept whole is not written
         self.held_size = 0
         self.open = False
