@@ -63,3 +63,41 @@ def test_100k_text_in_one_string_reaches_every_client(kind):
         for target in DIALECTS:
             out, _ = transcode(source, target, kind, body, size=8192)
             assert FINALS[target](kind, out).text == text, (source, target)
+
+
+def _legacy_openai(kind: str) -> bytes:
+    """openai's legacy ``function_call`` (no id, finish ``function_call``), with text before it."""
+    import json as _json
+    from clients import ARGS, TEXT
+    arguments = _json.dumps(ARGS)
+    if kind == "response":
+        return _json.dumps({"id": "chatcmpl-9", "object": "chat.completion", "created": 1700000000, "model": "gpt-x",
+                            "choices": [{"index": 0, "message": {"role": "assistant", "content": TEXT,
+                                                                 "function_call": {"name": "weather",
+                                                                                   "arguments": arguments}},
+                                         "finish_reason": "function_call"}],
+                            "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}}).encode()
+    deltas = [{"role": "assistant", "content": TEXT}, {"function_call": {"name": "weather", "arguments": ""}}]
+    deltas += [{"function_call": {"arguments": arguments[i:i + 4]}} for i in range(0, len(arguments), 4)]
+    chunks = [{"index": 0, "delta": d, "finish_reason": None} for d in deltas]
+    chunks.append({"index": 0, "delta": {}, "finish_reason": "function_call"})
+    frames = [{"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1700000000, "model": "gpt-x",
+               "choices": [c]} for c in chunks]
+    frames.append({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1700000000, "model": "gpt-x",
+                   "choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}})
+    return b"".join(b"data: " + _json.dumps(f).encode() + b"\n\n" for f in frames) + b"data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize("size", [1, 7, 1 << 20])
+@pytest.mark.parametrize("target", ["anthropic", "ollama"])
+@pytest.mark.parametrize("kind", ["response", "stream"])
+def test_a_legacy_function_call_reaches_the_target_client_as_its_tool_call(kind, target, size, backend):
+    from clients import ARGS, TEXT
+    out, t = transcode("openai", target, kind, _legacy_openai(kind), size=size)
+    got = FINALS[target](kind, out)
+    assert got.text == TEXT
+    assert [(name, args) for _, name, args in got.tools] == [("weather", ARGS)]
+    assert got.finish == "tool_use"
+    if target == "anthropic":  # a generated id (lifecycle.generated_tool_id)
+        assert re.fullmatch("call_[0-9a-f]{24}", got.tools[0][0]), got.tools
+    assert not [loss for loss in t.losses if "function_call" in loss.path]

@@ -94,6 +94,8 @@ mod decoder {
         CallOther,
         /// the members of its `function`
         Function,
+        /// a legacy `function_call`: the members of a `function`, the end of a call
+        LegacyCall,
         CallName,
         Arguments,
     }
@@ -190,6 +192,10 @@ mod decoder {
         finish: Option<String>,
         has_finish: bool,
     }
+
+    /// `LEGACY_CALL`: the block key of a choice's legacy `function_call` (`tool_calls`
+    /// indexes are >= 0).
+    const LEGACY_CALL: i64 = -1;
 
     /// `_ToolCallReader`'s state: one `tool_calls` element.
     #[derive(Debug, Default)]
@@ -700,6 +706,13 @@ mod decoder {
                         m.read(Read::Objects(S::ToolCalls, "tool_calls"));
                     }
                 }
+                b"function_call" => {
+                    // legacy: the choice's one call
+                    if token != Token::Null {
+                        self.begin_legacy_call();
+                        m.read(Read::Members(S::LegacyCall, "function_call"));
+                    }
+                }
                 b"role" => m.read(Read::Skip),
                 _ => {
                     self.remember_key(key);
@@ -767,6 +780,25 @@ mod decoder {
                 custom: false,
             };
             m.push(Frame::Members(S::ToolCall));
+        }
+
+        /// `_ToolCallReader(..., legacy=True)`: a `function_call`, keyed `LEGACY_CALL`.
+        fn begin_legacy_call(&mut self) {
+            let member = self.member_name();
+            let choice = self.choices[self.choice.c].index;
+            let mut path = Vec::with_capacity(40);
+            path.extend_from_slice(b"\"$.choices[");
+            crate::lifecycle::push_int(&mut path, choice);
+            path.extend_from_slice(b"].");
+            path.extend_from_slice(member.as_bytes());
+            path.extend_from_slice(b".function_call\"");
+            self.call = ToolCallReader {
+                index: Some(LEGACY_CALL),
+                attrs: vec![(Cow::Borrowed("path"), path.into())],
+                pending: None,
+                route: None,
+                custom: false,
+            };
         }
 
         fn call_path(&self) -> String {
@@ -1018,7 +1050,7 @@ mod decoder {
                     self.call_member(m, key, token, cx);
                     Ok(())
                 }
-                S::Function => {
+                S::Function | S::LegacyCall => {
                     self.function_member(m, key, token);
                     Ok(())
                 }
@@ -1040,7 +1072,7 @@ mod decoder {
                 S::Top if !self.streaming => self.body_end(cx),
                 S::Choice => self.choice_end(cx),
                 S::Message => self.message_end(cx),
-                S::ToolCall => self.call_end(offset, cx),
+                S::ToolCall | S::LegacyCall => self.call_end(offset, cx),
                 _ => Ok(()),
             }
         }

@@ -8,6 +8,10 @@ Decoding
   assistant-refusal, ``reasoning_content`` or ``reasoning`` -> assistant-reasoning
   (both are read whatever ``openai_reasoning_field`` says), ``tool_calls`` ->
   tool-call blocks (``id``, ``name``; payload = the escaped arguments text).
+* Legacy ``function_call`` (``message.function_call`` / ``delta.function_call``,
+  finish ``function_call``) is a tool-call block too: one per choice, keyed
+  ``LEGACY_CALL`` (no index), without id (the target's encoder makes one, as
+  for any call without).
 * Streamed tool calls are keyed by ``index`` and may interleave: the call that
   opened first streams; fragments of another index are held (reorder buffer,
   ``openai:interleaved-tool-calls``) until the choice's tool calls end (its
@@ -255,15 +259,26 @@ class _Base(ResponseDecoderBase):
         self.out(Finish(finish_from(DIALECT, reason), choice=c.index))
 
 
-class _ToolCallReader(MemberReader):
-    """One ``tool_calls`` element (a whole call, or a stream delta of one)."""
+#: the block key of a choice's legacy ``function_call`` (``tool_calls`` indexes are >= 0)
+LEGACY_CALL = -1
 
-    def __init__(self, d: _Base, c: _Choice, streaming: bool, position: int) -> None:
+
+class _ToolCallReader(MemberReader):
+    """One ``tool_calls`` element (a whole call, or a stream delta of one), or a
+    legacy ``function_call`` (``legacy``: its members are the function's)."""
+
+    def __init__(self, d: _Base, c: _Choice, streaming: bool, position: int, legacy: bool = False) -> None:
         super().__init__(d)
         self.c = c
         self.streaming = streaming
-        self.index: int | None = None if streaming else position
-        self.attrs: dict = {"path": f"$.choices[{c.index}].{'delta' if streaming else 'message'}.tool_calls[{position}]"}
+        member = "delta" if streaming else "message"
+        if legacy:
+            self.index: int | None = LEGACY_CALL
+            self.attrs: dict = {"path": f"$.choices[{c.index}].{member}.function_call"}
+            self.member = self._function_member
+        else:
+            self.index = None if streaming else position
+            self.attrs = {"path": f"$.choices[{c.index}].{member}.tool_calls[{position}]"}
         self.pending = None  # Hold of argument fragments while the call's place is unknown
         self.sink = None
         d.push(self.on_token)
@@ -476,6 +491,11 @@ class _MessageReader(MemberReader):
         elif key == "tool_calls":
             if kind != tok.NULL:
                 d.each_object(kind, offset, "tool_calls", self._tool_call)
+        elif key == "function_call":  # legacy: the choice's one call
+            if kind != tok.NULL:
+                if kind != tok.OBJECT_START:
+                    raise d.wrong_type(kind, "an object for function_call", offset)
+                _ToolCallReader(d, c, self.streaming, 0, legacy=True)
         elif key == "role":
             skip_value(d, kind, value, offset)
         else:
