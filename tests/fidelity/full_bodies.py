@@ -23,6 +23,7 @@ OPENAI_RESPONSE_OVERRIDES = {
     "$.service_tier": "priority",  # a tier anthropic names too ("auto": a recorded loss, tested on its own)
     "$.usage.total_tokens": 2,  # input + output (1 + 1): a differing total is its own loss
     "$.choices[].message.tool_calls[]<function>.function.arguments": ARGS,
+    "$.choices[].message.function_call.arguments": ARGS,  # (legacy: a tool call too)
 }
 OPENAI_STREAM_OVERRIDES = {
     "$.choices[].index": 0,
@@ -31,6 +32,7 @@ OPENAI_STREAM_OVERRIDES = {
     "$.choices[].delta.role": "assistant",
     "$.choices[].delta.tool_calls[].index": 0,
     "$.choices[].delta.tool_calls[].function.arguments": ARGS,
+    "$.choices[].delta.function_call.arguments": ARGS,
 }
 OLLAMA_OVERRIDES = {
     "$.done_reason": "stop",

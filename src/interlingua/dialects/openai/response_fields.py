@@ -71,7 +71,9 @@ RESPONSE = {
     "$.choices[].message.refusal": (MAPPED, NONE),  # anthropic/ollama write it as text (a recorded loss)
     "$.choices[].message.annotations": (EXTENSION, NONE),
     "$.choices[].message.audio": (EXTENSION, NONE),
-    "$.choices[].message.function_call": (EXTENSION, NONE),
+    "$.choices[].message.function_call": (STRUCTURAL, ALL),  # legacy: read as a tool call
+    "$.choices[].message.function_call.name": (MAPPED, ALL),
+    "$.choices[].message.function_call.arguments": (MAPPED, ALL),
     "$.choices[].message.tool_calls": (STRUCTURAL, ALL),
     "$.choices[].message.tool_calls[]<function>.id": (MAPPED, ALL),
     "$.choices[].message.tool_calls[]<function>.type": (STRUCTURAL, ALL),
@@ -89,7 +91,9 @@ STREAM = {
     "$.choices[].delta.content": (MAPPED, ALL),
     "$.choices[].delta.refusal": (MAPPED, NONE),
     "$.choices[].delta.audio": (EXTENSION, NONE),
-    "$.choices[].delta.function_call": (EXTENSION, NONE),
+    "$.choices[].delta.function_call": (STRUCTURAL, ALL),  # legacy: read as a tool call
+    "$.choices[].delta.function_call.name": (MAPPED, ALL),
+    "$.choices[].delta.function_call.arguments": (MAPPED, ALL),
     "$.choices[].delta.tool_calls": (STRUCTURAL, ALL),
     "$.choices[].delta.tool_calls[].index": (STRUCTURAL, ALL),
     "$.choices[].delta.tool_calls[].id": (MAPPED, ALL),
