@@ -229,7 +229,7 @@ impl SseDecoder {
     // the same wherever the chunks were cut.
 
     fn name_too_long(&self) -> Error {
-        Error::new(ErrorClass::JsonSyntax, "SSE field name too long").at(self.line_start + MAX_FIELD_NAME as u64)
+        Error::new(ErrorClass::BudgetExceeded, "SSE field name too long").at(self.line_start + MAX_FIELD_NAME as u64)
     }
 
     fn line_too_long(&self) -> Error {

@@ -398,8 +398,9 @@ impl FrameIn<'_> {
         };
         reader.text.extend_from_slice(data);
         if reader.text.len() > reader.max_line {
-            let message = format!("non-JSON frame data longer than {} bytes", reader.max_line);
-            let mut err = Error::new(ErrorClass::Transcode, message).in_dialect(reader.source);
+            // a budget, as the framer's limits: at the byte that broke it, counted from the data's start
+            let message = format!("non-JSON frame data longer than max_line ({})", reader.max_line);
+            let mut err = Error::new(ErrorClass::BudgetExceeded, message).in_dialect(reader.source).at(reader.max_line as u64);
             err.frame_offset = reader.frame_at;
             return Err(err);
         }
@@ -991,9 +992,9 @@ mod tests {
             (b"data: {\"model\": \"a\"}\n\ndata:   {\"n\": [1]}\n\n", ErrorClass::Schema, Some(7), Some(b"$.n[0]"), Some(head + 8)),
             (b"data: {\"model\": \"a\"}\n\ndata: {\"n\"\n\n", ErrorClass::TruncatedInput, Some(4), Some(b"$.n"), Some(head + 6)),
             (b"data: {\"model\": \"a\"}\n\ndata: [NOPE]\n\n", ErrorClass::Schema, Some(0), None, Some(head + 6)),
-            (b"data: {\"model\": \"a\"}\n\ndata: [0123456789]\n\n", ErrorClass::Transcode, None, None, Some(head + 6)),
+            (b"data: {\"model\": \"a\"}\n\ndata: [0123456789]\n\n", ErrorClass::BudgetExceeded, Some(10), None, Some(head + 6)),
             (b"data: {\"model\": \"a\"}\n\ndata: {\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx: 1\n\n",
-             ErrorClass::JsonSyntax, Some(head + 8 + 64), Some(b"$"), None),
+             ErrorClass::BudgetExceeded, Some(head + 8 + 64), Some(b"$"), None),
         ];
         for (stream, class, offset, path, frame_offset) in cases {
             for cut in 0..=stream.len() {

@@ -38,7 +38,7 @@ from typing import Protocol
 
 import msgspec
 
-from .errors import BudgetExceededError, JsonSyntaxError
+from .errors import BudgetExceededError
 
 __all__ = ["FrameEnd", "SseDecoder", "NdjsonDecoder", "sse_event", "sse_open", "SSE_END",
            "ndjson_line", "DEFAULT_MAX_LINE"]
@@ -201,10 +201,10 @@ class SseDecoder:
         # else a comment (empty name) or an unknown field: ignored
 
     # Errors name the byte that broke the limit, counted from the line's start:
-    # the same wherever the chunks were cut.
+    # the same wherever the chunks were cut. Every framing limit is a budget (413).
 
     def _name_too_long(self, line_start: int) -> None:
-        raise JsonSyntaxError("SSE field name too long", dialect=self.dialect,
+        raise BudgetExceededError("SSE field name too long", dialect=self.dialect,
                               offset=line_start + _MAX_FIELD_NAME)
 
     def _line_too_long(self, line_start: int) -> None:

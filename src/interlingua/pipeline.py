@@ -14,7 +14,7 @@ import msgspec
 from . import backend
 from .canonical import Control, Error, Event
 from .dialects import codecs
-from .errors import TranscodeError
+from .errors import BudgetExceededError, TranscodeError
 from .framing import FrameEnd, NdjsonDecoder, SseDecoder
 from .json import Tokenizer
 from .passthrough import BodyCopy, FrameCopy
@@ -113,8 +113,9 @@ class _StreamFront:
             data = stripped  # (blanks before the data are not in it, in whichever chunk they came)
         self._text += data
         if len(self._text) > self.max_line:
-            raise TranscodeError(f"non-JSON frame data longer than {self.max_line} bytes", dialect=self.source,
-                                 frame_offset=self._frame_at)
+            # a budget, as the framer's limits: at the byte that broke it, counted from the data's start
+            raise BudgetExceededError(f"non-JSON frame data longer than max_line ({self.max_line})",
+                                      dialect=self.source, offset=self.max_line, frame_offset=self._frame_at)
 
     def frame_end(self, event: str | None) -> None:
         try:

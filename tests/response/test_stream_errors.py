@@ -63,7 +63,7 @@ CASES = [
 
 # framing: offsets from the start of the stream (the field name's 65th byte)
 FRAMING_CASE = ("openai", _OK + b"n" * 70 + b": x\n",
-                ("JsonSyntaxError", "SSE field name too long", len(_OK) + 64, None))
+                ("BudgetExceededError", "SSE field name too long", len(_OK) + 64, None))
 
 
 def _error(source: str, body: bytes, cuts=()) -> TranscodeError | None:
@@ -117,3 +117,35 @@ def test_stream_error_names_where_its_frame_starts(case, frame_start):
 def test_framing_errors_have_no_frame_offset():
     exc = _error(*FRAMING_CASE[:2])
     assert exc.frame_offset is None and exc.offset == len(_OK) + 64
+
+
+# Every framing limit (README "Where errors are"): a BudgetExceededError at the byte that broke
+# it -- in the stream (field lines), or in the frame's data with the frame's start -- at every cut.
+_LIMIT = 64  # Options.max_value_bytes: max_line
+_LIMIT_CASES = [
+    ("openai", _OK + b"n" * 70 + b": x\n", "SSE field name too long", len(_OK) + 64, None),
+    ("openai", _OK + b"event: " + b"e" * 70 + b"\n", f"SSE field line longer than max_line ({_LIMIT})",
+     len(_OK) + _LIMIT, None),
+    ("anthropic", b"id: " + b"i" * 70 + b"\n", f"SSE field line longer than max_line ({_LIMIT})", _LIMIT, None),
+    ("openai", _OK + b"retry: " + b"1" * 70 + b"\n", f"SSE field line longer than max_line ({_LIMIT})",
+     len(_OK) + _LIMIT, None),
+    ("openai", _OK + b"data:  " + b"z" * 70 + b"\n\n", f"non-JSON frame data longer than max_line ({_LIMIT})",
+     _LIMIT, len(_OK) + 7),
+    ("anthropic", b"data: " + b"z" * 70 + b"\n\n", f"non-JSON frame data longer than max_line ({_LIMIT})",
+     _LIMIT, 6),
+    ("ollama", b"  " + b"z" * 70 + b"\n", f"non-JSON frame data longer than max_line ({_LIMIT})", _LIMIT, 2),
+]
+
+
+@pytest.mark.parametrize("source,body,reason,offset,frame_offset", _LIMIT_CASES)
+def test_every_framing_limit_is_a_budget_error_at_its_byte(source, body, reason, offset, frame_offset, backend):
+    from interlingua import BudgetExceededError, Options
+    for size in (1, 3, 7, len(body)):
+        t = Transcoder(source, source, kind="stream", options=Options(max_value_bytes=_LIMIT))
+        with pytest.raises(BudgetExceededError) as info:
+            for i in range(0, len(body), size):
+                t.feed(body[i:i + size])
+            t.close()
+        exc = info.value
+        assert (exc.reason, exc.dialect, exc.offset, exc.frame_offset, exc.path) \
+            == (reason, source, offset, frame_offset, None), size
