@@ -131,8 +131,8 @@ ODD_SSE = [
     (SSE, (EXPECTED, "7", 1500)),
     (b"data\nevent\nid\nretry\ndata:\ndata:  two spaces\n\n", ([("", b"\n\n two spaces")], "", None)),
     (b"event:\x00\nid: a\x00b\nretry: x1\nretry:25\ndata:x\n\n:\n\n", ([("\x00", b"x")], None, 25)),
-    (b"data: a\n" + b"n" * 70 + b": too long a field name\n", (JsonSyntaxError, 8 + 64)),
-    (b"data: a\n" + b"n" * 70 + b"\n", (JsonSyntaxError, 8 + 64)),
+    (b"data: a\n" + b"n" * 70 + b": too long a field name\n", (BudgetExceededError, 8 + 64)),
+    (b"data: a\n" + b"n" * 70 + b"\n", (BudgetExceededError, 8 + 64)),
     (b"data: a\nevent: " + b"e" * 80 + b"\n\n", (BudgetExceededError, 8 + 60)),
     (b"data: a\nid: " + b"e" * 80 + b"\r\n\r\n", (BudgetExceededError, 8 + 60)),
 ]
