@@ -69,9 +69,24 @@ pub fn decode<'r>(key: &[u8], raw: &'r [u8]) -> Result<Option<Vec<Control<'r>>>>
         pairs
             .into_iter()
             .enumerate()
-            .map(|(i, (name, value))| control(Cow::Borrowed(name), Cow::Owned(value.to_json()), if i == 0 { Some(raw) } else { None }))
+            .map(|(i, (name, value))| {
+                let mut one = control(Cow::Borrowed(name), Cow::Owned(value.to_json()), if i == 0 { Some(raw) } else { None });
+                if i > 0 {
+                    // derived from one member of the field: a loss of it names that member
+                    one.key = Some(Cow::Owned(format!("{key}.{}", derived_member(name))));
+                }
+                one
+            })
             .collect(),
     ))
+}
+
+/// `DERIVED_MEMBER`: the member of a field that a second control of it comes from.
+fn derived_member(name: &str) -> &'static str {
+    match name {
+        "parallel_tool_calls" => "disable_parallel_tool_use",
+        _ => "format", // response_format, of output_config
+    }
 }
 
 /// Whether `to_canonical` gives the one control `(name, value)` for this key, the value unchanged.
@@ -216,6 +231,21 @@ mod decoding_tests {
 
     fn one(name: &str, value: &str, raw: bool) -> (String, String, bool) {
         (name.to_string(), value.to_string(), raw)
+    }
+
+    #[test]
+    fn a_derived_control_is_keyed_by_its_member() {
+        // each control of one field has its own key: a loss of it names what is lost, once
+        for (key, raw, keys) in [
+            ("tool_choice", r#"{"type":"auto","disable_parallel_tool_use":true}"#,
+             ["tool_choice", "tool_choice.disable_parallel_tool_use"]),
+            ("output_config", r#"{"effort":"high","format":{"type":"json_schema"}}"#,
+             ["output_config", "output_config.format"]),
+        ] {
+            let got: Vec<String> = decode(key.as_bytes(), raw.as_bytes()).unwrap().unwrap().into_iter()
+                .map(|c| c.key.unwrap().into_owned()).collect();
+            assert_eq!(got, keys);
+        }
     }
 
     #[test]

@@ -65,8 +65,15 @@ def decode(key: str, raw: bytes) -> list[Control] | None:
         return [Control("anthropic:" + key, value, dialect=DIALECT, key=key, raw=raw)]
     out = []
     for i, (name, canonical) in enumerate(pairs):
-        out.append(Control(name, canonical, dialect=DIALECT, key=key, raw=raw if i == 0 else None))
+        if i == 0:
+            out.append(Control(name, canonical, dialect=DIALECT, key=key, raw=raw))
+        else:  # derived from one member of the field: a loss of it names that member
+            out.append(Control(name, canonical, dialect=DIALECT, key=f"{key}.{DERIVED_MEMBER[name]}"))
     return out
+
+
+#: the member of a field that a second control of it comes from
+DERIVED_MEMBER = {"parallel_tool_calls": "disable_parallel_tool_use", "response_format": "format"}
 
 
 def _to_canonical(key: str, value: Any) -> list[tuple[str, Any]]:
