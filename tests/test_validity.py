@@ -64,6 +64,10 @@ BAD = {
     ("openai", "tool-call-id-length"): _o(messages=[_USER, _calls("c" * 41),
                                                      {"role": "tool", "tool_call_id": "c" * 41, "content": "ok"}]),
     ("openai", "tool-pairing"): _o(messages=[_USER, _calls("c1"), {"role": "tool", "content": "ok"}]),
+    # a custom call without its input (the audit's custom call came out as a function without a name)
+    ("openai", "tool-call-shape"): _o(messages=[_USER, {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "custom", "custom": {"name": "sql"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"}]),
     ("openai", "tool-call-ids-unique"): _o(messages=[_USER, _calls("c1"), {"role": "tool", "tool_call_id": "c1",
                                                                           "content": "ok"},
                                                      _calls("c1"), {"role": "tool", "tool_call_id": "c1",

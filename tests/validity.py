@@ -395,6 +395,24 @@ def _o_pairing(body):
                 yield f"tool message {call_id!r} answers no call of the message before"
 
 
+@rule("openai", "request", "tool-call-shape",
+      "a history tool call is a function call with function.name and function.arguments strings, "
+      "or a custom call with custom.name and custom.input strings, by its type",
+      "OpenAI API error \"Missing required parameter: 'messages[N].tool_calls[M].function.name'\"; "
+      "ChatCompletionMessageFunctionToolCallParam / ChatCompletionMessageCustomToolCallParam (openai client)")
+def _o_tool_calls(body):
+    for i, m in enumerate(_messages(body)):
+        calls = m.get("tool_calls") if m.get("role") == "assistant" else None
+        for j, c in enumerate(calls if isinstance(calls, list) else []):
+            kind = c.get("type") if isinstance(c, dict) else None
+            member = {"function": ("name", "arguments"), "custom": ("name", "input")}.get(kind)
+            inner = c.get(kind) if member else None
+            if member is None or not isinstance(inner, dict):
+                yield f"messages[{i}].tool_calls[{j}]: type {kind!r} without its member"
+            elif not all(isinstance(inner.get(k), str) for k in member):
+                yield f"messages[{i}].tool_calls[{j}].{kind}: {', '.join(member)} not both strings"
+
+
 @rule("openai", "request", "content-parts-non-empty",
       "a content-part list is not empty",
       "OpenAI API error \"Invalid 'messages[N].content': empty array. Expected an array with "
