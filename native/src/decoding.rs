@@ -1722,43 +1722,65 @@ pub struct MessageBase {
     hold_reason: &'static str,
     /// the roles the dialect accepts (None: any string)
     known_roles: Option<&'static [&'static str]>,
+    /// once the role is known, the rule blocks still wait by (the dialect says while:
+    /// openai's tool message in a request with custom calls, until its call id), and
+    /// the gate they wait in
+    pub awaits: Option<&'static str>,
+    then: Option<Gate>,
 }
 
 impl MessageBase {
     pub fn new(index: i64, hold_reason: &'static str, known_roles: Option<&'static [&'static str]>) -> Self {
-        MessageBase { index, role: None, gate: None, emitted: false, hold_reason, known_roles }
+        MessageBase { index, role: None, gate: None, emitted: false, hold_reason, known_roles, awaits: None, then: None }
     }
 
-    /// `emit(block)`: straight out (resolved) when the role is known, else held.
+    /// `emit(block)`: straight out (resolved) when the role is known and nothing else is
+    /// awaited, else held (unresolved).
     pub fn emit<'e>(&mut self, block: Block<'e>, cx: &mut Cx<'_>,
                     resolve: impl FnOnce(&str, Block<'e>) -> Block<'e>) -> Result<()> {
         self.emitted = true;
-        if self.gate.is_none() {
-            if let Some(role) = &self.role {
-                return cx.emit(Event::Block(resolve(role, block)));
-            }
-            self.gate = Some(Gate::new(self.hold_reason));
+        if self.gate.is_none() && self.role.is_some() && self.awaits.is_none() {
+            let role = self.role.as_deref().unwrap_or_default();
+            return cx.emit(Event::Block(resolve(role, block)));
         }
-        match &mut self.gate {
+        match self.waiting() {
             Some(gate) => gate.hold(Event::Block(block), cx.session),
             None => Ok(()),
         }
     }
 
-    /// `waiting()`: the gate this message's blocks would wait in now (none once the role is known).
+    /// `waiting()`: the gate this message's blocks would wait in now (the role's while it
+    /// is unknown, then the awaited one's, if any).
     pub fn waiting(&mut self) -> Option<&mut Gate> {
-        if self.role.is_some() {
-            return None;
+        if self.role.is_none() {
+            let reason = self.hold_reason;
+            return Some(self.gate.get_or_insert_with(|| Gate::new(reason)));
         }
-        let reason = self.hold_reason;
-        Some(self.gate.get_or_insert_with(|| Gate::new(reason)))
+        let reason = self.awaits?;
+        Some(self.then.get_or_insert_with(|| Gate::new(reason)))
     }
 
-    /// Gives back what a builder counted in this message's gate (if there, still shut).
+    /// Gives back what a builder counted in this message's gates (if there, still shut).
     pub fn uncount(&mut self, counted: Counted, session: &mut Session) {
-        if let Some(gate) = self.gate.as_mut() {
-            gate.uncount(counted, session);
+        for gate in [self.gate.as_mut(), self.then.as_mut()].into_iter().flatten() {
+            if gate.uncount(counted, session) {
+                return;
+            }
         }
+    }
+
+    /// What was awaited is known: the blocks held for it go out (resolved), later ones straight.
+    pub fn release_awaited(&mut self, cx: &mut Cx<'_>,
+                           mut resolve: impl FnMut(&str, Block<'static>) -> Block<'static>) -> Result<()> {
+        self.awaits = None;
+        if let Some(mut gate) = self.then.take() {
+            let role = self.role.clone().unwrap_or_default();
+            gate.release(cx, |event, cx| match event {
+                Event::Block(block) => cx.emit(Event::Block(resolve(&role, block))),
+                other => cx.emit(other),
+            })?;
+        }
+        Ok(())
     }
 
     /// `BlockBuilder.recount` for a builder whose events wait where this message's do.
@@ -1786,9 +1808,14 @@ impl MessageBase {
         self.role = Some(role);
         if let Some(mut gate) = self.gate.take() {
             let role = self.role.clone().unwrap_or_default();
-            gate.release(cx, |event, cx| match event {
-                Event::Block(block) => cx.emit(Event::Block(resolve(&role, block))),
-                other => cx.emit(other),
+            let (awaits, then) = (self.awaits, &mut self.then);
+            gate.release(cx, |event, cx| match (event, awaits) {
+                // out of the role's gate into the awaited one (resolved when that opens)
+                (Event::Block(block), Some(reason)) => {
+                    then.get_or_insert_with(|| Gate::new(reason)).hold(Event::Block(block), cx.session)
+                }
+                (Event::Block(block), None) => cx.emit(Event::Block(resolve(&role, block))),
+                (other, _) => cx.emit(other),
             })?;
         }
         Ok(())

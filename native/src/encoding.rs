@@ -702,6 +702,41 @@ pub fn lose_unplaced(session: &mut Session, dialect: &str, block: BlockRef<'_>) 
     lose_block(session, dialect, block, no_place(block.section).unwrap_or("such content"), None, None)
 }
 
+/// `_drops_typed_call`: whether `block` is an openai tool call of a type other than
+/// function (a custom tool's free-form call), or a result answering one, going to a
+/// target that has no such tools (their definitions are lost as `custom tool`): not
+/// sent, one loss per call and per result. Carried, the call would name a tool the
+/// target was never given, and a result without its call is one the API rejects.
+pub fn drops_typed_call(session: &mut Session, dialect: &str, block: BlockRef<'_>, attrs: &[Attr<'_>]) -> Result<bool> {
+    if block.section == Section::ToolCall && session.source != dialect {
+        if let Some(kind) = attr_str(attrs, "type") {
+            lose(session, dialect, block, &format!("{kind} tool call"), "such tool", Some("not sent, nor its result"), None)?;
+            return Ok(true);
+        }
+    }
+    if block.section == Section::ToolResult {
+        if let Some(kind) = attr(attrs, "call_type") {
+            if !attr_truthy(attrs, "in_result") {
+                let what = format!("{} answering a {} tool call", subject(session, block, Some(attrs)), py_str(kind));
+                lose(session, dialect, block, &what, "such tool", Some("not sent"), None)?;
+            }
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// `_lose_is_error`: a result's error flag (anthropic `is_error`; after the content it
+/// rides on the result's last block, an image too) the target has no field for, named as
+/// the tool_result's whichever block brought it.
+pub fn lose_is_error(session: &mut Session, dialect: &str, block: BlockRef<'_>, attrs: &[Attr<'_>]) -> Result<()> {
+    if attr_truthy(attrs, "is_error") {
+        let subject = field_subject(session.source, "is_error", Section::ToolResult, None);
+        lose(session, dialect, block, &subject, "field for it", None, None)?;
+    }
+    Ok(())
+}
+
 /// `_lose_field`: a block attribute the target has no member for, at the field's own
 /// path where the block has one. `attrs`: None for the block's own.
 pub fn lose_field(session: &mut Session, dialect: &str, block: BlockRef<'_>, key: &str, attrs: Option<&[Attr<'_>]>,

@@ -21,7 +21,7 @@ pub type Attrs<'a> = [(Cow<'a, str>, RawJson<'a>)];
 pub const INTERNAL_ATTRS: &[&str] = &[
     "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
     "source_extra", "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
-    "ollama_call_extra", "path",
+    "ollama_call_extra", "path", "call_type",
 ];
 
 pub fn is_internal_attr(name: &str) -> bool {

@@ -152,6 +152,30 @@ class Encoder:
         self._lose(block, field_subject(self.session.source, key, block.section, attrs), "field for it", done,
                    field_path(path, key) if path else None)
 
+    def _drops_typed_call(self, block: Block, attrs: dict) -> bool:
+        """Whether ``block`` is an openai tool call of a type other than function (a custom
+        tool's free-form call), or a result answering one, going to a target that has no such
+        tools (their definitions are lost as ``custom tool``): not sent, one loss per call and
+        per result. Carried, the call would name a tool the target was never given, and a
+        result without its call is one the API rejects."""
+        kind = attrs.get("type")
+        if block.section is Section.TOOL_CALL and isinstance(kind, str) and self.session.source != self.dialect:
+            self._lose(block, f"{kind} tool call", "such tool", "not sent, nor its result")
+            return True
+        if block.section is Section.TOOL_RESULT and "call_type" in attrs:
+            if not attrs.get("in_result"):
+                self._lose(block, f"{self._subject(block, attrs)} answering a {attrs['call_type']} tool call",
+                           "such tool", "not sent")
+            return True
+        return False
+
+    def _lose_is_error(self, block: Block, attrs: dict) -> None:
+        """A result's error flag (anthropic ``is_error``; after the content it rides on the
+        result's last block, an image too): the target has no field for it. Named as the
+        tool_result's, whichever block brought it."""
+        if attrs.get("is_error"):
+            self._lose(block, field_subject(self.session.source, "is_error", Section.TOOL_RESULT), "field for it")
+
     def _lose_raw_arguments(self, block: Block) -> None:
         """Tool-call arguments that are not a JSON object, for a target whose arguments are one
         (``HeldArguments``)."""

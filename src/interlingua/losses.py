@@ -31,7 +31,7 @@ from .canonical import Section
 INTERNAL_ATTRS = frozenset({
     "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
     "source_extra", "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
-    "ollama_call_extra", "path",
+    "ollama_call_extra", "path", "call_type",
 })
 
 #: words of the pivot a loss reason must not contain (the attribute names that are

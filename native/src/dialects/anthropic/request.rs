@@ -1899,6 +1899,9 @@ mod encoder {
             if s != Section::ToolResult && !attr_truthy(attrs, "in_result") {
                 self.close_result(io)?;
             }
+            if crate::encoding::drops_typed_call(io.session, DIALECT, BlockRef::of(block), attrs)? {
+                return Ok(None);
+            }
             match s {
                 Section::SystemInstruction => {
                     if self.foreign && empty_fin {

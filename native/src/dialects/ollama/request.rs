@@ -990,7 +990,7 @@ use super::*;
 
 use crate::canonical::{Extension, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
-    known_role, role_head, role_json, Attr, attr, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field, lose_raw_arguments,
+    known_role, role_head, role_json, Attr, attr, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field, lose_is_error, lose_raw_arguments, drops_typed_call,
     late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, subject, tool_definition, Head, BlockRef,
     Encode, First, HeldArguments, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener, PlaceBlocks,
     ToolDefinitions, WriterId, Writers, STRING_CONTENT,
@@ -1576,6 +1576,9 @@ impl Messages {
     /// `_place`: open the block in the right message and member; None: not carried (lost).
     fn place<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
         let attrs = block.attrs.as_deref().unwrap_or(&[]);
+        if drops_typed_call(io.session, DIALECT, BlockRef::of(block), attrs)? {
+            return Ok(None);
+        }
         self.check_attrs(BlockRef::of(block), attrs, io)?;
         let section = block.section;
         if section == Section::Unknown {
@@ -1637,9 +1640,7 @@ impl Messages {
         let msg = self.open()?;
         if block.section == Section::ToolResult {
             msg.has_result = true;
-            if attr_truthy(attrs, "is_error") {
-                lose_field(io.session, DIALECT, BlockRef::of(block), "is_error", Some(attrs), None)?;
-            }
+            lose_is_error(io.session, DIALECT, BlockRef::of(block), attrs)?;
         }
         if empty {
             return Ok(Placed::Text { w: None, head: Head::borrowed(block) });
@@ -1685,8 +1686,10 @@ impl Messages {
     /// late, so the output bytes do not depend on how the input was cut.
     fn text_close(&mut self, head: &Head<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
         if !late.is_empty() {
-            self.check_attrs(head.as_ref(), &late_only(&head.attrs, late), io)?;
+            let late_only = late_only(&head.attrs, late);
+            self.check_attrs(head.as_ref(), &late_only, io)?;
             lose_signature(io.session, DIALECT, head.as_ref(), late)?;
+            lose_is_error(io.session, DIALECT, head.as_ref(), &late_only)?;
         }
         if head.section == Section::ToolResult {
             self.result_name(head, &merged(&head.attrs, late), io)?;
@@ -1751,6 +1754,7 @@ impl Messages {
         if attr_truthy(attrs, "in_result") {
             lose_block(io.session, DIALECT, BlockRef::of(block), "images in tool messages",
                        Some("carried in a user message after the tool messages"), Some(attrs))?;
+            lose_is_error(io.session, DIALECT, BlockRef::of(block), attrs)?;
         }
         self.message_for(body, block, role, io)?;
         let msg = self.open()?;
@@ -1769,7 +1773,9 @@ impl Messages {
         io.write(w, b"\"")?;
         if !late.is_empty() {
             // e.g. openai's detail after the url
-            self.check_attrs(head.as_ref(), &late_only(&head.attrs, late), io)?;
+            let late_only = late_only(&head.attrs, late);
+            self.check_attrs(head.as_ref(), &late_only, io)?;
+            lose_is_error(io.session, DIALECT, head.as_ref(), &late_only)?;
         }
         let all = merged(&head.attrs, late);
         let declared = attr(&all, "media_type").unwrap_or(UNNAMED);

@@ -37,6 +37,8 @@ mod decoder {
 
     const DIALECT: &str = "openai";
     const CONTENT_BEFORE_ROLE: &str = "openai:content-before-role";
+    /// a tool message waits for its call id in a request with custom tool calls (`_awaits_call_id`)
+    const RESULT_BEFORE_CALL_ID: &str = "openai:result-before-call-id";
     /// the most of a media URL held to find a data URL's header (up to its comma)
     const DATA_URL_PREFIX_LIMIT: usize = 256;
     /// `EXTRA_ATTR`: an openai-only member of a part or tool call, as JSON text (`"k":v,...`)
@@ -178,6 +180,13 @@ mod decoder {
         empty_parts: bool,
         /// an unknown role's text came in parts (`_unknown_parts`)
         unknown_parts: bool,
+        /// tool-result text blocks of this message so far (`_results`)
+        results: u32,
+        /// (id, type) as JSON of the request's calls of a type other than function
+        /// (`RequestDecoder.typed_calls`: carried from message to message)
+        typed_calls: Vec<(Vec<u8>, Vec<u8>)>,
+        /// the message's end was read (`_ended`)
+        ended: bool,
         /// the payload being read (Python's builder held by a reader)
         building: Option<BlockBuilder>,
         /// finished payload, not yet closed (`_open`)
@@ -192,6 +201,9 @@ mod decoder {
                 id_given: false,
                 empty_parts: false,
                 unknown_parts: false,
+                results: 0,
+                typed_calls: Vec::new(),
+                ended: false,
                 building: None,
                 open: None,
             }
@@ -202,13 +214,52 @@ mod decoder {
         }
 
         fn emit(&mut self, block: Block<'_>, cx: &mut Cx<'_>) -> Result<()> {
-            let unknown_parts = &mut self.unknown_parts;
-            self.base.emit(block, cx, |role, block| resolve(unknown_parts, role, block))
+            let mut r = Resolving::of(&mut self.unknown_parts, &mut self.results, &self.typed_calls, &self.tool_call_id);
+            self.base.emit(block, cx, |role, block| resolve(&mut r, role, block))
         }
 
         fn set_role(&mut self, role: Value, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
-            let unknown_parts = &mut self.unknown_parts;
-            self.base.set_role(role, offset, cx, |role, block| resolve(unknown_parts, role, block))
+            let tool = matches!(&role, Value::Str(r) if r == b"tool");
+            self.sync_awaits(tool);
+            let mut r = Resolving::of(&mut self.unknown_parts, &mut self.results, &self.typed_calls, &self.tool_call_id);
+            self.base.set_role(role, offset, cx, |role, block| resolve(&mut r, role, block))?;
+            self.recount_open(cx) // what it keeps back now waits where the message's blocks do
+        }
+
+        /// `_awaits_call_id`: in a request with custom tool calls, a tool message waits for
+        /// its `tool_call_id` (`openai:result-before-call-id`): whether it answers one decides
+        /// whether a target without custom tools sends it.
+        fn sync_awaits(&mut self, tool: bool) {
+            let awaits = tool && self.tool_call_id.is_none() && !self.ended && !self.typed_calls.is_empty();
+            self.base.awaits = awaits.then_some(RESULT_BEFORE_CALL_ID);
+        }
+
+        /// `_release_id_gate`
+        fn release_id_gate(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+            let mut r = Resolving::of(&mut self.unknown_parts, &mut self.results, &self.typed_calls, &self.tool_call_id);
+            self.base.release_awaited(cx, |role, block| resolve(&mut r, role, block))?;
+            self.recount_open(cx)
+        }
+
+        fn recount_open(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+            match self.open.as_mut() {
+                Some(open) => self.base.recount(open, cx.session),
+                None => Ok(()),
+            }
+        }
+
+        /// A tool call has ended: one of another type than function is remembered, so
+        /// that its result says so (`ToolCallReader._end`).
+        fn note_typed_call(&mut self) {
+            let Some(call) = self.building.as_ref() else { return };
+            let find = |name: &str| call.attrs.iter().chain(call.late.iter()).rev()
+                .find(|(n, _)| n == name).map(|(_, v)| v.to_vec()).filter(|v| v.first() == Some(&b'"'));
+            if let (Some(id), Some(kind)) = (find("id"), find("type")) {
+                match self.typed_calls.iter_mut().find(|(known, _)| *known == id) {
+                    Some(slot) => slot.1 = kind,
+                    None => self.typed_calls.push((id, kind)),
+                }
+            }
         }
 
         /// `text_attrs`: a `tool_call_id` already read goes on the first text block.
@@ -294,7 +345,30 @@ mod decoder {
     /// `MessageReader._resolve`: text (built as provisional `user-text`) gets the
     /// section its role says. An unrecognised role makes its text `unknown` blocks
     /// whose payload is the raw JSON the text came in (a string, or a text part).
-    fn resolve<'e>(unknown_parts: &mut bool, role: &str, block: Block<'e>) -> Block<'e> {
+    /// What `_resolve` reads and keeps of its message.
+    struct Resolving<'m> {
+        unknown_parts: &'m mut bool,
+        results: &'m mut u32,
+        typed_calls: &'m [(Vec<u8>, Vec<u8>)],
+        tool_call_id: &'m Option<Vec<u8>>,
+    }
+
+    impl<'m> Resolving<'m> {
+        fn of(unknown_parts: &'m mut bool, results: &'m mut u32, typed_calls: &'m [(Vec<u8>, Vec<u8>)],
+              tool_call_id: &'m Option<Vec<u8>>) -> Self {
+            Resolving { unknown_parts, results, typed_calls, tool_call_id }
+        }
+
+        /// The type of the call the message's `tool_call_id` names, if not a function.
+        fn call_type(&self) -> Option<&[u8]> {
+            let id = self.tool_call_id.as_deref()?;
+            self.typed_calls.iter().find(|(known, _)| known == id).map(|(_, kind)| kind.as_slice())
+        }
+    }
+
+    fn resolve<'e>(r: &mut Resolving<'_>, role: &str, block: Block<'e>) -> Block<'e> {
+        let call_type = r.call_type().map(<[u8]>::to_vec);
+        let unknown_parts = &mut *r.unknown_parts;
         if block.section != Section::UserText {
             let has_role = block.attrs.as_ref().is_some_and(|a| a.iter().any(|(n, _)| n == "role"));
             if block.init && block.section == Section::Unknown && !has_role {
@@ -314,6 +388,16 @@ mod decoder {
             let mut fresh = attrs.unwrap_or_default();
             if role == "developer" || role == "function" {
                 set_block_attr(&mut fresh, "role", str_json(role));
+            }
+            if section == Section::ToolResult {
+                // a further text part is more of the same result
+                if *r.results > 0 {
+                    set_block_attr(&mut fresh, "in_result", b"true".to_vec());
+                }
+                *r.results += 1;
+                if let Some(kind) = call_type {
+                    set_block_attr(&mut fresh, "call_type", kind); // it answers a custom tool's call
+                }
             }
             attrs = Some(fresh);
         }
@@ -522,6 +606,8 @@ mod decoder {
             if msg.base.role.is_none() {
                 return Err(cx.error("message without role", offset));
             }
+            msg.ended = true;
+            msg.release_id_gate(cx)?;
             if !msg.base.emitted {
                 // e.g. {"role": "assistant", "content": null}: still a message
                 let mut attrs = vec![(Cow::Borrowed("empty"), Cow::Borrowed(&b"true"[..]))];
@@ -589,6 +675,7 @@ mod decoder {
             match token {
                 Token::ObjectEnd => {
                     m.pop();
+                    self.msg.note_typed_call();
                     self.msg.finished(cx)
                 }
                 Token::Key(b"id") => {
@@ -939,7 +1026,9 @@ mod decoder {
             match s {
                 S::Messages => {
                     // `_message`: a new MessageReader
+                    let typed_calls = std::mem::take(&mut self.msg.typed_calls);
                     self.msg = MessageReader::new(self.body.next_message());
+                    self.msg.typed_calls = typed_calls;
                     m.push(Frame::State(S::Message));
                 }
                 S::ToolCallList => {
@@ -1009,7 +1098,7 @@ mod decoder {
                         }
                     }
                     msg.tool_call_id = Some(json);
-                    Ok(())
+                    msg.release_id_gate(cx)
                 }
                 S::CallId | S::CallName | S::CacheControl | S::MediaAttr => {
                     let mut json = Vec::new();
@@ -1774,6 +1863,9 @@ impl Messages {
     }
 
     fn tool_call<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Placed<'b>> {
+        if self.typed_call(block, attrs) {
+            return self.write_typed_call(body, block, attrs, io);
+        }
         // the late attributes at the close: each recorded once
         self.foreign_call_attrs(io, BlockRef::of(block), attrs)?;
         lose_moved(io.session, DIALECT, BlockRef::of(block), attrs, "assistant")?;
@@ -1809,6 +1901,33 @@ impl Messages {
         head.extend_from_slice(b"\"arguments\":\"");
         io.write(w, &head)?;
         Ok(Placed::Call { w, head: Head::borrowed(block) })
+    }
+
+    /// `_typed_call`: an openai call of another type than function (a custom tool's
+    /// `{"id", "type": "custom", "custom": {"name", "input"}}`): it has no function, so it
+    /// is written as it came, its members from `openai_extra`.
+    fn typed_call(&self, block: &Block<'_>, attrs: &[Attr<'_>]) -> bool {
+        !self.foreign && attr(attrs, "type").and_then(json_str).is_some() && block.fin && block.payload.is_empty() && !has_attr(attrs, "name")
+    }
+
+    fn write_typed_call<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>],
+                            io: &mut Io<'_>) -> Result<Placed<'b>> {
+        self.message_for(body, block, ASSISTANT, io)?;
+        self.msg_had_tool_calls = true;
+        let w = self.assembler(Which::Open)?.member(io, "tool_calls", Opener::Array)?;
+        io.separate(w)?;
+        let mut out = b"{".to_vec();
+        if let Some(id) = attr(attrs, "id") {
+            out.extend_from_slice(b"\"id\":");
+            out.extend_from_slice(id);
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"type\":");
+        out.extend_from_slice(attr(attrs, "type").unwrap_or(b"null"));
+        push_members(attrs, EXTRA_ATTR, &mut out);
+        out.push(b'}');
+        io.write(w, &out)?;
+        Ok(Placed::Nothing)
     }
 
     /// A tool call's name as openai accepts it (`naming`: another dialect's may not fit).
@@ -1936,10 +2055,7 @@ fn in_string(raw: &[u8]) -> &[u8] {
 }
 
 fn lose_is_error(io: &mut Io<'_>, block: BlockRef<'_>, attrs: &[Attr<'_>]) -> Result<()> {
-    if attr_truthy(attrs, "is_error") {
-        lose_field(io.session, DIALECT, block, "is_error", Some(attrs), None)?;
-    }
-    Ok(())
+    crate::encoding::lose_is_error(io.session, DIALECT, block, attrs)
 }
 
 fn own_attr(attr: &Attr<'_>) -> Attr<'static> {

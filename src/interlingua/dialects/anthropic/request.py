@@ -869,6 +869,8 @@ class RequestEncoder(Encoder):
         attrs = block.attrs or {}
         if s is not TOOL_RESULT and not attrs.get("in_result"):
             self._close_result()
+        if self._drops_typed_call(block, attrs):
+            return None
         if s is SYSTEM_INSTRUCTION:
             if self.foreign and block.fin and not block.payload:
                 return None  # an empty system text: absent means the same, and anthropic rejects it

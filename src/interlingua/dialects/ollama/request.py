@@ -858,6 +858,8 @@ class RequestEncoder(Encoder):
     def _place(self, block: Block):
         s = block.section
         attrs = block.attrs or {}
+        if self._drops_typed_call(block, attrs):
+            return None
         self._check_attrs(block, attrs)
         if s is UNKNOWN:
             if attrs.get("dialect") == DIALECT and "role" in attrs:
@@ -912,8 +914,7 @@ class RequestEncoder(Encoder):
             msg = self._message_for(block, role)
         if block.section is TOOL_RESULT:
             msg.has_result = True
-            if attrs.get("is_error"):
-                self._lose_field(block, "is_error", attrs)
+            self._lose_is_error(block, attrs)
         if attrs.get("empty"):
             return (lambda data: None), (lambda late: self._text_close(block, msg, attrs, late))
         if key == "content" and msg.asm.ended("content"):
@@ -940,6 +941,7 @@ class RequestEncoder(Encoder):
         if late:
             self._check_attrs(block, late_only(attrs, late))
             self._lose_signature(block, late)
+            self._lose_is_error(block, late_only(attrs, late))
         if block.section is TOOL_RESULT:
             self._result_name(block, msg, {**attrs, **late})
 
@@ -977,6 +979,7 @@ class RequestEncoder(Encoder):
         if attrs.get("in_result"):
             self._lose_block(block, "images in tool messages", "carried in a user message after the tool messages",
                              attrs=attrs)
+            self._lose_is_error(block, attrs)
         msg = self._message_for(block, role)
         if not msg.has_image:
             msg.asm.end_member("content")  # the text is complete: let the images stream
@@ -994,6 +997,7 @@ class RequestEncoder(Encoder):
             w.write(b'"')
             if late:  # e.g. openai's detail after the url
                 self._check_attrs(block, late_only(attrs, late))
+                self._lose_is_error(block, late_only(attrs, late))
             declared = {**attrs, **late}.get("media_type", _UNNAMED)
             shown = sniff_media_type(bytes(head)) or _UNNAMED
             if declared != shown:

@@ -33,7 +33,7 @@ from ...canonical import (
     Block, Control, End, Event, Extension, MessagesEnd, Section, SystemEnd, decode_escaped,
 )
 from ...decoding import STRING  # (types of members)
-from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
+from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, ignore, late_only, merged_reasoning,
     message_member,
@@ -65,6 +65,8 @@ class RequestDecoder(RequestBodyDecoder):
 
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         self.reasoning_key = session.options.openai_reasoning_field
+        #: id -> type of the calls of a type other than function (custom tools): their results say so
+        self.typed_calls: dict[str, str] = {}
         super().__init__(emit, session)
 
     # -- top level -----------------------------------------------------------
@@ -143,6 +145,13 @@ class MessageReader(MessageReaderBase):
             attrs = dict(attrs or {})
             if role in ("developer", "function"):
                 attrs["role"] = role
+            if section is TOOL_RESULT:  # a further text part is more of the same result
+                if self._results:
+                    attrs["in_result"] = True
+                self._results += 1
+                call_type = self.d.typed_calls.get(self.tool_call_id)
+                if call_type is not None:  # it answers a custom tool's call
+                    attrs["call_type"] = call_type
         if section is UNKNOWN:
             in_parts = block.init and attrs.get("in_parts")
             if block.init:
@@ -153,6 +162,7 @@ class MessageReader(MessageReaderBase):
         return Block(section, block.message, payload, block.init, block.fin, attrs or None)
 
     _unknown_parts = False
+    _results = 0  # tool-result text blocks of this message so far
 
     def text_section(self) -> Section:
         """Text is built as ``user-text``; ``_resolve`` gives it the role's section."""
@@ -167,6 +177,46 @@ class MessageReader(MessageReaderBase):
         return attrs
 
     _id_given = False
+    _id_gate: Gate | None = None
+    _ended = False
+
+    def waiting(self) -> Gate | None:
+        """The role's gate while the role is unknown; then, in a tool message of a request
+        with custom tool calls, a gate until its ``tool_call_id`` is known
+        (``openai:result-before-call-id``): whether it answers one decides whether a target
+        without custom tools sends it (sorted keys put the id after the content)."""
+        gate = super().waiting()
+        if gate is not None or not self._awaits_call_id():
+            return gate
+        if self._id_gate is None:
+            self._id_gate = Gate(self._out, self.d.session, "openai:result-before-call-id")
+        return self._id_gate
+
+    def _awaits_call_id(self) -> bool:
+        return self.role == "tool" and self.tool_call_id is None and not self._ended and bool(self.d.typed_calls)
+
+    def _emit_resolved(self, block: Block) -> None:
+        """Out of the role's gate: the block may wait for the call id now."""
+        gate = self.waiting()
+        if gate is None:
+            self._out(block)
+        else:
+            gate(block)
+
+    def _out(self, block: Block) -> None:
+        self.d.emit(self._resolve(block))
+
+    def _set_role(self, role: Any, offset: int) -> None:
+        super()._set_role(role, offset)
+        if self._open is not None:
+            self._open.recount()  # what it keeps back now waits where the message's blocks do
+
+    def _release_id_gate(self) -> None:
+        if self._id_gate is not None:
+            self._id_gate.release()
+            self._id_gate = None
+        if self._open is not None:
+            self._open.recount()
 
     def builder(self, section: Section, attrs: dict | None = None, done=None) -> BlockBuilder:
         """A new block of this message; the previous one is closed first."""
@@ -192,6 +242,8 @@ class MessageReader(MessageReaderBase):
             self.close_open()
             if self.role is None:
                 raise d.error("message without role", offset)
+            self._ended = True
+            self._release_id_gate()
             if not self._emitted:  # e.g. {"role": "assistant", "content": null}: still a message
                 attrs = {"empty": True, **({"in_parts": True} if self._empty_parts else {})}
                 if self.tool_call_id is not None and not self._id_given:  # a result without content
@@ -236,6 +288,7 @@ class MessageReader(MessageReaderBase):
             if self._open is not None and not self._id_given:  # after the content: a late attribute
                 self._open.set("tool_call_id", call_id)
                 self._id_given = True
+            self._release_id_gate()
         self.d.read_value(kind, value, offset, done)
 
     _empty_parts = False  # content was an array (it may be empty)
@@ -348,6 +401,9 @@ class ToolCallReader:
         self.d.read_string(kind, value, offset, self.block.fragment, "arguments")
 
     def _end(self) -> None:
+        every = {**self.block.attrs, **self.block.late}
+        if isinstance(every.get("type"), str) and isinstance(every.get("id"), str):
+            self.d.typed_calls[every["id"]] = every["type"]  # its result will say so
         self.m.finished(self.block)
 
 
@@ -834,10 +890,6 @@ class RequestEncoder(Encoder):
             close(late)
         return write, close_checked
 
-    def _lose_is_error(self, block: Block, attrs: dict) -> None:
-        if attrs.get("is_error"):
-            self._lose_field(block, "is_error", attrs)
-
     def _media(self, block: Block, attrs: dict):
         s = block.section
         if s is USER_IMAGE and attrs.get("source") == "base64" and attrs.get("media_type") is None:
@@ -889,6 +941,8 @@ class RequestEncoder(Encoder):
         return w.write, close
 
     def _tool_call(self, block: Block, attrs: dict):
+        if self._typed_call(block, attrs):
+            return self._write_typed_call(block, attrs)
         self._foreign_call_attrs(block, attrs)  # the late ones at the close: each recorded once
         self._lose_moved(block, attrs, "assistant")
         msg = self._message_for(block, "assistant")
@@ -920,6 +974,22 @@ class RequestEncoder(Encoder):
                 tail += b',"id":' + dumps(self._call_id(late["id"]))
             w.write(tail + _members(merged, EXTRA_ATTR) + b"}")
         return w.write, close
+
+    def _typed_call(self, block: Block, attrs: dict) -> bool:
+        """An openai call of another type than function (a custom tool's ``{"id", "type":
+        "custom", "custom": {"name", "input"}}``): it has no function, so it is written as it
+        came, its members from ``openai_extra``."""
+        return (not self.foreign and isinstance(attrs.get("type"), str) and block.fin and not block.payload
+                and "name" not in attrs)
+
+    def _write_typed_call(self, block: Block, attrs: dict):
+        msg = self._message_for(block, "assistant")
+        self._msg_had_tool_calls = True
+        w = msg.member("tool_calls", b"[")
+        w._separate()
+        head = b"{" + (b'"id":' + dumps(attrs["id"]) + b"," if "id" in attrs else b"")
+        w.write(head + b'"type":' + dumps(attrs["type"]) + _members(attrs, EXTRA_ATTR) + b"}")
+        return ignore, ignore
 
     def _name(self, block: Block, name) -> bytes:
         """A tool call's name as openai accepts it (``naming``: another dialect's may not fit)."""
