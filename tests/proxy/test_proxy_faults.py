@@ -280,3 +280,23 @@ def test_listing_endpoints(servers):
         assert http.get(proxy.url + "/v1/chat/completions", headers=auth).status_code == 405
         missing = http.get(proxy.url + "/nowhere", headers=auth)
         assert missing.status_code == 404 and "error" in missing.json()
+
+
+#: every route and the methods it takes (its 405's ``Allow``)
+ROUTES = {"/v1/chat/completions": {"POST"}, "/v1/messages": {"POST"}, "/api/chat": {"POST"},
+          "/healthz": {"GET", "HEAD"}, "/v1/models": {"GET"}, "/api/tags": {"GET"}}
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+@pytest.mark.parametrize("path", sorted(ROUTES))
+def test_a_wrong_method_is_405_with_allow(servers, path):
+    """RFC 9110 15.5.6: a 405 carries ``Allow``, the methods the route takes (every route, every other method)."""
+    proxy, _ = servers
+    with httpx2.Client(timeout=10) as http:
+        for method in METHODS:
+            if method in ROUTES[path]:
+                continue
+            response = http.request(method, proxy.url + path, headers={"authorization": f"Bearer {GOOD_KEY}"})
+            assert response.status_code == 405, (method, path)
+            assert {m.strip() for m in response.headers["allow"].split(",")} == ROUTES[path], (method, path)
+        assert "allow" not in http.get(proxy.url + "/nowhere").headers  # a 404 has none

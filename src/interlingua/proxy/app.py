@@ -54,6 +54,8 @@ CHAT_ROUTES = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic", "/
 JSON = b"application/json"
 STREAM_TYPES = {"openai": b"text/event-stream", "anthropic": b"text/event-stream", "ollama": b"application/x-ndjson"}
 LOSS_HEADER = b"x-interlingua-losses"
+#: the methods each route takes (the ``Allow`` header of its 405); ``b"chat"`` stands for every chat route
+_ALLOWED = {b"chat": b"POST", "/healthz": b"GET, HEAD", "/v1/models": b"GET", "/api/tags": b"GET"}
 ERROR_BODY_LIMIT = 64 << 10  # what is read of an upstream's error body
 
 
@@ -222,9 +224,11 @@ class ProxyApp:
         elif path in ("/v1/models", "/api/tags") and method == "GET":
             await self._models(scope, send)
         else:
-            status = 405 if dialect is not None or path in ("/v1/models", "/api/tags", "/healthz") else 404
+            allowed = _ALLOWED.get(b"chat" if dialect is not None else path)
+            status = 405 if allowed is not None else 404
             client = dialect or _dialect_of(scope)
-            await _respond(send, status, error_body(client, status, f"no route for {method} {path}"))
+            headers = [(b"allow", allowed)] if allowed is not None else []  # RFC 9110 15.5.6: a 405 says what is
+            await _respond(send, status, error_body(client, status, f"no route for {method} {path}"), headers=headers)
 
     def _authorized(self, scope) -> bool:
         if not self._keys:
