@@ -34,6 +34,7 @@ from typing import Callable
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
+from .canonical import Error
 from .pipeline import Transcoder
 
 __all__ = ["transcode_stream", "pump", "aclose_quietly"]
@@ -57,7 +58,9 @@ async def aclose_quietly(resource: object) -> None:
 
 async def transcode_stream(chunks: AsyncIterable[bytes], transcoder: Transcoder, *,
                            abort_on: tuple[type[BaseException], ...] = (),
-                           on_abort: Callable[[BaseException], None] | None = None) -> AsyncIterator[bytes]:
+                           on_abort: Callable[[BaseException], None] | None = None,
+                           abort_error: Callable[[BaseException], BaseException | Error] | None = None,
+                           ) -> AsyncIterator[bytes]:
     """Feed each chunk of ``chunks`` to ``transcoder``; yield the output as soon as it exists.
 
     ``chunks`` is any async iterable of bytes (an anyio ``ByteReceiveStream``
@@ -65,7 +68,9 @@ async def transcode_stream(chunks: AsyncIterable[bytes], transcoder: Transcoder,
     ``contextlib.aclosing`` (or ``aclose()`` it) so that stopping early closes
     the source at once rather than when the generator is collected.
     ``on_abort`` is called with the exception before the error event is made
-    (for logging).
+    (for logging). ``abort_error`` makes the error the output ends with (an
+    exception or a canonical ``Error``) of the one caught: a proxy says an
+    upstream's invalid answer is the upstream's fault, not the client's.
     """
     iterator = aiter(chunks)
     try:
@@ -78,7 +83,7 @@ async def transcode_stream(chunks: AsyncIterable[bytes], transcoder: Transcoder,
         except abort_on as exc:
             if on_abort is not None:
                 on_abort(exc)
-            out = transcoder.abort(exc)
+            out = transcoder.abort(abort_error(exc) if abort_error is not None else exc)
         if out:
             yield out
     finally:

@@ -14,7 +14,8 @@ each request it
   connection dropped mid-stream), ``fault-slow-start`` / ``fault-slow-mid``
   (silent for ``SLOW`` seconds before the first byte / after three frames),
   ``fault-hang`` (three frames, then waits for the connection to close and
-  records when it did), ``echo-tool`` (a JSON answer calling the request's
+  records when it did), ``fault-badjson`` / ``fault-cut`` (three frames, then a frame
+  that is not JSON / a clean end without the stream's last event), ``echo-tool`` (a JSON answer calling the request's
   first tool by the name it arrived with).
 
 Only 127.0.0.1 is ever used.
@@ -84,6 +85,11 @@ def _official_check(dialect: str):
         return adapter.validate_python
     from ollama._types import ChatRequest
     return ChatRequest.model_validate
+
+
+#: a frame whose data is not JSON, in each dialect's framing (fault-badjson)
+BROKEN_FRAMES = {"openai": b'data: {"oops\n\n', "anthropic": b'event: content_block_delta\ndata: {"oops\n\n',
+                 "ollama": b'{"oops\n'}
 
 
 def wants_stream(dialect: str, body: dict) -> bool:
@@ -191,12 +197,16 @@ class Upstream:
             return
         pieces = split_frames(dialect, body)
         for i, piece in enumerate(pieces):
-            if i == 3 and scenario in ("fault-drop", "fault-slow-mid", "fault-hang"):
+            if i == 3 and scenario in ("fault-drop", "fault-slow-mid", "fault-hang", "fault-badjson", "fault-cut"):
                 break
             await send({"type": "http.response.body", "body": piece, "more_body": True})
             await anyio.sleep(pace)
         else:
             await send({"type": "http.response.body", "body": b""})
+            return
+        if scenario in ("fault-badjson", "fault-cut"):  # a clean end of a broken stream
+            await send({"type": "http.response.body", "body": BROKEN_FRAMES[dialect] if scenario == "fault-badjson"
+                        else b""})
             return
         if scenario == "fault-drop":
             raise ConnectionResetError("test upstream drops the connection mid-stream")

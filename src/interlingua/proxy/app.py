@@ -43,7 +43,7 @@ import msgspec
 from ..aio import aclose_quietly, transcode_stream
 from ..errors import TranscodeError
 from ..pipeline import Decoder, Transcoder
-from ..canonical import Control
+from ..canonical import Control, Error
 from .config import Backend, Config
 from .errors import client_status, error_body, transcode_error_body, upstream_message
 from .upstream import Response, UpstreamError, make_upstream
@@ -474,7 +474,7 @@ class ProxyApp:
             exchange.error = f"upstream failed mid-response: {exc}"
 
         pieces = transcode_stream(response.chunks(), answer, abort_on=(UpstreamError, TranscodeError),
-                                  on_abort=aborted)
+                                  on_abort=aborted, abort_error=_mid_stream_error)
         started = False
         held = b""
         try:
@@ -502,12 +502,25 @@ class ProxyApp:
             exchange.status, exchange.error = 499, "client disconnected"
 
 
+def _upstream_fault(exc: BaseException) -> tuple[int, str, str]:
+    """(status, kind, message) of an upstream answer that failed: the upstream's fault (an
+    answer interlingua cannot read included: 502 api_error, never the client's 400)."""
+    if isinstance(exc, TranscodeError):
+        return 502, "api_error", f"the upstream's answer is not valid: {exc}"
+    status = getattr(exc, "status", 502)
+    return status, "timeout_error" if status == 504 else "api_error", str(exc) or type(exc).__name__
+
+
 def _before_any_byte(exc: BaseException) -> RequestFailed:
     """An upstream answer that failed before anything was relayed: an HTTP error status of its own."""
-    if isinstance(exc, TranscodeError):
-        return RequestFailed(502, f"the upstream's answer is not valid: {exc}", kind="api_error")
-    return RequestFailed(getattr(exc, "status", 502), str(exc),
-                         kind="timeout_error" if getattr(exc, "status", 0) == 504 else "api_error")
+    status, kind, message = _upstream_fault(exc)
+    return RequestFailed(status, message, kind=kind)
+
+
+def _mid_stream_error(exc: BaseException) -> Error:
+    """The same failure after the answer started: the client dialect's error event says it."""
+    status, kind, message = _upstream_fault(exc)
+    return Error(kind, message, status)
 
 
 class Routed:
