@@ -123,6 +123,48 @@ def test_connection_dropped_mid_stream_ends_with_the_client_error_event(servers,
     assert ends_with_error_event(client, b"".join(pieces))
 
 
+BROKEN = ("fault-badjson", "fault-cut")
+
+
+@pytest.mark.parametrize("fault", BROKEN)
+@pytest.mark.parametrize("backend", DIALECTS)
+def test_a_broken_upstream_stream_is_the_upstreams_fault(servers, backend, fault):
+    """An upstream stream interlingua cannot read (a frame that is not JSON, a clean end without its
+    last event) is an upstream fault in every client's in-stream error (api_error, as before the first
+    byte: 502), never the client's invalid_request_error; openai's ``code`` is a string or null."""
+    proxy, _ = servers
+    model, messages = f"{backend}/{fault}", [{"role": "user", "content": "hi"}]
+    o = openai.OpenAI(base_url=proxy.url + "/v1", api_key=GOOD_KEY, max_retries=0)
+    with pytest.raises(openai.APIError) as info:
+        for _ in o.chat.completions.create(model=model, stream=True, messages=messages):
+            pass
+    assert info.value.type == "api_error" and "the upstream's answer is not valid" in info.value.message
+    assert info.value.body.get("code") is None
+    a = anthropic.Anthropic(base_url=proxy.url, api_key=GOOD_KEY, max_retries=0)
+    with pytest.raises(anthropic.APIStatusError) as ainfo:
+        for _ in a.messages.create(model=model, stream=True, max_tokens=5, messages=messages):
+            pass
+    assert ainfo.value.body["error"]["type"] == "api_error"
+    assert "the upstream's answer is not valid" in ainfo.value.body["error"]["message"]
+    with pytest.raises(ollama.ResponseError, match="the upstream's answer is not valid"):
+        for _ in ollama.Client(host=proxy.url, headers={"authorization": f"Bearer {GOOD_KEY}"}).chat(
+                model=model, stream=True, messages=messages):
+            pass
+
+
+@pytest.mark.parametrize("client", DIALECTS)
+def test_the_openai_error_chunk_has_no_integer_code(servers, client):
+    """Every mid-stream failure (dropped, silent, broken): openai's error chunk has ``code`` null or absent
+    (client ``ErrorObject.code: Optional[str]``), its ``type`` the fault's."""
+    proxy, _ = servers
+    for model in ("anthropic/fault-drop", "slow-ollama/fault-slow-mid", "anthropic/fault-badjson"):
+        status, pieces = stream_pieces(proxy, "openai", model)
+        events = b"".join(pieces).strip().split(b"\n\n")
+        error = json.loads(events[-2][6:])["error"]
+        assert status == 200 and events[-1] == b"data: [DONE]"
+        assert error.get("code") is None and error["type"] in ("api_error", "timeout_error"), (model, error)
+
+
 @pytest.mark.parametrize("client", DIALECTS)
 def test_upstream_silent_longer_than_the_timeout(servers, client):
     proxy, _ = servers

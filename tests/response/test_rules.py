@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from interlingua import Decoder, Options, Transcoder, TranscodeError, TruncatedInputError
-from interlingua.canonical import Block, Usage
+from interlingua.canonical import Block, Error, Usage
 from interlingua.lifecycle import generated_tool_id
 from rpt import split_stream_events
 
@@ -131,6 +131,21 @@ def test_abort_mid_stream_becomes_the_target_error_event(target):
         assert "error" in frames[-1][1]
         with pytest.raises(ollama.ResponseError):
             FINALS["ollama"]("stream", out)
+
+
+@pytest.mark.parametrize("kind", ["stream", "response"])
+@pytest.mark.parametrize("source", ["openai", "anthropic", "ollama"])
+@pytest.mark.parametrize("error", [None, TruncatedInputError("cut"), Error("api_error", "boom", 502),
+                                   Error("rate_limit_error", "slow down", 429), Error("x", "no status")])
+def test_openai_error_object_has_no_integer_code(source, kind, error):
+    """Every abort into openai, from every source, before or after output: the error object is
+    ``{message, type}`` -- openai's ``code`` is a string naming the error (client
+    ``ErrorObject.code: Optional[str]``), never the HTTP status."""
+    t = Transcoder(source, "openai", kind=kind)
+    out = t.abort(error)
+    data = out.split(b"data: ", 2)[1].split(b"\n\n")[0] if kind == "stream" else out
+    body = json.loads(data)["error"]
+    assert set(body) == {"message", "type"}, body
 
 
 def test_anthropic_error_event_reaches_openai():

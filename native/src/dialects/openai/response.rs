@@ -1304,16 +1304,14 @@ mod encoder {
     const TOOL_TAIL: &[u8] = b"\"}}]},\"finish_reason\":null}]}\n\n";
 
 
-    /// `dumps({"error": {"message": .., "type": .., "code": ..}})`.
+    /// `_error_body`: `dumps({"error": {"message": .., "type": ..}})`; no `code` (openai's is a
+    /// string naming the error, never the HTTP status).
     fn error_body(event: &Event<'_>) -> Vec<u8> {
-        let Event::Error { kind, message, status } = event else { return b"{}".to_vec() };
-        let mut body = vec![
+        let Event::Error { kind, message, .. } = event else { return b"{}".to_vec() };
+        let body = vec![
             (b"message".to_vec(), Value::Str(message.as_bytes().to_vec())),
             (b"type".to_vec(), Value::Str(kind.as_bytes().to_vec())),
         ];
-        if let Some(status) = status {
-            body.push((b"code".to_vec(), Value::int(*status)));
-        }
         let mut out = Vec::new();
         dumps(&Value::Object(vec![(b"error".to_vec(), Value::Object(body))]), &mut out);
         out

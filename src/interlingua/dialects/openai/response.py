@@ -29,7 +29,8 @@ Encoding
 * Stream: a role chunk first (``delta: {role, content: ""}``), one chunk per
   source frame and block, the finish chunk, the usage chunk (``choices: []``)
   when the source gave usage, ``data: [DONE]`` always -- after an error
-  chunk too. Reasoning goes into ``Options.openai_reasoning_field`` and
+  chunk too (``{"error": {"message", "type"}}``: an error's status is HTTP's, and
+  openai's ``code`` is a string naming the error, so it has none). Reasoning goes into ``Options.openai_reasoning_field`` and
   nowhere else (no field configured: a recorded loss).
 * Response: one ``chat.completion`` body, choices by block ``message``.
 * ``created`` is the source's time (ollama ``created_at`` in seconds), else the
@@ -694,6 +695,12 @@ def _chars(escaped: bytes) -> int:
     return len(plain) - len(_CONTINUATION.findall(plain))
 
 
+def _error_body(error: Error) -> bytes:
+    """``{"error": {"message", "type"}}``. No ``code``: openai's is a string naming the error
+    (client ``ErrorObject.code: Optional[str]``) or null, never the HTTP status."""
+    return dumps({"error": {"message": error.message, "type": error.type}})
+
+
 _TEXT_TAIL = b'"},"finish_reason":null}]}' + SSE_END  # closes a chunk of a text delta
 _TOOL_TAIL = b'"}}]},"finish_reason":null}]}' + SSE_END  # closes a chunk of a tool-call delta
 
@@ -813,10 +820,7 @@ class StreamEncoder(_EncoderBase):
 
     def _error(self, error: Error) -> None:
         self.frame.close()
-        body = {"message": error.message, "type": error.type}
-        if error.status is not None:
-            body["code"] = error.status
-        self.write(sse_event(None, dumps({"error": body})))
+        self.write(sse_event(None, _error_body(error)))
         self.errored = True
 
     errored = False
@@ -1012,7 +1016,4 @@ class ResponseEncoder(_EncoderBase):
             return
         self.done = True
         if not self.begun:
-            body = {"message": error.message, "type": error.type}
-            if error.status is not None:
-                body["code"] = error.status
-            self.write(dumps({"error": body}))
+            self.write(_error_body(error))
