@@ -168,3 +168,29 @@ def test_a_data_url_header_reads_the_same_at_every_cut(key):
             assert events([body[:at], body[at:]]) == whole, (size, at)
         media = [e for e in whole if getattr(e, "attrs", None) and "source" in e.attrs]
         assert (media[0].attrs.get("media_type") is not None) == (size <= 256), size
+
+
+#: a request's stream_options -> Transcoder.asks_stream_usage (as ``value.get("include_usage") is True``)
+STREAM_OPTIONS = [
+    (None, False), ('{"include_usage":true}', True), ('{"include_usage":false}', False),
+    ('{"include_usage":1}', False), ('{"include_usage":"true"}', False), ('{}', False),
+    ('{"include_obfuscation":false,"include_usage":true}', True), ('null', False),
+]
+
+
+@pytest.mark.parametrize("target", ["openai", "anthropic", "ollama"])
+@pytest.mark.parametrize("stream_options, asked", STREAM_OPTIONS)
+def test_asks_stream_usage_reads_include_usage(stream_options, asked, target):
+    """What the proxy sets ``Options.openai_stream_usage`` from, whatever the target, at every cut."""
+    body = ('{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]'
+            + (f',"stream_options":{stream_options}' if stream_options else "") + "}").encode()
+    for size in (1, 7, len(body)):
+        t = Transcoder("openai", target)
+        for i in range(0, len(body), size):
+            t.feed(body[i:i + size])
+        t.close()
+        assert t.asks_stream_usage is asked, (size, stream_options)
+    other = Transcoder("anthropic", "openai")  # only an openai request can ask
+    other.feed(b'{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}')
+    other.close()
+    assert other.asks_stream_usage is False

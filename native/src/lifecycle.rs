@@ -515,6 +515,24 @@ fn lose_count(session: &mut Session, name: &str, target: &str, what: &str) -> Re
     session.lose_lacking(&path, target, what, None, None)
 }
 
+/// `USAGE_COUNTS`: the usage counts, in the order their losses are recorded.
+fn usage_counts(u: &Usage) -> [(&'static str, Option<i64>); 6] {
+    [("input", u.input), ("output", u.output), ("cache_read", u.cache_read), ("cache_write", u.cache_write),
+     ("reasoning", u.reasoning), ("total", u.total)]
+}
+
+/// `lose_unasked_usage`: an openai stream whose request did not ask for usage
+/// (`Options.openai_stream_usage` off) gets none, as from OpenAI: each count is a loss.
+pub fn lose_unasked_usage(u: &Usage, session: &mut Session) -> Result<()> {
+    for (name, count) in usage_counts(u) {
+        if count.is_some() {
+            let path = usage_path_pieces(session, name).map(str::as_bytes);
+            session.lose_lacking(&path, "openai", "usage chunk without stream_options.include_usage", Some("not sent"), None)?;
+        }
+    }
+    Ok(())
+}
+
 /// `SERVICE_TIERS[dialect]`: canonical name -> the dialect's (its client's literal).
 const SERVICE_TIERS: &[(&str, &[(&str, &str)])] = &[
     ("openai", &[("standard", "default"), ("priority", "priority"), ("flex", "flex"), ("scale", "scale"),

@@ -717,6 +717,7 @@ fn options_from_py<'py>(py: Python<'py>, options: Option<&Bound<'py, PyAny>>) ->
             Some(out)
         },
         ollama_sampling_defaults: get(pyo3::intern!(py, "ollama_sampling_defaults"))?.extract()?,
+        openai_stream_usage: get(pyo3::intern!(py, "openai_stream_usage"))?.extract()?,
     })
 }
 
@@ -765,6 +766,7 @@ fn options_fields<'py>(py: Python<'py>, options: Option<Bound<'py, PyAny>>) -> P
     };
     out.set_item("anthropic_thinking_budgets", budgets)?;
     out.set_item("ollama_sampling_defaults", o.ollama_sampling_defaults)?;
+    out.set_item("openai_stream_usage", o.openai_stream_usage)?;
     Ok(out)
 }
 
@@ -1163,6 +1165,13 @@ impl NativeTranscoder {
         let this = slf.try_borrow().map_err(|_| busy("Transcoder"))?;
         tool_names_to_py(slf.py(), &this.core.session)
     }
+
+    /// An openai request's `stream_options.include_usage` is true (for its response's options).
+    #[getter]
+    fn asks_stream_usage(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        let this = slf.try_borrow().map_err(|_| busy("Transcoder"))?;
+        Ok(this.core.session.asks_stream_usage)
+    }
 }
 
 /// `interlingua.Decoder` for requests on the native core: `feed` / `close` return
@@ -1389,6 +1398,13 @@ impl NativeEncoder {
     fn tool_names<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
         let this = slf.try_borrow().map_err(|_| busy("Encoder"))?;
         tool_names_to_py(slf.py(), &this.session)
+    }
+
+    /// An openai request's `stream_options.include_usage` is true (for its response's options).
+    #[getter]
+    fn asks_stream_usage(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        let this = slf.try_borrow().map_err(|_| busy("Encoder"))?;
+        Ok(this.session.asks_stream_usage)
     }
 }
 

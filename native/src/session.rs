@@ -33,6 +33,8 @@ pub struct Options {
     /// effort -> budget; `None`: anthropic.controls.THINKING_BUDGETS
     pub anthropic_thinking_budgets: Option<Vec<(String, i64)>>,
     pub ollama_sampling_defaults: bool,
+    /// an openai stream writes its usage chunk (`false`: each count is a loss)
+    pub openai_stream_usage: bool,
 }
 
 impl Default for Options {
@@ -50,6 +52,7 @@ impl Default for Options {
             anthropic_thinking: Cow::Borrowed("auto"),
             anthropic_thinking_budgets: None,
             ollama_sampling_defaults: false,
+            openai_stream_usage: true,
         }
     }
 }
@@ -182,6 +185,8 @@ pub struct Session {
     pub tool_names: ToolNames,
     /// same-dialect copy (`interlingua.passthrough`): nothing is lost
     pub passthrough: bool,
+    /// an openai request said `stream_options.include_usage: true` (`Transcoder.asks_stream_usage`)
+    pub asks_stream_usage: bool,
     /// (dialect, path, reason) of the losses recorded (`lose`'s one-record rule), once
     /// there are `FEW_LOSSES` or more, or in strict mode; before that `losses` is
     /// looked through (a body loses a few fields: no key to build and hash per loss);
@@ -216,6 +221,7 @@ impl Session {
             reorder,
             tool_names: ToolNames::default(),
             passthrough: false,
+            asks_stream_usage: false,
             lost_paths: None,
             response_start: None,
         }

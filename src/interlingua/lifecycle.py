@@ -227,7 +227,7 @@ def usage_to_openai(u: Usage, session: Session) -> bytes | None:
     optional). ``prompt_tokens``, ``completion_tokens`` and ``total_tokens`` are required
     members of openai's ``CompletionUsage``: one the source did not give is a 0
     placeholder (see the module docstring), and the total is then the sum written."""
-    if all(getattr(u, name) is None for name in _COUNTS):
+    if all(getattr(u, name) is None for name in USAGE_COUNTS):
         return None
     out: dict[str, Any] = {"prompt_tokens": u.input if u.input is not None else 0,
                            "completion_tokens": u.output if u.output is not None else 0}
@@ -242,9 +242,6 @@ def usage_to_openai(u: Usage, session: Session) -> bytes | None:
     if u.reasoning is not None:
         out["completion_tokens_details"] = {"reasoning_tokens": u.reasoning}
     return dumps(out)
-
-
-_COUNTS = ("input", "output", "total", "cache_read", "cache_write", "reasoning")
 
 
 def usage_from_anthropic(obj: dict, session: Session, path: str = "$.usage") -> Usage:
@@ -326,6 +323,18 @@ def merge_anthropic_usage(old: Usage | None, new: Usage) -> Usage:
 def _anthropic_input(u: Usage) -> int | None:
     """The ``input_tokens`` a usage was read from (the canonical input less the cache counts)."""
     return None if u.input is None else u.input - (u.cache_read or 0) - (u.cache_write or 0)
+
+
+#: the usage counts, in the order their losses are recorded
+USAGE_COUNTS = ("input", "output", "cache_read", "cache_write", "reasoning", "total")
+
+
+def lose_unasked_usage(u: Usage, session: Session) -> None:
+    """An openai stream whose request did not ask for usage (``Options.openai_stream_usage``
+    off) gets none, as from OpenAI: each count the source gave is a recorded loss."""
+    for name in USAGE_COUNTS:
+        if getattr(u, name) is not None:
+            _lose_count(session, name, "openai", "usage chunk without stream_options.include_usage", "not sent")
 
 
 def merge_usage(old: Usage | None, new: Usage) -> Usage:

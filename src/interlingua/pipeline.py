@@ -206,6 +206,12 @@ class _BytesOut:
         response's transcoder as ``Options(tool_names=...)`` (``interlingua.naming``)."""
         return self.session.tool_names
 
+    @property
+    def asks_stream_usage(self) -> bool:
+        """An openai request's ``stream_options.include_usage`` is true: its response's
+        transcoder gets ``Options(openai_stream_usage=...)`` from it (the usage chunk only when asked)."""
+        return self.session.asks_stream_usage
+
     def _take(self) -> bytes:
         out = b"".join(self._out)
         self._out.clear()

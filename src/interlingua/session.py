@@ -39,6 +39,12 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
       transcoder had to change (``Transcoder.tool_names`` of that one: wire
       name -> the client's name); tool calls in the response get the client's
       names back (``interlingua.naming``).
+    * ``openai_stream_usage``: an openai stream target writes the usage chunk
+      (``choices: []``) when the source gave usage (the default). ``False``: as
+      OpenAI does for a request without ``stream_options.include_usage``, no usage
+      chunk (a client's ``chunk.choices[0]`` loop would fail on it); each count is
+      a recorded loss. A proxy sets it from its openai client's request
+      (``Transcoder.asks_stream_usage``).
     * ``ollama_sampling_defaults``: an ollama target gets the source dialect's own
       sampling defaults for what the source left unset (openai: ``temperature``
       and ``top_p`` 1.0, as Ollama's openai layer sends; anthropic: ``temperature``
@@ -60,6 +66,7 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     anthropic_thinking: Literal["auto", "adaptive", "budget"] = "auto"
     anthropic_thinking_budgets: dict[str, int] | None = None
     ollama_sampling_defaults: bool = False
+    openai_stream_usage: bool = True
 
 
 NONCE_BYTES = 12
@@ -138,6 +145,8 @@ class Session:
         #: the output is a copy of the input (same-dialect response or stream,
         #: ``interlingua.passthrough``): nothing can be lost, so no loss is recorded
         self.passthrough = False
+        #: an openai request said ``stream_options.include_usage: true`` (``Transcoder.asks_stream_usage``)
+        self.asks_stream_usage = False
         self._lost_paths: set[tuple[str, str, str]] = set()
         self._hooks = (clock, entropy)
         self._start: ResponseStart | None = None

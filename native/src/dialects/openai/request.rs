@@ -531,6 +531,11 @@ mod decoder {
                 Ok(name) => controls::decode(name, raw)?,
                 Err(_) => None,
             };
+            if key == b"stream_options" {
+                if let Some(control) = &control {
+                    cx.session.asks_stream_usage = crate::dialects::openai::request::includes_usage(&control.value)?;
+                }
+            }
             match control {
                 Some(control) => cx.emit(Event::Control(control)),
                 None => cx.extension(DIALECT, member_path(format_args!("$."), key), raw, None, false),
@@ -2245,4 +2250,15 @@ mod encoder_robustness {
             let _ = encoder.finish(&mut session, &mut out);
         }
     }
+}
+
+/// `isinstance(value, dict) and value.get("include_usage") is True` of a `stream_options`
+/// value (its last `include_usage`, as `json.loads` keeps).
+fn includes_usage(value: &[u8]) -> crate::error::Result<bool> {
+    Ok(match crate::value::Value::parse(value)? {
+        crate::value::Value::Object(members) => {
+            matches!(members.iter().rev().find(|(k, _)| k == b"include_usage"), Some((_, crate::value::Value::Bool(true))))
+        }
+        _ => false,
+    })
 }

@@ -1291,7 +1291,7 @@ mod encoder {
     use crate::error::Result;
     use crate::framing::SSE_END;
     use crate::lifecycle::{finish_to, generated_tool_id, logprob_to_openai, merge_usage, push_int, push_openai_created,
-                           has_openai_usage, push_usage_openai, tier_to, Stamp};
+                           has_openai_usage, lose_unasked_usage, push_usage_openai, tier_to, Stamp};
     use crate::session::Session;
     use crate::value::{dumps, dumps_str, Value};
 
@@ -1743,15 +1743,19 @@ mod encoder {
             self.errored = true;
         }
 
-        fn end(&mut self, out: &mut Vec<u8>) -> Result<()> {
+        fn end(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
             if self.done {
                 return Ok(());
             }
             self.frame.close(out);
-            if let (Some(usage), false) = (self.head.usage.as_ref().filter(|u| has_openai_usage(u)), self.errored) {
-                let mut extra = b",\"usage\":".to_vec();
-                push_usage_openai(usage, &mut extra)?;
-                self.chunk(out, b"", &extra);
+            if let (Some(usage), false) = (&self.head.usage, self.errored) {
+                if !session.options.openai_stream_usage {
+                    lose_unasked_usage(usage, session)?;
+                } else if has_openai_usage(usage) {
+                    let mut extra = b",\"usage\":".to_vec();
+                    push_usage_openai(usage, &mut extra)?;
+                    self.chunk(out, b"", &extra);
+                }
             }
             crate::framing::sse_event(out, None, b"[DONE]");
             self.done = true;
@@ -1786,7 +1790,7 @@ mod encoder {
                 }
                 Event::Usage(usage) => self.head.usage_event(usage, session)?,
                 Event::Error { .. } => self.error(&event, out),
-                Event::End => self.end(out)?,
+                Event::End => self.end(session, out)?,
                 _ => {}
             }
             Ok(())
@@ -1796,12 +1800,12 @@ mod encoder {
             Ok(())
         }
 
-        fn abort(&mut self, error: &Event<'_>, _session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        fn abort(&mut self, error: &Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
             if self.done {
                 return Ok(());
             }
             self.error(error, out);
-            self.end(out)
+            self.end(session, out)
         }
     }
 

@@ -89,6 +89,8 @@ class RequestDecoder(RequestBodyDecoder):
             self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
             return
         control = controls.decode(key, raw)
+        if key == "stream_options" and control is not None:
+            self.session.asks_stream_usage = isinstance(control.value, dict) and control.value.get("include_usage") is True
         if control is None:
             self.emit(Extension(DIALECT, "$." + key, raw))
         else:

@@ -28,7 +28,8 @@ Encoding
 --------
 * Stream: a role chunk first (``delta: {role, content: ""}``), one chunk per
   source frame and block, the finish chunk, the usage chunk (``choices: []``)
-  when the source gave usage, ``data: [DONE]`` always -- after an error
+  when the source gave usage and ``Options.openai_stream_usage`` (else each count
+  is a recorded loss, as OpenAI sends none unasked), ``data: [DONE]`` always -- after an error
   chunk too (``{"error": {"message", "type"}}``: an error's status is HTTP's, and
   openai's ``code`` is a string naming the error, so it has none). Reasoning goes into ``Options.openai_reasoning_field`` and
   nowhere else (no field configured: a recorded loss).
@@ -73,6 +74,7 @@ from ...lifecycle import (
     finish_from,
     finish_to,
     logprob_to_openai,
+    lose_unasked_usage,
     merge_usage,
     skip_value,
     tier_from,
@@ -829,9 +831,13 @@ class StreamEncoder(_EncoderBase):
         if self.done:
             return
         self.frame.close()
-        usage = usage_to_openai(self.usage, self.session) if self.usage is not None and not self.errored else None
-        if usage is not None:
-            self.write(self._chunk(b"", b',"usage":' + usage))
+        if self.usage is not None and not self.errored:
+            if not self.session.options.openai_stream_usage:
+                lose_unasked_usage(self.usage, self.session)
+            else:
+                usage = usage_to_openai(self.usage, self.session)
+                if usage is not None:
+                    self.write(self._chunk(b"", b',"usage":' + usage))
         self.write(sse_event(None, b"[DONE]"))
         self.done = True
 
