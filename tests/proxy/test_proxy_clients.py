@@ -23,7 +23,7 @@ import ollama
 import openai
 import pytest
 
-from interlingua import Transcoder
+from interlingua import Options, Transcoder
 from proxy_servers import running, scenario_bytes
 from response.clients import FINALS, Final
 
@@ -43,8 +43,10 @@ def servers():
 # -- each official client, live ----------------------------------------------------------------
 
 
-def _openai_kwargs(model: str) -> dict:
-    return dict(model=model, reasoning_effort="low",
+def _openai_kwargs(model: str, stream: bool = False) -> dict:
+    # a stream asks for its usage (without, OpenAI sends none: test_openai_usage_chunk_only_when_asked)
+    asked = {"stream_options": {"include_usage": True}} if stream else {}
+    return dict(model=model, reasoning_effort="low", **asked,
                 tools=[{"type": "function", "function": {"name": "weather", "parameters": SCHEMA}}],
                 messages=[{"role": "system", "content": "Be brief."},
                           {"role": "user", "content": [
@@ -64,7 +66,7 @@ def _openai_final(completion) -> Final:
 
 
 def openai_live(url: str, model: str, stream: bool, sync: bool) -> Final:
-    kwargs = _openai_kwargs(model)
+    kwargs = _openai_kwargs(model, stream)
     if sync:
         client = openai.OpenAI(base_url=url + "/v1", api_key=CLIENT_KEY, max_retries=0)
         if stream:
@@ -162,8 +164,8 @@ def ollama_live(url: str, model: str, stream: bool, sync: bool) -> Final:
 LIVE = {"openai": openai_live, "anthropic": anthropic_live, "ollama": ollama_live}
 
 
-def direct(backend: str, client: str, scenario: str, kind: str) -> bytes:
-    t = Transcoder(backend, client, kind=kind)
+def direct(backend: str, client: str, scenario: str, kind: str, options: Options | None = None) -> bytes:
+    t = Transcoder(backend, client, kind=kind, options=options)
     return t.feed(scenario_bytes(scenario, backend, kind)) + t.close()
 
 
@@ -219,11 +221,35 @@ def test_bytes_are_the_direct_transcoding(servers, client, backend, stream):
             pieces = list(response.iter_raw())
             content_type = response.headers["content-type"]
             losses = response.headers["x-interlingua-losses"]
-    assert b"".join(pieces) == direct(backend, client, "response-text-tool", kind)
+    # (these openai requests have no stream_options: the proxy asks the transcoder for no usage chunk)
+    options = Options(openai_stream_usage=False) if client == "openai" else None
+    assert b"".join(pieces) == direct(backend, client, "response-text-tool", kind, options)
     expected_type = {"openai": "text/event-stream", "anthropic": "text/event-stream",
                      "ollama": "application/x-ndjson"}[client] if stream else "application/json"
     assert content_type == expected_type
     assert losses.isdigit()
+
+
+@pytest.mark.parametrize("asked", [False, True], ids=["unasked", "asked"])
+@pytest.mark.parametrize("backend", ("anthropic", "ollama"))
+def test_openai_usage_chunk_only_when_asked(servers, backend, asked):
+    """As OpenAI: the usage chunk (``choices: []``) only with ``stream_options.include_usage``; without it
+    the common ``chunk.choices[0]`` loop runs to the end. (An openai backend's stream is copied as it came:
+    a real one sends no usage unasked, this test's replaying one would.)"""
+    proxy, _ = servers
+    o = openai.OpenAI(base_url=proxy.url + "/v1", api_key=CLIENT_KEY, max_retries=0)
+    extra = {"stream_options": {"include_usage": True}} if asked else {}
+    chunks = list(o.chat.completions.create(model=f"{backend}/response-finish-stop", stream=True,
+                                            messages=[{"role": "user", "content": "hi"}], **extra))
+    if asked:
+        *chunks, last = chunks
+        assert last.choices == [] and (last.usage.prompt_tokens, last.usage.completion_tokens) == (3, 2)
+    assert "".join(ch.choices[0].delta.content or "" for ch in chunks) == "ok"
+    assert all(ch.usage is None for ch in chunks)
+    with o.chat.completions.stream(model=f"{backend}/response-finish-stop",
+                                   messages=[{"role": "user", "content": "hi"}], **extra) as s:
+        final = s.get_final_completion()
+    assert final.choices[0].message.content == "ok" and (final.usage is not None) == asked
 
 
 @pytest.mark.parametrize("client", DIALECTS)
