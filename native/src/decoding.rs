@@ -1900,6 +1900,7 @@ mod tests {
             anthropic_thinking: "auto".into(),
             anthropic_thinking_budgets: None,
             ollama_sampling_defaults: false,
+            openai_stream_usage: true,
         }
     }
 

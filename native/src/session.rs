@@ -415,7 +415,7 @@ mod tests {
         assert_eq!((o.strict, o.reorder_budget, o.refuse_reorder, o.default_max_tokens), (false, 64 << 20, false, 4096));
         assert_eq!((o.max_depth, o.max_value_bytes, o.anthropic_thinking.as_ref()), (128, 1 << 20, "auto"));
         assert!(o.openai_reasoning_field.is_none() && o.tool_names.is_none() && o.anthropic_thinking_budgets.is_none());
-        assert!(!o.ollama_sampling_defaults);
+        assert!(!o.ollama_sampling_defaults && o.openai_stream_usage);
         assert_eq!(Kind::from_name("stream"), Some(Kind::Stream));
     }
 

@@ -1288,6 +1288,7 @@ mod decoder_tests {
             anthropic_thinking: "auto".into(),
             anthropic_thinking_budgets: None,
             ollama_sampling_defaults: false,
+            openai_stream_usage: true,
         };
         let mut session = Session::new(options, "anthropic", "openai", RunKind::Request);
         let mut d = RequestDecoder::new(&session);

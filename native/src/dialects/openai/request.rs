@@ -2262,3 +2262,18 @@ fn includes_usage(value: &[u8]) -> crate::error::Result<bool> {
         _ => false,
     })
 }
+
+#[cfg(test)]
+mod stream_options_tests {
+    /// `includes_usage` is Python's `isinstance(v, dict) and v.get("include_usage") is True`.
+    #[test]
+    fn includes_usage_only_for_true() {
+        let cases: &[(&[u8], bool)] = &[
+            (br#"{"include_usage":true}"#, true), (br#"{"include_usage":false}"#, false), (br#"{"include_usage":1}"#, false),
+            (br#"{}"#, false), (br#"[true]"#, false), (br#"{"x":0,"include_usage":true}"#, true), (b"true", false),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(super::includes_usage(value).ok(), Some(*expected), "{}", String::from_utf8_lossy(value));
+        }
+    }
+}
