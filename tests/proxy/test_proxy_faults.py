@@ -133,7 +133,9 @@ def test_a_broken_upstream_stream_is_the_upstreams_fault(servers, backend, fault
     last event) is an upstream fault in every client's in-stream error (api_error, as before the first
     byte: 502), never the client's invalid_request_error; openai's ``code`` is a string or null."""
     proxy, _ = servers
-    model, messages = f"{backend}/{fault}", [{"role": "user", "content": "hi"}]
+    # paced: the first frames reach the client before the fault (unpaced, one read may hold them all:
+    # then nothing was relayed, and the answer is a 502 of its own)
+    model, messages = f"{backend}/{fault}@0.05", [{"role": "user", "content": "hi"}]
     o = openai.OpenAI(base_url=proxy.url + "/v1", api_key=GOOD_KEY, max_retries=0)
     with pytest.raises(openai.APIError) as info:
         for _ in o.chat.completions.create(model=model, stream=True, messages=messages):
@@ -157,7 +159,7 @@ def test_the_openai_error_chunk_has_no_integer_code(servers, client):
     """Every mid-stream failure (dropped, silent, broken): openai's error chunk has ``code`` null or absent
     (client ``ErrorObject.code: Optional[str]``), its ``type`` the fault's."""
     proxy, _ = servers
-    for model in ("anthropic/fault-drop", "slow-ollama/fault-slow-mid", "anthropic/fault-badjson"):
+    for model in ("anthropic/fault-drop@0.05", "slow-ollama/fault-slow-mid", "anthropic/fault-badjson@0.05"):
         status, pieces = stream_pieces(proxy, "openai", model)
         events = b"".join(pieces).strip().split(b"\n\n")
         error = json.loads(events[-2][6:])["error"]

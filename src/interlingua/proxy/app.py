@@ -459,9 +459,10 @@ class ProxyApp:
         renamed = exchange.request.tool_names if exchange.request is not None else None
         if renamed:  # tool names the backend's dialect could not take: its answer names them back
             options = msgspec.structs.replace(options, tool_names=dict(renamed))
-        if client == "openai" and exchange.request is not None and not exchange.request.asks_stream_usage:
-            # as OpenAI: no usage chunk unless asked (its choices: [] breaks a chunk.choices[0] loop)
-            options = msgspec.structs.replace(options, openai_stream_usage=False)
+        asked = client == "openai" and exchange.request is not None and exchange.request.asks_stream_usage
+        if client == "openai" and options.openai_stream_usage != asked:
+            # as OpenAI: the usage chunk when asked, else none (its choices: [] breaks a chunk.choices[0] loop)
+            options = msgspec.structs.replace(options, openai_stream_usage=asked)
         answer = Transcoder(backend.dialect, client, kind=kind, options=options)
         exchange.response_losses = answer.losses
         if exchange.request is not None:  # (a native transcoder's losses are a snapshot: take them now)
