@@ -21,8 +21,8 @@ pub type Fields = &'static [(&'static str, Expect)];
 pub const OPENAI: Fields = &[
     ("model", STRING),
     ("messages", ARRAY),
-    ("tools", ARR),
-    ("functions", ARR),
+    ("tools", ARRAY), // the client declares it Iterable, not Optional
+    ("functions", ARRAY),
     ("max_completion_tokens", NUM),
     ("max_tokens", NUM),
     ("temperature", NUM),

@@ -5,7 +5,10 @@ field (``Decoder.expect``): a wrong type is a ``SchemaError`` at that token's
 offset and path, never passed through to break the target (``"stream": 7``,
 ``"max_tokens": "big"``, ``"model": {"a": 1}``). ``null`` is accepted where the
 official client lets a caller send it (an optional field; absent means the
-same); ``model`` (and anthropic's ``max_tokens``) are required and never null.
+same); ``model`` (and anthropic's ``max_tokens``) are required and never null, and
+openai's ``tools``/``functions`` (``Iterable[...]`` in the client, not ``Optional``) and
+anthropic's ``tools`` take no null either: ``"tools": null`` is a ``SchemaError`` there,
+as the decoders always raised (the table said nullable for openai: rpt/openai-tools-null).
 Fields not listed (extensions) are copied as they came, any type.
 """
 
@@ -17,7 +20,8 @@ _INT, _NUM, _BOOL, _STR, _OBJ, _ARR = (t | NULL for t in (INTEGER, NUMBER, BOOLE
 
 REQUEST_FIELDS = {
     "openai": {
-        "model": STRING, "messages": ARRAY, "tools": _ARR, "functions": _ARR,
+        # tools/functions: the client declares them Iterable, not Optional: null is a SchemaError
+        "model": STRING, "messages": ARRAY, "tools": ARRAY, "functions": ARRAY,
         # max tokens: an integral float is taken (rpt validity-max-tokens-float)
         "max_completion_tokens": _NUM, "max_tokens": _NUM, "temperature": _NUM, "top_p": _NUM,
         "stop": STRING | ARRAY | NULL, "stream": _BOOL, "tool_choice": STRING | OBJECT | NULL,
