@@ -42,7 +42,7 @@ _SCHEMA = {"type": "object"}
 BAD = {
     ("anthropic", "max_tokens-integer"): _a(max_tokens=10.5),
     ("anthropic", "messages-present"): _a(messages=[]),
-    ("anthropic", "message-roles"): _a(messages=[{"role": "system", "content": "x"}, _USER]),
+    ("anthropic", "message-roles"): _a(messages=[{"role": "developer", "content": "x"}, _USER]),
     ("anthropic", "content-non-empty"): _a(messages=[{"role": "user", "content": ""}, _USER]),
     ("anthropic", "text-block-non-empty"): _a(system=[{"type": "text", "text": ""}]),
     ("anthropic", "input-schema-object"): _a(tools=[{"name": "f", "input_schema": {"type": "string"}}]),
@@ -86,6 +86,11 @@ BAD = {
     ("ollama", "messages-present"): {**_L, "messages": []},
     ("ollama", "tool-pairing"): {**_L, "messages": [_USER, {"role": "tool", "content": "ok"}]},
 }
+#: (dialect, rule, what) -> a further body its API rejects for that rule
+SECOND = {
+    ("anthropic", "message-roles", "system-image"): _a(messages=[_USER, {"role": "system", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA"}}]}]),
+}
 #: a late attribute written beside an early one (rpt/fx-ollama-late-call-id)
 BAD["openai", "no-duplicate-keys"] = (
     b'{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"a",'
@@ -101,7 +106,9 @@ RESPONSES_BAD = {
 GOOD = {
     "anthropic": _a(system=[{"type": "text", "text": "Be brief."}], tools=[{"name": "f", "input_schema": _SCHEMA}],
                     thinking={"type": "enabled", "budget_tokens": 1024}, max_tokens=2048,
-                    messages=[_USER, _tool_use(), _result(), {"role": "assistant", "content": ""}]),
+                    messages=[_USER, {"role": "system", "content": "x"},
+                              {"role": "system", "content": [{"type": "text", "text": "y"}]},
+                              _tool_use(), _result(), {"role": "assistant", "content": ""}]),
     "openai": _o(tools=[{"type": "function", "function": {"name": "f", "parameters": _SCHEMA}}], tool_choice="auto",
                  max_completion_tokens=10, messages=[_USER, _calls(), {"role": "tool", "tool_call_id": "c1",
                                                                        "content": "ok"}]),
@@ -119,6 +126,12 @@ def _broken(dialect: str, kind: str, body) -> set[str]:
 @pytest.mark.parametrize("dialect,name", sorted(BAD), ids=[f"{d}:{n}" for d, n in sorted(BAD)])
 def test_each_rule_catches_what_its_api_rejects(dialect, name):
     assert _broken(dialect, "request", BAD[dialect, name]) == {name}
+
+
+def test_a_second_example_of_a_rule():
+    """Keys of three: a rule's further example (the first is under its two-part key)."""
+    for (dialect, name, _), body in SECOND.items():
+        assert _broken(dialect, "request", body) == {name}
 
 
 @pytest.mark.parametrize("dialect", sorted(GOOD))

@@ -94,12 +94,18 @@ def _a_messages(body):
 
 
 @rule("anthropic", "request", "message-roles",
-      "a message's role is user or assistant (system goes top-level)",
-      f"{_ANTHROPIC_REF}: role enum user | assistant")
+      "a message's role is user, assistant or system; a system message's content is a string "
+      "or text blocks",
+      "anthropic client 2.14 MessageParam = UserMessageParam | AssistantMessageParam | "
+      "SystemMessageParam (content: str | Iterable[TextBlockParam])")
 def _a_roles(body):
     for i, m in enumerate(_messages(body)):
-        if m.get("role") not in ("user", "assistant"):
+        if m.get("role") not in ("user", "assistant", "system"):
             yield f"messages[{i}].role {m.get('role')!r}"
+        elif m["role"] == "system" and not isinstance(m.get("content"), str):
+            for j, b in enumerate(_blocks(m.get("content"))):
+                if b.get("type") != "text":
+                    yield f"messages[{i}].content[{j}].type {b.get('type')!r} in a system message"
 
 
 @rule("anthropic", "request", "content-non-empty",
