@@ -287,6 +287,16 @@ def _o_integers(body):
             yield f"{key} {body[key]!r}"
 
 
+@rule("openai", "request", "stop-at-most-4",
+      "stop is a string or a list of at most 4 strings",
+      "openai client CompletionCreateParams.stop docstring: 'Up to 4 sequences where the API will "
+      "stop generating further tokens'")
+def _o_stop(body):
+    stop = body.get("stop")
+    if isinstance(stop, list) and len(stop) > 4:
+        yield f"stop has {len(stop)} sequences"
+
+
 def _openai_functions(body) -> Iterator[tuple[str, dict]]:
     tools = body.get("tools")
     for i, t in enumerate(tools if isinstance(tools, list) else []):

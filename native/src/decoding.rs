@@ -1638,11 +1638,32 @@ pub struct RequestBody {
     messages_done: bool,
     /// which of `required` were seen (bit i: `required[i]`)
     seen: u64,
+    /// `_element_counts`: elements seen of each top-level array (tools, functions)
+    element_counts: Vec<(&'static str, u64)>,
 }
 
 impl RequestBody {
     pub fn new(required: &'static [&'static str], system_in_list: bool) -> Self {
-        RequestBody { required, system_in_list, message_index: -1, system_done: false, messages_done: false, seen: 0 }
+        RequestBody {
+            required, system_in_list, message_index: -1, system_done: false, messages_done: false, seen: 0,
+            element_counts: Vec::new(),
+        }
+    }
+
+    /// `next_element_path`: `$.<key>[i]` of the next element of a top-level array (a tool),
+    /// counted as they come: a tool definition's source path, for its losses (attr `path`).
+    pub fn next_element_path(&mut self, key: &'static str) -> String {
+        let index = match self.element_counts.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, count)) => {
+                *count += 1;
+                *count - 1
+            }
+            None => {
+                self.element_counts.push((key, 1));
+                0
+            }
+        };
+        format!("$.{key}[{index}]")
     }
 
     /// `_body`: the body's first token must be `{` (its members go to `state`,

@@ -1602,3 +1602,59 @@ mod tests {
         assert_eq!(merged.value.as_ref(), b"{\"enabled\":false,\"budget_tokens\":10,\"effort\":\"low\"}");
     }
 }
+
+/// `lose_uncarried`: a loss for each source member of a reasoning setting its canonical value
+/// did not carry (anthropic `thinking.display`), at its own path (member names as they came).
+pub fn lose_uncarried(control: &Control<'_>, value: &Value, target: &str, session: &mut Session) -> Result<()> {
+    let Some(Value::Array(members)) = value.get("uncarried") else {
+        return Ok(());
+    };
+    let key = control.key.as_deref().unwrap_or("None");
+    let tail = lacks("", target, "field for it", None);
+    for member in members {
+        if let Value::Str(name) = member {
+            let subject = [key.as_bytes(), b".", name].concat();
+            let place = [b"$.".as_slice(), &subject].concat();
+            session.lose(place, [subject.as_slice(), tail.as_bytes()].concat(), control.dialect.as_deref())?;
+        }
+    }
+    Ok(())
+}
+
+/// `TOOL_EXTRAS`: a tool definition's attributes that keep its source members as JSON text.
+const TOOL_EXTRAS: [&str; 3] = ["anthropic_extra", "openai_extra", "ollama_extra"];
+
+/// `lose_tool_attr`: a tool-definition attribute `target` has no field for -- one loss per
+/// source member at its own path (`$.tools[0].defer_loading`, `$.tools[1].function.strict`),
+/// named as the source names it (an extras attribute holds several, its own name none).
+pub fn lose_tool_attr(key: &str, value: &[u8], attrs: &[Attr<'_>], target: &str, session: &mut Session) -> Result<()> {
+    let flat = attr_truthy(attrs, "legacy") || key == "anthropic_extra" || session.source == "anthropic";
+    let inner: &[u8] = if flat { b"" } else { b"function." };
+    let place = match attr(attrs, "path").map(Value::loads) {
+        Some(Ok(Value::Str(path))) if !path.is_empty() => Some(path),
+        _ => None,
+    };
+    let tail = lacks(" of a tool", target, "field for it", None);
+    for name in tool_attr_members(key, value) {
+        let field = [inner, &name].concat();
+        let path = match &place {
+            Some(at) => [at.as_slice(), b".", &field].concat(),
+            None => b"$.tools".to_vec(),
+        };
+        session.lose(path, [field.as_slice(), tail.as_bytes()].concat(), None)?;
+    }
+    Ok(())
+}
+
+/// The source member names a tool attribute stands for: an extras attribute's members
+/// (`losses.member_names`), or the attribute's own name.
+fn tool_attr_members(key: &str, value: &[u8]) -> Vec<Vec<u8>> {
+    if !TOOL_EXTRAS.contains(&key) {
+        return vec![key.as_bytes().to_vec()];
+    }
+    let Ok(Value::Str(text)) = Value::loads(value) else { return Vec::new() };
+    match Value::loads(&[b"{".as_slice(), &text, b"}"].concat()) {
+        Ok(Value::Object(members)) => members.into_iter().map(|(name, _)| name).collect(),
+        _ => Vec::new(),
+    }
+}

@@ -384,7 +384,15 @@ class RequestBodyDecoder(Decoder):
         self._message_index = -1
         self._system_done = False
         self._messages_done = False
+        self._element_counts: dict[str, int] = {}
         self.then(self._body)
+
+    def next_element_path(self, key: str) -> str:
+        """``$.<key>[i]`` of the next element of a top-level array (a tool), counted as they
+        come: a tool definition's source path, for its losses (attr ``path``)."""
+        index = self._element_counts.get(key, 0)
+        self._element_counts[key] = index + 1
+        return f"$.{key}[{index}]"
 
     #: members the dialect's request cannot go without (``dialects/fields.REQUIRED``)
     required: tuple = ()

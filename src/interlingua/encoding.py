@@ -21,7 +21,8 @@ from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, E
 from .errors import NoMessageError, TranscodeError
 from .jsonwriter import JsonWriter, dumps, key_bytes
 from .losses import (
-    NO_PLACE, block_path, block_subject, field_path, field_subject, lacks, path_subject, raw_block_type,
+    NO_PLACE, block_path, block_subject, field_path, field_subject, lacks, member_names, path_subject,
+    raw_block_type,
 )
 from .reorder import Hold
 from .session import Session
@@ -601,3 +602,27 @@ class MessageListBody:
 
     def finish(self) -> None:
         self.out.end_object()
+
+
+def lose_uncarried(control: Control, target: str, session) -> None:
+    """A loss for each source member of a reasoning setting its canonical value did not carry
+    (anthropic ``thinking.display``), at its own path."""
+    value = control.value
+    for member in value.get("uncarried", ()) if isinstance(value, dict) else ():
+        where = f"$.{control.key}.{member}"
+        session.lose(where, lacks(path_subject(where), target, "field for it"), dialect=control.dialect)
+
+
+#: a tool definition's attributes that keep its source members as JSON text
+TOOL_EXTRAS = ("anthropic_extra", "openai_extra", "ollama_extra")
+
+
+def lose_tool_attr(key: str, value: Any, attrs: dict, target: str, session) -> None:
+    """A tool-definition attribute ``target`` has no field for: one loss per source member
+    at its own path (``$.tools[0].defer_loading``, ``$.tools[1].function.strict``), named
+    as the source names it -- an extras attribute holds several, its own name none."""
+    inner = "" if attrs.get("legacy") or key == "anthropic_extra" or session.source == "anthropic" else "function."
+    where = attrs.get("path")
+    for name in member_names(value) if key in TOOL_EXTRAS else [key]:
+        field = inner + name
+        session.lose(f"{where}.{field}" if where else "$.tools", lacks(f"{field} of a tool", target, "field for it"))

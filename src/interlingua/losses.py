@@ -126,14 +126,18 @@ _EXTRA_FIELDS = {"openai_extra": "", "openai_function_extra": "function.", "anth
                  "ollama_extra": "function.", "ollama_call_extra": ""}
 
 
+def member_names(text: Any) -> list[str]:
+    """The names of the members an extras attribute's JSON text (``"k":v,...``) holds."""
+    try:
+        return list(json.loads("{" + text + "}")) if isinstance(text, str) else []
+    except ValueError:
+        return []
+
+
 def _extra_fields(key: str, attrs: dict[str, Any] | None) -> str:
     """The source members an extras attribute holds, by their names (``y``, ``function.x``),
     not the attribute's own name, which no dialect has."""
-    text = (attrs or {}).get(key)
-    try:
-        names = list(json.loads("{" + text + "}")) if isinstance(text, str) else []
-    except ValueError:
-        names = []
+    names = member_names((attrs or {}).get(key))
     prefix = "function_call." if key == "openai_extra" and (attrs or {}).get("legacy") else _EXTRA_FIELDS[key]
     return ", ".join(prefix + name for name in names) or "members"
 

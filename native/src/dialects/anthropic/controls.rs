@@ -157,20 +157,34 @@ pub fn tool_choice_to_canonical(value: &Value) -> Vec<(&'static str, Value)> {
 
 /// `thinking_to_canonical`.
 pub fn thinking_to_canonical(value: &Value) -> Value {
-    match value.get("type") {
-        Some(Value::Str(k)) if k == b"enabled" => {
+    let kind = match value.get("type") {
+        Some(Value::Str(kind)) => kind.as_slice(),
+        _ => b"",
+    };
+    let (mut out, carried): (Vec<(&str, Value)>, &[&str]) = match kind {
+        b"enabled" => {
             let mut out = vec![("enabled", Value::Bool(true))];
             if let Some(budget) = value.get("budget_tokens") {
                 out.push(("budget_tokens", budget.clone()));
             }
-            object(out)
+            (out, &["type", "budget_tokens"])
         }
-        Some(Value::Str(k)) if k == b"disabled" => object(vec![("enabled", Value::Bool(false))]),
-        Some(Value::Str(k)) if k == b"adaptive" => {
-            object(vec![("enabled", Value::Bool(true)), ("adaptive", Value::Bool(true))])
+        b"disabled" => (vec![("enabled", Value::Bool(false))], &["type"]),
+        b"adaptive" => (vec![("enabled", Value::Bool(true)), ("adaptive", Value::Bool(true))], &["type"]),
+        _ => return object(vec![("other", value.clone())]),
+    };
+    // members it does not carry (`display`, any other) are named, so another target records
+    // each as a loss; an explicit null is absent
+    if let Value::Object(members) = value {
+        let rest: Vec<Value> = members.iter()
+            .filter(|(key, v)| !v.is_null() && !carried.iter().any(|c| c.as_bytes() == key.as_slice()))
+            .map(|(key, _)| Value::Str(key.clone()))
+            .collect();
+        if !rest.is_empty() {
+            out.push(("uncarried", Value::Array(rest)));
         }
-        _ => object(vec![("other", value.clone())]),
     }
+    object(out)
 }
 
 /// keys of a custom tool that are canonical tool-definition attrs (`_TOOL_ATTRS`)
@@ -305,10 +319,10 @@ mod decoding_tests {
 // response format that is not an object, an unhashable effort or service tier): read as
 // "no such value" (the loss Python records for an unknown one).
 
-pub use self::to_anthropic::{encode, string_text, tool_from_canonical, Foreign};
+pub use self::to_anthropic::{encode, string_text, tool_from_canonical, Foreign, THINKING_BUDGETS};
 
 mod to_anthropic {
-    use crate::encoding::{attr, object_schema, tool_capacity, Attr};
+    use crate::encoding::{attr, lose_tool_attr, object_schema, tool_capacity, Attr};
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
     use crate::losses::{lacks, path_subject};
@@ -790,8 +804,8 @@ mod to_anthropic {
             } else if key == EXTRA_ATTR {
                 body.push(b',');
                 body.extend_from_slice(&string_text(value)?);
-            } else if !matches!(key.as_ref(), "name" | "legacy" | "dialect") {
-                session.lose("$.tools", &lacks(&format!("{key} of a tool"), DIALECT, "field for it", None), None)?;
+            } else if !matches!(key.as_ref(), "name" | "legacy" | "dialect" | "path") {
+                lose_tool_attr(key, value, attrs, DIALECT, session)?;
             }
         }
         body.extend_from_slice(b",\"input_schema\":");

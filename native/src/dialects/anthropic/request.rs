@@ -256,7 +256,7 @@ fn key_text(key: &[u8]) -> Cow<'_, str> {
 }
 
 /// The block of a tool (`raw`): a definition (attributes, schema), else carried raw.
-fn tool_block<'r>(raw: &'r [u8], canonical: Option<(controls::Attrs, Cow<'r, [u8]>)>) -> Block<'r> {
+fn tool_block<'r>(raw: &'r [u8], canonical: Option<(controls::Attrs, Cow<'r, [u8]>)>, path: &str) -> Block<'r> {
     match canonical {
         None => Block {
             section: Section::Unknown,
@@ -267,14 +267,11 @@ fn tool_block<'r>(raw: &'r [u8], canonical: Option<(controls::Attrs, Cow<'r, [u8
             attrs: Some(vec![("dialect".into(), Cow::Borrowed(&b"\"anthropic\""[..])),
                              ("where".into(), Cow::Borrowed(&b"\"tool\""[..]))]),
         },
-        Some((attrs, schema)) => Block {
-            section: Section::ToolDefinition,
-            message: REQUEST_LEVEL,
-            payload: schema,
-            init: true,
-            fin: true,
-            attrs: Some(attrs),
-        },
+        Some((mut attrs, schema)) => {
+            attrs.push((Cow::Borrowed("path"), Cow::Owned(crate::value::str_json(path))));
+            Block { section: Section::ToolDefinition, message: REQUEST_LEVEL, payload: schema, init: true, fin: true,
+                    attrs: Some(attrs) }
+        }
     }
 }
 
@@ -652,16 +649,17 @@ impl Readers {
     /// `_tool`: a custom tool is a tool definition; any other (a server tool) is carried raw.
     /// A tool whose text is canonical (compact.rs) is read in place, without a value tree.
     fn tool(&mut self, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        let path = self.body.next_element_path("tools");
         if let Some(tool) = Raw::canonical(raw).filter(|tool| tool.is_object()) {
             let canonical = controls::tool_to_canonical(tool).map(|(attrs, schema)| (attrs, Cow::Borrowed(schema.text())));
-            return cx.emit(Event::Block(tool_block(raw, canonical)));
+            return cx.emit(Event::Block(tool_block(raw, canonical, &path)));
         }
         let tool = cx.data(raw, offset)?;
         if !matches!(tool, Value::Object(_)) {
             return Err(cx.error("expected an object for a tool", offset));
         }
         let canonical = controls::tool_to_canonical(&tool).map(|(attrs, schema)| (attrs, Cow::Owned(json_of(schema))));
-        cx.emit(Event::Block(tool_block(raw, canonical)))
+        cx.emit(Event::Block(tool_block(raw, canonical, &path)))
     }
 
     /// `own_id`: a tool-call id for another dialect is what the anthropic id stands for

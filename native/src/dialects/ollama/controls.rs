@@ -10,6 +10,7 @@ use std::borrow::Cow;
 
 use crate::canonical::Control;
 use crate::compact::{lookup, push_member, Data};
+use crate::encoding::lose_uncarried;
 use crate::error::Result;
 use crate::losses::{json_truthy, lacks, path_subject};
 use crate::session::Session;
@@ -266,7 +267,10 @@ pub fn encode_control<'c>(control: &'c Control<'_>, session: &mut Session)
         }
     } else if name == "reasoning" {
         return Ok(match reasoning_to_think(value, &where_, dialect, session)? {
-            Some(think) => vec![(Cow::Borrowed("think"), Cow::Owned(think))],
+            Some(think) => {
+                lose_uncarried(control, value, DIALECT, session)?;
+                vec![(Cow::Borrowed("think"), Cow::Owned(think))]
+            }
             None => Vec::new(),
         });
     }
@@ -355,8 +359,8 @@ fn think_level(effort: &Value, where_: &str, dialect: Option<&str>, session: &mu
 }
 
 /// `_TOOL_SHAPE_ATTRS`
-const TOOL_SHAPE_ATTRS: [&str; 6] =
-    ["name", "description", "ollama_extra", "ollama_no_type", "ollama_null_parameters", "dialect"];
+const TOOL_SHAPE_ATTRS: [&str; 8] =
+    ["name", "description", "ollama_extra", "ollama_no_type", "ollama_null_parameters", "dialect", "path", "legacy"];
 
 /// `tool_from_canonical`: the ollama tool object for a canonical tool definition
 /// (compact JSON). `attrs`: the block's `(name, compact JSON)` attributes.
@@ -381,9 +385,9 @@ pub fn tool_from_canonical(attrs: &[(Cow<'_, str>, Cow<'_, [u8]>)], schema_raw: 
             body.extend_from_slice(&text);
         }
     }
-    for (key, _) in attrs {
+    for (key, value) in attrs {
         if !TOOL_SHAPE_ATTRS.contains(&key.as_ref()) {
-            session.lose("$.tools", &lacks(&format!("{key} of a tool"), DIALECT, "field for it", None), None)?;
+            crate::encoding::lose_tool_attr(key, value, attrs, DIALECT, session)?;
         }
     }
     if !schema_raw.is_empty() {

@@ -735,6 +735,7 @@ impl Ollama {
 
     /// `_tool`: a tool definition read whole.
     fn tool<'a, D: Data<'a>>(&mut self, tool: D, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        let path = self.body.next_element_path("tools");
         if !tool.is_object() {
             return Err(cx.error("expected an object for a tool", offset));
         }
@@ -750,14 +751,17 @@ impl Ollama {
                     (Cow::Borrowed("where"), Cow::Borrowed(b"\"tool\"")),
                 ]),
             },
-            Some((attrs, schema)) => Block {
-                section: Section::ToolDefinition,
-                message: REQUEST_LEVEL,
-                payload: schema.map_or(Cow::Borrowed(&b""[..]), Data::json),
-                init: true,
-                fin: true,
-                attrs: Some(attrs),
-            },
+            Some((mut attrs, schema)) => {
+                attrs.push((Cow::Borrowed("path"), Cow::Owned(str_json(&path))));
+                Block {
+                    section: Section::ToolDefinition,
+                    message: REQUEST_LEVEL,
+                    payload: schema.map_or(Cow::Borrowed(&b""[..]), Data::json),
+                    init: true,
+                    fin: true,
+                    attrs: Some(attrs),
+                }
+            }
         };
         cx.emit(Event::Block(block))
     }
@@ -2112,7 +2116,7 @@ mod tests {
             r##"block unknown 5 01 ["] "##,
             r##"extension $.messages[5].tool_name "n" Some(5) false"##,
             r##"messages-end"##,
-            r##"block tool-definition -1 11 [{"type":"object"}] name="f" description="d""##,
+            r##"block tool-definition -1 11 [{"type":"object"}] name="f" description="d" path="$.tools[0]""##,
             r##"block unknown -1 11 [{"type":"web"}] dialect="ollama" where="tool""##,
             r##"control response_format {"type":"json_object"} key=Some("format") raw=Some("\"json\"")"##,
             r##"control reasoning {"effort":"high"} key=Some("think") raw=Some("\"high\"")"##,

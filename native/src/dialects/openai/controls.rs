@@ -235,7 +235,9 @@ mod decoding {
 use std::borrow::Cow;
 
 use crate::canonical::Control;
-use crate::encoding::{attr, attr_truthy, object_schema, tool_capacity, tool_name_out, Attr};
+use crate::dialects::anthropic::controls::THINKING_BUDGETS;
+use crate::encoding::{attr, attr_truthy, lose_tool_attr, lose_uncarried, object_schema, tool_capacity, tool_name_out, Attr};
+use crate::unicode::py_value_repr;
 use crate::error::Result;
 use crate::jsonwriter::dumps_str;
 use crate::losses::{lacks, path_subject};
@@ -354,6 +356,69 @@ pub fn response_format_from_canonical(fmt: &Value) -> Option<Value> {
     }
 }
 
+/// `_lose_reasoning_detail`: what an effort level cannot say -- a token budget, unless the
+/// effort's budget (`Options.anthropic_thinking_budgets`, which an anthropic target reads
+/// back) is that very budget -- and the source members canonical reasoning did not carry.
+fn lose_reasoning_detail(control: &Control<'_>, value: &Value, effort: &Value, session: &mut Session) -> Result<()> {
+    if let Some(budget) = value.get("budget_tokens").and_then(py_int) {
+        let exact = effort.as_str().and_then(|e| effort_budget(session, e)) == Some(budget);
+        if !exact {
+            let place = budget_path(control);
+            let done = format!("sent as reasoning_effort {}", py_value_repr(effort));
+            let reason = lacks(path_subject(&place), "openai", "thinking budget", Some(&done));
+            session.lose(place.as_bytes(), &reason, control.dialect.as_deref())?;
+        }
+    }
+    lose_uncarried(control, value, "openai", session)
+}
+
+/// `budgets.get(effort, THINKING_BUDGETS.get(effort))`: the budget an anthropic target gives
+/// `effort` (an empty option is the default, as Python's `or`).
+fn effort_budget(session: &Session, effort: &str) -> Option<i128> {
+    let given = session.options.anthropic_thinking_budgets.as_ref().filter(|b| !b.is_empty());
+    let default = || THINKING_BUDGETS.iter().find(|(e, _)| *e == effort).map(|(_, b)| *b);
+    match given {
+        Some(budgets) => budgets.iter().find(|(e, _)| e == effort).map(|(_, b)| *b).or_else(default),
+        None => default(),
+    }
+    .map(i128::from)
+}
+
+/// `budget_path`: where a reasoning control's budget sat in the source (anthropic
+/// `thinking.budget_tokens`).
+fn budget_path(control: &Control<'_>) -> String {
+    let place = match control.key.as_deref() {
+        Some(key) if !key.is_empty() => format!("$.{key}"),
+        _ => control.name.to_string(),
+    };
+    if control.dialect.as_deref() == Some("anthropic") && place == "$.thinking" {
+        return place + ".budget_tokens";
+    }
+    place
+}
+
+/// "Up to 4 sequences" (the client's `stop` docstring; the API rejects more): `STOP_MAX`.
+pub const STOP_MAX: usize = 4;
+
+/// `capped_stop`: the first `STOP_MAX` stop sequences; each one after is a recorded loss at
+/// its source path (anthropic `stop_sequences`, ollama `options.stop` take more).
+fn capped_stop(control: &Control<'_>, value: Value, session: &mut Session) -> Result<Option<Value>> {
+    let Value::Array(mut items) = value else {
+        return Ok((!value.is_null()).then_some(value));
+    };
+    if items.len() > STOP_MAX {
+        let key = control.key.as_deref().unwrap_or("None");
+        for index in STOP_MAX..items.len() {
+            let place = format!("$.{key}[{index}]");
+            let what = format!("room for more than {STOP_MAX} stop sequences");
+            let reason = lacks(path_subject(&place), "openai", &what, Some("not sent"));
+            session.lose(place.as_bytes(), &reason, control.dialect.as_deref())?;
+        }
+        items.truncate(STOP_MAX);
+    }
+    Ok(Some(Value::Array(items)))
+}
+
 /// `encode_control`: a canonical control as an openai `(key, value JSON)`; None and a
 /// recorded loss if none.
 pub fn encode_control(control: &Control<'_>, session: &mut Session) -> Result<Option<(&'static str, Vec<u8>)>> {
@@ -376,7 +441,14 @@ pub fn encode_control(control: &Control<'_>, session: &mut Session) -> Result<Op
             (Some("tool_choice"), mapped)
         }
         "response_format" => (Some("response_format"), response_format_from_canonical(&value).map(|v| v.to_json())),
-        "reasoning" => (Some("reasoning_effort"), reasoning_effort(&value).map(|v| v.to_json())),
+        "reasoning" => {
+            let effort = reasoning_effort(&value);
+            if let Some(effort) = &effort {
+                lose_reasoning_detail(control, &value, effort, session)?;
+            }
+            (Some("reasoning_effort"), effort.map(|v| v.to_json()))
+        }
+        "stop" => (Some("stop"), capped_stop(control, value, session)?.map(|v| v.to_json())),
         name => (same_value_key(name), (!value.is_null()).then(|| value.to_json())),
     };
     match (key, mapped) {
@@ -418,8 +490,8 @@ pub fn tool_from_canonical(attrs: &[Attr<'_>], schema_raw: &[u8], session: &mut 
                     body.extend_from_slice(&members);
                 }
             }
-            "name" | "legacy" | "dialect" => {}
-            other => session.lose("$.tools", &lacks(&format!("{other} of a tool"), "openai", "field for it", None), None)?,
+            "name" | "legacy" | "dialect" | "path" => {}
+            other => lose_tool_attr(other, value, attrs, "openai", session)?,
         }
     }
     if !schema_raw.is_empty() {

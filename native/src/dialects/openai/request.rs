@@ -555,6 +555,7 @@ mod decoder {
 
         /// `_tool`: one element of `tools` / `functions`.
         fn tool<'a, D: Data<'a>>(&mut self, tool: D, legacy: bool, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+            let path = self.body.next_element_path(if legacy { "functions" } else { "tools" });
             if !tool.is_object() {
                 return Err(cx.error("expected an object for a tool", offset));
             }
@@ -567,7 +568,8 @@ mod decoder {
                     Block { section: Section::Unknown, message: REQUEST_LEVEL, payload: tool.json(), init: true,
                             fin: true, attrs: Some(attrs) }
                 }
-                Some((attrs, schema)) => {
+                Some((mut attrs, schema)) => {
+                    attrs.push((Cow::Borrowed("path"), Cow::Owned(str_json(&path))));
                     let payload = schema.map_or(Cow::Borrowed(&b""[..]), Data::json);
                     Block { section: Section::ToolDefinition, message: REQUEST_LEVEL, payload,
                             init: true, fin: true, attrs: crate::decoding::block_attrs(&attrs) }

@@ -27,7 +27,7 @@ from typing import Any
 
 from ...canonical import Control
 from ...errors import SchemaError
-from ...encoding import object_schema
+from ...encoding import lose_tool_attr, object_schema
 from ...jsonwriter import dumps
 from ...losses import lacks, path_subject
 
@@ -119,18 +119,29 @@ def tool_choice_to_canonical(value: Any) -> list[tuple[str, Any]]:
     return pairs
 
 
+#: the members of each thinking type the canonical reasoning carries
+_THINKING_CARRIED = {"enabled": ("type", "budget_tokens"), "disabled": ("type",), "adaptive": ("type",)}
+
+
 def thinking_to_canonical(value: Any) -> Any:
+    """``thinking`` as canonical reasoning. Members it does not carry (``display``, any
+    other) are named in ``uncarried``, so another target records each as a loss."""
     kind = value.get("type") if isinstance(value, dict) else None
     if kind == "enabled":
         out = {"enabled": True}
         if "budget_tokens" in value:
             out["budget_tokens"] = value["budget_tokens"]
-        return out
-    if kind == "disabled":
-        return {"enabled": False}
-    if kind == "adaptive":
-        return {"enabled": True, "adaptive": True}
-    return {"other": value}
+    elif kind == "disabled":
+        out = {"enabled": False}
+    elif kind == "adaptive":
+        out = {"enabled": True, "adaptive": True}
+    else:
+        return {"other": value}
+    # an explicit null is absent (display: null is the model's default)
+    rest = [k for k, v in value.items() if k not in _THINKING_CARRIED[kind] and v is not None]
+    if rest:
+        out["uncarried"] = rest
+    return out
 
 
 # -- encoding: canonical controls of another dialect -> anthropic fields ----------------
@@ -422,8 +433,8 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
             body += b"," + dumps(key) + b":" + dumps(value)
         elif key == "anthropic_extra":
             body += b"," + value.encode()
-        elif key not in ("name", "legacy", "dialect"):
-            session.lose("$.tools", lacks(f"{key} of a tool", DIALECT, "field for it"))
+        elif key not in ("name", "legacy", "dialect", "path"):
+            lose_tool_attr(key, value, attrs, DIALECT, session)
     if schema_raw and session.source != DIALECT:
         schema_raw = object_schema(schema_raw, session, attrs.get("name"))
     body += b',"input_schema":' + (schema_raw or b'{"type":"object","properties":{}}')

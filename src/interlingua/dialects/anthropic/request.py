@@ -143,6 +143,7 @@ class RequestDecoder(RequestBodyDecoder):
     # -- tools --------------------------------------------------------------------
 
     def _tool(self, raw: bytes, offset: int) -> None:
+        path = self.next_element_path("tools")
         tool = self.data(raw, offset)
         if not isinstance(tool, dict):
             raise self.error("expected an object for a tool", offset)
@@ -151,6 +152,7 @@ class RequestDecoder(RequestBodyDecoder):
             self.emit(Block(UNKNOWN, REQUEST_LEVEL, raw, attrs={"dialect": DIALECT, "where": "tool"}))
             return
         attrs, schema = canonical
+        attrs["path"] = path
         self.emit(Block(TOOL_DEFINITION, REQUEST_LEVEL, dumps(schema), attrs=attrs))
 
     def own_id(self, call_id: Any) -> Any:

@@ -159,7 +159,11 @@ def encode_control(control: Control, session) -> list[tuple[str, Any]]:
                           "field for it", dialect=control.dialect)
             return [("format", value.get("schema"))]
     elif name == "reasoning":
+        from ...encoding import lose_uncarried
+
         think = reasoning_to_think(value, where, control.dialect, session)
+        if think is not None:
+            lose_uncarried(control, DIALECT, session)
         if think is not None:
             return [("think", think)]
         return []
@@ -249,11 +253,12 @@ def tool_to_canonical(tool: dict) -> tuple[dict, Any] | None:
 
 
 _TOOL_SHAPE_ATTRS = {"name", "description", "ollama_extra", "ollama_no_type", "ollama_null_parameters",
-                     "dialect"}
+                     "dialect", "path", "legacy"}
 
 
 def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
     """The ollama tool object for a canonical tool definition (compact JSON)."""
+    from ...encoding import lose_tool_attr
     from ...jsonwriter import dumps
 
     body = b'{"name":' + dumps(attrs.get("name"))
@@ -261,9 +266,9 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
         body += b',"description":' + dumps(attrs["description"])
     if "ollama_extra" in attrs:
         body += b"," + attrs["ollama_extra"].encode()
-    for key in attrs:
+    for key, value in attrs.items():
         if key not in _TOOL_SHAPE_ATTRS:
-            session.lose("$.tools", lacks(f"{key} of a tool", DIALECT, "field for it"))
+            lose_tool_attr(key, value, attrs, DIALECT, session)
     if schema_raw:
         body += b',"parameters":' + schema_raw
     elif attrs.get("ollama_null_parameters"):

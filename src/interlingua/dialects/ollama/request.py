@@ -210,6 +210,7 @@ class RequestDecoder(RequestBodyDecoder):
             self.extension("$.tools", b"[]", lossless=True)
 
     def _tool(self, tool: Any, offset: int) -> None:
+        path = self.next_element_path("tools")
         if not isinstance(tool, dict):
             raise self.error("expected an object for a tool", offset)
         canonical = controls.tool_to_canonical(tool)
@@ -217,6 +218,7 @@ class RequestDecoder(RequestBodyDecoder):
             self.emit(Block(UNKNOWN, REQUEST_LEVEL, dumps(tool), attrs={"dialect": DIALECT, "where": "tool"}))
             return
         attrs, schema = canonical
+        attrs["path"] = path
         self.emit(Block(TOOL_DEFINITION, REQUEST_LEVEL,
                         dumps(schema) if schema is not None else b"", attrs=attrs))
 

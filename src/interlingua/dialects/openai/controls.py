@@ -176,6 +176,47 @@ def reasoning_effort(reasoning: Any) -> str | None:
     return None
 
 
+#: "Up to 4 sequences" (the client's ``stop`` docstring; the API rejects more)
+STOP_MAX = 4
+
+
+def capped_stop(control: Control, session) -> Any:
+    """The first ``STOP_MAX`` stop sequences; each one after is a recorded loss at its
+    source path (anthropic ``stop_sequences``, ollama ``options.stop`` take more)."""
+    value = control.value
+    if not isinstance(value, list) or len(value) <= STOP_MAX:
+        return value
+    for index in range(STOP_MAX, len(value)):
+        where = f"$.{control.key}[{index}]"
+        session.lose(where, lacks(path_subject(where), "openai", f"room for more than {STOP_MAX} stop sequences",
+                                  "not sent"), dialect=control.dialect)
+    return value[:STOP_MAX]
+
+
+def _lose_reasoning_detail(control: Control, effort: str, session) -> None:
+    """What an effort level cannot say: a token budget, unless the effort's budget
+    (``Options.anthropic_thinking_budgets``, which an anthropic target reads back) is that
+    very budget, and the source members canonical reasoning did not carry."""
+    from ...encoding import lose_uncarried
+    from ..anthropic.controls import THINKING_BUDGETS
+
+    value = control.value
+    budget = value.get("budget_tokens")
+    budgets = session.options.anthropic_thinking_budgets or THINKING_BUDGETS
+    exact = isinstance(effort, str) and budgets.get(effort, THINKING_BUDGETS.get(effort)) == budget
+    if isinstance(budget, int) and not exact:
+        where = budget_path(control)
+        session.lose(where, lacks(path_subject(where), "openai", "thinking budget",
+                                  f"sent as reasoning_effort {effort!r}"), dialect=control.dialect)
+    lose_uncarried(control, "openai", session)
+
+
+def budget_path(control: Control) -> str:
+    """Where a reasoning control's budget sat in the source (anthropic ``thinking.budget_tokens``)."""
+    where = f"$.{control.key}" if control.key else control.name
+    return where + ".budget_tokens" if control.dialect == "anthropic" and where == "$.thinking" else where
+
+
 def encode_control(control: Control, session) -> tuple[str | None, Any]:
     """A canonical control as an openai ``(key, value)``; ``(None, None)`` and a recorded loss if none."""
     name, value = control.name, control.value
@@ -189,6 +230,10 @@ def encode_control(control: Control, session) -> tuple[str | None, Any]:
         key, mapped = "response_format", response_format_from_canonical(value)
     elif name == "reasoning":
         key, mapped = "reasoning_effort", reasoning_effort(value)
+        if mapped is not None:
+            _lose_reasoning_detail(control, mapped, session)
+    elif name == "stop":
+        mapped = capped_stop(control, session)
     if key is None or mapped is None:
         where = f"$.{control.key}" if control.key else control.name
         session.lose(where, lacks(path_subject(where), "openai", "such parameter"), dialect=control.dialect)
@@ -230,7 +275,7 @@ def tool_to_canonical(tool: dict, legacy: bool) -> tuple[dict, Any] | None:
 
 def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
     """The openai tool object for a canonical tool definition (compact JSON)."""
-    from ...encoding import object_schema
+    from ...encoding import lose_tool_attr, object_schema
     from ...jsonwriter import dumps
 
     body = b'{"name":' + dumps(session.tool_name_out(attrs.get("name"), "$.tools"))
@@ -239,8 +284,8 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
             body += b"," + dumps(key) + b":" + dumps(value)
         elif key == "openai_extra":
             body += b"," + value.encode()
-        elif key not in ("name", "legacy", "dialect"):
-            session.lose("$.tools", lacks(f"{key} of a tool", "openai", "field for it"))
+        elif key not in ("name", "legacy", "dialect", "path"):
+            lose_tool_attr(key, value, attrs, "openai", session)
     if schema_raw and session.source != "openai":
         schema_raw = object_schema(schema_raw, session, attrs.get("name"))
     if schema_raw:
