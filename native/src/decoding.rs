@@ -78,7 +78,9 @@
 
 use std::borrow::Cow;
 
-use crate::canonical::{Block, Event, Extension, Section};
+use crate::canonical::{Block, Control, Event, Extension, Section};
+use crate::dialects::fields::declared_integer;
+use crate::numbers;
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{py_str_repr, Frames, Token};
 use crate::jsonwriter::{RawLen, RawValue};
@@ -239,6 +241,11 @@ impl Expect {
         self.parts().contains(&JsonType::Integer)
     }
 
+    /// `Expect.integer`: one of its types is an integer.
+    pub fn is_integer(&self) -> bool {
+        self.integer()
+    }
+
     /// The token's kind is one of the types (`kind in expect.kinds`).
     fn takes_kind(&self, token: &Token<'_>) -> bool {
         self.parts().iter().any(|p| p.takes(token))
@@ -250,14 +257,23 @@ impl Expect {
             return true;
         }
         match token {
-            Token::Number(text) => self.integer() && !is_integer(text),
+            Token::Number(text) => self.integer() && !integral(text),
             _ => false,
         }
     }
 }
 
-fn is_integer(number: &[u8]) -> bool {
-    !number.iter().any(|&b| b == b'.' || b == b'e' || b == b'E')
+/// `numbers.integral(text) is not None`: `100`, `100.0`, `1e2` (any size); not a fraction
+/// or an overflow.
+fn integral(number: &[u8]) -> bool {
+    !numbers::is_float_literal(number) || numbers::whole(number) != numbers::Whole::Not
+}
+
+fn refused_number(token: &Token<'_>) -> &'static str {
+    match token {
+        Token::Number(text) if numbers::overflows(text) => "a number beyond a float's range",
+        _ => "a number with a fraction",
+    }
 }
 
 pub const STRING: Expect = Expect::of(JsonType::String);
@@ -317,6 +333,28 @@ impl<'a> Cx<'a> {
         self.out.event(event, self.session)
     }
 
+    /// `RequestBodyDecoder.checked`: a control of the top-level field whose text is `raw` (at
+    /// `offset`) as it is emitted: an integer field's integral float as its integer, and a
+    /// number the target cannot take refused at the value (numbers.rs).
+    pub fn checked<'c>(&self, mut control: Control<'c>, raw: &[u8], offset: u64) -> Result<Control<'c>> {
+        let Some(key) = control.key.as_deref() else { return Ok(control) };
+        let source = self.session.source;
+        let integer = declared_integer(source, key);
+        if integer {
+            if let Some(text) = numbers::integral_text(&control.value) {
+                control.value = text;
+            }
+        }
+        let target = self.session.target;
+        if !target.is_empty() && target != source && raw.first() != Some(&b'"') {
+            if let Some(why) = numbers::fault(source, target, key, raw, &control.value, integer) {
+                let path = format!("$.{key}").into_bytes();
+                return Err(Error::new(ErrorClass::Schema, why).at(offset).with_path(path).in_dialect(source));
+            }
+        }
+        Ok(control)
+    }
+
     /// `Decoder.extension`: a dialect field without canonical meaning (`path` WTF-8:
     /// `member_path` makes one ending in a key).
     pub fn extension(&mut self, dialect: &'static str, path: impl Into<Vec<u8>>, raw: &[u8], message: Option<i64>,
@@ -355,7 +393,7 @@ impl<'a> Cx<'a> {
     pub fn expect(&self, token: &Token<'_>, offset: u64, expect: Option<Expect>, what: &str) -> Result<()> {
         match expect {
             Some(expect) if expect.refuses(token) => {
-                let got = if expect.takes_kind(token) { "a number with a fraction" } else { type_name(token) };
+                let got = if expect.takes_kind(token) { refused_number(token) } else { type_name(token) };
                 Err(self.error(format!("expected {} for {what}, got {got}", expect.name()), offset))
             }
             _ => Ok(()),

@@ -25,6 +25,7 @@ pub mod images;
 pub mod jsonwriter;
 pub mod losses;
 pub mod naming;
+pub mod numbers;
 pub mod session;
 pub mod spare;
 pub mod unicode;

@@ -13,7 +13,10 @@ import json
 import re
 from typing import Any, Callable
 
+import msgspec
+
 from . import json as tok
+from . import numbers
 from .canonical import Block, End, Event, Extension, MessageStart, MessagesEnd, Section, SystemEnd
 from .errors import BudgetExceededError, LoneSurrogateError, SchemaError
 from .jsonwriter import LITERAL_TEXT, RawValue
@@ -30,6 +33,10 @@ _TYPE_NAMES = {
 }
 
 
+def _refused_number(text: bytes) -> str:
+    return "a number beyond a float's range" if numbers.overflows(text) else "a number with a fraction"
+
+
 def type_name(kind: int) -> str:
     return _TYPE_NAMES.get(kind, tok.KIND_NAMES.get(kind, "?"))
 
@@ -38,7 +45,8 @@ class Expect:
     """What a member's value must be: the token kinds it may start with (so a wrong
     type is refused at its first token, with that token's offset and path, before
     anything is read or copied), and what errors call it. ``INTEGER`` also refuses
-    a number with a fraction or an exponent."""
+    a number with a fraction or beyond a float's range; an integral float (``100.0``,
+    ``1e2``) is the integer it means (``numbers.integral``)."""
 
     __slots__ = ("kinds", "name", "integer")
 
@@ -53,11 +61,7 @@ class Expect:
     def refuses(self, kind: int, value: Any) -> bool:
         if kind not in self.kinds:
             return True
-        return self.integer and kind == tok.NUMBER and not _is_integer(value)
-
-
-def _is_integer(number: bytes) -> bool:
-    return not (b"." in number or b"e" in number or b"E" in number)
+        return self.integer and kind == tok.NUMBER and numbers.integral(value) is None
 
 
 STRING = Expect((tok.STRING, tok.STRING_OPEN), "a string")
@@ -193,7 +197,7 @@ class Decoder:
         """The one type check: a value (its first token) that ``expect`` refuses is a
         ``SchemaError`` naming ``what``, at the value's offset and path."""
         if expect is not None and expect.refuses(kind, value):
-            got = "a number with a fraction" if kind in expect.kinds else type_name(kind)  # (INTEGER's refusal)
+            got = _refused_number(value) if kind in expect.kinds else type_name(kind)  # (INTEGER's refusal)
             raise self.error(f"expected {expect.name} for {what}, got {got}", offset)
 
     def missing(self, member: str, what: str, offset: int) -> Exception:
@@ -396,6 +400,28 @@ class RequestBodyDecoder(Decoder):
 
     #: members the dialect's request cannot go without (``dialects/fields.REQUIRED``)
     required: tuple = ()
+
+    def checked(self, control: Any, raw: bytes, offset: int) -> Any:
+        """A control of the top-level field whose text is ``raw`` (at ``offset``), as it is
+        emitted: an integer field's integral float as its integer (within 64 bits: the native
+        core's canonical values are the same), and a number the target
+        cannot take refused at the value (``numbers``; a control for its own dialect is
+        copied as it came)."""
+        from .dialects.fields import declared_integer
+
+        key = control.key
+        if key is None:
+            return control
+        integer = declared_integer(self.dialect, key)
+        value = control.value
+        if integer and type(value) is float and value.is_integer() and -(2.0**63) <= value < 2.0**63:
+            control = msgspec.structs.replace(control, value=int(value))
+        target = self.session.target
+        if target and target != self.dialect and raw[:1] != b'"':
+            why = numbers.fault(self.dialect, target, key, raw, control.value, integer)
+            if why is not None:
+                raise SchemaError(why, dialect=self.dialect, offset=offset, path="$." + key)
+        return control
 
     def _body(self, kind: int, value: Any, offset: int) -> None:
         self._seen_top: set = set()

@@ -105,6 +105,16 @@ pub fn field(fields: Fields, key: &[u8]) -> Option<Expect> {
     fields.iter().find(|(name, _)| name.as_bytes() == key).map(|&(_, expect)| expect)
 }
 
+/// `declared_integer`: whether the source declares the field at `key` (`options.x` for
+/// ollama's options) an integer (numbers.rs: its integral float is taken as the integer).
+pub fn declared_integer(dialect: &str, key: &str) -> bool {
+    let (table, key) = match key.strip_prefix("options.") {
+        Some(option) if dialect == "ollama" => ("ollama.options", option),
+        _ => (dialect, key),
+    };
+    request_fields(table).and_then(|fields| field(fields, key.as_bytes())).is_some_and(|e| e.is_integer())
+}
+
 /// openai's reasoning_effort values (the official client's `ReasoningEffort`).
 pub const OPENAI_REASONING_EFFORTS: [&str; 7] = ["none", "minimal", "low", "medium", "high", "xhigh", "max"];
 

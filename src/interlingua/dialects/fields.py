@@ -59,3 +59,13 @@ REQUIRED = {
     "anthropic": ("model", "max_tokens", "messages"),
     "ollama": ("model",),
 }
+
+
+def declared_integer(dialect: str, key: str) -> bool:
+    """Whether the source declares the field at ``key`` (``options.x`` for ollama's options)
+    an integer (``numbers``: its integral float is taken as the integer)."""
+    table = REQUEST_FIELDS.get(dialect, {})
+    if dialect == "ollama" and key.startswith("options."):
+        table, key = REQUEST_FIELDS["ollama.options"], key[8:]
+    expect = table.get(key)
+    return expect is not None and expect.integer

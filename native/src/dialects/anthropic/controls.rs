@@ -311,9 +311,9 @@ mod decoding_tests {
 //
 // `controls.encode` and the tool definition of `tool_from_canonical`: canonical controls
 // of another dialect -> anthropic fields. Every rule, loss and wording is Python's; the
-// mapping decisions are documented there (`encode`, `_reasoning`). Not ported: integers
-// beyond 128 bits in `max_tokens` or a thinking budget (Python's ints are unbounded): a
-// TranscodeError "... not ported yet". Python's regex `\d` (a Unicode decimal digit) in
+// mapping decisions are documented there (`encode`, `_reasoning`). `max_tokens` beyond 64
+// bits is a SchemaError in both (numbers.rs). Not ported: a thinking budget beyond 128 bits
+// given to the Encoder API (a TranscodeError "... not ported yet"). Python's regex `\d` (a Unicode decimal digit) in
 // `ADAPTIVE_MODELS` is taken as any numeric character (the core has no Unicode database).
 // Values no decoder makes where Python raises AttributeError / TypeError (a tool choice or
 // response format that is not an object, an unhashable effort or service tier): read as
@@ -466,14 +466,25 @@ mod to_anthropic {
     /// one that is not a number (recorded).
     fn max_tokens_of(control: Option<&Foreign>, session: &mut Session) -> Result<Option<i128>> {
         let Some(control) = control else { return Ok(None) };
+        if no_limit(control) {
+            lose(session, control, &format!("max_tokens for no limit (num_predict {})", py_repr(&control.value)),
+                 Some("Options.default_max_tokens is written"), "")?;
+            return Ok(None);
+        }
         match &control.value {
-            Value::Int(digits) => Ok(Some(big_int(digits)?)),
+            Value::Int(digits) => match digits.parse::<i64>() {
+                Ok(n) => Ok(Some(i128::from(n))),
+                Err(_) => Err(beyond_64_bits(control)),
+            },
             Value::Float(f) if f.is_finite() => {
                 if f.fract() != 0.0 {
                     lose(session, control, &format!("fractional max_tokens ({})", py_repr(&control.value)),
                          Some("rounded down"), "")?;
                 }
-                float_int(*f).map(Some)
+                if !(-TWO_63..TWO_63).contains(f) {
+                    return Err(beyond_64_bits(control));
+                }
+                Ok(Some(f.trunc() as i128))
             }
             other => {
                 lose(session, control, &format!("max_tokens that is not a number ({})", py_repr(other)),
@@ -483,19 +494,33 @@ mod to_anthropic {
         }
     }
 
-    /// A Python int as `i128`; one beyond it is not ported (Python's ints are unbounded).
+    /// A Python int as `i128` (a thinking budget an encoder is given); one beyond it is not
+    /// ported (Python's ints are unbounded; a Transcoder's budgets come from anthropic itself).
     fn big_int(digits: &str) -> Result<i128> {
         digits.parse::<i128>().map_err(|_| {
             Error::new(ErrorClass::Transcode, format!("an integer control beyond 128 bits ({digits}) is not ported yet"))
         })
     }
 
-    /// `int(f)` of a finite float (towards zero), within `i128`.
-    fn float_int(f: f64) -> Result<i128> {
-        if f.abs() < 1.7e38 {
-            return Ok(f.trunc() as i128);
-        }
-        Err(Error::new(ErrorClass::Transcode, "a float control beyond 128 bits is not ported yet"))
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
+    /// `_beyond_64_bits`: max tokens an encoder is given beyond 64 bits (a Transcoder's decoder
+    /// refuses it first, at the value: numbers.rs), the same wording, at its source path.
+    fn beyond_64_bits(control: &Foreign) -> Error {
+        let key = control.key.as_deref().filter(|k| !k.is_empty()).unwrap_or(&control.name);
+        let message = format!("number out of range for {key}: {} is beyond a 64-bit integer \
+                               (what converting it for anthropic takes)", py_repr(&control.value));
+        Error::new(ErrorClass::Schema, message).with_path(format!("$.{key}").into_bytes())
+    }
+
+    /// `numbers.no_limit` of a gathered control: ollama's `num_predict` below 0.
+    fn no_limit(control: &Foreign) -> bool {
+        let negative = match &control.value {
+            Value::Int(digits) => digits.starts_with('-'),
+            Value::Float(f) => *f < 0.0,
+            _ => false,
+        };
+        negative && control.dialect.as_deref() == Some("ollama") && control.key.as_deref() == Some("options.num_predict")
     }
 
     /// `_tool_choice`: writes `tool_choice`; whether it forces tool use (`any` / `tool`).
@@ -913,7 +938,7 @@ mod to_anthropic {
             ("openai", vec![("reasoning", r#"{"effort":"none"}"#, "reasoning_effort")], r#"{}"#, r#"{"max_tokens":4096,"thinking":{"type":"disabled"}}"#, r#"[]"#),
             ("openai", vec![("max_output_tokens", r#"1.5"#, "max_tokens"), ("max_output_tokens", r#"2"#, "max_completion_tokens")], r#"{}"#, r#"{"max_tokens":1}"#, r#"[["openai", "$.max_completion_tokens", "max_completion_tokens: anthropic has no second value for max_output_tokens; the first is kept"], ["openai", "$.max_tokens", "max_tokens: anthropic has no fractional max_tokens (1.5); rounded down"]]"#),
             ("openai", vec![("max_output_tokens", r#"3.0"#, "max_tokens")], r#"{}"#, r#"{"max_tokens":3}"#, r#"[]"#),
-            ("openai", vec![("max_output_tokens", r#"1e+20"#, "max_tokens")], r#"{}"#, r#"{"max_tokens":100000000000000000000}"#, r#"[]"#),
+            ("openai", vec![("max_output_tokens", r#"1e+18"#, "max_tokens")], r#"{}"#, r#"{"max_tokens":1000000000000000000}"#, r#"[]"#),
             ("openai", vec![("tool_choice", r#"{"type":"required"}"#, "tool_choice"), ("reasoning", r#"{"effort":"low"}"#, "reasoning_effort"), ("parallel_tool_calls", r#"false"#, "parallel_tool_calls")], r#"{}"#, r#"{"max_tokens":4096,"tool_choice":{"type":"any","disable_parallel_tool_use":true}}"#, r#"[["openai", "$.reasoning_effort", "reasoning_effort: anthropic has no thinking together with a forced tool choice; the tool choice is kept, thinking is off"]]"#),
             ("openai", vec![("tool_choice", r#"{"type":"none"}"#, "tool_choice"), ("parallel_tool_calls", r#"false"#, "parallel_tool_calls")], r#"{}"#, r#"{"max_tokens":4096,"tool_choice":{"type":"none"}}"#, r#"[]"#),
             ("openai", vec![("tool_choice", r#"{"type":"other","value":5}"#, "tool_choice")], r#"{}"#, r#"{"max_tokens":4096}"#, r#"[["openai", "$.tool_choice", "tool_choice: anthropic has no such tool choice"]]"#),

@@ -476,7 +476,7 @@ impl Dialect for Readers {
 
     fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
-            S::TopField => self.top_field(raw, cx),
+            S::TopField => self.top_field(raw, offset, cx),
             S::Tool => self.tool(raw, offset, cx),
             S::MessageField => {
                 let index = self.msg.index;
@@ -631,14 +631,15 @@ impl Readers {
     // -- top level ---------------------------------------------------------------------
 
     /// `_top_field`: a control, or an extension (an explicit null: a lossless one).
-    fn top_field(&mut self, raw: &[u8], cx: &mut Cx<'_>) -> Result<()> {
+    fn top_field(&mut self, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         if raw == b"null" {
             return cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, true);
         }
         match controls::decode(&self.key, raw)? {
             None => cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, false),
             Some(found) => {
-                for control in found {
+                let checked = found.into_iter().map(|control| cx.checked(control, raw, offset)).collect::<Result<Vec<_>>>()?;
+                for control in checked {
                     cx.emit(Event::Control(control))?;
                 }
                 Ok(())

@@ -581,12 +581,14 @@ impl Dialect for Ollama {
             S::Tool => self.tool_text(raw, offset, cx),
             S::TopField => {
                 if let Some(control) = controls::decode(&self.key, raw)? {
+                    let control = cx.checked(control, raw, offset)?;
                     return cx.emit(Event::Control(control));
                 }
                 cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, raw == b"null")
             }
             S::OptionField => {
                 if let Some(control) = controls::decode_option(&self.key, raw)? {
+                    let control = cx.checked(control, raw, offset)?;
                     return cx.emit(Event::Control(control));
                 }
                 cx.extension(DIALECT, member_path(format_args!("$.options."), &self.key), raw, None, raw == b"null")

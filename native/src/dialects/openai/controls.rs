@@ -422,6 +422,13 @@ fn capped_stop(control: &Control<'_>, value: Value, session: &mut Session) -> Re
 /// `encode_control`: a canonical control as an openai `(key, value JSON)`; None and a
 /// recorded loss if none.
 pub fn encode_control(control: &Control<'_>, session: &mut Session) -> Result<Option<(&'static str, Vec<u8>)>> {
+    if control.name == "max_output_tokens" && crate::numbers::no_limit(control) {
+        let place = format!("$.{}", control.key.as_deref().unwrap_or_default());
+        let what = format!("max_completion_tokens for no limit (num_predict {})", String::from_utf8_lossy(&control.value));
+        let reason = lacks(path_subject(&place), "openai", &what, Some("none is written: the model's own limit applies"));
+        session.lose(place.as_bytes(), &reason, control.dialect.as_deref())?;
+        return Ok(None);
+    }
     let value = Value::loads(&control.value)?;
     let (key, mapped) = match control.name.as_ref() {
         "tool_choice" => {

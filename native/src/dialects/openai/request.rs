@@ -537,7 +537,10 @@ mod decoder {
                 }
             }
             match control {
-                Some(control) => cx.emit(Event::Control(control)),
+                Some(control) => {
+                    let control = cx.checked(control, raw, offset)?;
+                    cx.emit(Event::Control(control))
+                }
                 None => cx.extension(DIALECT, member_path(format_args!("$."), key), raw, None, false),
             }
         }

@@ -30,6 +30,7 @@ from ...errors import SchemaError
 from ...encoding import lose_tool_attr, object_schema
 from ...jsonwriter import dumps
 from ...losses import lacks, path_subject
+from ...numbers import INT64_MAX, INT64_MIN, no_limit
 
 DIALECT = "anthropic"
 
@@ -244,6 +245,9 @@ def _max_tokens(given: dict, session) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         _lose(session, control, f"max_tokens that is not a number ({value!r})", "Options.default_max_tokens is written")
         return None
+    if no_limit(control):
+        _lose(session, control, f"max_tokens for no limit (num_predict {value!r})", "Options.default_max_tokens is written")
+        return None
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             _lose(session, control, f"max_tokens that is not a number ({value!r})",
@@ -251,8 +255,20 @@ def _max_tokens(given: dict, session) -> int | None:
             return None
         if not value.is_integer():
             _lose(session, control, f"fractional max_tokens ({value!r})", "rounded down")
+        if not -(2.0**63) <= value < 2.0**63:
+            raise _beyond_64_bits(control)
         value = int(value)
+    elif not INT64_MIN <= value <= INT64_MAX:
+        raise _beyond_64_bits(control)
     return value
+
+
+def _beyond_64_bits(control: Control) -> SchemaError:
+    """Max tokens an encoder is given beyond 64 bits (a Transcoder's decoder refuses it first,
+    at the value: ``numbers``): the same wording, at its source path."""
+    key = control.key or control.name
+    return SchemaError(f"number out of range for {key}: {control.value!r} is beyond a 64-bit integer "
+                       f"(what converting it for anthropic takes)", path=f"$.{key}")
 
 
 def _tool_choice(given: dict, session, out: list) -> bool:

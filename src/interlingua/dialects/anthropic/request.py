@@ -112,9 +112,9 @@ class RequestDecoder(RequestBodyDecoder):
             self.each_element(kind, offset, "tools",
                               lambda k, v, o: self.read_raw(k, v, o, lambda raw: self._tool(raw, o)))
         else:
-            self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw))
+            self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw, offset))
 
-    def _top_field(self, key: str, raw: bytes) -> None:
+    def _top_field(self, key: str, raw: bytes, offset: int) -> None:
         if raw == b"null":  # an explicit null means the same as absent ("thinking": null)
             self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
             return
@@ -122,7 +122,7 @@ class RequestDecoder(RequestBodyDecoder):
         if found is None:
             self.emit(Extension(DIALECT, "$." + key, raw))
             return
-        for control in found:
+        for control in [self.checked(control, raw, offset) for control in found]:
             self.emit(control)
 
     # -- system -------------------------------------------------------------

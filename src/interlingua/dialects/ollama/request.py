@@ -152,14 +152,14 @@ class RequestDecoder(RequestBodyDecoder):
         else:
             if key == "stream":
                 self._stream_seen = True
-            self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw))
+            self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw, offset))
 
-    def _top_field(self, key: str, raw: bytes) -> None:
+    def _top_field(self, key: str, raw: bytes, offset: int) -> None:
         control = controls.decode(key, raw)
         if control is None:
             self.emit(Extension(DIALECT, "$." + key, raw, lossless=raw == b"null"))
         else:
-            self.emit(control)
+            self.emit(self.checked(control, raw, offset))
 
     # -- options -------------------------------------------------------------
 
@@ -173,18 +173,18 @@ class RequestDecoder(RequestBodyDecoder):
     def _option(self, key: str, kind: int, value: Any, offset: int) -> None:
         self.expect(kind, value, offset, _OPTION_FIELDS.get(key), "options." + key)
         self._options_empty = False
-        self.read_raw(kind, value, offset, lambda raw: self._option_field(key, raw))
+        self.read_raw(kind, value, offset, lambda raw: self._option_field(key, raw, offset))
 
     def _options_end(self) -> None:
         if self._options_empty:  # keep "options": {} for the round trip
             self.extension("$.options", b"{}", lossless=True)
 
-    def _option_field(self, key: str, raw: bytes) -> None:
+    def _option_field(self, key: str, raw: bytes, offset: int) -> None:
         control = controls.decode_option(key, raw)
         if control is None:
             self.extension("$.options." + key, raw, lossless=raw == b"null")
         else:
-            self.emit(control)
+            self.emit(self.checked(control, raw, offset))
 
     # -- messages ------------------------------------------------------------
 

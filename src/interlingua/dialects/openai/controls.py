@@ -16,6 +16,7 @@ from typing import Any
 from ...canonical import Control
 from ...errors import SchemaError
 from ...losses import lacks, path_subject
+from ...numbers import no_limit
 
 STRUCTURAL = {"messages", "tools", "functions"}
 
@@ -222,6 +223,11 @@ def encode_control(control: Control, session) -> tuple[str | None, Any]:
     name, value = control.name, control.value
     key = _SAME_VALUE.get(name)
     mapped: Any = value
+    if name == "max_output_tokens" and no_limit(control):
+        session.lose(f"$.{control.key}", lacks(path_subject(f"$.{control.key}"), "openai",
+                     f"max_completion_tokens for no limit (num_predict {value!r})",
+                     "none is written: the model's own limit applies"), dialect=control.dialect)
+        return None, None
     if name == "tool_choice":
         key, mapped = "tool_choice", tool_choice_from_canonical(value)
         if isinstance(mapped, dict):  # a named tool: named as its definition is

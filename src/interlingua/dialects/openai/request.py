@@ -94,7 +94,7 @@ class RequestDecoder(RequestBodyDecoder):
         if control is None:
             self.emit(Extension(DIALECT, "$." + key, raw))
         else:
-            self.emit(control)
+            self.emit(self.checked(control, raw, offset))
 
     # -- messages --------------------------------------------------------------
 

@@ -1,0 +1,86 @@
+"""Numbers a target cannot take: the one check of a request control's numbers.
+
+A control going to its own dialect is copied as it came (its raw text), whatever its
+numbers. One converted for another dialect is written from its value, so before it is
+emitted (at the value's first byte and path, however the body is cut) the decoder asks
+``fault`` whether the value can be written:
+
+* a float literal that overflows (``1e400``, ``-1e999``, anywhere in the value) has no
+  JSON number to be written as (``Infinity`` is not JSON): refused;
+* an integer the conversion computes with -- max tokens into anthropic (compared with a
+  thinking budget), ollama's ``num_predict`` into any other dialect (its sign means "no
+  limit"), an integral float made an integer -- must fit in 64 bits (what every target API
+  parses an integer field as); an integer literal copied with its digits (openai ``seed``
+  or max tokens into ollama) is carried as written.
+
+``integral`` gives an integer control's integral float (``100.0``, ``1e2``) as its integer,
+as usage counts are read; a fraction stays refused by the type check.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def is_float_literal(text: bytes) -> bool:
+    return b"." in text or b"e" in text or b"E" in text
+
+
+def overflows(text: bytes) -> bool:
+    """A float literal whose value is beyond a float's range (``1e400``)."""
+    return is_float_literal(text) and math.isinf(float(text))
+
+
+def integral(text: bytes) -> int | None:
+    """A number literal's integer value (``100``, ``100.0``, ``1e2``), or None (a fraction,
+    an overflow)."""
+    if not is_float_literal(text):
+        return int(text)
+    value = float(text)
+    return int(value) if value.is_integer() else None
+
+
+def _has_infinity(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isinf(value)
+    if isinstance(value, dict):
+        return any(_has_infinity(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_infinity(v) for v in value)
+    return False
+
+
+def _computed(source: str, target: str, key: str) -> bool:
+    """Whether converting this integer control computes with it (so it must fit in 64 bits)."""
+    if source == "ollama" and key == "options.num_predict":
+        return True
+    return target == "anthropic" and key in ("max_tokens", "max_completion_tokens")
+
+
+def fault(source: str, target: str, key: str, raw: bytes, value: Any, integer: bool) -> str | None:
+    """Why the control ``key`` (its raw text and decoded value) cannot be converted for
+    ``target``, or None. ``integer``: the source declares it an integer."""
+    if _has_infinity(value):
+        shown = raw.decode() if raw[:1] in b"-0123456789" else "a number in it"
+        return f"number out of range for {key}: {shown} overflows a float (no JSON number carries it into {target})"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    whole = integral(raw) if (integer or _computed(source, target, key)) else None
+    if whole is None or INT64_MIN <= whole <= INT64_MAX:
+        return None
+    if is_float_literal(raw) or _computed(source, target, key):
+        return (f"number out of range for {key}: {raw.decode()} is beyond a 64-bit integer "
+                f"(what converting it for {target} takes)")
+    return None
+
+
+def no_limit(control: Any) -> bool:
+    """ollama's ``num_predict`` below 0: no limit (-1) or fill the context (-2), not a count;
+    a target's own meaning of it is no max field (openai) or ``Options.default_max_tokens``
+    (anthropic requires one), a recorded loss either way."""
+    value = control.value
+    return (control.dialect == "ollama" and control.key == "options.num_predict"
+            and isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0)
