@@ -77,8 +77,11 @@ def test_blocks_prints_one_event_per_line():
                           capture_output=True, check=True)
     events = [json.loads(line) for line in proc.stdout.decode().splitlines()]
     blocks = [e for e in events if e["event"] == "block"]
+    # a block starts where its payload begins; its last fragment (empty here) closes it
     assert blocks == [{"event": "block", "section": "user-text", "message": 0, "payload": "hi",
-                       "init": True, "fin": True, "attrs": None}]
+                       "init": True, "fin": False, "attrs": None},
+                      {"event": "block", "section": "user-text", "message": 0, "payload": "",
+                       "init": False, "fin": True, "attrs": None}]
 
 
 def test_demo_runs():

@@ -92,8 +92,8 @@ def test_decoding_is_chunking_invariant():
 def test_system_end_follows_system_value():
     body = anthropic_body(**CASES["plain_chat_system"])  # the client writes messages first
     evs = events(body)
-    system_at = next(i for i, e in enumerate(evs) if isinstance(e, Block) and e.message == TOP_LEVEL_SYSTEM)
-    assert isinstance(evs[system_at + 1], SystemEnd)
+    system_at = max(i for i, e in enumerate(evs) if isinstance(e, Block) and e.message == TOP_LEVEL_SYSTEM)
+    assert isinstance(evs[system_at + 1], SystemEnd)  # (after the system block's last fragment)
     body = json.dumps({"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}]}).encode()
     evs = events(body)
     # no system: SystemEnd comes at the end of the body, just before End

@@ -877,7 +877,9 @@ mod decoder {
             let c = self.choice.c;
             if self.call.route.is_none() {
                 if let Some(index) = self.call.index {
-                    let named = self.call.attrs.iter().any(|(n, _)| n == "id" || n == "name");
+                    // (a call opens once its name is known: the target writes it first, and a
+                    // body in the openai client's field order gives it after the arguments)
+                    let named = self.call.attrs.iter().any(|(n, _)| n == "name");
                     let choice = &self.choices[c];
                     if named || choice.held.contains_key(&index) || choice.is_current_tool(Some(index)) {
                         self.call.route = Some(self.route(cx)?);
@@ -887,7 +889,7 @@ mod decoder {
             match self.call.route {
                 Some(route) => self.to_route(route, data, cx),
                 None => {
-                    // arguments before index/name (sorted keys): held till the element ends
+                    // arguments before index/name: held till the element ends
                     let hold = self.call.pending.get_or_insert_with(|| cx.session.reorder.hold(ARGUMENTS_BEFORE_INDEX));
                     hold.append(&mut cx.session.reorder, data.to_vec(), data.len() as u64)
                 }

@@ -329,14 +329,16 @@ class _ToolCallReader(MemberReader):
     def _arguments(self, data: bytes, init: bool, fin: bool) -> None:
         if not data:
             return
-        if self.sink is None and self.index is not None and ("id" in self.attrs or "name" in self.attrs
+        # (a call opens once its name is known: the target writes it first, and a body in the
+        # openai client's field order -- function: arguments, then name -- gives it last)
+        if self.sink is None and self.index is not None and ("name" in self.attrs
                                                                or self.index in self.c.held
                                                                or self._is_current()):
             self.sink = self._route()
         if self.sink is not None:
             self.sink(data)
             return
-        if self.pending is None:  # arguments before index/name (sorted keys): hold till the element ends
+        if self.pending is None:  # arguments before index/name: hold till the element ends
             self.pending = self.d.session.reorder.hold("openai:arguments-before-index")
         self.pending.append(data, len(data))
 
