@@ -54,7 +54,7 @@ use crate::compact::{Data, Raw};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
 use crate::jsonwriter::{dumps_str, key_bytes, JsonWriter};
-use crate::losses::{block_path, block_subject, field_path, field_subject, lacks, no_place, raw_block_type};
+use crate::losses::{block_path, block_subject, field_path, field_subject, lacks, no_place, raw_block_type, unknown_role};
 use crate::reorder::{ByteHold, Hold, ReorderBuffer};
 use crate::session::Session;
 use crate::value::Value;
@@ -515,7 +515,7 @@ impl<'a> Head<'a> {
 /// The state of the block whose fragments are arriving (`Encoder._block`).
 pub enum InBlock<P> {
     None,
-    /// not carried (its loss recorded at the first fragment): the rest is ignored
+    /// not carried (its loss recorded at the last fragment): the rest is ignored
     Ignored,
     Placed(P),
 }
@@ -566,12 +566,14 @@ pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mu
             InBlock::Placed(mut placed) => {
                 enc.write(&mut placed, &block.payload, io)?;
                 if block.fin {
+                    io.session.release_losses();
                     enc.close(placed, block.attrs.as_deref().unwrap_or(&[]), io)?;
                 } else {
                     *enc.in_block() = InBlock::Placed(placed);
                 }
             }
             InBlock::Ignored if !block.fin => *enc.in_block() = InBlock::Ignored,
+            InBlock::Ignored => io.session.release_losses(),
             _ => {}
         }
         return Ok(());
@@ -582,7 +584,16 @@ pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mu
     if block.message >= 0 {
         enc.message_listed();
     }
-    match enc.place(block, io)? {
+    // a block in fragments: its losses are recorded at its last one (`Session::hold_losses`)
+    let placed = if block.fin {
+        enc.place(block, io)?
+    } else {
+        io.session.hold_losses(true);
+        let placed = enc.place(block, io);
+        io.session.hold_losses(false);
+        placed?
+    };
+    match placed {
         None => {
             *enc.in_block() = if block.fin { InBlock::None } else { InBlock::Ignored };
         }
@@ -697,9 +708,18 @@ pub fn lose_moved(session: &mut Session, dialect: &str, block: BlockRef<'_>, att
     lose_block(session, dialect, block, &format!("place for it in its {source_role} message"), Some(sent), Some(attrs))
 }
 
-/// `_lose_unplaced`: a block the target has no place for at all.
+/// `_lose_unplaced`: a block the target has no place for at all. A message of a role the
+/// source knows and the target does not is one loss, however many parts it has.
 pub fn lose_unplaced(session: &mut Session, dialect: &str, block: BlockRef<'_>) -> Result<()> {
-    lose_block(session, dialect, block, no_place(block.section).unwrap_or("such content"), None, None)
+    let what = no_place(block.section).unwrap_or("such content");
+    if block.section == Section::Unknown && unknown_role(session.source, Some(block.attrs)) {
+        if session.lost_message == Some(block.message) {
+            return Ok(());
+        }
+        session.lost_message = Some(block.message);
+        return lose_block(session, dialect, block, what, Some("the message is not sent"), None);
+    }
+    lose_block(session, dialect, block, what, None, None)
 }
 
 /// `_drops_typed_call`: whether `block` is an openai tool call of a type other than

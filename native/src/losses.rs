@@ -165,6 +165,60 @@ pub fn py_str(raw: &[u8]) -> String {
     }
 }
 
+/// `KNOWN_ROLES`: the roles each dialect's request decoder knows; a message of any
+/// other role is carried raw.
+fn known_roles(dialect: &str) -> Option<&'static [&'static str]> {
+    match dialect {
+        "openai" => Some(&["system", "developer", "user", "assistant", "tool", "function"]),
+        "ollama" => Some(&["system", "user", "assistant", "tool"]),
+        _ => None,
+    }
+}
+
+/// The `role` attribute: None without one, `Some(None)` when it is not a string.
+fn string_role(attrs: Option<&Attrs<'_>>) -> Option<Option<String>> {
+    let raw = attr(attrs, "role")?;
+    Some(match Value::loads(raw) {
+        Ok(Value::Str(text)) => Some(String::from_utf8_lossy(&text).into_owned()),
+        _ => None,
+    })
+}
+
+/// `unknown_role`: whether a block came from a message whose role `dialect` does not
+/// know (the whole message is carried raw).
+pub fn unknown_role(dialect: &str, attrs: Option<&Attrs<'_>>) -> bool {
+    match (known_roles(dialect), string_role(attrs)) {
+        (Some(known), Some(Some(role))) => !known.contains(&role.as_str()),
+        _ => false,
+    }
+}
+
+/// `role_subject`: a message of an unknown role, by its role (`""` is one too).
+pub fn role_subject(role: &str) -> String {
+    if role.is_empty() { "message with an empty role".to_string() } else { format!("{role} message") }
+}
+
+/// `several_subject`: texts of one source message joined into one (ollama's single
+/// `content`), by what the source called them.
+pub fn several_subject(dialect: &str, section: Section, attrs: Option<&Attrs<'_>>) -> String {
+    let in_parts = attr(attrs, "in_parts").is_some_and(json_truthy);
+    if dialect == "openai" && section == Section::AssistantRefusal && !in_parts {
+        return "refusal beside the content of an assistant message".to_string();
+    }
+    let role = match section {
+        Section::SystemInstruction => Some("system"),
+        Section::UserText => Some("user"),
+        Section::AssistantText => Some("assistant"),
+        Section::ToolResult => Some("tool"),
+        _ => None,
+    };
+    if let (true, true, Some(natural)) = (dialect == "openai", in_parts, role) {
+        let role = attr(attrs, "role").filter(|raw| json_truthy(raw)).map_or_else(|| natural.to_string(), py_str);
+        return format!("several text parts of {} {role} message", role_article(&role));
+    }
+    format!("several {}s", block_subject(dialect, section, attrs, b""))
+}
+
 /// What `dialect` calls the block a canonical block came from (`block_subject`).
 pub fn block_subject(dialect: &str, section: Section, attrs: Option<&Attrs<'_>>, payload: &[u8]) -> String {
     let truthy = |name: &str| attr(attrs, name).is_some_and(json_truthy);
@@ -183,16 +237,17 @@ pub fn block_subject(dialect: &str, section: Section, attrs: Option<&Attrs<'_>>,
         if section == Section::SystemInstruction && role == Some(b"\"developer\"") {
             return "developer message".to_string();
         }
-        if section == Section::Unknown {
-            if let Some(role) = role {
-                return format!("{} message", py_str(role));
+        if section == Section::Unknown && !unknown_role(dialect, attrs) {
+            if let Some(Some(known)) = string_role(attrs) {
+                // a part of an unknown type in a message of a known role
+                let kind = raw_block_type(payload).filter(|k| !k.is_empty());
+                let part = kind.map_or_else(|| "content part".to_string(), |k| format!("{k} part"));
+                return format!("{part} of {} {known} message", role_article(&known));
             }
         }
     }
-    if dialect == "ollama" && section == Section::Unknown {
-        if let Some(role) = role {
-            return format!("{} message", py_str(role));
-        }
+    if section == Section::Unknown && unknown_role(dialect, attrs) {
+        return role_subject(&string_role(attrs).flatten().unwrap_or_default());
     }
     if truthy("in_result") && section != Section::ToolResult {
         return format!(
@@ -277,6 +332,11 @@ pub fn article(noun: &str) -> &'static str {
     }
 }
 
+/// `role_article`: the article of a role's name: "a user message", "an assistant message".
+pub fn role_article(role: &str) -> &'static str {
+    if role.starts_with('u') { "a" } else { article(role) }
+}
+
 /// A source path as the subject of a reason: `$.options.num_ctx` -> `options.num_ctx`.
 pub fn path_subject(path: &str) -> &str {
     path.strip_prefix("$.").unwrap_or(path)
@@ -350,6 +410,35 @@ mod tests {
         push_lack_pieces(&mut text, "y", "z", None);
         assert_eq!(text, b"x\xed\xa0\xbd: y has no z");
         assert_eq!((article("image"), article("tool"), article("")), ("an", "a", "an"));
+    }
+
+    #[test]
+    fn messages_of_unknown_roles_and_joined_parts() {
+        // (dialect, role attribute, subject of an unknown block, a message of an unknown role)
+        let table: &[(&str, &str, &str, bool)] = &[
+            ("openai", "\"critic\"", "critic message", true),
+            ("openai", "\"\"", "message with an empty role", true),
+            ("openai", "\"Developer\"", "Developer message", true),
+            ("ollama", "\"critic\"", "critic message", true),
+            ("openai", "\"user\"", "foo part of a user message", false),
+            ("openai", "\"assistant\"", "foo part of an assistant message", false),
+        ];
+        for (dialect, role, want, unknown) in table {
+            let a = attrs(&[("role", role)]);
+            assert_eq!(block_subject(dialect, Section::Unknown, Some(&a), br#"{"type":"foo"}"#), *want);
+            assert_eq!(unknown_role(dialect, Some(&a)), *unknown);
+        }
+        assert!(!unknown_role("anthropic", Some(&attrs(&[("role", "\"critic\"")]))));
+        let parts = attrs(&[("in_parts", "true")]);
+        let several = |section, a: &Vec<_>| several_subject("openai", section, Some(a));
+        assert_eq!(several(Section::SystemInstruction, &parts), "several text parts of a system message");
+        assert_eq!(several(Section::UserText, &parts), "several text parts of a user message");
+        assert_eq!(several(Section::AssistantText, &parts), "several text parts of an assistant message");
+        let developer = attrs(&[("in_parts", "true"), ("role", "\"developer\"")]);
+        assert_eq!(several(Section::SystemInstruction, &developer), "several text parts of a developer message");
+        assert_eq!(several_subject("openai", Section::AssistantRefusal, None),
+                   "refusal beside the content of an assistant message");
+        assert_eq!(several_subject("anthropic", Section::SystemInstruction, Some(&parts)), "several system text blocks");
     }
 
     #[test]

@@ -195,6 +195,11 @@ pub struct Session {
     /// the response's clock reading and nonce (`Session._start`), given by the
     /// binding from the `Transcoder`'s hooks; `None`: read the defaults at `start()`
     pub response_start: Option<ResponseStart>,
+    /// losses of placing a block whose last fragment has not come (`hold_losses`)
+    held_losses: Vec<Loss>,
+    holding: bool,
+    /// the source message of an unknown role last lost whole (`Encoder._lost_message`)
+    pub lost_message: Option<i64>,
 }
 
 std::thread_local! {
@@ -224,6 +229,27 @@ impl Session {
             asks_stream_usage: false,
             lost_paths: None,
             response_start: None,
+            held_losses: Vec::new(),
+            holding: false,
+            lost_message: None,
+        }
+    }
+
+    /// `Session.hold_losses`: keep the losses recorded from now on apart (`on`), until
+    /// `release_losses`. A request encoder places a block at its first fragment, which
+    /// comes earlier the finer the body is cut; the losses of placing it are recorded at
+    /// its last fragment, which comes at the same place however the body is cut.
+    pub fn hold_losses(&mut self, on: bool) {
+        self.holding = on;
+    }
+
+    /// `Session.release_losses`: record the losses held (after those recorded meanwhile).
+    pub fn release_losses(&mut self) {
+        if !self.held_losses.is_empty() {
+            let held = std::mem::take(&mut self.held_losses);
+            for loss in held {
+                self.losses.push(loss);
+            }
         }
     }
 
@@ -302,6 +328,10 @@ impl Session {
             Some(known) => Cow::Borrowed(known),
             None => Cow::Owned(dialect.to_string()),
         };
+        if self.holding {
+            self.held_losses.push(Loss { dialect, text, path_len });
+            return;
+        }
         if self.losses.capacity() == 0 {
             // the list a dropped session left (`crate::spare`), or room for the few a
             // cross-dialect response loses (one allocation, not a growth series)

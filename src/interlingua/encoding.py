@@ -22,7 +22,7 @@ from .errors import NoMessageError, TranscodeError
 from .jsonwriter import JsonWriter, dumps, key_bytes
 from .losses import (
     NO_PLACE, block_path, block_subject, field_path, field_subject, lacks, member_names, path_subject,
-    raw_block_type,
+    raw_block_type, unknown_role,
 )
 from .reorder import Hold
 from .session import Session
@@ -76,6 +76,7 @@ class Encoder:
                 write(block.payload)
                 if block.fin:
                     self._block = None
+                    self.session.release_losses()
                     close(block.attrs or {})
             return
         if block.message == REQUEST_LEVEL:
@@ -83,7 +84,14 @@ class Encoder:
             return
         if block.message >= 0:
             self._listed = True
-        placed = self._place(block)
+        if block.fin:
+            placed = self._place(block)
+        else:  # its losses are recorded at its last fragment (``Session.hold_losses``)
+            self.session.hold_losses()
+            try:
+                placed = self._place(block)
+            finally:
+                self.session.hold_losses(False)
         if placed is None:
             self._block = (ignore, ignore) if not block.fin else None
             return
@@ -142,8 +150,18 @@ class Encoder:
             self._lose_block(block, f"place for it in its {source_role} message", _SENT_IN[role], attrs=attrs)
 
     def _lose_unplaced(self, block: Block) -> None:
-        """A block the target has no place for at all (server tools, audio, unknown content)."""
+        """A block the target has no place for at all (server tools, audio, unknown content).
+        A message of a role the source knows and the target does not is one loss, however
+        many parts it has."""
+        if block.section is Section.UNKNOWN and unknown_role(self.session.source, block.attrs):
+            if block.message == self._lost_message:
+                return
+            self._lost_message = block.message
+            self._lose_block(block, NO_PLACE[block.section], "the message is not sent")
+            return
         self._lose_block(block, NO_PLACE.get(block.section, "such content"))
+
+    _lost_message: int | None = None  # the source message of an unknown role last lost whole
 
     def _lose_field(self, block: Block, key: str, attrs: dict | None = None, done: str | None = None) -> None:
         """A block attribute the target has no member for (``cache_control`` of a text block),

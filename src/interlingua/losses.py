@@ -79,6 +79,25 @@ _BLOCK_NAMES: dict[str, dict[Section, str]] = {
 }
 
 
+#: the roles each dialect's request decoder knows; a message of any other role is carried raw
+KNOWN_ROLES = {
+    "openai": frozenset({"system", "developer", "user", "assistant", "tool", "function"}),
+    "ollama": frozenset({"system", "user", "assistant", "tool"}),
+}
+
+
+def unknown_role(dialect: str, attrs: dict[str, Any] | None) -> bool:
+    """Whether a block came from a message whose role ``dialect`` does not know (the whole
+    message is carried raw: its ``role`` attribute is one no canonical section has)."""
+    role = (attrs or {}).get("role")
+    return dialect in KNOWN_ROLES and isinstance(role, str) and role not in KNOWN_ROLES[dialect]
+
+
+def role_subject(role: str) -> str:
+    """A message of an unknown role, by its role (``""`` is a role too, an empty one)."""
+    return f"{role} message" if role else "message with an empty role"
+
+
 def raw_block_type(payload: bytes) -> str | None:
     """The ``type`` of a block carried raw (anthropic server tool blocks, unknown blocks):
     the anthropic decoders write it first (``{"type":"server_tool_use",...``)."""
@@ -104,13 +123,31 @@ def block_subject(dialect: str, section: Section, attrs: dict[str, Any] | None =
     if dialect == "openai":
         if section is _S.SYSTEM_INSTRUCTION and attrs.get("role") == "developer":
             return "developer message"
-        if section is _S.UNKNOWN and attrs.get("role"):
-            return f"{attrs['role']} message"
-    if dialect == "ollama" and section is _S.UNKNOWN and attrs.get("role"):
-        return f"{attrs['role']} message"
+        if section is _S.UNKNOWN and isinstance(attrs.get("role"), str) and not unknown_role(dialect, attrs):
+            kind = raw_block_type(payload)  # a part of an unknown type in a message of a known role
+            return f"{kind + ' part' if kind else 'content part'} of {role_article(attrs['role'])} {attrs['role']} message"
+    if section is _S.UNKNOWN and unknown_role(dialect, attrs):
+        return role_subject(attrs["role"])
     if attrs.get("in_result") and section is not _S.TOOL_RESULT:
         return f"{block_subject(dialect, section)} in a {block_subject(dialect, _S.TOOL_RESULT)}"
     return _BLOCK_NAMES.get(dialect, {}).get(section) or f"{dialect} content"
+
+
+_PART_ROLES = {_S.SYSTEM_INSTRUCTION: "system", _S.USER_TEXT: "user", _S.ASSISTANT_TEXT: "assistant",
+               _S.TOOL_RESULT: "tool"}
+
+
+def several_subject(dialect: str, section: Section, attrs: dict[str, Any] | None = None) -> str:
+    """Texts of one source message joined into one (ollama's single ``content``), by what the
+    source called them: an openai message's text parts, not several messages."""
+    attrs = attrs or {}
+    if dialect == "openai" and section is _S.ASSISTANT_REFUSAL and not attrs.get("in_parts"):
+        return "refusal beside the content of an assistant message"
+    role = _PART_ROLES.get(section)
+    if dialect == "openai" and attrs.get("in_parts") and role is not None:
+        role = attrs.get("role") or role
+        return f"several text parts of {role_article(role)} {role} message"
+    return f"several {block_subject(dialect, section, attrs)}s"
 
 
 #: a block attribute -> the field's name in the source dialect, where it differs from the key
@@ -154,6 +191,11 @@ def field_subject(dialect: str, key: str, section: Section, attrs: dict[str, Any
 
 def article(noun: str) -> str:
     return "an" if noun[:1] in "aeiou" else "a"
+
+
+def role_article(role: str) -> str:
+    """The article of a role's name: "a user message", "an assistant message"."""
+    return "a" if role.startswith("u") else article(role)
 
 
 def path_subject(path: str) -> str:

@@ -148,6 +148,9 @@ class Session:
         #: an openai request said ``stream_options.include_usage: true`` (``Transcoder.asks_stream_usage``)
         self.asks_stream_usage = False
         self._lost_paths: set[tuple[str, str, str]] = set()
+        #: losses of placing a block whose last fragment has not come (``hold_losses``)
+        self._held_losses: list[Loss] = []
+        self._holding = False
         self._hooks = (clock, entropy)
         self._start: ResponseStart | None = None
 
@@ -202,4 +205,18 @@ class Session:
             self._lost_paths.add(key)
         if self.options.strict:
             raise LossError(f"cannot carry {path}: {reason}", dialect=loss.dialect, path=path)
-        self.losses.append(loss)
+        (self._held_losses if self._holding else self.losses).append(loss)
+
+    def hold_losses(self, on: bool = True) -> None:
+        """Keep the losses recorded from now on apart (``on``), until ``release_losses``;
+        ``hold_losses(False)`` records new ones again. A request encoder places a block at
+        its first fragment, which comes earlier the finer the body is cut (fed whole, a
+        block is one event, after the message's later members); the losses of placing it
+        are recorded at its last fragment, which comes at the same place however the body
+        is cut: the losses' order does not depend on the cut."""
+        self._holding = on
+
+    def release_losses(self) -> None:
+        """Record the losses held (after those recorded meanwhile)."""
+        self.losses.extend(self._held_losses)
+        self._held_losses.clear()

@@ -1394,7 +1394,7 @@ mod encoder {
     };
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
-    use crate::losses::{block_subject, is_internal_attr, lacks};
+    use crate::losses::{block_path, block_subject, is_internal_attr, lacks};
     use crate::naming::{anthropic_id, is_anthropic_id_json};
     use crate::reorder::Hold;
     use crate::session::Session;
@@ -1547,6 +1547,14 @@ mod encoder {
         unanswered: VecDeque<Vec<u8>>,
         /// source messages of late system texts (recorded once)
         late_system: Vec<i64>,
+        /// the source message the last block or member came from (`_src_index`)
+        src_index: Option<i64>,
+        /// the role of its empty texts, while it has nothing else (`_src_empty_role`)
+        src_empty_role: Option<&'static str>,
+        /// a block of it that is not an empty text came (`_src_has_more`)
+        src_has_more: bool,
+        /// `place_block` met an empty text of another dialect (Python's `_EMPTY_TEXT`): its role
+        empty_text: Option<&'static str>,
         ended: bool,
         block: InBlock<Placed<'static>>,
         /// the bytes of one write being put together (a block's head or tail): one buffer
@@ -1578,6 +1586,10 @@ mod encoder {
                 pending_ext: Vec::new(),
                 unanswered: VecDeque::new(),
                 late_system: Vec::new(),
+                src_index: None,
+                src_empty_role: None,
+                src_has_more: false,
+                empty_text: None,
                 ended: false,
                 block: InBlock::None,
                 scratch: Vec::new(),
@@ -1662,7 +1674,37 @@ mod encoder {
             io.json(OUT, |w, b| w.raw_member(key, raw, b))
         }
 
+        // -- a message of another dialect with nothing in it ---------------------------
+        //
+        // Its empty texts are not written (anthropic rejects them), so a message whose every
+        // block is one is not sent: one loss, recorded when the message is known to have
+        // nothing else -- at the next message's first event or the list's end, which come
+        // at the same place however the body is cut.
+
+        /// `_note_message`: an event of source message `index` came.
+        fn note_message(&mut self, index: Option<i64>, io: &mut Io<'_>) -> Result<()> {
+            if let Some(index) = index.filter(|i| Some(*i) != self.src_index) {
+                self.end_source_message(io)?;
+                self.src_index = Some(index);
+            }
+            Ok(())
+        }
+
+        /// `_end_source_message`: the source message ended; empty, it was not sent.
+        fn end_source_message(&mut self, io: &mut Io<'_>) -> Result<()> {
+            if let (Some(role), false, Some(index)) = (self.src_empty_role, self.src_has_more, self.src_index) {
+                let path = block_path(io.session.source, io.session.kind.name(), index);
+                let reason = lacks(&format!("empty {role} message"), DIALECT, "message without content",
+                                   Some("the message is not sent"));
+                io.session.lose(path, reason, None)?;
+            }
+            self.src_empty_role = None;
+            self.src_has_more = false;
+            Ok(())
+        }
+
         fn messages_end(&mut self, io: &mut Io<'_>) -> Result<()> {
+            self.end_source_message(io)?;
             if self.top == Some("messages") {
                 self.close_top(io)?;
             } else {
@@ -1727,6 +1769,7 @@ mod encoder {
         }
 
         fn on_extension(&mut self, ext: Extension<'_>, io: &mut Io<'_>) -> Result<()> {
+            self.note_message(ext.message, io)?;
             if ext.dialect != DIALECT {
                 return crate::encoding::foreign_extension(io.session, DIALECT, &ext);
             }
@@ -1928,12 +1971,8 @@ mod encoder {
                                    Some("written as assistant text"), None)?;
                     }
                     if self.foreign && empty_fin {
-                        if attr_truthy(attrs, "empty") {
-                            // a message with nothing in it ({"role": "assistant"}): not sent, recorded
-                            lose(io.session, DIALECT, BlockRef::of(block), &format!("empty {role} message"),
-                                 "message without content", Some("the message is not sent"), None)?;
-                        }
-                        return Ok(None); // empty text: absent means the same, and anthropic rejects it
+                        self.empty_text = Some(role); // absent means the same, and anthropic rejects it
+                        return Ok(None);
                     }
                     let w = self.message_for(block, role, attr_truthy(attrs, "in_parts"), true, io)?;
                     self.text(block, attrs, w, io)
@@ -2309,7 +2348,16 @@ mod encoder {
         }
 
         fn place<'a>(&mut self, block: &'a Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'a>>> {
-            self.place_block(block, io)
+            self.note_message(Some(block.message), io)?;
+            let had_more = std::mem::replace(&mut self.src_has_more, true);
+            self.empty_text = None;
+            let placed = self.place_block(block, io)?;
+            if let Some(role) = self.empty_text.take() {
+                self.src_has_more = had_more;
+                self.src_empty_role.get_or_insert(role);
+                return Ok(None);
+            }
+            Ok(placed)
         }
 
         fn keep(placed: Placed<'_>) -> Placed<'static> {

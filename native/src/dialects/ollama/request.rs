@@ -1002,7 +1002,7 @@ use crate::encoding::{
     ToolDefinitions, WriterId, Writers, STRING_CONTENT,
 };
 use crate::json::{Limits, Sink, Tokenizer};
-use crate::losses::{article, is_internal_attr, lacks, path_subject};
+use crate::losses::{article, is_internal_attr, lacks, path_subject, several_subject};
 use crate::reorder::Hold;
 
 const MEMBER_ORDER: &str = "ollama:member-order";
@@ -1097,6 +1097,8 @@ impl Placed<'_> {
 /// Everything of the encoder but the body and the block in progress (`MessageCloser`).
 struct Messages {
     msg: Option<Message>,
+    /// the source message whose developer role was recorded (`_developer_lost`)
+    developer_lost: Option<i64>,
     /// `"k":v` members of `options`, until the end (`ollama:options`)
     options: Option<Hold<Vec<u8>>>,
     options_empty: bool,
@@ -1146,6 +1148,7 @@ impl RequestEncoder {
             let reasoning = io.hold("ollama:merge-reasoning");
             let m = Messages {
                 msg: None,
+                developer_lost: None,
                 options: None,
                 options_empty: false,
                 stream_seen: false,
@@ -1559,15 +1562,19 @@ impl Messages {
     }
 
     /// `_role_of`: the block's role (JSON), or None (no place for it).
-    fn role_of<'a>(&self, block: &Block<'_>, attrs: &'a [Attr<'_>], io: &mut Io<'_>) -> Result<Option<Cow<'a, [u8]>>> {
+    fn role_of<'a>(&mut self, block: &Block<'_>, attrs: &'a [Attr<'_>], io: &mut Io<'_>) -> Result<Option<Cow<'a, [u8]>>> {
         let natural = section_role(block.section).map(role_json);
         let Some(role) = not_none(attr(attrs, "role")) else { return Ok(natural) };
         if natural.as_deref() == Some(role) {
             return Ok(natural);
         }
         if role == b"\"developer\"" && block.section == Section::SystemInstruction {
-            lose_block(io.session, DIALECT, BlockRef::of(block), "developer role", Some("sent as a system message"),
-                       Some(attrs))?;
+            if self.developer_lost != Some(block.message) {
+                // the message's role: one loss, however many parts
+                self.developer_lost = Some(block.message);
+                lose_block(io.session, DIALECT, BlockRef::of(block), "developer role", Some("sent as a system message"),
+                           Some(attrs))?;
+            }
             return Ok(Some(Cow::Borrowed(b"\"system\"")));
         }
         if role == b"\"function\"" && block.section == Section::ToolResult {
@@ -1668,10 +1675,13 @@ impl Messages {
         let slot = key as usize;
         let count = msg.texts[slot];
         let w = msg.asm.member(io, key.name(), Opener::String)?;
-        if count > 0 {
-            let what = format!("several {}s", subject(io.session, BlockRef::of(block), Some(attrs)));
+        if count == 1 {
+            // the joining is one loss, however many texts are joined
+            let what = several_subject(io.session.source, block.section, Some(attrs));
             lose(io.session, DIALECT, BlockRef::of(block), &what, &format!("second {} in a message", key.name()),
                  Some("joined with a blank line"), None)?;
+        }
+        if count > 0 {
             io.write(w, SEPARATOR)?;
         }
         msg.texts[slot] = count + 1;

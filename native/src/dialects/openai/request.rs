@@ -410,6 +410,12 @@ mod decoder {
                     set_block_attr(a, "dialect", str_json(DIALECT));
                 }
                 *unknown_parts = in_parts;
+                let empty = attrs.as_ref().and_then(|a| a.iter().find(|(n, _)| n == "empty"))
+                    .is_some_and(|(_, v)| truthy_json(v));
+                if empty {
+                    // no content, null or []: nothing to carry raw
+                    return Block { section, message: block.message, payload: Cow::Borrowed(b""), init: true, fin: block.fin, attrs };
+                }
             }
             let (head, tail): (&[u8], &[u8]) =
                 if *unknown_parts { (br#"{"type":"text","text":""#, br#""}"#) } else { (b"\"", b"\"") };
@@ -1966,6 +1972,13 @@ impl Messages {
     fn unknown<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Placed<'b>> {
         let role = attr_or(attrs, "role", USER).to_vec();
         self.message_for(body, block, &role, io)?;
+        if attr_truthy(attrs, "empty") {
+            // a message of an unknown role with no content, null or []
+            if attr_truthy(attrs, "in_parts") {
+                self.assembler(Which::Open)?.member(io, "content", Opener::Array)?;
+            }
+            return Ok(Placed::Nothing);
+        }
         if attr_truthy(attrs, "in_parts") {
             let w = self.assembler(Which::Open)?.member(io, "content", Opener::Array)?;
             io.separate(w)?;

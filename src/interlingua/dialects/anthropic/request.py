@@ -49,7 +49,7 @@ from ...errors import TranscodeError
 from ...images import keep_head, sniff_media_type
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
-from ...losses import INTERNAL_ATTRS, block_subject, lacks
+from ...losses import INTERNAL_ATTRS, block_path, block_subject, lacks
 from ...session import Session
 from . import controls
 
@@ -607,6 +607,8 @@ IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 _STRUCTURE_ATTRS = INTERNAL_ATTRS | {"source", "media_type", "tool_call_id", "id", "name", "redacted", "file_id",
                                     "content", "is_error"}
 _TEXT_HEAD = b'{"type":"text","text":"'
+_EMPTY_TEXT = object()  # ``_place_block``: an empty text of another dialect, not written
+_ROLE_OF_TEXT = {USER_TEXT: "user", ASSISTANT_TEXT: "assistant", ASSISTANT_REFUSAL: "assistant"}
 _TEXT_TAIL = b'"}'
 _USER_SECTIONS = {USER_TEXT, USER_IMAGE, USER_DOCUMENT, TOOL_RESULT}
 _ASSISTANT_SECTIONS = {ASSISTANT_TEXT, ASSISTANT_REASONING, TOOL_CALL,
@@ -727,6 +729,7 @@ class RequestEncoder(Encoder):
         elif kind is Extension:
             self._on_extension(event)
         elif kind is MessagesEnd:
+            self._end_source_message()
             if self._top == "messages":
                 self._close_top()
             else:
@@ -760,6 +763,7 @@ class RequestEncoder(Encoder):
             self.out.raw_member(key, raw)
 
     def _on_extension(self, ext: Extension) -> None:
+        self._note_message(ext.message)
         if ext.dialect != DIALECT:
             self.foreign_extension(ext)
         elif ext.message is None:
@@ -866,7 +870,41 @@ class RequestEncoder(Encoder):
                 self._lose_field(block, key, attrs)
         return out
 
+    # -- a message of another dialect with nothing in it ----------------------------
+    #
+    # Its empty texts are not written (anthropic rejects them), so a message whose every
+    # block is one is not sent: one loss, recorded when the message is known to have
+    # nothing else -- at the next message's first event or the list's end, which come
+    # at the same place however the body is cut.
+
+    _src_index: int | None = None  # the source message the last block or member came from
+    _src_empty_role: str | None = None  # the role of its empty texts, while it has nothing else
+    _src_has_more = False  # a block of it that is not an empty text came
+
+    def _note_message(self, index: int | None) -> None:
+        if index is not None and index != self._src_index:
+            self._end_source_message()
+            self._src_index = index
+
+    def _end_source_message(self) -> None:
+        if self._src_empty_role is not None and not self._src_has_more:
+            self.session.lose(block_path(self.session.source, self.session.kind, self._src_index),
+                              lacks(f"empty {self._src_empty_role} message", DIALECT, "message without content",
+                                    "the message is not sent"))
+        self._src_empty_role = None
+        self._src_has_more = False
+
     def _place(self, block: Block):
+        self._note_message(block.message)
+        had_more, self._src_has_more = self._src_has_more, True
+        placed = self._place_block(block)
+        if placed is _EMPTY_TEXT:
+            self._src_has_more = had_more
+            self._src_empty_role = self._src_empty_role or _ROLE_OF_TEXT[block.section]
+            return None
+        return placed
+
+    def _place_block(self, block: Block):
         s = block.section
         attrs = block.attrs or {}
         if s is not TOOL_RESULT and not attrs.get("in_result"):
@@ -891,10 +929,7 @@ class RequestEncoder(Encoder):
             if s is ASSISTANT_REFUSAL:
                 self._lose_block(block, "refusal block", "written as assistant text")
             if self.foreign and block.fin and not block.payload:
-                if attrs.get("empty"):  # a message with nothing in it ({"role": "assistant"})
-                    self._lose(block, f"empty {role} message", "message without content",
-                               "the message is not sent")
-                return None  # empty text: absent means the same, and anthropic rejects it
+                return _EMPTY_TEXT  # absent means the same, and anthropic rejects it
             return self._text(block, attrs, self._message_for(block, role, attrs, True))
         if s is USER_IMAGE or s is USER_DOCUMENT:
             return self._media(block, attrs, None)

@@ -85,7 +85,7 @@ from ...encoding import (
 from ...errors import SchemaError, TranscodeError
 from ...images import SNIFF_BYTES, keep_head, sniff_media_type
 from ...jsonwriter import JsonWriter, dumps, key_bytes
-from ...losses import INTERNAL_ATTRS, article, lacks, path_subject
+from ...losses import INTERNAL_ATTRS, article, lacks, path_subject, several_subject
 from ...session import Session
 from . import controls
 
@@ -844,13 +844,17 @@ class RequestEncoder(Encoder):
             if key not in _QUIET_ATTRS and not (key == "cache_control" and attrs[key] is None):
                 self._lose_field(block, key, attrs)
 
+    _developer_lost: int | None = None  # the source message whose developer role was recorded
+
     def _role_of(self, block: Block, attrs: dict) -> str | None:
         natural = SECTION_ROLE.get(block.section)
         role = attrs.get("role")
         if role is None or role == natural:
             return natural
         if role == "developer" and block.section is SYSTEM_INSTRUCTION:
-            self._lose_block(block, "developer role", "sent as a system message", attrs=attrs)
+            if block.message != self._developer_lost:  # the message's role: one loss, however many parts
+                self._developer_lost = block.message
+                self._lose_block(block, "developer role", "sent as a system message", attrs=attrs)
             return "system"
         if role == "function" and block.section is TOOL_RESULT:
             self._lose(block, "function message", "function role", "sent as a tool message")
@@ -930,9 +934,10 @@ class RequestEncoder(Encoder):
                        "the images follow the text")
         count = msg.texts.get(key, 0)
         w = msg.asm.member(key, b'"')
-        if count:
-            self._lose(block, f"several {self._subject(block, attrs)}s", f"second {key} in a message",
+        if count == 1:  # the joining is one loss, however many texts are joined
+            self._lose(block, several_subject(self.session.source, block.section, attrs), f"second {key} in a message",
                        "joined with a blank line")
+        if count:
             w.write(_SEPARATOR)
         msg.texts[key] = count + 1
         return w.write, (lambda late: self._text_close(block, msg, attrs, late))

@@ -12,8 +12,10 @@ Decoder decisions (documented here and pinned by rpt scenarios):
 * ``name`` on a message, and any message key without canonical meaning, is
   an extension bound to the message.
 * An unrecognised role: the message's content becomes ``unknown`` blocks
-  (raw JSON of the content value, attrs ``role``); an unrecognised content-part
-  type: an ``unknown`` block holding the raw part.
+  (raw JSON of the content value, attrs ``role``); no content, ``null`` or ``[]``:
+  one empty ``unknown`` block (attr ``empty``; ``in_parts`` for ``[]``), so the
+  encoder writes back exactly what came (``content: null`` is its extension);
+  an unrecognised content-part type: an ``unknown`` block holding the raw part.
 * Data URLs (``data:<type>;base64,<data>``) in ``image_url.url`` and
   ``file.file_data`` become base64 payloads with ``media_type`` and
   ``data_url: true``; the encoder writes them back as data URLs.
@@ -161,6 +163,8 @@ class MessageReader(MessageReaderBase):
             if block.init:
                 attrs.update(role=role, dialect=DIALECT)
                 self._unknown_parts = bool(in_parts)
+            if block.init and attrs.get("empty"):  # no content, null or []: nothing to carry raw
+                return Block(section, block.message, b"", True, block.fin, attrs)
             head, tail = (b'{"type":"text","text":"', b'"}') if self._unknown_parts else (b'"', b'"')
             payload = (head if block.init else b"") + payload + (tail if block.fin else b"")
         return Block(section, block.message, payload, block.init, block.fin, attrs or None)
@@ -1016,6 +1020,11 @@ class RequestEncoder(Encoder):
                 self._lose_field(block, key, attrs)
 
     def _unknown(self, block: Block, attrs: dict):
+        if attrs.get("empty"):  # a message of an unknown role with no content, null or []
+            msg = self._message_for(block, attrs.get("role", "user"))
+            if attrs.get("in_parts"):
+                msg.member("content", b"[")
+            return ignore, ignore
         if attrs.get("in_parts"):
             msg = self._message_for(block, attrs.get("role", "user"))
             w = msg.member("content", b"[")
