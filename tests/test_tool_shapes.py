@@ -49,7 +49,7 @@ IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png"
 SHAPES = {
     "openai-string": ("openai", _openai(FUNCTION, {"content": "25C"}), {}),
     "openai-parts": ("openai", _openai(FUNCTION, {"content": TEXTS}),
-                     {"ollama": ["several tool messages: ollama has no second content in a message"]}),
+                     {"ollama": ["several text parts of a tool message: ollama has no second content in a message"]}),
     "openai-one-part": ("openai", _openai(FUNCTION, {"content": TEXTS[:1]}), {}),
     "openai-empty": ("openai", _openai(FUNCTION, {"content": ""}), {}),
     "openai-custom-string": ("openai", _openai(CUSTOM, {"content": "1"}), {
