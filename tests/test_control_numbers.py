@@ -120,3 +120,32 @@ def test_the_documented_cases():
     overflow = out("ollama", "ollama", ollama % "1e400")
     assert overflow[2].endswith("got a number beyond a float's range"), overflow
     assert isinstance(SchemaError("x"), TranscodeError)
+
+
+#: where a tool definition's schema may hold a number (each source's tool shape)
+_TOOL = {
+    "openai": '{{"type":"function","function":{{"name":"f","parameters":{schema}}}}}',
+    "anthropic": '{{"name":"f","input_schema":{schema}}}',
+    "ollama": '{{"type":"function","function":{{"name":"f","parameters":{schema}}}}}',
+}
+_SCHEMAS = ['{{"type":"object","properties":{{"x":{{"type":"number","maximum":{v}}}}}}}',
+            '{{"type":"object","properties":{{"x":{{"enum":[1,{v}]}}}}}}',
+            '{{"type":"object","properties":{{"x":{{"default":{v},"type":"number"}}}}}}']
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("source", DIALECTS)
+@pytest.mark.parametrize("schema", _SCHEMAS)
+@pytest.mark.parametrize("value", ["1e400", "-1e999", "1e308", "1" + "0" * 40])
+def test_a_tool_definition_is_strict_json_or_a_schema_error_at_the_tool(source, target, schema, value):
+    # a tool is written from its value, into its own dialect too: an overflowed float has no JSON text
+    tool = _TOOL[source].format(schema=schema.format(v=value))
+    head = '"model":"m","max_tokens":5,' if source == "anthropic" else '"model":"m",'
+    data = f'{{{head}{_MESSAGES},"tools":[{tool}]}}'.encode()
+    makers = [PythonTranscoder] + ([native.Transcoder] if native is not None else [])
+    results = [run(make, source, target, data, cut) for make in makers for cut in CUTS]
+    assert all(result == results[0] for result in results), results
+    overflows = value in ("1e400", "-1e999")
+    assert (results[0][0] == "error") == overflows, results[0]
+    if overflows:
+        assert results[0][1] == "SchemaError" and results[0][4] == "$.tools[0]", results[0]

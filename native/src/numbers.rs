@@ -50,9 +50,13 @@ pub fn whole(text: &[u8]) -> Whole {
     }
 }
 
+/// `numbers.TOOL_OVERFLOW`: a tool definition is written from its value, and one holding an
+/// overflowed float has no JSON text.
+pub const TOOL_OVERFLOW: &str = "number out of range in a tool: a float literal in it overflows (no JSON number carries it)";
+
 /// A canonical value's text holds an overflowed float: the core writes one as `Infinity`
 /// (Python's `repr`), the only `I` outside a string that its JSON writer makes.
-fn has_infinity(value: &[u8]) -> bool {
+pub fn has_infinity(value: &[u8]) -> bool {
     let (mut in_string, mut escaped) = (false, false);
     for &b in value {
         match (in_string, escaped, b) {

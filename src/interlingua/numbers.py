@@ -43,13 +43,14 @@ def integral(text: bytes) -> int | None:
     return int(value) if value.is_integer() else None
 
 
-def _has_infinity(value: Any) -> bool:
+def has_infinity(value: Any) -> bool:
+    """A value read as data holds a float literal that overflowed (``1e400`` read as inf)."""
     if isinstance(value, float):
         return math.isinf(value)
     if isinstance(value, dict):
-        return any(_has_infinity(v) for v in value.values())
+        return any(has_infinity(v) for v in value.values())
     if isinstance(value, list):
-        return any(_has_infinity(v) for v in value)
+        return any(has_infinity(v) for v in value)
     return False
 
 
@@ -63,7 +64,7 @@ def _computed(source: str, target: str, key: str) -> bool:
 def fault(source: str, target: str, key: str, raw: bytes, value: Any, integer: bool) -> str | None:
     """Why the control ``key`` (its raw text and decoded value) cannot be converted for
     ``target``, or None. ``integer``: the source declares it an integer."""
-    if _has_infinity(value):
+    if has_infinity(value):
         shown = raw.decode() if raw[:1] in b"-0123456789" else "a number in it"
         return f"number out of range for {key}: {shown} overflows a float (no JSON number carries it into {target})"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -84,3 +85,7 @@ def no_limit(control: Any) -> bool:
     value = control.value
     return (control.dialect == "ollama" and control.key == "options.num_predict"
             and isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0)
+
+
+#: a tool definition is written from its value: one holding an overflowed float has no JSON text
+TOOL_OVERFLOW = "number out of range in a tool: a float literal in it overflows (no JSON number carries it)"
