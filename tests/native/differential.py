@@ -303,9 +303,9 @@ def non_finite_control(event) -> bool:
     refuses it at the value: interlingua.numbers): the Encoder API's backends differ on one
     (Python writes Infinity, the binding carries values as JSON and cannot) -- a known gap."""
     from interlingua.canonical import Control
-    from interlingua.numbers import _has_infinity
+    from interlingua.numbers import has_infinity
 
-    return type(event) is Control and _has_infinity(event.value)
+    return type(event) is Control and has_infinity(event.value)
 
 
 def assert_encoder_parity(source: str, target: str, events: list, options=None, kind: str = "request",
