@@ -379,6 +379,15 @@ impl<'a> Cx<'a> {
     }
 
     /// `Decoder.error(message, offset)`: a `SchemaError`.
+    /// `Decoder.refuse_overflow`: a tool definition is written from its value, and one whose
+    /// canonical text holds an overflowed float (`1e400`) has no JSON text.
+    pub fn refuse_overflow(&self, canonical: &[u8], offset: u64) -> Result<()> {
+        if crate::numbers::has_infinity(canonical) {
+            return Err(self.error(crate::numbers::TOOL_OVERFLOW, offset));
+        }
+        Ok(())
+    }
+
     pub fn error(&self, message: impl Into<String>, offset: u64) -> Error {
         self.error_of(ErrorClass::Schema, message, offset)
     }

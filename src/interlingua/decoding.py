@@ -187,6 +187,12 @@ class Decoder:
     def path(self) -> str:
         return self.tokenizer.path() if self.tokenizer is not None else "$"
 
+    def refuse_overflow(self, tool: Any, offset: int) -> None:
+        """A tool definition is written from its value: one holding an overflowed float
+        (``1e400``) has no JSON text, so it is refused at the tool (``numbers``)."""
+        if numbers.has_infinity(tool):
+            raise self.error(numbers.TOOL_OVERFLOW, offset)
+
     def error(self, message: str, offset: int, cls=SchemaError) -> Exception:
         return cls(message, dialect=self.dialect, offset=offset, path=self.path())
 

@@ -61,9 +61,9 @@ from typing import Any, Callable
 import hashlib
 import json
 import re
+from datetime import datetime, timedelta, timezone
 
 import msgspec
-from datetime import datetime, timedelta, timezone
 
 from . import json as tok
 from .canonical import Block, Event, Section, Usage

@@ -653,8 +653,8 @@ impl Readers {
         let path = self.body.next_element_path("tools");
         if let Some(tool) = Raw::canonical(raw).filter(|tool| tool.is_object()) {
             let canonical = controls::tool_to_canonical(tool).map(|(attrs, schema)| (attrs, Cow::Borrowed(schema.text())));
-            if canonical.is_some() && crate::numbers::has_infinity(tool.text()) {
-                return Err(cx.error(crate::numbers::TOOL_OVERFLOW, offset));
+            if canonical.is_some() {
+                cx.refuse_overflow(tool.text(), offset)?;
             }
             return cx.emit(Event::Block(tool_block(raw, canonical, &path)));
         }
@@ -664,8 +664,8 @@ impl Readers {
         }
         let canonical = controls::tool_to_canonical(&tool).map(|(attrs, schema)| (attrs, Cow::Owned(json_of(schema))));
         // (a server tool is carried as its raw text: only a tool written from its value is refused)
-        if canonical.is_some() && crate::numbers::has_infinity(&json_of(&tool)) {
-            return Err(cx.error(crate::numbers::TOOL_OVERFLOW, offset));
+        if canonical.is_some() {
+            cx.refuse_overflow(&json_of(&tool), offset)?;
         }
         cx.emit(Event::Block(tool_block(raw, canonical, &path)))
     }

@@ -568,9 +568,7 @@ mod decoder {
             if !tool.is_object() {
                 return Err(cx.error("expected an object for a tool", offset));
             }
-            if crate::numbers::has_infinity(&tool.json()) {
-                return Err(cx.error(crate::numbers::TOOL_OVERFLOW, offset));
-            }
+            cx.refuse_overflow(&tool.json(), offset)?;
             let block = match controls::tool_to_canonical(tool, legacy) {
                 None => {
                     let attrs = vec![

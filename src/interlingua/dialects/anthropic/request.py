@@ -36,7 +36,6 @@ import json
 from typing import Any, Callable
 
 from ... import json as tok
-from ... import numbers
 from ...canonical import (
     ASSISTANT_REASONING, ASSISTANT_REFUSAL, ASSISTANT_TEXT, REQUEST_LEVEL, SERVER_TOOL_RESULT, SYSTEM_INSTRUCTION,
     TOOL_CALL, TOOL_DEFINITION, TOOL_RESULT, TOP_LEVEL_SYSTEM, UNKNOWN, USER_DOCUMENT, USER_IMAGE, USER_TEXT,
@@ -152,8 +151,7 @@ class RequestDecoder(RequestBodyDecoder):
         if canonical is None:  # a server tool: carried as it is
             self.emit(Block(UNKNOWN, REQUEST_LEVEL, raw, attrs={"dialect": DIALECT, "where": "tool"}))
             return
-        if numbers.has_infinity(tool):
-            raise self.error(numbers.TOOL_OVERFLOW, offset)
+        self.refuse_overflow(tool, offset)
         attrs, schema = canonical
         attrs["path"] = path
         self.emit(Block(TOOL_DEFINITION, REQUEST_LEVEL, dumps(schema), attrs=attrs))

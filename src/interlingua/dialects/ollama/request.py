@@ -72,7 +72,6 @@ from ..fields import REQUEST_FIELDS, REQUIRED
 from typing import Any, Callable
 
 from ... import json as tok
-from ... import numbers
 from ...canonical import (
     ASSISTANT_REASONING, ASSISTANT_REFUSAL, ASSISTANT_TEXT, REQUEST_LEVEL, SERVER_TOOL_RESULT, SYSTEM_INSTRUCTION, TOOL_CALL, TOOL_DEFINITION, TOOL_RESULT,
     TOP_LEVEL_SYSTEM, UNKNOWN, USER_IMAGE, USER_TEXT, Block, Control, End, Event, Extension, MessagesEnd, Section,
@@ -214,8 +213,7 @@ class RequestDecoder(RequestBodyDecoder):
         path = self.next_element_path("tools")
         if not isinstance(tool, dict):
             raise self.error("expected an object for a tool", offset)
-        if numbers.has_infinity(tool):
-            raise self.error(numbers.TOOL_OVERFLOW, offset)
+        self.refuse_overflow(tool, offset)
         canonical = controls.tool_to_canonical(tool)
         if canonical is None:
             self.emit(Block(UNKNOWN, REQUEST_LEVEL, dumps(tool), attrs={"dialect": DIALECT, "where": "tool"}))

@@ -29,7 +29,6 @@ import json
 from typing import Any, Callable
 
 from ... import json as tok
-from ... import numbers
 from ...canonical import (
     ASSISTANT_REASONING, ASSISTANT_REFUSAL, ASSISTANT_TEXT, REQUEST_LEVEL, SYSTEM_INSTRUCTION, TOOL_CALL,
     TOOL_DEFINITION, TOOL_RESULT, TOP_LEVEL_SYSTEM, UNKNOWN, USER_AUDIO, USER_DOCUMENT, USER_IMAGE, USER_TEXT,
@@ -108,8 +107,7 @@ class RequestDecoder(RequestBodyDecoder):
         path = self.next_element_path("functions" if legacy else "tools")
         if not isinstance(tool, dict):
             raise self.error("expected an object for a tool", offset)
-        if numbers.has_infinity(tool):
-            raise self.error(numbers.TOOL_OVERFLOW, offset)
+        self.refuse_overflow(tool, offset)
         canonical = controls.tool_to_canonical(tool, legacy)
         if canonical is None:
             self.emit(Block(UNKNOWN, REQUEST_LEVEL, dumps(tool), attrs={"dialect": DIALECT, "where": "tool"}))
