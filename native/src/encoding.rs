@@ -566,14 +566,14 @@ pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mu
             InBlock::Placed(mut placed) => {
                 enc.write(&mut placed, &block.payload, io)?;
                 if block.fin {
-                    io.session.release_losses();
+                    io.session.release_losses()?;
                     enc.close(placed, block.attrs.as_deref().unwrap_or(&[]), io)?;
                 } else {
                     *enc.in_block() = InBlock::Placed(placed);
                 }
             }
             InBlock::Ignored if !block.fin => *enc.in_block() = InBlock::Ignored,
-            InBlock::Ignored => io.session.release_losses(),
+            InBlock::Ignored => io.session.release_losses()?,
             _ => {}
         }
         return Ok(());

@@ -202,6 +202,17 @@ pub struct Session {
     pub lost_message: Option<i64>,
 }
 
+/// Strict mode's error for a loss: `LossError` "cannot carry {path}: {reason}".
+fn loss_error(dialect: &str, path: &[u8], reason: &[u8]) -> Error {
+    let message = [&b"cannot carry "[..], path, b": ", reason].concat();
+    let err = Error::wtf8(ErrorClass::Loss, message).with_path(path.to_vec());
+    // (an error names a dialect the core knows; any other name: the pipeline's source)
+    match crate::pipeline::dialect(dialect) {
+        Some(known) => err.in_dialect(known),
+        None => err,
+    }
+}
+
 std::thread_local! {
     /// A dropped session's loss list (its buffer), for the next one (`crate::spare`): a
     /// transcode between two dialects loses a few fields.
@@ -238,19 +249,25 @@ impl Session {
     /// `Session.hold_losses`: keep the losses recorded from now on apart (`on`), until
     /// `release_losses`. A request encoder places a block at its first fragment, which
     /// comes earlier the finer the body is cut; the losses of placing it are recorded at
-    /// its last fragment, which comes at the same place however the body is cut.
+    /// its last fragment, which comes at the same place however the body is cut. Strict
+    /// mode raises the first loss of that order (a held one at `release_losses`).
     pub fn hold_losses(&mut self, on: bool) {
         self.holding = on;
     }
 
-    /// `Session.release_losses`: record the losses held (after those recorded meanwhile).
-    pub fn release_losses(&mut self) {
+    /// `Session.release_losses`: record the losses held (after those recorded meanwhile);
+    /// strict: the first one's `LossError` (strict mode raises the first loss of that order).
+    pub fn release_losses(&mut self) -> Result<()> {
         if !self.held_losses.is_empty() {
             let held = std::mem::take(&mut self.held_losses);
+            if self.options.strict {
+                return Err(loss_error(held[0].dialect.as_ref(), held[0].path(), held[0].reason()));
+            }
             for loss in held {
                 self.losses.push(loss);
             }
         }
+        Ok(())
     }
 
     /// `Session.start`: the response's clock reading and nonce (`lifecycle::Stamp`),
@@ -310,14 +327,8 @@ impl Session {
         if self.kind != Kind::Request && self.seen_before(dialect, path, reason) {
             return Ok(None);
         }
-        if self.options.strict {
-            let message = [&b"cannot carry "[..], path, b": ", reason].concat();
-            let err = Error::wtf8(ErrorClass::Loss, message).with_path(path.to_vec());
-            // (an error names a dialect the core knows; any other name: the pipeline's source)
-            return Err(match crate::pipeline::dialect(dialect) {
-                Some(known) => err.in_dialect(known),
-                None => err,
-            });
+        if self.options.strict && !self.holding {
+            return Err(loss_error(dialect, path, reason)); // (held: raised at release, if none comes first)
         }
         Ok(Some(dialect))
     }
@@ -493,6 +504,28 @@ mod tests {
         copy.passthrough = true;
         copy.lose("$.x", "r", None).unwrap();
         assert!(copy.losses.is_empty());
+    }
+
+    #[test]
+    fn strict_holds_a_placing_loss_until_release() {
+        let mut strict = session(Kind::Request, true);
+        strict.hold_losses(true);
+        strict.lose("$.m", "placed elsewhere", None).unwrap(); // held
+        strict.hold_losses(false);
+        strict.release_losses().unwrap_err(); // the held one, nothing came first
+        strict.hold_losses(true);
+        strict.lose("$.m", "placed elsewhere", None).unwrap();
+        strict.hold_losses(false);
+        let first = strict.lose("$.m.name", "meanwhile", None).unwrap_err(); // before the held one
+        assert_eq!(first.message, "cannot carry $.m.name: meanwhile");
+        let mut lenient = session(Kind::Request, false);
+        lenient.hold_losses(true);
+        lenient.lose("$.m", "placed elsewhere", None).unwrap();
+        lenient.hold_losses(false);
+        lenient.lose("$.m.name", "meanwhile", None).unwrap();
+        lenient.release_losses().unwrap();
+        let paths: Vec<&[u8]> = lenient.losses.iter().map(|l| l.path()).collect();
+        assert_eq!(paths, [&b"$.m.name"[..], b"$.m"]);
     }
 
     #[test]

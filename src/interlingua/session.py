@@ -120,6 +120,11 @@ class Loss(msgspec.Struct, frozen=True):
     reason: str
 
 
+def _loss_error(loss: Loss) -> LossError:
+    """Strict mode's error for ``loss``."""
+    return LossError(f"cannot carry {loss.path}: {loss.reason}", dialect=loss.dialect, path=loss.path)
+
+
 def _is_unicode(text: str) -> bool:
     """Whether ``text`` is Unicode text (no lone surrogate, from an escape, in it)."""
     try:
@@ -203,9 +208,12 @@ class Session:
             if key in self._lost_paths:
                 return
             self._lost_paths.add(key)
+        if self._holding:
+            self._held_losses.append(loss)  # (strict: raised at release, if none comes first)
+            return
         if self.options.strict:
-            raise LossError(f"cannot carry {path}: {reason}", dialect=loss.dialect, path=path)
-        (self._held_losses if self._holding else self.losses).append(loss)
+            raise _loss_error(loss)
+        self.losses.append(loss)
 
     def hold_losses(self, on: bool = True) -> None:
         """Keep the losses recorded from now on apart (``on``), until ``release_losses``;
@@ -213,10 +221,14 @@ class Session:
         its first fragment, which comes earlier the finer the body is cut (fed whole, a
         block is one event, after the message's later members); the losses of placing it
         are recorded at its last fragment, which comes at the same place however the body
-        is cut: the losses' order does not depend on the cut."""
+        is cut: the losses' order does not depend on the cut. Strict mode raises the first
+        loss of that order: a held loss at ``release_losses``, unless one recorded
+        meanwhile comes first."""
         self._holding = on
 
     def release_losses(self) -> None:
-        """Record the losses held (after those recorded meanwhile)."""
-        self.losses.extend(self._held_losses)
-        self._held_losses.clear()
+        """Record the losses held (after those recorded meanwhile); strict: raise the first."""
+        held, self._held_losses = self._held_losses, []
+        if held and self.options.strict:
+            raise _loss_error(held[0])
+        self.losses.extend(held)
