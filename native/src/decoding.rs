@@ -335,7 +335,8 @@ impl<'a> Cx<'a> {
 
     /// `RequestBodyDecoder.checked`: a control of the top-level field whose text is `raw` (at
     /// `offset`) as it is emitted: an integer field's integral float as its integer, and a
-    /// number the target cannot take refused at the value (numbers.rs).
+    /// number the target cannot take refused at the value (numbers.rs), and one outside the
+    /// source's own range refused for every target (`numbers::refusal`).
     pub fn checked<'c>(&self, mut control: Control<'c>, raw: &[u8], offset: u64) -> Result<Control<'c>> {
         let Some(key) = control.key.as_deref() else { return Ok(control) };
         let source = self.session.source;
@@ -351,6 +352,11 @@ impl<'a> Cx<'a> {
                 let path = format!("$.{key}").into_bytes();
                 return Err(Error::new(ErrorClass::Schema, why).at(offset).with_path(path).in_dialect(source));
             }
+        }
+        // the source's own range: refused whatever the target
+        if let Some(why) = numbers::refusal(source, key, raw, &control.value) {
+            let path = format!("$.{key}").into_bytes();
+            return Err(Error::new(ErrorClass::Schema, why).at(offset).with_path(path).in_dialect(source));
         }
         Ok(control)
     }

@@ -5,6 +5,11 @@
 use std::borrow::Cow;
 
 use crate::canonical::Control;
+use crate::error::Result;
+use crate::losses::{lacks, path_subject};
+use crate::session::Session;
+use crate::unicode::py_value_repr;
+use crate::value::Value;
 
 /// 2^63 as a float: an integral float `f` fits in an `i64` when `-2^63 <= f < 2^63`.
 const TWO_63: f64 = 9_223_372_036_854_775_808.0;
@@ -115,6 +120,62 @@ pub fn integral_text(value: &[u8]) -> Option<Cow<'static, [u8]>> {
     }
 }
 
+/// `numbers.RANGES`: what each API takes of a request control's number, `(least, most)`
+/// (`None`: no bound); the docstring there says where each comes from.
+pub fn range(dialect: &str, key: &str) -> Option<(i64, Option<i64>)> {
+    Some(match (dialect, key) {
+        ("openai", "max_completion_tokens" | "max_tokens" | "n") | ("anthropic", "max_tokens") => (1, None),
+        ("openai", "temperature") => (0, Some(2)),
+        ("openai", "top_p") | ("anthropic", "temperature" | "top_p") => (0, Some(1)),
+        ("openai", "frequency_penalty" | "presence_penalty") => (-2, Some(2)),
+        ("openai" | "ollama", "top_logprobs") => (0, Some(20)),
+        ("anthropic", "top_k") => (0, None),
+        ("anthropic", "thinking.budget_tokens") => (1024, None),
+        _ => return None,
+    })
+}
+
+/// `numbers._takes`: a range in words.
+pub fn takes((least, most): (i64, Option<i64>)) -> String {
+    match most {
+        None => format!("{least} or more"),
+        Some(most) => format!("{least} to {most}"),
+    }
+}
+
+/// `numbers._outside`: a number (as a float: only its side of a small bound matters) beyond the range.
+pub fn outside(number: f64, (least, most): (i64, Option<i64>)) -> bool {
+    number < least as f64 || most.is_some_and(|most| number > most as f64)
+}
+
+/// `numbers.refusal`: why `dialect` itself refuses its control `key` (its field's raw text, its
+/// canonical value's text): a number outside the dialect's range, or None.
+pub fn refusal(dialect: &str, key: &str, raw: &[u8], value: &[u8]) -> Option<String> {
+    let bounds = range(dialect, key)?;
+    // (an overflowed float is `fault`'s, copied as it came to its own dialect)
+    if !is_number(value) || float(value).is_infinite() || !outside(float(value), bounds) {
+        return None;
+    }
+    Some(format!("number out of range for {key}: {} ({dialect} takes {})", String::from_utf8_lossy(raw), takes(bounds)))
+}
+
+/// `numbers.clamp`: for a number outside `target`'s range at `target_key`, the nearest bound,
+/// after its loss at `place` (the control's source path); None: the value is taken as it is.
+pub fn clamp(session: &mut Session, place: &str, dialect: Option<&str>, target: &str, target_key: &str,
+             value: &Value) -> Result<Option<i64>> {
+    let number = match value {
+        Value::Int(digits) => float(digits.as_bytes()),
+        Value::Float(f) => *f,
+        _ => return Ok(None),
+    };
+    let Some(bounds) = range(target, target_key).filter(|&bounds| outside(number, bounds)) else { return Ok(None) };
+    let bound = if number < bounds.0 as f64 { bounds.0 } else { bounds.1.unwrap_or(bounds.0) };
+    let what = format!("{target_key} of {} (it takes {})", py_value_repr(value), takes(bounds));
+    let reason = lacks(path_subject(place), target, &what, Some(&format!("sent as {bound}")));
+    session.lose(place.as_bytes(), &reason, dialect)?;
+    Ok(Some(bound))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +202,16 @@ mod tests {
         assert_eq!(fault("openai", "ollama", "seed", b"100000000000000000000", b"100000000000000000000", true), None);
         assert!(fault("ollama", "openai", "options.num_predict", b"100000000000000000000", b"1", true).is_some());
         assert_eq!(fault("anthropic", "openai", "temperature", b"1e-400", b"1e-400", false), None);
+    }
+
+    #[test]
+    fn ranges() {
+        assert_eq!(refusal("openai", "max_completion_tokens", b"0.0", b"0.0").unwrap(),
+                   "number out of range for max_completion_tokens: 0.0 (openai takes 1 or more)");
+        assert_eq!(refusal("openai", "temperature", b"2", b"2"), None);
+        assert!(refusal("openai", "temperature", b"2.5", b"2.5").unwrap().ends_with("(openai takes 0 to 2)"));
+        assert_eq!(refusal("ollama", "options.temperature", b"9", b"9"), None);
+        assert_eq!(refusal("openai", "temperature", b"\"x\"", b"\"x\""), None);
+        assert!(outside(-0.5, (0, Some(1))) && !outside(-0.0, (0, Some(1))) && outside(1e30, (1, Some(20))));
     }
 }

@@ -412,7 +412,8 @@ class RequestBodyDecoder(Decoder):
         emitted: an integer field's integral float as its integer (within 64 bits: the native
         core's canonical values are the same), and a number the target
         cannot take refused at the value (``numbers``; a control for its own dialect is
-        copied as it came)."""
+        copied as it came); a number outside the source's own range is refused for every
+        target (``numbers.refusal``)."""
         from .dialects.fields import declared_integer
 
         key = control.key
@@ -427,6 +428,9 @@ class RequestBodyDecoder(Decoder):
             why = numbers.fault(self.dialect, target, key, raw, control.value, integer)
             if why is not None:
                 raise SchemaError(why, dialect=self.dialect, offset=offset, path="$." + key)
+        why = numbers.refusal(self.dialect, key, raw, control.value)  # (the source's range: any target)
+        if why is not None:
+            raise SchemaError(why, dialect=self.dialect, offset=offset, path="$." + key)
         return control
 
     def _body(self, kind: int, value: Any, offset: int) -> None:

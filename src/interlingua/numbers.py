@@ -15,12 +15,25 @@ emitted (at the value's first byte and path, however the body is cut) the decode
 
 ``integral`` gives an integer control's integral float (``100.0``, ``1e2``) as its integer,
 as usage counts are read; a fraction stays refused by the type check.
+
+Ranges (``RANGES``, what each API takes of a control's number):
+
+* a value outside its *source's* range is the input's fault: ``refusal`` names it, and the
+  decoder raises a ``SchemaError`` at its path (whatever the target; openai
+  ``max_completion_tokens: 0``, anthropic ``temperature: 1.5``), as a wrong type is;
+* a value the source takes but the *target* does not (ollama ``temperature: 3`` into openai,
+  ollama ``num_predict: 0`` into anthropic) is sent as the target's nearest bound, a recorded
+  loss naming the value, the target's range and what was sent (``clamp``);
+* ollama checks only ``top_logprobs``; its ``num_predict`` below 0 means no limit
+  (``no_limit``), not a count, and is mapped before any range is looked at.
 """
 
 from __future__ import annotations
 
 import math
 from typing import Any
+
+from .losses import lacks, path_subject
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -89,3 +102,55 @@ def no_limit(control: Any) -> bool:
 
 #: a tool definition is written from its value: one holding an overflowed float has no JSON text
 TOOL_OVERFLOW = "number out of range in a tool: a float literal in it overflows (no JSON number carries it)"
+
+
+#: What each API takes of a request control's number: key -> (least, most), ``None`` for
+#: no bound. openai: the Chat Completions reference (max tokens and ``n`` at least 1,
+#: temperature 0-2, top_p 0-1, penalties -2-2, top_logprobs 0-20); anthropic: the Messages
+#: reference (max_tokens at least 1, temperature and top_p 0-1, top_k at least 0,
+#: thinking.budget_tokens at least 1024); ollama: its server's one check (top_logprobs 0-20).
+RANGES: dict[str, dict[str, tuple[int, int | None]]] = {
+    "openai": {"max_completion_tokens": (1, None), "max_tokens": (1, None), "temperature": (0, 2),
+               "top_p": (0, 1), "frequency_penalty": (-2, 2), "presence_penalty": (-2, 2), "n": (1, None),
+               "top_logprobs": (0, 20)},
+    "anthropic": {"max_tokens": (1, None), "temperature": (0, 1), "top_p": (0, 1), "top_k": (0, None),
+                  "thinking.budget_tokens": (1024, None)},
+    "ollama": {"top_logprobs": (0, 20)},
+}
+
+
+def _takes(bounds: tuple[int, int | None]) -> str:
+    least, most = bounds
+    return f"{least} or more" if most is None else f"{least} to {most}"
+
+
+def _outside(value: Any, bounds: tuple[int, int | None] | None) -> bool:
+    if bounds is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    least, most = bounds
+    return value < least or (most is not None and value > most)
+
+
+def refusal(dialect: str, key: str, raw: bytes, value: Any) -> str | None:
+    """Why ``dialect`` itself refuses its control ``key`` (its raw text, its value): a number
+    outside the dialect's range, or None."""
+    bounds = RANGES.get(dialect, {}).get(key)
+    if not _outside(value, bounds) or (isinstance(value, float) and math.isinf(value)):
+        return None  # (an overflowed float: ``fault``'s, copied as it came to its own dialect)
+    return f"number out of range for {key}: {raw.decode()} ({dialect} takes {_takes(bounds)})"
+
+
+def clamp(control: Any, target: str, target_key: str, session, value: Any = None) -> Any:
+    """The value ``target`` takes at ``target_key`` for ``control`` (``value``: the one the
+    conversion made of it, else its own): itself, or the nearest bound of the target's range,
+    a recorded loss at the control's source path."""
+    value = control.value if value is None else value
+    bounds = RANGES.get(target, {}).get(target_key)
+    if not _outside(value, bounds):
+        return value
+    least, most = bounds
+    bound = least if value < least else most
+    where = f"$.{control.key}" if control.key else control.name
+    session.lose(where, lacks(path_subject(where), target, f"{target_key} of {value!r} (it takes {_takes(bounds)})",
+                              f"sent as {bound}"), dialect=control.dialect)
+    return bound

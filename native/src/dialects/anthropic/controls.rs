@@ -98,7 +98,7 @@ fn to_canonical(key: &str, name: &'static str, value: &Value) -> Result<Vec<(&'s
     Ok(match key {
         "stop_sequences" => vec![("stop", value.clone())],
         "tool_choice" => tool_choice_to_canonical(value),
-        "thinking" => vec![("reasoning", thinking_to_canonical(value))],
+        "thinking" => vec![("reasoning", thinking_to_canonical(value)?)],
         "output_config" => output_config_to_canonical(value)?,
         "metadata" => match value.get("user_id") {
             Some(user) if *user != Value::Null => vec![("user", user.clone())],
@@ -156,7 +156,7 @@ pub fn tool_choice_to_canonical(value: &Value) -> Vec<(&'static str, Value)> {
 }
 
 /// `thinking_to_canonical`.
-pub fn thinking_to_canonical(value: &Value) -> Value {
+pub fn thinking_to_canonical(value: &Value) -> Result<Value> {
     let kind = match value.get("type") {
         Some(Value::Str(kind)) => kind.as_slice(),
         _ => b"",
@@ -165,13 +165,13 @@ pub fn thinking_to_canonical(value: &Value) -> Value {
         b"enabled" => {
             let mut out = vec![("enabled", Value::Bool(true))];
             if let Some(budget) = value.get("budget_tokens") {
-                out.push(("budget_tokens", budget.clone()));
+                out.push(("budget_tokens", checked_budget(budget)?));
             }
             (out, &["type", "budget_tokens"])
         }
         b"disabled" => (vec![("enabled", Value::Bool(false))], &["type"]),
         b"adaptive" => (vec![("enabled", Value::Bool(true)), ("adaptive", Value::Bool(true))], &["type"]),
-        _ => return object(vec![("other", value.clone())]),
+        _ => return Ok(object(vec![("other", value.clone())])),
     };
     // members it does not carry (`display`, any other) are named, so another target records
     // each as a loss; an explicit null is absent
@@ -184,8 +184,39 @@ pub fn thinking_to_canonical(value: &Value) -> Value {
             out.push(("uncarried", Value::Array(rest)));
         }
     }
-    object(out)
+    Ok(object(out))
 }
+
+const BUDGET_PATH: &[u8] = b"$.thinking.budget_tokens";
+
+/// `_budget`: `thinking.budget_tokens` as anthropic takes it -- an integer (an integral float
+/// is that integer), at least 1024; a fraction or a smaller one is a SchemaError at its path
+/// (no offset: the pipeline locates it, as `effort`'s). Another type, or an overflowed float,
+/// is carried as it came.
+fn checked_budget(budget: &Value) -> Result<Value> {
+    let refused = |message: String| Err(Error::new(ErrorClass::Schema, message).with_path(BUDGET_PATH.to_vec()));
+    let digits = match budget {
+        Value::Float(f) if f.is_infinite() => return Ok(budget.clone()),
+        Value::Float(f) if f.fract() != 0.0 => {
+            return refused("expected an integer for budget_tokens, got a number with a fraction".into());
+        }
+        Value::Float(f) if !(-TWO_63..TWO_63).contains(f) => {
+            return refused("number out of range for thinking.budget_tokens: beyond a 64-bit integer".into());
+        }
+        Value::Float(f) => (*f as i64).to_string(),
+        Value::Int(digits) => digits.clone(),
+        _ => return Ok(budget.clone()),
+    };
+    let least = crate::numbers::range(DIALECT, "thinking.budget_tokens").map_or(1024, |(least, _)| least);
+    // (digits beyond i64: the sign decides)
+    if digits.parse::<i64>().map_or(digits.starts_with('-'), |n| n < least) {
+        return refused(format!("number out of range for thinking.budget_tokens: {digits} (anthropic takes {least} or more)"));
+    }
+    Ok(Value::Int(digits))
+}
+
+/// 2^63 as a float (`-2^63 <= f < 2^63` fits in an i64)
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
 
 /// keys of a custom tool that are canonical tool-definition attrs (`_TOOL_ATTRS`)
 const TOOL_ATTRS: [&str; 3] = ["description", "strict", "cache_control"];
@@ -466,6 +497,19 @@ mod to_anthropic {
     /// one that is not a number (recorded).
     fn max_tokens_of(control: Option<&Foreign>, session: &mut Session) -> Result<Option<i128>> {
         let Some(control) = control else { return Ok(None) };
+        let Some(n) = max_tokens_value(control, session)? else { return Ok(None) };
+        // (ollama num_predict 0: anthropic takes 1 or more)
+        let place = match control.key.as_deref() {
+            Some(key) if !key.is_empty() => format!("$.{key}"),
+            _ => control.name.clone(),
+        };
+        let value = Value::Int(n.to_string());
+        let bound = crate::numbers::clamp(session, &place, control.dialect.as_deref(), DIALECT, "max_tokens", &value)?;
+        Ok(Some(bound.map_or(n, i128::from)))
+    }
+
+    /// `_max_tokens` before the range: the source's number as an integer, or None (recorded).
+    fn max_tokens_value(control: &Foreign, session: &mut Session) -> Result<Option<i128>> {
         if no_limit(control) {
             lose(session, control, &format!("max_tokens for no limit (num_predict {})", py_repr(&control.value)),
                  Some("Options.default_max_tokens is written"), "")?;

@@ -456,7 +456,24 @@ pub fn encode_control(control: &Control<'_>, session: &mut Session) -> Result<Op
             (Some("reasoning_effort"), effort.map(|v| v.to_json()))
         }
         "stop" => (Some("stop"), capped_stop(control, value, session)?.map(|v| v.to_json())),
-        name => (same_value_key(name), (!value.is_null()).then(|| value.to_json())),
+        name => {
+            let key = same_value_key(name);
+            // a number the source takes, outside openai's range: its nearest bound
+            let bound = match key {
+                Some(key) => {
+                    let place = match control.key.as_deref() {
+                        Some(key) if !key.is_empty() => format!("$.{key}"),
+                        _ => control.name.to_string(),
+                    };
+                    crate::numbers::clamp(session, &place, control.dialect.as_deref(), "openai", key, &value)?
+                }
+                None => None,
+            };
+            (key, match bound {
+                Some(bound) => Some(bound.to_string().into_bytes()),
+                None => (!value.is_null()).then(|| value.to_json()),
+            })
+        }
     };
     match (key, mapped) {
         (Some(key), Some(mapped)) => Ok(Some((key, mapped))),

@@ -17,6 +17,13 @@ Canonical ``reasoning`` values: ``{"effort": e}`` (output_config.effort,
 openai reasoning_effort), ``{"enabled": true, "budget_tokens": n}``,
 ``{"enabled": true, "adaptive": true}``, ``{"enabled": false}`` (thinking).
 Reasoning on without a budget (ollama ``think: true``) is adaptive thinking.
+
+Numbers: ``thinking.budget_tokens`` is an integer of at least 1024 (an integral float is that
+integer); a fraction or less is a ``SchemaError`` at ``$.thinking.budget_tokens``, as is any
+control outside anthropic's range (``numbers.RANGES``: max_tokens at least 1, temperature and
+top_p 0-1, top_k at least 0). Another dialect's max tokens below 1 (ollama ``num_predict: 0``)
+is sent as 1, a recorded loss (``numbers.clamp``); a budget made from an effort is fitted to
+1024 <= budget < max_tokens (``_fit_budget``).
 """
 
 from __future__ import annotations
@@ -30,7 +37,9 @@ from ...errors import SchemaError
 from ...encoding import lose_tool_attr, object_schema
 from ...jsonwriter import dumps
 from ...losses import lacks, path_subject
-from ...numbers import INT64_MAX, INT64_MIN, no_limit
+from ...numbers import INT64_MAX, INT64_MIN, RANGES, clamp, no_limit
+
+INF = float("inf")
 
 DIALECT = "anthropic"
 
@@ -131,7 +140,7 @@ def thinking_to_canonical(value: Any) -> Any:
     if kind == "enabled":
         out = {"enabled": True}
         if "budget_tokens" in value:
-            out["budget_tokens"] = value["budget_tokens"]
+            out["budget_tokens"] = _budget(value["budget_tokens"])
     elif kind == "disabled":
         out = {"enabled": False}
     elif kind == "adaptive":
@@ -143,6 +152,31 @@ def thinking_to_canonical(value: Any) -> Any:
     if rest:
         out["uncarried"] = rest
     return out
+
+
+_BUDGET_PATH = "$.thinking.budget_tokens"
+
+
+def _budget(budget: Any) -> Any:
+    """``thinking.budget_tokens`` as anthropic takes it: an integer (an integral float is
+    that integer, ``2048.0``), at least 1024; a fraction or a smaller one is the input's
+    fault (a ``SchemaError`` at its path, located by the pipeline as ``effort``'s is).
+    Another type is carried as it came (the encoders' "such reasoning setting"), and so is an
+    overflowed float (refused at the value when converted: ``numbers.fault``)."""
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget in (INF, -INF):
+        return budget
+    if isinstance(budget, float):
+        if not budget.is_integer():
+            raise SchemaError("expected an integer for budget_tokens, got a number with a fraction", path=_BUDGET_PATH)
+        if not -(2.0**63) <= budget < 2.0**63:
+            raise SchemaError("number out of range for thinking.budget_tokens: beyond a 64-bit integer",
+                              path=_BUDGET_PATH)
+        budget = int(budget)
+    least = RANGES[DIALECT]["thinking.budget_tokens"][0]
+    if budget < least:
+        raise SchemaError(f"number out of range for thinking.budget_tokens: {budget} (anthropic takes {least} or more)",
+                          path=_BUDGET_PATH)
+    return budget
 
 
 # -- encoding: canonical controls of another dialect -> anthropic fields ----------------
@@ -260,7 +294,7 @@ def _max_tokens(given: dict, session) -> int | None:
         value = int(value)
     elif not INT64_MIN <= value <= INT64_MAX:
         raise _beyond_64_bits(control)
-    return value
+    return clamp(control, DIALECT, "max_tokens", session, value)  # (ollama num_predict 0: 1)
 
 
 def _beyond_64_bits(control: Control) -> SchemaError:

@@ -6,6 +6,12 @@ a control with a canonical name (``CONTROLS``), structural (``messages``,
 fields, passed through to openai targets, a recorded loss elsewhere).
 ``tests/test_openai_params.py`` fails when the installed client has a
 parameter that is in none of these.
+
+Numbers: a control outside openai's own range (``numbers.RANGES``: max tokens and ``n`` at
+least 1, temperature 0-2, top_p 0-1, penalties -2-2, top_logprobs 0-20) is a ``SchemaError``
+at its path when openai is the source; another dialect's value that openai does not take
+(ollama ``temperature: 3``, ``num_predict: 0``) is sent as openai's nearest bound, a recorded
+loss (``numbers.clamp``).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any
 from ...canonical import Control
 from ...errors import SchemaError
 from ...losses import lacks, path_subject
-from ...numbers import no_limit
+from ...numbers import clamp, no_limit
 
 STRUCTURAL = {"messages", "tools", "functions"}
 
@@ -240,6 +246,8 @@ def encode_control(control: Control, session) -> tuple[str | None, Any]:
             _lose_reasoning_detail(control, mapped, session)
     elif name == "stop":
         mapped = capped_stop(control, session)
+    elif key is not None:  # a number the source takes, outside openai's range: its nearest bound
+        mapped = clamp(control, "openai", key, session)
     if key is None or mapped is None:
         where = f"$.{control.key}" if control.key else control.name
         session.lose(where, lacks(path_subject(where), "openai", "such parameter"), dialect=control.dialect)
