@@ -77,11 +77,11 @@ def _blocks(content) -> list:
 
 
 @rule("anthropic", "request", "max_tokens-integer",
-      "max_tokens is required and a non-negative integer",
-      f"{_ANTHROPIC_REF}: max_tokens integer, required")
+      "max_tokens is required and an integer of at least 1",
+      f"{_ANTHROPIC_REF}: max_tokens integer, required, 'x >= 1'")
 def _a_max_tokens(body):
     value = body.get("max_tokens")
-    if not _is_int(value) or value < 0:
+    if not _is_int(value) or value < 1:
         yield f"max_tokens {value!r}"
 
 
@@ -285,6 +285,23 @@ def _o_integers(body):
     for key in _OPENAI_INTEGERS:
         if key in body and body[key] is not None and not _is_int(body[key]):
             yield f"{key} {body[key]!r}"
+
+
+#: openai's documented ranges (interlingua.numbers.RANGES is the library's copy): (least, most)
+_OPENAI_RANGES = {"max_tokens": (1, None), "max_completion_tokens": (1, None), "n": (1, None),
+                  "temperature": (0, 2), "top_p": (0, 1), "frequency_penalty": (-2, 2),
+                  "presence_penalty": (-2, 2), "top_logprobs": (0, 20)}
+
+
+@rule("openai", "request", "number-ranges",
+      "max tokens and n at least 1, temperature 0-2, top_p 0-1, penalties -2-2, top_logprobs 0-20",
+      f"{_OPENAI_REF}: each parameter's documented range")
+def _o_ranges(body):
+    for key, (least, most) in _OPENAI_RANGES.items():
+        value = body.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and (
+                value < least or (most is not None and value > most)):
+            yield f"{key} {value!r}"
 
 
 @rule("openai", "request", "stop-at-most-4",
