@@ -6,9 +6,9 @@
 //! The Python module is the specification; every function here is its namesake
 //! there, with the same loss records (dialect, path, reason) and errors. Where a
 //! Python function takes a `dict` read from the source, this one takes the
-//! `Value` the decoder read (`Machine`'s `Read::Value`). Usage counts are `i64`:
-//! a count Python would carry as a bigger int is refused here with a "not ported
-//! yet" error (no server writes one; the differential tests skip such inputs).
+//! `Value` the decoder read (`Machine`'s `Read::Value`). Usage counts are `i64`, as
+//! Python's are (`in_64_bits`): a count beyond it, or a sum of counts beyond it, is a
+//! `SchemaError` at the count's path.
 #![forbid(unsafe_code)]
 
 use std::borrow::Cow;
@@ -114,14 +114,30 @@ pub fn finish_to<'r>(dialect: &str, reason: Option<&'r str>, session: &mut Sessi
 
 // -- usage ----------------------------------------------------------------------------
 
-fn count_too_big(key: &str) -> Error {
-    Error::new(ErrorClass::Transcode, format!("a token count beyond 64 bits ({key}) is not ported yet"))
+/// `beyond_64_bits(key, what)`: the message of a count beyond a signed 64-bit integer.
+pub fn beyond_64_bits(key: &str, what: &str) -> String {
+    format!("number out of range for {key}: {what} is beyond a 64-bit integer")
 }
 
-/// `_int(value)`: an int (not a bool) as a count; `Err` for one beyond `i64`.
+/// What `in_64_bits` raises: a `SchemaError` at `path`.
+fn beyond(key: &str, what: &str, path: impl Into<Vec<u8>>) -> Error {
+    Error::new(ErrorClass::Schema, beyond_64_bits(key, what)).with_path(path.into())
+}
+
+/// `in_64_bits(n, key, path, what)` of a sum computed wide (`i128`: no step overflows).
+fn in_64_bits(n: i128, key: &str, what: &str, path: impl FnOnce() -> Vec<u8>) -> Result<i64> {
+    i64::try_from(n).map_err(|_| beyond(key, what, path()))
+}
+
+const A_COUNT: &str = "a token count";
+/// `_ANTHROPIC_SUM`: what anthropic's canonical input adds up.
+const ANTHROPIC_SUM: &str = "input_tokens + cache_read_input_tokens + cache_creation_input_tokens";
+
+/// `_int(value)`: an int (not a bool) as a count (the decoder refused one beyond `i64`
+/// at its value: `Err` here only for a caller that did not).
 fn int_of(value: Option<&Value>, key: &str) -> Result<Option<i64>> {
     match value {
-        Some(Value::Int(digits)) => digits.parse().map(Some).map_err(|_| count_too_big(key)),
+        Some(Value::Int(digits)) => int_of_digits(digits.as_bytes()).map(Some).ok_or_else(|| beyond(key, A_COUNT, format!("$.{key}"))),
         _ => Ok(None),
     }
 }
@@ -135,14 +151,15 @@ type At<'p> = (&'p str, &'p str);
 /// value is a `SchemaError` at `{path}.{key}` (`path`: `at`'s two parts, joined only
 /// for an error or a loss, which most bodies never have).
 fn count(obj: &UsageObject<'_>, key: &str, path: At<'_>) -> Result<Option<i64>> {
+    let too_big = || beyond(key, A_COUNT, format!("{}{}.{key}", path.0, path.1));
     match obj.get(key) {
         None | Some(Field::Null) => Ok(None),
-        Some(Field::Int(digits)) => int_of_digits(digits).map(Some).ok_or_else(|| count_too_big(key)),
+        Some(Field::Int(digits)) => int_of_digits(digits).map(Some).ok_or_else(too_big),
         Some(Field::Float(f)) if f.fract() == 0.0 && f >= 0.0 => {
             if f < 9.223_372_036_854_775_807e18 {
                 Ok(Some(f as i64))
             } else {
-                Err(count_too_big(key))
+                Err(too_big())
             }
         }
         Some(_) => Err(Error::new(ErrorClass::Schema, format!("expected an integer for {key}"))
@@ -314,7 +331,7 @@ impl<'a> Field<'a> {
 }
 
 /// An int's digits (JSON's: an optional `-`, then digits) as `i64`; `None` beyond it.
-fn int_of_digits(digits: &[u8]) -> Option<i64> {
+pub fn int_of_digits(digits: &[u8]) -> Option<i64> {
     let (negative, magnitude) = match digits.split_first() {
         Some((b'-', rest)) => (true, rest),
         _ => (false, digits),
@@ -594,8 +611,9 @@ pub fn usage_from_openai(obj: &UsageObject<'_>, session: &mut Session, path: &st
     })
 }
 
-fn checked_sum(parts: &[i64], what: &str) -> Result<i64> {
-    parts.iter().try_fold(0i64, |sum, &n| sum.checked_add(n)).ok_or_else(|| count_too_big(what))
+/// The exact sum of counts (wide: no step overflows, only the sum may).
+fn wide_sum(parts: &[i64]) -> i128 {
+    parts.iter().map(|&n| i128::from(n)).sum()
 }
 
 /// `n` in decimal (what `Value::int(n)` dumps), without the formatting machinery.
@@ -699,12 +717,12 @@ impl<'o> ObjectOut<'o> {
 /// `usage_to_openai(u, session)`: the openai usage object's compact JSON (the
 /// service tier goes at the body's top: `tier_to`), or `None` when the usage has no
 /// count at all (the member is left out).
-pub fn usage_to_openai(u: &Usage) -> Result<Option<Vec<u8>>> {
+pub fn usage_to_openai(u: &Usage, session: &Session) -> Result<Option<Vec<u8>>> {
     if !has_openai_usage(u) {
         return Ok(None);
     }
     let mut json = Vec::with_capacity(128);
-    push_usage_openai(u, &mut json)?;
+    push_usage_openai(u, session, &mut json)?;
     Ok(Some(json))
 }
 
@@ -716,12 +734,14 @@ pub fn has_openai_usage(u: &Usage) -> bool {
 /// `usage_to_openai` written at the end of `json` (an encoder's body: no buffer of its
 /// own; the caller asks `has_openai_usage` first). The three counts openai's
 /// `CompletionUsage` requires are always written: 0 for one the source did not give
-/// (a schema placeholder, lifecycle.py's docstring), the total then the sum written.
-pub fn push_usage_openai(u: &Usage, json: &mut Vec<u8>) -> Result<()> {
+/// (a schema placeholder, lifecycle.py's docstring), the total then the sum written
+/// (beyond 64 bits: a `SchemaError` at the source's output count; `json` is as it was).
+pub fn push_usage_openai(u: &Usage, session: &Session, json: &mut Vec<u8>) -> Result<()> {
     let (input, output) = (u.input.unwrap_or(0), u.output.unwrap_or(0));
     let total = match u.total {
         Some(total) => total,
-        None => checked_sum(&[input, output], "total_tokens")?,
+        None => in_64_bits(wide_sum(&[input, output]), "total_tokens", "prompt_tokens + completion_tokens",
+                           || usage_path(session, "output").into_bytes())?,
     };
     let mut out = ObjectOut::new(json);
     for (key, n) in [("prompt_tokens", input), ("completion_tokens", output), ("total_tokens", total)] {
@@ -752,7 +772,8 @@ pub fn usage_from_anthropic(obj: &UsageObject<'_>, session: &mut Session, path: 
     let raw_input = count(obj, "input_tokens", top)?;
     let input = match raw_input {
         None => None,
-        Some(n) => Some(checked_sum(&[n, read.unwrap_or(0), write.unwrap_or(0)], "input_tokens")?),
+        Some(n) => Some(in_64_bits(wide_sum(&[n, read.unwrap_or(0), write.unwrap_or(0)]), "input_tokens",
+                                   ANTHROPIC_SUM, || format!("{path}.input_tokens").into_bytes())?),
     };
     lose_details(obj, top, &["input_tokens", "output_tokens", "cache_read_input_tokens",
                              "cache_creation_input_tokens", "output_tokens_details", "service_tier"], session)?;
@@ -796,9 +817,10 @@ pub fn push_usage_anthropic(u: &Usage, session: &mut Session, require_input: boo
 fn write_usage_anthropic(u: &Usage, session: &mut Session, require_input: bool, json: &mut Vec<u8>) -> Result<()> {
     let mut out = ObjectOut::new(json);
     if let Some(input) = u.input {
-        let cached = checked_sum(&[u.cache_read.unwrap_or(0), u.cache_write.unwrap_or(0)], "input_tokens")?;
-        let uncached = input.checked_sub(cached).ok_or_else(|| count_too_big("input_tokens"))?;
-        out.count("input_tokens", uncached.max(0));
+        let cached = wide_sum(&[u.cache_read.unwrap_or(0), u.cache_write.unwrap_or(0)]);
+        let uncached = in_64_bits((i128::from(input) - cached).max(0), "input_tokens", "the input less its cache counts",
+                                  || usage_path(session, "input").into_bytes())?;
+        out.count("input_tokens", uncached);
     } else if require_input {
         out.count("input_tokens", 0); // schema placeholder (lifecycle.py's docstring)
     }
@@ -868,15 +890,16 @@ pub fn ollama_counts(u: &Usage, session: &mut Session) -> Result<[Option<i64>; 2
 /// `merge_anthropic_usage(old, new)`: `merge_usage` of two anthropic usages as the
 /// anthropic client accumulates a stream: the input is the merged `input_tokens`
 /// plus the merged cache counts (a `message_delta` without `message_start`'s cache
-/// reads keeps them, in the input too).
-pub fn merge_anthropic_usage(old: Option<&Usage>, new: Usage) -> Result<Usage> {
+/// reads keeps them, in the input too; a sum beyond 64 bits: a `SchemaError` at
+/// `path`'s `input_tokens`).
+pub fn merge_anthropic_usage(old: Option<&Usage>, new: Usage, path: &str) -> Result<Usage> {
     let Some(old) = old else { return Ok(new) };
     let raw = anthropic_input(&new).or_else(|| anthropic_input(old));
     let mut merged = merge_usage(Some(old), new);
     merged.input = match raw {
         None => None,
-        Some(n) => Some(checked_sum(&[n, merged.cache_read.unwrap_or(0), merged.cache_write.unwrap_or(0)],
-                                    "input_tokens")?),
+        Some(n) => Some(in_64_bits(wide_sum(&[n, merged.cache_read.unwrap_or(0), merged.cache_write.unwrap_or(0)]),
+                                   "input_tokens", ANTHROPIC_SUM, || format!("{path}.input_tokens").into_bytes())?),
     };
     Ok(merged)
 }
@@ -1624,7 +1647,7 @@ mod tests {
                     Usage { input: raw.map(|n| n + r.unwrap_or(0) + w.unwrap_or(0)), cache_read: r, cache_write: w,
                             ..Usage::default() }
                 };
-                let merged = merge_anthropic_usage(Some(&read(start, 10)), read(delta, 20)).unwrap();
+                let merged = merge_anthropic_usage(Some(&read(start, 10)), read(delta, 20), "$.usage").unwrap();
                 let later = |bit: u8, off: i64| pick(delta, bit, 20 + off).or(pick(start, bit, 10 + off));
                 let want = later(1, 0).map(|n| n + later(2, 1).unwrap_or(0) + later(4, 2).unwrap_or(0));
                 assert_eq!((merged.input, merged.cache_read, merged.cache_write), (want, later(2, 1), later(4, 2)),
@@ -1650,19 +1673,27 @@ mod tests {
         assert_eq!((u.input, u.output, u.cache_read, u.cache_write, u.total), (Some(12), Some(30), Some(4), Some(5), None));
         assert_eq!(usage_to_anthropic(&u, &mut s, false).unwrap(),
                    br#"{"input_tokens":3,"cache_creation_input_tokens":5,"cache_read_input_tokens":4,"output_tokens":30}"#);
-        assert_eq!(usage_to_openai(&Usage { input: Some(1), ..Usage::default() }).unwrap().unwrap(),
+        assert_eq!(usage_to_openai(&Usage { input: Some(1), ..Usage::default() }, &s).unwrap().unwrap(),
                    br#"{"prompt_tokens":1,"completion_tokens":0,"total_tokens":1}"#);
         assert_eq!(usage_to_anthropic(&Usage::default(), &mut s, true).unwrap(), br#"{"input_tokens":0,"output_tokens":0}"#);
         let every = Usage { input: Some(9), output: Some(-2), cache_read: Some(1), cache_write: Some(i64::MAX), reasoning: Some(0),
                             total: Some(i64::MIN), service_tier: Some("anthropic:x\"é".into()) };
-        assert_eq!(usage_to_openai(&every).unwrap().unwrap(), br#"{"prompt_tokens":9,"completion_tokens":-2,"total_tokens":-9223372036854775808,"prompt_tokens_details":{"cached_tokens":1,"cache_write_tokens":9223372036854775807},"completion_tokens_details":{"reasoning_tokens":0}}"#);
-        assert_eq!(usage_to_openai(&Usage::default()).unwrap(), None);
+        assert_eq!(usage_to_openai(&every, &s).unwrap().unwrap(), br#"{"prompt_tokens":9,"completion_tokens":-2,"total_tokens":-9223372036854775808,"prompt_tokens_details":{"cached_tokens":1,"cache_write_tokens":9223372036854775807},"completion_tokens_details":{"reasoning_tokens":0}}"#);
+        assert_eq!(usage_to_openai(&Usage::default(), &s).unwrap(), None);
         let every = Usage { cache_write: Some(2), ..every };
         assert_eq!(usage_to_anthropic(&every, &mut s, false).unwrap(), r#"{"input_tokens":6,"cache_creation_input_tokens":2,"cache_read_input_tokens":1,"output_tokens":-2,"output_tokens_details":{"thinking_tokens":0},"service_tier":"x\"é"}"#.as_bytes());
         let err = usage_from_openai(&UsageObject::Data(&Value::loads(br#"{"prompt_tokens_details":3}"#).unwrap()), &mut s, "$.usage").unwrap_err();
         assert_eq!((err.message.as_str(), err.path.as_deref()), ("expected an object for prompt_tokens_details", Some(&b"$.usage.prompt_tokens_details"[..])));
         let big = Value::loads(br#"{"prompt_tokens":99999999999999999999}"#).unwrap();
-        assert!(usage_from_openai(&UsageObject::Data(&big), &mut s, "$.usage").unwrap_err().message.contains("not ported yet"));
+        let err = usage_from_openai(&UsageObject::Data(&big), &mut s, "$.usage").unwrap_err();
+        assert_eq!((err.class, err.message.as_str(), err.path.as_deref()),
+                   (ErrorClass::Schema, "number out of range for prompt_tokens: a token count is beyond a 64-bit integer",
+                    Some(&b"$.usage.prompt_tokens"[..])));
+        let sum = Value::loads(br#"{"input_tokens":9223372036854775807,"cache_read_input_tokens":1}"#).unwrap();
+        let err = usage_from_anthropic(&UsageObject::Data(&sum), &mut s, "$.usage").unwrap_err();
+        assert_eq!(err.path.as_deref(), Some(&b"$.usage.input_tokens"[..]));
+        let wide = Usage { input: Some(i64::MAX), output: Some(1), ..Usage::default() };
+        assert!(usage_to_openai(&wide, &s).unwrap_err().message.contains("total_tokens"));
     }
 
     /// A usage object read off its compact text (`UsageObject::read`) reads as the same

@@ -1808,7 +1808,7 @@ fn lifecycle_call<'py>(py: Python<'py>, function: &str, args: Bound<'py, PyTuple
                 Err(e) => Err(e),
             }
         }
-        "usage_to_openai" => lc::usage_to_openai(&usage_from_py(&arg(0)?)?).map(|b| b.map_or_else(none, bytes_out)),
+        "usage_to_openai" => lc::usage_to_openai(&usage_from_py(&arg(0)?)?, &session).map(|b| b.map_or_else(none, bytes_out)),
         "usage_to_anthropic" => {
             let (u, require_input) = (usage_from_py(&arg(0)?)?, arg(1)?.extract()?);
             lc::usage_to_anthropic(&u, &mut session, require_input).map(bytes_out)

@@ -52,6 +52,12 @@ and ``total_tokens``, all three required in its ``CompletionUsage``, whenever a
 usage object is written at all (an ollama response whose prompt came from its cache
 has ``eval_count`` but no ``prompt_eval_count``): 0 for the missing count, the total
 the sum written. A usage with no count at all is left out of an openai body.
+
+Every count is a signed 64-bit integer (what the target APIs and the native core hold): a
+count beyond it is a ``SchemaError`` at its source path, as a request integer beyond 64 bits
+is (README "Numbers a target cannot take"); so is a count the conversion adds up beyond it
+(anthropic's input and cache counts into the canonical input, openai's total of a source
+that gives none).
 """
 
 from __future__ import annotations
@@ -70,6 +76,7 @@ from .canonical import Block, Event, Section, Usage
 from .errors import SchemaError
 from .jsonwriter import dumps
 from .losses import finish_path, lacks, path_subject
+from .numbers import INT64_MAX, INT64_MIN
 from .session import MAX_CLOCK, ResponseStart, Session
 
 FINISH_TO = {
@@ -127,15 +134,35 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def in_64_bits(n: int, key: str, path: str, what: str = "a token count") -> int:
+    """``n`` when it fits in a signed 64-bit integer (what every target API and the native
+    core hold a count in), else a ``SchemaError`` at ``path`` (README "Numbers a target
+    cannot take": a request integer beyond 64 bits is one too)."""
+    if INT64_MIN <= n <= INT64_MAX:
+        return n
+    raise SchemaError(beyond_64_bits(key, what), path=path)
+
+
+def beyond_64_bits(key: str, what: str = "a token count") -> str:
+    return f"number out of range for {key}: {what} is beyond a 64-bit integer"
+
+
 def _count(obj: dict, key: str, path: str) -> int | None:
     """A token count: an integer, or absent/null; an integral float (``30.0``, some servers
-    write them) is the same count, carried as an integer; any other value is a ``SchemaError``."""
+    write them) is the same count, carried as an integer; any other value, or a count
+    beyond 64 bits, is a ``SchemaError``."""
     value = obj.get(key)
-    if value is None or _int(value) is not None:
-        return value
+    if value is None:
+        return None
+    if _int(value) is not None:
+        return in_64_bits(value, key, f"{path}.{key}")
     if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
+        return in_64_bits(int(value), key, f"{path}.{key}")
     raise SchemaError(f"expected an integer for {key}", path=f"{path}.{key}")
+
+
+#: what anthropic's canonical input adds up (``usage_from_anthropic``)
+_ANTHROPIC_SUM = "input_tokens + cache_read_input_tokens + cache_creation_input_tokens"
 
 
 def _details(obj: dict, key: str, path: str) -> dict:
@@ -226,12 +253,15 @@ def usage_to_openai(u: Usage, session: Session) -> bytes | None:
     None when the usage has no count at all (the member is left out: openai's usage is
     optional). ``prompt_tokens``, ``completion_tokens`` and ``total_tokens`` are required
     members of openai's ``CompletionUsage``: one the source did not give is a 0
-    placeholder (see the module docstring), and the total is then the sum written."""
+    placeholder (see the module docstring), and the total is then the sum written (beyond
+    64 bits: a ``SchemaError`` at the source's output count)."""
     if all(getattr(u, name) is None for name in USAGE_COUNTS):
         return None
     out: dict[str, Any] = {"prompt_tokens": u.input if u.input is not None else 0,
                            "completion_tokens": u.output if u.output is not None else 0}
-    out["total_tokens"] = u.total if u.total is not None else out["prompt_tokens"] + out["completion_tokens"]
+    out["total_tokens"] = u.total if u.total is not None else in_64_bits(
+        out["prompt_tokens"] + out["completion_tokens"], "total_tokens", usage_path(session, "output"),
+        "prompt_tokens + completion_tokens")
     prompt = {}
     if u.cache_read is not None:
         prompt["cached_tokens"] = u.cache_read
@@ -248,7 +278,8 @@ def usage_from_anthropic(obj: dict, session: Session, path: str = "$.usage") -> 
     read = _count(obj, "cache_read_input_tokens", path)
     write = _count(obj, "cache_creation_input_tokens", path)
     raw_input = _count(obj, "input_tokens", path)
-    total_input = None if raw_input is None else raw_input + (read or 0) + (write or 0)
+    total_input = None if raw_input is None else in_64_bits(
+        raw_input + (read or 0) + (write or 0), "input_tokens", f"{path}.input_tokens", _ANTHROPIC_SUM)
     _lose_details(obj, path, ("input_tokens", "output_tokens", "cache_read_input_tokens",
                               "cache_creation_input_tokens", "output_tokens_details", "service_tier"), session)
     details = _details(obj, "output_tokens_details", path)
@@ -262,7 +293,9 @@ def usage_to_anthropic(u: Usage, session: Session, *, require_input: bool) -> di
     """Members of an anthropic usage object; ``output_tokens`` always (schema), input when required or known."""
     out: dict[str, Any] = {}
     if u.input is not None:
-        out["input_tokens"] = max(0, u.input - (u.cache_read or 0) - (u.cache_write or 0))
+        out["input_tokens"] = in_64_bits(max(0, u.input - (u.cache_read or 0) - (u.cache_write or 0)),
+                                         "input_tokens", usage_path(session, "input"),
+                                         "the input less its cache counts")
     elif require_input:
         out["input_tokens"] = 0  # schema placeholder (see module docstring)
     if u.cache_write is not None:
@@ -281,7 +314,13 @@ def usage_to_anthropic(u: Usage, session: Session, *, require_input: bool) -> di
 
 
 def usage_from_ollama(obj: dict) -> Usage:
-    return Usage(input=_int(obj.get("prompt_eval_count")), output=_int(obj.get("eval_count")))
+    """The two counts (an int, not a bool; anything else is absent). The decoder refused one
+    beyond 64 bits at its value; here too, for a caller that did not."""
+    counts = [_int(obj.get(key)) for key in ("prompt_eval_count", "eval_count")]
+    for key, n in zip(("prompt_eval_count", "eval_count"), counts):
+        if n is not None:
+            in_64_bits(n, key, f"$.{key}")
+    return Usage(input=counts[0], output=counts[1])
 
 
 def usage_to_ollama(u: Usage, session: Session) -> dict:
@@ -306,17 +345,20 @@ def _lose_count(session: Session, name: str, target: str, what: str, done: str |
     session.lose(path, lacks(path_subject(path), target, what, done))
 
 
-def merge_anthropic_usage(old: Usage | None, new: Usage) -> Usage:
+def merge_anthropic_usage(old: Usage | None, new: Usage, path: str = "$.usage") -> Usage:
     """``merge_usage`` of two anthropic usages (``usage_from_anthropic``) as the anthropic
     client accumulates a stream: member by member, the later wins, and the input is the
     merged ``input_tokens`` plus the merged cache counts. A ``message_delta`` that gives
-    ``input_tokens`` but not ``message_start``'s cache reads keeps them, in the input too."""
+    ``input_tokens`` but not ``message_start``'s cache reads keeps them, in the input too
+    (a sum beyond 64 bits: a ``SchemaError`` at ``path``'s ``input_tokens``, ``new``'s usage)."""
     if old is None:
         return new
     merged = merge_usage(old, new)
     raw = _anthropic_input(new)
     raw = raw if raw is not None else _anthropic_input(old)
-    total_input = None if raw is None else raw + (merged.cache_read or 0) + (merged.cache_write or 0)
+    total_input = None if raw is None else in_64_bits(
+        raw + (merged.cache_read or 0) + (merged.cache_write or 0), "input_tokens", f"{path}.input_tokens",
+        _ANTHROPIC_SUM)
     return msgspec.structs.replace(merged, input=total_input)
 
 

@@ -99,7 +99,9 @@ def test_finish_tables_exhaustively(dialect):
 # -- usage ----------------------------------------------------------------------------------
 
 counts = st.one_of(st.none(), st.integers(-3, 10**12), st.sampled_from([0, 30.0, 0.0, -0.0, 2.5, -1.0, 1e3, True, False,
-                                                                         "7", [], {}]))
+                                                                         "7", [], {}]),
+                   # at and beyond 64 bits (a count or a sum beyond: a SchemaError at its path)
+                   st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 10**30, 1e30, 9.223372036854775807e18]))
 detail_members = st.dictionaries(st.sampled_from(["cached_tokens", "cache_write_tokens", "reasoning_tokens", "audio_tokens",
                                                   "thinking_tokens", "accepted_prediction_tokens", "x"]),
                                  counts, max_size=4)
@@ -135,7 +137,7 @@ def test_usage_from_ollama(obj):
     same("usage_from_ollama", (json.dumps(obj).encode(),), source="ollama")
 
 
-small = st.none() | st.integers(0, 10**9)
+small = st.none() | st.integers(0, 10**9) | st.sampled_from([2**63 - 1, -(2**63)])  # (sums beyond 64 bits)
 tiers = st.none() | st.sampled_from(["standard", "priority", "batch", "flex", "scale", "auto", "fast", "openai:odd",
                                      "anthropic:odd", "ollama:x", "odd", "openai:", "é"])
 usages = st.builds(Usage, input=small, output=small, cache_read=small, cache_write=small, reasoning=small,

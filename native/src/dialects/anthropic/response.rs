@@ -849,7 +849,7 @@ impl Readers {
                 let seq = self.frame.stop_sequence.take();
                 self.start.out(Event::Finish { reason, stop_sequence: seq.map(Cow::Owned), choice: 0 }, cx)?;
                 if let Some(usage) = self.frame.usage.take() {
-                    let merged = merge_anthropic_usage(self.usage.as_ref(), usage)?;
+                    let merged = merge_anthropic_usage(self.usage.as_ref(), usage, "$.usage")?;
                     self.usage = Some(merged.clone());
                     self.start.out(Event::Usage(merged), cx)?;
                 }

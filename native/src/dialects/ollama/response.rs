@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use crate::canonical::{escape_raw_json, Block, Event, Extension, Section, Usage};
 use crate::lifecycle::{
-    finish_from, finish_to, merge_usage, ollama_counts, ollama_created_at, push_int, push_ollama_created_at, usage_from_ollama, BlockStream, Pieces, Stamp,
+    beyond_64_bits, finish_from, finish_to, merge_usage, ollama_counts, ollama_created_at, push_int, push_ollama_created_at, usage_from_ollama, BlockStream, Pieces, Stamp,
 };
 use crate::decoding::{
     set_attr, Attr, Cx, Decode, Dialect, EventSink, Framing, Frame, Gate, Machine, Read, BOOLEAN, NULL, OPT_INTEGER,
@@ -665,7 +665,7 @@ impl Dialect for Lines {
         }
     }
 
-    fn value(&mut self, _m: &mut Machine<S>, s: S, value: Value, _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+    fn value(&mut self, _m: &mut Machine<S>, s: S, value: Value, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
             S::Model => {
                 self.model = crate::unicode::text_of(value);
@@ -680,6 +680,12 @@ impl Dialect for Lines {
                 Ok(())
             }
             S::Count(i) => {
+                // beyond 64 bits: refused at its value (Python's `_count`)
+                if let Value::Int(digits) = &value {
+                    if crate::lifecycle::int_of_digits(digits.as_bytes()).is_none() {
+                        return Err(cx.error(beyond_64_bits(COUNTS[i as usize], "a token count"), offset));
+                    }
+                }
                 self.counted = true;
                 self.counts[i as usize] = Some(value);
                 Ok(())

@@ -1755,7 +1755,7 @@ mod encoder {
                     lose_unasked_usage(usage, session)?;
                 } else if has_openai_usage(usage) {
                     let mut extra = b",\"usage\":".to_vec();
-                    push_usage_openai(usage, &mut extra)?;
+                    push_usage_openai(usage, session, &mut extra)?;
                     self.chunk(out, b"", &extra);
                 }
             }
@@ -2214,12 +2214,14 @@ mod encoder {
             self.done = true;
             self.begin(io)?;
             self.close_choice(None, io)?;
+            let mut usage = Vec::new(); // (written before the body's tail: its sum may be beyond 64 bits)
+            if let Some(u) = self.head.usage.as_ref().filter(|u| has_openai_usage(u)) {
+                usage.extend_from_slice(b",\"usage\":");
+                push_usage_openai(u, io.session, &mut usage)?;
+            }
             self.write_out(io, |this, text| {
                 text.push(b']');
-                if let Some(usage) = this.head.usage.as_ref().filter(|u| has_openai_usage(u)) {
-                    text.extend_from_slice(b",\"usage\":");
-                    push_usage_openai(usage, text)?;
-                }
+                text.extend_from_slice(&usage);
                 if !this.tier_written {
                     if let Some(tier) = this.head.kept("service_tier") {
                         // told after the head went out

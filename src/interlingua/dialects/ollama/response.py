@@ -66,6 +66,7 @@ from ...lifecycle import (
     OpenFrame,
     ReasoningFirst,
     Stamp,
+    beyond_64_bits,
     finish_from,
     finish_to,
     merge_usage,
@@ -74,6 +75,7 @@ from ...lifecycle import (
     usage_from_ollama,
     usage_to_ollama,
 )
+from ...numbers import INT64_MAX, INT64_MIN
 from ...session import Session
 
 DIALECT = "ollama"
@@ -132,6 +134,12 @@ class _Decoder(ResponseDecoderBase):
             raise self.error("chunk after the done chunk", offset)
         self._reset()
 
+    def _count(self, key: str, value: Any, offset: int) -> None:
+        """A usage count: beyond 64 bits, a ``SchemaError`` at its value (lifecycle's usage)."""
+        if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+            raise self.error(beyond_64_bits(key), offset)
+        self.counts[key] = value
+
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key == "model":
             if self.started and (kind == tok.STRING or kind == tok.STRING_OPEN):  # (any cut alike)
@@ -145,7 +153,7 @@ class _Decoder(ResponseDecoderBase):
         elif key == "done_reason":
             self.read_value(kind, value, offset, lambda v: setattr(self, "reason", v), OPT_STRING, key)
         elif key in _COUNTS:
-            self.read_value(kind, value, offset, lambda v: self.counts.__setitem__(key, v), OPT_INTEGER, key)
+            self.read_value(kind, value, offset, lambda v: self._count(key, v, offset), OPT_INTEGER, key)
         elif key == "error":
             self.read_value(kind, value, offset, self._error)
         elif key == "logprobs":
