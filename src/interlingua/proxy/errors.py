@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 
+from ..dialects.openai.response import error_type as openai_error_type
 from ..errors import TranscodeError
 
 #: canonical error kind per HTTP status (anthropic's names, which the other dialects map from)
 _KINDS = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
           404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
           502: "api_error", 503: "overloaded_error", 504: "timeout_error", 529: "overloaded_error"}
-#: openai's error ``type`` for a canonical kind (its API says server_error for 5xx)
-_OPENAI_TYPES = {"api_error": "server_error", "overloaded_error": "server_error", "timeout_error": "server_error"}
+
 
 
 def kind_for(status: int) -> str:
@@ -30,7 +30,7 @@ def error_body(dialect: str, status: int, message: str, *, kind: str | None = No
     if dialect == "anthropic":
         body: dict = {"type": "error", "error": {"type": kind, "message": message}}
     elif dialect == "openai":
-        body = {"error": {"message": message, "type": _OPENAI_TYPES.get(kind, kind), "param": param,
+        body = {"error": {"message": message, "type": openai_error_type(kind), "param": param,
                           "code": kind if kind in ("not_found_error", "rate_limit_error") else None}}
     else:  # ollama: a bare message
         body = {"error": message}

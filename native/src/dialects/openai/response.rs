@@ -1306,13 +1306,22 @@ mod encoder {
     const TOOL_TAIL: &[u8] = b"\"}}]},\"finish_reason\":null}]}\n\n";
 
 
+    /// `error_type(kind)`: openai's error `type` for a canonical kind (`server_error` for a
+    /// server's fault; any other kind as it is).
+    fn error_type(kind: &str) -> &str {
+        match kind {
+            "api_error" | "overloaded_error" | "timeout_error" => "server_error",
+            other => other,
+        }
+    }
+
     /// `_error_body`: `dumps({"error": {"message": .., "type": ..}})`; no `code` (openai's is a
     /// string naming the error, never the HTTP status).
     fn error_body(event: &Event<'_>) -> Vec<u8> {
         let Event::Error { kind, message, .. } = event else { return b"{}".to_vec() };
         let body = vec![
             (b"message".to_vec(), Value::Str(message.as_bytes().to_vec())),
-            (b"type".to_vec(), Value::Str(kind.as_bytes().to_vec())),
+            (b"type".to_vec(), Value::Str(error_type(kind).as_bytes().to_vec())),
         ];
         let mut out = Vec::new();
         dumps(&Value::Object(vec![(b"error".to_vec(), Value::Object(body))]), &mut out);

@@ -699,10 +699,21 @@ def _chars(escaped: bytes) -> int:
     return len(plain) - len(_CONTINUATION.findall(plain))
 
 
+#: openai's error ``type`` for a canonical kind (anthropic's names): its API says
+#: ``server_error`` for a server's fault; any other kind is written as it is
+ERROR_TYPES = {"api_error": "server_error", "overloaded_error": "server_error", "timeout_error": "server_error"}
+
+
+def error_type(kind: str) -> str:
+    """The ``type`` of an openai error body or in-stream error for a canonical kind (the
+    proxy's error bodies use it too: one vocabulary for one failure)."""
+    return ERROR_TYPES.get(kind, kind)
+
+
 def _error_body(error: Error) -> bytes:
     """``{"error": {"message", "type"}}``. No ``code``: openai's is a string naming the error
     (client ``ErrorObject.code: Optional[str]``) or null, never the HTTP status."""
-    return dumps({"error": {"message": error.message, "type": error.type}})
+    return dumps({"error": {"message": error.message, "type": error_type(error.type)}})
 
 
 _TEXT_TAIL = b'"},"finish_reason":null}]}' + SSE_END  # closes a chunk of a text delta
