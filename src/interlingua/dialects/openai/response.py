@@ -1021,8 +1021,9 @@ class ResponseEncoder(_EncoderBase):
         self.done = True
         self._begin()
         self._close_choice()
-        self.write(b"]")
+        # (made before the body's tail is written: its sum may be beyond 64 bits, an error)
         usage = usage_to_openai(self.usage, self.session) if self.usage is not None else None
+        self.write(b"]")
         if usage is not None:
             self.write(b',"usage":' + usage)
         if not self.tier_written and "service_tier" in self.kept:  # told after the head went out
