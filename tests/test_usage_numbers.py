@@ -193,3 +193,28 @@ def test_a_sum_of_counts_beyond_64_bits_is_a_schema_error(source, kind, members,
     elif overflows_in is None:  # merged with message_start's when message_delta's frame ends: at its end
         assert result[5] < data.index(later.encode()) and at == data.index(b"\n", result[5]), result
 
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("source,kind,members,path", CASES)
+def test_a_float_count_is_its_integer_or_a_schema_error(source, kind, members, path, target):
+    """An integral float (``30.0``, some servers write them) is that count, into every other
+    dialect as the integer would be; a fraction or a negative float is a ``SchemaError`` at the
+    count -- an ollama count's float was read as no count at all (openai got 0, unrecorded)."""
+    if source == "anthropic" and kind == "stream":
+        path = "$.message" + path[1:]
+    as_int = results(source, target, kind, body(source, kind, members.format(v="30")))
+    as_float = results(source, target, kind, body(source, kind, members.format(v="30.0")))
+    if source != target:
+        assert as_float == as_int
+    key = path.rsplit(".", 1)[1]
+    for value in ("30.5", "-1.0"):
+        data = body(source, kind, members.format(v=value))
+        offset, frame = where(data, members, source)
+        result = results(source, target, kind, data)
+        if source == target and result[0] == "out":
+            continue  # (a copy: written as it came)
+        message = f"expected an integer for {key}"
+        if source == "ollama" and value == "30.5":  # (read one by one: the value's type check says it)
+            message = f"expected an integer or null for {key}, got a number with a fraction"
+        assert result == ("error", "SchemaError", message, path, offset, frame), result

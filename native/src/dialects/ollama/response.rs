@@ -680,10 +680,22 @@ impl Dialect for Lines {
                 Ok(())
             }
             S::Count(i) => {
-                // beyond 64 bits: refused at its value (Python's `_count`)
+                // an integral float is that count, another float an error; beyond 64 bits:
+                // refused at its value (Python's `_count`)
+                let key = COUNTS[i as usize];
+                let value = match value {
+                    Value::Float(f) if f.fract() != 0.0 || !(f >= 0.0) || f.is_infinite() => {
+                        return Err(cx.error(format!("expected an integer for {key}"), offset));
+                    }
+                    Value::Float(f) if f >= 9.223_372_036_854_775_807e18 => {
+                        return Err(cx.error(beyond_64_bits(key, "a token count"), offset));
+                    }
+                    Value::Float(f) => Value::int(f as i64),
+                    other => other,
+                };
                 if let Value::Int(digits) = &value {
                     if crate::lifecycle::int_of_digits(digits.as_bytes()).is_none() {
-                        return Err(cx.error(beyond_64_bits(COUNTS[i as usize], "a token count"), offset));
+                        return Err(cx.error(beyond_64_bits(key, "a token count"), offset));
                     }
                 }
                 self.counted = true;

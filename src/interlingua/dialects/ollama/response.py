@@ -135,7 +135,14 @@ class _Decoder(ResponseDecoderBase):
         self._reset()
 
     def _count(self, key: str, value: Any, offset: int) -> None:
-        """A usage count: beyond 64 bits, a ``SchemaError`` at its value (lifecycle's usage)."""
+        """A usage count, as lifecycle's ``_count`` reads one: an integral float (``30.0``) is
+        that count (it was read as no count at all: the target got none, or openai's 0,
+        unrecorded); a negative float (a fraction the type check refused), or a count beyond
+        64 bits, is a ``SchemaError`` at its value."""
+        if isinstance(value, float):
+            if not (value.is_integer() and value >= 0):
+                raise self.error(f"expected an integer for {key}", offset)
+            value = int(value)
         if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
             raise self.error(beyond_64_bits(key), offset)
         self.counts[key] = value
