@@ -58,6 +58,7 @@ BAD = {
     ("openai", "messages-present"): _o(messages=[]),
     ("openai", "integer-fields"): _o(max_completion_tokens=10.0),
     ("openai", "stop-at-most-4"): _o(stop=["a", "b", "c", "d", "e"]),
+    ("openai", "number-ranges"): _o(temperature=3),
     ("openai", "function-name-pattern"): _o(messages=[_USER, _calls(name="x" * 65),
                                                        {"role": "tool", "tool_call_id": "c1", "content": "ok"}]),
     ("openai", "parameters-object"): _o(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]),
