@@ -137,7 +137,7 @@ struct MessageReader {
     /// hold of its first characters, unescaped: `images::keep_head`) can be sniffed
     image_prefix: Option<Vec<u8>>,
     image_head: Vec<u8>,
-    /// the tool call being read: its place in `pending_calls`, whether it has arguments
+    /// the tool call being read: its place in `new_calls`, whether it has arguments
     call: Option<(usize, bool)>,
     /// `ToolCallReader._held`: the call's fragments waiting for its id (or its end), rule
     /// `ollama:call-before-id`; `None` once the id is known (and with reordering refused)
@@ -314,6 +314,9 @@ pub(crate) struct Ollama {
     key: Vec<u8>,
     /// the last assistant message's tool calls
     pending_calls: Vec<PendingCall>,
+    /// `new_calls`: the calls of the message being read, pending from its end, so a tool
+    /// message's own result answers the calls before it, not its own
+    new_calls: Option<Vec<PendingCall>>,
     msg: Option<MessageReader>,
     scratch: Vec<u8>,
 }
@@ -329,6 +332,7 @@ impl RequestDecoder {
                 tools_empty: false,
                 key: Vec::new(),
                 pending_calls: Vec::new(),
+                new_calls: None,
                 msg: None,
                 scratch: Vec::new(),
             },
@@ -389,7 +393,7 @@ impl Dialect for Ollama {
                 if token == Token::Null {
                     return self.null_member("tool_calls", cx);
                 }
-                self.pending_calls.clear(); // a new batch of calls: results that follow answer these
+                self.new_calls = Some(Vec::new()); // pending from the message's end (`message_end`)
                 m.read(Read::Objects(S::ToolCalls, "tool_calls"));
                 Ok(())
             }
@@ -528,8 +532,9 @@ impl Dialect for Ollama {
                 let call_id = generated_call_id(msg.base.index, msg.call_position);
                 msg.call_position += 1;
                 self.builder(Section::ToolCall, vec![attr("id", &str_json(call_id.as_bytes()))], false, cx)?;
-                self.pending_calls.push(PendingCall { id: call_id.into_bytes(), name: None, answered: false });
-                let call = self.pending_calls.len() - 1;
+                let calls = self.new_calls.get_or_insert_with(Vec::new);
+                calls.push(PendingCall { id: call_id.into_bytes(), name: None, answered: false });
+                let call = calls.len() - 1;
                 let refuse = cx.session.reorder.refuse;
                 let msg = self.msg()?;
                 msg.call = Some((call, false));
@@ -651,13 +656,13 @@ impl Dialect for Ollama {
                 }
                 set_attr(&mut builder.attrs, Cow::Borrowed("id"), json);
                 let call = self.call_index()?;
-                self.pending_calls[call].id = id;
+                self.new_call(call)?.id = id;
                 self.settle_call(cx)
             }
             S::Name => {
                 let json = value.to_json();
                 let call = self.call_index()?;
-                self.pending_calls[call].name = Some(value);
+                self.new_call(call)?.name = Some(value);
                 self.builder_mut()?.set("name", json);
                 Ok(())
             }
@@ -717,11 +722,15 @@ impl Ollama {
     }
 
     fn call_index(&mut self) -> Result<usize> {
-        let count = self.pending_calls.len();
+        let count = self.new_calls.as_ref().map_or(0, Vec::len);
         match self.msg()?.call {
             Some((call, _)) if call < count => Ok(call),
             _ => Err(internal(S::ToolCall, "a tool call")),
         }
+    }
+
+    fn new_call(&mut self, call: usize) -> Result<&mut PendingCall> {
+        self.new_calls.as_mut().and_then(|calls| calls.get_mut(call)).ok_or_else(|| internal(S::ToolCall, "a tool call"))
     }
 
     /// `_tool` of a tool object's text: read in place when canonical (compact.rs), else parsed.
@@ -900,6 +909,9 @@ impl Ollama {
         }
         self.close_open(cx)?;
         self.close_result(cx)?;
+        if let Some(calls) = self.new_calls.take() {
+            self.pending_calls = calls; // a new batch of calls: the results that follow answer these
+        }
         let Some(msg) = self.msg.take() else { return Err(internal(S::Message, "a message")) };
         let index = msg.base.index;
         let role = msg.base.role.as_deref().unwrap_or_default(); // (known: checked above)

@@ -38,7 +38,9 @@ Decoder decisions:
   ``tool_call_id`` (attr ``ollama_no_tool_call_id`` when the call's id was a
   given one, so an ollama target does not add it); ``tool_name`` rides as
   attr ``name`` (absent: attr ``ollama_no_tool_name``, so the ollama encoder
-  does not add one).
+  does not add one). A message's own ``tool_calls`` are pending from its end: a
+  tool message that carries calls answers the calls before it, and the results
+  after it answer its calls (which other dialects send in an assistant message).
 * ``stream`` absent: an implied ``stream: true`` control (see controls.py).
 
 Encoder decisions:
@@ -134,6 +136,9 @@ class RequestDecoder(RequestBodyDecoder):
         self._stream_seen = False
         #: [id, name, answered] of the last assistant message's tool calls
         self.pending_calls: list[list] = []
+        #: the calls of the message being read: they become ``pending_calls`` at its end, so
+        #: a tool message's own result answers the calls before it, not its own
+        self.new_calls: list[list] | None = None
 
     # -- top level -----------------------------------------------------------
 
@@ -377,6 +382,8 @@ class MessageReader(MessageReaderBase):
             self.finished(builder)
         self.close_open()
         self._close_result()
+        if self.d.new_calls is not None:  # a new batch of calls: the results that follow answer these
+            self.d.pending_calls, self.d.new_calls = self.d.new_calls, None
         if self.role != "tool":
             for key, raw in (("tool_name", self._tool_name_raw), ("tool_call_id", self._tool_call_id_raw)):
                 if raw is not None:
@@ -453,7 +460,7 @@ class MessageReader(MessageReaderBase):
         if kind == tok.NULL:
             self.d.extension(f"$.messages[{self.index}].tool_calls", b"null", message=self.index, lossless=True)
             return
-        self.d.pending_calls = []  # a new batch of calls: results that follow answer these
+        self.d.new_calls = []  # pending from the message's end (``_end``)
         self.d.each_object(kind, offset, "tool_calls", self._tool_call)
 
     def _tool_call(self, offset: int):
@@ -510,7 +517,7 @@ class ToolCallReader:
         self.d = message.d
         self.block = message.builder(TOOL_CALL, {"id": call_id})
         self.call = [call_id, None, False]
-        self.d.pending_calls.append(self.call)
+        self.d.new_calls.append(self.call)
         self.has_arguments = False
         self.id_settled = False  # the id is known: the generated one stands, or the given one came
         if not self.d.session.reorder.refuse:
