@@ -1269,6 +1269,8 @@ struct Messages {
     /// a user message waiting for tool messages (its writer's hold)
     user_hold: Option<WriterId>,
     user_index: Option<i64>,
+    /// the user hold holds only blocks moved out of tool messages (`_run_hold`)
+    run_hold: bool,
     /// the user message that takes a tool result's images/documents while the tool
     /// message (its texts) stays open: written into the user hold
     moved: Option<MessageAssembler>,
@@ -1327,6 +1329,7 @@ impl RequestEncoder {
                 after_tool_calls: false,
                 tool_calls_index: None,
                 user_hold: None,
+                run_hold: false,
                 user_index: None,
                 moved: None,
                 pending_ext: Vec::new(),
@@ -1531,12 +1534,16 @@ impl Messages {
 
     // -- messages -----------------------------------------------------------------------
 
-    /// Where the next message element goes (the output, or a hold).
-    fn messages_writer(&mut self, body: &mut MessageListBody, index: i64, role: &[u8], io: &mut Io<'_>) -> Result<WriterId> {
+    /// Where the next message element goes (the output, or a hold). `from_tool`: a user
+    /// message for blocks moved out of a tool message.
+    fn messages_writer(&mut self, body: &mut MessageListBody, index: i64, role: &[u8], from_tool: bool,
+                       io: &mut Io<'_>) -> Result<WriterId> {
         if index == TOP_LEVEL_SYSTEM {
             return body.messages_writer(true, self, io);
         }
-        if role == USER && self.after_tool_calls && self.user_index.map_or(true, |i| i == index) {
+        if role == USER && self.after_tool_calls
+            && (self.user_index.map_or(true, |i| i == index) || (from_tool && self.run_hold))
+        {
             if let Some(w) = self.user_hold {
                 return Ok(w);
             }
@@ -1544,6 +1551,7 @@ impl Messages {
             io.push_first(w);
             self.user_hold = Some(w);
             self.user_index = Some(index);
+            self.run_hold = from_tool;
             return Ok(w);
         }
         body.messages_writer(false, self, io)
@@ -1559,7 +1567,7 @@ impl Messages {
     /// The user message for a tool result's media, beside the result's open tool message.
     fn moved_media_message(&mut self, body: &mut MessageListBody, index: i64, io: &mut Io<'_>) -> Result<()> {
         if self.moved.is_none() {
-            let w = self.messages_writer(body, index, USER, io)?;
+            let w = self.messages_writer(body, index, USER, false, io)?;
             self.carried = true;
             self.moved = Some(MessageAssembler::new(w, io, MEMBER_ORDER, b"\"role\":\"user\"", None)?);
         }
@@ -1579,15 +1587,20 @@ impl Messages {
         }
         self.user_hold = None;
         self.user_index = None;
+        self.run_hold = false;
         self.after_tool_calls = false;
         Ok(())
     }
 
     /// `first`: the member that streams first, opened with the message.
-    fn open_message(&mut self, body: &mut MessageListBody, index: i64, role: &[u8], first: Option<First>, io: &mut Io<'_>) -> Result<()> {
+    fn open_message(&mut self, body: &mut MessageListBody, index: i64, role: &[u8], first: Option<First>,
+                    from_tool: bool, io: &mut Io<'_>) -> Result<()> {
         self.close_message(body, io)?;
         self.close_moved(io)?;
-        if self.user_hold.is_some() && Some(index) != self.user_index {
+        let from_tool = from_tool && role == USER;
+        if self.user_hold.is_some() && (Some(index) != self.user_index || self.run_hold)
+            && !self.continues_run(role, from_tool)
+        {
             self.flush_user_hold(body, io)?;
         }
         if Some(index) != self.msg_index && role != TOOL && self.user_hold.is_none() && self.msg_index != self.tool_calls_index {
@@ -1596,7 +1609,7 @@ impl Messages {
             // it -- anthropic [text, tool_result] -- so its user blocks are held.)
             self.after_tool_calls = false;
         }
-        let writer = self.messages_writer(body, index, role, io)?;
+        let writer = self.messages_writer(body, index, role, from_tool, io)?;
         self.carried = true;
         let head = role_head(role);
         let mut msg = MessageAssembler::new(writer, io, MEMBER_ORDER, &head, first)?;
@@ -1626,9 +1639,16 @@ impl Messages {
 
     fn message_for(&mut self, body: &mut MessageListBody, block: &Block<'_>, role: &[u8], io: &mut Io<'_>) -> Result<()> {
         if self.starts_message(block, role) {
-            self.open_message(body, block.message, role, None, io)?;
+            let from_tool = attr(block.attrs.as_deref().unwrap_or(&[]), "role") == Some(TOOL);
+            self.open_message(body, block.message, role, None, from_tool, io)?;
         }
         Ok(())
+    }
+
+    /// `_continues_run`: whether a message keeps the run hold waiting: the next tool message
+    /// of the run, or more blocks moved out of one (a message of any other role ends the run).
+    fn continues_run(&self, role: &[u8], from_tool: bool) -> bool {
+        self.run_hold && (role == TOOL || from_tool)
     }
 
     /// The message a block writes into (open: the caller opened it; a block's close finds
@@ -1709,7 +1729,7 @@ impl Messages {
         if !tool && !empty && self.starts_message(block, role) {
             // the common case, a text that starts its message: "content" opens with the message
             let first = if in_parts { PARTS_CONTENT } else { STRING_CONTENT };
-            self.open_message(body, block.message, role, Some(first), io)?;
+            self.open_message(body, block.message, role, Some(first), false, io)?;
             if !in_parts {
                 return Ok(Placed::Stream(self.assembler(Which::Open)?.out));
             }

@@ -593,7 +593,9 @@ class RequestEncoder(Encoder):
     * tool messages directly after the assistant's tool calls: the user
       message that follows tool calls is written into a hold
       (``openai:user-before-tool-result``) and placed after the tool messages
-      made from the same source message.
+      made from the same source message. Blocks moved out of tool messages (an
+      ollama tool message's images) wait in that hold until the run of tool
+      messages ends: a user message between two tool messages is refused.
     """
 
     dialect = DIALECT
@@ -616,6 +618,7 @@ class RequestEncoder(Encoder):
         self._user_hold = None  # Hold of a user message waiting for tool messages
         self._user_index: int | None = None
         self._user_writer: JsonWriter | None = None
+        self._run_hold = False  # the user hold holds only blocks moved out of tool messages
         # the user message that takes a tool result's images/documents while the tool
         # message (its texts) stays open: written into the user hold
         self._moved: MessageAssembler | None = None
@@ -676,16 +679,19 @@ class RequestEncoder(Encoder):
 
     # -- messages ------------------------------------------------------------
 
-    def _messages_writer(self, index: int, role: str) -> JsonWriter:
-        """Where the next message element goes (the output, or a hold)."""
+    def _messages_writer(self, index: int, role: str, from_tool: bool = False) -> JsonWriter:
+        """Where the next message element goes (the output, or a hold). ``from_tool``: a
+        user message for blocks moved out of a tool message."""
         if index == TOP_LEVEL_SYSTEM:
             return self.body.messages_writer(system=True)
-        if role == "user" and self._after_tool_calls and self._user_index in (None, index):
+        if role == "user" and self._after_tool_calls and (self._user_index in (None, index)
+                                                          or (from_tool and self._run_hold)):
             if self._user_hold is None:
                 self._user_hold = self.session.reorder.hold("openai:user-before-tool-result")
                 self._user_writer = JsonWriter(self._user_hold.write)
                 self._user_writer._first.append(True)
                 self._user_index = index
+                self._run_hold = from_tool
             return self._user_writer
         return self.body.messages_writer()
 
@@ -710,6 +716,7 @@ class RequestEncoder(Encoder):
             self._user_hold = None
             self._user_writer = None
             self._user_index = None
+            self._run_hold = False
             self._after_tool_calls = False
 
     def _open_message(self, index: int, role: str, attrs: dict | None,
@@ -717,7 +724,9 @@ class RequestEncoder(Encoder):
         """``first``: the member that streams first, opened with the message (``MessageAssembler``)."""
         self._close_message()
         self._close_moved()
-        if self._user_hold is not None and index != self._user_index:
+        from_tool = role == "user" and (attrs or {}).get("role") == "tool"
+        if self._user_hold is not None and (index != self._user_index or self._run_hold) \
+                and not self._continues_run(role, from_tool):
             self._flush_user_hold()
         if (index != self._msg_index and role != "tool" and self._user_hold is None
                 and self._msg_index != self._tool_calls_index):
@@ -725,7 +734,7 @@ class RequestEncoder(Encoder):
             # (The one that does may start with user text and hold tool results after
             # it -- anthropic [text, tool_result] -- so its user blocks are held.)
             self._after_tool_calls = False
-        writer = self._messages_writer(index, role)
+        writer = self._messages_writer(index, role, from_tool)
         self._carried = True
         self._msg = MessageAssembler(writer, self.session, "openai:member-order", b'"role":' + key_bytes(role),
                                      first)
@@ -737,6 +746,11 @@ class RequestEncoder(Encoder):
             for ext in [e for e in self._pending_ext if e.message == index]:
                 self._msg.trailing(message_member(ext), ext.raw)
             self._pending_ext = [e for e in self._pending_ext if e.message != index]
+
+    def _continues_run(self, role: str, from_tool: bool) -> bool:
+        """Whether a message keeps the run hold waiting: the next tool message of the run,
+        or more blocks moved out of one (a message of any other role ends the run)."""
+        return self._run_hold and (role == "tool" or from_tool)
 
     def _close_message(self) -> None:
         if self._msg is not None:
