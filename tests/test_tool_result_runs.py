@@ -1,0 +1,138 @@
+"""Runs of tool results (parallel tool calls answered one after the other), every source into
+every target: nothing may be inserted inside the run -- openai takes no message between two tool
+messages, each answers the tool_calls message before the run -- and every result and image is
+sent once. The results carry images (ollama ``images`` on a tool message, anthropic image blocks
+in a ``tool_result``; a target without a place for them moves them, recorded) or, from openai,
+several text parts. Table: sources x targets x 1-3 results x which result is rich x what follows
+the run, at cuts 1 / 7 / whole, both backends (rpt/ollama-tool-results-images-run).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import validity
+from interlingua import Transcoder
+
+DIALECTS = ("openai", "anthropic", "ollama")
+CUTS = (1, 7, None)
+
+
+def _image(i: int) -> str:
+    """A distinct png (its first bytes show the type) for result ``i``."""
+    return "iVBORw0KGgoAAAANSUhEUgAAAAE" + "ABCD"[i] + "AAAA"
+
+
+def _result(i: int) -> str:
+    return f"result-{i}"
+
+
+def _part(i: int) -> str:
+    return f"more-of-{i}"
+
+
+def _body(source: str, count: int, rich: set[int], after: bool) -> bytes:
+    """A request whose assistant turn makes ``count`` calls, answered in a run of results;
+    the results in ``rich`` hold an image (openai: a second text part)."""
+    ids = [f"call_{i}" for i in range(count)]
+    tail = [{"role": "user", "content": "and?"}] if after else []
+    if source == "ollama":
+        calls = [{"id": ids[i], "function": {"name": "f", "arguments": {"i": i}}} for i in range(count)]
+        results = [{"role": "tool", "content": _result(i), **({"images": [_image(i)]} if i in rich else {}),
+                    "tool_name": "f", "tool_call_id": ids[i]} for i in range(count)]
+        body = {"model": "m", "stream": False, "messages": [
+            {"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": calls},
+            *results, *tail]}
+    elif source == "openai":
+        calls = [{"id": ids[i], "type": "function", "function": {"name": "f", "arguments": json.dumps({"i": i})}}
+                 for i in range(count)]
+        results = [{"role": "tool", "tool_call_id": ids[i],
+                    "content": ([{"type": "text", "text": _result(i)}, {"type": "text", "text": _part(i)}]
+                                if i in rich else _result(i))} for i in range(count)]
+        body = {"model": "m", "messages": [{"role": "user", "content": "q"},
+                                           {"role": "assistant", "tool_calls": calls}, *results, *tail]}
+    else:
+        uses = [{"type": "tool_use", "id": ids[i], "name": "f", "input": {"i": i}} for i in range(count)]
+        image = lambda i: {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _image(i)}}
+        results = [{"type": "tool_result", "tool_use_id": ids[i],
+                    "content": ([{"type": "text", "text": _result(i)}, image(i)] if i in rich else _result(i))}
+                   for i in range(count)]
+        text = [{"type": "text", "text": "and?"}] if after else []
+        body = {"model": "m", "max_tokens": 100, "messages": [
+            {"role": "user", "content": "q"}, {"role": "assistant", "content": uses},
+            {"role": "user", "content": results + text}]}
+    return json.dumps(body).encode()
+
+
+def _transcode(source: str, target: str, body: bytes) -> bytes:
+    outs = []
+    for cut in CUTS:
+        t = Transcoder(source, target, kind="request")
+        pieces = [body] if cut is None else [body[i:i + cut] for i in range(0, len(body), cut)]
+        outs.append(b"".join(t.feed(p) for p in pieces) + t.close())
+    assert all(o == outs[0] for o in outs), "output depends on the cut"
+    return outs[0]
+
+
+def _cases():
+    for count in (1, 2, 3):
+        for rich in [set(), *({i} for i in range(count)), *([set(range(count))] if count > 1 else [])]:
+            yield count, rich
+
+
+@pytest.mark.parametrize("after", [True, False], ids=["then-user", "run-last"])
+@pytest.mark.parametrize("count,rich", list(_cases()), ids=lambda v: str(sorted(v)) if isinstance(v, set) else str(v))
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("source", DIALECTS)
+def test_a_run_of_tool_results_stays_a_run_and_sends_everything_once(backend, source, target, count, rich, after):
+    body = _body(source, count, rich, after)
+    assert validity.check(source, "request", body, enforced_only=True) == [], "the input is valid for its own API"
+    out = _transcode(source, target, body)
+    assert validity.check(target, "request", out, enforced_only=True) == []
+    text = out.decode()
+    for i in range(count):
+        assert text.count(_result(i)) == 1, f"result {i} sent once"
+        if i in rich:
+            mark = _part(i) if source == "openai" else _image(i)
+            assert text.count(mark) == 1, f"the {'part' if source == 'openai' else 'image'} of result {i} sent once"
+
+
+@pytest.mark.parametrize("ids", [True, False], ids=["ids", "by-order"])
+@pytest.mark.parametrize("images", [False, True], ids=["text", "images"])
+@pytest.mark.parametrize("new", [1, 2])
+@pytest.mark.parametrize("count", [1, 2, 3])
+@pytest.mark.parametrize("target", ["openai", "anthropic"])
+def test_a_tool_message_with_calls_of_its_own_ends_its_run_and_opens_the_next(backend, target, count, new, images,
+                                                                              ids):
+    # ollama takes tool_calls on a tool message: its result answers the call before it (the
+    # last of the run's), its calls go in an assistant message after it, answered by the results
+    # that follow (rpt/ollama-tool-message-with-calls)
+    first = [f"call_{i}" for i in range(count)]
+    second = [f"call_n{i}" for i in range(new)]
+
+    def calls(names):
+        return [{**({"id": name} if ids else {}), "function": {"name": "f", "arguments": {}}} for name in names]
+
+    def result(name, **extra):
+        return {"role": "tool", "content": _result(len(seen)), **extra, **({"tool_call_id": name} if ids else {})}
+
+    seen: list = []
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": calls(first)}]
+    for i, name in enumerate(first):
+        last = i == count - 1
+        extra = {"images": [_image(0)], "tool_calls": calls(second)} if last and images else (
+            {"tool_calls": calls(second)} if last else {})
+        messages.append(result(name, **extra))
+        seen.append(name)
+    for name in second:
+        messages.append(result(name))
+        seen.append(name)
+    messages.append({"role": "user", "content": "and?"})
+    out = _transcode("ollama", target, json.dumps({"model": "m", "stream": False, "messages": messages}).encode())
+    assert validity.check(target, "request", out, enforced_only=True) == []
+    text = out.decode()
+    assert all(text.count(_result(i)) == 1 for i in range(len(seen))), "every result sent once"
+    assert text.count(_image(0)) == images
+    assert text.count('"name":"f"') == count + new, "every call sent once"
