@@ -72,6 +72,14 @@ def run(make, source: str, target: str, data: bytes, cut: int | None) -> tuple:
     return ("out", out, [(loss.dialect, loss.path, loss.reason) for loss in transcoder.losses])
 
 
+def everywhere(source: str, target: str, data: bytes) -> tuple:
+    """``run``'s result on both backends at every cut: the same (asserted)."""
+    makers = [PythonTranscoder] + ([native.Transcoder] if native is not None else [])
+    results = [run(make, source, target, data, cut) for make in makers for cut in CUTS]
+    assert all(result == results[0] for result in results), results
+    return results[0]
+
+
 CASES = [(source, path, value) for source in DIALECTS for path in CONTROL_PATHS[source] for value in VALUES]
 
 
@@ -79,10 +87,7 @@ CASES = [(source, path, value) for source in DIALECTS for path in CONTROL_PATHS[
 @pytest.mark.parametrize("source,path,value", CASES)
 def test_a_number_is_strict_json_or_a_schema_error_at_its_control(source, path, value, target):
     data = body(source, path, value)
-    makers = [PythonTranscoder] + ([native.Transcoder] if native is not None else [])
-    results = [run(make, source, target, data, cut) for make in makers for cut in CUTS]
-    assert all(result == results[0] for result in results), results
-    result = results[0]
+    result = everywhere(source, target, data)
     if result[0] == "error":
         _, cls, reason, offset, where, dialect = result
         assert cls in ("SchemaError",), result
@@ -142,10 +147,8 @@ def test_a_tool_definition_is_strict_json_or_a_schema_error_at_the_tool(source, 
     tool = _TOOL[source].format(schema=schema.format(v=value))
     head = '"model":"m","max_tokens":5,' if source == "anthropic" else '"model":"m",'
     data = f'{{{head}{_MESSAGES},"tools":[{tool}]}}'.encode()
-    makers = [PythonTranscoder] + ([native.Transcoder] if native is not None else [])
-    results = [run(make, source, target, data, cut) for make in makers for cut in CUTS]
-    assert all(result == results[0] for result in results), results
+    result = everywhere(source, target, data)
     overflows = value in ("1e400", "-1e999")
-    assert (results[0][0] == "error") == overflows, results[0]
+    assert (result[0] == "error") == overflows, result
     if overflows:
-        assert results[0][1] == "SchemaError" and results[0][4] == "$.tools[0]", results[0]
+        assert result[1] == "SchemaError" and result[4] == "$.tools[0]", result
