@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, strategies as st
 from openai.resources.chat.completions import Completions
 
-from interlingua import Decoder, Transcoder, decode
+from interlingua import Decoder, SchemaError, Transcoder, decode
 from interlingua.dialects.openai import controls
 
 from official_clients import openai_request
@@ -173,9 +173,25 @@ def test_a_data_url_header_reads_the_same_at_every_cut(key):
 #: a request's stream_options -> Transcoder.asks_stream_usage (as ``value.get("include_usage") is True``)
 STREAM_OPTIONS = [
     (None, False), ('{"include_usage":true}', True), ('{"include_usage":false}', False),
-    ('{"include_usage":1}', False), ('{"include_usage":"true"}', False), ('{}', False),
-    ('{"include_obfuscation":false,"include_usage":true}', True), ('null', False),
+    ('{}', False), ('{"include_obfuscation":false,"include_usage":true}', True), ('null', False),
 ]
+
+
+@pytest.mark.parametrize("target", ["openai", "anthropic", "ollama"])
+@pytest.mark.parametrize("member", ['"include_usage":1', '"include_usage":"true"', '"include_obfuscation":0'])
+def test_stream_options_of_another_type_are_the_sources_error(member, target):
+    """The client declares both members booleans (the API answers 400): a SchemaError at the
+    member's path, at the field's first byte (dialects/fields.MEMBER_FIELDS), at every cut."""
+    body = ('{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}],"stream_options":{'
+            + member + "}}").encode()
+    name = member.split('"')[1]
+    for size in (1, 7, len(body)):
+        t = Transcoder("openai", target)
+        with pytest.raises(SchemaError) as caught:
+            for i in range(0, len(body), size):
+                t.feed(body[i:i + size])
+            t.close()
+        assert (caught.value.path, caught.value.offset) == (f"$.stream_options.{name}", body.index(b'{"include'))
 
 
 @pytest.mark.parametrize("target", ["openai", "anthropic", "ollama"])

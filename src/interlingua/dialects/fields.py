@@ -14,7 +14,12 @@ Fields not listed (extensions) are copied as they came, any type.
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
+from .. import json as tok
 from ..decoding import ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING
+from ..errors import SchemaError
 
 _INT, _NUM, _BOOL, _STR, _OBJ, _ARR = (t | NULL for t in (INTEGER, NUMBER, BOOLEAN, STRING, OBJECT, ARRAY))
 
@@ -69,3 +74,113 @@ def declared_integer(dialect: str, key: str) -> bool:
         table, key = REQUEST_FIELDS["ollama.options"], key[8:]
     expect = table.get(key)
     return expect is not None and expect.integer
+
+
+# -- inside a control's value ------------------------------------------------------------
+#
+# A control's value is read whole (``decode(key, raw)`` of each dialect's controls), so its
+# members are checked on the value, not token by token: a member of the wrong type would
+# otherwise be carried into the target, which rejects it (anthropic ``metadata.user_id: [1]``
+# became openai ``"user": [1]``; ``stop_sequences: ["a", 5]`` openai ``"stop": ["a", 5]``) or
+# be read as something else (``disable_parallel_tool_use: "no"`` as true, ``budget_tokens:
+# true`` as 1, ``"x"`` as no budget). Each entry names a member by its dotted path inside
+# the field (checked where every step is an object that has it) or ``[]`` for every element
+# of an array value. The error is a ``SchemaError`` at ``$.<field>.<member>`` (an element:
+# ``$.<field>[i]``), located at the field's first byte (the value is read whole), for every
+# target, the source's own too. The first wrong member in the input's order is the one named.
+
+MEMBER_FIELDS = {
+    "openai": {
+        "stop": {"[]": STRING},
+        "stream_options": {"include_usage": _BOOL, "include_obfuscation": _BOOL},
+        "tool_choice": {"type": STRING, "function.name": STRING},
+        "function_call": {"name": STRING},
+        "response_format": {"type": STRING, "json_schema.name": STRING, "json_schema.strict": _BOOL,
+                            "json_schema.description": _STR},
+    },
+    "anthropic": {
+        "stop_sequences": {"[]": STRING},
+        "tool_choice": {"type": STRING, "name": STRING, "disable_parallel_tool_use": BOOLEAN},
+        "thinking": {"type": STRING, "budget_tokens": INTEGER, "display": _STR},
+        "metadata": {"user_id": _STR},
+        "output_config": {"effort": _STR, "format": _OBJ, "format.type": STRING, "format.schema": OBJECT},
+    },
+    "ollama": {
+        "options.stop": {"[]": STRING},
+    },
+}
+
+#: members a control's value cannot go without, by the value's ``type`` (``*``: any type):
+#: the official client marks them ``Required`` and the API answers 400 without them.
+#: A missing one is a ``SchemaError`` naming it (``thinking has no 'budget_tokens'
+#: (required)``) at ``$.<field>``, located at the field's first byte.
+REQUIRED_MEMBERS = {
+    "anthropic": {
+        "tool_choice": {"*": ("type",), "tool": ("name",)},
+        "thinking": {"*": ("type",), "enabled": ("budget_tokens",)},
+    },
+}
+
+
+#: a value's type -> the first tokens it may have been read from (``Expect.kinds``)
+_TOKEN_KINDS = {"null": {tok.NULL}, "boolean": {tok.TRUE, tok.FALSE}, "number": {tok.NUMBER},
+                "string": {tok.STRING, tok.STRING_OPEN}, "array": {tok.ARRAY_START}, "object": {tok.OBJECT_START}}
+
+
+def value_type(value: Any) -> str:
+    """A JSON value's type as ``decoding.type_name`` names a token's."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _refusal(expect, value: Any) -> str | None:
+    """What ``expect`` refuses in a value read as data (``Expect.refuses`` on its first
+    token, in the words of ``Decoder.expect``), or None."""
+    kind = value_type(value)
+    if not expect.kinds & _TOKEN_KINDS[kind]:
+        return kind
+    if expect.integer and isinstance(value, float) and not value.is_integer():
+        return "a number beyond a float's range" if math.isinf(value) else "a number with a fraction"
+    return None
+
+
+def check_members(dialect: str, key: str, value: Any) -> None:
+    """The members of a control's value (``MEMBER_FIELDS``, ``REQUIRED_MEMBERS``): a
+    ``SchemaError`` at the first one that is wrong, else nothing."""
+    spec = MEMBER_FIELDS.get(dialect, {}).get(key)
+    if spec is not None:
+        _check(spec, key, "", value)
+    required = REQUIRED_MEMBERS.get(dialect, {}).get(key)
+    if required is not None and isinstance(value, dict):
+        kind = value.get("type")
+        for member in required["*"] + (required.get(kind, ()) if isinstance(kind, str) else ()):
+            if member not in value:
+                raise SchemaError(f"{key} has no {member!r} (required)", path=f"$.{key}")
+
+
+def _check(spec: dict, key: str, prefix: str, value: Any) -> None:
+    if isinstance(value, list) and not prefix and "[]" in spec:
+        for i, item in enumerate(value):
+            _wrong(spec["[]"], f"{key}[{i}]", item)
+        return
+    if not isinstance(value, dict):
+        return
+    for member, item in value.items():
+        path = prefix + member
+        if path in spec:
+            _wrong(spec[path], f"{key}.{path}", item)
+        if isinstance(item, dict) and any(p.startswith(path + ".") for p in spec):
+            _check(spec, key, path + ".", item)
+
+
+def _wrong(expect, what: str, value: Any) -> None:
+    got = _refusal(expect, value)
+    if got is not None:
+        raise SchemaError(f"expected {expect.name} for {what}, got {got}", path=f"$.{what}")

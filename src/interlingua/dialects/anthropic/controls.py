@@ -33,13 +33,12 @@ import re
 from typing import Any
 
 from ...canonical import Control
+from ..fields import check_members
 from ...errors import SchemaError
 from ...encoding import lose_tool_attr, object_schema
 from ...jsonwriter import dumps
 from ...losses import lacks, path_subject
 from ...numbers import INT64_MAX, INT64_MIN, RANGES, clamp, no_limit
-
-INF = float("inf")
 
 DIALECT = "anthropic"
 
@@ -70,6 +69,7 @@ def decode(key: str, raw: bytes) -> list[Control] | None:
     if key not in CONTROLS:
         return None
     value = json.loads(raw)
+    check_members(DIALECT, key, value)
     pairs = _to_canonical(key, value)
     if not pairs:  # nothing canonical in it (e.g. empty metadata): still written back verbatim
         return [Control("anthropic:" + key, value, dialect=DIALECT, key=key, raw=raw)]
@@ -96,8 +96,6 @@ def _to_canonical(key: str, value: Any) -> list[tuple[str, Any]]:
     if key == "output_config":
         pairs = []
         if isinstance(value, dict):
-            if value.get("effort") is not None and not isinstance(value["effort"], str):
-                raise SchemaError("expected a string for effort", path="$.output_config.effort")
             if value.get("effort") is not None:
                 pairs.append(("reasoning", {"effort": value["effort"]}))
             fmt = value.get("format")
@@ -160,11 +158,8 @@ _BUDGET_PATH = "$.thinking.budget_tokens"
 def _budget(budget: Any) -> Any:
     """``thinking.budget_tokens`` as anthropic takes it: an integer (an integral float is
     that integer, ``2048.0``), at least 1024; a fraction or a smaller one is the input's
-    fault (a ``SchemaError`` at its path, located by the pipeline as ``effort``'s is).
-    Another type is carried as it came (the encoders' "such reasoning setting"), and so is an
-    overflowed float (refused at the value when converted: ``numbers.fault``)."""
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget in (INF, -INF):
-        return budget
+    fault (a ``SchemaError`` at its path, located by the pipeline at the field's first byte).
+    Its type was checked before (``fields.check_members``: an integer, or an integral float)."""
     if isinstance(budget, float):
         if not budget.is_integer():
             raise SchemaError("expected an integer for budget_tokens, got a number with a fraction", path=_BUDGET_PATH)

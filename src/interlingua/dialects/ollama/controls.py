@@ -41,6 +41,8 @@ import json
 from typing import Any
 
 from ...canonical import Control
+from ...errors import SchemaError
+from ..fields import check_members
 from ...losses import lacks, path_subject
 
 DIALECT = "ollama"
@@ -100,6 +102,10 @@ def decode(key: str, raw: bytes) -> Control | None:
     if name is None:
         return None
     value = json.loads(raw)
+    if key == "think" and isinstance(value, str) and value not in _THINK_LEVELS:
+        # (ollama answers 400: a level it does not know is the input's fault, as openai's
+        # unknown reasoning_effort is; another dialect's effort scale is mapped on encoding)
+        raise SchemaError(f"unknown think level {raw.decode()} (one of {', '.join(_THINK_LEVELS)})", path="$.think")
     if key == "format":
         value = format_to_canonical(value)
     elif key == "think":
@@ -112,6 +118,7 @@ def decode_option(key: str, raw: bytes) -> Control | None:
     if name is None:
         return None
     value = json.loads(raw)
+    check_members(DIALECT, "options." + key, value)
     if key == "stop" and isinstance(value, str):
         value = [value]
     return Control(name, value, dialect=DIALECT, key="options." + key, raw=raw)

@@ -20,6 +20,7 @@ import json
 from typing import Any
 
 from ...canonical import Control
+from ..fields import check_members
 from ...errors import SchemaError
 from ...losses import lacks, path_subject
 from ...numbers import clamp, no_limit
@@ -68,6 +69,7 @@ def decode(key: str, raw: bytes) -> Control | None:
     if name is None:
         return None
     value = json.loads(raw)
+    check_members("openai", key, value)
     if key == "tool_choice" and _lenient_choice(value):
         # {"type": "auto"|"none"|"required"} (some editors send it; not openai's form): the
         # string it means, written so to openai targets too -- nothing is lost

@@ -1,0 +1,122 @@
+"""Inside a control's value (``dialects/fields.MEMBER_FIELDS`` / ``REQUIRED_MEMBERS``): every
+member and element each source's controls declare, with a value of every JSON type it does
+not take (and a fraction for an integer), into every target, cut at 1, 7 and whole, on both
+backends: a ``SchemaError`` at the member's path, at the field's first byte. The same field
+with right types transcodes; a required member left out is a ``SchemaError`` naming it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from interlingua.dialects import DIALECTS
+from interlingua.dialects.fields import MEMBER_FIELDS, REQUIRED_MEMBERS, value_type
+
+from test_control_numbers import everywhere
+
+#: a valid value of each field (ollama's ``options.stop`` sits in ``options``)
+VALID = {
+    "openai": {
+        "stop": ["a", "b"],
+        "stream_options": {"include_usage": True, "include_obfuscation": False},
+        "tool_choice": {"type": "function", "function": {"name": "f"}},
+        "function_call": {"name": "f"},
+        "response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": {"type": "object"},
+                                                                   "strict": True, "description": "d"}},
+    },
+    "anthropic": {
+        "stop_sequences": ["a", "b"],
+        "tool_choice": {"type": "tool", "name": "f", "disable_parallel_tool_use": True},
+        "thinking": {"type": "enabled", "budget_tokens": 2048, "display": "summarized"},
+        "metadata": {"user_id": "u"},
+        "output_config": {"effort": "high", "format": {"type": "json_schema", "schema": {"type": "object"}}},
+    },
+    "ollama": {"options.stop": ["a", "b"]},
+}
+#: a value of each JSON type (the wrong ones are those a member's Expect refuses)
+OF_TYPE = {"string": "s", "number": 5, "boolean": True, "null": None, "array": [1], "object": {"a": 1}}
+
+
+def body(source: str, field: str, value) -> bytes:
+    member = (f'"options":{{"stop":{json.dumps(value)}}}' if field == "options.stop"
+              else f'"{field}":{json.dumps(value)}')
+    head = '{"model":"m","max_tokens":4096,' if source == "anthropic" else '{"model":"m",'
+    tools = ('"tools":[{"name":"f","input_schema":{"type":"object"}}],' if source == "anthropic"
+             else '"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],')
+    return f'{head}{tools}"messages":[{{"role":"user","content":"q"}}],{member}}}'.encode()
+
+
+def field_offset(data: bytes, field: str) -> int:
+    name = field.split(".")[-1]
+    return data.index(f'"{name}":'.encode()) + len(name) + 3
+
+
+def with_member(value, path: str, wrong):
+    """The valid value with the member at ``path`` (``[]``: the second element) set to ``wrong``."""
+    value = json.loads(json.dumps(value))
+    if path == "[]":
+        value[1] = wrong
+        return value
+    *outer, last = path.split(".")
+    inner = value
+    for step in outer:
+        inner = inner[step]
+    inner[last] = wrong
+    return value
+
+
+def _wrong_values(expect) -> list:
+    from interlingua.dialects.fields import _refusal
+    values = [v for v in OF_TYPE.values() if _refusal(expect, v) is not None]
+    return values + ([2048.5] if expect.integer else [])
+
+
+CASES = [pytest.param(source, field, path, wrong, id=f"{source}-{field}-{path}-{value_type(wrong)}{wrong!r}")
+         for source, fields in MEMBER_FIELDS.items() for field, members in fields.items()
+         for path, expect in members.items() for wrong in _wrong_values(expect)]
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("source,field,path,wrong", CASES)
+def test_a_member_of_another_type_is_the_sources_error(source, field, path, wrong, target):
+    data = body(source, field, with_member(VALID[source][field], path, wrong))
+    result = everywhere(source, target, data)
+    member = f"$.{field}[1]" if path == "[]" else f"$.{field}.{path}"
+    assert result[0] == "error" and result[1] == "SchemaError", result
+    assert (result[3], result[4], result[5]) == (field_offset(data, field), member, source), result
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("source,field", [(s, f) for s, fields in MEMBER_FIELDS.items() for f in fields])
+def test_members_of_their_types_transcode(source, field, target):
+    result = everywhere(source, target, body(source, field, VALID[source][field]))
+    assert result[0] == "out", result
+
+
+REQUIRED_CASES = [(source, field, kind, member) for source, fields in REQUIRED_MEMBERS.items()
+                  for field, by_type in fields.items() for kind, members in by_type.items() for member in members]
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("source,field,kind,member", REQUIRED_CASES)
+def test_a_required_member_left_out_is_the_sources_error(source, field, kind, member, target):
+    value = dict(VALID[source][field])
+    if kind != "*":
+        value["type"] = kind
+    del value[member]
+    data = body(source, field, value)
+    result = everywhere(source, target, data)
+    assert result[0] == "error" and result[1] == "SchemaError", result
+    assert result[2] == f"{field} has no {member!r} (required)"
+    assert (result[3], result[4]) == (field_offset(data, field), f"$.{field}"), result
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("level", ['"ultra"', '""', '"LOW"'])
+def test_an_ollama_think_level_it_does_not_know_is_the_sources_error(level, target):
+    data = f'{{"model":"m","messages":[{{"role":"user","content":"q"}}],"think":{level}}}'.encode()
+    result = everywhere("ollama", target, data)
+    assert result[0] == "error" and result[1:] == (
+        "SchemaError", f"unknown think level {level} (one of low, medium, high, max)",
+        data.index(b'"think":') + 8, "$.think", "ollama"), result
