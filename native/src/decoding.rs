@@ -251,6 +251,28 @@ impl Expect {
         self.parts().iter().any(|p| p.takes(token))
     }
 
+    /// `fields._refusal`: what it refuses in a value read as data (the type's name, or the
+    /// number's fault for an integer), in `Decoder.expect`'s words; None when it takes it.
+    pub fn refusal_of(&self, value: &Value) -> Option<&'static str> {
+        let kind = value.type_name();
+        let takes = |part: &JsonType| match part {
+            JsonType::String => kind == "string",
+            JsonType::Integer | JsonType::Number => kind == "number",
+            JsonType::Boolean => kind == "boolean",
+            JsonType::Object => kind == "object",
+            JsonType::Array => kind == "array",
+            JsonType::Null => kind == "null",
+        };
+        if !self.parts().iter().any(takes) {
+            return Some(kind);
+        }
+        match value {
+            Value::Float(f) if self.integer() && f.is_infinite() => Some("a number beyond a float's range"),
+            Value::Float(f) if self.integer() && f.fract() != 0.0 => Some("a number with a fraction"),
+            _ => None,
+        }
+    }
+
     /// `Expect.refuses(kind, value)`.
     pub fn refuses(&self, token: &Token<'_>) -> bool {
         if !self.takes_kind(token) {

@@ -59,6 +59,18 @@ fn lone_surrogate() -> Error {
 }
 
 impl Value {
+    /// `fields.value_type`: the type's name as `decoding::type_name` names a token's.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Int(_) | Value::Float(_) => "number",
+            Value::Str(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        }
+    }
+
     /// `json.loads(raw)`: any JSON text (whitespace allowed); a lone surrogate is kept.
     pub fn loads(raw: &[u8]) -> Result<Value> {
         let mut parser = Parser { raw, at: 0 };

@@ -7,6 +7,9 @@
 #![forbid(unsafe_code)]
 
 use crate::decoding::{Expect, ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING};
+use crate::error::{Error, ErrorClass, Result};
+use crate::json::py_str_repr;
+use crate::value::Value;
 
 const INT: Expect = INTEGER.or(NULL);
 const NUM: Expect = NUMBER.or(NULL);
@@ -134,6 +137,104 @@ pub fn required(dialect: &str) -> &'static [&'static str] {
     }
 }
 
+// -- inside a control's value (fields.py MEMBER_FIELDS, REQUIRED_MEMBERS) ----------------
+//
+// A control's value is read whole, so its members are checked on the value: a member of
+// the wrong type is a SchemaError at `$.<field>.<member>` (an element: `$.<field>[i]`),
+// located at the field's first byte; the first wrong member in the input's order is named.
+
+/// A field's members by dotted path inside it (`[]`: every element of an array value).
+type Members = &'static [(&'static str, Expect)];
+
+/// `MEMBER_FIELDS[dialect][key]`.
+pub fn member_fields(dialect: &str, key: &str) -> Option<Members> {
+    Some(match (dialect, key) {
+        ("openai", "stop") => &[("[]", STRING)],
+        ("openai", "stream_options") => &[("include_usage", BOOL), ("include_obfuscation", BOOL)],
+        ("openai", "tool_choice") => &[("type", STRING), ("function.name", STRING)],
+        ("openai", "function_call") => &[("name", STRING)],
+        ("openai", "response_format") => &[
+            ("type", STRING),
+            ("json_schema.name", STRING),
+            ("json_schema.strict", BOOL),
+            ("json_schema.description", STR),
+        ],
+        ("anthropic", "stop_sequences") => &[("[]", STRING)],
+        ("anthropic", "tool_choice") => &[("type", STRING), ("name", STRING), ("disable_parallel_tool_use", BOOLEAN)],
+        ("anthropic", "thinking") => &[("type", STRING), ("budget_tokens", INTEGER), ("display", STR)],
+        ("anthropic", "metadata") => &[("user_id", STR)],
+        ("anthropic", "output_config") => &[("effort", STR), ("format", OBJ), ("format.type", STRING), ("format.schema", OBJECT)],
+        ("ollama", "options.stop") => &[("[]", STRING)],
+        _ => return None,
+    })
+}
+
+/// `REQUIRED_MEMBERS[dialect][key]`: the members any value needs, then those its `type` needs.
+fn required_members(dialect: &str, key: &str, kind: Option<&[u8]>) -> (&'static [&'static str], &'static [&'static str]) {
+    match (dialect, key, kind) {
+        ("anthropic", "tool_choice", Some(b"tool")) => (&["type"], &["name"]),
+        ("anthropic", "tool_choice", _) => (&["type"], &[]),
+        ("anthropic", "thinking", Some(b"enabled")) => (&["type"], &["budget_tokens"]),
+        ("anthropic", "thinking", _) => (&["type"], &[]),
+        _ => (&[], &[]),
+    }
+}
+
+/// `check_members`: the members of a control's value; a SchemaError at the first wrong one.
+pub fn check_members(dialect: &str, key: &str, value: &Value) -> Result<()> {
+    if let Some(members) = member_fields(dialect, key) {
+        check(members, key, "", value)?;
+    }
+    if let Value::Object(_) = value {
+        let kind = match value.get("type") {
+            Some(Value::Str(kind)) => Some(kind.as_slice()),
+            _ => None,
+        };
+        let (any, typed) = required_members(dialect, key, kind);
+        if let Some(member) = any.iter().chain(typed).find(|member| value.get(member).is_none()) {
+            return Err(Error::new(ErrorClass::Schema, format!("{key} has no {} (required)", py_str_repr(member.as_bytes())))
+                .with_path(format!("$.{key}").into_bytes()));
+        }
+    }
+    Ok(())
+}
+
+fn check(members: Members, key: &str, prefix: &str, value: &Value) -> Result<()> {
+    let lookup = |path: &str| members.iter().find(|(p, _)| *p == path).map(|&(_, expect)| expect);
+    match value {
+        Value::Array(items) if prefix.is_empty() => {
+            if let Some(expect) = lookup("[]") {
+                for (i, item) in items.iter().enumerate() {
+                    wrong(expect, &format!("{key}[{i}]"), item)?;
+                }
+            }
+            Ok(())
+        }
+        Value::Object(pairs) => {
+            for (member, item) in pairs {
+                let path = format!("{prefix}{}", String::from_utf8_lossy(member));
+                if let Some(expect) = lookup(&path) {
+                    wrong(expect, &format!("{key}.{path}"), item)?;
+                }
+                let nested = format!("{path}.");
+                if matches!(item, Value::Object(_)) && members.iter().any(|(p, _)| p.starts_with(&nested)) {
+                    check(members, key, &nested, item)?;
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn wrong(expect: Expect, what: &str, value: &Value) -> Result<()> {
+    match expect.refusal_of(value) {
+        Some(got) => Err(Error::new(ErrorClass::Schema, format!("expected {} for {what}, got {got}", expect.name()))
+            .with_path(format!("$.{what}").into_bytes())),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +247,36 @@ mod tests {
         assert_eq!(field(OPENAI, b"temperature").unwrap().name(), "a number or null");
         assert_eq!(field(OLLAMA_OPTIONS, b"num_predict").unwrap().name(), "an integer or null");
         assert_eq!(required("anthropic"), &["model", "max_tokens", "messages"]);
+    }
+
+    fn member_error(dialect: &str, key: &str, raw: &str) -> Option<(String, String)> {
+        let value = Value::loads(raw.as_bytes()).unwrap();
+        check_members(dialect, key, &value)
+            .err()
+            .map(|e| (e.message.clone(), String::from_utf8(e.path.clone().unwrap_or_default()).unwrap()))
+    }
+
+    #[test]
+    fn members_of_a_control_value() {
+        let error = |message: &str, path: &str| Some((message.to_string(), path.to_string()));
+        assert_eq!(member_error("anthropic", "stop_sequences", r#"["a",5]"#),
+                   error("expected a string for stop_sequences[1], got number", "$.stop_sequences[1]"));
+        assert_eq!(member_error("anthropic", "thinking", r#"{"type":"enabled","budget_tokens":true}"#),
+                   error("expected an integer for thinking.budget_tokens, got boolean", "$.thinking.budget_tokens"));
+        assert_eq!(member_error("anthropic", "thinking", r#"{"type":"enabled","budget_tokens":2048.5}"#),
+                   error("expected an integer for thinking.budget_tokens, got a number with a fraction",
+                         "$.thinking.budget_tokens"));
+        assert_eq!(member_error("anthropic", "thinking", r#"{"type":"enabled","budget_tokens":2048.0}"#), None);
+        assert_eq!(member_error("anthropic", "thinking", r#"{"type":"enabled"}"#),
+                   error("thinking has no 'budget_tokens' (required)", "$.thinking"));
+        assert_eq!(member_error("anthropic", "output_config", r#"{"format":{"type":"json_schema","schema":5}}"#),
+                   error("expected an object for output_config.format.schema, got number", "$.output_config.format.schema"));
+        assert_eq!(member_error("openai", "tool_choice", r#"{"type":"function","function":{"name":5}}"#),
+                   error("expected a string for tool_choice.function.name, got number", "$.tool_choice.function.name"));
+        // the first wrong member in the input's order
+        assert_eq!(member_error("openai", "stream_options", r#"{"include_obfuscation":1,"include_usage":"x"}"#),
+                   error("expected a boolean or null for stream_options.include_obfuscation, got number",
+                         "$.stream_options.include_obfuscation"));
+        assert_eq!(member_error("openai", "temperature", "5"), None);
     }
 }

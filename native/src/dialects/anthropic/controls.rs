@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use crate::canonical::{Control, RawJson};
 use crate::compact::{lookup, push_member, Data, Raw};
 use crate::error::{Error, ErrorClass, Result};
+use crate::dialects::fields::{check_members, member_fields};
 use crate::value::Value;
 
 pub const DIALECT: &str = "anthropic";
@@ -55,11 +56,12 @@ pub fn decode<'r>(key: &[u8], raw: &'r [u8]) -> Result<Option<Vec<Control<'r>>>>
         key: Some(Cow::Borrowed(key)),
         raw: raw.map(Cow::Borrowed),
     };
-    if keeps_value(key) && Raw::canonical(raw).is_some() {
+    if keeps_value(key) && member_fields(DIALECT, key).is_none() && Raw::canonical(raw).is_some() {
         // the value as it is, and its text is its dumps (compact.rs): no tree
         return Ok(Some(vec![control(Cow::Borrowed(name), Cow::Borrowed(raw), Some(raw))]));
     }
     let value = Value::loads(raw)?;
+    check_members(DIALECT, key, &value)?;
     let pairs = to_canonical(key, name, &value)?;
     if pairs.is_empty() {
         // nothing canonical in it (e.g. empty metadata): still written back verbatim
@@ -117,14 +119,9 @@ fn output_config_to_canonical(value: &Value) -> Result<Vec<(&'static str, Value)
     if !matches!(value, Value::Object(_)) {
         return Ok(pairs);
     }
-    match value.get("effort") {
-        None | Some(Value::Null) => {}
-        Some(effort @ Value::Str(_)) => pairs.push(("reasoning", object(vec![("effort", effort.clone())]))),
-        Some(_) => {
-            // (no offset: the pipeline locates it at the token being read)
-            return Err(Error::new(ErrorClass::Schema, "expected a string for effort")
-                .with_path(b"$.output_config.effort".to_vec()));
-        }
+    // (its type was checked: fields::check_members)
+    if let Some(effort @ Value::Str(_)) = value.get("effort") {
+        pairs.push(("reasoning", object(vec![("effort", effort.clone())])));
     }
     if let Some(format @ Value::Object(_)) = value.get("format") {
         if format.get("type") == Some(&str_value("json_schema")) {
@@ -191,12 +188,11 @@ const BUDGET_PATH: &[u8] = b"$.thinking.budget_tokens";
 
 /// `_budget`: `thinking.budget_tokens` as anthropic takes it -- an integer (an integral float
 /// is that integer), at least 1024; a fraction or a smaller one is a SchemaError at its path
-/// (no offset: the pipeline locates it, as `effort`'s). Another type, or an overflowed float,
-/// is carried as it came.
+/// (no offset: the pipeline locates it at the field's first byte). Its type was checked
+/// before (`fields::check_members`: an integer, or an integral float).
 fn checked_budget(budget: &Value) -> Result<Value> {
     let refused = |message: String| Err(Error::new(ErrorClass::Schema, message).with_path(BUDGET_PATH.to_vec()));
     let digits = match budget {
-        Value::Float(f) if f.is_infinite() => return Ok(budget.clone()),
         Value::Float(f) if f.fract() != 0.0 => {
             return refused("expected an integer for budget_tokens, got a number with a fraction".into());
         }
@@ -205,7 +201,7 @@ fn checked_budget(budget: &Value) -> Result<Value> {
         }
         Value::Float(f) => (*f as i64).to_string(),
         Value::Int(digits) => digits.clone(),
-        _ => return Ok(budget.clone()),
+        _ => return Ok(budget.clone()), // (not a number: refused by check_members before)
     };
     let least = crate::numbers::range(DIALECT, "thinking.budget_tokens").map_or(1024, |(least, _)| least);
     // (digits beyond i64: the sign decides)
@@ -320,7 +316,7 @@ mod decoding_tests {
     #[test]
     fn an_effort_that_is_not_a_string() {
         let err = decode(b"output_config", br#"{"effort":1}"#).unwrap_err();
-        assert_eq!((err.class, err.message.as_str()), (ErrorClass::Schema, "expected a string for effort"));
+        assert_eq!((err.class, err.message.as_str()), (ErrorClass::Schema, "expected a string or null for output_config.effort, got number"));
         assert_eq!(err.path.as_deref(), Some(&b"$.output_config.effort"[..]));
     }
 

@@ -11,7 +11,8 @@ use std::borrow::Cow;
 use crate::canonical::Control;
 use crate::compact::{lookup, push_member, Data};
 use crate::encoding::lose_uncarried;
-use crate::error::Result;
+use crate::dialects::fields::check_members;
+use crate::error::{Error, ErrorClass, Result};
 use crate::losses::{json_truthy, lacks, path_subject};
 use crate::session::Session;
 use crate::value::Value;
@@ -64,7 +65,19 @@ pub fn decode<'r>(key: &[u8], raw: &'r [u8]) -> Result<Option<Control<'r>>> {
     let Some((key, name)) = control_key(key) else { return Ok(None) };
     let value = match key {
         "format" => mapped(raw, format_to_canonical)?,
-        "think" => mapped(raw, think_to_canonical)?,
+        "think" => {
+            let value = Value::loads(raw)?;
+            if let Value::Str(level) = &value {
+                if !THINK_LEVELS.iter().any(|l| l.as_bytes() == level.as_slice()) {
+                    // (ollama answers 400: a level it does not know is the input's fault, as
+                    // openai's unknown reasoning_effort is; another dialect's effort scale is
+                    // mapped on encoding)
+                    let message = format!("unknown think level {} (one of {})", String::from_utf8_lossy(raw), THINK_LEVELS.join(", "));
+                    return Err(Error::new(ErrorClass::Schema, message).with_path(b"$.think".to_vec()));
+                }
+            }
+            Cow::Owned(think_to_canonical(value).to_json())
+        }
         _ => as_is(raw)?,
     };
     Ok(Some(control(name, key, value, raw)))
@@ -74,10 +87,14 @@ pub fn decode<'r>(key: &[u8], raw: &'r [u8]) -> Result<Option<Control<'r>>> {
 pub fn decode_option<'r>(key: &[u8], raw: &'r [u8]) -> Result<Option<Control<'r>>> {
     let Some(&(_, name, key)) = OPTION_CONTROLS.iter().find(|(k, ..)| k.as_bytes() == key) else { return Ok(None) };
     let value = match name {
-        "stop" => mapped(raw, |value| match value {
-            Value::Str(text) => Value::Array(vec![Value::Str(text)]),
-            value => value,
-        })?,
+        "stop" => {
+            let value = Value::loads(raw)?;
+            check_members(DIALECT, "options.stop", &value)?;
+            Cow::Owned(match value {
+                Value::Str(text) => Value::Array(vec![Value::Str(text)]),
+                value => value,
+            }.to_json())
+        }
         _ => as_is(raw)?,
     };
     Ok(Some(control(name, key, value, raw)))

@@ -15,6 +15,7 @@ mod decoding {
     use crate::compact::{lookup, push_member, Data, Raw};
     use crate::decoding::{dumps, loads, Attr};
     use crate::error::{Error, ErrorClass, Result};
+    use crate::dialects::fields;
     use crate::value::Value;
 
     /// Fields that are the request's structure, not settings.
@@ -95,12 +96,14 @@ mod decoding {
             raw: Some(Cow::Owned(raw)),
         };
         if !matches!(key, "stop" | "tool_choice" | "function_call" | "reasoning_effort" | "response_format")
+            && fields::member_fields("openai", key).is_none()
             && Raw::canonical(raw).is_some()
         {
             // `to_canonical` keeps the value, and its text is its dumps (compact.rs): no tree
             return Ok(Some(control(raw.to_vec(), raw.to_vec())));
         }
         let mut value = loads(raw)?;
+        fields::check_members("openai", key, &value)?;
         let mut raw = raw.to_vec();
         if key == "tool_choice" && lenient_choice(&value) {
             // {"type": "auto"|"none"|"required"} (some editors send it; not openai's form): the
