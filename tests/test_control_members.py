@@ -11,7 +11,7 @@ import json
 import pytest
 
 from interlingua.dialects import DIALECTS
-from interlingua.dialects.fields import MEMBER_FIELDS, REQUIRED_MEMBERS, value_type
+from interlingua.dialects.fields import MEMBER_FIELDS, REQUIRED_MEMBERS, TOOL_MEMBERS, value_type
 
 from test_control_numbers import everywhere
 
@@ -120,3 +120,46 @@ def test_an_ollama_think_level_it_does_not_know_is_the_sources_error(level, targ
     assert result[0] == "error" and result[1:] == (
         "SchemaError", f"unknown think level {level} (one of low, medium, high, max)",
         data.index(b'"think":') + 8, "$.think", "ollama"), result
+
+
+#: the members of each source's tool definitions that are canonical (ollama's strict is an extra of
+#: its own: a recorded loss into another dialect)
+CARRIED = {"openai": ("description", "strict"), "anthropic": ("description", "strict"), "ollama": ("description",)}
+
+
+#: a tool definition with one member set, per source: (the field, the tool, where the member sits)
+def tool_body(source: str, legacy: bool, member: str, value) -> tuple[bytes, str]:
+    m = f'"{member}":{json.dumps(value)}'
+    if source == "anthropic":
+        tool, where = f'{{"name":"f","input_schema":{{"type":"object"}},{m}}}', "$.tools[0]"
+    elif legacy:
+        tool, where = f'{{"name":"f",{m},"parameters":{{"type":"object"}}}}', "$.functions[0]"
+    else:
+        tool, where = f'{{"type":"function","function":{{"name":"f",{m},"parameters":{{"type":"object"}}}}}}', "$.tools[0].function"
+    head = '{"model":"m","max_tokens":4096,' if source == "anthropic" else '{"model":"m",'
+    field = "functions" if legacy else "tools"
+    return f'{head}"{field}":[{tool}],"messages":[{{"role":"user","content":"q"}}]}}'.encode(), where
+
+
+TOOL_CASES = [pytest.param(source, legacy, member, wrong, id=f"{source}{'-legacy' if legacy else ''}-{member}-{wrong!r}")
+              for source in DIALECTS for legacy in ((False, True) if source == "openai" else (False,))
+              for member, expect in TOOL_MEMBERS.items() if member in CARRIED[source] for wrong in _wrong_values(expect)]
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("source,legacy,member,wrong", TOOL_CASES)
+def test_a_tool_member_of_another_type_is_the_sources_error(source, legacy, member, wrong, target):
+    data, where = tool_body(source, legacy, member, wrong)
+    result = everywhere(source, target, data)
+    assert result[0] == "error" and result[1] == "SchemaError", result
+    assert (result[3], result[4], result[5]) == (data.index(b"[{") + 1, f"{where}.{member}", source), result
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("source,legacy,member", [(s, legacy, m) for s, legacy in (
+    ("openai", False), ("openai", True), ("anthropic", False), ("ollama", False)) for m in CARRIED[s]])
+def test_a_tool_member_that_is_null_is_not_written(source, legacy, member, target):
+    result = everywhere(source, target, tool_body(source, legacy, member, None)[0])
+    assert result[0] == "out", result
+    tools = json.loads(result[1]).get("functions" if legacy and target == "openai" else "tools")
+    assert all(member not in tool and member not in tool.get("function", {}) for tool in tools), result

@@ -193,6 +193,19 @@ class Decoder:
         if numbers.has_infinity(tool):
             raise self.error(numbers.TOOL_OVERFLOW, offset)
 
+    def check_tool_attrs(self, attrs: dict, where: str, offset: int) -> None:
+        """A tool definition's carried members (``fields.TOOL_MEMBERS``; ``where``: the object
+        holding them, ``$.tools[0].function``): the first of the wrong type is a ``SchemaError``
+        at its path, at the tool's first byte; an explicit null is dropped (absent)."""
+        from .dialects.fields import TOOL_MEMBERS, refusal
+
+        for key in [k for k in attrs if k in TOOL_MEMBERS]:
+            message = refusal(TOOL_MEMBERS[key], f"{where[2:]}.{key}", attrs[key])
+            if message is not None:
+                raise SchemaError(message, dialect=self.dialect, offset=offset, path=f"{where}.{key}")
+            if attrs[key] is None:
+                del attrs[key]
+
     def error(self, message: str, offset: int, cls=SchemaError) -> Exception:
         return cls(message, dialect=self.dialect, offset=offset, path=self.path())
 

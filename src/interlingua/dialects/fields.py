@@ -127,6 +127,14 @@ _TOKEN_KINDS = {"null": {tok.NULL}, "boolean": {tok.TRUE, tok.FALSE}, "number": 
                 "string": {tok.STRING, tok.STRING_OPEN}, "array": {tok.ARRAY_START}, "object": {tok.OBJECT_START}}
 
 
+#: a tool definition's members that every dialect carries (canonical tool attrs): checked on
+#: the tool, read whole (``Decoder.check_tool_attrs``): a wrong type is a ``SchemaError`` at the
+#: member's path (``$.tools[0].function.description``), at the tool's first byte -- was written
+#: into the target as it came (``"description": 5``); an explicit null is absent, not written
+#: (openai's ``"strict": null`` became anthropic ``"strict": null``, which takes a boolean).
+TOOL_MEMBERS = {"description": _STR, "strict": _BOOL}
+
+
 def value_type(value: Any) -> str:
     """A JSON value's type as ``decoding.type_name`` names a token's."""
     if value is None:
@@ -149,6 +157,12 @@ def _refusal(expect, value: Any) -> str | None:
     if expect.integer and isinstance(value, float) and not value.is_integer():
         return "a number beyond a float's range" if math.isinf(value) else "a number with a fraction"
     return None
+
+
+def refusal(expect, what: str, value: Any) -> str | None:
+    """The message a value of the wrong type for ``what`` gets, or None."""
+    got = _refusal(expect, value)
+    return None if got is None else f"expected {expect.name} for {what}, got {got}"
 
 
 def check_members(dialect: str, key: str, value: Any) -> None:
@@ -181,6 +195,6 @@ def _check(spec: dict, key: str, prefix: str, value: Any) -> None:
 
 
 def _wrong(expect, what: str, value: Any) -> None:
-    got = _refusal(expect, value)
-    if got is not None:
-        raise SchemaError(f"expected {expect.name} for {what}, got {got}", path=f"$.{what}")
+    message = refusal(expect, what, value)
+    if message is not None:
+        raise SchemaError(message, path=f"$.{what}")

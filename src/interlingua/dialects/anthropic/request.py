@@ -153,6 +153,7 @@ class RequestDecoder(RequestBodyDecoder):
             return
         self.refuse_overflow(tool, offset)
         attrs, schema = canonical
+        self.check_tool_attrs(attrs, path, offset)
         attrs["path"] = path
         self.emit(Block(TOOL_DEFINITION, REQUEST_LEVEL, dumps(schema), attrs=attrs))
 

@@ -113,6 +113,7 @@ class RequestDecoder(RequestBodyDecoder):
             self.emit(Block(UNKNOWN, REQUEST_LEVEL, dumps(tool), attrs={"dialect": DIALECT, "where": "tool"}))
             return
         attrs, schema = canonical
+        self.check_tool_attrs(attrs, path if legacy else path + ".function", offset)
         attrs["path"] = path
         self.emit(Block(TOOL_DEFINITION, REQUEST_LEVEL, dumps(schema) if schema is not None else b"",
                         attrs=attrs))
