@@ -416,6 +416,22 @@ impl<'a> Cx<'a> {
         Ok(())
     }
 
+    /// `Decoder.check_tool_attrs`: a tool definition's carried members (`fields::TOOL_MEMBERS`;
+    /// `where_`: the object holding them, `$.tools[0].function`): the first of the wrong type is
+    /// a SchemaError at its path, at the tool's first byte; an explicit null is dropped (absent).
+    pub fn check_tool_attrs(&self, attrs: &mut Vec<Attr>, where_: &str, offset: u64) -> Result<()> {
+        for (key, raw) in attrs.iter() {
+            let Some(expect) = crate::dialects::fields::tool_member(key) else { continue };
+            let value = Value::loads(raw)?;
+            if let Some(got) = expect.refusal_of(&value) {
+                let message = format!("expected {} for {}.{key}, got {got}", expect.name(), &where_[2..]);
+                return Err(self.error(message, offset).with_path(format!("{where_}.{key}").into_bytes()));
+            }
+        }
+        attrs.retain(|(key, raw)| crate::dialects::fields::tool_member(key).is_none() || raw.as_ref() != b"null");
+        Ok(())
+    }
+
     pub fn error(&self, message: impl Into<String>, offset: u64) -> Error {
         self.error_of(ErrorClass::Schema, message, offset)
     }

@@ -180,6 +180,15 @@ fn required_members(dialect: &str, key: &str, kind: Option<&[u8]>) -> (&'static 
     }
 }
 
+/// `TOOL_MEMBERS[key]`: the type of a tool definition's member every dialect carries.
+pub fn tool_member(key: &str) -> Option<Expect> {
+    match key {
+        "description" => Some(STR),
+        "strict" => Some(BOOL),
+        _ => None,
+    }
+}
+
 /// `check_members`: the members of a control's value; a SchemaError at the first wrong one.
 pub fn check_members(dialect: &str, key: &str, value: &Value) -> Result<()> {
     if let Some(members) = member_fields(dialect, key) {

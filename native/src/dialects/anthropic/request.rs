@@ -652,9 +652,10 @@ impl Readers {
     fn tool(&mut self, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         let path = self.body.next_element_path("tools");
         if let Some(tool) = Raw::canonical(raw).filter(|tool| tool.is_object()) {
-            let canonical = controls::tool_to_canonical(tool).map(|(attrs, schema)| (attrs, Cow::Borrowed(schema.text())));
-            if canonical.is_some() {
+            let mut canonical = controls::tool_to_canonical(tool).map(|(attrs, schema)| (attrs, Cow::Borrowed(schema.text())));
+            if let Some((attrs, _)) = canonical.as_mut() {
                 cx.refuse_overflow(tool.text(), offset)?;
+                cx.check_tool_attrs(attrs, &path, offset)?;
             }
             return cx.emit(Event::Block(tool_block(raw, canonical, &path)));
         }
@@ -662,10 +663,11 @@ impl Readers {
         if !matches!(tool, Value::Object(_)) {
             return Err(cx.error("expected an object for a tool", offset));
         }
-        let canonical = controls::tool_to_canonical(&tool).map(|(attrs, schema)| (attrs, Cow::Owned(json_of(schema))));
+        let mut canonical = controls::tool_to_canonical(&tool).map(|(attrs, schema)| (attrs, Cow::Owned(json_of(schema))));
         // (a server tool is carried as its raw text: only a tool written from its value is refused)
-        if canonical.is_some() {
+        if let Some((attrs, _)) = canonical.as_mut() {
             cx.refuse_overflow(&json_of(&tool), offset)?;
+            cx.check_tool_attrs(attrs, &path, offset)?;
         }
         cx.emit(Event::Block(tool_block(raw, canonical, &path)))
     }

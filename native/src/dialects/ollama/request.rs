@@ -764,6 +764,7 @@ impl Ollama {
                 ]),
             },
             Some((mut attrs, schema)) => {
+                cx.check_tool_attrs(&mut attrs, &format!("{path}.function"), offset)?;
                 attrs.push((Cow::Borrowed("path"), Cow::Owned(str_json(&path))));
                 Block {
                     section: Section::ToolDefinition,

@@ -579,6 +579,7 @@ mod decoder {
                             fin: true, attrs: Some(attrs) }
                 }
                 Some((mut attrs, schema)) => {
+                    cx.check_tool_attrs(&mut attrs, &if legacy { path.clone() } else { format!("{path}.function") }, offset)?;
                     attrs.push((Cow::Borrowed("path"), Cow::Owned(str_json(&path))));
                     let payload = schema.map_or(Cow::Borrowed(&b""[..]), Data::json);
                     Block { section: Section::ToolDefinition, message: REQUEST_LEVEL, payload,
