@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from ...decoding import INTEGER, OPT_ARRAY, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
+from ...decoding import INTEGER, OBJECT, OPT_ARRAY, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
 from ... import json as tok
 from ...canonical import (
     Block,
@@ -157,6 +157,8 @@ class _ContentBlock(MemberReader):
         elif t == "tool_use" and key in ("id", "name"):
             d.read_value(kind, value, offset, lambda v: self.attrs.__setitem__(key, d.own(key, v)), STRING, key)
         elif t == "tool_use" and key == "input":
+            # an object, as the client declares it (was: 5 became openai arguments "5")
+            d.expect(kind, value, offset, OBJECT, key)
             # id and name must ride on the first fragment: hold the input until both came
             self.deferred = Deferred(d.session, "anthropic:input-before-name", self._tool_block,
                                      lambda: "id" in self.attrs and "name" in self.attrs)
