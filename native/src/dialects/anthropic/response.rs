@@ -23,7 +23,7 @@ use std::borrow::Cow;
 use crate::canonical::{escape_raw_json, unescape_json_text, Block, Event, Section, Usage};
 use crate::decoding::{
     dumps, dumps_key, into_owned, set_attr, Attr, Cx, Decode, Dialect, EventSink, Frame, Machine, Read, ResponseBase,
-    INTEGER, OPT_ARRAY, OPT_OBJECT, OPT_STRING, STRING,
+    INTEGER, OBJECT, OPT_ARRAY, OPT_OBJECT, OPT_STRING, STRING,
 };
 use crate::encoding::{
     arguments_object, attr, attr_is, attr_truthy, foreign_extension, json_str, lose_block, lose_unplaced, response_tool_name,
@@ -691,6 +691,8 @@ impl Readers {
             (Kind::ToolUse, b"id") => m.read(Read::Value(S::ToolId, Some(STRING), "id")),
             (Kind::ToolUse, b"name") => m.read(Read::Value(S::ToolName, Some(STRING), "name")),
             (Kind::ToolUse, b"input") => {
+                // an object, as the client declares it (was: 5 became openai arguments "5")
+                cx.expect(&token, m.at, Some(OBJECT), "input")?;
                 // id and name must ride on the first fragment: the input waits until both came
                 block.deferred = Some(Deferred::new("anthropic:input-before-name"));
                 block.head = Some(Vec::new());
