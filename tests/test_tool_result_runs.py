@@ -66,14 +66,29 @@ def _body(source: str, count: int, rich: set[int], after: bool) -> bytes:
     return json.dumps(body).encode()
 
 
-def _transcode(source: str, target: str, body: bytes) -> bytes:
+def _transcode(source: str, target: str, body: bytes, losses: list | None = None) -> bytes:
     outs = []
     for cut in CUTS:
         t = Transcoder(source, target, kind="request")
         pieces = [body] if cut is None else [body[i:i + cut] for i in range(0, len(body), cut)]
-        outs.append(b"".join(t.feed(p) for p in pieces) + t.close())
-    assert all(o == outs[0] for o in outs), "output depends on the cut"
-    return outs[0]
+        outs.append((b"".join(t.feed(p) for p in pieces) + t.close(), [(l.path, l.reason) for l in t.losses]))
+    assert all(o == outs[0] for o in outs), "output or losses depend on the cut"
+    if losses is not None:
+        losses.extend(outs[0][1])
+    return outs[0][0]
+
+
+def _images_inside_their_results(out: bytes, count: int, rich: set[int]) -> None:
+    """Into anthropic: each image sits in the content of the tool_result answering its call
+    (a tool_result's content is a list of text and image blocks), none in the user message."""
+    for message in json.loads(out)["messages"]:
+        for block in message["content"] if isinstance(message["content"], list) else []:
+            assert block["type"] != "image", "an image outside the tool results"
+            if block["type"] == "tool_result":
+                i = int(block["tool_use_id"].rsplit("_", 1)[1])
+                inner = [b for b in block.get("content") or [] if isinstance(b, dict)]
+                images = [b["source"]["data"] for b in inner if b["type"] == "image"]
+                assert images == ([_image(i)] if i in rich else []), f"result {i}'s images"
 
 
 def _cases():
@@ -89,14 +104,55 @@ def _cases():
 def test_a_run_of_tool_results_stays_a_run_and_sends_everything_once(backend, source, target, count, rich, after):
     body = _body(source, count, rich, after)
     assert validity.check(source, "request", body, enforced_only=True) == [], "the input is valid for its own API"
-    out = _transcode(source, target, body)
-    assert validity.check(target, "request", out, enforced_only=True) == []
+    losses: list = []
+    out = _transcode(source, target, body, losses)
+    assert validity.check(target, "request", out, enforced_only=True) == []  # (anthropic: tool_results first)
     text = out.decode()
     for i in range(count):
         assert text.count(_result(i)) == 1, f"result {i} sent once"
         if i in rich:
             mark = _part(i) if source == "openai" else _image(i)
             assert text.count(mark) == 1, f"the {'part' if source == 'openai' else 'image'} of result {i} sent once"
+    if target == "anthropic" and source != "openai":
+        _images_inside_their_results(out, count, rich)
+        assert not [loss for loss in losses if "image" in loss[1]], "an image in a tool result is not lost"
+
+
+def _ollama_result(i: int, order: str, rich: bool) -> dict:
+    """An ollama tool message with its keys in the client's order (content, images), the images
+    first, or without content (the images alone; ``""``)."""
+    images = {"images": [_image(i)]} if rich else {}
+    link = {"tool_name": "f", "tool_call_id": f"call_{i}"}
+    if order == "images-first":
+        return {"role": "tool", **images, "content": _result(i), **link}
+    if order == "no-content":
+        return {"role": "tool", **images, **link}
+    if order == "empty-content":
+        return {"role": "tool", "content": "", **images, **link}
+    return {"role": "tool", "content": _result(i), **images, **link}
+
+
+@pytest.mark.parametrize("sort", [False, True], ids=["client-order", "sorted-keys"])
+@pytest.mark.parametrize("order", ["images-first", "no-content", "empty-content"])
+@pytest.mark.parametrize("count,rich", list(_cases()), ids=lambda v: str(sorted(v)) if isinstance(v, set) else str(v))
+def test_ollama_tool_images_go_inside_their_anthropic_results_in_any_key_order(backend, count, rich, order, sort):
+    # an ollama tool message's images are its result's: anthropic gets one tool_result per
+    # message, its content [text, image ...] in the source's order, an empty text left out
+    calls = [{"id": f"call_{i}", "function": {"name": "f", "arguments": {"i": i}}} for i in range(count)]
+    body = json.dumps({"model": "m", "stream": False, "messages": [
+        {"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": calls},
+        *[_ollama_result(i, order, i in rich) for i in range(count)], {"role": "user", "content": "and?"}]},
+        sort_keys=sort).encode()
+    losses: list = []
+    out = _transcode("ollama", "anthropic", body, losses)
+    assert validity.check("anthropic", "request", out, enforced_only=True) == []
+    assert losses == []
+    _images_inside_their_results(out, count, rich)
+    results = [b for b in json.loads(out)["messages"][2]["content"] if b["type"] == "tool_result"]
+    assert [r["tool_use_id"] for r in results] == [f"call_{i}" for i in range(count)]
+    for i, r in enumerate(results):
+        texts = [b["text"] for b in r.get("content", []) if b["type"] == "text"]
+        assert texts == ([] if order != "images-first" else [_result(i)]), f"result {i}'s text"
 
 
 @pytest.mark.parametrize("ids", [True, False], ids=["ids", "by-order"])

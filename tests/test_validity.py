@@ -51,6 +51,13 @@ BAD = {
     ("anthropic", "tool-pairing"): _a(messages=[_USER, _tool_use("t1"), _result("t2")]),
     ("anthropic", "tool-use-ids-unique"): _a(messages=[_USER, _tool_use("t1"), _result("t1"), _tool_use("t1"),
                                                        _result("t1")]),
+    # user text between two results (ollama tool messages' images went there)
+    ("anthropic", "tool-results-first"): _a(messages=[_USER, {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+        {"type": "tool_use", "id": "t2", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a"},
+                                     {"type": "text", "text": "see"},
+                                     {"type": "tool_result", "tool_use_id": "t2", "content": "b"}]}]),
     ("anthropic", "thinking-budget"): _a(thinking={"type": "enabled", "budget_tokens": 512}),
     ("anthropic", "thinking-vs-forced-tool"): _a(thinking={"type": "adaptive"}, tool_choice={"type": "any"}),
     ("anthropic", "image-media-type"): _a(messages=[{"role": "user", "content": [

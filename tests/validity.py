@@ -227,6 +227,26 @@ def _a_pairing(body):
                     yield f"messages[{i}]: tool_use {c!r} has no tool_result in messages[{i + 1}]"
 
 
+@rule("anthropic", "request", "tool-results-first",
+      "in a user message holding tool_result blocks, every tool_result comes before any other "
+      "block (text, image, document ...)",
+      "Anthropic tool-use docs ('tool result blocks must come FIRST in the content array; any "
+      "text must come AFTER all tool results'); the API answers 400 'tool_use ids were found "
+      "without tool_result blocks immediately after' otherwise")
+def _a_results_first(body):
+    for i, m in enumerate(_messages(body)):
+        if m.get("role") != "user":
+            continue
+        other = None
+        for j, b in enumerate(_blocks(m.get("content"))):
+            if b.get("type") != "tool_result":
+                other = other if other is not None else (j, b.get("type"))
+            elif other is not None:
+                yield (f"messages[{i}].content[{j}]: a tool_result after a {other[1]!r} block "
+                       f"(content[{other[0]}])")
+                break
+
+
 @rule("anthropic", "request", "thinking-budget",
       "thinking.budget_tokens is an integer >= 1024 and below max_tokens",
       f"{_ANTHROPIC_REF}: ThinkingConfigEnabled.budget_tokens ('>= 1024 and less than max_tokens')")

@@ -620,9 +620,9 @@ _ASSISTANT_SECTIONS = {ASSISTANT_TEXT, ASSISTANT_REASONING, TOOL_CALL,
 class _Result:
     """An open ``tool_result`` being written."""
 
-    __slots__ = ("index", "id", "id_written", "attrs", "array", "writer", "parts")
+    __slots__ = ("index", "id", "id_written", "attrs", "array", "writer", "parts", "opened")
 
-    def __init__(self, index: int, attrs: dict, array: bool, writer: JsonWriter) -> None:
+    def __init__(self, index: int, attrs: dict, array: bool, writer: JsonWriter, opened: bool = True) -> None:
         self.index = index
         self.id = attrs.get("tool_call_id")
         self.id_written = self.id is not None
@@ -630,10 +630,17 @@ class _Result:
         self.array = array
         self.writer = writer
         self.parts = 0 if attrs.get("empty") else 1  # elements in the content array so far
+        # the content array is written (an ollama tool message's result opens it with its
+        # first element: without one, it has no ``content``)
+        self.opened = opened
 
     def separator(self) -> bytes:
-        """``,`` when the content array has an element already; counts the next one."""
+        """``,`` when the content array has an element already (``,"content":[`` before the
+        first one of a result that has none yet); counts the next one."""
         self.parts += 1
+        if not self.opened:
+            self.opened = True
+            return b',"content":['
         return b"," if self.parts > 1 else b""
 
 
@@ -659,6 +666,10 @@ class RequestEncoder(Encoder):
       recorded loss: anthropic rejects a message without content (``content: []``,
       ``""``), and filling it would put words in a turn that had none; the
       messages around it stay (the API joins consecutive same-role turns).
+    * an ollama tool message's images go inside its ``tool_result`` (content
+      blocks), not in a user message between results (anthropic wants every
+      tool_result of a user message first); its text streams before they are
+      known, so its result is always a content list (``_tool_message``).
     * reasoning of another dialect without a signature cannot be replayed:
       a recorded loss. A refusal becomes assistant text plus a recorded loss.
     * tool-call arguments of another dialect: see ``encoding.HeldArguments``. A call
@@ -909,7 +920,8 @@ class RequestEncoder(Encoder):
     def _place_block(self, block: Block):
         s = block.section
         attrs = block.attrs or {}
-        if s is not TOOL_RESULT and not attrs.get("in_result"):
+        tool_image = self._in_tool_message(block, attrs)
+        if s is not TOOL_RESULT and not attrs.get("in_result") and not tool_image:
             self._close_result()
         if self._drops_typed_call(block, attrs):
             return None
@@ -922,6 +934,10 @@ class RequestEncoder(Encoder):
             if target is None:
                 return self.out.write, (lambda late: None)
             return self._text(block, attrs, target)
+        if tool_image:  # in its message's result; before its text, it opens the result
+            if self._result is not None and self._result.index == block.message:
+                return self._in_result(block, attrs)
+            return self._media(block, attrs, None, result_of=True)
         if attrs.get("in_result") and self._result is not None and s is not TOOL_RESULT:
             return self._in_result(block, attrs)
         if s is TOOL_RESULT:
@@ -1017,7 +1033,7 @@ class RequestEncoder(Encoder):
             return
         self._result = None
         w = result.writer
-        tail = b"]" if result.array else b""
+        tail = b"]" if result.array and result.opened else b""
         attrs = result.attrs
         if result.id is None and self._unanswered:
             # a result without id (openai legacy function message) answers the
@@ -1042,11 +1058,21 @@ class RequestEncoder(Encoder):
             out += b"," + attrs[EXTRA_ATTR].encode()
         return out
 
-    def _tool_result(self, block: Block, attrs: dict):
-        result = self._result
-        call_id = attrs.get("tool_call_id")
-        if result is not None and result.index == block.message and (call_id is None or call_id == result.id):
-            return self._in_result(block, attrs)  # another part of the same result
+    def _tool_message(self, block: Block) -> bool:
+        """Whether ``block`` is the text of an ollama tool message: its ``images`` come after
+        it (the text streams before they are known), and anthropic takes them inside the
+        ``tool_result`` (content blocks), so its result is always a list of content blocks."""
+        return self.foreign and self.session.source == "ollama" and block.section is TOOL_RESULT
+
+    def _in_tool_message(self, block: Block, attrs: dict) -> bool:
+        """Whether ``block`` is an image of an ollama tool message (attr ``role``: ``tool``):
+        it goes inside that message's ``tool_result``, as an anthropic ``[text, image]``
+        result's image does (``_in_result``), not in a user message of its own."""
+        return (self.foreign and block.section is USER_IMAGE and attrs.get("role") == "tool"
+                and self.session.source == "ollama")
+
+    def _open_result(self, block: Block, attrs: dict, call_id, array: bool, lazy: bool) -> tuple[_Result, bytes]:
+        """A new ``tool_result`` in the user message (merged after results): its head."""
         self._close_result()
         w = self._message_for(block, "user", {"in_parts": True}, False)
         self._msg_has_result = True
@@ -1054,18 +1080,52 @@ class RequestEncoder(Encoder):
         head = b'{"type":"tool_result"'
         if call_id is not None:
             head += b',"tool_use_id":' + dumps(self._id(call_id))
-        array = bool(attrs.get("in_parts"))
-        if array:
+        if array and not lazy:
             head += b',"content":['
-        result = self._result = _Result(block.message, attrs, array, w)
+        self._result = _Result(block.message, attrs, array, w, not lazy)
+        return self._result, head
+
+    def _tool_result(self, block: Block, attrs: dict):
+        result = self._result
+        call_id = attrs.get("tool_call_id")
+        if result is not None and result.index == block.message and (call_id is None or call_id == result.id):
+            return self._in_result(block, attrs)  # another part of the same result
+        if self._tool_message(block):
+            # its content array opens with its first element: the text, unless it is empty
+            # (anthropic rejects an empty text block), or the first image
+            result, head = self._open_result(block, {**attrs, "empty": True}, call_id, True, True)
+            result.writer.write(head)
+            return self._ollama_text(block, result)
+        result, head = self._open_result(block, attrs, call_id, bool(attrs.get("in_parts")), False)
+        w = result.writer
         if attrs.get("empty"):
             w.write(head)
             return (lambda data: None), (lambda late: self._result_late(result, late))
-        if not array:
+        if not result.array:
             w.write(head + b',"content":"')
             return w.write, (lambda late: (w.write(b'"'), self._result_late(result, late)))
         w.write(head + _TEXT_HEAD)
         return w.write, (lambda late: (w.write(b'"}'), self._result_late(result, late)))
+
+    def _ollama_text(self, block: Block, result: _Result):
+        """The text of an ollama tool message, a text block of its result's content: written
+        from its first byte (none: not written; an ollama result's text streams as it comes,
+        so whether it is empty is known at its end), its link to the call with its end."""
+        w = result.writer
+        started = False
+
+        def write(data: bytes) -> None:
+            nonlocal started
+            if data and not started:
+                started = True
+                w.write(result.separator() + _TEXT_HEAD)
+            w.write(data)
+
+        def close(late: dict) -> None:
+            if started:
+                w.write(_TEXT_TAIL)
+            self._result_late(result, late)
+        return write, close
 
     def _result_late(self, result: _Result, late: dict) -> None:
         for key, value in late.items():
@@ -1083,6 +1143,8 @@ class RequestEncoder(Encoder):
             self._lose_block(block, "second part of a string tool_result content")
             return None
         s = block.section
+        if s is TOOL_RESULT and self._tool_message(block):
+            return self._ollama_text(block, result)  # an ollama tool message's text after its images
         if s is TOOL_RESULT:
             w.write(result.separator() + _TEXT_HEAD)
 
@@ -1102,7 +1164,9 @@ class RequestEncoder(Encoder):
 
     # -- media ----------------------------------------------------------------------------------
 
-    def _media(self, block: Block, attrs: dict, result: _Result | None):
+    def _media(self, block: Block, attrs: dict, result: _Result | None, result_of: bool = False):
+        """``result_of``: an image of an ollama tool message before its text (or of one
+        without text): it opens the message's ``tool_result`` (its link comes with the text)."""
         kind = "image" if block.section is USER_IMAGE else "document"
         source = attrs.get("source")
         if source is None and not (block.fin and not block.payload) and not self.foreign:
@@ -1122,6 +1186,9 @@ class RequestEncoder(Encoder):
             self._lose_block(block, "base64 image without a media type (png, jpeg, gif or webp)", "not sent",
                              attrs=attrs)
             return None
+        if result is None and result_of:
+            result, head = self._open_result(block, {"empty": True}, None, True, True)
+            result.writer.write(head)
         if result is None:
             self._lose_moved(block, attrs, "user")
             w = self._message_for(block, "user", attrs, False)
