@@ -1460,12 +1460,20 @@ mod encoder {
         array: bool,
         /// elements in the content array so far
         parts: u32,
+        /// the content array is written (an ollama tool message's result opens it with its
+        /// first element: without one, it has no `content`)
+        opened: bool,
     }
 
     impl OpenResult {
-        /// `separator()`: `,` when the content array has an element already; counts the next one.
+        /// `separator()`: `,` when the content array has an element already (`,"content":[`
+        /// before the first one of a result that has none yet); counts the next one.
         fn separator(&mut self) -> &'static [u8] {
             self.parts += 1;
+            if !self.opened {
+                self.opened = true;
+                return b",\"content\":[";
+            }
             if self.parts > 1 { b"," } else { b"" }
         }
     }
@@ -1485,6 +1493,9 @@ mod encoder {
         ResultHead { fragments: bool, closer: &'static [u8], result: u64 },
         /// a further text part of the open tool_result
         ResultText { head: Head<'a>, result: u64 },
+        /// the text of an ollama tool message (`_ollama_text`): its text block is opened by
+        /// its first byte (`started`), none when it has none
+        OllamaText { result: u64, started: bool },
         /// an image or document
         Media(Media<'a>),
     }
@@ -1499,6 +1510,7 @@ mod encoder {
                 Placed::ToolUse { head, args } => Placed::ToolUse { head: head.into_owned(), args },
                 Placed::ResultHead { fragments, closer, result } => Placed::ResultHead { fragments, closer, result },
                 Placed::ResultText { head, result } => Placed::ResultText { head: head.into_owned(), result },
+                Placed::OllamaText { result, started } => Placed::OllamaText { result, started },
                 Placed::Media(Media { head, kind, source, has_payload, result, sniffed }) => {
                     Placed::Media(Media { head: head.into_owned(), kind, source, has_payload, result, sniffed })
                 }
@@ -1948,7 +1960,8 @@ mod encoder {
             let s = block.section;
             let attrs: &[Attr<'_>] = block.attrs.as_deref().unwrap_or(&[]);
             let empty_fin = block.fin && block.payload.is_empty();
-            if s != Section::ToolResult && !attr_truthy(attrs, "in_result") {
+            let tool_image = self.in_tool_message(block, attrs, io.session);
+            if s != Section::ToolResult && !attr_truthy(attrs, "in_result") && !tool_image {
                 self.close_result(io)?;
             }
             if crate::encoding::drops_typed_call(io.session, DIALECT, BlockRef::of(block), attrs)? {
@@ -1969,6 +1982,13 @@ mod encoder {
                         Some(w) => self.text(block, attrs, w, io),
                     }
                 }
+                // in its message's result; before its text, it opens the result
+                _ if tool_image => {
+                    if self.result.as_ref().is_some_and(|r| r.index == block.message) {
+                        return self.in_result(block, attrs, io);
+                    }
+                    self.media(block, attrs, false, true, io)
+                }
                 _ if attr_truthy(attrs, "in_result") && self.result.is_some() && s != Section::ToolResult => {
                     self.in_result(block, attrs, io)
                 }
@@ -1986,7 +2006,7 @@ mod encoder {
                     let w = self.message_for(block, role, attr_truthy(attrs, "in_parts"), true, io)?;
                     self.text(block, attrs, w, io)
                 }
-                Section::UserImage | Section::UserDocument => self.media(block, attrs, false, io),
+                Section::UserImage | Section::UserDocument => self.media(block, attrs, false, false, io),
                 Section::AssistantReasoning => self.reasoning(block, attrs, io),
                 Section::ToolCall => self.tool_call(block, attrs, io),
                 Section::Unknown | Section::ServerToolResult if attr_is(attrs, "dialect", DIALECT) => {
@@ -2110,7 +2130,7 @@ mod encoder {
         fn close_result(&mut self, io: &mut Io<'_>) -> Result<()> {
             let Some(mut result) = self.result.take() else { return Ok(()) };
             let mut tail = self.take_scratch();
-            if result.array {
+            if result.array && result.opened {
                 tail.push(b']');
             }
             if result.id.is_none() {
@@ -2159,33 +2179,17 @@ mod encoder {
                     return self.in_result(block, attrs, io); // another part of the same result
                 }
             }
-            self.close_result(io)?;
-            let w = self.message_for(block, "user", true, false, io)?;
-            self.msg_has_result = true;
-            io.separate(w)?;
-            let mut head = b"{\"type\":\"tool_result\"".to_vec();
-            if let Some(id) = call_id {
-                head.extend_from_slice(b",\"tool_use_id\":");
-                self.write_id(id, &mut head);
-            }
-            let array = attr_truthy(attrs, "in_parts");
-            if array {
-                head.extend_from_slice(b",\"content\":[");
+            if self.tool_message(block, io.session) {
+                // its content array opens with its first element: the text, unless it is empty
+                // (anthropic rejects an empty text block), or the first image
+                let (serial, head) = self.open_result(block, attrs, call_id, true, true, true, io)?;
+                io.write(OUT, &head)?;
+                return Ok(Some(Placed::OllamaText { result: serial, started: false }));
             }
             let empty = attr_truthy(attrs, "empty");
-            self.results += 1;
-            let serial = self.results;
-            self.result = Some(OpenResult {
-                serial,
-                index: block.message,
-                id: call_id.map(<[u8]>::to_vec),
-                id_written: call_id.is_some(),
-                is_error: attr(attrs, "is_error").map(<[u8]>::to_vec),
-                cache_control: attr(attrs, "cache_control").map(<[u8]>::to_vec),
-                extra: attr(attrs, EXTRA_ATTR).map(<[u8]>::to_vec),
-                array,
-                parts: if empty { 0 } else { 1 },
-            });
+            let array = attr_truthy(attrs, "in_parts");
+            let (serial, mut head) = self.open_result(block, attrs, call_id, array, empty, false, io)?;
+            let w = OUT;
             if empty {
                 io.write(w, &head)?;
                 return Ok(Some(Placed::ResultHead { fragments: false, closer: b"", result: serial }));
@@ -2198,6 +2202,69 @@ mod encoder {
             head.extend_from_slice(TEXT_HEAD);
             io.write(w, &head)?;
             Ok(Some(Placed::ResultHead { fragments: true, closer: b"\"}", result: serial }))
+        }
+
+        /// `_tool_message`: whether `block` is the text of an ollama tool message: its `images`
+        /// come after it (the text streams before they are known), and anthropic takes them
+        /// inside the `tool_result` (content blocks), so its result is always a list of them.
+        fn tool_message(&self, block: &Block<'_>, session: &Session) -> bool {
+            self.foreign && session.source == "ollama" && block.section == Section::ToolResult
+        }
+
+        /// `_in_tool_message`: whether `block` is an image of an ollama tool message (attr
+        /// `role`: `tool`): it goes inside that message's `tool_result`, as an anthropic
+        /// `[text, image]` result's image does, not in a user message of its own.
+        fn in_tool_message(&self, block: &Block<'_>, attrs: &[Attr<'_>], session: &Session) -> bool {
+            self.foreign && block.section == Section::UserImage && attr_is(attrs, "role", "tool")
+                && session.source == "ollama"
+        }
+
+        /// `_open_result`: a new `tool_result` in the user message (merged after results): its
+        /// serial and head. `empty`: it has no element yet; `lazy`: its content array is
+        /// written with its first element.
+        #[allow(clippy::too_many_arguments)]
+        fn open_result(&mut self, block: &Block<'_>, attrs: &[Attr<'_>], call_id: Option<&[u8]>, array: bool,
+                       empty: bool, lazy: bool, io: &mut Io<'_>) -> Result<(u64, Vec<u8>)> {
+            self.close_result(io)?;
+            let w = self.message_for(block, "user", true, false, io)?;
+            self.msg_has_result = true;
+            io.separate(w)?;
+            let mut head = b"{\"type\":\"tool_result\"".to_vec();
+            if let Some(id) = call_id {
+                head.extend_from_slice(b",\"tool_use_id\":");
+                self.write_id(id, &mut head);
+            }
+            if array && !lazy {
+                head.extend_from_slice(b",\"content\":[");
+            }
+            self.results += 1;
+            let serial = self.results;
+            self.result = Some(OpenResult {
+                serial,
+                index: block.message,
+                id: call_id.map(<[u8]>::to_vec),
+                id_written: call_id.is_some(),
+                is_error: attr(attrs, "is_error").map(<[u8]>::to_vec),
+                cache_control: attr(attrs, "cache_control").map(<[u8]>::to_vec),
+                extra: attr(attrs, EXTRA_ATTR).map(<[u8]>::to_vec),
+                array,
+                parts: if empty { 0 } else { 1 },
+                opened: !lazy,
+            });
+            Ok((serial, head))
+        }
+
+        /// `_ollama_text`'s writes: the text block opens with the first byte.
+        fn ollama_text(&mut self, result: u64, started: &mut bool, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
+            if !payload.is_empty() && !*started {
+                *started = true;
+                if let Some(open) = self.result.as_mut().filter(|r| r.serial == result) {
+                    let mut opening = open.separator().to_vec();
+                    opening.extend_from_slice(TEXT_HEAD);
+                    io.write(OUT, &opening)?;
+                }
+            }
+            io.write(OUT, payload)
         }
 
         /// `_result_late`: attributes that came with a result's last fragment.
@@ -2228,6 +2295,10 @@ mod encoder {
                 return Ok(None);
             }
             match block.section {
+                Section::ToolResult if self.foreign && io.session.source == "ollama" => {
+                    // an ollama tool message's text after its images
+                    Ok(Some(Placed::OllamaText { result: result.serial, started: false }))
+                }
                 Section::ToolResult => {
                     let mut opening = result.separator().to_vec();
                     opening.extend_from_slice(TEXT_HEAD);
@@ -2235,7 +2306,7 @@ mod encoder {
                     io.write(OUT, &opening)?;
                     Ok(Some(Placed::ResultText { head: Head::borrowed(block), result: serial }))
                 }
-                Section::UserImage | Section::UserDocument => self.media(block, attrs, true, io),
+                Section::UserImage | Section::UserDocument => self.media(block, attrs, true, false, io),
                 Section::Unknown | Section::ServerToolResult if attr_is(attrs, "dialect", DIALECT) => {
                     let sep = result.separator();
                     io.write(OUT, sep)?;
@@ -2250,8 +2321,10 @@ mod encoder {
 
         // -- media --------------------------------------------------------------------------
 
-        fn media<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], in_result: bool, io: &mut Io<'_>)
-                 -> Result<Option<Placed<'b>>> {
+        /// `_media`; `result_of`: an image of an ollama tool message before its text (or of one
+        /// without text): it opens the message's `tool_result` (its link comes with the text).
+        fn media<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], in_result: bool, result_of: bool,
+                     io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             let kind = if block.section == Section::UserImage { "image" } else { "document" };
             let empty_fin = block.fin && block.payload.is_empty();
             let mut source = attr(attrs, "source").filter(|raw| *raw != b"null").map(<[u8]>::to_vec);
@@ -2280,7 +2353,11 @@ mod encoder {
                            "base64 image without a media type (png, jpeg, gif or webp)", Some("not sent"), Some(attrs))?;
                 return Ok(None);
             }
-            let result = if in_result {
+            if result_of {
+                let (_, head) = self.open_result(block, &[], None, true, true, true, io)?;
+                io.write(OUT, &head)?;
+            }
+            let result = if in_result || result_of {
                 let result = self.result.as_mut().expect("a result is open");
                 let sep = result.separator();
                 io.write(OUT, sep)?;
@@ -2378,6 +2455,7 @@ mod encoder {
                 Placed::Copy(w) | Placed::Object { to: w, .. } => io.write(*w, payload),
                 Placed::Drop | Placed::ResultHead { fragments: false, .. } => Ok(()),
                 Placed::ResultHead { .. } | Placed::ResultText { .. } => io.write(OUT, payload),
+                Placed::OllamaText { result, started } => self.ollama_text(*result, started, payload, io),
                 Placed::Media(media) => {
                     if let Some(sniffed) = media.sniffed.as_mut() {
                         keep_head(sniffed, payload);
@@ -2411,6 +2489,13 @@ mod encoder {
                 Placed::ToolUse { head, args } => self.close_tool_use(head, args, late, io),
                 Placed::ResultHead { closer, result, .. } => {
                     io.write(OUT, closer)?;
+                    self.result_late(result, late, false);
+                    Ok(())
+                }
+                Placed::OllamaText { result, started } => {
+                    if started {
+                        io.write(OUT, TEXT_TAIL)?;
+                    }
                     self.result_late(result, late, false);
                     Ok(())
                 }
