@@ -192,3 +192,55 @@ def test_a_tool_message_with_calls_of_its_own_ends_its_run_and_opens_the_next(ba
     assert all(text.count(_result(i)) == 1 for i in range(len(seen))), "every result sent once"
     assert text.count(_image(0)) == images
     assert text.count('"name":"f"') == count + new, "every call sent once"
+
+
+def _waiting_body(count: int, extra: str, where: int) -> tuple[bytes, str]:
+    """An ollama request whose ``count`` calls are answered by a run of tool messages, with user
+    blocks that come while calls still await their results: the assistant's image after its
+    tool_calls (``assistant-image``), or a user / system message after ``where`` of the results
+    (Ollama takes it; ``where == count``: after the run, as usual). The marker it carries."""
+    calls = [{"id": f"call_{i}", "function": {"name": "f", "arguments": {"i": i}}} for i in range(count)]
+    assistant = {"role": "assistant", "content": "", "tool_calls": calls}
+    marker = _image(3)
+    if extra == "assistant-image":
+        assistant["images"] = [marker]
+    results = [{"role": "tool", "content": _result(i), "tool_name": "f", "tool_call_id": f"call_{i}"}
+               for i in range(count)]
+    if extra != "assistant-image":
+        role, images = {"user-text": ("user", []), "user-image": ("user", [marker]),
+                        "system-image": ("system", [marker])}[extra]
+        if extra == "user-text":
+            marker = "meanwhile"
+        results.insert(where, {"role": role, "content": "meanwhile", **({"images": images} if images else {})})
+    body = {"model": "m", "stream": False, "messages": [
+        {"role": "user", "content": "q"}, assistant, *results, {"role": "user", "content": "and?"}]}
+    return json.dumps(body).encode(), marker
+
+
+def _waiting_cases():
+    for count in (1, 2, 3):
+        yield count, "assistant-image", 0
+        for extra in ("user-text", "user-image", "system-image"):
+            for where in range(count + 1):
+                yield count, extra, where
+
+
+@pytest.mark.parametrize("count,extra,where", list(_waiting_cases()))
+def test_user_blocks_that_come_while_calls_await_results_follow_the_results_into_anthropic(backend, count, extra,
+                                                                                          where):
+    # anthropic wants every tool_use answered in the next user message, its tool_results
+    # first: such blocks wait for the run of results and follow them, in their order
+    # (rpt/ollama-user-blocks-before-tool-results-anthropic, ollama-user-between-tool-results-anthropic)
+    body, marker = _waiting_body(count, extra, where)
+    losses: list = []
+    out = _transcode("ollama", "anthropic", body, losses)
+    assert validity.check("anthropic", "request", out, enforced_only=True) == []  # pairing, tool_results first
+    text = out.decode()
+    assert all(text.count(_result(i)) == 1 for i in range(count)), "every result sent once"
+    assert text.count(marker) == 1, "the waiting block sent once"
+    messages = json.loads(out)["messages"]
+    turn = messages[2]["content"]  # the user message after the calls: every result, then the rest
+    assert [b["tool_use_id"] for b in turn if b["type"] == "tool_result"] == [f"call_{i}" for i in range(count)]
+    assert marker in json.dumps(turn), "the waiting block follows the results in their user message"
+    moved = {"$.messages[1]"} if extra == "assistant-image" else {f"$.messages[{2 + where}]"}
+    assert {path for path, _ in losses} <= moved, "only the places already recorded"

@@ -670,6 +670,8 @@ class RequestEncoder(Encoder):
       blocks), not in a user message between results (anthropic wants every
       tool_result of a user message first); its text streams before they are
       known, so its result is always a content list (``_tool_message``).
+      User blocks of another dialect that come while its tool calls await
+      results wait and follow the results (``_user_hold``).
     * reasoning of another dialect without a signature cannot be replayed:
       a recorded loss. A refusal becomes assistant text plus a recorded loss.
     * tool-call arguments of another dialect: see ``encoding.HeldArguments``. A call
@@ -702,6 +704,12 @@ class RequestEncoder(Encoder):
         self._pending_ext: list[Extension] = []
         self._unanswered: list[str] = []  # ids made up for calls without one, not yet answered
         self._late_system: set[int] = set()  # source messages of late system texts (recorded once)
+        # another dialect's tool calls of the last assistant message that no tool_result
+        # answered yet: user blocks meanwhile wait in the user hold (``_message_for``)
+        self._awaiting = 0
+        self._held = None  # Hold of user blocks that wait for the tool_results
+        self._held_writer: JsonWriter | None = None
+        self._held_block: Block | None = None  # the first of them (the message it opens)
         self._ended = False
         self.out.begin_object()
 
@@ -721,6 +729,7 @@ class RequestEncoder(Encoder):
     def _close_top(self) -> None:
         if self._top is not None:
             if self._top == "messages":
+                self._flush_held()
                 self._close_message()
             if self._top == "system" and self._system_string:
                 self.out.write(b'"')
@@ -847,6 +856,8 @@ class RequestEncoder(Encoder):
         self._msg_string = string
         self._msg_has_result = False
         self._content = self.out  # the first member streams straight to the output
+        if role == "assistant":
+            self._awaiting = 0  # (calls of an earlier message left unanswered: not these)
 
     def _close_message(self) -> None:
         self._close_result()
@@ -855,8 +866,11 @@ class RequestEncoder(Encoder):
             self._msg = None
             self._content = None
 
-    def _message_for(self, block: Block, role: str, attrs: dict, text: bool) -> JsonWriter:
-        """The content writer for a block of ``role``; opens a message when needed."""
+    def _message_for(self, block: Block, role: str, attrs: dict, text: bool, result: bool = False) -> JsonWriter:
+        """The content writer for a block of ``role``; opens a message when needed. A user
+        block (not a ``result``) while tool calls await their results goes into the user hold."""
+        if role == "user" and not result and self.foreign and self._awaiting:
+            return self._user_hold(block)
         if self._msg is not None and self._msg_role == role and not self._msg_string:
             if block.message == self._msg_index:
                 return self._content
@@ -866,6 +880,49 @@ class RequestEncoder(Encoder):
         string = text and not attrs.get("in_parts") and (not self.foreign or role != "assistant")
         self._open_message(block, role, string)
         return self._content
+
+    # -- user blocks before tool results -----------------------------------------------
+    #
+    # anthropic wants every tool_result of a turn first in the user message after the
+    # calls. Another dialect's user blocks that come while calls await their results --
+    # an ollama assistant image after its tool_calls (sent in a user message), a user or
+    # system message between tool messages (ollama takes them) -- wait in a hold
+    # (``anthropic:user-before-tool-result``) and go after the results, in their user
+    # message, when the run of results ends: at the first block that is not a result nor
+    # such a user block, or when no call awaits one. Nothing is lost: their place among
+    # the results is one anthropic has not.
+
+    def _user_hold(self, block: Block) -> JsonWriter:
+        if self._held is None:
+            self._held = self.session.reorder.hold("anthropic:user-before-tool-result")
+            self._held_writer = JsonWriter(self._held.write)
+            self._held_writer._first.append(True)
+            self._held_block = block
+        return self._held_writer
+
+    def _keeps_held(self, block: Block, attrs: dict, tool_image: bool) -> bool:
+        """Whether the held user blocks go on waiting at ``block``: a result (or part of one),
+        a system text (it goes to the top-level system), or a user block while calls await."""
+        s = block.section
+        return (s is TOOL_RESULT or tool_image or bool(attrs.get("in_result"))
+                or (s is SYSTEM_INSTRUCTION and not attrs.get("in_messages"))
+                or (s in (USER_TEXT, USER_IMAGE, USER_DOCUMENT) and self._awaiting > 0))
+
+    def _flush_held(self) -> None:
+        """The held user blocks, after the results: in their user message, or one of their own."""
+        hold, block = self._held, self._held_block
+        if hold is None:
+            return
+        self._held = self._held_writer = self._held_block = None
+        data = hold.take_bytes()
+        if not data:
+            return
+        self._close_result()
+        if not (self._msg is not None and self._msg_role == "user" and not self._msg_string):
+            self._open_message(block, "user", False)
+        w = self._content
+        w._separate()
+        w.write(data)
 
     # -- blocks -------------------------------------------------------------------------
 
@@ -921,6 +978,8 @@ class RequestEncoder(Encoder):
         s = block.section
         attrs = block.attrs or {}
         tool_image = self._in_tool_message(block, attrs)
+        if self._held is not None and not self._keeps_held(block, attrs, tool_image):
+            self._flush_held()
         if s is not TOOL_RESULT and not attrs.get("in_result") and not tool_image:
             self._close_result()
         if self._drops_typed_call(block, attrs):
@@ -994,6 +1053,8 @@ class RequestEncoder(Encoder):
     def _tool_call(self, block: Block, attrs: dict):
         self._lose_moved(block, attrs, "assistant")
         w = self._message_for(block, "assistant", attrs, False)
+        if self.foreign:
+            self._awaiting += 1
         w._separate()
         w.write(b'{"type":"tool_use","input":')
         if not self.foreign:
@@ -1074,8 +1135,9 @@ class RequestEncoder(Encoder):
     def _open_result(self, block: Block, attrs: dict, call_id, array: bool, lazy: bool) -> tuple[_Result, bytes]:
         """A new ``tool_result`` in the user message (merged after results): its head."""
         self._close_result()
-        w = self._message_for(block, "user", {"in_parts": True}, False)
+        w = self._message_for(block, "user", {"in_parts": True}, False, result=True)
         self._msg_has_result = True
+        self._awaiting = max(0, self._awaiting - 1)
         w._separate()
         head = b'{"type":"tool_result"'
         if call_id is not None:
