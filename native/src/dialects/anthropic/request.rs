@@ -1511,8 +1511,8 @@ mod encoder {
                 Placed::ResultHead { fragments, closer, result } => Placed::ResultHead { fragments, closer, result },
                 Placed::ResultText { head, result } => Placed::ResultText { head: head.into_owned(), result },
                 Placed::OllamaText { result, started } => Placed::OllamaText { result, started },
-                Placed::Media(Media { head, kind, source, has_payload, result, sniffed }) => {
-                    Placed::Media(Media { head: head.into_owned(), kind, source, has_payload, result, sniffed })
+                Placed::Media(Media { head, to, kind, source, has_payload, result, sniffed }) => {
+                    Placed::Media(Media { head: head.into_owned(), to, kind, source, has_payload, result, sniffed })
                 }
             }
         }
@@ -1521,6 +1521,8 @@ mod encoder {
     /// An image or document being written (`_media`'s closure).
     struct Media<'a> {
         head: Head<'a>,
+        /// where it is written (the output, or the user hold)
+        to: WriterId,
         /// "image" or "document"
         kind: &'static str,
         /// the source type as `_media` decided it (JSON text)
@@ -1576,6 +1578,13 @@ mod encoder {
         src_has_more: bool,
         /// `place_block` met an empty text of another dialect (Python's `_EMPTY_TEXT`): its role
         empty_text: Option<&'static str>,
+        /// another dialect's tool calls of the last assistant message that no tool_result
+        /// answered yet: user blocks meanwhile wait in the user hold (`_awaiting`)
+        awaiting: u32,
+        /// the user hold (`_held`): user blocks that wait for the tool_results
+        held: Option<WriterId>,
+        /// the source message of the first of them (the message it opens)
+        held_message: i64,
         ended: bool,
         block: InBlock<Placed<'static>>,
         /// the bytes of one write being put together (a block's head or tail): one buffer
@@ -1611,6 +1620,9 @@ mod encoder {
                 src_empty_role: None,
                 src_has_more: false,
                 empty_text: None,
+                awaiting: 0,
+                held: None,
+                held_message: 0,
                 ended: false,
                 block: InBlock::None,
                 scratch: Vec::new(),
@@ -1678,6 +1690,7 @@ mod encoder {
         fn close_top(&mut self, io: &mut Io<'_>) -> Result<()> {
             let Some(top) = self.top else { return Ok(()) };
             if top == "messages" {
+                self.flush_held(io)?;
                 self.close_message(io)?;
             }
             if top == "system" && self.system_string {
@@ -1898,6 +1911,9 @@ mod encoder {
             self.msg_role.push_str(role); // (the buffer is kept: no allocation per message)
             self.msg_string = string;
             self.msg_has_result = false;
+            if role == "assistant" {
+                self.awaiting = 0; // (calls of an earlier message left unanswered: not these)
+            }
             Ok(())
         }
 
@@ -1913,6 +1929,15 @@ mod encoder {
         /// writer is the output.
         fn message_for(&mut self, block: &Block<'_>, role: &str, in_parts: bool, text: bool, io: &mut Io<'_>)
                        -> Result<WriterId> {
+            if role == "user" && self.foreign && self.awaiting > 0 {
+                return Ok(self.user_hold(block, io)); // (a result's message is `result_message`)
+            }
+            self.result_message(block, role, in_parts, text, io)
+        }
+
+        /// `_message_for(..., result=True)`: never the user hold.
+        fn result_message(&mut self, block: &Block<'_>, role: &str, in_parts: bool, text: bool, io: &mut Io<'_>)
+                          -> Result<WriterId> {
             if self.msg.is_some() && self.msg_role == role && !self.msg_string {
                 if Some(block.message) == self.msg_index {
                     return Ok(OUT);
@@ -1925,6 +1950,47 @@ mod encoder {
             let string = text && !in_parts && (!self.foreign || role != "assistant");
             self.open_message(block.message, role, string, io)?;
             Ok(OUT)
+        }
+
+        // -- user blocks before tool results (see the Python encoder) ------------------------
+
+        /// `_user_hold`: the writer of user blocks that wait for the tool_results.
+        fn user_hold(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> WriterId {
+            if let Some(w) = self.held {
+                return w;
+            }
+            let w = io.writers.held(&mut io.session.reorder, "anthropic:user-before-tool-result");
+            io.push_first(w);
+            self.held = Some(w);
+            self.held_message = block.message;
+            w
+        }
+
+        /// `_keeps_held`: whether the held user blocks go on waiting at `block`: a result (or
+        /// part of one), a system text (it goes to the top-level system), or a user block while
+        /// calls await.
+        fn keeps_held(&self, block: &Block<'_>, attrs: &[Attr<'_>], tool_image: bool) -> bool {
+            let s = block.section;
+            s == Section::ToolResult || tool_image || attr_truthy(attrs, "in_result")
+                || (s == Section::SystemInstruction && !attr_truthy(attrs, "in_messages"))
+                || (matches!(s, Section::UserText | Section::UserImage | Section::UserDocument) && self.awaiting > 0)
+        }
+
+        /// `_flush_held`: the held user blocks, after the results: in their user message, or
+        /// one of their own.
+        fn flush_held(&mut self, io: &mut Io<'_>) -> Result<()> {
+            let Some(w) = self.held.take() else { return Ok(()) };
+            let mut held = Vec::new();
+            io.writers.take(w, &mut io.session.reorder, &mut held);
+            if held.is_empty() {
+                return Ok(());
+            }
+            self.close_result(io)?;
+            if !(self.msg.is_some() && self.msg_role == "user" && !self.msg_string) {
+                self.open_message(self.held_message, "user", false, io)?;
+            }
+            io.separate(OUT)?;
+            io.write(OUT, &held)
         }
 
         // -- blocks -------------------------------------------------------------------------
@@ -1961,6 +2027,9 @@ mod encoder {
             let attrs: &[Attr<'_>] = block.attrs.as_deref().unwrap_or(&[]);
             let empty_fin = block.fin && block.payload.is_empty();
             let tool_image = self.in_tool_message(block, attrs, io.session);
+            if self.held.is_some() && !self.keeps_held(block, attrs, tool_image) {
+                self.flush_held(io)?;
+            }
             if s != Section::ToolResult && !attr_truthy(attrs, "in_result") && !tool_image {
                 self.close_result(io)?;
             }
@@ -2066,6 +2135,9 @@ mod encoder {
         fn tool_call<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             lose_moved(io.session, DIALECT, BlockRef::of(block), attrs, "assistant")?;
             let w = self.message_for(block, "assistant", attr_truthy(attrs, "in_parts"), false, io)?;
+            if self.foreign {
+                self.awaiting += 1;
+            }
             io.separate(w)?;
             io.write(w, b"{\"type\":\"tool_use\",\"input\":")?;
             let args = if self.foreign { Some(Box::new(HeldArguments::new(io.session, "anthropic:tool-arguments"))) } else { None };
@@ -2226,8 +2298,9 @@ mod encoder {
         fn open_result(&mut self, block: &Block<'_>, attrs: &[Attr<'_>], call_id: Option<&[u8]>, array: bool,
                        empty: bool, lazy: bool, io: &mut Io<'_>) -> Result<(u64, Vec<u8>)> {
             self.close_result(io)?;
-            let w = self.message_for(block, "user", true, false, io)?;
+            let w = self.result_message(block, "user", true, false, io)?;
             self.msg_has_result = true;
+            self.awaiting = self.awaiting.saturating_sub(1);
             io.separate(w)?;
             let mut head = b"{\"type\":\"tool_result\"".to_vec();
             if let Some(id) = call_id {
@@ -2357,16 +2430,16 @@ mod encoder {
                 let (_, head) = self.open_result(block, &[], None, true, true, true, io)?;
                 io.write(OUT, &head)?;
             }
-            let result = if in_result || result_of {
+            let (to, result) = if in_result || result_of {
                 let result = self.result.as_mut().expect("a result is open");
                 let sep = result.separator();
                 io.write(OUT, sep)?;
-                Some(result.serial)
+                (OUT, Some(result.serial))
             } else {
                 lose_moved(io.session, DIALECT, BlockRef::of(block), attrs, "user")?;
                 let w = self.message_for(block, "user", attr_truthy(attrs, "in_parts"), false, io)?;
                 io.separate(w)?;
-                None
+                (w, None)
             };
             let mut has_payload = !empty_fin || ["base64", "url", "text", "data"].iter().any(|t| is(t));
             if is("file") || is("content") {
@@ -2378,13 +2451,13 @@ mod encoder {
             if has_payload {
                 opening.extend_from_slice(if is("url") { b"\"url\":\"" } else { b"\"data\":\"" });
             }
-            io.write(OUT, &opening)?;
+            io.write(to, &opening)?;
             let sniffed = (self.foreign && kind == "image" && is("base64")).then(|| Vec::with_capacity(SNIFF_BYTES));
-            Ok(Some(Placed::Media(Media { head: Head::borrowed(block), kind, source, has_payload, result, sniffed })))
+            Ok(Some(Placed::Media(Media { head: Head::borrowed(block), to, kind, source, has_payload, result, sniffed })))
         }
 
         fn close_media(&mut self, media: Media<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
-            let Media { head, kind, source, has_payload, result, sniffed } = media;
+            let Media { head, to, kind, source, has_payload, result, sniffed } = media;
             let every = merged(&head.attrs, late);
             let mut tail: Vec<u8> = if has_payload { b"\",".to_vec() } else { Vec::new() };
             tail.extend_from_slice(b"\"type\":");
@@ -2414,7 +2487,7 @@ mod encoder {
             let members: Vec<Attr<'_>> = every.iter().filter(|(k, _)| k != "is_error").cloned().collect();
             self.members(head.as_ref(), kind, &members, io, &mut tail)?;
             tail.push(b'}');
-            io.write(OUT, &tail)?;
+            io.write(to, &tail)?;
             if let Some(serial) = result {
                 self.result_late(serial, &every, true);
             }
@@ -2460,7 +2533,7 @@ mod encoder {
                     if let Some(sniffed) = media.sniffed.as_mut() {
                         keep_head(sniffed, payload);
                     }
-                    io.write(OUT, payload)
+                    io.write(media.to, payload)
                 }
                 Placed::ToolUse { args: Some(args), .. } => args.feed(payload, io.session),
                 Placed::ToolUse { args: None, .. } => {
