@@ -244,3 +244,17 @@ def test_user_blocks_that_come_while_calls_await_results_follow_the_results_into
     assert marker in json.dumps(turn), "the waiting block follows the results in their user message"
     moved = {"$.messages[1]"} if extra == "assistant-image" else {f"$.messages[{2 + where}]"}
     assert {path for path, _ in losses} <= moved, "only the places already recorded"
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_an_assistant_image_after_its_calls_waits_for_the_run_of_tool_messages_into_openai(backend, count):
+    # the same block into openai: no message between the tool_calls and their tool messages;
+    # it goes in a user message of its own after the run (its place recorded, as before)
+    body, marker = _waiting_body(count, "assistant-image", 0)
+    losses: list = []
+    out = _transcode("ollama", "openai", body, losses)
+    assert validity.check("openai", "request", out, enforced_only=True) == []
+    roles = [m["role"] for m in json.loads(out)["messages"]]
+    assert roles == ["user", "assistant", *["tool"] * count, "user", "user"]
+    assert marker in json.dumps(json.loads(out)["messages"][2 + count]) and out.decode().count(marker) == 1
+    assert [path for path, _ in losses] == ["$.messages[1]"]

@@ -1594,11 +1594,19 @@ impl Messages {
     }
 
     /// `first`: the member that streams first, opened with the message.
+    /// `moved`: the block's `role` attribute (JSON), if any.
     fn open_message(&mut self, body: &mut MessageListBody, index: i64, role: &[u8], first: Option<First>,
-                    from_tool: bool, io: &mut Io<'_>) -> Result<()> {
+                    moved: Option<&[u8]>, io: &mut Io<'_>) -> Result<()> {
         self.close_message(body, io)?;
         self.close_moved(io)?;
-        let from_tool = from_tool && role == USER;
+        // blocks moved out of a tool message, or out of the tool_calls message after its calls
+        // (an ollama assistant image): they wait for the run of tool messages to end
+        let from_tool = role == USER && match moved {
+            Some(r) if r == TOOL => true,
+            Some(r) => r.first() == Some(&b'"') && r != USER && self.after_tool_calls
+                && self.tool_calls_index == Some(index),
+            None => false,
+        };
         if self.user_hold.is_some() && (Some(index) != self.user_index || self.run_hold)
             && !self.continues_run(role, from_tool)
         {
@@ -1640,8 +1648,8 @@ impl Messages {
 
     fn message_for(&mut self, body: &mut MessageListBody, block: &Block<'_>, role: &[u8], io: &mut Io<'_>) -> Result<()> {
         if self.starts_message(block, role) {
-            let from_tool = attr(block.attrs.as_deref().unwrap_or(&[]), "role") == Some(TOOL);
-            self.open_message(body, block.message, role, None, from_tool, io)?;
+            let moved = attr(block.attrs.as_deref().unwrap_or(&[]), "role");
+            self.open_message(body, block.message, role, None, moved, io)?;
         }
         Ok(())
     }
@@ -1730,7 +1738,7 @@ impl Messages {
         if !tool && !empty && self.starts_message(block, role) {
             // the common case, a text that starts its message: "content" opens with the message
             let first = if in_parts { PARTS_CONTENT } else { STRING_CONTENT };
-            self.open_message(body, block.message, role, Some(first), false, io)?;
+            self.open_message(body, block.message, role, Some(first), None, io)?;
             if !in_parts {
                 return Ok(Placed::Stream(self.assembler(Which::Open)?.out));
             }

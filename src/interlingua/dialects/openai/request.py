@@ -595,8 +595,10 @@ class RequestEncoder(Encoder):
       message that follows tool calls is written into a hold
       (``openai:user-before-tool-result``) and placed after the tool messages
       made from the same source message. Blocks moved out of tool messages (an
-      ollama tool message's images) wait in that hold until the run of tool
-      messages ends: a user message between two tool messages is refused.
+      ollama tool message's images), or out of the tool_calls message after its
+      calls (an ollama assistant image), wait in that hold until the run of tool
+      messages ends: a user message between two tool messages, or between the
+      calls and their results, is refused.
     """
 
     dialect = DIALECT
@@ -725,7 +727,12 @@ class RequestEncoder(Encoder):
         """``first``: the member that streams first, opened with the message (``MessageAssembler``)."""
         self._close_message()
         self._close_moved()
-        from_tool = role == "user" and (attrs or {}).get("role") == "tool"
+        # blocks moved out of a tool message, or out of the tool_calls message after its calls
+        # (an ollama assistant image): they wait for the run of tool messages to end
+        moved = (attrs or {}).get("role")
+        from_tool = role == "user" and (moved == "tool" or (
+            isinstance(moved, str) and moved != "user" and self._after_tool_calls
+            and index == self._tool_calls_index))
         if self._user_hold is not None and (index != self._user_index or self._run_hold) \
                 and not self._continues_run(role, from_tool):
             self._flush_user_hold()
