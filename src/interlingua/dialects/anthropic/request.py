@@ -42,7 +42,7 @@ from ...canonical import (
     Block, Control, End, Event, Extension, MessagesEnd, Section, escape_raw_json,
     unescape_json_text,
 )
-from ...decoding import OPT_STRING, STRING  # (types of members)
+from ...decoding import OBJECT, OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore, message_member
 from ...errors import TranscodeError
@@ -399,7 +399,7 @@ class BlockReader:
         if key == "source" and t in ("image", "document"):
             return self._source
         if key == "input" and t == "tool_use":
-            return lambda k, v, o: d.stream_raw(k, v, o, self._input)
+            return self._input_start
         if t == "tool_result" and key == "tool_use_id":
             return lambda k, v, o: d.read_value(k, v, o, lambda x: self.result.set_id(self.d.own_id(x)), STRING, key)
         if t == "tool_use" and key == "id":
@@ -413,6 +413,11 @@ class BlockReader:
             return lambda k, v, o: d.read_value(k, v, o, lambda x: self._builder().set(key, x),
                                                 _ATTR_TYPES.get(key), key)
         return lambda k, v, o: d.read_raw(k, v, o, lambda raw: _extra(self._builder(), key, raw))
+
+    def _input_start(self, kind: int, value: Any, offset: int) -> None:
+        """An object, as the client declares it (was: 5 became openai arguments "5")."""
+        self.d.expect(kind, value, offset, OBJECT, "input")
+        self.d.stream_raw(kind, value, offset, self._input)
 
     def _input(self, data: bytes, init: bool, fin: bool) -> None:
         self._builder().fragment(escape_raw_json(data), init, fin)
