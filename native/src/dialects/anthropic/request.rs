@@ -27,7 +27,7 @@ use crate::canonical::{escape_raw_json, Block, Event, Section, REQUEST_LEVEL, TO
 use crate::compact::{Data, Raw};
 use crate::decoding::{
     dumps, get_attr, member_path, BlockBuilder, Cx, Dialect, EventSink, Expect, MachineDecoder, Frame, Machine, MessageBase, Read,
-    RequestBody, OPT_STRING, STRING,
+    RequestBody, OBJECT, OPT_STRING, STRING,
 };
 use crate::dialects::fields::{field, ANTHROPIC, ANTHROPIC_REQUIRED};
 use crate::error::{Error, ErrorClass, Result};
@@ -176,6 +176,8 @@ pub(crate) enum S {
     Payload(&'static str),
     BlockText,
     Source,
+    /// a tool_use's input: its first token (an object, the client's Dict), then its text
+    InputStart,
     Input,
     ResultToolUseId,
     ToolUseId,
@@ -377,6 +379,11 @@ impl Dialect for Readers {
                 Ok(())
             }
             S::ResultContent => self.result_content(m, token, cx),
+            S::InputStart => {
+                cx.expect(&token, offset, Some(OBJECT), "input")?;
+                m.read(Read::StreamRaw(S::Input));
+                Ok(())
+            }
             S::Payload(key) => {
                 if token == Token::Null {
                     return Ok(()); // an explicit null means the same as absent: no payload
@@ -832,7 +839,7 @@ impl Readers {
             (Kind::Text | Kind::Thinking | Kind::RedactedThinking, b"thinking") => Read::State(S::Payload("thinking")),
             (Kind::Text | Kind::Thinking | Kind::RedactedThinking, b"data") => Read::State(S::Payload("data")),
             (Kind::Image | Kind::Document, b"source") => Read::State(S::Source),
-            (Kind::ToolUse, b"input") => Read::StreamRaw(S::Input),
+            (Kind::ToolUse, b"input") => Read::State(S::InputStart),
             (Kind::ToolResult, b"tool_use_id") => Read::Value(S::ResultToolUseId, Some(STRING), "tool_use_id"),
             (Kind::ToolUse, b"id") => Read::Value(S::ToolUseId, Some(STRING), "id"),
             (Kind::ToolResult, b"is_error") => Read::Value(S::ResultAttr("is_error"), None, ""),
