@@ -79,7 +79,7 @@ from ...canonical import (
     TOP_LEVEL_SYSTEM, UNKNOWN, USER_IMAGE, USER_TEXT, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, escape_raw_json, unescape_json_text,
 )
-from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
+from ...decoding import OPT_STRING, BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
     STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, first_member, late_only,
     merged_reasoning, message_member,
@@ -410,14 +410,15 @@ class MessageReader(MessageReaderBase):
             self._tool_name_raw = raw
             name = self.d.data(raw, offset)  # (a lone surrogate: an error at the value)
             self._tool_name = name if isinstance(name, str) else None
-        self.d.read_raw(kind, value, offset, done)
+        # (a string or null, as the client declares it: a number was carried as the name)
+        self.d.read_raw(kind, value, offset, done, OPT_STRING, "tool_name")
 
     def _tool_call_id_member(self, kind: int, value: Any, offset: int) -> None:
         def done(raw: bytes) -> None:
             self._tool_call_id_raw = raw
             call_id = self.d.data(raw, offset)
             self._tool_call_id = call_id if isinstance(call_id, str) and call_id else None
-        self.d.read_raw(kind, value, offset, done)
+        self.d.read_raw(kind, value, offset, done, OPT_STRING, "tool_call_id")
 
     def _content_member(self, kind: int, value: Any, offset: int) -> None:
         if kind == tok.NULL:
@@ -582,7 +583,7 @@ class ToolCallReader:
             d.pop()
             return
         if value == "name":
-            d.then_value(self._name)
+            d.then_value(self._name, OPT_STRING, "a tool call's name")  # (as in a response)
         elif value == "arguments":
             d.then(self._arguments)
         elif value == "index":
