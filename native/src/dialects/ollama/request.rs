@@ -13,7 +13,7 @@ use crate::canonical::{escape_raw_json, Block, Control, Event, Section, REQUEST_
 use crate::compact::{Data, Raw};
 use crate::decoding::{
     get_attr, member_path, set_attr, Attr, BlockBuilder, Counted, Cx, Dialect, Frame, Gate, Machine, MachineDecoder, MessageBase,
-    Read, RequestBody,
+    Read, RequestBody, OPT_STRING,
 };
 use crate::dialects::fields::{self, field, required};
 use crate::encoding::role_json;
@@ -354,8 +354,8 @@ impl Dialect for Ollama {
                         b"thinking" => Read::State(S::Thinking),
                         b"images" => Read::State(S::Images),
                         b"tool_calls" => Read::State(S::ToolCalls),
-                        b"tool_name" => Read::Raw(S::ToolName, None, ""),
-                        b"tool_call_id" => Read::Raw(S::ToolCallId, None, ""),
+                        b"tool_name" => Read::Raw(S::ToolName, Some(OPT_STRING), "tool_name"),
+                        b"tool_call_id" => Read::Raw(S::ToolCallId, Some(OPT_STRING), "tool_call_id"),
                         key => {
                             self.set_key(key);
                             Read::Raw(S::MessageField, None, "")
@@ -424,7 +424,7 @@ impl Dialect for Ollama {
             S::Function => match token {
                 Token::Key(key) => {
                     m.then(match key {
-                        b"name" => Read::Value(S::Name, None, ""),
+                        b"name" => Read::Value(S::Name, Some(OPT_STRING), "a tool call's name"),
                         b"arguments" => Read::State(S::Arguments),
                         b"index" => Read::Value(S::Index, None, ""),
                         key => {
