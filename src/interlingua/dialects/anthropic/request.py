@@ -42,7 +42,7 @@ from ...canonical import (
     Block, Control, End, Event, Extension, MessagesEnd, Section, escape_raw_json,
     unescape_json_text,
 )
-from ...decoding import OBJECT, OPT_STRING, STRING  # (types of members)
+from ...decoding import BOOLEAN, OBJECT, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore, message_member
 from ...errors import TranscodeError
@@ -91,7 +91,7 @@ _FIELDS = REQUEST_FIELDS[DIALECT]
 
 #: the types of block attributes (decoding.Expect); others (cache_control, citations ...) any
 _ATTR_TYPES = {"name": STRING, "id": STRING, "media_type": STRING, "title": OPT_STRING, "context": OPT_STRING,
-               "signature": STRING}
+               "signature": STRING, "cache_control": OPT_OBJECT, "is_error": BOOLEAN}
 
 #: a tool_use block of a request cannot go without these (the API answers 400): SchemaError
 _TOOL_USE_REQUIRED = ("id", "name", "input")
@@ -406,7 +406,7 @@ class BlockReader:
             return lambda k, v, o: d.read_value(k, v, o, lambda x: self._builder().set(key, self.d.own_id(x)),
                                                 STRING, key)
         if t == "tool_result" and key in ("is_error", "cache_control"):
-            return lambda k, v, o: d.read_value(k, v, o, lambda x: self.result.set(key, x))
+            return lambda k, v, o: d.read_value(k, v, o, lambda x: self.result.set(key, x), _ATTR_TYPES[key], key)
         if t == "tool_result":
             return lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.result.extra(key, raw))
         if key in _BLOCK_ATTRS[t]:
