@@ -27,7 +27,7 @@ use crate::canonical::{escape_raw_json, Block, Event, Section, REQUEST_LEVEL, TO
 use crate::compact::{Data, Raw};
 use crate::decoding::{
     dumps, get_attr, member_path, BlockBuilder, Cx, Dialect, EventSink, Expect, MachineDecoder, Frame, Machine, MessageBase, Read,
-    RequestBody, OBJECT, OPT_STRING, STRING,
+    RequestBody, BOOLEAN, OBJECT, OPT_OBJECT, OPT_STRING, STRING,
 };
 use crate::dialects::fields::{field, ANTHROPIC, ANTHROPIC_REQUIRED};
 use crate::error::{Error, ErrorClass, Result};
@@ -120,6 +120,8 @@ fn attr_type(key: &str) -> Option<Expect> {
     match key {
         "name" | "id" | "media_type" | "signature" => Some(STRING),
         "title" | "context" => Some(OPT_STRING),
+        "cache_control" => Some(OPT_OBJECT),
+        "is_error" => Some(BOOLEAN),
         _ => None,
     }
 }
@@ -842,8 +844,10 @@ impl Readers {
             (Kind::ToolUse, b"input") => Read::State(S::InputStart),
             (Kind::ToolResult, b"tool_use_id") => Read::Value(S::ResultToolUseId, Some(STRING), "tool_use_id"),
             (Kind::ToolUse, b"id") => Read::Value(S::ToolUseId, Some(STRING), "id"),
-            (Kind::ToolResult, b"is_error") => Read::Value(S::ResultAttr("is_error"), None, ""),
-            (Kind::ToolResult, b"cache_control") => Read::Value(S::ResultAttr("cache_control"), None, ""),
+            (Kind::ToolResult, b"is_error") => Read::Value(S::ResultAttr("is_error"), attr_type("is_error"), "is_error"),
+            (Kind::ToolResult, b"cache_control") => {
+                Read::Value(S::ResultAttr("cache_control"), attr_type("cache_control"), "cache_control")
+            }
             (Kind::ToolResult, _) => keep(self, S::ResultExtra),
             _ => match kind.attr(key) {
                 Some(attr) => Read::Value(S::Attr(attr), attr_type(attr), attr),
