@@ -122,17 +122,17 @@ REQUIRED_MEMBERS = {
 }
 
 
-#: a value's type -> the first tokens it may have been read from (``Expect.kinds``)
-_TOKEN_KINDS = {"null": {tok.NULL}, "boolean": {tok.TRUE, tok.FALSE}, "number": {tok.NUMBER},
-                "string": {tok.STRING, tok.STRING_OPEN}, "array": {tok.ARRAY_START}, "object": {tok.OBJECT_START}}
-
-
 #: a tool definition's members that every dialect carries (canonical tool attrs): checked on
 #: the tool, read whole (``Decoder.check_tool_attrs``): a wrong type is a ``SchemaError`` at the
 #: member's path (``$.tools[0].function.description``), at the tool's first byte -- was written
 #: into the target as it came (``"description": 5``); an explicit null is absent, not written
 #: (openai's ``"strict": null`` became anthropic ``"strict": null``, which takes a boolean).
 TOOL_MEMBERS = {"description": _STR, "strict": _BOOL}
+
+
+#: a value's type -> the first tokens it may have been read from (``Expect.kinds``)
+_TOKEN_KINDS = {"null": {tok.NULL}, "boolean": {tok.TRUE, tok.FALSE}, "number": {tok.NUMBER},
+                "string": {tok.STRING, tok.STRING_OPEN}, "array": {tok.ARRAY_START}, "object": {tok.OBJECT_START}}
 
 
 def value_type(value: Any) -> str:
