@@ -14,7 +14,6 @@ from importlib import resources
 
 import msgspec
 
-from . import backend
 from .canonical import Block
 from .dialects import DIALECTS, KINDS
 from .errors import TranscodeError
@@ -50,17 +49,8 @@ def event_json(event) -> dict:
     return data
 
 
-def _pipeline(kind: str):
-    """``(Transcoder, Decoder)`` of the backend: the native core's for requests when the
-    native backend runs (``interlingua.backend``; its responses and streams are not ported)."""
-    if backend.BACKEND == "native" and kind == "request":
-        native = backend.native_module()
-        return native.Transcoder, native.Decoder
-    return Transcoder, Decoder
-
-
 def _transcode(args, source) -> int:
-    transcoder = _pipeline(args.kind)[0](args.source, args.target, kind=args.kind, options=_options(args))
+    transcoder = Transcoder(args.source, args.target, kind=args.kind, options=_options(args))
     out = sys.stdout.buffer
     try:
         for chunk in source:
@@ -82,7 +72,7 @@ def _transcode(args, source) -> int:
 
 
 def _blocks(args, source) -> int:
-    decoder = _pipeline(args.kind)[1](args.source, kind=args.kind, options=_options(args))
+    decoder = Decoder(args.source, kind=args.kind, options=_options(args))
     out = sys.stdout
     for chunk in source:
         for event in decoder.feed(chunk):

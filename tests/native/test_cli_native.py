@@ -1,24 +1,32 @@
-"""The CLI on the native backend: requests run on ``_native.Transcoder`` / ``Decoder``
-(responses and streams stay Python: not ported), with the same output and loss lines
-as the Python pipeline's."""
+"""The CLI on the native backend: every kind runs on ``_native.Transcoder`` / ``Decoder``
+(``interlingua.Transcoder`` / ``Decoder`` dispatch by ``backend.BACKEND``), with the same
+output and loss lines as the Python pipeline's."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
-from interlingua import Decoder, TranscodeError, Transcoder, backend, cli
+from interlingua import TranscodeError, backend, cli
 from interlingua.backend import native_module
 from interlingua.dialects import DIALECTS
 
 native = native_module()
 
 
-def test_the_native_backend_runs_requests_natively(monkeypatch):
+@pytest.mark.parametrize("kind", ["request", "response", "stream"])
+def test_the_native_backend_runs_every_kind_natively(monkeypatch, kind):
+    from interlingua import pipeline
+    made = []
+    for key, cls in list(pipeline._NATIVE_CLASSES.items()):  # (what the classes' metaclass returns)
+        monkeypatch.setitem(pipeline._NATIVE_CLASSES, key,
+                            lambda *a, _cls=cls, **k: made.append((_cls.__name__, k["kind"])) or _cls(*a, **k))
     monkeypatch.setattr(backend, "BACKEND", "native")
-    assert cli._pipeline("request") == (native.Transcoder, native.Decoder)
-    assert cli._pipeline("stream") == (Transcoder, Decoder)
-    monkeypatch.setattr(backend, "BACKEND", "python")
-    assert cli._pipeline("request") == (Transcoder, Decoder)
+    for argv in (["transcode", "--from", "openai", "--to", "anthropic"], ["blocks", "--from", "openai"]):
+        monkeypatch.setattr("sys.stdin", type("In", (), {"buffer": io.BytesIO(b"")})())
+        cli.main([*argv, "--kind", kind])
+    assert made == [("Transcoder", kind), ("Decoder", kind)], made
 
 
 def _ported_pairs():
