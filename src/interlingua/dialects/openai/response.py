@@ -63,9 +63,11 @@ from ...canonical import (
 from ...decoding import MemberReader, Members, ResponseDecoderBase
 from ...encoding import Encoder, MessageAssembler, ignore
 from ...errors import SchemaError, TranscodeError, TruncatedInputError
+from ...numbers import INT64_MAX, INT64_MIN
 from ...framing import SSE_END, FrameEnd, sse_event
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
+    beyond_64_bits,
     BlockStream,
     KeyFirst,
     ReasoningFirst,
@@ -97,6 +99,14 @@ _KEPT = ("created", "system_fingerprint", "service_tier")
 # Decoding
 # ---------------------------------------------------------------------------
 
+
+
+def _index_in_64_bits(index: int) -> int:
+    """A choice's or a tool call's index, within a signed 64-bit integer (as a token count is,
+    ``lifecycle.in_64_bits``): beyond it a ``SchemaError`` at the index, located by the decoder."""
+    if INT64_MIN <= index <= INT64_MAX:
+        return index
+    raise SchemaError(beyond_64_bits("index", "an index"))
 
 class _Choice:
     """What one choice has open across chunks."""
@@ -189,7 +199,9 @@ class _Base(ResponseDecoderBase):
         for c in self.choices.values():  # every block gets its last fragment; the error follows it
             self.close_block(c)
         err = value if isinstance(value, dict) else {"message": str(value)}
-        status = err.get("code") if isinstance(err.get("code"), int) else None
+        code = err.get("code")
+        # (a code beyond 64 bits is no status: the native core holds one in 64 bits)
+        status = code if isinstance(code, int) and INT64_MIN <= code <= INT64_MAX else None
         self.emit(Error(str(err.get("type") or "api_error"), str(err.get("message") or ""), status))
         self.errored = True
 
@@ -307,7 +319,7 @@ class _ToolCallReader(MemberReader):
     custom = False
 
     def _index(self, value: Any) -> None:
-        self.index = value
+        self.index = _index_in_64_bits(value)
         if self.streaming:  # a delta names its call by index
             self.attrs["path"] = f"$.choices[{self.c.index}].delta.tool_calls[{value}]"
 
@@ -414,7 +426,7 @@ class _ChoiceReader(MemberReader):
         KeyFirst.read_key(self.d, "index", kind, value, offset, self._choose, INTEGER)
 
     def _choose(self, index: Any) -> None:
-        self.c = self.d.choice(index if isinstance(index, int) else 0)
+        self.c = self.d.choice(_index_in_64_bits(index) if isinstance(index, int) else 0)
 
     def _start(self, index: Any) -> None:
         self._choose(index)
