@@ -276,9 +276,10 @@ mod decoder {
         matches!(token, Token::String(text) if !crate::json::has_escape(text)) && cx.within_bound(token)
     }
 
-    /// A choice or tool index as the core holds it (Python's int has no bound).
+    /// `_index_in_64_bits`: a choice's or a tool call's index within a signed 64-bit integer,
+    /// beyond it a SchemaError at the index (located by the decoder).
     fn index_of(value: &Value) -> Result<i64> {
-        value.as_i64().ok_or_else(|| Error::new(ErrorClass::Transcode, "an index beyond 64 bits is not ported yet"))
+        value.as_i64().ok_or_else(|| Error::new(ErrorClass::Schema, crate::lifecycle::beyond_64_bits("index", "an index")))
     }
 
     fn falsy(value: Option<&Value>) -> bool {
@@ -440,7 +441,8 @@ mod decoder {
                     }
                     let status = match value.get("code") {
                         Some(Value::Bool(b)) => Some(*b as i64),
-                        Some(code) if code.is_py_int() => Some(index_of(code)?),
+                        // (a code beyond 64 bits is no status, as in Python)
+                        Some(code) if code.is_py_int() => code.as_i64(),
                         _ => None,
                     };
                     (kind, message, status)
