@@ -39,7 +39,17 @@ def _no_duplicate_keys(data: bytes):
     value = json.loads(data, object_pairs_hook=validity._object)
     duplicates = list(validity._duplicate_keys(value))
     assert not duplicates, duplicates
-    return json.loads(data)
+    return json.loads(data, parse_float=_Float)
+
+
+class _Float(float):
+    """A JSON number written with a fraction or an exponent: not equal to an integer (``256.0``
+    is not ``256`` -- an integer field written as a float breaks the target's client types)."""
+
+    def __eq__(self, other):
+        return isinstance(other, _Float) and float(self) == float(other)
+
+    __hash__ = float.__hash__
 
 
 SCRIPTS = all_wire_scripts()

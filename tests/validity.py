@@ -551,15 +551,18 @@ _OLLAMA_INT_OPTIONS = ("num_predict", "num_ctx", "seed", "top_k", "num_keep", "r
 
 
 @rule("ollama", "request", "integer-options",
-      "options.num_predict, num_ctx, seed, top_k (and the other count options) are numbers "
-      "(ollama truncates a float; a string, bool or null is refused)",
-      f"{_OLLAMA_REF}: Options.FromMap ('option num_predict must be of type integer')")
+      "options.num_predict, num_ctx, seed, top_k (and the other count options) and top_logprobs are "
+      "integers: the client declares them int (its server truncates a float, refuses a string, "
+      "bool or null); another dialect's float (openai max_completion_tokens 256.0) is written 256",
+      f"{_OLLAMA_REF}: Options.FromMap ('option num_predict must be of type integer'); ollama client "
+      "_types.Options (num_predict: Optional[int] ...), ChatRequest.top_logprobs: Optional[int]")
 def _l_int_options(body):
     options = body.get("options")
     for key in _OLLAMA_INT_OPTIONS:
-        if isinstance(options, dict) and key in options and (
-                isinstance(options[key], bool) or not isinstance(options[key], (int, float))):
+        if isinstance(options, dict) and key in options and not _is_int(options[key]):
             yield f"options.{key} {options[key]!r}"
+    if "top_logprobs" in body and body["top_logprobs"] is not None and not _is_int(body["top_logprobs"]):
+        yield f"top_logprobs {body['top_logprobs']!r}"
 
 
 @rule("ollama", "request", "think-value",
