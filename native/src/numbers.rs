@@ -85,6 +85,12 @@ fn computed(source: &str, target: &str, key: &str) -> bool {
         || (target == "anthropic" && matches!(key, "max_tokens" | "max_completion_tokens"))
 }
 
+/// `numbers._made_integer`: the target's field for this control is an integer where the
+/// source's is any number (openai max tokens into ollama's `num_predict`).
+fn made_integer(source: &str, target: &str, key: &str) -> bool {
+    source == "openai" && target == "ollama" && matches!(key, "max_tokens" | "max_completion_tokens")
+}
+
 /// `numbers.fault`: why the control `key` (its field's raw text, its canonical value's text)
 /// cannot be converted for `target`, or None.
 pub fn fault(source: &str, target: &str, key: &str, raw: &[u8], value: &[u8], integer: bool) -> Option<String> {
@@ -94,7 +100,7 @@ pub fn fault(source: &str, target: &str, key: &str, raw: &[u8], value: &[u8], in
         return Some(format!(
             "number out of range for {key}: {shown} overflows a float (no JSON number carries it into {target})"));
     }
-    if !is_number(value) || !(integer || computed(source, target, key)) {
+    if !is_number(value) || !(integer || computed(source, target, key) || made_integer(source, target, key)) {
         return None;
     }
     if whole(raw) == Whole::Beyond && (is_float_literal(raw) || computed(source, target, key)) {
@@ -201,6 +207,9 @@ mod tests {
         assert!(fault("openai", "anthropic", "max_tokens", b"1e40", b"1e40", false).unwrap().contains("64-bit"));
         assert_eq!(fault("openai", "ollama", "seed", b"100000000000000000000", b"100000000000000000000", true), None);
         assert!(fault("ollama", "openai", "options.num_predict", b"100000000000000000000", b"1", true).is_some());
+        assert!(fault("openai", "ollama", "max_tokens", b"1e19", b"1e+19", false).unwrap().contains("64-bit"));
+        assert_eq!(fault("openai", "ollama", "max_tokens", b"100000000000000000000", b"100000000000000000000", false), None);
+        assert_eq!(fault("openai", "ollama", "max_tokens", b"2.56e2", b"256.0", false), None);
         assert_eq!(fault("anthropic", "openai", "temperature", b"1e-400", b"1e-400", false), None);
     }
 

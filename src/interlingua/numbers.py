@@ -10,7 +10,8 @@ emitted (at the value's first byte and path, however the body is cut) the decode
 * an integer the conversion computes with -- max tokens into anthropic (compared with a
   thinking budget), ollama's ``num_predict`` into any other dialect (its sign means "no
   limit"), an integral float made an integer -- must fit in 64 bits (what every target API
-  parses an integer field as); an integer literal copied with its digits (openai ``seed``
+  parses an integer field as; openai's max tokens, a number, into ollama's ``num_predict``,
+  an integer: ``1e19`` is refused); an integer literal copied with its digits (openai ``seed``
   or max tokens into ollama) is carried as written.
 
 ``integral`` gives an integer control's integral float (``100.0``, ``1e2``) as its integer,
@@ -74,6 +75,12 @@ def _computed(source: str, target: str, key: str) -> bool:
     return target == "anthropic" and key in ("max_tokens", "max_completion_tokens")
 
 
+def _made_integer(source: str, target: str, key: str) -> bool:
+    """Whether the target's field for this control is an integer where the source's is any
+    number (openai max tokens into ollama's ``num_predict``): its float is made an integer."""
+    return source == "openai" and target == "ollama" and key in ("max_tokens", "max_completion_tokens")
+
+
 def fault(source: str, target: str, key: str, raw: bytes, value: Any, integer: bool) -> str | None:
     """Why the control ``key`` (its raw text and decoded value) cannot be converted for
     ``target``, or None. ``integer``: the source declares it an integer."""
@@ -82,7 +89,8 @@ def fault(source: str, target: str, key: str, raw: bytes, value: Any, integer: b
         return f"number out of range for {key}: {shown} overflows a float (no JSON number carries it into {target})"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    whole = integral(raw) if (integer or _computed(source, target, key)) else None
+    whole = integral(raw) if (integer or _computed(source, target, key) or _made_integer(source, target, key)) \
+        else None
     if whole is None or INT64_MIN <= whole <= INT64_MAX:
         return None
     if is_float_literal(raw) or _computed(source, target, key):

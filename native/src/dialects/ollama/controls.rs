@@ -253,7 +253,7 @@ pub fn encode_control<'c>(control: &'c Control<'_>, session: &mut Session)
     let name = control.name.as_ref();
     let dialect = control.dialect.as_deref();
     if let Some(key) = top_key(name).or_else(|| option_key(name)) {
-        return Ok(vec![(Cow::Borrowed(key), Cow::Borrowed(&control.value))]);
+        return Ok(vec![(Cow::Borrowed(key), integer(key, control, session)?)]);
     }
     let value = &Value::loads(&control.value)?;
     let where_ = match control.key.as_deref() {
@@ -293,6 +293,34 @@ pub fn encode_control<'c>(control: &'c Control<'_>, session: &mut Session)
     }
     lose(session, &where_, "such parameter", None, dialect)?;
     Ok(Vec::new())
+}
+
+/// `INTEGER_KEYS`: the fields the ollama client declares `int` that a control is written to.
+const INTEGER_KEYS: &[&str] = &["options.num_predict", "options.top_k", "options.seed", "top_logprobs"];
+
+/// `_integer`: another dialect's float for an integer field as its integer: an integral float
+/// is that integer, a fraction rounded down (recorded); a float beyond 64 bits (refused by the
+/// decoder first: `numbers::fault`) is left as it is.
+fn integer<'c>(key: &str, control: &'c Control<'_>, session: &mut Session) -> Result<Cow<'c, [u8]>> {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    let value = &control.value;
+    if !INTEGER_KEYS.contains(&key) || !crate::numbers::is_float_literal(value) || value.first() == Some(&b'"') {
+        return Ok(Cow::Borrowed(value));
+    }
+    let Value::Float(f) = Value::loads(value)? else { return Ok(Cow::Borrowed(value)) };
+    if !f.is_finite() || !(-TWO_63..TWO_63).contains(&f) {
+        return Ok(Cow::Borrowed(value));
+    }
+    if f.fract() != 0.0 {
+        let where_ = match control.key.as_deref() {
+            Some(k) if !k.is_empty() => format!("$.{k}"),
+            _ => control.name.to_string(),
+        };
+        let field = key.strip_prefix("options.").unwrap_or(key);
+        let what = format!("fractional {field} ({})", py_repr(&Value::Float(f)));
+        lose(session, &where_, &what, Some("rounded down"), control.dialect.as_deref())?;
+    }
+    Ok(Cow::Owned((f.trunc() as i64).to_string().into_bytes()))
 }
 
 fn lose(session: &mut Session, where_: &str, what: &str, done: Option<&str>, dialect: Option<&str>) -> Result<()> {

@@ -13,6 +13,10 @@ Mapping decisions (documented, pinned by tests):
   ``top_p``, ``top_k``, ``stop``, ``seed``, ``presence_penalty``,
   ``frequency_penalty`` keep their canonical names. Other options
   (``num_ctx``, ``mirostat`` ...) are extensions at ``$.options.<name>``.
+* Integer fields (``options.num_predict``, ``top_k``, ``seed``; ``top_logprobs``: the
+  client declares them ``int``) get another dialect's float as an integer: an integral
+  float (openai ``max_completion_tokens: 256.0``, ``2.56e2``) is that integer (256), a
+  fraction is rounded down (a recorded loss), as anthropic's ``max_tokens`` is written.
 * ``format``: ``"json"`` <-> ``{"type": "json_object"}``; a JSON schema <->
   ``{"type": "json_schema", "schema": ...}`` (a schema's ``name``,
   ``description``, ``strict`` have no ollama field: recorded losses);
@@ -38,6 +42,7 @@ Mapping decisions (documented, pinned by tests):
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from ...canonical import Control
@@ -150,9 +155,11 @@ def encode_control(control: Control, session) -> list[tuple[str, Any]]:
     name, value = control.name, control.value
     where = f"$.{control.key}" if control.key else name
     if name in _CANONICAL_TO_TOP:
-        return [(_CANONICAL_TO_TOP[name], value)]
+        key = _CANONICAL_TO_TOP[name]
+        return [(key, _integer(key, value, control, where, session))]
     if name in _CANONICAL_TO_OPTION:
-        return [("options." + _CANONICAL_TO_OPTION[name], value)]
+        key = "options." + _CANONICAL_TO_OPTION[name]
+        return [(key, _integer(key, value, control, where, session))]
     if name == "response_format":
         kind = value.get("type") if isinstance(value, dict) else None
         if kind == "json_object":
@@ -176,6 +183,23 @@ def encode_control(control: Control, session) -> list[tuple[str, Any]]:
         return []
     _lose(session, where, "such parameter", dialect=control.dialect)
     return []
+
+
+#: the fields the ollama client declares ``int`` that a canonical control is written to
+INTEGER_KEYS = ("options.num_predict", "options.top_k", "options.seed", "top_logprobs")
+
+
+def _integer(key: str, value: Any, control: Control, where: str, session) -> Any:
+    """Another dialect's float for an integer field as its integer: an integral float is that
+    integer, a fraction rounded down (recorded). (A float beyond 64 bits cannot come: the
+    decoder refuses it, ``numbers.fault``; it is left as it is.)"""
+    if key not in INTEGER_KEYS or type(value) is not float or not math.isfinite(value) \
+            or not -(2.0**63) <= value < 2.0**63:
+        return value
+    if not value.is_integer():
+        field = key[8:] if key.startswith("options.") else key
+        _lose(session, where, f"fractional {field} ({value!r})", "rounded down", dialect=control.dialect)
+    return int(value)
 
 
 def _lose(session, where: str, what: str, done: str | None = None, *, dialect: str | None) -> None:
