@@ -121,7 +121,7 @@ GOOD = {
     "openai": _o(tools=[{"type": "function", "function": {"name": "f", "parameters": _SCHEMA}}], tool_choice="auto",
                  max_completion_tokens=10, messages=[_USER, _calls(), {"role": "tool", "tool_call_id": "c1",
                                                                        "content": "ok"}]),
-    "ollama": {**_L, "think": "max", "options": {"num_predict": 10.0}, "messages": [
+    "ollama": {**_L, "think": "max", "options": {"num_predict": 10}, "messages": [
         _USER, {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {}}}]},
         {"role": "tool", "content": "ok", "tool_name": "f"}]},
 }
