@@ -34,7 +34,7 @@ from ...canonical import (
     TOOL_DEFINITION, TOOL_RESULT, TOP_LEVEL_SYSTEM, UNKNOWN, USER_AUDIO, USER_DOCUMENT, USER_IMAGE, USER_TEXT,
     Block, Control, End, Event, Extension, MessagesEnd, Section, SystemEnd, decode_escaped,
 )
-from ...decoding import STRING  # (types of members)
+from ...decoding import OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, ignore, late_only, merged_reasoning,
@@ -60,6 +60,14 @@ _DATA_URL_PREFIX_LIMIT = 256  # the most of a media URL held to find a data URL'
 
 
 _FIELDS = REQUEST_FIELDS[DIALECT]
+
+#: the types of message members carried as extensions (the client's): a wrong one is a
+#: SchemaError at the value (was: ``"name": 5`` copied into openai, a loss elsewhere)
+_MESSAGE_MEMBER_TYPES = {"name": OPT_STRING}
+#: the types of a media part's members besides its payload (``image_url.detail``,
+#: ``input_audio.format``, ``file.file_id`` / ``filename``): strings, as the client declares
+_MEDIA_MEMBER_TYPES = {"detail": STRING, "format": STRING, "file_id": STRING, "filename": STRING}
+
 
 class RequestDecoder(RequestBodyDecoder):
     dialect = DIALECT
@@ -283,11 +291,13 @@ class MessageReader(MessageReaderBase):
 
     def _extension(self, key: str):
         path = f"$.messages[{self.index}].{key}"
+        expect = _MESSAGE_MEMBER_TYPES.get(key)
 
         def reader(kind: int, value: Any, offset: int) -> None:
             lossless = kind == tok.NULL
             self.d.read_raw(kind, value, offset,
-                            lambda raw: self.d.extension(path, raw, message=self.index, lossless=lossless))
+                            lambda raw: self.d.extension(path, raw, message=self.index, lossless=lossless),
+                            expect, key)
         return reader
 
     def _tool_call_id(self, kind: int, value: Any, offset: int) -> None:
@@ -542,8 +552,8 @@ class MediaReader:
             return
         if value == self.payload_key:
             d.then(lambda k, v, o: d.read_string(k, v, o, self._fragment, value))
-        else:
-            d.then_value(lambda x: self.block.set(value, x))
+        else:  # (detail, format, file_id, filename: strings, as the client declares them)
+            d.then_value(lambda x: self.block.set(value, x), _MEDIA_MEMBER_TYPES.get(value), value)
 
     def _fragment(self, data: bytes, init: bool, fin: bool) -> None:
         if self._prefix_done:
