@@ -27,7 +27,7 @@ mod decoder {
     use crate::compact::{Data, Raw};
     use crate::decoding::{
         dumps, dumps_key, get_attr, member_path, loads, set_attr, Attr, BlockBuilder, Cx, Dialect, Frame, Machine, MachineDecoder,
-        MessageBase, Read, RequestBody, STRING,
+        Expect, MessageBase, Read, RequestBody, OPT_STRING, STRING,
     };
     use crate::dialects::fields::{self, OPENAI_REASONING_EFFORTS as EFFORTS};
     use crate::error::{Error, ErrorClass, Result};
@@ -510,6 +510,25 @@ mod decoder {
         String::from_utf8(key.to_vec()).map_err(|_| internal("an attribute name that is not UTF-8"))
     }
 
+    /// `_MESSAGE_MEMBER_TYPES`: the type of a message member carried as an extension.
+    fn message_member_type(key: &[u8]) -> (Option<Expect>, &'static str) {
+        match key {
+            b"name" => (Some(OPT_STRING), "name"),
+            _ => (None, ""),
+        }
+    }
+
+    /// `_MEDIA_MEMBER_TYPES`: the type of a media part's member besides its payload.
+    fn media_member_type(key: &[u8]) -> (Option<Expect>, &'static str) {
+        match key {
+            b"detail" => (Some(STRING), "detail"),
+            b"format" => (Some(STRING), "format"),
+            b"file_id" => (Some(STRING), "file_id"),
+            b"filename" => (Some(STRING), "filename"),
+            _ => (None, ""),
+        }
+    }
+
     impl Openai {
         fn remember_key(&mut self, key: &[u8]) {
             self.key.clear();
@@ -870,7 +889,8 @@ mod decoder {
                 }
                 Token::Key(key) => {
                     self.remember_key(key);
-                    m.then(Read::Value(S::MediaAttr, None, ""));
+                    let (expect, what) = media_member_type(key);
+                    m.then(Read::Value(S::MediaAttr, expect, what));
                     Ok(())
                 }
                 _ => Err(internal("a value where a media key was due")),
@@ -971,7 +991,8 @@ mod decoder {
                     self.string_block(m, token, offset, section, Vec::new(), &what, cx)
                 }
                 S::Extension => {
-                    m.read(Read::Raw(S::ExtensionRaw { lossless: token == Token::Null }, None, ""));
+                    let (expect, what) = message_member_type(&self.key);
+                    m.read(Read::Raw(S::ExtensionRaw { lossless: token == Token::Null }, expect, what));
                     Ok(())
                 }
                 S::ToolCalls => {
