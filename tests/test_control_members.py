@@ -1,8 +1,13 @@
-"""Inside a control's value (``dialects/fields.MEMBER_FIELDS`` / ``REQUIRED_MEMBERS``): every
-member and element each source's controls declare, with a value of every JSON type it does
-not take (and a fraction for an integer), into every target, cut at 1, 7 and whole, on both
-backends: a ``SchemaError`` at the member's path, at the field's first byte. The same field
-with right types transcodes; a required member left out is a ``SchemaError`` naming it."""
+"""Member types, each source into every target, cut at 1, 7 and whole, on both backends:
+
+* inside a control's value (``dialects/fields.MEMBER_FIELDS`` / ``REQUIRED_MEMBERS``): every
+  member and element with a value of every JSON type it does not take (and a fraction for an
+  integer) is a ``SchemaError`` at its path, at the field's first byte; right types transcode;
+  a required member left out is a ``SchemaError`` naming it;
+* a tool definition's carried members (``fields.TOOL_MEMBERS``): the same at the tool's first
+  byte; an explicit null is not written;
+* members of messages and blocks the decoders type at their first token (``MESSAGE_MEMBERS``):
+  a ``SchemaError`` at the value."""
 
 from __future__ import annotations
 
@@ -163,3 +168,65 @@ def test_a_tool_member_that_is_null_is_not_written(source, legacy, member, targe
     assert result[0] == "out", result
     tools = json.loads(result[1]).get("functions" if legacy and target == "openai" else "tools")
     assert all(member not in tool and member not in tool.get("function", {}) for tool in tools), result
+
+
+#: members of messages and blocks whose types the decoders check at the value's first token:
+#: (source, kind, body with {v}, the member's path, its Expect's name)
+_CALLS = '{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":{}}}]}'
+_OPENAI_PART = '{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"q"},%s]}]}'
+MESSAGE_MEMBERS = [
+    ("anthropic", "request", '{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"go"},{"role":"assistant",'
+     '"content":[{"type":"tool_use","id":"t","name":"f","input":{v}}]}]}', "$.messages[1].content[0].input", "an object"),
+    ("anthropic", "request", '{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[{"type":"text","text":"q",'
+     '"cache_control":{v}}]}]}', "$.messages[0].content[0].cache_control", "an object or null"),
+    ("anthropic", "request", '{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"go"},{"role":"assistant",'
+     '"content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result",'
+     '"tool_use_id":"t","content":"r","is_error":{v}}]}]}', "$.messages[2].content[0].is_error", "a boolean"),
+    ("anthropic", "response", '{"id":"m","type":"message","role":"assistant","model":"c","content":[{"type":"tool_use",'
+     '"id":"t","name":"f","input":{v}}],"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1}}',
+     "$.content[0].input", "an object"),
+    ("ollama", "request", '{"model":"m","messages":[{"role":"user","content":"go"},' + _CALLS + ',{"role":"tool",'
+     '"content":"r","tool_name":{v}}]}', "$.messages[2].tool_name", "a string or null"),
+    ("ollama", "request", '{"model":"m","messages":[{"role":"user","content":"go"},' + _CALLS + ',{"role":"tool",'
+     '"content":"r","tool_call_id":{v}}]}', "$.messages[2].tool_call_id", "a string or null"),
+    ("ollama", "request", '{"model":"m","messages":[{"role":"user","content":"go"},{"role":"assistant","content":"",'
+     '"tool_calls":[{"function":{"name":{v},"arguments":{}}}]}]}', "$.messages[1].tool_calls[0].function.name",
+     "a string or null"),
+    ("openai", "request", '{"model":"m","messages":[{"role":"user","content":"q","name":{v}}]}', "$.messages[0].name",
+     "a string or null"),
+    ("openai", "request", _OPENAI_PART % '{"type":"image_url","image_url":{"url":"https://e.com/a.png","detail":{v}}}',
+     "$.messages[0].content[1].image_url.detail", "a string"),
+    ("openai", "request", _OPENAI_PART % '{"type":"input_audio","input_audio":{"data":"AAAA","format":{v}}}',
+     "$.messages[0].content[1].input_audio.format", "a string"),
+    ("openai", "request", _OPENAI_PART % '{"type":"file","file":{"file_data":"data:application/pdf;base64,AAAA",'
+     '"filename":{v}}}', "$.messages[0].content[1].file.filename", "a string"),
+    ("openai", "request", _OPENAI_PART % '{"type":"file","file":{"file_id":{v}}}',
+     "$.messages[0].content[1].file.file_id", "a string"),
+]
+_NAMES = {"an object": ("object",), "an object or null": ("object", "null"), "a boolean": ("boolean",),
+          "a string": ("string",), "a string or null": ("string", "null")}
+MEMBER_CASES = [pytest.param(source, kind, template, path, expect, wrong, id=f"{path}-{json.dumps(wrong)}")
+                for source, kind, template, path, expect in MESSAGE_MEMBERS
+                for name, wrong in OF_TYPE.items() if name not in _NAMES[expect]]
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("source,kind,template,path,expect,wrong", MEMBER_CASES)
+def test_a_message_member_of_another_type_is_the_sources_error(source, kind, template, path, expect, wrong, target):
+    """Each is a SchemaError at the value (was: copied into the source's own dialect, a loss or
+    a made-up name elsewhere, anthropic input 5 became openai arguments "5")."""
+    from test_usage_numbers import results
+    data = template.replace("{v}", json.dumps(wrong, separators=(",", ":"))).encode()
+    got = results(source, target, kind, data)
+    at = data.index(b":" + json.dumps(wrong, separators=(",", ":")).encode(), data.index(path.rsplit(".", 1)[1].encode())) + 1
+    assert (got[0], got[1], got[3], got[4]) == ("error", "SchemaError", path, at), got
+    assert got[2].startswith(f"expected {expect} for ") and got[2].endswith(f", got {value_type(wrong)}"), got
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("source,kind,template,path,expect", MESSAGE_MEMBERS)
+def test_a_message_member_of_its_type_transcodes(source, kind, template, path, expect, target):
+    from test_usage_numbers import results
+    right = {"an object": "{}", "an object or null": '{"type":"ephemeral"}', "a boolean": "true"}.get(expect, '"x"')
+    got = results(source, target, kind, template.replace("{v}", right).encode())
+    assert got[0] == "out", got
