@@ -173,6 +173,14 @@ def test_a_tool_member_that_is_null_is_not_written(source, legacy, member, targe
 #: members of messages and blocks whose types the decoders check at the value's first token:
 #: (source, kind, body with {v}, the member's path, its Expect's name)
 _CALLS = '{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":{}}}]}'
+_ANTHROPIC_STREAM = (
+    'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant",'
+    '"model":"c","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
+    'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"%s","%s":""}}\n\n'
+    'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"%s","%s":{v}}}\n\n'
+    'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+    'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":1}}\n\n'
+    'event: message_stop\ndata: {"type":"message_stop"}\n\n')
 _OPENAI_PART = '{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"q"},%s]}]}'
 MESSAGE_MEMBERS = [
     ("anthropic", "request", '{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"go"},{"role":"assistant",'
@@ -185,6 +193,13 @@ MESSAGE_MEMBERS = [
     ("anthropic", "response", '{"id":"m","type":"message","role":"assistant","model":"c","content":[{"type":"tool_use",'
      '"id":"t","name":"f","input":{v}}],"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1}}',
      "$.content[0].input", "an object"),
+    ("anthropic", "response", '{"id":"m","type":"message","role":"assistant","model":"c","content":[{"type":"thinking",'
+     '"thinking":"t","signature":{v}}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}',
+     "$.content[0].signature", "a string or null"),
+    ("anthropic", "stream", _ANTHROPIC_STREAM % ("thinking", "thinking", "signature_delta", "signature"),
+     "$.delta.signature", "a string or null"),
+    ("anthropic", "stream", _ANTHROPIC_STREAM % ("text", "text", "citations_delta", "citation"), "$.delta.citation",
+     "an object"),
     ("ollama", "request", '{"model":"m","messages":[{"role":"user","content":"go"},' + _CALLS + ',{"role":"tool",'
      '"content":"r","tool_name":{v}}]}', "$.messages[2].tool_name", "a string or null"),
     ("ollama", "request", '{"model":"m","messages":[{"role":"user","content":"go"},' + _CALLS + ',{"role":"tool",'
@@ -219,7 +234,8 @@ def test_a_message_member_of_another_type_is_the_sources_error(source, kind, tem
     data = template.replace("{v}", json.dumps(wrong, separators=(",", ":"))).encode()
     got = results(source, target, kind, data)
     at = data.index(b":" + json.dumps(wrong, separators=(",", ":")).encode(), data.index(path.rsplit(".", 1)[1].encode())) + 1
-    assert (got[0], got[1], got[3], got[4]) == ("error", "SchemaError", path, at), got
+    frame = data.rfind(b"data: ", 0, at) + 6 if kind == "stream" else None
+    assert (got[0], got[1], got[3], got[4], got[5]) == ("error", "SchemaError", path, at - (frame or 0), frame), got
     assert got[2].startswith(f"expected {expect} for ") and got[2].endswith(f", got {value_type(wrong)}"), got
 
 
@@ -227,6 +243,8 @@ def test_a_message_member_of_another_type_is_the_sources_error(source, kind, tem
 @pytest.mark.parametrize("source,kind,template,path,expect", MESSAGE_MEMBERS)
 def test_a_message_member_of_its_type_transcodes(source, kind, template, path, expect, target):
     from test_usage_numbers import results
-    right = {"an object": "{}", "an object or null": '{"type":"ephemeral"}', "a boolean": "true"}.get(expect, '"x"')
+    right = {"an object": '{"type":"char_location","cited_text":"c","document_index":0,"start_char_index":0,'
+                          '"end_char_index":1}' if "citation" in path else "{}",
+             "an object or null": '{"type":"ephemeral"}', "a boolean": "true"}.get(expect, '"x"')
     got = results(source, target, kind, template.replace("{v}", right).encode())
     assert got[0] == "out", got

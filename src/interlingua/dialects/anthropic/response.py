@@ -151,7 +151,7 @@ class _ContentBlock(MemberReader):
         if t in ("text", "thinking") and key == t or t == "redacted_thinking" and key == "data":
             d.read_string(kind, value, offset, self.block.fragment, key)
         elif t == "thinking" and key == "signature":
-            d.read_value(kind, value, offset, self._signature)
+            d.read_value(kind, value, offset, self._signature, OPT_STRING, key)
         elif t == "text" and key == "citations":
             d.read_value(kind, value, offset, self._citation_list, OPT_ARRAY, key)
         elif t == "tool_use" and key in ("id", "name"):
@@ -444,9 +444,9 @@ class StreamDecoder(_Base):
         elif key == "partial_json":
             self.read_string(kind, value, offset, lambda data, i, f: b.partial_json(data), key)
         elif key == "signature":
-            self.read_value(kind, value, offset, b._signature)
-        else:  # citation
-            self.read_raw(kind, value, offset, b.citation)
+            self.read_value(kind, value, offset, b._signature, OPT_STRING, key)
+        else:  # citation: an object, as the client declares it
+            self.read_raw(kind, value, offset, b.citation, OBJECT, key)
 
     def _stop(self, key: str, value: Any) -> None:
         reason, seq = self.f_stop or (None, None)
