@@ -686,7 +686,7 @@ impl Readers {
             (Kind::Text, b"text") | (Kind::Thinking, b"thinking") | (Kind::RedactedThinking, b"data") => {
                 m.read(Read::String(S::BlockText, if kind == Kind::Text { "text" } else if kind == Kind::Thinking { "thinking" } else { "data" }));
             }
-            (Kind::Thinking, b"signature") => m.read(Read::Value(S::Signature, None, "")),
+            (Kind::Thinking, b"signature") => m.read(Read::Value(S::Signature, Some(OPT_STRING), "signature")),
             (Kind::Text, b"citations") => m.read(Read::Value(S::CitationList, Some(OPT_ARRAY), "citations")),
             (Kind::ToolUse, b"id") => m.read(Read::Value(S::ToolId, Some(STRING), "id")),
             (Kind::ToolUse, b"name") => m.read(Read::Value(S::ToolName, Some(STRING), "name")),
@@ -826,8 +826,8 @@ impl Readers {
                 m.read(Read::String(S::DeltaText, if key == b"text" { "text" } else { "thinking" }));
             }
             b"partial_json" => m.read(Read::String(S::PartialJson, "partial_json")),
-            b"signature" => m.read(Read::Value(S::Signature, None, "")),
-            _ => m.read(Read::Raw(S::Citation, None, "")),
+            b"signature" => m.read(Read::Value(S::Signature, Some(OPT_STRING), "signature")),
+            _ => m.read(Read::Raw(S::Citation, Some(OBJECT), "citation")), // (an object, as the client declares it)
         }
         Ok(())
     }
