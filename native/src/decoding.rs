@@ -198,6 +198,18 @@ impl JsonType {
             JsonType::Null => matches!(token, Token::Null),
         }
     }
+
+    /// `takes`, for a value read as data (`fields._TOKEN_KINDS`).
+    fn takes_value(self, value: &Value) -> bool {
+        match self {
+            JsonType::String => matches!(value, Value::Str(_)),
+            JsonType::Integer | JsonType::Number => matches!(value, Value::Int(_) | Value::Float(_)),
+            JsonType::Boolean => matches!(value, Value::Bool(_)),
+            JsonType::Object => matches!(value, Value::Object(_)),
+            JsonType::Array => matches!(value, Value::Array(_)),
+            JsonType::Null => matches!(value, Value::Null),
+        }
+    }
 }
 
 /// What a member's value must be (`decoding.Expect`): the types it may have (so
@@ -254,17 +266,8 @@ impl Expect {
     /// `fields._refusal`: what it refuses in a value read as data (the type's name, or the
     /// number's fault for an integer), in `Decoder.expect`'s words; None when it takes it.
     pub fn refusal_of(&self, value: &Value) -> Option<&'static str> {
-        let kind = value.type_name();
-        let takes = |part: &JsonType| match part {
-            JsonType::String => kind == "string",
-            JsonType::Integer | JsonType::Number => kind == "number",
-            JsonType::Boolean => kind == "boolean",
-            JsonType::Object => kind == "object",
-            JsonType::Array => kind == "array",
-            JsonType::Null => kind == "null",
-        };
-        if !self.parts().iter().any(takes) {
-            return Some(kind);
+        if !self.parts().iter().any(|part| part.takes_value(value)) {
+            return Some(value.type_name());
         }
         match value {
             Value::Float(f) if self.integer() && f.is_infinite() => Some("a number beyond a float's range"),
