@@ -66,10 +66,19 @@ def _body(source: str, count: int, rich: set[int], after: bool) -> bytes:
     return json.dumps(body).encode()
 
 
-def _transcode(source: str, target: str, body: bytes, losses: list | None = None) -> bytes:
+class _Unchecked(Transcoder):
+    """Without the suite's target-API check (a source that leaves calls unanswered: judged here)."""
+
+    def feed(self, data: bytes) -> bytes:
+        out = super().feed(data)
+        self.__dict__.pop("_validity", None)
+        return out
+
+
+def _transcode(source: str, target: str, body: bytes, losses: list | None = None, checked: bool = True) -> bytes:
     outs = []
     for cut in CUTS:
-        t = Transcoder(source, target, kind="request")
+        t = (Transcoder if checked else _Unchecked)(source, target, kind="request")
         pieces = [body] if cut is None else [body[i:i + cut] for i in range(0, len(body), cut)]
         outs.append((b"".join(t.feed(p) for p in pieces) + t.close(), [(l.path, l.reason) for l in t.losses]))
     assert all(o == outs[0] for o in outs), "output or losses depend on the cut"
@@ -258,3 +267,116 @@ def test_an_assistant_image_after_its_calls_waits_for_the_run_of_tool_messages_i
     assert roles == ["user", "assistant", *["tool"] * count, "user", "user"]
     assert marker in json.dumps(json.loads(out)["messages"][2 + count]) and out.decode().count(marker) == 1
     assert [path for path, _ in losses] == ["$.messages[1]"]
+
+
+def _mid_run_body(count: int, carrier: int, new: int, follows: str, ids: bool) -> tuple[bytes, list, list]:
+    """An assistant turn of ``count`` calls answered by a run of tool messages, the
+    ``carrier``-th of which carries ``new`` calls of its own; then ``follows``. Returns the
+    body, the (call, result) pairs the output must link, and the calls with no result."""
+    first = [f"call_{i}" for i in range(count)]
+    second = [f"call_n{i}" for i in range(new)]
+
+    def calls(names, name):
+        return [{**({"id": n} if ids else {}), "function": {"name": name, "arguments": {"k": n}}} for n in names]
+
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": calls(first, "f")}]
+    for i, call in enumerate(first):
+        extra = {"tool_calls": calls(second, "g")} if i == carrier else {}
+        messages.append({"role": "tool", "content": _result(i), **extra, **({"tool_call_id": call} if ids else {})})
+    links = [(call, _result(i)) for i, call in enumerate(first)]
+    unanswered = list(second)
+    if follows == "results":
+        for j, call in enumerate(second):
+            messages.append({"role": "tool", "content": f"new-{j}", **({"tool_call_id": call} if ids else {})})
+            links.append((call, f"new-{j}"))
+        unanswered = []
+    elif follows == "user":
+        messages.append({"role": "user", "content": "and?"})
+    elif follows == "assistant":
+        messages.append({"role": "assistant", "content": "so"})
+    return json.dumps({"model": "m", "stream": False, "messages": messages}).encode(), links, unanswered
+
+
+def _linked(target: str, out: bytes) -> tuple[dict, dict]:
+    """The output's calls (arguments' ``k`` -> id) and results (text -> the id it answers)."""
+    body = json.loads(out)
+    calls, results = {}, {}
+    for m in body["messages"]:
+        if target == "openai":
+            for c in m.get("tool_calls") or []:
+                k = json.loads(c["function"]["arguments"])["k"]
+                assert k not in calls, f"call {k} sent twice"
+                calls[k] = c["id"]
+            if m["role"] == "tool":
+                assert m["content"] not in results, f"result {m['content']} sent twice"
+                results[m["content"]] = m.get("tool_call_id")
+        else:
+            for b in m["content"] if isinstance(m["content"], list) else []:
+                if b["type"] == "tool_use":
+                    assert b["input"]["k"] not in calls, f"call {b['input']['k']} sent twice"
+                    calls[b["input"]["k"]] = b["id"]
+                elif b["type"] == "tool_result":  # (an ollama result's content: a list of text blocks)
+                    text = b["content"] if isinstance(b["content"], str) else \
+                        "".join(p["text"] for p in b.get("content") or [] if p["type"] == "text")
+                    assert text not in results, f"result {text} sent twice"
+                    results[text] = b["tool_use_id"]
+    return calls, results
+
+
+@pytest.mark.parametrize("ids", [False, True], ids=["by-order", "ids"])
+@pytest.mark.parametrize("follows", ["nothing", "user", "results", "assistant"])
+@pytest.mark.parametrize("new", [1, 2])
+@pytest.mark.parametrize("count,carrier", [(c, i) for c in (1, 2, 3) for i in sorted({0, c // 2, c - 1})],
+                         ids=lambda v: str(v))
+@pytest.mark.parametrize("target", ["openai", "anthropic"])
+def test_a_tool_message_with_calls_anywhere_in_its_run_sends_them_after_the_run(backend, target, count, carrier, new,
+                                                                                 follows, ids):
+    # ollama takes tool_calls on a tool message: its result answers the batch before it; its
+    # calls wait until the run of results answering that batch ends (rpt/ollama-tool-message-
+    # with-calls-mid-run), then go in one assistant message, answered by the results after it
+    body, links, unanswered = _mid_run_body(count, carrier, new, follows, ids)
+    out = _transcode("ollama", target, body, checked=not unanswered)
+    problems = validity.check(target, "request", out, enforced_only=True)
+    if unanswered:  # (the source left calls unanswered: only that may be wrong with the output)
+        assert all("has no tool message after it" in p or "has no tool_result in" in p for p in problems), problems
+    else:
+        assert problems == []
+    calls, results = _linked(target, out)
+    assert sorted(calls) == sorted([c for c, _ in links] + unanswered), "every call sent once"
+    for call, text in links:
+        assert results[text] == calls[call], f"{text} answers {call}"
+    assert len(results) == len(links), "every result sent once"
+
+
+@pytest.mark.parametrize("follows", ["nothing", "user", "results"])
+@pytest.mark.parametrize("new", [1, 2])
+@pytest.mark.parametrize("count,carrier", [(c, i) for c in (1, 2, 3) for i in sorted({0, c // 2, c - 1})],
+                         ids=lambda v: str(v))
+@pytest.mark.parametrize("target", ["openai", "anthropic"])
+def test_user_blocks_waiting_for_results_go_before_the_calls_held_after_the_run(backend, target, count, carrier, new,
+                                                                                  follows):
+    # both holds at once: the assistant's image after its tool_calls waits for the run of
+    # results (the user hold), a tool message of the run carries calls (calls-after-run); when
+    # the run ends the user blocks go first (after the batch's results), then the new calls
+    body, links, unanswered = _mid_run_body(count, carrier, new, follows, True)
+    request = json.loads(body)
+    marker = _image(3)
+    request["messages"][1]["images"] = [marker]
+    out = _transcode("ollama", target, json.dumps(request).encode(), checked=not unanswered)
+    problems = validity.check(target, "request", out, enforced_only=True)
+    if unanswered:
+        assert all("has no tool message after it" in p or "has no tool_result in" in p for p in problems), problems
+    else:
+        assert problems == []
+    calls, results = _linked(target, out)
+    for call, text in links:
+        assert results[text] == calls[call], f"{text} answers {call}"
+    assert out.decode().count(marker) == 1, "the image sent once"
+    messages = json.loads(out)["messages"]
+    at = next(i for i, m in enumerate(messages) if marker in json.dumps(m))
+    new_calls = next(i for i, m in enumerate(messages) if '"call_n0"' in json.dumps(m))
+    assert messages[new_calls]["role"] == "assistant" and at < new_calls, "the image before the new calls"
+    if target == "anthropic":
+        assert at == 2, "in the user message of the batch's results"
+    else:
+        assert [m["role"] for m in messages[:at + 2]] == ["user", "assistant", *["tool"] * count, "user", "assistant"]

@@ -219,6 +219,9 @@ def _a_pairing(body):
             for r in results:
                 if r not in asked:
                     yield f"messages[{i}]: tool_result {r!r} answers no tool_use of messages[{i - 1}]"
+            for r in set(results):
+                if results.count(r) > 1:
+                    yield f"messages[{i}]: tool_use {r!r} answered {results.count(r)} times"
         if calls and i + 1 < len(messages):
             after = {b.get("tool_use_id") for b in _blocks(messages[i + 1].get("content"))
                      if b.get("type") == "tool_result"}
@@ -446,6 +449,9 @@ def _o_pairing(body):
         for call_id in answered:
             if call_id not in wanted:
                 yield f"tool message {call_id!r} answers no call of the message before"
+        for call_id in set(answered):
+            if answered.count(call_id) > 1:
+                yield f"tool call {call_id!r} answered {answered.count(call_id)} times"
 
 
 @rule("openai", "request", "tool-call-shape",

@@ -684,6 +684,22 @@ class RequestEncoder(Encoder):
       recorded loss); a result without id answers the oldest such call.
     * controls of other dialects are gathered (held) and mapped at the end:
       see ``controls.encode``.
+    * calls moved out of a tool message (ollama ``tool_calls`` on a tool message) while the
+      batch of the calls before it is not all answered wait in a hold
+      (``anthropic:calls-after-run``), every such call of the run in ONE assistant message,
+      written when the run of results answering the batch ends (as the openai encoder does:
+      before a result that comes once the batch is answered, before a block of another
+      message that is not a result, at the end of the messages). The field of its writer is
+      ``_calls_writer`` (``_held_writer`` is the user hold's).
+    * both holds at once (an ollama assistant image after its tool_calls, or a user message
+      between tool messages, in a run whose tool message carries calls): the user hold
+      (``anthropic:user-before-tool-result``) goes first, into the user message of the batch's
+      results, then the held calls' assistant message. The other order would put the user
+      blocks after the new calls, before their results (a ``tool_use`` not answered in the next
+      message, or a ``tool_result`` after a text: both rejected). A moved call that is held
+      keeps the user hold waiting (``_keeps_held``); calls held in calls-after-run do not count
+      in ``_awaiting`` until they are written, and then they do (user blocks that come after
+      them wait for their results).
     """
 
     dialect = DIALECT
@@ -715,6 +731,15 @@ class RequestEncoder(Encoder):
         self._held = None  # Hold of user blocks that wait for the tool_results
         self._held_writer: JsonWriter | None = None
         self._held_block: Block | None = None  # the first of them (the message it opens)
+        #: the ids of the calls of the last assistant message with calls, and those answered
+        self._batch: list = []
+        self._batch_msg: MessageAssembler | None = None
+        self._answered: set = set()
+        #: the held assistant message of calls moved out of a run's tool messages, and their ids
+        self._held_calls: MessageAssembler | None = None
+        self._held_calls_hold = None
+        self._calls_writer: JsonWriter | None = None  # (not ``_held_writer``: the user hold's)
+        self._held_ids: list = []
         self._ended = False
         self.out.begin_object()
 
@@ -736,6 +761,8 @@ class RequestEncoder(Encoder):
             if self._top == "messages":
                 self._flush_held()
                 self._close_message()
+                if self._held_calls is not None:  # calls pending at the end: after the last message
+                    self._flush_held_calls()
             if self._top == "system" and self._system_string:
                 self.out.write(b'"')
                 self.out._first.pop()
@@ -911,7 +938,8 @@ class RequestEncoder(Encoder):
         s = block.section
         return (s is TOOL_RESULT or tool_image or bool(attrs.get("in_result"))
                 or (s is SYSTEM_INSTRUCTION and not attrs.get("in_messages"))
-                or (s in (USER_TEXT, USER_IMAGE, USER_DOCUMENT) and self._awaiting > 0))
+                or (s in (USER_TEXT, USER_IMAGE, USER_DOCUMENT) and self._awaiting > 0)
+                or self._holds_call(block, attrs))  # a moved call held in calls-after-run
 
     def _flush_held(self) -> None:
         """The held user blocks, after the results: in their user message, or one of their own."""
@@ -971,6 +999,8 @@ class RequestEncoder(Encoder):
 
     def _place(self, block: Block):
         self._note_message(block.message)
+        if self._held_calls is not None and self._ends_run(block, block.attrs or {}):
+            self._flush_held_calls()
         had_more, self._src_has_more = self._src_has_more, True
         placed = self._place_block(block)
         if placed is _EMPTY_TEXT:
@@ -1055,11 +1085,58 @@ class RequestEncoder(Encoder):
         w.write(b'{"type":"thinking","thinking":"')
         return w.write, (lambda late: w.write(b'"' + self._members(block, "thinking", {**attrs, **late}) + b"}"))
 
+    def _batch_open(self) -> bool:
+        """A call of the last assistant message with calls is not answered yet."""
+        return any(call_id not in self._answered for call_id in self._batch)
+
+    def _moved_call(self, block: Block, attrs: dict) -> bool:
+        return block.section is TOOL_CALL and attrs.get("role") == "tool"
+
+    def _ends_run(self, block: Block, attrs: dict) -> bool:
+        """Whether the held calls go before ``block`` (``RequestEncoder``'s docstring)."""
+        if self._moved_call(block, attrs) or (self._msg is not None and block.message == self._msg_index
+                                              and self._msg_has_result):
+            return False
+        return not (block.section is TOOL_RESULT and self._batch_open())
+
+    def _holds_call(self, block: Block, attrs: dict) -> bool:
+        """Whether ``block`` is a moved call that waits in ``anthropic:calls-after-run``."""
+        return self._moved_call(block, attrs) and (self._held_calls is not None or self._batch_open())
+
+    def _flush_held_calls(self) -> None:
+        """The run answering the batch ended: first the held user blocks (``_flush_held``: they
+        go after the batch's results, in their user message), then the held calls' assistant
+        message, whose calls are the batch (and the calls awaiting results) from now on."""
+        self._flush_held()
+        self._close_message()
+        self._held_calls.close()
+        self._open_top("messages")
+        self._carried = True
+        self.out.raw_element(self._held_calls_hold.take_bytes())
+        self._held_calls = self._held_calls_hold = self._calls_writer = None
+        self._batch, self._batch_msg, self._answered, self._held_ids = self._held_ids, None, set(), []
+        self._awaiting = len(self._batch)  # user blocks that come now wait for these calls' results
+
     def _tool_call(self, block: Block, attrs: dict):
         self._lose_moved(block, attrs, "assistant")
-        w = self._message_for(block, "assistant", attrs, False)
-        if self.foreign:
-            self._awaiting += 1
+        held = self._holds_call(block, attrs)
+        if held:  # sent when the run answering the batch ends
+            if self._held_calls is None:
+                self._close_result()
+                self._held_calls_hold = self.session.reorder.hold("anthropic:calls-after-run")
+                self._calls_writer = JsonWriter(self._held_calls_hold.write)
+                self._calls_writer._first.append(True)
+                self._held_calls = MessageAssembler(self._calls_writer, self.session, "anthropic:member-order",
+                                                    b'"role":"assistant"', first=PARTS_CONTENT)
+            w = self._calls_writer
+            ids = self._held_ids
+        else:
+            w = self._message_for(block, "assistant", attrs, False)
+            if self.foreign:
+                self._awaiting += 1
+            if self._batch_msg is not self._msg:  # a new message of calls: the batch results answer
+                self._batch, self._batch_msg, self._answered = [], self._msg, set()
+            ids = self._batch
         w._separate()
         w.write(b'{"type":"tool_use","input":')
         if not self.foreign:
@@ -1081,6 +1158,7 @@ class RequestEncoder(Encoder):
                 made_up = f"toolu_missing_{block.message}"
                 self._unanswered.append(made_up)
                 tail += b',"id":' + dumps(made_up)
+            ids.append(every.get("id"))
             name = every.get("name")
             tail += b',"name":' + dumps(self.session.tool_name_out(name, self._where(block)) if self.foreign
                                         else name or "")
@@ -1146,6 +1224,7 @@ class RequestEncoder(Encoder):
         w._separate()
         head = b'{"type":"tool_result"'
         if call_id is not None:
+            self._answered.add(call_id)
             head += b',"tool_use_id":' + dumps(self._id(call_id))
         if array and not lazy:
             head += b',"content":['
@@ -1199,6 +1278,7 @@ class RequestEncoder(Encoder):
             if key == "tool_call_id":
                 if result.id is None:
                     result.id = value
+                    self._answered.add(value)
             elif key in ("is_error", "cache_control", EXTRA_ATTR):
                 result.attrs[key] = value
 

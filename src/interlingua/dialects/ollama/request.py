@@ -41,6 +41,10 @@ Decoder decisions:
   does not add one). A message's own ``tool_calls`` are pending from its end: a
   tool message that carries calls answers the calls before it, and the results
   after it answer its calls (which other dialects send in an assistant message).
+  In the middle of a run (a call of the batch before it is not answered yet) a tool
+  message's calls wait: the results that follow answer the rest of the batch first;
+  the calls of every tool message of the run, joined in order, are pending once the
+  batch is all answered, or once a message of another role comes (the run ended).
 * ``stream`` absent: an implied ``stream: true`` control (see controls.py).
 
 Encoder decisions:
@@ -139,6 +143,9 @@ class RequestDecoder(RequestBodyDecoder):
         #: the calls of the message being read: they become ``pending_calls`` at its end, so
         #: a tool message's own result answers the calls before it, not its own
         self.new_calls: list[list] | None = None
+        #: the calls of a run's tool messages while the batch before them is not all answered:
+        #: pending once it is, or once a message of another role comes
+        self.waiting_calls: list[list] = []
 
     # -- top level -----------------------------------------------------------
 
@@ -331,7 +338,8 @@ class MessageReader(MessageReaderBase):
         given (the current API), else by order and ``tool_name``."""
         name = self._tool_name
         call_id = self._tool_call_id
-        for call in self.d.pending_calls:
+        # (a given id may name a waiting call: it is answered, not linked again by order)
+        for call in self.d.pending_calls + self.d.waiting_calls if call_id is not None else self.d.pending_calls:
             if not call[2] and (call[0] == call_id if call_id is not None else name is None or call[1] == name):
                 call[2] = True
                 if call_id is None:  # linked by order and name
@@ -383,8 +391,18 @@ class MessageReader(MessageReaderBase):
             self.finished(builder)
         self.close_open()
         self._close_result()
-        if self.d.new_calls is not None:  # a new batch of calls: the results that follow answer these
-            self.d.pending_calls, self.d.new_calls = self.d.new_calls, None
+        d = self.d
+        if self.role == "tool":
+            if d.new_calls is not None:  # pending once the batch before them is answered
+                d.waiting_calls += d.new_calls
+                d.new_calls = None
+            if d.waiting_calls and all(call[2] for call in d.pending_calls):
+                d.pending_calls, d.waiting_calls = d.waiting_calls, []
+        else:
+            if d.waiting_calls:  # the run ended: the results that follow answer these
+                d.pending_calls, d.waiting_calls = d.waiting_calls, []
+            if d.new_calls is not None:  # a new batch of calls: the results that follow answer these
+                d.pending_calls, d.new_calls = d.new_calls, None
         if self.role != "tool":
             for key, raw in (("tool_name", self._tool_name_raw), ("tool_call_id", self._tool_call_id_raw)):
                 if raw is not None:

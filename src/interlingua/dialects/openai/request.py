@@ -609,6 +609,14 @@ class RequestEncoder(Encoder):
       calls (an ollama assistant image), wait in that hold until the run of tool
       messages ends: a user message between two tool messages, or between the
       calls and their results, is refused.
+    * calls moved out of a tool message (ollama ``tool_calls`` on a tool message, role attr)
+      while the batch of the calls before it is not all answered wait in a hold
+      (``openai:calls-after-run``): every such call of the run in ONE assistant message (two
+      tool_calls messages in a row would leave the first unanswered), written when the run of
+      results answering the batch ends -- before a tool result that comes once every call of the
+      batch is answered (it answers the new calls), before any block of another message that
+      is not a tool result, and at the end of the messages -- after the run's held user
+      message (its images).
     """
 
     dialect = DIALECT
@@ -632,6 +640,14 @@ class RequestEncoder(Encoder):
         self._user_index: int | None = None
         self._user_writer: JsonWriter | None = None
         self._run_hold = False  # the user hold holds only blocks moved out of tool messages
+        #: the ids of the calls of the last tool_calls message written, and those answered so far
+        self._batch: list = []
+        self._batch_msg: MessageAssembler | None = None
+        self._answered: set = set()
+        #: the assistant message of calls moved out of a run's tool messages (its hold), and their ids
+        self._held_calls: MessageAssembler | None = None
+        self._held_calls_hold = None
+        self._held_ids: list = []
         # the user message that takes a tool result's images/documents while the tool
         # message (its texts) stays open: written into the user hold
         self._moved: MessageAssembler | None = None
@@ -765,6 +781,48 @@ class RequestEncoder(Encoder):
                 self._msg.trailing(message_member(ext), ext.raw)
             self._pending_ext = [e for e in self._pending_ext if e.message != index]
 
+    def _batch_open(self) -> bool:
+        """A call of the last tool_calls message is not answered yet (the run goes on)."""
+        return any(call_id not in self._answered for call_id in self._batch)
+
+    def _moved_call(self, block: Block, attrs: dict) -> bool:
+        """A tool call of a tool message (ollama), to send in an assistant message after the run."""
+        return block.section is TOOL_CALL and attrs.get("role") == "tool" and not attrs.get("legacy")
+
+    def _ends_run(self, block: Block, attrs: dict) -> bool:
+        """Whether the held calls go before ``block``: it is not a block of the open tool
+        message, nor another moved call, nor a result of the run (one that comes while a call of
+        the batch is unanswered)."""
+        if self._moved_call(block, attrs) or (self._msg is not None and block.message == self._msg_index
+                                              and self._msg_role == "tool"):
+            return False
+        return not (block.section is TOOL_RESULT and attrs.get("role", "tool") == "tool" and self._batch_open())
+
+    def _held_calls_message(self) -> MessageAssembler:
+        if self._held_calls is None:
+            self._held_calls_hold = self.session.reorder.hold("openai:calls-after-run")
+            writer = JsonWriter(self._held_calls_hold.write)
+            writer._first.append(True)
+            self._held_calls = MessageAssembler(writer, self.session, "openai:member-order", b'"role":"assistant"')
+        return self._held_calls
+
+    def _flush_held_calls(self) -> None:
+        """The run of results answering the batch ended: its held user message (images), then
+        the moved calls' assistant message, whose calls are the batch the next results answer."""
+        held, hold, ids = self._held_calls, self._held_calls_hold, self._held_ids
+        self._held_calls = self._held_calls_hold = None
+        self._held_ids = []
+        self._close_message()
+        if self._run_hold:
+            self._flush_user_hold()
+        self._close_moved()
+        held.close()
+        self._carried = True
+        self.body.messages_writer().raw_element(hold.take_bytes())
+        self._batch, self._batch_msg, self._answered = ids, None, set()
+        self._after_tool_calls = True
+        self._tool_calls_index = self._msg_index
+
     def _continues_run(self, role: str, from_tool: bool) -> bool:
         """Whether a message keeps the run hold waiting: the next tool message of the run,
         or more blocks moved out of one (a message of any other role ends the run)."""
@@ -789,6 +847,8 @@ class RequestEncoder(Encoder):
             self._msg = None
             if self._user_hold is not None and self.body.messages_ended:
                 self._flush_user_hold()
+        if self._held_calls is not None and self.body.messages_ended:
+            self._flush_held_calls()
 
     def _starts_message(self, block: Block, role: str) -> bool:
         """Whether ``block`` goes into a new message rather than the open one."""
@@ -809,6 +869,8 @@ class RequestEncoder(Encoder):
         """Open the block in the right message and member; returns (write, close) or None (lost)."""
         s = block.section
         attrs = block.attrs or {}
+        if self._held_calls is not None and self._ends_run(block, attrs):
+            self._flush_held_calls()
         if s is SYSTEM_INSTRUCTION:
             return self._text(block, attrs.get("role", "system"))
         if s in _USER_SECTIONS:
@@ -901,6 +963,7 @@ class RequestEncoder(Encoder):
     def _result_id(self, msg: MessageAssembler, attrs: dict) -> None:
         call_id = attrs.get("tool_call_id")
         if call_id is not None and not self._msg_has_result_id:
+            self._answered.add(call_id)
             msg.scalar("tool_call_id", dumps(self._call_id(call_id)))
             self._msg_has_result_id = True
 
@@ -986,7 +1049,15 @@ class RequestEncoder(Encoder):
             return self._write_typed_call(block, attrs)
         self._foreign_call_attrs(block, attrs)  # the late ones at the close: each recorded once
         self._lose_moved(block, attrs, "assistant")
-        msg = self._message_for(block, "assistant")
+        if self._moved_call(block, attrs) and (self._held_calls is not None or (
+                self._after_tool_calls and self._batch_open())):
+            msg = self._held_calls_message()  # sent when the run answering the batch ends
+            ids = self._held_ids
+        else:
+            msg = self._message_for(block, "assistant")
+            if self._batch_msg is not msg:  # a new tool_calls message: the batch results answer
+                self._batch, self._batch_msg, self._answered = [], msg, set()
+            ids = self._batch
         if attrs.get("legacy"):  # function_call: {"name", "arguments"}, no id
             w = msg.member("function_call", b"{")
             name = b'"name":' + self._name(block, attrs["name"]) + b"," if "name" in attrs else b""
@@ -996,7 +1067,8 @@ class RequestEncoder(Encoder):
                 self._foreign_call_attrs(block, late_only(attrs, late))
                 w.write(b'"' + self._late_name(block, attrs, late) + _members({**attrs, **late}, EXTRA_ATTR))
             return w.write, close_legacy
-        self._msg_had_tool_calls = True
+        if msg is self._msg:
+            self._msg_had_tool_calls = True
         w = msg.member("tool_calls", b"[")
         w._separate()
         head = b"{"
@@ -1010,6 +1082,7 @@ class RequestEncoder(Encoder):
         def close(late: dict) -> None:
             self._foreign_call_attrs(block, late_only(attrs, late))
             merged = {**attrs, **late}
+            ids.append(merged.get("id"))
             tail = b'"' + self._late_name(block, attrs, late) + _members(merged, FUNCTION_EXTRA_ATTR) + b"}"
             if "id" in late:
                 tail += b',"id":' + dumps(self._call_id(late["id"]))
