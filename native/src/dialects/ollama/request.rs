@@ -217,10 +217,12 @@ impl MessageReader {
 
     /// `_match_result`: link a tool message to the call it answers, by its
     /// `tool_call_id` when given (the current API), else by order and `tool_name`.
-    fn match_result(&self, builder: &mut BlockBuilder, pending: &mut [PendingCall]) {
+    fn match_result(&self, builder: &mut BlockBuilder, pending: &mut [PendingCall], waiting: &mut [PendingCall]) {
         let name = self.tool_name.as_deref();
         let call_id = self.tool_call_id.as_deref();
-        for call in pending.iter_mut() {
+        // (a given id may name a waiting call: it is answered, not linked again by order)
+        let waiting: &mut [PendingCall] = if call_id.is_some() { waiting } else { &mut [] };
+        for call in pending.iter_mut().chain(waiting.iter_mut()) {
             let matches = match call_id {
                 Some(id) => call.id == id,
                 None => name.is_none_or(|n| matches!(&call.name, Some(Value::Str(s)) if s == n)),
@@ -317,6 +319,9 @@ pub(crate) struct Ollama {
     /// `new_calls`: the calls of the message being read, pending from its end, so a tool
     /// message's own result answers the calls before it, not its own
     new_calls: Option<Vec<PendingCall>>,
+    /// `waiting_calls`: the calls of a run's tool messages while the batch before them is not
+    /// all answered: pending once it is, or once a message of another role comes
+    waiting_calls: Vec<PendingCall>,
     msg: Option<MessageReader>,
     scratch: Vec<u8>,
 }
@@ -333,6 +338,7 @@ impl RequestDecoder {
                 key: Vec::new(),
                 pending_calls: Vec::new(),
                 new_calls: None,
+                waiting_calls: Vec::new(),
                 msg: None,
                 scratch: Vec::new(),
             },
@@ -816,7 +822,7 @@ impl Ollama {
         let Some(mut builder) = msg.block.take() else { return Ok(()) };
         msg.block_finished = false;
         if msg.block_is_content && msg.base.role.as_deref() == Some("tool") {
-            msg.match_result(&mut builder, &mut self.pending_calls);
+            msg.match_result(&mut builder, &mut self.pending_calls, &mut self.waiting_calls);
         }
         builder.uncount(|counted| msg.uncount(counted, cx.session));  // the blocks emitted now count it, if they wait
         let (first, second) = builder.close();
@@ -834,7 +840,7 @@ impl Ollama {
         let Some(mut result) = msg.result.take() else { return Ok(()) };
         let held = msg.after_result.take();
         if msg.base.role.as_deref() == Some("tool") {
-            msg.match_result(&mut result, &mut self.pending_calls);
+            msg.match_result(&mut result, &mut self.pending_calls, &mut self.waiting_calls);
         }
         result.uncount(|counted| msg.uncount(counted, cx.session));
         let (first, second) = result.close();
@@ -910,8 +916,21 @@ impl Ollama {
         }
         self.close_open(cx)?;
         self.close_result(cx)?;
-        if let Some(calls) = self.new_calls.take() {
-            self.pending_calls = calls; // a new batch of calls: the results that follow answer these
+        if is_tool {
+            if let Some(calls) = self.new_calls.take() {
+                self.waiting_calls.extend(calls); // pending once the batch before them is answered
+            }
+            if !self.waiting_calls.is_empty() && self.pending_calls.iter().all(|call| call.answered) {
+                self.pending_calls = std::mem::take(&mut self.waiting_calls);
+            }
+        } else {
+            if !self.waiting_calls.is_empty() {
+                // the run ended: the results that follow answer these
+                self.pending_calls = std::mem::take(&mut self.waiting_calls);
+            }
+            if let Some(calls) = self.new_calls.take() {
+                self.pending_calls = calls; // a new batch of calls: the results that follow answer these
+            }
         }
         let Some(msg) = self.msg.take() else { return Err(internal(S::Message, "a message")) };
         let index = msg.base.index;
