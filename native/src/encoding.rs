@@ -432,6 +432,107 @@ impl Io<'_> {
     }
 }
 
+// -- the batch of calls the results answer ----------------------------------------------------
+
+/// A call id as Python's `_batch` / `_answered` compare it: the value (None: absent or
+/// null). A string is compared as its text: its JSON written the one way `dumps` writes it.
+pub type CallKey = Option<Vec<u8>>;
+
+/// `CallKey` of an attribute's JSON text.
+pub fn call_key(raw: Option<&[u8]>) -> CallKey {
+    let raw = raw.filter(|raw| *raw != b"null")?;
+    if plain_json_str(raw).is_some() {
+        return Some(raw.to_vec());
+    }
+    Some(Value::loads(raw).map_or_else(|_| raw.to_vec(), |value| value.to_json()))
+}
+
+/// One of Python's id lists (`_batch`, `_held_ids`): a call's close appends to the list it
+/// was placed with, by identity (`serial`), wherever that list went since.
+#[derive(Default)]
+struct IdList {
+    serial: u64,
+    ids: Vec<CallKey>,
+}
+
+/// The request encoders' (openai, anthropic) state for calls moved out of a run's tool
+/// messages (ollama `tool_calls` on a tool message): `_batch` (the ids of the calls of the
+/// last message of calls, which the results that follow answer), `_batch_msg` (that
+/// message), `_answered` (the ids the results since answered) and `_held_ids` (the ids of
+/// the calls held in the assistant message written after the run). The held message itself
+/// is the encoder's.
+pub struct CallBatch {
+    batch: IdList,
+    /// the serial of the message (the encoder's count of opened messages) of the batch
+    batch_msg: Option<u64>,
+    answered: std::collections::HashSet<CallKey>,
+    held: IdList,
+    /// the last serial given to an id list
+    lists: u64,
+}
+
+impl Default for CallBatch {
+    fn default() -> Self {
+        CallBatch {
+            batch: IdList { serial: 0, ids: Vec::new() },
+            batch_msg: None,
+            answered: Default::default(),
+            held: IdList { serial: 1, ids: Vec::new() },
+            lists: 1,
+        }
+    }
+}
+
+impl CallBatch {
+    /// `_batch_open`: a call of the batch is not answered yet (the run goes on).
+    pub fn open(&self) -> bool {
+        self.batch.ids.iter().any(|id| !self.answered.contains(id))
+    }
+
+    /// `self._answered.add(call_id)`.
+    pub fn answer(&mut self, call_id: CallKey) {
+        self.answered.insert(call_id);
+    }
+
+    /// A call written into message `msg` (its serial): the list its id goes to, `_batch`,
+    /// a new one when `msg` is not the batch's message
+    /// (`self._batch, self._batch_msg, self._answered = [], msg, set()`).
+    pub fn batch_of(&mut self, msg: u64) -> u64 {
+        if self.batch_msg != Some(msg) {
+            self.lists += 1;
+            self.batch = IdList { serial: self.lists, ids: Vec::new() };
+            self.batch_msg = Some(msg);
+            self.answered.clear();
+        }
+        self.batch.serial
+    }
+
+    /// A call held for the assistant message after the run: the list its id goes to (`_held_ids`).
+    pub fn held_list(&self) -> u64 {
+        self.held.serial
+    }
+
+    /// `ids.append(id)` at a call's close, into the list it was placed with (a list no longer
+    /// the batch nor the held one is read by nothing again).
+    pub fn record(&mut self, list: u64, id: CallKey) {
+        if self.batch.serial == list {
+            self.batch.ids.push(id);
+        } else if self.held.serial == list {
+            self.held.ids.push(id);
+        }
+    }
+
+    /// The held calls were written: they are the batch the next results answer
+    /// (`self._batch, self._batch_msg, self._answered, self._held_ids = self._held_ids, None, set(), []`).
+    pub fn held_written(&mut self) {
+        self.lists += 1;
+        let fresh = IdList { serial: self.lists, ids: Vec::new() };
+        self.batch = std::mem::replace(&mut self.held, fresh);
+        self.batch_msg = None;
+        self.answered.clear();
+    }
+}
+
 // -- blocks ---------------------------------------------------------------------------------
 
 /// A block as the loss helpers name it: its first fragment's section, message,
@@ -1496,6 +1597,32 @@ mod tests {
 
     pub(crate) fn options() -> Options {
         Options::default()
+    }
+
+    #[test]
+    fn a_call_batch_is_open_until_every_call_is_answered_and_held_calls_become_the_next() {
+        let mut calls = CallBatch::default();
+        assert!(!calls.open());
+        let batch = calls.batch_of(1);
+        calls.record(batch, call_key(Some(b"\"a\"")));
+        calls.record(batch, call_key(Some(b"\"\\u0062\""))); // "b", escaped
+        assert_eq!(calls.batch_of(1), batch, "the same message: the same batch");
+        calls.answer(call_key(Some(b"\"a\"")));
+        assert!(calls.open());
+        let held = calls.held_list();
+        calls.record(held, call_key(Some(b"\"c\"")));
+        calls.answer(call_key(Some(b"\"b\"")));
+        assert!(!calls.open(), "a string id is compared as its text");
+        calls.held_written();
+        assert!(calls.open(), "the held calls are the batch");
+        calls.record(batch, call_key(Some(b"\"old\""))); // the old batch's list: read by nothing
+        calls.answer(call_key(Some(b"\"c\"")));
+        assert!(!calls.open());
+        calls.record(calls.held_list(), None);
+        calls.held_written();
+        assert!(calls.open(), "a call without id is never answered");
+        assert_ne!(calls.batch_of(2), held);
+        assert!(!calls.open(), "a new message of calls: a new batch");
     }
 
     struct NoMessages;

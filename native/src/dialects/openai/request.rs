@@ -1188,10 +1188,10 @@ use std::borrow::Cow;
 
 use crate::canonical::{Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
 use crate::encoding::{
-    attr, attr_is, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field,
+    attr, attr_is, call_key, message_member, skip_chars, attr_truthy, foreign_extension, has_attr, json_str, lose, lose_block, lose_field,
     lose_moved, late_only, lose_signature, lose_unplaced, merged, merged_reasoning, on_block, tool_definition, where_, Attr,
     Head, BlockRef, Encode, First, InBlock, Io, MessageAssembler, MessageCloser, MessageListBody, Opener,
-    OwnedAttrs, PlaceBlocks, ToolDefinitions, WriterId, Writers, PARTS_CONTENT, STRING_CONTENT,
+    OwnedAttrs, PlaceBlocks, ToolDefinitions, WriterId, Writers, CallBatch, PARTS_CONTENT, STRING_CONTENT,
 };
 use crate::error::{Error, ErrorClass, Result};
 use crate::jsonwriter::dumps_str;
@@ -1242,7 +1242,8 @@ enum Placed<'a> {
     /// reasoning into `Options.openai_reasoning_field`; close: a late signature is a loss
     Reasoning { w: WriterId, head: Head<'a> },
     Media { w: WriterId, head: Head<'a>, outer: OwnedAttrs, has_payload: bool, inner: &'static [&'static str] },
-    Call { w: WriterId, head: Head<'a> },
+    /// a function call; `ids`: the id list (`CallBatch`) its id goes to at the close
+    Call { w: WriterId, head: Head<'a>, ids: u64 },
     LegacyCall { w: WriterId, head: Head<'a> },
     /// a tool result (`_tool_result`): a late `is_error` is a loss, then the text's close
     Result(Box<Placed<'a>>, Head<'a>),
@@ -1258,19 +1259,21 @@ impl Placed<'_> {
             Placed::Part { w, head, tool } => Placed::Part { w, head: head.into_owned(), tool },
             Placed::Reasoning { w, head } => Placed::Reasoning { w, head: head.into_owned() },
             Placed::Media { w, head, outer, has_payload, inner } => Placed::Media { w, head: head.into_owned(), outer, has_payload, inner },
-            Placed::Call { w, head } => Placed::Call { w, head: head.into_owned() },
+            Placed::Call { w, head, ids } => Placed::Call { w, head: head.into_owned(), ids },
             Placed::LegacyCall { w, head } => Placed::LegacyCall { w, head: head.into_owned() },
             Placed::Result(inner, head) => Placed::Result(Box::new(inner.into_owned()), head.into_owned()),
         }
     }
 }
 
-/// Which message a block writes into: the open one, or the user message that takes a
-/// tool result's media (`_moved`).
+/// Which message a block writes into: the open one, the user message that takes a
+/// tool result's media (`_moved`), or the held assistant message of calls moved out of a
+/// run's tool messages (`_held_calls`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Which {
     Open,
     Moved,
+    Held,
 }
 
 /// Everything of the encoder but the body and the block in progress (`MessageCloser`).
@@ -1296,6 +1299,13 @@ struct Messages {
     /// the user message that takes a tool result's images/documents while the tool
     /// message (its texts) stays open: written into the user hold
     moved: Option<MessageAssembler>,
+    /// the serial of the open message (`_batch_msg is not msg`: which message that is)
+    msg_serial: u64,
+    /// the batch of calls the results answer, and the ids of the held calls
+    calls: CallBatch,
+    /// the assistant message of calls moved out of a run's tool messages, written into its
+    /// hold (`openai:calls-after-run`) until the run answering the batch ends
+    held_calls: Option<MessageAssembler>,
     pending_ext: Vec<Extension<'static>>,
     /// reasoning controls of other dialects, merged into one key at the end
     reasoning: Hold<Control<'static>>,
@@ -1354,6 +1364,9 @@ impl RequestEncoder {
                 run_hold: false,
                 user_index: None,
                 moved: None,
+                msg_serial: 0,
+                calls: CallBatch::default(),
+                held_calls: None,
                 pending_ext: Vec::new(),
                 reasoning,
                 listed: false,
@@ -1459,6 +1472,17 @@ impl ToolDefinitions for Encoding {
 
 impl MessageCloser for Messages {
     fn close_message(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
+        self.close_open_message(body, io)?;
+        if self.held_calls.is_some() && body.messages_ended {
+            self.flush_held_calls(body, io)?;
+        }
+        Ok(())
+    }
+}
+
+impl Messages {
+    /// `_close_message` but for its last step (the held calls at the list's end).
+    fn close_open_message(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
         let Some(mut msg) = self.msg.take() else { return Ok(()) };
         let role = self.msg_role.as_deref().unwrap_or(b"");
         let assistant = role == ASSISTANT;
@@ -1484,9 +1508,7 @@ impl MessageCloser for Messages {
         }
         Ok(())
     }
-}
 
-impl Messages {
     // -- controls and extensions ----------------------------------------------------
 
     fn on_control(&mut self, body: &mut MessageListBody, control: Control<'_>, io: &mut Io<'_>) -> Result<()> {
@@ -1643,6 +1665,7 @@ impl Messages {
         self.carried = true;
         let head = role_head(role);
         let mut msg = MessageAssembler::new(writer, io, MEMBER_ORDER, &head, first)?;
+        self.msg_serial += 1;
         self.msg_index = Some(index);
         self.msg_role = Some(known_role(role).map_or_else(|| Cow::Owned(role.to_vec()), Cow::Borrowed));
         self.msg_has_result_id = false;
@@ -1681,12 +1704,66 @@ impl Messages {
         self.run_hold && (role == TOOL || from_tool)
     }
 
+    /// `_moved_call`: a tool call of a tool message (ollama), to send in an assistant
+    /// message after the run.
+    fn moved_call(block: &Block<'_>, attrs: &[Attr<'_>]) -> bool {
+        block.section == Section::ToolCall && attr_is(attrs, "role", "tool") && !attr_truthy(attrs, "legacy")
+    }
+
+    /// `_ends_run`: whether the held calls go before `block`: it is not a block of the open
+    /// tool message, nor another moved call, nor a result of the run (one that comes while a
+    /// call of the batch is unanswered).
+    fn ends_run(&self, block: &Block<'_>, attrs: &[Attr<'_>]) -> bool {
+        if Self::moved_call(block, attrs)
+            || (self.msg.is_some() && Some(block.message) == self.msg_index && self.msg_role.as_deref() == Some(TOOL))
+        {
+            return false;
+        }
+        let result_of_run = block.section == Section::ToolResult
+            && attr(attrs, "role").map_or(true, |_| attr_is(attrs, "role", "tool"));
+        !(result_of_run && self.calls.open())
+    }
+
+    /// `_held_calls_message`: the held assistant message, made at the first moved call.
+    fn held_calls_message(&mut self, io: &mut Io<'_>) -> Result<()> {
+        if self.held_calls.is_none() {
+            let w = io.writers.held(&mut io.session.reorder, "openai:calls-after-run");
+            io.push_first(w);
+            self.held_calls = Some(MessageAssembler::new(w, io, MEMBER_ORDER, b"\"role\":\"assistant\"", None)?);
+        }
+        Ok(())
+    }
+
+    /// `_flush_held_calls`: the run of results answering the batch ended: its held user
+    /// message (images), then the moved calls' assistant message, whose calls are the batch
+    /// the next results answer.
+    fn flush_held_calls(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
+        let Some(held) = self.held_calls.take() else { return Ok(()) };
+        self.close_message(body, io)?;
+        if self.run_hold {
+            self.flush_user_hold(body, io)?;
+        }
+        self.close_moved(io)?;
+        let hold = held.out;
+        held.close(io)?;
+        self.carried = true;
+        let w = body.messages_writer(false, self, io)?;
+        let mut bytes = Vec::new();
+        io.writers.take(hold, &mut io.session.reorder, &mut bytes);
+        io.json(w, |jw, b| jw.raw_element(&bytes, b))?;
+        self.calls.held_written();
+        self.after_tool_calls = true;
+        self.tool_calls_index = self.msg_index;
+        Ok(())
+    }
+
     /// The message a block writes into (open: the caller opened it; a block's close finds
     /// it open, as no decoder's events end a message between a block's fragments).
     fn assembler(&mut self, which: Which) -> Result<&mut MessageAssembler> {
         match which {
             Which::Open => self.msg.as_mut(),
             Which::Moved => self.moved.as_mut(),
+            Which::Held => self.held_calls.as_mut(),
         }
         .ok_or_else(|| Error::new(ErrorClass::Transcode, "internal error in the native core: a block of a closed message"))
     }
@@ -1696,6 +1773,9 @@ impl Messages {
     /// Open the block in the right message and member; None: not carried (lost).
     fn place<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
         let attrs = block.attrs.as_deref().unwrap_or(&[]);
+        if self.held_calls.is_some() && self.ends_run(block, attrs) {
+            self.flush_held_calls(body, io)?;
+        }
         match block.section {
             Section::SystemInstruction => {
                 let role = attr_or(attrs, "role", SYSTEM).to_vec();
@@ -1831,6 +1911,7 @@ impl Messages {
         if self.msg_has_result_id {
             return Ok(());
         }
+        self.calls.answer(call_key(Some(call_id)));
         let id = self.call_id(call_id)?;
         self.assembler(Which::Open)?.scalar(io, "tool_call_id", &id)?;
         self.msg_has_result_id = true;
@@ -1936,10 +2017,19 @@ impl Messages {
         // the late attributes at the close: each recorded once
         self.foreign_call_attrs(io, BlockRef::of(block), attrs)?;
         lose_moved(io.session, DIALECT, BlockRef::of(block), attrs, "assistant")?;
-        self.message_for(body, block, ASSISTANT, io)?;
+        let (which, ids) = if Self::moved_call(block, attrs)
+            && (self.held_calls.is_some() || (self.after_tool_calls && self.calls.open()))
+        {
+            self.held_calls_message(io)?; // sent when the run answering the batch ends
+            (Which::Held, self.calls.held_list())
+        } else {
+            self.message_for(body, block, ASSISTANT, io)?;
+            // a new tool_calls message: the batch results answer
+            (Which::Open, self.calls.batch_of(self.msg_serial))
+        };
         if attr_truthy(attrs, "legacy") {
             // function_call: {"name", "arguments"}, no id
-            let w = self.assembler(Which::Open)?.member(io, "function_call", Opener::Object)?;
+            let w = self.assembler(which)?.member(io, "function_call", Opener::Object)?;
             let mut head = Vec::new();
             if let Some(name) = attr(attrs, "name") {
                 head.extend_from_slice(b"\"name\":");
@@ -1950,8 +2040,10 @@ impl Messages {
             io.write(w, &head)?;
             return Ok(Placed::LegacyCall { w, head: Head::borrowed(block) });
         }
-        self.msg_had_tool_calls = true;
-        let w = self.assembler(Which::Open)?.member(io, "tool_calls", Opener::Array)?;
+        if which == Which::Open {
+            self.msg_had_tool_calls = true;
+        }
+        let w = self.assembler(which)?.member(io, "tool_calls", Opener::Array)?;
         io.separate(w)?;
         let mut head = b"{".to_vec();
         if let Some(id) = attr(attrs, "id") {
@@ -1967,7 +2059,7 @@ impl Messages {
         }
         head.extend_from_slice(b"\"arguments\":\"");
         io.write(w, &head)?;
-        Ok(Placed::Call { w, head: Head::borrowed(block) })
+        Ok(Placed::Call { w, head: Head::borrowed(block), ids })
     }
 
     /// `_typed_call`: an openai call of another type than function (a custom tool's
@@ -2065,9 +2157,10 @@ impl Messages {
                 tail.push(b'}');
                 io.write(w, &tail)
             }
-            Placed::Call { w, head } => {
+            Placed::Call { w, head, ids } => {
                 self.foreign_call_attrs(io, head.as_ref(), &late_only(&head.attrs, late))?;
                 let all = merged(&head.attrs, late);
+                self.calls.record(ids, call_key(attr(&all, "id")));
                 let mut tail = b"\"".to_vec();
                 tail.extend_from_slice(&self.late_name(io, &head, late)?);
                 push_members(&all, FUNCTION_EXTRA_ATTR, &mut tail);
@@ -2223,6 +2316,45 @@ mod encoder_tests {
         assert!(session.losses.is_empty(), "{:?}", session.losses);
         let (_, by_reason) = session.reorder.report();
         assert_eq!(by_reason.iter().map(|r| r.0).collect::<Vec<_>>(), ["openai:messages-before-system", "openai:user-before-tool-result"]);
+    }
+
+    /// An ollama tool message with calls of its own in the middle of a run of results
+    /// (rpt/ollama-tool-message-with-calls-mid-run): its calls wait in a hold until the
+    /// run answering the batch before it ends, then go in an assistant message before the
+    /// result that answers them (Python's events and bytes).
+    #[test]
+    fn calls_of_a_tool_message_mid_run_go_after_the_run() {
+        let (outs, session) = run("ollama", vec![
+            Event::SystemEnd,
+            block(Section::UserText, 0, "go", &[]),
+            block(Section::ToolCall, 1, "{}", &[("id", "\"c0\""), ("name", "\"f\"")]),
+            block(Section::ToolCall, 1, "{}", &[("id", "\"c1\""), ("name", "\"f\"")]),
+            block(Section::ToolResult, 2, "r0", &[("tool_call_id", "\"c0\"")]),
+            block(Section::ToolCall, 2, "{}", &[("id", "\"c2\""), ("name", "\"g\""), ("role", "\"tool\"")]),
+            block(Section::ToolResult, 3, "r1", &[("tool_call_id", "\"c1\"")]),
+            block(Section::ToolResult, 4, "rg", &[("tool_call_id", "\"c2\"")]),
+            Event::MessagesEnd,
+            Event::End,
+        ]);
+        assert_eq!(
+            outs.concat(),
+            concat!(
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"},",
+                "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c0\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}},",
+                "{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},",
+                "{\"role\":\"tool\",\"tool_call_id\":\"c0\",\"content\":\"r0\"},",
+                "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"r1\"},",
+                "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"g\",\"arguments\":\"{}\"}}]},",
+                "{\"role\":\"tool\",\"tool_call_id\":\"c2\",\"content\":\"rg\"}]}"
+            )
+        );
+        assert_eq!(outs[5], "", "the moved call is held");
+        assert_eq!(outs[6], "\"},{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"r1", "the run goes on");
+        assert_eq!(session.losses.len(), 1);
+        assert_eq!(session.losses[0].path(), b"$.messages[2]");
+        let (high, by_reason) = session.reorder.report();
+        assert_eq!((high, by_reason.iter().map(|r| (r.0, r.1)).collect::<Vec<_>>()), (106, vec![("openai:calls-after-run", 106)]));
+        assert_eq!(session.reorder.held(), 0, "every hold is released");
     }
 
     #[test]
