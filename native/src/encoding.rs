@@ -507,6 +507,11 @@ impl CallBatch {
         self.batch.serial
     }
 
+    /// `len(self._batch)`: the calls of the batch (written, their ids recorded).
+    pub fn batch_len(&self) -> usize {
+        self.batch.ids.len()
+    }
+
     /// A call held for the assistant message after the run: the list its id goes to (`_held_ids`).
     pub fn held_list(&self) -> u64 {
         self.held.serial

@@ -1410,7 +1410,7 @@ mod encoder {
         require_a_message,
         attr, attr_is, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_moved, lose_unplaced, merged, on_block,
         subject, tool_definition, where_, Attr, Head, BlockRef, Encode, HeldArguments, InBlock, Io,
-        MessageAssembler, PlaceBlocks, ToolDefinitions, WriterId, PARTS_CONTENT, STRING_CONTENT,
+        MessageAssembler, PlaceBlocks, ToolDefinitions, WriterId, PARTS_CONTENT, STRING_CONTENT, call_key, CallBatch,
     };
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
@@ -1498,8 +1498,9 @@ mod encoder {
         Drop,
         /// a text / thinking / redacted_thinking object: close `"` + members + `}`
         Object { to: WriterId, kind: &'static str, head: Head<'a> },
-        /// a tool_use: `input` copied (same dialect) or held (`HeldArguments`)
-        ToolUse { head: Head<'a>, args: Option<Box<HeldArguments>> },
+        /// a tool_use into `w`: `input` copied (same dialect) or held (`HeldArguments`);
+        /// `ids`: the id list (`CallBatch`) its id goes to at the close
+        ToolUse { w: WriterId, head: Head<'a>, args: Option<Box<HeldArguments>>, ids: u64 },
         /// the first block of a tool_result: `closer` at its close, then the late attributes
         ResultHead { fragments: bool, closer: &'static [u8], result: u64 },
         /// a further text part of the open tool_result
@@ -1518,7 +1519,7 @@ mod encoder {
                 Placed::Copy(w) => Placed::Copy(w),
                 Placed::Drop => Placed::Drop,
                 Placed::Object { to, kind, head } => Placed::Object { to, kind, head: head.into_owned() },
-                Placed::ToolUse { head, args } => Placed::ToolUse { head: head.into_owned(), args },
+                Placed::ToolUse { w, head, args, ids } => Placed::ToolUse { w, head: head.into_owned(), args, ids },
                 Placed::ResultHead { fragments, closer, result } => Placed::ResultHead { fragments, closer, result },
                 Placed::ResultText { head, result } => Placed::ResultText { head: head.into_owned(), result },
                 Placed::OllamaText { result, started } => Placed::OllamaText { result, started },
@@ -1568,6 +1569,13 @@ mod encoder {
         msg_role: String,
         msg_string: bool,
         msg_has_result: bool,
+        /// the serial of the open message (`_batch_msg is not self._msg`: which message that is)
+        msg_serial: u64,
+        /// the batch of calls the results answer, and the ids of the held calls
+        calls: CallBatch,
+        /// the assistant message of calls moved out of a run's tool messages, written into its
+        /// hold (`anthropic:calls-after-run`) until the run answering the batch ends
+        held_calls: Option<MessageAssembler>,
         result: Option<OpenResult>,
         results: u64,
         system_string: bool,
@@ -1617,6 +1625,9 @@ mod encoder {
                 msg_role: String::new(),
                 msg_string: false,
                 msg_has_result: false,
+                msg_serial: 0,
+                calls: CallBatch::default(),
+                held_calls: None,
                 result: None,
                 results: 0,
                 system_string: false,
@@ -1703,6 +1714,10 @@ mod encoder {
             if top == "messages" {
                 self.flush_held(io)?;
                 self.close_message(io)?;
+                if self.held_calls.is_some() {
+                    // calls pending at the end: after the last message
+                    self.flush_held_calls(io)?;
+                }
             }
             if top == "system" && self.system_string {
                 io.write(OUT, b"\"")?;
@@ -1917,6 +1932,7 @@ mod encoder {
             }
             let first = if string { STRING_CONTENT } else { PARTS_CONTENT };
             self.msg = Some(MessageAssembler::new(OUT, io, "anthropic:member-order", &head, Some(first))?);
+            self.msg_serial += 1;
             self.msg_index = Some(message);
             self.msg_role.clear();
             self.msg_role.push_str(role); // (the buffer is kept: no allocation per message)
@@ -1985,6 +2001,7 @@ mod encoder {
             s == Section::ToolResult || tool_image || attr_truthy(attrs, "in_result")
                 || (s == Section::SystemInstruction && !attr_truthy(attrs, "in_messages"))
                 || (matches!(s, Section::UserText | Section::UserImage | Section::UserDocument) && self.awaiting > 0)
+                || self.holds_call(block, attrs) // a moved call held in calls-after-run
         }
 
         /// `_flush_held`: the held user blocks, after the results: in their user message, or
@@ -2143,25 +2160,89 @@ mod encoder {
             Ok(Some(Placed::Object { to: w, kind, head: Head::borrowed(block) }))
         }
 
+        /// `_batch_open` is `self.calls.open()`; `_moved_call`: a tool call of a tool message
+        /// (ollama), to send in an assistant message after the run.
+        fn moved_call(block: &Block<'_>, attrs: &[Attr<'_>]) -> bool {
+            block.section == Section::ToolCall && attr_is(attrs, "role", "tool")
+        }
+
+        /// `_ends_run`: whether the held calls go before `block` (`RequestEncoder`'s docstring
+        /// in Python: before a result that comes once the batch is answered, before a block of
+        /// another message that is not a result).
+        fn ends_run(&self, block: &Block<'_>, attrs: &[Attr<'_>]) -> bool {
+            if Self::moved_call(block, attrs)
+                || (self.msg.is_some() && Some(block.message) == self.msg_index && self.msg_has_result)
+            {
+                return false;
+            }
+            !(block.section == Section::ToolResult && self.calls.open())
+        }
+
+        /// `_holds_call`: whether `block` is a moved call that waits in `anthropic:calls-after-run`.
+        fn holds_call(&self, block: &Block<'_>, attrs: &[Attr<'_>]) -> bool {
+            Self::moved_call(block, attrs) && (self.held_calls.is_some() || self.calls.open())
+        }
+
+        /// `_flush_held_calls`: the run answering the batch ended: first the held user blocks
+        /// (`flush_held`: after the batch's results, in their user message), then the held
+        /// assistant message of moved calls; its calls are the batch the next results answer,
+        /// and the calls awaiting results (`awaiting`).
+        fn flush_held_calls(&mut self, io: &mut Io<'_>) -> Result<()> {
+            self.flush_held(io)?;
+            self.close_message(io)?;
+            let Some(held) = self.held_calls.take() else { return Ok(()) };
+            let hold = held.out;
+            held.close(io)?;
+            self.open_top("messages", io)?;
+            self.carried = true;
+            let mut bytes = Vec::new();
+            io.writers.take(hold, &mut io.session.reorder, &mut bytes);
+            io.json(OUT, |w, b| w.raw_element(&bytes, b))?;
+            self.calls.held_written();
+            // user blocks that come now wait for these calls' results
+            self.awaiting = u32::try_from(self.calls.batch_len()).unwrap_or(u32::MAX);
+            Ok(())
+        }
+
         fn tool_call<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             lose_moved(io.session, DIALECT, BlockRef::of(block), attrs, "assistant")?;
-            let w = self.message_for(block, "assistant", attr_truthy(attrs, "in_parts"), false, io)?;
-            if self.foreign {
-                self.awaiting += 1;
-            }
+            let held = self.holds_call(block, attrs);
+            let (w, ids) = if held {
+                // sent when the run answering the batch ends
+                let msg = match self.held_calls.take() {
+                    Some(msg) => msg,
+                    None => {
+                        self.close_result(io)?;
+                        let w = io.writers.held(&mut io.session.reorder, "anthropic:calls-after-run");
+                        io.push_first(w);
+                        MessageAssembler::new(w, io, "anthropic:member-order", b"\"role\":\"assistant\"",
+                                              Some(PARTS_CONTENT))?
+                    }
+                };
+                let w = msg.out;
+                self.held_calls = Some(msg);
+                (w, self.calls.held_list())
+            } else {
+                let w = self.message_for(block, "assistant", attr_truthy(attrs, "in_parts"), false, io)?;
+                if self.foreign {
+                    self.awaiting += 1;
+                }
+                // a new message of calls: the batch results answer
+                (w, self.calls.batch_of(self.msg_serial))
+            };
             io.separate(w)?;
             io.write(w, b"{\"type\":\"tool_use\",\"input\":")?;
             let args = if self.foreign { Some(Box::new(HeldArguments::new(io.session, "anthropic:tool-arguments"))) } else { None };
-            Ok(Some(Placed::ToolUse { head: Head::borrowed(block), args }))
+            Ok(Some(Placed::ToolUse { w, head: Head::borrowed(block), args, ids }))
         }
 
-        fn close_tool_use(&mut self, head: Head<'_>, args: Option<Box<HeldArguments>>, late: &[Attr<'_>],
-                          io: &mut Io<'_>) -> Result<()> {
+        fn close_tool_use(&mut self, w: WriterId, head: Head<'_>, args: Option<Box<HeldArguments>>, ids: u64,
+                          late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
             let every = merged(&head.attrs, late);
             let block = head.as_ref();
             if let Some(args) = args {
                 let data = crate::encoding::arguments_object(io.session, DIALECT, *args, block)?;
-                io.write(OUT, &data)?;
+                io.write(w, &data)?;
             }
             let mut tail = self.take_scratch();
             tail.extend_from_slice(b",\"id\":");
@@ -2176,6 +2257,7 @@ mod encoder {
                     self.unanswered.push_back(made_up);
                 }
             }
+            self.calls.record(ids, call_key(attr(&every, "id")));
             tail.extend_from_slice(b",\"name\":");
             let name = attr(&every, "name");
             if self.foreign {
@@ -2191,7 +2273,7 @@ mod encoder {
             }
             self.members(block, "tool_use", &every, io, &mut tail)?;
             tail.push(b'}');
-            io.write(OUT, &tail)?;
+            io.write(w, &tail)?;
             self.scratch = tail;
             Ok(())
         }
@@ -2315,6 +2397,7 @@ mod encoder {
             io.separate(w)?;
             let mut head = b"{\"type\":\"tool_result\"".to_vec();
             if let Some(id) = call_id {
+                self.calls.answer(call_key(Some(id)));
                 head.extend_from_slice(b",\"tool_use_id\":");
                 self.write_id(id, &mut head);
             }
@@ -2359,8 +2442,14 @@ mod encoder {
             for (key, value) in late {
                 let value = value.to_vec();
                 match key.as_ref() {
-                    // (`if result.id is None: result.id = value`; a null leaves it None)
-                    "tool_call_id" if result.id.is_none() && value != b"null" => result.id = Some(value),
+                    // (`if result.id is None: result.id = value; self._answered.add(value)`; a
+                    // null leaves it None)
+                    "tool_call_id" if result.id.is_none() => {
+                        self.calls.answer(call_key(Some(&value)));
+                        if value != b"null" {
+                            result.id = Some(value);
+                        }
+                    }
                     "is_error" => result.is_error = Some(value),
                     "cache_control" if !only_id_and_error => result.cache_control = Some(value),
                     EXTRA_ATTR if !only_id_and_error => result.extra = Some(value),
@@ -2519,6 +2608,9 @@ mod encoder {
 
         fn place<'a>(&mut self, block: &'a Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'a>>> {
             self.note_message(Some(block.message), io)?;
+            if self.held_calls.is_some() && self.ends_run(block, block.attrs.as_deref().unwrap_or(&[])) {
+                self.flush_held_calls(io)?;
+            }
             let had_more = std::mem::replace(&mut self.src_has_more, true);
             self.empty_text = None;
             let placed = self.place_block(block, io)?;
@@ -2547,12 +2639,12 @@ mod encoder {
                     io.write(media.to, payload)
                 }
                 Placed::ToolUse { args: Some(args), .. } => args.feed(payload, io.session),
-                Placed::ToolUse { args: None, .. } => {
+                Placed::ToolUse { w, args: None, .. } => {
                     if payload.is_empty() {
                         return Ok(());
                     }
                     let data = unescape_json_text(payload)?;
-                    io.write(OUT, &data)
+                    io.write(*w, &data)
                 }
             }
         }
@@ -2570,7 +2662,7 @@ mod encoder {
                     self.scratch = tail;
                     Ok(())
                 }
-                Placed::ToolUse { head, args } => self.close_tool_use(head, args, late, io),
+                Placed::ToolUse { w, head, args, ids } => self.close_tool_use(w, head, args, ids, late, io),
                 Placed::ResultHead { closer, result, .. } => {
                     io.write(OUT, closer)?;
                     self.result_late(result, late, false);
@@ -2699,6 +2791,67 @@ mod encoder {
                 Some("end") => Event::End,
                 other => panic!("event {other:?}"),
             }
+        }
+
+        fn block(section: Section, message: i64, payload: &'static str, attrs: &[(&'static str, &'static str)]) -> Event<'static> {
+            Event::Block(Block {
+                section,
+                message,
+                payload: Cow::Borrowed(payload.as_bytes()),
+                init: true,
+                fin: true,
+                attrs: (!attrs.is_empty()).then(|| attrs.iter().map(|(k, v)| (Cow::Borrowed(*k), Cow::Borrowed(v.as_bytes()))).collect()),
+            })
+        }
+
+        /// An ollama tool message with calls of its own in the middle of a run of results
+        /// (rpt/ollama-tool-message-with-calls-mid-run): its calls wait in a hold until the
+        /// run answering the batch before it ends, then go in an assistant message before the
+        /// result that answers them (Python's events and bytes).
+        #[test]
+        fn calls_of_a_tool_message_mid_run_go_after_the_run() {
+            let mut session = Session::new(Options::default(), "ollama", DIALECT, Kind::Request);
+            let mut encoder = RequestEncoder::new(&session);
+            let events = vec![
+                Event::SystemEnd,
+                block(Section::UserText, 0, "go", &[]),
+                block(Section::ToolCall, 1, "{}", &[("id", "\"c0\""), ("name", "\"f\"")]),
+                block(Section::ToolCall, 1, "{}", &[("id", "\"c1\""), ("name", "\"f\"")]),
+                block(Section::ToolResult, 2, "r0", &[("tool_call_id", "\"c0\"")]),
+                block(Section::ToolCall, 2, "{}", &[("id", "\"c2\""), ("name", "\"g\""), ("role", "\"tool\"")]),
+                block(Section::ToolResult, 3, "r1", &[("tool_call_id", "\"c1\"")]),
+                block(Section::ToolResult, 4, "rg", &[("tool_call_id", "\"c2\"")]),
+                Event::MessagesEnd,
+                Event::End,
+            ];
+            let mut outs = Vec::new();
+            for event in events {
+                let mut out = Vec::new();
+                encoder.event(event, &mut session, &mut out).unwrap();
+                outs.push(String::from_utf8(out).unwrap());
+            }
+            assert_eq!(
+                outs.concat(),
+                concat!(
+                    "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"},",
+                    "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"input\":{},\"id\":\"c0\",\"name\":\"f\"},",
+                    "{\"type\":\"tool_use\",\"input\":{},\"id\":\"c1\",\"name\":\"f\"}]},",
+                    "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"c0\",\"content\":[{\"type\":\"text\",\"text\":\"r0\"}]},",
+                    "{\"type\":\"tool_result\",\"tool_use_id\":\"c1\",\"content\":[{\"type\":\"text\",\"text\":\"r1\"}]}]},",
+                    "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"input\":{},\"id\":\"c2\",\"name\":\"g\"}]},",
+                    "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"c2\",\"content\":[{\"type\":\"text\",\"text\":\"rg\"}]}]}],",
+                    "\"max_tokens\":4096}"
+                )
+            );
+            assert_eq!(outs[5], "]}", "the moved call is held (the result before it closes)");
+            assert_eq!(outs[6], ",{\"type\":\"tool_result\",\"tool_use_id\":\"c1\",\"content\":[{\"type\":\"text\",\"text\":\"r1\"}",
+                       "the run goes on (an ollama result: a content list)");
+            assert_eq!(session.losses.len(), 1);
+            assert_eq!(session.losses[0].path(), b"$.messages[2]");
+            let (high, by_reason) = session.reorder.report();
+            assert_eq!(high, 84);
+            assert!(by_reason.iter().any(|r| r.0 == "anthropic:calls-after-run" && r.1 == 84), "{by_reason:?}");
+            assert_eq!(session.reorder.held(), 0, "every hold is released");
         }
 
         /// Python's decoders' events of an openai, an anthropic and an ollama request, and
