@@ -380,3 +380,38 @@ def test_user_blocks_waiting_for_results_go_before_the_calls_held_after_the_run(
         assert at == 2, "in the user message of the batch's results"
     else:
         assert [m["role"] for m in messages[:at + 2]] == ["user", "assistant", *["tool"] * count, "user", "assistant"]
+
+
+def _between_cases():
+    for count in (2, 3):
+        for carrier in range(count - 1):  # the batch is still open after the carrier
+            for where in range(carrier + 1, count):
+                for extra in ("user-text", "user-image", "system-image"):
+                    for follows in ("nothing", "results"):
+                        yield count, carrier, where, extra, follows
+
+
+@pytest.mark.parametrize("count,carrier,where,extra,follows", list(_between_cases()))
+def test_a_user_message_between_the_results_of_a_run_whose_tool_message_carries_calls_into_anthropic(
+        backend, count, carrier, where, extra, follows):
+    # a user or system message between tool messages (Ollama takes it) does not end the run:
+    # the next result still answers the batch, the message waits in the user hold and goes
+    # after the batch's results, then the held calls' assistant message
+    body, links, unanswered = _mid_run_body(count, carrier, 1, follows, False)
+    request = json.loads(body)
+    marker = "meanwhile" if extra == "user-text" else _image(3)
+    role = "user" if extra.startswith("user") else "system"
+    between = {"role": role, "content": "meanwhile", **({} if extra == "user-text" else {"images": [marker]})}
+    request["messages"].insert(2 + where, between)
+    out = _transcode("ollama", "anthropic", json.dumps(request).encode(), checked=not unanswered)
+    problems = validity.check("anthropic", "request", out, enforced_only=True)
+    if unanswered:
+        assert all("has no tool_result in" in p for p in problems), problems
+    else:
+        assert problems == []
+    calls, results = _linked("anthropic", out)
+    for call, text in links:
+        assert results[text] == calls[call], f"{text} answers {call}"
+    messages = json.loads(out)["messages"]
+    assert out.decode().count(marker) == 1 and marker in json.dumps(messages[2]), "after the batch's results"
+    assert [b["type"] for b in messages[3]["content"]] == ["tool_use"], "then the new calls"

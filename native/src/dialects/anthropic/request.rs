@@ -2175,7 +2175,20 @@ mod encoder {
             {
                 return false;
             }
+            if self.calls.open() && self.waits_with_results(block, attrs) {
+                return false; // a user or system message between the run's tool messages
+            }
             !(block.section == Section::ToolResult && self.calls.open())
+        }
+
+        /// `_waits_with_results`: a block of a user or system message (not one moved out of an
+        /// assistant or tool message) between tool messages while calls await their results: it
+        /// goes to the user hold (or the top-level system), and the run goes on.
+        fn waits_with_results(&self, block: &Block<'_>, attrs: &[Attr<'_>]) -> bool {
+            let s = block.section;
+            self.foreign && !attr_is(attrs, "role", "assistant") && !attr_is(attrs, "role", "tool")
+                && ((s == Section::SystemInstruction && !attr_truthy(attrs, "in_messages"))
+                    || (matches!(s, Section::UserText | Section::UserImage | Section::UserDocument) && self.awaiting > 0))
         }
 
         /// `_holds_call`: whether `block` is a moved call that waits in `anthropic:calls-after-run`.

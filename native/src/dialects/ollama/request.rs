@@ -320,7 +320,8 @@ pub(crate) struct Ollama {
     /// message's own result answers the calls before it, not its own
     new_calls: Option<Vec<PendingCall>>,
     /// `waiting_calls`: the calls of a run's tool messages while the batch before them is not
-    /// all answered: pending once it is, or once a message of another role comes
+    /// all answered: pending once it is, or once an assistant message (or one with calls of its
+    /// own) comes
     waiting_calls: Vec<PendingCall>,
     msg: Option<MessageReader>,
     scratch: Vec<u8>,
@@ -908,6 +909,9 @@ impl Ollama {
             return Err(cx.error("message without role", offset));
         };
         let is_tool = role == "tool";
+        // a user or system message between tool messages does not end the run (Ollama takes one
+        // there; into anthropic it goes after the run's results)
+        let other_role_ends_run = !matches!(role, "user" | "system");
         if is_tool && !msg.has_content {
             // a result without content: still a block, so it links to its call
             self.builder(Section::UserText, vec![attr("empty", TRUE)], true, cx)?;
@@ -924,8 +928,9 @@ impl Ollama {
                 self.pending_calls = std::mem::take(&mut self.waiting_calls);
             }
         } else {
-            if !self.waiting_calls.is_empty() {
-                // the run ended: the results that follow answer these
+            if !self.waiting_calls.is_empty() && (other_role_ends_run || self.new_calls.is_some()) {
+                // the run ended (an assistant message, or a message with calls of its own):
+                // the results that follow answer these
                 self.pending_calls = std::mem::take(&mut self.waiting_calls);
             }
             if let Some(calls) = self.new_calls.take() {

@@ -1719,6 +1719,13 @@ impl Messages {
         {
             return false;
         }
+        if self.calls.open()
+            && matches!(block.section, Section::UserText | Section::UserImage | Section::UserDocument
+                        | Section::UserAudio | Section::SystemInstruction)
+            && !attr_is(attrs, "role", "assistant") && !attr_is(attrs, "role", "tool")
+        {
+            return false; // a user or system message between the run's tool messages: the run goes on
+        }
         let result_of_run = block.section == Section::ToolResult
             && attr(attrs, "role").map_or(true, |_| attr_is(attrs, "role", "tool"));
         !(result_of_run && self.calls.open())

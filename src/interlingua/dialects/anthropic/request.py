@@ -699,7 +699,9 @@ class RequestEncoder(Encoder):
       message, or a ``tool_result`` after a text: both rejected). A moved call that is held
       keeps the user hold waiting (``_keeps_held``); calls held in calls-after-run do not count
       in ``_awaiting`` until they are written, and then they do (user blocks that come after
-      them wait for their results).
+      them wait for their results). A user or system message between the run's tool messages
+      while the batch is open does not end the run (``_waits_with_results``; the ollama
+      decoder's rule too): it waits in the user hold, after the batch's results.
     """
 
     dialect = DIALECT
@@ -1097,7 +1099,18 @@ class RequestEncoder(Encoder):
         if self._moved_call(block, attrs) or (self._msg is not None and block.message == self._msg_index
                                               and self._msg_has_result):
             return False
+        if self._batch_open() and self._waits_with_results(block, attrs):
+            return False  # a user or system message between the run's tool messages
         return not (block.section is TOOL_RESULT and self._batch_open())
+
+    def _waits_with_results(self, block: Block, attrs: dict) -> bool:
+        """A block of a user or system message (not one moved out of an assistant or tool
+        message) between tool messages while calls await their results: it goes to the user
+        hold (or the top-level system), and the run goes on (the ollama decoder's rule)."""
+        s = block.section
+        return self.foreign and attrs.get("role") not in ("assistant", "tool") and (
+            (s is SYSTEM_INSTRUCTION and not attrs.get("in_messages"))
+            or (s in (USER_TEXT, USER_IMAGE, USER_DOCUMENT) and self._awaiting > 0))
 
     def _holds_call(self, block: Block, attrs: dict) -> bool:
         """Whether ``block`` is a moved call that waits in ``anthropic:calls-after-run``."""

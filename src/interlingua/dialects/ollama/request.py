@@ -44,7 +44,9 @@ Decoder decisions:
   In the middle of a run (a call of the batch before it is not answered yet) a tool
   message's calls wait: the results that follow answer the rest of the batch first;
   the calls of every tool message of the run, joined in order, are pending once the
-  batch is all answered, or once a message of another role comes (the run ended).
+  batch is all answered, or once an assistant message (or a message with calls of its own)
+  comes: the run ended. A user or system message between tool messages does not end the
+  run (Ollama takes one there; into anthropic it goes after the run's results).
 * ``stream`` absent: an implied ``stream: true`` control (see controls.py).
 
 Encoder decisions:
@@ -144,7 +146,7 @@ class RequestDecoder(RequestBodyDecoder):
         #: a tool message's own result answers the calls before it, not its own
         self.new_calls: list[list] | None = None
         #: the calls of a run's tool messages while the batch before them is not all answered:
-        #: pending once it is, or once a message of another role comes
+        #: pending once it is, or once an assistant message (or one with calls of its own) comes
         self.waiting_calls: list[list] = []
 
     # -- top level -----------------------------------------------------------
@@ -399,7 +401,10 @@ class MessageReader(MessageReaderBase):
             if d.waiting_calls and all(call[2] for call in d.pending_calls):
                 d.pending_calls, d.waiting_calls = d.waiting_calls, []
         else:
-            if d.waiting_calls:  # the run ended: the results that follow answer these
+            # the run ended (an assistant message, or a message with calls of its own): the results
+            # that follow answer these. A user or system message between tool messages does not
+            # end it (Ollama takes one there; the anthropic encoder sends it after the results)
+            if d.waiting_calls and (self.role not in ("user", "system") or d.new_calls is not None):
                 d.pending_calls, d.waiting_calls = d.waiting_calls, []
             if d.new_calls is not None:  # a new batch of calls: the results that follow answer these
                 d.pending_calls, d.new_calls = d.new_calls, None

@@ -616,7 +616,10 @@ class RequestEncoder(Encoder):
       results answering the batch ends -- before a tool result that comes once every call of the
       batch is answered (it answers the new calls), before any block of another message that
       is not a tool result, and at the end of the messages -- after the run's held user
-      message (its images).
+      message (its images). A user or system message between the run's tool messages while
+      the batch is open does not end the run (the ollama decoder's rule): it is written in
+      place (openai takes no message there, as without calls on a tool message), the calls
+      after the run.
     """
 
     dialect = DIALECT
@@ -796,6 +799,9 @@ class RequestEncoder(Encoder):
         if self._moved_call(block, attrs) or (self._msg is not None and block.message == self._msg_index
                                               and self._msg_role == "tool"):
             return False
+        if self._batch_open() and (block.section in _USER_SECTIONS or block.section is SYSTEM_INSTRUCTION) \
+                and attrs.get("role") not in ("assistant", "tool"):
+            return False  # a user or system message between the run's tool messages: the run goes on
         return not (block.section is TOOL_RESULT and attrs.get("role", "tool") == "tool" and self._batch_open())
 
     def _held_calls_message(self) -> MessageAssembler:
