@@ -1424,6 +1424,7 @@ mod encoder {
     use super::{DIALECT, EXTRA_ATTR};
     const OUT: WriterId = WriterId::OUT;
     const TEXT_HEAD: &[u8] = b"{\"type\":\"text\",\"text\":\"";
+    const SEP_TEXT_HEAD: &[u8] = b",{\"type\":\"text\",\"text\":\"";
     const TEXT_TAIL: &[u8] = b"\"}";
 
     /// `_OUT_ATTRS`: block attributes written as members of each anthropic block type.
@@ -2137,8 +2138,10 @@ mod encoder {
             if attr_truthy(attrs, "empty") {
                 return Ok(Some(Placed::Drop));
             }
-            io.separate(w)?;
-            io.write(w, TEXT_HEAD)?;
+            // one write, as Python's `w.write(w._sep() + _TEXT_HEAD)`: a hold over its budget
+            // refuses it whole (two writes held the comma first: a high-water mark one byte more)
+            let head = if io.sep(w).is_empty() { TEXT_HEAD } else { SEP_TEXT_HEAD };
+            io.write(w, head)?;
             Ok(Some(Placed::Object { to: w, kind: "text", head: Head::borrowed(block) }))
         }
 
