@@ -16,9 +16,10 @@ import json
 import pytest
 
 from interlingua.dialects import DIALECTS
-from interlingua.dialects.fields import MEMBER_FIELDS, REQUIRED_MEMBERS, TOOL_MEMBERS, value_type
+from interlingua.dialects.fields import MEMBER_FIELDS, REQUIRED_MEMBERS, TOOL_MEMBERS, refusal, value_type
 
 from test_control_numbers import everywhere
+from test_usage_numbers import results
 
 #: a valid value of each field (ollama's ``options.stop`` sits in ``options``)
 VALID = {
@@ -72,8 +73,7 @@ def with_member(value, path: str, wrong):
 
 
 def _wrong_values(expect) -> list:
-    from interlingua.dialects.fields import _refusal
-    values = [v for v in OF_TYPE.values() if _refusal(expect, v) is not None]
+    values = [v for v in OF_TYPE.values() if refusal(expect, "it", v) is not None]
     return values + ([2048.5] if expect.integer else [])
 
 
@@ -230,7 +230,6 @@ MEMBER_CASES = [pytest.param(source, kind, template, path, expect, wrong, id=f"{
 def test_a_message_member_of_another_type_is_the_sources_error(source, kind, template, path, expect, wrong, target):
     """Each is a SchemaError at the value (was: copied into the source's own dialect, a loss or
     a made-up name elsewhere, anthropic input 5 became openai arguments "5")."""
-    from test_usage_numbers import results
     data = template.replace("{v}", json.dumps(wrong, separators=(",", ":"))).encode()
     got = results(source, target, kind, data)
     at = data.index(b":" + json.dumps(wrong, separators=(",", ":")).encode(), data.index(path.rsplit(".", 1)[1].encode())) + 1
@@ -242,7 +241,6 @@ def test_a_message_member_of_another_type_is_the_sources_error(source, kind, tem
 @pytest.mark.parametrize("target", DIALECTS)
 @pytest.mark.parametrize("source,kind,template,path,expect", MESSAGE_MEMBERS)
 def test_a_message_member_of_its_type_transcodes(source, kind, template, path, expect, target):
-    from test_usage_numbers import results
     right = {"an object": '{"type":"char_location","cited_text":"c","document_index":0,"start_char_index":0,'
                           '"end_char_index":1}' if "citation" in path else "{}",
              "an object or null": '{"type":"ephemeral"}', "a boolean": "true"}.get(expect, '"x"')
