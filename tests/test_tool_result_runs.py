@@ -415,3 +415,60 @@ def test_a_user_message_between_the_results_of_a_run_whose_tool_message_carries_
     messages = json.loads(out)["messages"]
     assert out.decode().count(marker) == 1 and marker in json.dumps(messages[2]), "after the batch's results"
     assert [b["type"] for b in messages[3]["content"]] == ["tool_use"], "then the new calls"
+
+
+_WAITING_ROLES = {"assistant-image": ["user"], "user-text": ["user"], "user-image": ["user"],
+                  "system-image": ["system", "user"]}
+
+
+@pytest.mark.parametrize("count,extra,where", list(_waiting_cases()))
+def test_user_blocks_that_come_while_calls_await_results_follow_the_results_into_openai(backend, count, extra,
+                                                                                       where):
+    # openai takes no message between an assistant message's tool_calls and the tool messages
+    # answering them: a user or system message that comes while calls await their results
+    # (Ollama takes one between tool messages) waits in the run hold and follows the run, in
+    # its order (rpt/ollama-user-between-tool-results-openai); nothing new recorded
+    body, marker = _waiting_body(count, extra, where)
+    losses: list = []
+    out = _transcode("ollama", "openai", body, losses)
+    assert validity.check("openai", "request", out, enforced_only=True) == []  # no message inside the run
+    text = out.decode()
+    assert all(text.count(_result(i)) == 1 for i in range(count)), "every result sent once"
+    assert text.count(marker) == 1, "the waiting block sent once"
+    messages = json.loads(out)["messages"]
+    waiting = _WAITING_ROLES[extra]
+    assert [m["role"] for m in messages] == ["user", "assistant", *["tool"] * count, *waiting, "user"]
+    assert [m["tool_call_id"] for m in messages[2:2 + count]] == [f"call_{i}" for i in range(count)]
+    assert marker in json.dumps(messages[2 + count:2 + count + len(waiting)]), "after the run, in its order"
+    moved = {"$.messages[1]"} if extra == "assistant-image" else {f"$.messages[{2 + where}]"}
+    assert {path for path, _ in losses} <= moved, "only the places already recorded"
+    if extra != "system-image":
+        assert {path for path, _ in losses} == (moved if extra == "assistant-image" else set())
+
+
+@pytest.mark.parametrize("count,carrier,where,extra,follows", list(_between_cases()))
+def test_a_user_message_between_the_results_of_a_run_whose_tool_message_carries_calls_into_openai(
+        backend, count, carrier, where, extra, follows):
+    # the same into openai: the message waits in the run hold and follows the batch's tool
+    # messages, then the held calls' assistant message (and the results answering it)
+    body, links, unanswered = _mid_run_body(count, carrier, 1, follows, False)
+    request = json.loads(body)
+    marker = "meanwhile" if extra == "user-text" else _image(3)
+    role = "user" if extra.startswith("user") else "system"
+    between = {"role": role, "content": "meanwhile", **({} if extra == "user-text" else {"images": [marker]})}
+    request["messages"].insert(2 + where, between)
+    out = _transcode("ollama", "openai", json.dumps(request).encode(), checked=not unanswered)
+    problems = validity.check("openai", "request", out, enforced_only=True)
+    if unanswered:
+        assert problems and all("has no tool message after it" in p for p in problems), problems
+    else:
+        assert problems == []
+    calls, results = _linked("openai", out)
+    for call, text in links:
+        assert results[text] == calls[call], f"{text} answers {call}"
+    messages = json.loads(out)["messages"]
+    waiting = ["system", "user"] if extra == "system-image" else ["user"]
+    roles = ["user", "assistant", *["tool"] * count, *waiting, "assistant"]
+    assert [m["role"] for m in messages[:len(roles)]] == roles, "the batch's results, the message, the new calls"
+    assert out.decode().count(marker) == 1 and marker in json.dumps(messages[2 + count:2 + count + len(waiting)])
+    assert messages[len(roles) - 1].get("tool_calls"), "then the new calls"

@@ -608,7 +608,13 @@ class RequestEncoder(Encoder):
       ollama tool message's images), or out of the tool_calls message after its
       calls (an ollama assistant image), wait in that hold until the run of tool
       messages ends: a user message between two tool messages, or between the
-      calls and their results, is refused.
+      calls and their results, is refused. So does a user or system message of another dialect
+      that comes while calls of the batch await their tool messages (Ollama takes one between
+      tool messages; ``_waits_for_results``): it follows the run, in the order it came, a
+      system message still one. Nothing new is recorded (as into anthropic's user hold): only
+      its place among the results moves, one openai has not; the message stays in the
+      conversation after the same turns (unlike an openai system message moved into
+      anthropic's top-level system, whose place is recorded lost).
     * calls moved out of a tool message (ollama ``tool_calls`` on a tool message, role attr)
       while the batch of the calls before it is not all answered wait in a hold
       (``openai:calls-after-run``): every such call of the run in ONE assistant message (two
@@ -617,9 +623,8 @@ class RequestEncoder(Encoder):
       batch is answered (it answers the new calls), before any block of another message that
       is not a tool result, and at the end of the messages -- after the run's held user
       message (its images). A user or system message between the run's tool messages while
-      the batch is open does not end the run (the ollama decoder's rule): it is written in
-      place (openai takes no message there, as without calls on a tool message), the calls
-      after the run.
+      the batch is open does not end the run (the ollama decoder's rule): it waits in the run
+      hold, after the batch's tool messages, then the calls.
     """
 
     dialect = DIALECT
@@ -716,8 +721,8 @@ class RequestEncoder(Encoder):
         user message for blocks moved out of a tool message."""
         if index == TOP_LEVEL_SYSTEM:
             return self.body.messages_writer(system=True)
-        if role == "user" and self._after_tool_calls and (self._user_index in (None, index)
-                                                          or (from_tool and self._run_hold)):
+        if self._after_tool_calls and ((role == "user" and self._user_index in (None, index))
+                                       or (from_tool and (self._run_hold or self._user_hold is None))):
             if self._user_hold is None:
                 self._user_hold = self.session.reorder.hold("openai:user-before-tool-result")
                 self._user_writer = JsonWriter(self._user_hold.write)
@@ -762,10 +767,12 @@ class RequestEncoder(Encoder):
         from_tool = role == "user" and (moved == "tool" or (
             isinstance(moved, str) and moved != "user" and self._after_tool_calls
             and index == self._tool_calls_index))
+        # a user or system message of another dialect while calls await their results waits too
+        from_tool = from_tool or self._waits_for_results(index, role, moved)
         if self._user_hold is not None and (index != self._user_index or self._run_hold) \
                 and not self._continues_run(role, from_tool):
             self._flush_user_hold()
-        if (index != self._msg_index and role != "tool" and self._user_hold is None
+        if (index != self._msg_index and role != "tool" and self._user_hold is None and not from_tool
                 and self._msg_index != self._tool_calls_index):
             # a message that does not directly follow the tool calls: nothing to hold.
             # (The one that does may start with user text and hold tool results after
@@ -783,6 +790,16 @@ class RequestEncoder(Encoder):
             for ext in [e for e in self._pending_ext if e.message == index]:
                 self._msg.trailing(message_member(ext), ext.raw)
             self._pending_ext = [e for e in self._pending_ext if e.message != index]
+
+    def _waits_for_results(self, index: int, role: str, moved) -> bool:
+        """A user or system message of another dialect (not blocks moved out of an assistant or
+        tool message) that comes while calls of the batch await their results (Ollama takes one
+        between tool messages; openai takes none between the calls and their tool messages):
+        it waits in the run hold and follows the run of tool messages. Not recorded: nothing is
+        dropped, and its place among the results is one openai has not (as into anthropic)."""
+        return (self.foreign and role in ("user", "system", "developer") and moved not in ("assistant", "tool")
+                and self._after_tool_calls and index != self._tool_calls_index and self._batch_open()
+                and (self._user_hold is None or self._run_hold))
 
     def _batch_open(self) -> bool:
         """A call of the last tool_calls message is not answered yet (the run goes on)."""
