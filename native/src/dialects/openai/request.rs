@@ -1585,8 +1585,9 @@ impl Messages {
         if index == TOP_LEVEL_SYSTEM {
             return body.messages_writer(true, self, io);
         }
-        if role == USER && self.after_tool_calls
-            && (self.user_index.map_or(true, |i| i == index) || (from_tool && self.run_hold))
+        if self.after_tool_calls
+            && ((role == USER && self.user_index.map_or(true, |i| i == index))
+                || (from_tool && (self.run_hold || self.user_hold.is_none())))
         {
             if let Some(w) = self.user_hold {
                 return Ok(w);
@@ -1650,12 +1651,16 @@ impl Messages {
                 && self.tool_calls_index == Some(index),
             None => false,
         };
+        // a user or system message of another dialect while calls await their results waits too
+        let from_tool = from_tool || self.waits_for_results(index, role, moved);
         if self.user_hold.is_some() && (Some(index) != self.user_index || self.run_hold)
             && !self.continues_run(role, from_tool)
         {
             self.flush_user_hold(body, io)?;
         }
-        if Some(index) != self.msg_index && role != TOOL && self.user_hold.is_none() && self.msg_index != self.tool_calls_index {
+        if Some(index) != self.msg_index && role != TOOL && self.user_hold.is_none() && !from_tool
+            && self.msg_index != self.tool_calls_index
+        {
             // a message that does not directly follow the tool calls: nothing to hold.
             // (The one that does may start with user text and hold tool results after
             // it -- anthropic [text, tool_result] -- so its user blocks are held.)
@@ -1696,6 +1701,19 @@ impl Messages {
             self.open_message(body, block.message, role, None, moved, io)?;
         }
         Ok(())
+    }
+
+    /// `_waits_for_results`: a user or system message of another dialect (not blocks moved out
+    /// of an assistant or tool message) that comes while calls of the batch await their results:
+    /// it waits in the run hold and follows the run of tool messages (nothing recorded).
+    fn waits_for_results(&self, index: i64, role: &[u8], moved: Option<&[u8]>) -> bool {
+        self.foreign
+            && self.after_tool_calls
+            && self.tool_calls_index != Some(index)
+            && (self.user_hold.is_none() || self.run_hold)
+            && matches!(json_str(role).as_deref(), Some("user" | "system" | "developer"))
+            && !matches!(moved.and_then(json_str).as_deref(), Some("assistant" | "tool"))
+            && self.calls.open()
     }
 
     /// `_continues_run`: whether a message keeps the run hold waiting: the next tool message
@@ -2361,6 +2379,44 @@ mod encoder_tests {
         assert_eq!(session.losses[0].path(), b"$.messages[2]");
         let (high, by_reason) = session.reorder.report();
         assert_eq!((high, by_reason.iter().map(|r| (r.0, r.1)).collect::<Vec<_>>()), (106, vec![("openai:calls-after-run", 106)]));
+        assert_eq!(session.reorder.held(), 0, "every hold is released");
+    }
+
+    /// A user message and a system message of ollama between two tool messages of one run
+    /// (rpt/ollama-user-between-tool-results-openai): they wait in the run hold and follow the
+    /// run, in their order; nothing recorded (Python's `_waits_for_results`).
+    #[test]
+    fn a_user_or_system_message_between_tool_messages_follows_the_run() {
+        let (outs, session) = run("ollama", vec![
+            Event::SystemEnd,
+            block(Section::UserText, 0, "go", &[]),
+            block(Section::ToolCall, 1, "{}", &[("id", "\"c0\""), ("name", "\"f\"")]),
+            block(Section::ToolCall, 1, "{}", &[("id", "\"c1\""), ("name", "\"f\"")]),
+            block(Section::ToolResult, 2, "r0", &[("tool_call_id", "\"c0\"")]),
+            block(Section::UserText, 3, "wait", &[]),
+            block(Section::SystemInstruction, 4, "s", &[]),
+            block(Section::ToolResult, 5, "r1", &[("tool_call_id", "\"c1\"")]),
+            block(Section::AssistantText, 6, "done", &[]),
+            Event::MessagesEnd,
+            Event::End,
+        ]);
+        assert_eq!(
+            outs.concat(),
+            concat!(
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"},",
+                "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c0\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}},",
+                "{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},",
+                "{\"role\":\"tool\",\"tool_call_id\":\"c0\",\"content\":\"r0\"},",
+                "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"r1\"},",
+                "{\"role\":\"user\",\"content\":\"wait\"},",
+                "{\"role\":\"system\",\"content\":\"s\"},",
+                "{\"role\":\"assistant\",\"content\":\"done\"}]}"
+            )
+        );
+        assert_eq!((outs[5].as_str(), outs[6].as_str()), ("\"}", ""), "both wait in the run hold (r0's message closes)");
+        assert!(session.losses.is_empty(), "{:?}", session.losses);
+        let (_, by_reason) = session.reorder.report();
+        assert_eq!(by_reason.iter().map(|r| r.0).collect::<Vec<_>>(), ["openai:user-before-tool-result"]);
         assert_eq!(session.reorder.held(), 0, "every hold is released");
     }
 
