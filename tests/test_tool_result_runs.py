@@ -362,7 +362,7 @@ def test_user_blocks_waiting_for_results_go_before_the_calls_held_after_the_run(
     request = json.loads(body)
     marker = _image(3)
     request["messages"][1]["images"] = [marker]
-    out = _transcode("ollama", target, json.dumps(request).encode(), checked=not unanswered)
+    out = _transcode("ollama", target, body, checked=not unanswered)
     problems = validity.check(target, "request", out, enforced_only=True)
     if unanswered:
         assert all("has no tool message after it" in p or "has no tool_result in" in p for p in problems), problems
@@ -391,19 +391,26 @@ def _between_cases():
                         yield count, carrier, where, extra, follows
 
 
-@pytest.mark.parametrize("count,carrier,where,extra,follows", list(_between_cases()))
-def test_a_user_message_between_the_results_of_a_run_whose_tool_message_carries_calls_into_anthropic(
-        backend, count, carrier, where, extra, follows):
-    # a user or system message between tool messages (Ollama takes it) does not end the run:
-    # the next result still answers the batch, the message waits in the user hold and goes
-    # after the batch's results, then the held calls' assistant message
+def _between_body(count: int, carrier: int, where: int, extra: str, follows: str):
+    """A mid-run body (``_mid_run_body``) with a user or system message inserted before the
+    result ``where``: (body, the message's marker, links, unanswered)."""
     body, links, unanswered = _mid_run_body(count, carrier, 1, follows, False)
     request = json.loads(body)
     marker = "meanwhile" if extra == "user-text" else _image(3)
     role = "user" if extra.startswith("user") else "system"
     between = {"role": role, "content": "meanwhile", **({} if extra == "user-text" else {"images": [marker]})}
     request["messages"].insert(2 + where, between)
-    out = _transcode("ollama", "anthropic", json.dumps(request).encode(), checked=not unanswered)
+    return json.dumps(request).encode(), marker, links, unanswered
+
+
+@pytest.mark.parametrize("count,carrier,where,extra,follows", list(_between_cases()))
+def test_a_user_message_between_the_results_of_a_run_whose_tool_message_carries_calls_into_anthropic(
+        backend, count, carrier, where, extra, follows):
+    # a user or system message between tool messages (Ollama takes it) does not end the run:
+    # the next result still answers the batch, the message waits in the user hold and goes
+    # after the batch's results, then the held calls' assistant message
+    body, marker, links, unanswered = _between_body(count, carrier, where, extra, follows)
+    out = _transcode("ollama", "anthropic", body, checked=not unanswered)
     problems = validity.check("anthropic", "request", out, enforced_only=True)
     if unanswered:
         assert all("has no tool_result in" in p for p in problems), problems
@@ -451,13 +458,8 @@ def test_a_user_message_between_the_results_of_a_run_whose_tool_message_carries_
         backend, count, carrier, where, extra, follows):
     # the same into openai: the message waits in the run hold and follows the batch's tool
     # messages, then the held calls' assistant message (and the results answering it)
-    body, links, unanswered = _mid_run_body(count, carrier, 1, follows, False)
-    request = json.loads(body)
-    marker = "meanwhile" if extra == "user-text" else _image(3)
-    role = "user" if extra.startswith("user") else "system"
-    between = {"role": role, "content": "meanwhile", **({} if extra == "user-text" else {"images": [marker]})}
-    request["messages"].insert(2 + where, between)
-    out = _transcode("ollama", "openai", json.dumps(request).encode(), checked=not unanswered)
+    body, marker, links, unanswered = _between_body(count, carrier, where, extra, follows)
+    out = _transcode("ollama", "openai", body, checked=not unanswered)
     problems = validity.check("openai", "request", out, enforced_only=True)
     if unanswered:
         assert problems and all("has no tool message after it" in p for p in problems), problems
