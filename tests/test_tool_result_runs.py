@@ -362,7 +362,7 @@ def test_user_blocks_waiting_for_results_go_before_the_calls_held_after_the_run(
     request = json.loads(body)
     marker = _image(3)
     request["messages"][1]["images"] = [marker]
-    out = _transcode("ollama", target, body, checked=not unanswered)
+    out = _transcode("ollama", target, json.dumps(request).encode(), checked=not unanswered)
     problems = validity.check(target, "request", out, enforced_only=True)
     if unanswered:
         assert all("has no tool message after it" in p or "has no tool_result in" in p for p in problems), problems
