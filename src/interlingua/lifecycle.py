@@ -72,6 +72,7 @@ from datetime import datetime, timedelta, timezone
 import msgspec
 
 from . import json as tok
+from . import numbers
 from .canonical import Block, Event, Section, Usage
 from .errors import SchemaError
 from .jsonwriter import dumps
@@ -173,6 +174,17 @@ def _details(obj: dict, key: str, path: str) -> dict:
     if isinstance(value, dict):
         return value
     raise SchemaError(f"expected an object for {key}", path=f"{path}.{key}")
+
+
+def _tier(obj: dict, path: str) -> Any:
+    """An anthropic usage's ``service_tier``: a string, or absent/null; any other value is a
+    ``SchemaError`` (a number was dropped with nothing recorded; the client declares a string)."""
+    value = obj.get("service_tier")
+    if value is None or isinstance(value, str):
+        return value
+    kind = "boolean" if isinstance(value, bool) else "number" if isinstance(value, (int, float)) else \
+        "array" if isinstance(value, list) else "object"
+    raise SchemaError(f"expected a string or null for service_tier, got {kind}", path=f"{path}.service_tier")
 
 
 #: where each canonical usage field was in each source (loss records name the source field)
@@ -286,7 +298,7 @@ def usage_from_anthropic(obj: dict, session: Session, path: str = "$.usage") -> 
     _lose_details(details, path + ".output_tokens_details", ("thinking_tokens",), session)
     return Usage(input=total_input, output=_count(obj, "output_tokens", path), cache_read=read, cache_write=write,
                  reasoning=_count(details, "thinking_tokens", path + ".output_tokens_details"),
-                 service_tier=tier_from("anthropic", obj.get("service_tier")))
+                 service_tier=tier_from("anthropic", _tier(obj, path)))
 
 
 def usage_to_anthropic(u: Usage, session: Session, *, require_input: bool) -> dict:
@@ -433,13 +445,14 @@ def ollama_time_us(raw: bytes) -> int | None:
 
 
 def openai_time_us(raw: bytes) -> int | None:
-    """Microseconds since the epoch of an openai ``created`` (raw JSON seconds), or None
-    (not a positive integer: ``0`` is what a server that does not know writes)."""
+    """Microseconds since the epoch of an openai ``created`` (raw JSON seconds; an integral
+    float, ``1.7e9``, is the integer it means), or None (not a positive integer: ``0`` is what a
+    server that does not know writes). The decoder refused any other type (a ``SchemaError``)."""
     try:
-        value = json.loads(raw)
+        value = numbers.integral(raw)
     except ValueError:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < MAX_CLOCK:
+    if value is None or not 0 < value < MAX_CLOCK:
         return None
     return value * _US
 

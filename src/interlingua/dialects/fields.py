@@ -130,6 +130,43 @@ REQUIRED_MEMBERS = {
 TOOL_MEMBERS = {"description": _STR, "strict": _BOOL}
 
 
+#: an ollama ``logprobs`` entry (Go's ``Logprob``: a ``TokenLogprob`` -- token, logprob, bytes
+#: -- and its ``top_logprobs``, each a ``TokenLogprob``), checked on the entry, read whole: a
+#: wrong type is a ``SchemaError`` at the member's path (``$.logprobs[0].top_logprobs[1].token``),
+#: at the entry's first byte -- was written into an openai target as it came (``"token": 5``),
+#: which its ``ChatCompletionTokenLogprob`` refuses. ``token`` and ``logprob`` are required (Go
+#: always writes them; openai requires them); ``bytes`` holds integers.
+TOKEN_LOGPROB = {"token": STRING, "logprob": NUMBER, "bytes": _ARR}
+LOGPROB_ENTRY = {**TOKEN_LOGPROB, "top_logprobs": _ARR}
+LOGPROB_REQUIRED = ("token", "logprob")
+
+
+def check_logprob(entry: Any, path: str) -> None:
+    """An ollama logprobs entry (``LOGPROB_ENTRY``) at ``path``: a ``SchemaError`` at the first
+    member that is wrong, else nothing."""
+    _check_token_logprob(entry, path, LOGPROB_ENTRY)
+    for i, top in enumerate(entry.get("top_logprobs") or ()):
+        if not isinstance(top, dict):
+            raise SchemaError(f"expected an object for {path[2:]}.top_logprobs[{i}], got {value_type(top)}",
+                              path=f"{path}.top_logprobs[{i}]")
+        _check_token_logprob(top, f"{path}.top_logprobs[{i}]", TOKEN_LOGPROB)
+
+
+def _check_token_logprob(entry: dict, path: str, spec: dict) -> None:
+    for member, item in entry.items():
+        if member in spec:
+            message = refusal(spec[member], f"{path[2:]}.{member}", item)
+            if message is not None:
+                raise SchemaError(message, path=f"{path}.{member}")
+    for member in LOGPROB_REQUIRED:
+        if member not in entry:
+            raise SchemaError(f"{path[2:]} has no {member!r} (required)", path=path)
+    for i, byte in enumerate(entry.get("bytes") or ()):
+        message = refusal(INTEGER, f"{path[2:]}.bytes[{i}]", byte)
+        if message is not None:
+            raise SchemaError(message, path=f"{path}.bytes[{i}]")
+
+
 #: a value's type -> the first tokens it may have been read from (``Expect.kinds``)
 _TOKEN_KINDS = {"null": {tok.NULL}, "boolean": {tok.TRUE, tok.FALSE}, "number": {tok.NUMBER},
                 "string": {tok.STRING, tok.STRING_OPEN}, "array": {tok.ARRAY_START}, "object": {tok.OBJECT_START}}

@@ -59,6 +59,7 @@ from ...decoding import Members, ResponseDecoderBase
 from ...encoding import Encoder, MessageAssembler, HeldArguments
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import FrameEnd, ndjson_line
+from ..fields import check_logprob
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
     BlockStream,
@@ -166,7 +167,9 @@ class _Decoder(ResponseDecoderBase):
         elif key == "logprobs":
             if kind != tok.NULL:  # one token's entry at a time (bounded by the entry)
                 self.each_element(kind, offset, "logprobs", self._logprob)
-        elif key in _DURATIONS or key == "created_at":
+        elif key == "created_at":  # the response's time (carried): a string, checked in every line
+            self.read_raw(kind, value, offset, lambda raw: self._extension(key, raw), OPT_STRING, key)
+        elif key in _DURATIONS:
             self.read_raw(kind, value, offset, lambda raw: self._extension(key, raw))
         else:
             self.read_raw(kind, value, offset, lambda raw: raw != b"null" and self.session.lose_member("$." + key))
@@ -174,7 +177,17 @@ class _Decoder(ResponseDecoderBase):
     def _logprob(self, kind: int, value: Any, offset: int) -> None:
         if kind != tok.OBJECT_START:
             raise self.wrong_type(kind, "an object for a logprobs entry", offset)
-        self.read_raw(kind, value, offset, lambda raw: self.out(Logprobs(raw)))
+        path = self.path()
+        self.read_raw(kind, value, offset, lambda raw: self._checked_logprob(raw, path, offset))
+
+    def _checked_logprob(self, raw: bytes, path: str, offset: int) -> None:
+        """An entry whose members are of their types (``fields.check_logprob``), else a
+        ``SchemaError`` at the member's path, at the entry's first byte."""
+        try:
+            check_logprob(self.data(raw, offset), path)
+        except SchemaError as exc:
+            raise SchemaError(exc.reason, dialect=self.dialect, offset=offset, path=exc.path) from None
+        self.out(Logprobs(raw))
 
     def _done(self, value: Any) -> None:
         self.done = bool(value)

@@ -46,7 +46,7 @@ import json
 import re
 from typing import Any, Callable
 
-from ...decoding import INTEGER, OPT_OBJECT, OPT_STRING  # (types of members)
+from ...decoding import INTEGER, OPT_INTEGER, OPT_OBJECT, OPT_STRING  # (types of members)
 from ... import json as tok
 from ...canonical import (
     Block,
@@ -162,6 +162,8 @@ class _Base(ResponseDecoderBase):
             self.read_value(kind, value, offset, self._tier, OPT_STRING, key)
         elif key == "object":
             skip_value(self, kind, value, offset)
+        elif key == "created":  # the response's time (carried): an integer, checked in every chunk
+            self.read_raw(kind, value, offset, lambda raw: self._keep(key, raw), OPT_INTEGER, key)
         elif key == "error":
             self.read_value(kind, value, offset, self._error)
         else:
