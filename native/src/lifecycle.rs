@@ -787,11 +787,23 @@ pub fn usage_from_anthropic(obj: &UsageObject<'_>, session: &mut Session, path: 
         cache_write: write,
         reasoning: count(&output_details, "thinking_tokens", details_path)?,
         total: None,
-        service_tier: tier_from_text("anthropic", match obj.get("service_tier") {
-            Some(Field::Str(text)) => Some(text),
-            _ => None,
-        }),
+        service_tier: tier_from_text("anthropic", tier(obj, top)?),
     })
+}
+
+/// `_tier(obj, path)`: an anthropic usage's `service_tier`, a string or absent/null; any other
+/// value is a `SchemaError` at `{path}.service_tier`.
+fn tier<'v>(obj: &'v UsageObject<'_>, path: At<'_>) -> Result<Option<&'v [u8]>> {
+    let got = match obj.get("service_tier") {
+        None | Some(Field::Null) => return Ok(None),
+        Some(Field::Str(text)) => return Ok(Some(text)),
+        Some(Field::Bool(_)) => "boolean",
+        Some(Field::Int(_) | Field::Float(_)) => "number",
+        Some(Field::Array) => "array",
+        Some(Field::Object(_)) => "object",
+    };
+    Err(Error::new(ErrorClass::Schema, format!("expected a string or null for service_tier, got {got}"))
+        .with_path(format!("{}{}.service_tier", path.0, path.1).into_bytes()))
 }
 
 /// `usage_to_anthropic(u, session, require_input)`: an anthropic usage object's
@@ -1060,8 +1072,11 @@ pub fn openai_time_us(raw: &[u8]) -> Option<i64> {
     let seconds: i64 = if plain {
         std::str::from_utf8(raw).ok()?.parse().ok()? // beyond i64: beyond MAX_CLOCK too
     } else {
-        let Ok(Value::Int(digits)) = Value::loads(raw) else { return None };
-        digits.parse().ok()?
+        // `numbers.integral`: an integral float (`1.7e9`) is the integer it means
+        match crate::numbers::whole(raw) {
+            crate::numbers::Whole::Fits(n) => n,
+            _ => return None,
+        }
     };
     (0 < seconds && seconds < MAX_CLOCK as i64).then(|| seconds * US)
 }

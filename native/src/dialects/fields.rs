@@ -180,6 +180,59 @@ fn required_members(dialect: &str, key: &str, kind: Option<&[u8]>) -> (&'static 
     }
 }
 
+/// `TOKEN_LOGPROB` / `LOGPROB_ENTRY`: an ollama logprobs entry's members (Go's `Logprob`: a
+/// `TokenLogprob` -- token, logprob, bytes -- and its `top_logprobs`, each a `TokenLogprob`).
+const TOKEN_LOGPROB: &[(&str, Expect)] = &[("token", STRING), ("logprob", NUMBER), ("bytes", ARR)];
+const LOGPROB_ENTRY: &[(&str, Expect)] = &[("token", STRING), ("logprob", NUMBER), ("bytes", ARR), ("top_logprobs", ARR)];
+/// `LOGPROB_REQUIRED`: Go always writes them; openai requires them.
+const LOGPROB_REQUIRED: [&str; 2] = ["token", "logprob"];
+
+/// `check_logprob(entry, path)`: an ollama logprobs entry at `path` (`$.logprobs[0]`); a
+/// SchemaError at the first member that is wrong (its path; the caller locates it).
+pub fn check_logprob(entry: &Value, path: &str) -> Result<()> {
+    check_token_logprob(entry, path, LOGPROB_ENTRY)?;
+    let tops = match entry.get("top_logprobs") {
+        Some(Value::Array(tops)) => tops.as_slice(),
+        _ => &[],
+    };
+    for (i, top) in tops.iter().enumerate() {
+        let at = format!("{path}.top_logprobs[{i}]");
+        if !matches!(top, Value::Object(_)) {
+            return Err(schema(format!("expected an object for {}, got {}", &at[2..], top.type_name()), &at));
+        }
+        check_token_logprob(top, &at, TOKEN_LOGPROB)?;
+    }
+    Ok(())
+}
+
+fn check_token_logprob(entry: &Value, path: &str, spec: &[(&str, Expect)]) -> Result<()> {
+    for (member, item) in entry.as_object().unwrap_or(&[]) {
+        let Some((name, expect)) = spec.iter().find(|(name, _)| name.as_bytes() == member.as_slice()) else { continue };
+        if let Some(got) = expect.refusal_of(item) {
+            let message = format!("expected {} for {}.{name}, got {got}", expect.name(), &path[2..]);
+            return Err(schema(message, &format!("{path}.{name}")));
+        }
+    }
+    if let Some(member) = LOGPROB_REQUIRED.iter().find(|member| entry.get(member).is_none()) {
+        return Err(schema(format!("{} has no {} (required)", &path[2..], py_str_repr(member.as_bytes())), path));
+    }
+    let bytes = match entry.get("bytes") {
+        Some(Value::Array(bytes)) => bytes.as_slice(),
+        _ => &[],
+    };
+    for (i, byte) in bytes.iter().enumerate() {
+        if let Some(got) = INTEGER.refusal_of(byte) {
+            let message = format!("expected {} for {}.bytes[{i}], got {got}", INTEGER.name(), &path[2..]);
+            return Err(schema(message, &format!("{path}.bytes[{i}]")));
+        }
+    }
+    Ok(())
+}
+
+fn schema(message: String, path: &str) -> Error {
+    Error::new(ErrorClass::Schema, message).with_path(path.as_bytes().to_vec())
+}
+
 /// `TOOL_MEMBERS[key]`: the type of a tool definition's member every dialect carries.
 pub fn tool_member(key: &str) -> Option<Expect> {
     match key {

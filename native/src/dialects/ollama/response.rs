@@ -545,11 +545,12 @@ impl Dialect for Lines {
                     b"created_at" => {
                         // every line repeats it and only the first goes out: a later one is
                         // skipped where its raw read could not fail (a scalar within the budget)
+                        // (the response's time, carried: a string, checked in every line)
                         let within = crate::lifecycle::raw_len(&token).is_some_and(|n| n <= cx.session.options.max_value_bytes);
-                        if self.created && within {
+                        if self.created && within && !OPT_STRING.refuses(&token) {
                             m.read(Read::Skip);
                         } else {
-                            m.read(Read::Raw(S::Extension(None), None, ""));
+                            m.read(Read::Raw(S::Extension(None), Some(OPT_STRING), "created_at"));
                         }
                     }
                     key => match DURATIONS.iter().position(|d| d.as_bytes() == key) {
@@ -631,9 +632,15 @@ impl Dialect for Lines {
         }
     }
 
-    fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], _offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+    fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
-            S::Logprob => self.out(Event::Logprobs { raw: Cow::Borrowed(raw), choice: 0 }, cx),
+            S::Logprob => {
+                // (`_checked_logprob`) its members' types, at the entry's first byte
+                let path = cx.path();
+                let path = String::from_utf8_lossy(&path);
+                crate::dialects::fields::check_logprob(&cx.data(raw, offset)?, &path).map_err(|err| err.at(offset))?;
+                self.out(Event::Logprobs { raw: Cow::Borrowed(raw), choice: 0 }, cx)
+            }
             S::Extension(None) => {
                 if !self.created {
                     self.created = true;

@@ -30,7 +30,7 @@ mod decoder {
     use crate::canonical::{Event, Extension, Section, Usage};
     use crate::decoding::{
         dumps_key, member_path, Attr, Cx, Decode, Dialect, EventSink, Framing, Frame, Machine, Read, ResponseBase,
-        INTEGER, OPT_OBJECT, OPT_STRING,
+        INTEGER, OPT_INTEGER, OPT_OBJECT, OPT_STRING,
     };
     use crate::error::{Error, ErrorClass, Result};
     use super::py_str;
@@ -378,6 +378,17 @@ mod decoder {
                 b"service_tier" => m.read(Read::Value(S::Tier, Some(OPT_STRING), "service_tier")),
                 b"object" => m.read(Read::Skip),
                 b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
+                // the response's time (carried): an integer, checked in every chunk (a later
+                // one, of its type, is skipped as any kept field is)
+                b"created" => {
+                    let within = crate::lifecycle::raw_len(&token).is_some_and(|n| n <= self.max_value_bytes);
+                    if within && !OPT_INTEGER.refuses(&token) && self.kept.iter().any(|(k, _)| k.as_ref() == key) {
+                        m.read(Read::Skip);
+                        return;
+                    }
+                    self.remember_key(key);
+                    m.read(Read::Raw(S::Keep, Some(OPT_INTEGER), "created"));
+                }
                 _ => {
                     // every chunk repeats its kept fields (created, system_fingerprint): one
                     // kept already changes nothing, and is skipped where its raw read could
