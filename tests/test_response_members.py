@@ -216,3 +216,13 @@ def test_a_logprobs_entry_of_its_types_transcodes(entry, kind, target):
     if target == "openai" and kind == "response":
         logprobs = json.loads(result[1])["choices"][0]["logprobs"]["content"][0]
         assert (logprobs["token"], logprobs["logprob"]) == (entry["token"], entry["logprob"])
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+def test_a_lone_surrogate_in_a_logprobs_entry_is_its_own_error(target):
+    """The entry is read as data first: a lone surrogate escape in it is a
+    ``LoneSurrogateError`` at the entry, before its members' types are looked at."""
+    data, at = logprob_body("response", {**GOOD_ENTRY, "token": 0})
+    data = data.replace(b'"token":0', b'"token":"\\ud800"')
+    result = results("ollama", target, "response", data)
+    assert result[:2] == ("error", "LoneSurrogateError") and result[3:] == ("$.logprobs[0]", at, None), result

@@ -1072,9 +1072,10 @@ pub fn openai_time_us(raw: &[u8]) -> Option<i64> {
     let seconds: i64 = if plain {
         std::str::from_utf8(raw).ok()?.parse().ok()? // beyond i64: beyond MAX_CLOCK too
     } else {
-        // `numbers.integral`: an integral float (`1.7e9`) is the integer it means
-        match crate::numbers::whole(raw) {
-            crate::numbers::Whole::Fits(n) => n,
+        // an integral float (`1.7e9`) is the integer it means
+        match Value::loads(raw) {
+            Ok(Value::Int(digits)) => digits.parse().ok()?,
+            Ok(Value::Float(f)) if f.fract() == 0.0 && f.abs() < 1e18 => f as i64,
             _ => return None,
         }
     };

@@ -72,7 +72,6 @@ from datetime import datetime, timedelta, timezone
 import msgspec
 
 from . import json as tok
-from . import numbers
 from .canonical import Block, Event, Section, Usage
 from .errors import SchemaError
 from .jsonwriter import dumps
@@ -449,10 +448,12 @@ def openai_time_us(raw: bytes) -> int | None:
     float, ``1.7e9``, is the integer it means), or None (not a positive integer: ``0`` is what a
     server that does not know writes). The decoder refused any other type (a ``SchemaError``)."""
     try:
-        value = numbers.integral(raw)
+        value = json.loads(raw)
     except ValueError:
         return None
-    if value is None or not 0 < value < MAX_CLOCK:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < MAX_CLOCK:
         return None
     return value * _US
 

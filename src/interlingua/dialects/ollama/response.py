@@ -183,8 +183,9 @@ class _Decoder(ResponseDecoderBase):
     def _checked_logprob(self, raw: bytes, path: str, offset: int) -> None:
         """An entry whose members are of their types (``fields.check_logprob``), else a
         ``SchemaError`` at the member's path, at the entry's first byte."""
+        entry = self.data(raw, offset)  # (a lone surrogate: its own error, at the entry)
         try:
-            check_logprob(self.data(raw, offset), path)
+            check_logprob(entry, path)
         except SchemaError as exc:
             raise SchemaError(exc.reason, dialect=self.dialect, offset=offset, path=exc.path) from None
         self.out(Logprobs(raw))
