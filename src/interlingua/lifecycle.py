@@ -250,6 +250,10 @@ def _lose_details(obj: dict, path: str, known: tuple, session: Session) -> None:
 def usage_from_openai(obj: dict, session: Session, path: str = "$.usage") -> Usage:
     prompt = _details(obj, "prompt_tokens_details", path)
     completion = _details(obj, "completion_tokens_details", path)
+    # (a server's own counts -- DeepSeek's prompt_cache_hit_tokens, a router's cost -- had
+    # been dropped with nothing recorded)
+    _lose_details(obj, path, ("prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details",
+                              "completion_tokens_details"), session)
     _lose_details(prompt, path + ".prompt_tokens_details", ("cached_tokens", "cache_write_tokens"), session)
     _lose_details(completion, path + ".completion_tokens_details", ("reasoning_tokens",), session)
     return Usage(input=_count(obj, "prompt_tokens", path), output=_count(obj, "completion_tokens", path),

@@ -282,8 +282,11 @@ class _Decoder(ResponseDecoderBase):
                 elif key == "id":
                     self.read_value(kind, value, offset, lambda v: self._call_id(call, v),
                                     OPT_STRING, "a tool call's id")
-                else:
+                elif key == "type":  # ("function", where a server writes it: it carries nothing)
                     skip_value(self, kind, value, offset)
+                else:  # (was dropped with nothing recorded)
+                    self.read_raw(kind, value, offset, lambda raw: raw == b"null" or self.session.lose_member(
+                        f"$.message.tool_calls[{call['position']}].{key}"))
             self.push(member)
         return handler
 

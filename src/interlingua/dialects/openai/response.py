@@ -337,8 +337,9 @@ class _ToolCallReader(MemberReader):
         elif key == "arguments":
             if kind != tok.NULL:
                 d.read_string(kind, value, offset, self._arguments, "arguments")
-        else:
-            d.read_raw(kind, value, offset, lambda raw: None)
+        else:  # (was dropped with nothing recorded; a legacy function_call's members are the function's)
+            where = self.attrs["path"] + ("" if self.index == LEGACY_CALL else ".function")
+            d.read_raw(kind, value, offset, lambda raw: raw == b"null" or d.session.lose_member(f"{where}.{key}"))
 
     def _arguments(self, data: bytes, init: bool, fin: bool) -> None:
         if not data:
