@@ -226,3 +226,47 @@ def test_a_lone_surrogate_in_a_logprobs_entry_is_its_own_error(target):
     data = data.replace(b'"token":0', b'"token":"\\ud800"')
     result = results("ollama", target, "response", data)
     assert result[:2] == ("error", "LoneSurrogateError") and result[3:] == ("$.logprobs[0]", at, None), result
+
+
+# -- members no target has a place for: a recorded loss, not dropped ------------------------
+
+_CALL = '{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"%s}%s}'
+#: (source, kind, body with a ``%s`` slot for the member, the member's path)
+UNKNOWN = [
+    ("openai", "response", RESPONSES["openai"] % ('{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3%s}'),
+     "$.usage.x"),
+    ("openai", "stream", STREAMS["openai"] % ('{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3%s}'),
+     "$.usage.x"),
+    ("openai", "response", '{"id":"c","object":"chat.completion","created":0,"model":"m","choices":[{"index":0,'
+     '"message":{"role":"assistant","content":null,"tool_calls":[' + _CALL % ("%s", "") + ']},'
+     '"finish_reason":"tool_calls"}]}', "$.choices[0].message.tool_calls[0].function.x"),
+    ("openai", "stream", 'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,'
+     '"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f",'
+     '"arguments":"{}"%s}}]},"finish_reason":null}]}\n\ndata: {"id":"c","object":"chat.completion.chunk","created":0,'
+     '"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n',
+     "$.choices[0].delta.tool_calls[0].function.x"),
+    ("openai", "response", '{"id":"c","object":"chat.completion","created":0,"model":"m","choices":[{"index":0,'
+     '"message":{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{}"%s}},'
+     '"finish_reason":"function_call"}]}', "$.choices[0].message.function_call.x"),
+    ("ollama", "response", '{"model":"m","created_at":"2025-01-01T00:00:00Z","message":{"role":"assistant","content":"",'
+     '"tool_calls":[{"function":{"name":"f","arguments":{}}%s}]},"done":true,"done_reason":"stop"}',
+     "$.message.tool_calls[0].x"),
+    ("ollama", "stream", '{"model":"m","created_at":"2025-01-01T00:00:00Z","message":{"role":"assistant","content":"",'
+     '"tool_calls":[{"function":{"name":"f","arguments":{}}%s}]},"done":false}\n{"model":"m","created_at":'
+     '"2025-01-01T00:00:00Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}\n',
+     "$.message.tool_calls[0].x"),
+]
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("value", [v for t, v in OF_TYPE.items() if t != "null"] + ["null"])
+@pytest.mark.parametrize("source,kind,template,path", UNKNOWN)
+def test_a_member_no_target_has_is_a_recorded_loss(source, kind, template, path, value, target):
+    data = (template % f',"x":{value}').encode()
+    result = results(source, target, kind, data)
+    assert result[0] == "out", result
+    lost = [p for _, p, _ in result[2]]
+    if source == target or value == "null":
+        assert path not in lost, result  # a copy carries it; null carries nothing
+    else:
+        assert lost.count(path) == 1, result  # once (a stream may repeat it)

@@ -598,6 +598,10 @@ pub fn usage_from_openai(obj: &UsageObject<'_>, session: &mut Session, path: &st
     let completion = details(obj, "completion_tokens_details", top)?;
     let prompt_path = (path, ".prompt_tokens_details");
     let completion_path = (path, ".completion_tokens_details");
+    // (a server's own counts -- DeepSeek's prompt_cache_hit_tokens, a router's cost -- had been
+    // dropped with nothing recorded)
+    lose_details(obj, top, &["prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details",
+                             "completion_tokens_details"], session)?;
     lose_details(&prompt, prompt_path, &["cached_tokens", "cache_write_tokens"], session)?;
     lose_details(&completion, completion_path, &["reasoning_tokens"], session)?;
     Ok(Usage {

@@ -70,6 +70,8 @@ enum S {
     ArgumentsRaw,
     /// a function member read raw (always a loss)
     FunctionLost,
+    /// a tool call's member other than function, id and type, read raw (a loss unless null)
+    CallLost,
 }
 
 /// `_section_sink`'s attributes of the two text blocks.
@@ -468,7 +470,12 @@ impl Dialect for Lines {
                     m.then(match key {
                         b"function" => Read::State(S::Function),
                         b"id" => Read::Value(S::CallId, Some(OPT_STRING), "a tool call's id"),
-                        _ => Read::Skip,
+                        b"type" => Read::Skip, // ("function", where a server writes it: it carries nothing)
+                        key => {
+                            // (was dropped with nothing recorded)
+                            self.set_key(key);
+                            Read::Raw(S::CallLost, None, "")
+                        }
                     });
                     Ok(())
                 }
@@ -667,6 +674,11 @@ impl Dialect for Lines {
             S::FunctionLost => {
                 let position = self.call()?.position;
                 self.lose_key(format_args!("$.message.tool_calls[{position}].function."), cx)
+            }
+            S::CallLost if raw == b"null" => Ok(()),
+            S::CallLost => {
+                let position = self.call()?.position;
+                self.lose_key(format_args!("$.message.tool_calls[{position}]."), cx)
             }
             s => Err(internal(&format!("state {s:?} takes no raw value"))),
         }

@@ -94,6 +94,8 @@ mod decoder {
         CallOther,
         /// the members of its `function`
         Function,
+        /// a function's member other than name and arguments (a legacy call's too)
+        FunctionOther,
         /// a legacy `function_call`: the members of a `function`, the end of a call
         LegacyCall,
         CallName,
@@ -857,7 +859,11 @@ mod decoder {
                         m.read(Read::String(S::Arguments, "arguments"));
                     }
                 }
-                _ => m.read(Read::Raw(S::Ignore, None, "")),
+                _ => {
+                    // (was dropped with nothing recorded)
+                    self.remember_key(key);
+                    m.read(Read::Raw(S::FunctionOther, None, ""));
+                }
             }
         }
 
@@ -1118,6 +1124,15 @@ mod decoder {
                 }
                 S::CallOther => {
                     let path = member_path(format_args!("{}.", self.call_path()), &self.key);
+                    cx.session.lose_member_wtf8(&path, "such field", None)
+                }
+                S::FunctionOther => {
+                    if raw == b"null" {
+                        return Ok(());
+                    }
+                    // (a legacy function_call's members are the function's)
+                    let function = if self.call.index == Some(LEGACY_CALL) { "" } else { ".function" };
+                    let path = member_path(format_args!("{}{function}.", self.call_path()), &self.key);
                     cx.session.lose_member_wtf8(&path, "such field", None)
                 }
                 _ => Err(internal(&format!("state {s:?} takes no raw value"))),
