@@ -20,8 +20,8 @@ pub type Attrs<'a> = [(Cow<'a, str>, RawJson<'a>)];
 /// written) rather than being a field of any dialect: never reported as a loss.
 pub const INTERNAL_ATTRS: &[&str] = &[
     "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
-    "source_extra", "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
-    "ollama_call_extra", "path", "call_type",
+    "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
+    "path", "call_type", "ollama_call_type",
 ];
 
 pub fn is_internal_attr(name: &str) -> bool {
@@ -295,6 +295,7 @@ fn extra_prefix(key: &str) -> Option<&'static str> {
     match key {
         "openai_extra" | "anthropic_extra" | "ollama_call_extra" => Some(""),
         "openai_function_extra" | "ollama_extra" => Some("function."),
+        "source_extra" => Some("source."),
         _ => None,
     }
 }
@@ -326,6 +327,10 @@ fn extra_fields(prefix: &str, key: &str, attrs: Option<&Attrs<'_>>) -> String {
 
 /// `a` / `an` (by the first letter being a vowel, as Python's `noun[:1] in "aeiou"`).
 pub fn article(noun: &str) -> &'static str {
+    // by the noun's sound: "an image", "a user text", "a url citation"
+    if noun.starts_with("us") || noun.starts_with("ur") || noun.starts_with("uni") {
+        return "a";
+    }
     match noun.bytes().next() {
         Some(b'a' | b'e' | b'i' | b'o' | b'u') | None => "an",
         _ => "a",
@@ -498,5 +503,13 @@ mod tests {
         assert_eq!(field_path("$.messages[1]", "name"), "$.messages[1].name");
         assert_eq!(field_path(".text", "x"), ".text.x");
         assert!(internal_words().windows(2).all(|w| w[0] < w[1]) && internal_words().contains(&"canonical"));
+    }
+
+    #[test]
+    fn the_article_follows_the_sound() {
+        for (noun, expected) in [("image", "an"), ("assistant text", "an"), ("user text", "a"), ("url citation", "a"),
+                                 ("unicode escape", "a"), ("unknown block", "an"), ("tool call", "a"), ("", "an")] {
+            assert_eq!(article(noun), expected, "{noun}");
+        }
     }
 }

@@ -30,15 +30,15 @@ from .canonical import Section
 #: written) rather than being a field of any dialect: never reported as a loss
 INTERNAL_ATTRS = frozenset({
     "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
-    "source_extra", "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
-    "ollama_call_extra", "path", "call_type",
+    "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
+    "path", "call_type", "ollama_call_type",
 })
 
 #: words of the pivot a loss reason must not contain (the attribute names that are
 #: also plain words -- role, key, empty -- are left out: they may describe a field)
 INTERNAL_WORDS = tuple(sorted({s.value for s in Section} | {a for a in INTERNAL_ATTRS if "_" in a}
                               | {"canonical", "openai_extra", "openai_function_extra", "anthropic_extra",
-                                 "ollama_extra"}))
+                                 "ollama_extra", "ollama_call_extra", "source_extra"}))
 
 
 #: what a target lacks when it has no place for a whole block of a section at all
@@ -160,7 +160,7 @@ _FIELD_NAMES: dict[str, dict[str, str]] = {
 
 #: the attributes that keep source members as JSON text (``"k":v,...``) -> where they sat
 _EXTRA_FIELDS = {"openai_extra": "", "openai_function_extra": "function.", "anthropic_extra": "",
-                 "ollama_extra": "function.", "ollama_call_extra": ""}
+                 "ollama_extra": "function.", "ollama_call_extra": "", "source_extra": "source."}
 
 
 def member_names(text: Any) -> list[str]:
@@ -190,6 +190,9 @@ def field_subject(dialect: str, key: str, section: Section, attrs: dict[str, Any
 
 
 def article(noun: str) -> str:
+    """``a`` or ``an`` by the noun's sound: "an image", "a user text", "a url citation"."""
+    if noun.startswith(("us", "ur", "uni")):
+        return "a"
     return "an" if noun[:1] in "aeiou" else "a"
 
 

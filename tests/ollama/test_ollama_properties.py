@@ -16,7 +16,7 @@ import copy
 import json
 import re
 
-from hypothesis import given, strategies as st
+from hypothesis import assume, given, strategies as st
 
 from interlingua import Decoder, Options, Transcoder, decode
 from interlingua.images import SNIFF_BYTES, sniff_media_type
@@ -275,8 +275,40 @@ def normalise_ollama(body: dict) -> dict:
     return body
 
 
+def _after_the_run(messages: list) -> list:
+    """User and system messages that came while the batch's calls awaited results, after the
+    run of tool messages (in the order they came): where openai puts them (it takes no message
+    between the calls and their results: the openai request encoder's ``_waits_for_results``;
+    not recorded, only the place moves -- rpt/ollama-user-between-tool-results-openai pins it).
+    The round trip cannot give such a request back in its order, and the loss paths of its
+    messages name other places on each side: the property leaves these requests out."""
+    out: list = []
+    held: list = []
+    pending: list[list] = []  # [name, answered] of the last batch's calls
+    for message in messages:
+        role = message.get("role") if isinstance(message, dict) else None
+        open_batch = any(not answered for _, answered in pending)
+        if held and role != "tool" and not (role in ("user", "system", "developer") and open_batch):
+            out += held
+            held = []
+        if role in ("user", "system", "developer") and open_batch:
+            held.append(message)
+            continue
+        out.append(message)
+        if isinstance(message, dict) and message.get("tool_calls"):
+            pending = [[c["function"]["name"], False] for c in message["tool_calls"]]
+        elif role == "tool":
+            name = message.get("tool_name")
+            call = next((c for c in pending if not c[1] and name in (None, c[0])), None)
+            if call is not None:
+                call[1] = True
+    return out + held
+
+
 @given(requests)
 def test_ollama_openai_ollama_keeps_what_both_carry(request):
+    messages = request.get("messages")
+    assume(not isinstance(messages, list) or _after_the_run(messages) == messages)
     body = json.dumps(request).encode()
     openai_body, losses1 = transcode([body], "ollama", "openai", REASONING)
     back, losses2 = transcode([openai_body], "openai", "ollama", REASONING)
@@ -382,6 +414,9 @@ def normalise_openai(body: dict) -> dict:
 
 @given(openai_requests)
 def test_openai_ollama_openai_keeps_what_both_carry(request):
+    # (a message between the calls and their tool messages: openai refuses it, and the way back
+    # puts it after them -- see ``_after_the_run``)
+    assume(_after_the_run(request["messages"]) == request["messages"])
     body = json.dumps(request).encode()
     ollama_body, losses1 = transcode([body], "openai", "ollama", REASONING)
     back, losses2 = transcode([ollama_body], "ollama", "openai", REASONING)

@@ -1447,7 +1447,7 @@ mod encoder {
     fn is_structure_attr(key: &str) -> bool {
         is_internal_attr(key)
             || matches!(key, "source" | "media_type" | "tool_call_id" | "id" | "name" | "redacted" | "file_id"
-                | "content" | "is_error")
+                | "content" | "is_error" | "source_extra")
     }
 
     /// Whether a value's JSON text is the string `text` (`value == "text"`).

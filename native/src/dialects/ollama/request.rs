@@ -27,6 +27,8 @@ pub const DIALECT: &str = "ollama";
 pub const GENERATED_ID_PREFIX: &str = "call_ollama_";
 const EXTRA_ATTR: &str = "ollama_extra";
 const CALL_EXTRA_ATTR: &str = "ollama_call_extra";
+/// a tool call's `type` member (internal: carried to an ollama target, never a loss)
+const CALL_TYPE_ATTR: &str = "ollama_call_type";
 /// the reorder rule of a tool call's fragments held until its `id` (or its end)
 const CALL_BEFORE_ID: &str = "ollama:call-before-id";
 
@@ -106,6 +108,8 @@ pub(crate) enum S {
     Arguments,
     /// a call member / a function member kept as JSON text (`_extra`)
     CallExtra,
+    /// a tool call's `type`, read raw (internal: carried to an ollama target)
+    CallType,
     FunctionExtra,
 }
 
@@ -409,7 +413,14 @@ impl Dialect for Ollama {
                     m.then(match key {
                         b"function" => Read::State(S::CallFunction),
                         b"id" => Read::Value(S::CallId, None, ""),
+                        b"type" => {
+                            // ("function", where a client writes it: carried to an ollama target,
+                            // nothing to another, which writes its own)
+                            self.set_key(key);
+                            Read::Raw(S::CallType, None, "")
+                        }
                         key => {
+                            // carried to an ollama target; another records it (not internal)
                             self.set_key(key);
                             Read::Raw(S::CallExtra, None, "")
                         }
@@ -631,6 +642,7 @@ impl Dialect for Ollama {
                 Ok(())
             }
             S::CallExtra => self.call_extra(CALL_EXTRA_ATTR, raw),
+            S::CallType => self.call_extra(CALL_TYPE_ATTR, raw),
             S::FunctionExtra => self.call_extra(EXTRA_ATTR, raw),
             s => Err(internal(s, "raw")),
         }
@@ -1056,7 +1068,7 @@ const ROLE_TOOL: &[u8] = b"\"tool\"";
 fn quiet_attr(key: &str) -> bool {
     is_internal_attr(key)
         || matches!(key, "source" | "media_type" | "tool_call_id" | "id" | "name" | "index" | "ollama_extra"
-                         | "signature" | "redacted" | "is_error")
+                         | "ollama_call_extra" | "signature" | "redacted" | "is_error")
 }
 
 /// The text members a block writes into (`_TEXT_MEMBERS`).
@@ -1916,9 +1928,11 @@ impl Messages {
             member(&mut tail, &[json_str(extra).unwrap_or_default().as_bytes()]);
         }
         tail.push(b'}');
-        if let Some(extra) = attr(&all, CALL_EXTRA_ATTR) {
-            tail.push(b',');
-            tail.extend_from_slice(json_str(extra).unwrap_or_default().as_bytes());
+        for key in [CALL_TYPE_ATTR, CALL_EXTRA_ATTR] {
+            if let Some(extra) = attr(&all, key) {
+                tail.push(b',');
+                tail.extend_from_slice(json_str(extra).unwrap_or_default().as_bytes());
+            }
         }
         if let Some(late_id) = carried_json(attr(late, "id")).filter(|id| Some(id) != call_id.as_ref()) {
             // an id after the arguments (sorted keys)

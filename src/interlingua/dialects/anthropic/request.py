@@ -612,7 +612,7 @@ _OUT_ATTRS = {
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 _STRUCTURE_ATTRS = INTERNAL_ATTRS | {"source", "media_type", "tool_call_id", "id", "name", "redacted", "file_id",
-                                    "content", "is_error"}
+                                    "content", "is_error", "source_extra"}
 _TEXT_HEAD = b'{"type":"text","text":"'
 _EMPTY_TEXT = object()  # ``_place_block``: an empty text of another dialect, not written
 _ROLE_OF_TEXT = {USER_TEXT: "user", ASSISTANT_TEXT: "assistant", ASSISTANT_REFUSAL: "assistant"}

@@ -581,7 +581,10 @@ class ToolCallReader:
             self.d.then(self._function)
         elif value == "id":
             self.d.then_value(self._id)
-        else:
+        elif value == "type":  # ("function", where a client writes it: carried to an ollama target,
+            # nothing to another, which writes its own)
+            self.d.then(self._extra(value, "ollama_call_type"))
+        else:  # carried to an ollama target; another records it (``losses``: not internal)
             self.d.then(self._extra(value, "ollama_call_extra"))
 
     def _id(self, call_id: Any) -> None:
@@ -645,7 +648,7 @@ class ToolCallReader:
 _TEXT_SECTIONS = {SYSTEM_INSTRUCTION, USER_TEXT, ASSISTANT_TEXT, TOOL_RESULT}
 #: attributes that shape the output (or are handled where they matter)
 _QUIET_ATTRS = INTERNAL_ATTRS | {"source", "media_type", "tool_call_id", "id", "name", "index", _EXTRA_ATTR,
-                                 "signature", "redacted", "is_error"}
+                                 "ollama_call_extra", "signature", "redacted", "is_error"}
 _TEXT_MEMBERS = {"content": STRING_CONTENT, "thinking": first_member("thinking", b'"')}
 _SEPARATOR = b"\\n\\n"  # between joined text blocks (escaped form)
 _UNNAMED = "application/octet-stream"  # what openai writes for an image nobody named
@@ -1086,8 +1089,9 @@ class RequestEncoder(Encoder):
             if members:
                 tail += (b"," if args is not None else b"") + b",".join(members)
             tail += b"}"
-            if "ollama_call_extra" in merged:
-                tail += b"," + merged["ollama_call_extra"].encode()
+            for key in ("ollama_call_type", "ollama_call_extra"):
+                if key in merged:
+                    tail += b"," + merged[key].encode()
             late_id = _carried_id(late.get("id"))
             if late_id is not None and late_id != call_id:  # an id after the arguments (sorted keys)
                 tail += b',"id":' + dumps(late_id)
