@@ -72,3 +72,50 @@ def test_an_anthropic_image_source_member_is_carried_or_recorded(value, target):
                                            ("tool call", "a"), ("", "an")])
 def test_the_article_follows_the_sound(noun, expected):
     assert article(noun) == expected
+
+
+# -- members of a control's value no target carries (fields.KNOWN_MEMBERS) ------------------
+
+from interlingua.dialects.fields import KNOWN_MEMBERS  # noqa: E402
+
+from test_control_members import VALID, body as control_body  # noqa: E402
+
+
+def _levels(spec: dict, prefix: str = "") -> list[str]:
+    """Where an unknown member can sit: the value itself, and each object member looked into."""
+    return [prefix] + [level for member, inner in spec.items() if inner is not None
+                       for level in _levels(inner, prefix + member + ".")]
+
+
+CONTROL_CASES = [(dialect, field, level) for dialect, fields in KNOWN_MEMBERS.items()
+                 for field, spec in fields.items() for level in _levels(spec) if field in VALID[dialect]]
+
+
+def _with_member(value: dict, level: str, member: str, item) -> dict:
+    value = json.loads(json.dumps(value))
+    node = value
+    for step in filter(None, level.split(".")):
+        node = node[step]
+    node[member] = item
+    return value
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("item", [json.loads(v) for v in VALUES] + [None])
+@pytest.mark.parametrize("source,field,level", CONTROL_CASES)
+def test_a_control_member_no_target_has_is_a_recorded_loss(source, field, level, item, target):
+    data = control_body(source, field, _with_member(VALID[source][field], level, "zz", item))
+    result = results(source, target, "request", data)
+    assert result[0] == "out", result
+    path = f"$.{field}.{level}zz"
+    lost = [p for _, p, _ in result[2]]
+    if source == target:  # written back as it came
+        assert path not in lost and '"zz"' in result[1].decode(), result
+    elif item is None:  # nothing to carry
+        assert path not in lost, result
+    else:
+        assert lost.count(path) == 1, result
+
+
+def test_every_control_with_known_members_is_checked():
+    assert len(CONTROL_CASES) == 9, CONTROL_CASES

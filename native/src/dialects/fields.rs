@@ -233,6 +233,46 @@ fn schema(message: String, path: &str) -> Error {
     Error::new(ErrorClass::Schema, message).with_path(path.as_bytes().to_vec())
 }
 
+/// `KNOWN_MEMBERS`: the members of a control's value its decoder knows -- a member and, for an
+/// object member looked into, its own (`None`: taken as it is, a schema or a string).
+pub struct Known(pub &'static str, pub Option<&'static [Known]>);
+
+const LEAF: Option<&'static [Known]> = None;
+
+fn known_members(dialect: &str, key: &str) -> Option<&'static [Known]> {
+    Some(match (dialect, key) {
+        ("openai", "tool_choice") => &[Known("type", LEAF), Known("function", Some(&[Known("name", LEAF)])),
+                                       Known("allowed_tools", LEAF), Known("custom", LEAF)],
+        ("openai", "function_call") => &[Known("name", LEAF)],
+        ("openai", "response_format") => &[Known("type", LEAF), Known("json_schema", Some(&[
+            Known("name", LEAF), Known("schema", LEAF), Known("strict", LEAF), Known("description", LEAF)]))],
+        ("anthropic", "tool_choice") => &[Known("type", LEAF), Known("name", LEAF), Known("disable_parallel_tool_use", LEAF)],
+        ("anthropic", "metadata") => &[Known("user_id", LEAF)],
+        ("anthropic", "output_config") => &[Known("effort", LEAF), Known("format", Some(&[Known("type", LEAF), Known("schema", LEAF)]))],
+        _ => return None,
+    })
+}
+
+/// `unknown_members(dialect, key, value)`: the dotted paths, inside the field, of a control
+/// value's members no target carries (`KNOWN_MEMBERS`), in the input's order (WTF-8 bytes).
+pub fn unknown_members(dialect: &str, key: &str, value: &Value) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    if let Some(spec) = known_members(dialect, key) {
+        unknown(spec, value, b"", &mut out);
+    }
+    out
+}
+
+fn unknown(spec: &[Known], value: &Value, prefix: &[u8], out: &mut Vec<Vec<u8>>) {
+    for (member, item) in value.as_object().unwrap_or(&[]) {
+        match spec.iter().find(|known| known.0.as_bytes() == member.as_slice()) {
+            None if !item.is_null() => out.push([prefix, member].concat()),
+            Some(Known(name, Some(inner))) => unknown(inner, item, &[prefix, name.as_bytes(), b"."].concat(), out),
+            _ => {}
+        }
+    }
+}
+
 /// `TOOL_MEMBERS[key]`: the type of a tool definition's member every dialect carries.
 pub fn tool_member(key: &str) -> Option<Expect> {
     match key {

@@ -122,6 +122,45 @@ REQUIRED_MEMBERS = {
 }
 
 
+#: the members of a control's value its decoder knows, by field (a dict: the members of an
+#: object member; None: a member taken as it is -- a schema, a string): any other member, not
+#: null, no other dialect carries -- each target writes the control its own way -- so into
+#: another dialect it is a recorded loss at ``$.<field>.<member>`` (``Decoder.lose_unknown_members``);
+#: was dropped with nothing recorded (anthropic ``metadata.session``, openai
+#: ``json_schema.x``). ``thinking`` names its own (canonical ``uncarried``).
+KNOWN_MEMBERS = {
+    "openai": {
+        "tool_choice": {"type": None, "function": {"name": None}, "allowed_tools": None, "custom": None},
+        "function_call": {"name": None},
+        "response_format": {"type": None, "json_schema": {"name": None, "schema": None, "strict": None,
+                                                          "description": None}},
+    },
+    "anthropic": {
+        "tool_choice": {"type": None, "name": None, "disable_parallel_tool_use": None},
+        "metadata": {"user_id": None},
+        "output_config": {"effort": None, "format": {"type": None, "schema": None}},
+    },
+}
+
+
+def unknown_members(dialect: str, key: str, value: Any) -> list[str]:
+    """The dotted paths, inside the field, of a control value's members no target carries
+    (``KNOWN_MEMBERS``), in the input's order."""
+    spec = KNOWN_MEMBERS.get(dialect, {}).get(key)
+    return [] if spec is None else list(_unknown(spec, value, ""))
+
+
+def _unknown(spec: dict, value: Any, prefix: str):
+    if not isinstance(value, dict):
+        return
+    for member, item in value.items():
+        if member not in spec:
+            if item is not None:
+                yield prefix + member
+        elif spec[member] is not None:
+            yield from _unknown(spec[member], item, prefix + member + ".")
+
+
 #: a tool definition's members that every dialect carries (canonical tool attrs): checked on
 #: the tool, read whole (``Decoder.check_tool_attrs``): a wrong type is a ``SchemaError`` at the
 #: member's path (``$.tools[0].function.description``), at the tool's first byte -- was written

@@ -648,6 +648,7 @@ impl Readers {
             None => cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, false),
             Some(found) => {
                 let checked = found.into_iter().map(|control| cx.checked(control, raw, offset)).collect::<Result<Vec<_>>>()?;
+                cx.lose_unknown_members(&String::from_utf8_lossy(&self.key), raw, offset)?;
                 for control in checked {
                     cx.emit(Event::Control(control))?;
                 }

@@ -564,6 +564,7 @@ mod decoder {
             match control {
                 Some(control) => {
                     let control = cx.checked(control, raw, offset)?;
+                    cx.lose_unknown_members(&String::from_utf8_lossy(key), raw, offset)?;
                     cx.emit(Event::Control(control))
                 }
                 None => cx.extension(DIALECT, member_path(format_args!("$."), key), raw, None, false),

@@ -122,7 +122,9 @@ class RequestDecoder(RequestBodyDecoder):
         if found is None:
             self.emit(Extension(DIALECT, "$." + key, raw))
             return
-        for control in [self.checked(control, raw, offset) for control in found]:
+        checked = [self.checked(control, raw, offset) for control in found]
+        self.lose_unknown_members(key, raw, offset)
+        for control in checked:
             self.emit(control)
 
     # -- system -------------------------------------------------------------

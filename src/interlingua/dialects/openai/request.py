@@ -104,7 +104,9 @@ class RequestDecoder(RequestBodyDecoder):
         if control is None:
             self.emit(Extension(DIALECT, "$." + key, raw))
         else:
-            self.emit(self.checked(control, raw, offset))
+            control = self.checked(control, raw, offset)
+            self.lose_unknown_members(key, raw, offset)
+            self.emit(control)
 
     # -- messages --------------------------------------------------------------
 
