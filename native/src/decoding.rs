@@ -362,20 +362,6 @@ impl<'a> Cx<'a> {
     /// `offset`) as it is emitted: an integer field's integral float as its integer, and a
     /// number the target cannot take refused at the value (numbers.rs), and one outside the
     /// source's own range refused for every target (`numbers::refusal`).
-    /// `Decoder.lose_unknown_members`: a control field's members no other dialect carries
-    /// (`fields::unknown_members`): a recorded loss each, into another dialect.
-    pub fn lose_unknown_members(&mut self, key: &str, raw: &[u8], offset: u64) -> Result<()> {
-        if self.session.target == self.session.source {
-            return Ok(());
-        }
-        let value = self.data(raw, offset)?;
-        for member in crate::dialects::fields::unknown_members(self.session.source, key, &value) {
-            let path = [b"$.", key.as_bytes(), b".", member.as_slice()].concat();
-            self.session.lose_member_wtf8(&path, "such field", None)?;
-        }
-        Ok(())
-    }
-
     pub fn checked<'c>(&self, mut control: Control<'c>, raw: &[u8], offset: u64) -> Result<Control<'c>> {
         let Some(key) = control.key.as_deref() else { return Ok(control) };
         let source = self.session.source;

@@ -1757,6 +1757,24 @@ mod tests {
 
 /// `lose_uncarried`: a loss for each source member of a reasoning setting its canonical value
 /// did not carry (anthropic `thinking.display`), at its own path (member names as they came).
+/// `lose_unknown_members(control, target, session)`: a loss for each member of another
+/// dialect's control field that no target carries (`fields::unknown_members`), at its own path;
+/// read off the field's raw JSON, which the field's first control carries (a derived one has none).
+pub fn lose_unknown_members(control: &Control<'_>, target: &str, session: &mut Session) -> Result<()> {
+    let (Some(raw), Some(key), Some(dialect)) = (control.raw.as_deref(), control.key.as_deref(), control.dialect.as_deref())
+    else {
+        return Ok(());
+    };
+    let value = Value::loads(raw)?;
+    let tail = lacks("", target, "such field", None);
+    for member in crate::dialects::fields::unknown_members(dialect, key, &value) {
+        let subject = [key.as_bytes(), b".", member.as_slice()].concat();
+        let place = [b"$.".as_slice(), &subject].concat();
+        session.lose(place, [subject.as_slice(), tail.as_bytes()].concat(), Some(dialect))?;
+    }
+    Ok(())
+}
+
 pub fn lose_uncarried(control: &Control<'_>, value: &Value, target: &str, session: &mut Session) -> Result<()> {
     let Some(Value::Array(members)) = value.get("uncarried") else {
         return Ok(());

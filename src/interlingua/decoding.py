@@ -420,15 +420,6 @@ class RequestBodyDecoder(Decoder):
     #: members the dialect's request cannot go without (``dialects/fields.REQUIRED``)
     required: tuple = ()
 
-    def lose_unknown_members(self, key: str, raw: bytes, offset: int) -> None:
-        """A control field's members no other dialect carries (``fields.KNOWN_MEMBERS``): a
-        recorded loss each, into another dialect (its own writes the field back as it came)."""
-        from .dialects.fields import unknown_members
-
-        if self.session.target != self.dialect:
-            for member in unknown_members(self.dialect, key, self.data(raw, offset)):
-                self.session.lose_member(f"$.{key}.{member}")
-
     def checked(self, control: Any, raw: bytes, offset: int) -> Any:
         """A control of the top-level field whose text is ``raw`` (at ``offset``), as it is
         emitted: an integer field's integral float as its integer (within 64 bits: the native

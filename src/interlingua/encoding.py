@@ -14,6 +14,7 @@ source put after the first member of the same message.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 from . import json as tok
@@ -629,6 +630,19 @@ def lose_uncarried(control: Control, target: str, session) -> None:
     for member in value.get("uncarried", ()) if isinstance(value, dict) else ():
         where = f"$.{control.key}.{member}"
         session.lose(where, lacks(path_subject(where), target, "field for it"), dialect=control.dialect)
+
+
+def lose_unknown_members(control: Control, target: str, session) -> None:
+    """A loss for each member of another dialect's control field that no target carries
+    (``fields.KNOWN_MEMBERS``: anthropic ``metadata.session``), at its own path; read off the
+    field's raw JSON, which the field's first control carries (a derived one has none)."""
+    from .dialects.fields import unknown_members
+
+    if control.raw is None or control.key is None or control.dialect is None:
+        return
+    for member in unknown_members(control.dialect, control.key, json.loads(control.raw)):
+        where = f"$.{control.key}.{member}"
+        session.lose(where, lacks(path_subject(where), target, "such field"), dialect=control.dialect)
 
 
 #: a tool definition's attributes that keep its source members as JSON text

@@ -648,7 +648,6 @@ impl Readers {
             None => cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, false),
             Some(found) => {
                 let checked = found.into_iter().map(|control| cx.checked(control, raw, offset)).collect::<Result<Vec<_>>>()?;
-                cx.lose_unknown_members(&String::from_utf8_lossy(&self.key), raw, offset)?;
                 for control in checked {
                     cx.emit(Event::Control(control))?;
                 }
@@ -1799,6 +1798,7 @@ mod encoder {
                 }
                 return Ok(()); // a derived control: its field is written with the first one
             }
+            crate::encoding::lose_unknown_members(&control, DIALECT, io.session)?;
             let size = control.value.len() as u64 + control.name.chars().count() as u64;
             let hold = self.controls.get_or_insert_with(|| io.session.reorder.hold("anthropic:foreign-controls"));
             hold.append(&mut io.session.reorder, owned_control(control), size)

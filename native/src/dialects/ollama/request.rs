@@ -1387,6 +1387,7 @@ impl Messages {
             let raw = control.raw.as_deref().unwrap_or(&control.value);
             return self.top_member(body, key, raw, io);
         }
+        crate::encoding::lose_unknown_members(&control, DIALECT, io.session)?;
         if control.name == "reasoning" {
             // merged with its siblings at the end (one think)
             let size = control.value.len() as u64;

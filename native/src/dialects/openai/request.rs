@@ -564,7 +564,6 @@ mod decoder {
             match control {
                 Some(control) => {
                     let control = cx.checked(control, raw, offset)?;
-                    cx.lose_unknown_members(&String::from_utf8_lossy(key), raw, offset)?;
                     cx.emit(Event::Control(control))
                 }
                 None => cx.extension(DIALECT, member_path(format_args!("$."), key), raw, None, false),
@@ -1519,6 +1518,7 @@ impl Messages {
                 return body.member(key, raw, self, io);
             }
         }
+        crate::encoding::lose_unknown_members(&control, DIALECT, io.session)?;
         if control.name == "reasoning" {
             let size = control.value.len() as u64;
             let held = Control {

@@ -44,7 +44,9 @@ from ...canonical import (
 )
 from ...decoding import BOOLEAN, OBJECT, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
-from ...encoding import PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore, message_member
+from ...encoding import (
+    PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore, lose_unknown_members, message_member,
+)
 from ...errors import TranscodeError
 from ...images import keep_head, sniff_media_type
 from ...jsonwriter import JsonWriter, dumps, key_bytes
@@ -122,9 +124,7 @@ class RequestDecoder(RequestBodyDecoder):
         if found is None:
             self.emit(Extension(DIALECT, "$." + key, raw))
             return
-        checked = [self.checked(control, raw, offset) for control in found]
-        self.lose_unknown_members(key, raw, offset)
-        for control in checked:
+        for control in [self.checked(control, raw, offset) for control in found]:
             self.emit(control)
 
     # -- system -------------------------------------------------------------
@@ -809,6 +809,7 @@ class RequestEncoder(Encoder):
             if control.raw is not None and control.key is not None:
                 self._top_member(control.key, control.raw)
             return  # a derived control: its field is written with the first one
+        lose_unknown_members(control, DIALECT, self.session)
         self._controls.append(control, len(dumps(control.value)) + len(control.name))
 
     def _write_controls(self) -> None:

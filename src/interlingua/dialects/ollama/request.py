@@ -88,7 +88,7 @@ from ...canonical import (
 from ...decoding import OPT_STRING, BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
     STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, first_member, late_only,
-    merged_reasoning, message_member,
+    lose_unknown_members, merged_reasoning, message_member,
 )
 from ...errors import SchemaError, TranscodeError
 from ...images import SNIFF_BYTES, keep_head, sniff_media_type
@@ -764,6 +764,7 @@ class RequestEncoder(Encoder):
                 return  # the implied stream: true of an ollama body without stream
             self._top_member(control.key, control.raw)
             return
+        lose_unknown_members(control, DIALECT, self.session)
         if control.name == "reasoning":  # merged with its siblings at the end (one think)
             self._reasoning.append(control, len(dumps(control.value)))
             return

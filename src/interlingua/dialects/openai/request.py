@@ -37,8 +37,8 @@ from ...canonical import (
 from ...decoding import OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
-    PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, ignore, late_only, merged_reasoning,
-    message_member,
+    PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, ignore, late_only, lose_unknown_members,
+    merged_reasoning, message_member,
 )
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import INTERNAL_ATTRS
@@ -104,9 +104,7 @@ class RequestDecoder(RequestBodyDecoder):
         if control is None:
             self.emit(Extension(DIALECT, "$." + key, raw))
         else:
-            control = self.checked(control, raw, offset)
-            self.lose_unknown_members(key, raw, offset)
-            self.emit(control)
+            self.emit(self.checked(control, raw, offset))
 
     # -- messages --------------------------------------------------------------
 
@@ -687,6 +685,7 @@ class RequestEncoder(Encoder):
         if control.dialect == DIALECT and control.key is not None:
             self.body.member(control.key, control.raw)
             return
+        lose_unknown_members(control, DIALECT, self.session)
         if control.name == "reasoning":
             self._reasoning.append(control, len(dumps(control.value)))
             return
