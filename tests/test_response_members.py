@@ -270,3 +270,49 @@ def test_a_member_no_target_has_is_a_recorded_loss(source, kind, template, path,
         assert path not in lost, result  # a copy carries it; null carries nothing
     else:
         assert lost.count(path) == 1, result  # once (a stream may repeat it)
+
+
+# -- a source's error, as it came --------------------------------------------------------------
+
+#: each source's error body (a response) with the error's members at ``%s``
+ERRORS = {
+    "openai": '{"error":{%s}}',
+    "anthropic": '{"type":"error","error":{%s}}',
+    "ollama": '{"error":{%s}}',
+}
+
+
+def _error_of(target: str, out: bytes) -> tuple[str | None, str]:
+    body = json.loads(out)
+    error = body["error"]
+    if target == "ollama":
+        return None, error
+    return error["type"], error["message"]
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("value", list(OF_TYPE.values()))
+@pytest.mark.parametrize("source", DIALECTS)
+def test_an_errors_message_goes_on_as_it_came(source, value, target):
+    """A string's text; null nothing; any other value its compact JSON (it was Python's str:
+    ``{'a': 1}``); the type the target writes is a name (a type that is none was ``"[1]"``)."""
+    members = f'"message":{value}' + ("" if source == "ollama" else f',"type":{value}')
+    result = results(source, target, "response", (ERRORS[source] % members).encode())
+    assert result[0] == "out", result
+    if source == target:
+        return  # (a copy: the body as it came)
+    kind, message = _error_of(target, result[1])
+    parsed = json.loads(value)
+    expected = "" if parsed is None else parsed if isinstance(parsed, str) else json.dumps(parsed, separators=(",", ":"))
+    assert message == expected, result
+    assert kind is None or isinstance(kind, str) and kind, result  # (each target names its own types)
+
+
+@pytest.mark.parametrize("target", DIALECTS)
+@pytest.mark.parametrize("kind", ["response", "stream"])
+def test_an_ollama_error_null_is_no_error(kind, target):
+    line = ('{"model":"m","created_at":"2025-01-01T00:00:00Z","message":{"role":"assistant","content":"hi"},'
+            '"done":%s,"done_reason":"stop","error":null}')
+    data = (line % "true") if kind == "response" else (line % "false") + "\n" + (line % "true") + "\n"
+    result = results("ollama", target, kind, data.encode())
+    assert result[0] == "out" and (b"error" not in result[1] or target == "ollama"), result  # (a copy keeps it)

@@ -1067,6 +1067,28 @@ fn plain_string(raw: &[u8]) -> Option<&[u8]> {
     (!inner.contains(&b'\\') && !inner.contains(&b'"')).then_some(inner)
 }
 
+/// `source_error_message(value)`: an error's `message` as it came: a string's text, null's
+/// none; any other value its compact JSON (was Python's `str`: `{'detail': 'busy'}`).
+pub fn source_error_message(value: Option<&Value>) -> String {
+    match value {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::Str(text)) => String::from_utf8_lossy(text).into_owned(),
+        Some(other) => {
+            let mut json = Vec::new();
+            crate::value::dumps(other, &mut json);
+            String::from_utf8_lossy(&json).into_owned()
+        }
+    }
+}
+
+/// `source_error_type(value)`: an error's `type`, a name; anything else `api_error`.
+pub fn source_error_type(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::Str(text)) if !text.is_empty() => String::from_utf8_lossy(text).into_owned(),
+        _ => "api_error".to_string(),
+    }
+}
+
 /// `openai_time_us(raw)`: microseconds since the epoch of an openai `created` (raw
 /// JSON seconds), or `None` (not a positive integer: `0` is what a server that does
 /// not know writes).

@@ -545,6 +545,22 @@ class Stamp:
 _TIME_FIELDS = {("ollama", "$.created_at"), ("openai", "$.created")}
 
 
+# -- a source's error -------------------------------------------------------------------
+
+
+def source_error_message(value: Any) -> str:
+    """An error's ``message`` as it came: a string's text, null's none; any other value its
+    compact JSON (was Python's ``str``: ``{'detail': 'busy'}`` went to the client)."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else dumps(value).decode()
+
+
+def source_error_type(value: Any) -> str:
+    """An error's ``type``: a name; anything else (absent, empty, not a string) ``api_error``."""
+    return value if isinstance(value, str) and value else "api_error"
+
+
 # -- logprobs ----------------------------------------------------------------------------
 
 

@@ -604,17 +604,10 @@ impl Readers {
 
     /// `_error`: an error member or event; every open block gets its last fragment first.
     fn error(&mut self, value: Value, cx: &mut Cx<'_>) -> Result<()> {
+        use crate::lifecycle::{source_error_message, source_error_type};
         let (kind, message) = match &value {
-            Value::Object(_) => {
-                let kind = value.get("type").filter(|v| v.truthy()).map_or_else(|| "api_error".to_string(), py_str);
-                let message = value.get("message").filter(|v| v.truthy()).map_or_else(String::new, py_str);
-                (kind, message)
-            }
-            other => {
-                let message = py_str(other);
-                let kind = "api_error".to_string();
-                (kind, message)
-            }
+            Value::Object(_) => (source_error_type(value.get("type")), source_error_message(value.get("message"))),
+            other => ("api_error".to_string(), source_error_message(Some(other))),
         };
         self.start.release(cx)?;
         if self.stream {
@@ -1099,34 +1092,6 @@ impl Dialect for Readers {
         }
     }
 }
-
-/// Python's `str(value)` of data read from the input (`str(err.get("type"))`).
-fn py_str(value: &Value) -> String {
-    match value {
-        Value::Str(text) => String::from_utf8_lossy(text).into_owned(),
-        other => py_repr(other),
-    }
-}
-
-/// Python's `repr` of data read from the input (a container's `str` is its repr).
-fn py_repr(value: &Value) -> String {
-    match value {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Int(digits) => digits.clone(),
-        Value::Float(f) if f.is_infinite() => (if *f > 0.0 { "inf" } else { "-inf" }).into(),
-        Value::Float(f) if f.is_nan() => "nan".into(),
-        Value::Float(_) => String::from_utf8_lossy(&json_of(value)).into_owned(),
-        Value::Str(text) => crate::unicode::py_repr(text),
-        Value::Array(items) => format!("[{}]", items.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-        Value::Object(members) => format!(
-            "{{{}}}",
-            members.iter().map(|(k, v)| format!("{}: {}", crate::unicode::py_repr(k), py_repr(v))).collect::<Vec<_>>().join(", ")
-        ),
-    }
-}
-
 
 // ---------------------------------------------------------------------------------------------
 // Encoding

@@ -371,13 +371,17 @@ impl Lines {
 
     /// `_error`: the stream's error object ends the message.
     fn error(&mut self, value: Value, cx: &mut Cx<'_>) -> Result<()> {
+        if value.is_null() {
+            return Ok(()); // ("error": null, as a serializer that writes every field does: no error)
+        }
         self.gate.release(cx, |event, cx| cx.emit(event))?;
         self.close_block(cx)?; // every block gets its last fragment; the error follows it
         let message = match &value {
             Value::Object(_) => value.get("message").cloned().unwrap_or(Value::Null),
             _ => value,
         };
-        cx.emit(Event::Error { kind: Cow::Borrowed("api_error"), message: Cow::Owned(py_str(&message)), status: None })?;
+        let message = crate::lifecycle::source_error_message(Some(&message));
+        cx.emit(Event::Error { kind: Cow::Borrowed("api_error"), message: Cow::Owned(message), status: None })?;
         self.errored = true;
         Ok(())
     }
@@ -407,15 +411,6 @@ fn extension<'r>(path: &'static str, raw: &'r [u8], lossless: bool) -> Event<'r>
 
 fn internal(what: &str) -> Error {
     Error::new(ErrorClass::Transcode, format!("internal error in the native core: {what}"))
-}
-
-/// Python's `str(value)` of small JSON data (an error's message): a string's text, `repr` of
-/// anything else.
-fn py_str(value: &Value) -> String {
-    match value {
-        Value::Str(text) => String::from_utf8_lossy(text).into_owned(),
-        other => py_repr(other),
-    }
 }
 
 /// Python's `repr` of JSON data.

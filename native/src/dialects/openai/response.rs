@@ -33,7 +33,6 @@ mod decoder {
         INTEGER, OPT_INTEGER, OPT_OBJECT, OPT_STRING,
     };
     use crate::error::{Error, ErrorClass, Result};
-    use super::py_str;
     use crate::json::{Frames, Token};
     use crate::lifecycle::{finish_from, tier_from, usage_from_openai, BlockStream, Pieces, UsageObject};
     use crate::reorder::Hold;
@@ -284,10 +283,6 @@ mod decoder {
         value.as_i64().ok_or_else(|| Error::new(ErrorClass::Schema, crate::lifecycle::beyond_64_bits("index", "an index")))
     }
 
-    fn falsy(value: Option<&Value>) -> bool {
-        value.map_or(true, |v| !v.truthy())
-    }
-
     impl Openai {
         fn new(streaming: bool, session: &Session) -> Self {
             Openai {
@@ -440,34 +435,18 @@ mod decoder {
                 // every block gets its last fragment; the error follows it
                 self.close_block(c, cx)?;
             }
+            use crate::lifecycle::{source_error_message, source_error_type};
             let (kind, message, status) = match &value {
                 Value::Object(_) => {
-                    let mut kind = String::new();
-                    match value.get("type") {
-                        t if falsy(t) => kind.push_str("api_error"),
-                        Some(t) => py_str(t, &mut kind),
-                        None => {}
-                    }
-                    let mut message = String::new();
-                    if let Some(text) = value.get("message").filter(|v| v.truthy()) {
-                        py_str(text, &mut message);
-                    }
                     let status = match value.get("code") {
-                        Some(Value::Bool(b)) => Some(*b as i64),
+                        Some(Value::Bool(_)) => None, // (true is no status)
                         // (a code beyond 64 bits is no status, as in Python)
                         Some(code) if code.is_py_int() => code.as_i64(),
                         _ => None,
                     };
-                    (kind, message, status)
+                    (source_error_type(value.get("type")), source_error_message(value.get("message")), status)
                 }
-                other => {
-                    let mut message = String::new();
-                    py_str(other, &mut message);
-                    if message.is_empty() {
-                        message.clear();
-                    }
-                    ("api_error".to_string(), message, None)
-                }
+                other => ("api_error".to_string(), source_error_message(Some(other)), None),
             };
             cx.emit(Event::Error { kind: Cow::Owned(kind), message: Cow::Owned(message), status })?;
             self.base.errored = true;

@@ -69,6 +69,8 @@ from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
 from ...naming import anthropic_id, canonical_id
 from ...lifecycle import (
+    source_error_message,
+    source_error_type,
     BlockStream,
     Deferred,
     KeyFirst,
@@ -260,10 +262,10 @@ class _Base(ResponseDecoderBase):
             self.start_message()
 
     def _error(self, value: Any) -> None:
-        err = value if isinstance(value, dict) else {"message": str(value)}
+        err = value if isinstance(value, dict) else {"message": value}
         self.gate.release()
         self.close_open()  # every block gets its last fragment; the error follows it
-        self.emit(Error(str(err.get("type") or "api_error"), str(err.get("message") or "")))
+        self.emit(Error(source_error_type(err.get("type")), source_error_message(err.get("message"))))
         self.errored = True
 
     def block_read(self, block: _ContentBlock) -> None:

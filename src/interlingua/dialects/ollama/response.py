@@ -62,6 +62,8 @@ from ...framing import FrameEnd, ndjson_line
 from ..fields import check_logprob
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
+    source_error_message,
+    source_error_type,
     BlockStream,
     Deferred,
     OpenFrame,
@@ -206,10 +208,12 @@ class _Decoder(ResponseDecoderBase):
         self.out(Extension(DIALECT, "$." + key, raw))
 
     def _error(self, value: Any) -> None:
+        if value is None:  # ("error": null, as a serializer that writes every field does: no error)
+            return
         self.gate.release()
         self._close()  # every block gets its last fragment; the error follows it
         message = value.get("message") if isinstance(value, dict) else value
-        self.emit(Error("api_error", str(message)))
+        self.emit(Error("api_error", source_error_message(message)))
         self.errored = True
 
     def _message_end(self) -> None:

@@ -67,6 +67,8 @@ from ...numbers import INT64_MAX, INT64_MIN
 from ...framing import SSE_END, FrameEnd, sse_event
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
+    source_error_message,
+    source_error_type,
     beyond_64_bits,
     BlockStream,
     KeyFirst,
@@ -200,11 +202,11 @@ class _Base(ResponseDecoderBase):
         self.start_message_for_error()
         for c in self.choices.values():  # every block gets its last fragment; the error follows it
             self.close_block(c)
-        err = value if isinstance(value, dict) else {"message": str(value)}
+        err = value if isinstance(value, dict) else {"message": value}
         code = err.get("code")
         # (a code beyond 64 bits is no status: the native core holds one in 64 bits)
-        status = code if isinstance(code, int) and INT64_MIN <= code <= INT64_MAX else None
-        self.emit(Error(str(err.get("type") or "api_error"), str(err.get("message") or ""), status))
+        status = code if isinstance(code, int) and not isinstance(code, bool) and INT64_MIN <= code <= INT64_MAX else None
+        self.emit(Error(source_error_type(err.get("type")), source_error_message(err.get("message")), status))
         self.errored = True
 
     errored = False
