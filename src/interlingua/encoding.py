@@ -317,8 +317,6 @@ def object_schema(schema_raw: bytes, session: Session, name: object) -> bytes:
     takes one) gets ``"type":"object"`` -- what it can only mean -- with no loss; one of
     another type, or not an object, is replaced by an empty object schema (recorded).
     Tool definitions are read whole (bounded by ``max_value_bytes``), so this parses."""
-    import json
-
     schema = json.loads(schema_raw)
     if isinstance(schema, dict) and schema.get("type") == "object":
         return schema_raw

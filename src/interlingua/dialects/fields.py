@@ -125,7 +125,7 @@ REQUIRED_MEMBERS = {
 #: the members of a control's value its decoder knows, by field (a dict: the members of an
 #: object member; None: a member taken as it is -- a schema, a string): any other member, not
 #: null, no other dialect carries -- each target writes the control its own way -- so into
-#: another dialect it is a recorded loss at ``$.<field>.<member>`` (``Decoder.lose_unknown_members``);
+#: another dialect it is a recorded loss at ``$.<field>.<member>`` (``encoding.lose_unknown_members``);
 #: was dropped with nothing recorded (anthropic ``metadata.session``, openai
 #: ``json_schema.x``). ``thinking`` names its own (canonical ``uncarried``).
 KNOWN_MEMBERS = {
