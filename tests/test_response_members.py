@@ -52,12 +52,8 @@ TAKES = {"$.created": ("number", "null"), "$.created_at": ("string", "null")}
 
 def time_body(source: str, kind: str, member: str, value: str) -> tuple[bytes, int]:
     """The body with the time member's value replaced; the replaced value's offset."""
-    text = (RESPONSES[source] % '{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}' if source == "openai"
-            else RESPONSES[source] % '"eval_count":0') if kind == "response" else STREAMS[source]
-    if kind == "stream" and source == "openai":
-        text = text % '{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}'
-    elif kind == "stream":
-        text = text % '"eval_count":0'
+    usage = '{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}' if source == "openai" else '"eval_count":0'
+    text = (RESPONSES if kind == "response" else STREAMS)[source] % usage
     key, _, rest = member.partition(":")
     old_value = rest.split(",")[0]
     assert member in text, member
