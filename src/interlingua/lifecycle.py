@@ -181,9 +181,10 @@ def _tier(obj: dict, path: str) -> Any:
     value = obj.get("service_tier")
     if value is None or isinstance(value, str):
         return value
-    kind = "boolean" if isinstance(value, bool) else "number" if isinstance(value, (int, float)) else \
-        "array" if isinstance(value, list) else "object"
-    raise SchemaError(f"expected a string or null for service_tier, got {kind}", path=f"{path}.service_tier")
+    from .dialects.fields import value_type  # (here: the dialects import this module)
+
+    raise SchemaError(f"expected a string or null for service_tier, got {value_type(value)}",
+                      path=f"{path}.service_tier")
 
 
 #: where each canonical usage field was in each source (loss records name the source field)

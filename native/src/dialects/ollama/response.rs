@@ -413,24 +413,6 @@ fn internal(what: &str) -> Error {
     Error::new(ErrorClass::Transcode, format!("internal error in the native core: {what}"))
 }
 
-/// Python's `repr` of JSON data.
-fn py_repr(value: &Value) -> String {
-    match value {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Int(digits) => digits.clone(),
-        Value::Float(f) if f.is_infinite() => (if *f > 0.0 { "inf" } else { "-inf" }).into(),
-        Value::Float(_) => String::from_utf8_lossy(&value.to_json()).into_owned(),
-        Value::Str(text) => crate::unicode::py_repr(text),
-        Value::Array(items) => format!("[{}]", items.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-        Value::Object(members) => format!(
-            "{{{}}}",
-            members.iter().map(|(k, v)| format!("{}: {}", crate::unicode::py_repr(k), py_repr(v))).collect::<Vec<_>>().join(", ")
-        ),
-    }
-}
-
 /// Python's `v == n` of JSON data and an int (`True == 1`, `1.0 == 1`).
 fn py_equals_int(value: &Value, n: i64) -> bool {
     match value {
@@ -741,7 +723,7 @@ impl Dialect for Lines {
                 }
                 let position = self.call()?.position;
                 let path = format!("$.message.tool_calls[{position}].function.index");
-                let what = format!("tool-call index other than its position ({})", py_repr(&value));
+                let what = format!("tool-call index other than its position ({})", crate::unicode::py_value_repr(&value));
                 cx.session.lose_member(&path, &what, None)
             }
             s => Err(internal(&format!("state {s:?} takes no value"))),

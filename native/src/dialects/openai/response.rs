@@ -375,28 +375,20 @@ mod decoder {
                 b"service_tier" => m.read(Read::Value(S::Tier, Some(OPT_STRING), "service_tier")),
                 b"object" => m.read(Read::Skip),
                 b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
-                // the response's time (carried): an integer, checked in every chunk (a later
-                // one, of its type, is skipped as any kept field is)
-                b"created" => {
-                    let within = crate::lifecycle::raw_len(&token).is_some_and(|n| n <= self.max_value_bytes);
-                    if within && !OPT_INTEGER.refuses(&token) && self.kept.iter().any(|(k, _)| k.as_ref() == key) {
-                        m.read(Read::Skip);
-                        return;
-                    }
-                    self.remember_key(key);
-                    m.read(Read::Raw(S::Keep, Some(OPT_INTEGER), "created"));
-                }
                 _ => {
                     // every chunk repeats its kept fields (created, system_fingerprint): one
                     // kept already changes nothing, and is skipped where its raw read could
-                    // not fail (a scalar within the value budget)
+                    // not fail (a scalar within the value budget, of its type). The response's
+                    // time is carried: an integer, checked in every chunk.
+                    let (expect, what) = if key == b"created" { (Some(OPT_INTEGER), "created") } else { (None, "") };
                     let within = crate::lifecycle::raw_len(&token).is_some_and(|n| n <= self.max_value_bytes);
-                    if within && self.kept.iter().any(|(k, _)| k.as_ref() == key) {
+                    let typed = expect.is_none_or(|expect| !expect.refuses(&token));
+                    if within && typed && self.kept.iter().any(|(k, _)| k.as_ref() == key) {
                         m.read(Read::Skip);
                         return;
                     }
                     self.remember_key(key);
-                    m.read(Read::Raw(S::Keep, None, ""));
+                    m.read(Read::Raw(S::Keep, expect, what));
                 }
             }
         }
