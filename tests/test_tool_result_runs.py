@@ -234,20 +234,26 @@ def _waiting_cases():
                 yield count, extra, where
 
 
+def _waiting_run(target: str, count: int, extra: str, where: int) -> tuple[list, str, list]:
+    """``_waiting_body`` into ``target``: valid for its API, every result and the waiting
+    block sent once; (the output's messages, the block's marker, the losses)."""
+    body, marker = _waiting_body(count, extra, where)
+    losses: list = []
+    out = _transcode("ollama", target, body, losses)
+    assert validity.check(target, "request", out, enforced_only=True) == []
+    text = out.decode()
+    assert all(text.count(_result(i)) == 1 for i in range(count)), "every result sent once"
+    assert text.count(marker) == 1, "the waiting block sent once"
+    return json.loads(out)["messages"], marker, losses
+
+
 @pytest.mark.parametrize("count,extra,where", list(_waiting_cases()))
 def test_user_blocks_that_come_while_calls_await_results_follow_the_results_into_anthropic(backend, count, extra,
                                                                                           where):
     # anthropic wants every tool_use answered in the next user message, its tool_results
     # first: such blocks wait for the run of results and follow them, in their order
     # (rpt/ollama-user-blocks-before-tool-results-anthropic, ollama-user-between-tool-results-anthropic)
-    body, marker = _waiting_body(count, extra, where)
-    losses: list = []
-    out = _transcode("ollama", "anthropic", body, losses)
-    assert validity.check("anthropic", "request", out, enforced_only=True) == []  # pairing, tool_results first
-    text = out.decode()
-    assert all(text.count(_result(i)) == 1 for i in range(count)), "every result sent once"
-    assert text.count(marker) == 1, "the waiting block sent once"
-    messages = json.loads(out)["messages"]
+    messages, marker, losses = _waiting_run("anthropic", count, extra, where)  # (pairing, tool_results first)
     turn = messages[2]["content"]  # the user message after the calls: every result, then the rest
     assert [b["tool_use_id"] for b in turn if b["type"] == "tool_result"] == [f"call_{i}" for i in range(count)]
     assert marker in json.dumps(turn), "the waiting block follows the results in their user message"
@@ -435,14 +441,7 @@ def test_user_blocks_that_come_while_calls_await_results_follow_the_results_into
     # answering them: a user or system message that comes while calls await their results
     # (Ollama takes one between tool messages) waits in the run hold and follows the run, in
     # its order (rpt/ollama-user-between-tool-results-openai); nothing new recorded
-    body, marker = _waiting_body(count, extra, where)
-    losses: list = []
-    out = _transcode("ollama", "openai", body, losses)
-    assert validity.check("openai", "request", out, enforced_only=True) == []  # no message inside the run
-    text = out.decode()
-    assert all(text.count(_result(i)) == 1 for i in range(count)), "every result sent once"
-    assert text.count(marker) == 1, "the waiting block sent once"
-    messages = json.loads(out)["messages"]
+    messages, marker, losses = _waiting_run("openai", count, extra, where)  # (no message inside the run)
     waiting = _WAITING_ROLES[extra]
     assert [m["role"] for m in messages] == ["user", "assistant", *["tool"] * count, *waiting, "user"]
     assert [m["tool_call_id"] for m in messages[2:2 + count]] == [f"call_{i}" for i in range(count)]

@@ -2344,31 +2344,49 @@ mod encoder_tests {
         assert_eq!(by_reason.iter().map(|r| r.0).collect::<Vec<_>>(), ["openai:messages-before-system", "openai:user-before-tool-result"]);
     }
 
+    /// The opening the mid-run tests share: a user message, an assistant message with two
+    /// calls (c0, c1 of `f`), c0's result; then `rest`.
+    fn two_calls_one_answered(rest: Vec<Event<'static>>) -> Vec<Event<'static>> {
+        let mut events = vec![
+            Event::SystemEnd,
+            block(Section::UserText, 0, "go", &[]),
+            block(Section::ToolCall, 1, "{}", &[("id", "\"c0\""), ("name", "\"f\"")]),
+            block(Section::ToolCall, 1, "{}", &[("id", "\"c1\""), ("name", "\"f\"")]),
+            block(Section::ToolResult, 2, "r0", &[("tool_call_id", "\"c0\"")]),
+        ];
+        events.extend(rest);
+        events
+    }
+
+    /// Its bytes (the output's opening, up to c0's tool message).
+    macro_rules! two_calls_one_answered_out {
+        () => {
+            concat!(
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"},",
+                "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c0\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}},",
+                "{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},",
+                "{\"role\":\"tool\",\"tool_call_id\":\"c0\",\"content\":\"r0\"},",
+            )
+        };
+    }
+
     /// An ollama tool message with calls of its own in the middle of a run of results
     /// (rpt/ollama-tool-message-with-calls-mid-run): its calls wait in a hold until the
     /// run answering the batch before it ends, then go in an assistant message before the
     /// result that answers them (Python's events and bytes).
     #[test]
     fn calls_of_a_tool_message_mid_run_go_after_the_run() {
-        let (outs, session) = run("ollama", vec![
-            Event::SystemEnd,
-            block(Section::UserText, 0, "go", &[]),
-            block(Section::ToolCall, 1, "{}", &[("id", "\"c0\""), ("name", "\"f\"")]),
-            block(Section::ToolCall, 1, "{}", &[("id", "\"c1\""), ("name", "\"f\"")]),
-            block(Section::ToolResult, 2, "r0", &[("tool_call_id", "\"c0\"")]),
+        let (outs, session) = run("ollama", two_calls_one_answered(vec![
             block(Section::ToolCall, 2, "{}", &[("id", "\"c2\""), ("name", "\"g\""), ("role", "\"tool\"")]),
             block(Section::ToolResult, 3, "r1", &[("tool_call_id", "\"c1\"")]),
             block(Section::ToolResult, 4, "rg", &[("tool_call_id", "\"c2\"")]),
             Event::MessagesEnd,
             Event::End,
-        ]);
+        ]));
         assert_eq!(
             outs.concat(),
             concat!(
-                "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"},",
-                "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c0\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}},",
-                "{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},",
-                "{\"role\":\"tool\",\"tool_call_id\":\"c0\",\"content\":\"r0\"},",
+                two_calls_one_answered_out!(),
                 "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"r1\"},",
                 "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"g\",\"arguments\":\"{}\"}}]},",
                 "{\"role\":\"tool\",\"tool_call_id\":\"c2\",\"content\":\"rg\"}]}"
@@ -2388,26 +2406,18 @@ mod encoder_tests {
     /// run, in their order; nothing recorded (Python's `_waits_for_results`).
     #[test]
     fn a_user_or_system_message_between_tool_messages_follows_the_run() {
-        let (outs, session) = run("ollama", vec![
-            Event::SystemEnd,
-            block(Section::UserText, 0, "go", &[]),
-            block(Section::ToolCall, 1, "{}", &[("id", "\"c0\""), ("name", "\"f\"")]),
-            block(Section::ToolCall, 1, "{}", &[("id", "\"c1\""), ("name", "\"f\"")]),
-            block(Section::ToolResult, 2, "r0", &[("tool_call_id", "\"c0\"")]),
+        let (outs, session) = run("ollama", two_calls_one_answered(vec![
             block(Section::UserText, 3, "wait", &[]),
             block(Section::SystemInstruction, 4, "s", &[]),
             block(Section::ToolResult, 5, "r1", &[("tool_call_id", "\"c1\"")]),
             block(Section::AssistantText, 6, "done", &[]),
             Event::MessagesEnd,
             Event::End,
-        ]);
+        ]));
         assert_eq!(
             outs.concat(),
             concat!(
-                "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"},",
-                "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c0\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}},",
-                "{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},",
-                "{\"role\":\"tool\",\"tool_call_id\":\"c0\",\"content\":\"r0\"},",
+                two_calls_one_answered_out!(),
                 "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"r1\"},",
                 "{\"role\":\"user\",\"content\":\"wait\"},",
                 "{\"role\":\"system\",\"content\":\"s\"},",
