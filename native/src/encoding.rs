@@ -1765,9 +1765,8 @@ pub fn lose_unknown_members(control: &Control<'_>, target: &str, session: &mut S
     else {
         return Ok(());
     };
-    let value = Value::loads(raw)?;
     let tail = lacks("", target, "such field", None);
-    for member in crate::dialects::fields::unknown_members(dialect, key, &value) {
+    for member in crate::dialects::fields::unknown_members(dialect, key, raw)? {
         let subject = [key.as_bytes(), b".", member.as_slice()].concat();
         let place = [b"$.".as_slice(), &subject].concat();
         session.lose(place, [subject.as_slice(), tail.as_bytes()].concat(), Some(dialect))?;

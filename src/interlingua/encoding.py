@@ -638,7 +638,7 @@ def lose_unknown_members(control: Control, target: str, session) -> None:
 
     if control.raw is None or control.key is None or control.dialect is None:
         return
-    for member in unknown_members(control.dialect, control.key, json.loads(control.raw)):
+    for member in unknown_members(control.dialect, control.key, control.raw):
         where = f"$.{control.key}.{member}"
         session.lose(where, lacks(path_subject(where), target, "such field"), dialect=control.dialect)
 

@@ -198,7 +198,7 @@ pub fn check_logprob(entry: &Value, path: &str) -> Result<()> {
     for (i, top) in tops.iter().enumerate() {
         let at = format!("{path}.top_logprobs[{i}]");
         if !matches!(top, Value::Object(_)) {
-            return Err(schema(format!("expected an object for {}, got {}", &at[2..], top.type_name()), &at));
+            return Err(schema(format!("expected an object for {}, got {}", subject(&at), top.type_name()), &at));
         }
         check_token_logprob(top, &at, TOKEN_LOGPROB)?;
     }
@@ -206,15 +206,16 @@ pub fn check_logprob(entry: &Value, path: &str) -> Result<()> {
 }
 
 fn check_token_logprob(entry: &Value, path: &str, spec: &[(&str, Expect)]) -> Result<()> {
+    let what = subject(path);
     for (member, item) in entry.as_object().unwrap_or(&[]) {
         let Some((name, expect)) = spec.iter().find(|(name, _)| name.as_bytes() == member.as_slice()) else { continue };
         if let Some(got) = expect.refusal_of(item) {
-            let message = format!("expected {} for {}.{name}, got {got}", expect.name(), &path[2..]);
+            let message = format!("expected {} for {what}.{name}, got {got}", expect.name());
             return Err(schema(message, &format!("{path}.{name}")));
         }
     }
     if let Some(member) = LOGPROB_REQUIRED.iter().find(|member| entry.get(member).is_none()) {
-        return Err(schema(format!("{} has no {} (required)", &path[2..], py_str_repr(member.as_bytes())), path));
+        return Err(schema(format!("{what} has no {} (required)", py_str_repr(member.as_bytes())), path));
     }
     let bytes = match entry.get("bytes") {
         Some(Value::Array(bytes)) => bytes.as_slice(),
@@ -222,11 +223,16 @@ fn check_token_logprob(entry: &Value, path: &str, spec: &[(&str, Expect)]) -> Re
     };
     for (i, byte) in bytes.iter().enumerate() {
         if let Some(got) = INTEGER.refusal_of(byte) {
-            let message = format!("expected {} for {}.bytes[{i}], got {got}", INTEGER.name(), &path[2..]);
+            let message = format!("expected {} for {what}.bytes[{i}], got {got}", INTEGER.name());
             return Err(schema(message, &format!("{path}.bytes[{i}]")));
         }
     }
     Ok(())
+}
+
+/// A path as the subject of a message: `$.logprobs[0]` -> `logprobs[0]` (`path[2:]`).
+fn subject(path: &str) -> &str {
+    path.strip_prefix("$.").unwrap_or(path)
 }
 
 fn schema(message: String, path: &str) -> Error {
@@ -253,14 +259,15 @@ fn known_members(dialect: &str, key: &str) -> Option<&'static [Known]> {
     })
 }
 
-/// `unknown_members(dialect, key, value)`: the dotted paths, inside the field, of a control
-/// value's members no target carries (`KNOWN_MEMBERS`), in the input's order (WTF-8 bytes).
-pub fn unknown_members(dialect: &str, key: &str, value: &Value) -> Vec<Vec<u8>> {
+/// `unknown_members(dialect, key, raw)`: the dotted paths, inside the field, of a control
+/// value's members no target carries (`KNOWN_MEMBERS`), in the input's order (WTF-8 bytes);
+/// `raw`, the field's JSON, is read only for a field that has a table.
+pub fn unknown_members(dialect: &str, key: &str, raw: &[u8]) -> Result<Vec<Vec<u8>>> {
     let mut out = Vec::new();
     if let Some(spec) = known_members(dialect, key) {
-        unknown(spec, value, b"", &mut out);
+        unknown(spec, &Value::loads(raw)?, b"", &mut out);
     }
-    out
+    Ok(out)
 }
 
 fn unknown(spec: &[Known], value: &Value, prefix: &[u8], out: &mut Vec<Vec<u8>>) {

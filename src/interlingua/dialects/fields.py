@@ -14,6 +14,7 @@ Fields not listed (extensions) are copied as they came, any type.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -143,11 +144,12 @@ KNOWN_MEMBERS = {
 }
 
 
-def unknown_members(dialect: str, key: str, value: Any) -> list[str]:
+def unknown_members(dialect: str, key: str, raw: bytes) -> list[str]:
     """The dotted paths, inside the field, of a control value's members no target carries
-    (``KNOWN_MEMBERS``), in the input's order."""
+    (``KNOWN_MEMBERS``), in the input's order; ``raw``: the field's JSON, read only for a
+    field that has a table."""
     spec = KNOWN_MEMBERS.get(dialect, {}).get(key)
-    return [] if spec is None else list(_unknown(spec, value, ""))
+    return [] if spec is None else list(_unknown(spec, json.loads(raw), ""))
 
 
 def _unknown(spec: dict, value: Any, prefix: str):
