@@ -562,6 +562,16 @@ def source_error_type(value: Any) -> str:
     return value if isinstance(value, str) and value else "api_error"
 
 
+def answer_and_error() -> SchemaError:
+    """What a response encoder (not a stream's) raises for an ``Error`` after its body began,
+    or content after the error body it wrote: a body is an answer or an error, never both
+    (a stream ends its answer with an error event). Was a cut body, or an error body with
+    an answer after it, and no exception: a proxy relayed either as a 200. The decoder
+    locates it (the source's dialect, the member that made it)."""
+    return SchemaError("a response with both an answer and an error: a response body is one or the other "
+                       "(only a stream can end its answer with an error)")
+
+
 # -- logprobs ----------------------------------------------------------------------------
 
 

@@ -69,6 +69,7 @@ from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
 from ...naming import anthropic_id, canonical_id
 from ...lifecycle import (
+    answer_and_error,
     source_error_message,
     source_error_type,
     BlockStream,
@@ -819,6 +820,8 @@ class ResponseEncoder(_EncoderBase):
 
     def _begin(self) -> None:
         if not self.begun:
+            if self.errored:
+                raise answer_and_error()
             self.begun = True
             self.write(self._message_head() + b',"content":[')
 
@@ -844,9 +847,20 @@ class ResponseEncoder(_EncoderBase):
         elif t is Logprobs:
             self._lose_logprobs()
         elif t is Error:
-            self.abort(event)
+            self._error(event)
         elif t is End:
             self._end()
+
+    errored = False  # the body written is the source's error: no answer may follow it
+
+    def _error(self, error: Error) -> None:
+        """The source's error: the target's error body when nothing was written yet; after
+        the answer began, refused (``answer_and_error``)."""
+        if self.begun:
+            raise answer_and_error()
+        if not self.done:
+            self.errored = True
+        self.abort(error)
 
     def _block(self, block: Block) -> None:
         if block.init:

@@ -62,6 +62,7 @@ from ...framing import FrameEnd, ndjson_line
 from ..fields import check_logprob
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
+    answer_and_error,
     source_error_message,
     source_error_type,
     BlockStream,
@@ -372,6 +373,7 @@ class _Decoder(ResponseDecoderBase):
         if self.ended:
             return
         if self.errored:
+            self._close()  # (an answer after the error opened a block: it gets its last fragment)
             self.ended = True
             self.emit(End())
             return
@@ -603,7 +605,7 @@ class ResponseEncoder(_EncoderBase):
         if type(event) is Block:
             self._block(event)
         elif type(event) is Error:
-            self.abort(event)
+            self._error(event)
         elif type(event) is End:
             self._end()
         elif type(event) is not FrameEnd:
@@ -611,10 +613,23 @@ class ResponseEncoder(_EncoderBase):
 
     def _message(self) -> MessageAssembler:
         if self.msg is None:
+            if self.errored:
+                raise answer_and_error()
             self.write(self._head() + b',"message":')
             self.msg = MessageAssembler(JsonWriter(self.write), self.session, "ollama:member-order")
             self.msg.scalar("role", b'"assistant"')
         return self.msg
+
+    errored = False  # the body written is the source's error: no answer may follow it
+
+    def _error(self, error: Error) -> None:
+        """The source's error: the target's error body when nothing was written yet; after
+        the answer began, refused (``answer_and_error``)."""
+        if self.msg is not None:
+            raise answer_and_error()
+        if not self.done:
+            self.errored = True
+        self.abort(error)
 
     def _block(self, block: Block) -> None:
         if block.init:

@@ -67,6 +67,7 @@ from ...numbers import INT64_MAX, INT64_MIN
 from ...framing import SSE_END, FrameEnd, sse_event
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
+    answer_and_error,
     source_error_message,
     source_error_type,
     beyond_64_bits,
@@ -901,6 +902,8 @@ class ResponseEncoder(_EncoderBase):
 
     def _begin(self) -> None:
         if not self.begun:
+            if self.errored:
+                raise answer_and_error()
             self.begun = True
             self.tier_written = "service_tier" in self.kept
             self.write(b"{" + self._head_members() + b',"choices":[')
@@ -962,9 +965,20 @@ class ResponseEncoder(_EncoderBase):
         elif t is Usage:
             self._usage_event(event)
         elif t is Error:
-            self.abort(event)
+            self._error(event)
         elif t is End:
             self._end()
+
+    errored = False  # the body written is the source's error: no answer may follow it
+
+    def _error(self, error: Error) -> None:
+        """The source's error: the target's error body when nothing was written yet; after
+        the answer began, refused (``answer_and_error``)."""
+        if self.begun:
+            raise answer_and_error()
+        if not self.done:
+            self.errored = True
+        self.abort(error)
 
     def _block(self, block: Block) -> None:
         if not block.init:
