@@ -1089,6 +1089,14 @@ pub fn source_error_type(value: Option<&Value>) -> String {
     }
 }
 
+/// `answer_and_error()`: what a response encoder (not a stream's) returns for an `Error` after
+/// its body began, or content after the error body it wrote: a body is an answer or an error,
+/// never both. The decoder locates it (the source's dialect, the member that made it).
+pub fn answer_and_error() -> Error {
+    Error::new(ErrorClass::Schema, "a response with both an answer and an error: a response body is one or the other \
+                                    (only a stream can end its answer with an error)")
+}
+
 /// `openai_time_us(raw)`: microseconds since the epoch of an openai `created` (raw
 /// JSON seconds), or `None` (not a positive integer: `0` is what a server that does
 /// not know writes).

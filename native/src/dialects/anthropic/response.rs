@@ -1617,6 +1617,8 @@ pub struct ResponseEncoder {
     tail: &'static [u8],
     finish: Option<(Option<String>, Option<String>)>,
     done: bool,
+    /// the body written is the source's error: no answer may follow it
+    errored: bool,
     lost: bool,
     /// the open thinking block's first signature (raw JSON)
     signature: Option<Vec<u8>>,
@@ -1626,15 +1628,31 @@ pub struct ResponseEncoder {
 impl ResponseEncoder {
     pub fn new(session: &Session) -> Self {
         ResponseEncoder { base: EncoderBase::new(session), begun: false, count: 0, tail: b"", finish: None, done: false,
-                          lost: false, signature: None, args: None }
+                          errored: false, lost: false, signature: None, args: None }
     }
 
-    fn begin(&mut self, out: &mut Vec<u8>) {
+    fn begin(&mut self, out: &mut Vec<u8>) -> Result<()> {
         if !self.begun {
+            if self.errored {
+                return Err(crate::lifecycle::answer_and_error());
+            }
             self.begun = true;
             self.base.message_head(out);
             out.extend_from_slice(b",\"content\":[");
         }
+        Ok(())
+    }
+
+    /// `_error`: the source's error -- the error body when nothing was written yet; after the
+    /// answer began, refused (`answer_and_error`).
+    fn error(&mut self, error: &Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if self.begun {
+            return Err(crate::lifecycle::answer_and_error());
+        }
+        if !self.done {
+            self.errored = true;
+        }
+        self.abort(error, session, out)
     }
 
     fn seal(&mut self, out: &mut Vec<u8>) {
@@ -1648,7 +1666,7 @@ impl ResponseEncoder {
                 self.lost = true;
                 return Ok(());
             };
-            self.begin(out);
+            self.begin(out)?;
             if kind == Out::Citations {
                 if self.base.kind == Some(Out::Text) && !self.tail.is_empty() {
                     out.extend_from_slice(b",\"citations\":");
@@ -1734,7 +1752,7 @@ impl ResponseEncoder {
             return Ok(());
         }
         self.done = true;
-        self.begin(out);
+        self.begin(out)?;
         self.seal(out);
         let (reason, stop_sequence) = match &self.finish {
             Some((reason, seq)) => (finish_to(DIALECT, reason.as_deref(), session, None)?, seq.as_deref()),
@@ -1771,7 +1789,7 @@ impl Encode for ResponseEncoder {
                 }
             }
             Event::Logprobs { .. } => self.base.lose_logprobs(session)?,
-            Event::Error { .. } => self.abort(&event, session, out)?,
+            Event::Error { .. } => self.error(&event, session, out)?,
             Event::End => self.end(session, out)?,
             _ => {}
         }

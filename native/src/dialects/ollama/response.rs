@@ -775,7 +775,9 @@ impl Decoder {
         }
         if self.d.errored {
             self.d.ended = true;
-            return Cx::outside(session, out).emit(Event::End);
+            let mut cx = Cx::outside(session, out);
+            self.d.close_block(&mut cx)?; // (an answer after the error opened a block: it gets its last fragment)
+            return cx.emit(Event::End);
         }
         Err(Error::new(ErrorClass::TruncatedInput, "ollama response ended before its done chunk").in_dialect(DIALECT))
     }
@@ -1335,16 +1337,27 @@ pub struct ResponseEncoder {
     msg: Option<Box<MessageAssembler>>,
     placed: Option<Placed>,
     lost: bool,
+    /// the body written is the source's error: no answer may follow it
+    errored: bool,
+    /// the message was opened (Python's `msg is not None`, which stays so after the end): an
+    /// error after it has no place
+    begun: bool,
 }
 
 impl ResponseEncoder {
     pub fn new(session: &Session) -> Result<Self> {
-        Ok(ResponseEncoder { c: Common::new(session)?, writers: Writers::default(), msg: None, placed: None, lost: false })
+        Ok(ResponseEncoder { c: Common::new(session)?, writers: Writers::default(), msg: None, placed: None, lost: false,
+                             errored: false, begun: false })
     }
 
-    /// `_message`: the message object, opened (with the response's head) on first use.
-    fn message<'m>(msg: &'m mut Option<Box<MessageAssembler>>, c: &mut Common, io: &mut Io<'_>) -> Result<&'m mut MessageAssembler> {
+    /// `_message`: the message object, opened (with the response's head) on first use; after the
+    /// source's error body, refused (`answer_and_error`).
+    fn message<'m>(msg: &'m mut Option<Box<MessageAssembler>>, c: &mut Common, io: &mut Io<'_>,
+                   errored: bool) -> Result<&'m mut MessageAssembler> {
         if msg.is_none() {
+            if errored {
+                return Err(crate::lifecycle::answer_and_error());
+            }
             c.head_members(io.out); // (the output's writer: written straight)
             io.out.extend_from_slice(b",\"message\":");
             let mut opened = MessageAssembler::new(WriterId::OUT, io, "ollama:member-order", b"", None)?;
@@ -1359,7 +1372,8 @@ impl ResponseEncoder {
             let kind = classify(block, io.session)?;
             self.lost = kind.is_none();
             let Some(kind) = kind else { return Ok(()) };
-            let msg = Self::message(&mut self.msg, &mut self.c, io)?;
+            let msg = Self::message(&mut self.msg, &mut self.c, io, self.errored)?;
+            self.begun = true;
             self.placed = Some(if kind == Member::ToolCalls {
                 let writer = msg.member(io, "tool_calls", Opener::Array)?;
                 io.separate(writer)?;
@@ -1407,7 +1421,8 @@ impl ResponseEncoder {
             return Ok(());
         }
         self.c.done = true;
-        let msg = Self::message(&mut self.msg, &mut self.c, io)?;
+        let msg = Self::message(&mut self.msg, &mut self.c, io, self.errored)?;
+        self.begun = true;
         if !msg.has("content") {
             msg.scalar(io, "content", b"\"\"")?;
         }
@@ -1428,7 +1443,16 @@ impl Encode for ResponseEncoder {
     fn event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
         match &event {
             Event::Block(block) => self.with_io(session, out, |enc, io| enc.block(block, io)),
-            Event::Error { .. } => self.abort(&event, session, out),
+            Event::Error { .. } => {
+                // `_error`: the error body when nothing was written yet; after the answer began, refused
+                if self.begun {
+                    return Err(crate::lifecycle::answer_and_error());
+                }
+                if !self.c.done {
+                    self.errored = true;
+                }
+                self.abort(&event, session, out)
+            }
             Event::End => self.with_io(session, out, |enc, io| enc.end(io)),
             Event::FrameEnd => Ok(()),
             _ => self.c.event(&event, session).map(drop),

@@ -1934,6 +1934,8 @@ mod encoder {
         /// the choices written whole (their finish came: `closed`)
         closed: ChoiceSet,
         done: bool,
+        /// the body written is the source's error: no answer may follow it
+        errored: bool,
         /// the text of one write (kept for its capacity: a response makes a few)
         scratch: Vec<u8>,
     }
@@ -1983,6 +1985,7 @@ mod encoder {
                 annotations: Vec::new(),
                 closed: ChoiceSet::default(),
                 done: false,
+                errored: false,
                 scratch: Vec::new(),
             }
         }
@@ -1999,6 +2002,9 @@ mod encoder {
         fn begin(&mut self, io: &mut Io<'_>) -> Result<()> {
             if self.begun {
                 return Ok(());
+            }
+            if self.errored {
+                return Err(crate::lifecycle::answer_and_error());
             }
             self.begun = true;
             self.tier_written = self.head.kept("service_tier").is_some();
@@ -2243,6 +2249,18 @@ mod encoder {
         }
 
         /// `abort`: nothing written yet: an openai error body; otherwise the body cannot be mended.
+        /// `_error`: the source's error -- the error body when nothing was written yet; after
+        /// the answer began, refused (`answer_and_error`).
+        fn error(&mut self, error: &Event<'_>, io: &mut Io<'_>) -> Result<()> {
+            if self.begun {
+                return Err(crate::lifecycle::answer_and_error());
+            }
+            if !self.done {
+                self.errored = true;
+            }
+            self.abort_with(error, io)
+        }
+
         fn abort_with(&mut self, error: &Event<'_>, io: &mut Io<'_>) -> Result<()> {
             if self.done {
                 return Ok(());
@@ -2326,7 +2344,7 @@ mod encoder {
                     hold.append(&mut io.session.reorder, raw.to_vec(), raw.len() as u64)
                 }
                 Event::Usage(usage) => self.head.usage_event(usage, io.session),
-                Event::Error { .. } => self.abort_with(event, io),
+                Event::Error { .. } => self.error(event, io),
                 Event::End => self.end(io),
                 _ => Ok(()),
             }
