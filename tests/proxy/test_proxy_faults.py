@@ -18,7 +18,7 @@ import ollama
 import openai
 import pytest
 
-from proxy_servers import running
+from proxy_servers import running, scenario_bytes
 
 DIALECTS = ("openai", "anthropic", "ollama")
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages", "ollama": "/api/chat"}
@@ -93,6 +93,22 @@ def test_official_clients_raise_their_own_exceptions(servers):
     with pytest.raises(anthropic.AuthenticationError):
         anthropic.Anthropic(base_url=proxy.url, api_key="wrong", max_retries=0).messages.create(
             model="openai/response-text-tool", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+
+
+@pytest.mark.parametrize("scenario", ["response-error-after-answer", "response-answer-after-error"])
+@pytest.mark.parametrize("backend", DIALECTS)
+@pytest.mark.parametrize("client", DIALECTS)
+def test_a_json_answer_with_an_error_in_it_is_the_upstreams_fault(servers, client, backend, scenario):
+    """A non-streaming upstream answer holding both content and an error (README: "A response body is
+    an answer or an error"): into another dialect a 502 in the client's dialect, never a 200 with a cut
+    body (or an error body with an answer after it); into its own dialect the body as it came."""
+    proxy, _ = servers
+    status, body, _ = post(proxy, client, body_for(client, f"{backend}/{scenario}", stream=False))
+    if client == backend:
+        assert status == 200 and json.loads(body) == json.loads(scenario_bytes(scenario, backend, "response"))
+        return
+    assert status == 502
+    assert "both an answer and an error" in error_message(client, body)
 
 
 # -- upstream fails after the answer started ---------------------------------------------------
