@@ -7,9 +7,7 @@ seconds; ``HYPOTHESIS_PROFILE=deep`` by hand); ``python tests/test_unknown_membe
 every case. The backend is whatever ``interlingua.Transcoder`` is.
 
 Left out, as the README says: an error object's members (the error is carried; an upstream
-error's extras are not worth failing its delivery in strict mode), and an openai tool
-message's first text part's members into anthropic (the part is written as the result's
-first text)."""
+error's extras are not worth failing its delivery in strict mode)."""
 
 from __future__ import annotations
 
@@ -55,13 +53,7 @@ def _response_path(seed: fuzz.Seed, root, where: str) -> str:
 
 
 def _exempt(seed: fuzz.Seed, target: str, root, path: tuple, names: list[str]) -> bool:
-    if "error" in names:
-        return True
-    if (seed.dialect, target, seed.kind) == ("openai", "anthropic", "request") and len(names) == 4 \
-            and names[0] == "messages" and names[2] == "content":
-        message, _ = _node(root, path[:2])
-        return dict(message).get("role") == "tool"  # (a tool message's part: see the module docstring)
-    return False
+    return "error" in names
 
 
 @lru_cache(maxsize=None)

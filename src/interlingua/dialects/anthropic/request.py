@@ -616,6 +616,8 @@ IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 _STRUCTURE_ATTRS = INTERNAL_ATTRS | {"source", "media_type", "tool_call_id", "id", "name", "redacted", "file_id",
                                     "content", "is_error", "source_extra"}
 _TEXT_HEAD = b'{"type":"text","text":"'
+#: the attributes a ``tool_result`` writes as its members (the rest of its first part's are losses)
+_RESULT_MEMBERS = frozenset({"is_error", "cache_control", EXTRA_ATTR})
 _EMPTY_TEXT = object()  # ``_place_block``: an empty text of another dialect, not written
 _ROLE_OF_TEXT = {USER_TEXT: "user", ASSISTANT_TEXT: "assistant", ASSISTANT_REFUSAL: "assistant"}
 _TEXT_TAIL = b'"}'
@@ -1252,6 +1254,7 @@ class RequestEncoder(Encoder):
         call_id = attrs.get("tool_call_id")
         if result is not None and result.index == block.message and (call_id is None or call_id == result.id):
             return self._in_result(block, attrs)  # another part of the same result
+        self._lose_result_attrs(block, attrs)
         if self._tool_message(block):
             # its content array opens with its first element: the text, unless it is empty
             # (anthropic rejects an empty text block), or the first image
@@ -1262,12 +1265,12 @@ class RequestEncoder(Encoder):
         w = result.writer
         if attrs.get("empty"):
             w.write(head)
-            return (lambda data: None), (lambda late: self._result_late(result, late))
+            return (lambda data: None), (lambda late: self._result_late(result, late, block))
         if not result.array:
             w.write(head + b',"content":"')
-            return w.write, (lambda late: (w.write(b'"'), self._result_late(result, late)))
+            return w.write, (lambda late: (w.write(b'"'), self._result_late(result, late, block)))
         w.write(head + _TEXT_HEAD)
-        return w.write, (lambda late: (w.write(b'"}'), self._result_late(result, late)))
+        return w.write, (lambda late: (w.write(b'"}'), self._result_late(result, late, block)))
 
     def _ollama_text(self, block: Block, result: _Result):
         """The text of an ollama tool message, a text block of its result's content: written
@@ -1286,17 +1289,29 @@ class RequestEncoder(Encoder):
         def close(late: dict) -> None:
             if started:
                 w.write(_TEXT_TAIL)
-            self._result_late(result, late)
+            self._result_late(result, late, block)
         return write, close
 
-    def _result_late(self, result: _Result, late: dict) -> None:
+    def _result_late(self, result: _Result, late: dict, block: Block | None = None) -> None:
+        """The result's attributes that came after its first part started; with ``block`` (its
+        first part) the others are recorded (``_lose_result_attrs``)."""
         for key, value in late.items():
             if key == "tool_call_id":
                 if result.id is None:
                     result.id = value
                     self._answered.add(value)
-            elif key in ("is_error", "cache_control", EXTRA_ATTR):
+            elif key in _RESULT_MEMBERS:
                 result.attrs[key] = value
+        if block is not None:
+            self._lose_result_attrs(block, late)
+
+    def _lose_result_attrs(self, block: Block, attrs: dict) -> None:
+        """What the first part of a tool result has that a ``tool_result`` has no member for (an
+        openai tool message's text part's own members): recorded, as a further part's are
+        (``_members``). Was dropped with nothing recorded."""
+        for key in attrs:
+            if key not in _RESULT_MEMBERS and key not in _STRUCTURE_ATTRS:
+                self._lose_field(block, key, attrs)
 
     def _in_result(self, block: Block, attrs: dict):
         """A further part of the open tool result."""
