@@ -1503,12 +1503,12 @@ mod encoder {
         /// `ids`: the id list (`CallBatch`) its id goes to at the close
         ToolUse { w: WriterId, head: Head<'a>, args: Option<Box<HeldArguments>>, ids: u64 },
         /// the first block of a tool_result: `closer` at its close, then the late attributes
-        ResultHead { fragments: bool, closer: &'static [u8], result: u64 },
+        ResultHead { fragments: bool, closer: &'static [u8], result: u64, head: Head<'a> },
         /// a further text part of the open tool_result
         ResultText { head: Head<'a>, result: u64 },
         /// the text of an ollama tool message (`_ollama_text`): its text block is opened by
         /// its first byte (`started`), none when it has none
-        OllamaText { result: u64, started: bool },
+        OllamaText { result: u64, started: bool, head: Head<'a> },
         /// an image or document
         Media(Media<'a>),
     }
@@ -1521,9 +1521,11 @@ mod encoder {
                 Placed::Drop => Placed::Drop,
                 Placed::Object { to, kind, head } => Placed::Object { to, kind, head: head.into_owned() },
                 Placed::ToolUse { w, head, args, ids } => Placed::ToolUse { w, head: head.into_owned(), args, ids },
-                Placed::ResultHead { fragments, closer, result } => Placed::ResultHead { fragments, closer, result },
+                Placed::ResultHead { fragments, closer, result, head } => {
+                    Placed::ResultHead { fragments, closer, result, head: head.into_owned() }
+                }
                 Placed::ResultText { head, result } => Placed::ResultText { head: head.into_owned(), result },
-                Placed::OllamaText { result, started } => Placed::OllamaText { result, started },
+                Placed::OllamaText { result, started, head } => Placed::OllamaText { result, started, head: head.into_owned() },
                 Placed::Media(Media { head, to, kind, source, has_payload, result, sniffed }) => {
                     Placed::Media(Media { head: head.into_owned(), to, kind, source, has_payload, result, sniffed })
                 }
@@ -2361,12 +2363,13 @@ mod encoder {
                     return self.in_result(block, attrs, io); // another part of the same result
                 }
             }
+            self.lose_result_attrs(BlockRef::of(block), attrs, io)?;
             if self.tool_message(block, io.session) {
                 // its content array opens with its first element: the text, unless it is empty
                 // (anthropic rejects an empty text block), or the first image
                 let (serial, head) = self.open_result(block, attrs, call_id, true, true, true, io)?;
                 io.write(OUT, &head)?;
-                return Ok(Some(Placed::OllamaText { result: serial, started: false }));
+                return Ok(Some(Placed::OllamaText { result: serial, started: false, head: Head::borrowed(block) }));
             }
             let empty = attr_truthy(attrs, "empty");
             let array = attr_truthy(attrs, "in_parts");
@@ -2374,16 +2377,16 @@ mod encoder {
             let w = OUT;
             if empty {
                 io.write(w, &head)?;
-                return Ok(Some(Placed::ResultHead { fragments: false, closer: b"", result: serial }));
+                return Ok(Some(Placed::ResultHead { fragments: false, closer: b"", result: serial, head: Head::borrowed(block) }));
             }
             if !array {
                 head.extend_from_slice(b",\"content\":\"");
                 io.write(w, &head)?;
-                return Ok(Some(Placed::ResultHead { fragments: true, closer: b"\"", result: serial }));
+                return Ok(Some(Placed::ResultHead { fragments: true, closer: b"\"", result: serial, head: Head::borrowed(block) }));
             }
             head.extend_from_slice(TEXT_HEAD);
             io.write(w, &head)?;
-            Ok(Some(Placed::ResultHead { fragments: true, closer: b"\"}", result: serial }))
+            Ok(Some(Placed::ResultHead { fragments: true, closer: b"\"}", result: serial, head: Head::borrowed(block) }))
         }
 
         /// `_tool_message`: whether `block` is the text of an ollama tool message: its `images`
@@ -2475,6 +2478,18 @@ mod encoder {
             }
         }
 
+        /// `_lose_result_attrs`: what the first part of a tool result has that a `tool_result`
+        /// has no member for (an openai tool message's text part's own members): recorded, as a
+        /// further part's are (`members`).
+        fn lose_result_attrs(&self, head: BlockRef<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+            for (key, _) in attrs {
+                if !matches!(key.as_ref(), "is_error" | "cache_control" | EXTRA_ATTR) && !is_structure_attr(key) {
+                    lose_field(io.session, DIALECT, head, key, Some(attrs), None)?;
+                }
+            }
+            Ok(())
+        }
+
         /// `_in_result`: a further part of the open tool result.
         fn in_result<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             let result = self.result.as_mut().expect("a result is open");
@@ -2487,7 +2502,7 @@ mod encoder {
             match block.section {
                 Section::ToolResult if self.foreign && io.session.source == "ollama" => {
                     // an ollama tool message's text after its images
-                    Ok(Some(Placed::OllamaText { result: result.serial, started: false }))
+                    Ok(Some(Placed::OllamaText { result: result.serial, started: false, head: Head::borrowed(block) }))
                 }
                 Section::ToolResult => {
                     let mut opening = result.separator().to_vec();
@@ -2648,7 +2663,7 @@ mod encoder {
                 Placed::Copy(w) | Placed::Object { to: w, .. } => io.write(*w, payload),
                 Placed::Drop | Placed::ResultHead { fragments: false, .. } => Ok(()),
                 Placed::ResultHead { .. } | Placed::ResultText { .. } => io.write(OUT, payload),
-                Placed::OllamaText { result, started } => self.ollama_text(*result, started, payload, io),
+                Placed::OllamaText { result, started, .. } => self.ollama_text(*result, started, payload, io),
                 Placed::Media(media) => {
                     if let Some(sniffed) = media.sniffed.as_mut() {
                         keep_head(sniffed, payload);
@@ -2680,17 +2695,17 @@ mod encoder {
                     Ok(())
                 }
                 Placed::ToolUse { w, head, args, ids } => self.close_tool_use(w, head, args, ids, late, io),
-                Placed::ResultHead { closer, result, .. } => {
+                Placed::ResultHead { closer, result, head, .. } => {
                     io.write(OUT, closer)?;
                     self.result_late(result, late, false);
-                    Ok(())
+                    self.lose_result_attrs(head.as_ref(), late, io)
                 }
-                Placed::OllamaText { result, started } => {
+                Placed::OllamaText { result, started, head } => {
                     if started {
                         io.write(OUT, TEXT_TAIL)?;
                     }
                     self.result_late(result, late, false);
-                    Ok(())
+                    self.lose_result_attrs(head.as_ref(), late, io)
                 }
                 Placed::ResultText { head, result } => {
                     let every = merged(&head.attrs, late);
