@@ -66,12 +66,31 @@ class Encoder:
     # it needs in the output and returns ``(write, close)``: ``write(payload)``
     # for every fragment, ``close(late_attrs)`` after the last. None means the
     # block is not carried (the loss is recorded by ``_place``).
+    #
+    # A first fragment that is empty and not the last (a decoder's block whose late
+    # attributes ride on a last fragment of their own: ``BlockBuilder.close``) waits when
+    # ``_defers`` says its placing depends on whether a payload comes: with the next
+    # fragment it is placed as it came, or -- that one the last and empty too -- the block
+    # is placed whole, every attribute with it (an empty text anthropic does not write).
 
     _block = None  # (write, close) of the block in progress
+    _deferred: Block | None = None  # a first fragment whose placing waits (``_defers``)
     _listed = False  # a block of the source's message list came (``require_a_message``)
+
+    def _defers(self, block: Block) -> bool:
+        """Whether an empty first fragment's placing waits for the next fragment."""
+        return False
 
     def _on_block(self, block: Block) -> None:
         if not block.init:
+            first = self._deferred
+            if first is not None:
+                self._deferred = None
+                if block.fin and not block.payload:  # it stayed empty: one whole block
+                    self._on_block(Block(first.section, first.message, b"", True, True,
+                                         {**(first.attrs or {}), **(block.attrs or {})} or None))
+                    return
+                self._on_block(first)
             if self._block is not None:
                 write, close = self._block
                 write(block.payload)
@@ -79,6 +98,12 @@ class Encoder:
                     self._block = None
                     self.session.release_losses()
                     close(block.attrs or {})
+            return
+        if self._deferred is not None:  # (no last fragment came for it: placed as it came)
+            first, self._deferred = self._deferred, None
+            self._on_block(first)
+        if not block.fin and not block.payload and self._defers(block):
+            self._deferred = block
             return
         if block.message == REQUEST_LEVEL:
             self._tool_definition(block)

@@ -616,6 +616,8 @@ IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 _STRUCTURE_ATTRS = INTERNAL_ATTRS | {"source", "media_type", "tool_call_id", "id", "name", "redacted", "file_id",
                                     "content", "is_error", "source_extra"}
 _TEXT_HEAD = b'{"type":"text","text":"'
+#: the sections whose empty text of another dialect is not written (``_place_block``)
+_DROPPED_WHEN_EMPTY = frozenset({SYSTEM_INSTRUCTION, USER_TEXT, ASSISTANT_TEXT, ASSISTANT_REFUSAL})
 #: the attributes a ``tool_result`` writes as its members (the rest of its first part's are losses)
 _RESULT_MEMBERS = frozenset({"is_error", "cache_control", EXTRA_ATTR})
 _EMPTY_TEXT = object()  # ``_place_block``: an empty text of another dialect, not written
@@ -1016,6 +1018,19 @@ class RequestEncoder(Encoder):
             return None
         return placed
 
+    def _defers(self, block: Block) -> bool:
+        """An empty first fragment of another dialect's text waits: it may stay empty (its
+        member after the text came on a last fragment of its own), and an empty text is not
+        written (``_place_block``). Was placed at once: anthropic got an empty text block,
+        which it rejects."""
+        return self.foreign and block.section in _DROPPED_WHEN_EMPTY
+
+    def _lose_unwritten(self, block: Block, attrs: dict) -> None:
+        """An empty text not written: what it had beside its text is recorded (was not)."""
+        for key in attrs:
+            if key not in _STRUCTURE_ATTRS:
+                self._lose_field(block, key, attrs)
+
     def _place_block(self, block: Block):
         s = block.section
         attrs = block.attrs or {}
@@ -1028,6 +1043,7 @@ class RequestEncoder(Encoder):
             return None
         if s is SYSTEM_INSTRUCTION:
             if self.foreign and block.fin and not block.payload:
+                self._lose_unwritten(block, attrs)
                 return None  # an empty system text: absent means the same, and anthropic rejects it
             if attrs.get("in_messages"):
                 return self._text(block, attrs, self._message_for(block, "system", attrs, True))
@@ -1048,6 +1064,7 @@ class RequestEncoder(Encoder):
             if s is ASSISTANT_REFUSAL:
                 self._lose_block(block, "refusal block", "written as assistant text")
             if self.foreign and block.fin and not block.payload:
+                self._lose_unwritten(block, attrs)
                 return _EMPTY_TEXT  # absent means the same, and anthropic rejects it
             return self._text(block, attrs, self._message_for(block, role, attrs, True))
         if s is USER_IMAGE or s is USER_DOCUMENT:
