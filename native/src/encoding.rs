@@ -624,6 +624,8 @@ pub enum InBlock<P> {
     /// not carried (its loss recorded at the last fragment): the rest is ignored
     Ignored,
     Placed(P),
+    /// an empty first fragment whose placing waits for the next fragment (`defers`)
+    Deferred(Block<'static>),
 }
 
 impl<P> Default for InBlock<P> {
@@ -650,6 +652,10 @@ pub trait PlaceBlocks {
     fn tool_definition(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<()>;
     /// A block of the source's message list came (`Encoder._listed`: `require_a_message`).
     fn message_listed(&mut self) {}
+    /// `_defers`: whether an empty first fragment's placing waits for the next fragment.
+    fn defers(&self, _block: &Block<'_>, _session: &Session) -> bool {
+        false
+    }
 }
 
 /// `Encoder.require_a_message`: at a request's end, for a target that takes none without a
@@ -665,8 +671,29 @@ pub fn require_a_message(listed: bool, carried: bool, target: &str, session: &Se
     Ok(())
 }
 
-/// `Encoder._on_block`: the fragment protocol.
+/// `Encoder._on_block`: the fragment protocol. A first fragment that is empty and not the
+/// last waits when `defers` says so: with the next fragment it is placed as it came, or -- that
+/// one the last and empty too -- the block is placed whole, every attribute with it.
 pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mut Io<'_>) -> Result<()> {
+    let deferred = match std::mem::take(enc.in_block()) {
+        InBlock::Deferred(first) => Some(first),
+        other => {
+            *enc.in_block() = other;
+            None
+        }
+    };
+    if let Some(first) = deferred {
+        if !block.init && block.fin && block.payload.is_empty() {
+            // it stayed empty: one whole block
+            let late = block.attrs.as_deref().unwrap_or(&[]);
+            let attrs = merged(first.attrs.as_deref().unwrap_or(&[]), late).into_owned();
+            let whole = Block { section: first.section, message: first.message, payload: Cow::Borrowed(b""),
+                                init: true, fin: true, attrs: (!attrs.is_empty()).then_some(attrs) };
+            return on_block(enc, &whole, io);
+        }
+        // (the next fragment, or -- none came for it -- another block: placed as it came)
+        on_block(enc, &first, io)?;
+    }
     if !block.init {
         match std::mem::take(enc.in_block()) {
             InBlock::Placed(mut placed) => {
@@ -682,6 +709,10 @@ pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mu
             InBlock::Ignored => io.session.release_losses()?,
             _ => {}
         }
+        return Ok(());
+    }
+    if !block.fin && block.payload.is_empty() && enc.defers(block, io.session) {
+        *enc.in_block() = InBlock::Deferred(block.clone().into_owned());
         return Ok(());
     }
     if block.message == REQUEST_LEVEL {

@@ -1490,6 +1490,16 @@ mod encoder {
         }
     }
 
+    /// `_lose_unwritten`: an empty text not written: what it had beside its text is recorded.
+    fn lose_unwritten(block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+        for (key, _) in attrs {
+            if !is_structure_attr(key) {
+                lose_field(io.session, DIALECT, BlockRef::of(block), key, Some(attrs), None)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The state of a placed block (what Python's `write` / `close` closures held).
     enum Placed<'a> {
         /// fragments written to the writer as they are; nothing at the close (a string
@@ -2071,6 +2081,7 @@ mod encoder {
             match s {
                 Section::SystemInstruction => {
                     if self.foreign && empty_fin {
+                        lose_unwritten(block, attrs, io)?;
                         return Ok(None); // an empty system text: absent means the same, and anthropic rejects it
                     }
                     if attr_truthy(attrs, "in_messages") {
@@ -2101,6 +2112,7 @@ mod encoder {
                                    Some("written as assistant text"), None)?;
                     }
                     if self.foreign && empty_fin {
+                        lose_unwritten(block, attrs, io)?;
                         self.empty_text = Some(role); // absent means the same, and anthropic rejects it
                         return Ok(None);
                     }
@@ -2632,6 +2644,14 @@ mod encoder {
 
         fn in_block(&mut self) -> &mut InBlock<Placed<'static>> {
             &mut self.block
+        }
+
+        /// `_defers`: an empty first fragment of another dialect's text waits: it may stay empty
+        /// (its member after the text came on a last fragment of its own), and an empty text is
+        /// not written (`place_block`).
+        fn defers(&self, block: &Block<'_>, _session: &Session) -> bool {
+            self.foreign && matches!(block.section, Section::SystemInstruction | Section::UserText
+                                                    | Section::AssistantText | Section::AssistantRefusal)
         }
 
         fn message_listed(&mut self) {
