@@ -572,6 +572,14 @@ def answer_and_error() -> SchemaError:
                        "(only a stream can end its answer with an error)")
 
 
+def answer_after_error() -> SchemaError:
+    """What a stream encoder raises for content after the source's error event: the target's
+    error event ended its stream (anthropic's ``event: error`` and ollama's error line are its
+    last; openai's error chunk is followed by ``[DONE]`` only). Was written after the error
+    event, where no client reads it. Other events after it are ignored, as its end is."""
+    return SchemaError("an answer after the stream's error: the error event ends the stream")
+
+
 # -- logprobs ----------------------------------------------------------------------------
 
 

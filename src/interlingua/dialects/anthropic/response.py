@@ -69,6 +69,7 @@ from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
 from ...naming import anthropic_id, canonical_id
 from ...lifecycle import (
+    answer_after_error,
     answer_and_error,
     source_error_message,
     source_error_type,
@@ -625,6 +626,10 @@ class StreamEncoder(_EncoderBase):
 
     def on_event(self, event: Event) -> None:
         t = type(event)
+        if self.errored and t is not End:  # the error event ended the target's stream
+            if t is Block:
+                raise answer_after_error()
+            return
         if t is FrameEnd:
             self.frame.close()
         elif t is Block:

@@ -62,6 +62,7 @@ from ...framing import FrameEnd, ndjson_line
 from ..fields import check_logprob
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
+    answer_after_error,
     answer_and_error,
     source_error_message,
     source_error_type,
@@ -529,7 +530,12 @@ class StreamEncoder(_EncoderBase):
         self.errored = False
 
     def on_event(self, event: Event) -> None:
-        if type(event) is FrameEnd:
+        t = type(event)
+        if self.errored and t is not End:  # the error event ended the target's stream
+            if t is Block:
+                raise answer_after_error()
+            return
+        if t is FrameEnd:
             if self.logprobs and self.frame.key is not None:  # on the line of the content they score
                 self.frame._tail = self.frame._tail[:-2] + self._logprobs_member() + b"}\n"
             elif self.logprobs and not self.done:  # a line without streamed text (a whole tool call)

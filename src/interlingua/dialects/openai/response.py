@@ -67,6 +67,7 @@ from ...numbers import INT64_MAX, INT64_MIN
 from ...framing import SSE_END, FrameEnd, sse_event
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
+    answer_after_error,
     answer_and_error,
     source_error_message,
     source_error_type,
@@ -580,8 +581,9 @@ class StreamDecoder(_Base):
         self.gate.release()
         for c in self.choices.values():
             if not c.finished:
-                if self.errored:
-                    break
+                if self.errored:  # (an answer after the error opened a block: it gets its last fragment)
+                    self.close_block(c)
+                    continue
                 raise TruncatedInputError(f"stream ended before choice {c.index} finished", dialect=DIALECT)
         self.emit(End())
 
@@ -777,6 +779,10 @@ class StreamEncoder(_EncoderBase):
 
     def on_event(self, event: Event) -> None:
         t = type(event)
+        if self.errored and t is not End:  # the error event ended the target's stream
+            if t is Block:
+                raise answer_after_error()
+            return
         if self.logprobs and t is not Logprobs and t is not Block:
             self._logprobs_chunk()
         if t is Block:
