@@ -1097,6 +1097,17 @@ pub fn answer_and_error() -> Error {
                                     (only a stream can end its answer with an error)")
 }
 
+/// A stream encoder's event after the source's error event (`errored`; not the `End`): the
+/// error event ended the target's stream, so content is `answer_after_error` and anything else
+/// is ignored, as its end is.
+pub fn after_the_error(event: &crate::canonical::Event<'_>) -> Result<()> {
+    match event {
+        crate::canonical::Event::Block(_) => Err(Error::new(ErrorClass::Schema,
+            "an answer after the stream's error: the error event ends the stream")),
+        _ => Ok(()),
+    }
+}
+
 /// `openai_time_us(raw)`: microseconds since the epoch of an openai `created` (raw
 /// JSON seconds), or `None` (not a positive integer: `0` is what a server that does
 /// not know writes).

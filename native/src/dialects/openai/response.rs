@@ -986,13 +986,16 @@ mod decoder {
             }
             self.ended = true;
             self.base.release(cx)?;
-            for c in &self.choices {
-                if !c.finished {
+            for c in 0..self.choices.len() {
+                if !self.choices[c].finished {
                     if self.base.errored {
-                        break;
+                        // (an answer after the error opened a block: it gets its last fragment)
+                        self.close_block(c, cx)?;
+                        continue;
                     }
                     return Err(Error::new(ErrorClass::TruncatedInput,
-                                          format!("stream ended before choice {} finished", c.index)).in_dialect(DIALECT));
+                                          format!("stream ended before choice {} finished", self.choices[c].index))
+                        .in_dialect(DIALECT));
                 }
             }
             cx.emit(Event::End)
@@ -1775,6 +1778,9 @@ mod encoder {
 
     impl Encode for StreamEncoder {
         fn event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+            if self.errored && !matches!(event, Event::End) {
+                return crate::lifecycle::after_the_error(&event);
+            }
             if !self.logprobs.is_empty() && !matches!(event, Event::Logprobs { .. } | Event::Block(_)) {
                 self.logprobs_chunk(out);
             }
