@@ -572,12 +572,31 @@ def answer_and_error() -> SchemaError:
                        "(only a stream can end its answer with an error)")
 
 
-def answer_after_error() -> SchemaError:
-    """What a stream encoder raises for content after the source's error event: the target's
+class AnswerOrError:
+    """What the response encoders (not the streams') share: a body is an answer or an error,
+    never both (``answer_and_error``). The class has ``begun`` (its answer's head is written),
+    ``done`` and ``abort``, and refuses to begin an answer once ``errored``."""
+
+    errored = False  # the body written is the source's error: no answer may follow it
+
+    def _error(self, error) -> None:
+        """The source's error: the target's error body when nothing was written yet; after the
+        answer began, refused."""
+        if self.begun:
+            raise answer_and_error()
+        if not self.done:
+            self.errored = True
+        self.abort(error)
+
+
+def after_the_error(event: Event) -> None:
+    """A stream encoder's event after the source's error event (its end aside): the target's
     error event ended its stream (anthropic's ``event: error`` and ollama's error line are its
-    last; openai's error chunk is followed by ``[DONE]`` only). Was written after the error
-    event, where no client reads it. Other events after it are ignored, as its end is."""
-    return SchemaError("an answer after the stream's error: the error event ends the stream")
+    last; openai's error chunk is followed by ``[DONE]`` only), so content is refused -- it was
+    written after the error event, where no client reads it -- and anything else is ignored, as
+    its end is."""
+    if type(event) is Block:
+        raise SchemaError("an answer after the stream's error: the error event ends the stream")
 
 
 # -- logprobs ----------------------------------------------------------------------------

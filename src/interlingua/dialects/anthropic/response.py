@@ -69,8 +69,9 @@ from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
 from ...naming import anthropic_id, canonical_id
 from ...lifecycle import (
-    answer_after_error,
+    after_the_error,
     answer_and_error,
+    AnswerOrError,
     source_error_message,
     source_error_type,
     BlockStream,
@@ -627,8 +628,7 @@ class StreamEncoder(_EncoderBase):
     def on_event(self, event: Event) -> None:
         t = type(event)
         if self.errored and t is not End:  # the error event ended the target's stream
-            if t is Block:
-                raise answer_after_error()
+            after_the_error(event)
             return
         if t is FrameEnd:
             self.frame.close()
@@ -810,7 +810,7 @@ def _error_type(error: Error) -> str:
             "not_found_error": "not_found_error"}.get(error.type, "api_error")
 
 
-class ResponseEncoder(_EncoderBase):
+class ResponseEncoder(AnswerOrError, _EncoderBase):
     """Canonical events -> one ``message`` body."""
 
     def __init__(self, write, session: Session) -> None:
@@ -855,17 +855,6 @@ class ResponseEncoder(_EncoderBase):
             self._error(event)
         elif t is End:
             self._end()
-
-    errored = False  # the body written is the source's error: no answer may follow it
-
-    def _error(self, error: Error) -> None:
-        """The source's error: the target's error body when nothing was written yet; after
-        the answer began, refused (``answer_and_error``)."""
-        if self.begun:
-            raise answer_and_error()
-        if not self.done:
-            self.errored = True
-        self.abort(error)
 
     def _block(self, block: Block) -> None:
         if block.init:

@@ -62,8 +62,9 @@ from ...framing import FrameEnd, ndjson_line
 from ..fields import check_logprob
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
-    answer_after_error,
+    after_the_error,
     answer_and_error,
+    AnswerOrError,
     source_error_message,
     source_error_type,
     BlockStream,
@@ -532,8 +533,7 @@ class StreamEncoder(_EncoderBase):
     def on_event(self, event: Event) -> None:
         t = type(event)
         if self.errored and t is not End:  # the error event ended the target's stream
-            if t is Block:
-                raise answer_after_error()
+            after_the_error(event)
             return
         if t is FrameEnd:
             if self.logprobs and self.frame.key is not None:  # on the line of the content they score
@@ -600,7 +600,7 @@ class StreamEncoder(_EncoderBase):
         self.write(ndjson_line(dumps({"error": error.message})))
 
 
-class ResponseEncoder(_EncoderBase):
+class ResponseEncoder(AnswerOrError, _EncoderBase):
     def __init__(self, write, session: Session) -> None:
         super().__init__(write, session)
         self.msg: MessageAssembler | None = None
@@ -617,6 +617,11 @@ class ResponseEncoder(_EncoderBase):
         elif type(event) is not FrameEnd:
             self._common(event)
 
+    @property
+    def begun(self) -> bool:
+        """The answer's head is written (``AnswerOrError``): its message is open, or was."""
+        return self.msg is not None
+
     def _message(self) -> MessageAssembler:
         if self.msg is None:
             if self.errored:
@@ -625,17 +630,6 @@ class ResponseEncoder(_EncoderBase):
             self.msg = MessageAssembler(JsonWriter(self.write), self.session, "ollama:member-order")
             self.msg.scalar("role", b'"assistant"')
         return self.msg
-
-    errored = False  # the body written is the source's error: no answer may follow it
-
-    def _error(self, error: Error) -> None:
-        """The source's error: the target's error body when nothing was written yet; after
-        the answer began, refused (``answer_and_error``)."""
-        if self.msg is not None:
-            raise answer_and_error()
-        if not self.done:
-            self.errored = True
-        self.abort(error)
 
     def _block(self, block: Block) -> None:
         if block.init:

@@ -67,8 +67,9 @@ from ...numbers import INT64_MAX, INT64_MIN
 from ...framing import SSE_END, FrameEnd, sse_event
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
-    answer_after_error,
+    after_the_error,
     answer_and_error,
+    AnswerOrError,
     source_error_message,
     source_error_type,
     beyond_64_bits,
@@ -780,8 +781,7 @@ class StreamEncoder(_EncoderBase):
     def on_event(self, event: Event) -> None:
         t = type(event)
         if self.errored and t is not End:  # the error event ended the target's stream
-            if t is Block:
-                raise answer_after_error()
+            after_the_error(event)
             return
         if self.logprobs and t is not Logprobs and t is not Block:
             self._logprobs_chunk()
@@ -885,7 +885,7 @@ class StreamEncoder(_EncoderBase):
         self._end()
 
 
-class ResponseEncoder(_EncoderBase):
+class ResponseEncoder(AnswerOrError, _EncoderBase):
     """Canonical events -> one ``chat.completion`` body."""
 
     object = "chat.completion"
@@ -974,17 +974,6 @@ class ResponseEncoder(_EncoderBase):
             self._error(event)
         elif t is End:
             self._end()
-
-    errored = False  # the body written is the source's error: no answer may follow it
-
-    def _error(self, error: Error) -> None:
-        """The source's error: the target's error body when nothing was written yet; after
-        the answer began, refused (``answer_and_error``)."""
-        if self.begun:
-            raise answer_and_error()
-        if not self.done:
-            self.errored = True
-        self.abort(error)
 
     def _block(self, block: Block) -> None:
         if not block.init:
