@@ -1272,12 +1272,13 @@ class RequestEncoder(Encoder):
         if result is not None and result.index == block.message and (call_id is None or call_id == result.id):
             return self._in_result(block, attrs)  # another part of the same result
         self._lose_result_attrs(block, attrs)
-        if self._tool_message(block):
+        if self._tool_message(block) or (self.foreign and attrs.get("in_parts") and not attrs.get("empty")):
             # its content array opens with its first element: the text, unless it is empty
-            # (anthropic rejects an empty text block), or the first image
+            # (anthropic rejects an empty text block), or the next part (an ollama result's
+            # first image)
             result, head = self._open_result(block, {**attrs, "empty": True}, call_id, True, True)
             result.writer.write(head)
-            return self._ollama_text(block, result)
+            return self._lazy_text(block, result)
         result, head = self._open_result(block, attrs, call_id, bool(attrs.get("in_parts")), False)
         w = result.writer
         if attrs.get("empty"):
@@ -1289,10 +1290,11 @@ class RequestEncoder(Encoder):
         w.write(head + _TEXT_HEAD)
         return w.write, (lambda late: (w.write(b'"}'), self._result_late(result, late, block)))
 
-    def _ollama_text(self, block: Block, result: _Result):
-        """The text of an ollama tool message, a text block of its result's content: written
-        from its first byte (none: not written; an ollama result's text streams as it comes,
-        so whether it is empty is known at its end), its link to the call with its end."""
+    def _lazy_text(self, block: Block, result: _Result):
+        """The first text of another dialect's tool result (an ollama tool message's, also after
+        its images), a text block of its content: written from its first byte (none: not
+        written -- anthropic rejects an empty text block; a text streams as it comes, so whether
+        it is empty is known at its end), its link to the call with its end."""
         w = result.writer
         started = False
 
@@ -1307,6 +1309,30 @@ class RequestEncoder(Encoder):
             if started:
                 w.write(_TEXT_TAIL)
             self._result_late(result, late, block)
+        return write, close
+
+    def _part_text(self, block: Block, attrs: dict, result: _Result):
+        """A further text part of the open result: written at once from anthropic (a copy), from
+        its first byte from another dialect -- an empty text is not written (anthropic rejects
+        it; was written), its members recorded."""
+        w = result.writer
+        started = False
+
+        def write(data: bytes) -> None:
+            nonlocal started
+            if not started and (data or not self.foreign):
+                started = True
+                w.write(result.separator() + _TEXT_HEAD)
+            w.write(data)
+
+        def close(late: dict) -> None:
+            every = {**attrs, **late}
+            text = {k: v for k, v in every.items() if k not in ("is_error", "tool_call_id")}
+            if started:
+                w.write(b'"' + self._members(block, "text", text) + b"}")
+            else:
+                self._lose_unwritten(block, text)
+            self._result_late(result, {k: v for k, v in every.items() if k in ("is_error", "tool_call_id")})
         return write, close
 
     def _result_late(self, result: _Result, late: dict, block: Block | None = None) -> None:
@@ -1339,16 +1365,9 @@ class RequestEncoder(Encoder):
             return None
         s = block.section
         if s is TOOL_RESULT and self._tool_message(block):
-            return self._ollama_text(block, result)  # an ollama tool message's text after its images
+            return self._lazy_text(block, result)  # an ollama tool message's text after its images
         if s is TOOL_RESULT:
-            w.write(result.separator() + _TEXT_HEAD)
-
-            def close(late: dict) -> None:
-                w.write(b'"' + self._members(block, "text", {k: v for k, v in {**attrs, **late}.items()
-                                                             if k not in ("is_error", "tool_call_id")}) + b"}")
-                self._result_late(result, {k: v for k, v in {**attrs, **late}.items()
-                                           if k in ("is_error", "tool_call_id")})
-            return w.write, close
+            return self._part_text(block, attrs, result)
         if s in (USER_IMAGE, USER_DOCUMENT):
             return self._media(block, attrs, result)
         if s in (UNKNOWN, SERVER_TOOL_RESULT) and attrs.get("dialect") == DIALECT:
