@@ -1491,10 +1491,10 @@ mod encoder {
     }
 
     /// `_lose_unwritten`: an empty text not written: what it had beside its text is recorded.
-    fn lose_unwritten(block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+    fn lose_unwritten(block: BlockRef<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
         for (key, _) in attrs {
             if !is_structure_attr(key) {
-                lose_field(io.session, DIALECT, BlockRef::of(block), key, Some(attrs), None)?;
+                lose_field(io.session, DIALECT, block, key, Some(attrs), None)?;
             }
         }
         Ok(())
@@ -1515,10 +1515,12 @@ mod encoder {
         /// the first block of a tool_result: `closer` at its close, then the late attributes
         ResultHead { fragments: bool, closer: &'static [u8], result: u64, head: Head<'a> },
         /// a further text part of the open tool_result
-        ResultText { head: Head<'a>, result: u64 },
-        /// the text of an ollama tool message (`_ollama_text`): its text block is opened by
-        /// its first byte (`started`), none when it has none
-        OllamaText { result: u64, started: bool, head: Head<'a> },
+        /// (`_part_text`: from another dialect, written from its first byte -- `started`)
+        ResultText { head: Head<'a>, result: u64, started: bool },
+        /// the first text of another dialect's tool result, an ollama tool message's also after
+        /// its images (`_lazy_text`): its text block is opened by its first byte (`started`),
+        /// none when it has none
+        LazyText { result: u64, started: bool, head: Head<'a> },
         /// an image or document
         Media(Media<'a>),
     }
@@ -1534,8 +1536,10 @@ mod encoder {
                 Placed::ResultHead { fragments, closer, result, head } => {
                     Placed::ResultHead { fragments, closer, result, head: head.into_owned() }
                 }
-                Placed::ResultText { head, result } => Placed::ResultText { head: head.into_owned(), result },
-                Placed::OllamaText { result, started, head } => Placed::OllamaText { result, started, head: head.into_owned() },
+                Placed::ResultText { head, result, started } => {
+                    Placed::ResultText { head: head.into_owned(), result, started }
+                }
+                Placed::LazyText { result, started, head } => Placed::LazyText { result, started, head: head.into_owned() },
                 Placed::Media(Media { head, to, kind, source, has_payload, result, sniffed }) => {
                     Placed::Media(Media { head: head.into_owned(), to, kind, source, has_payload, result, sniffed })
                 }
@@ -2081,7 +2085,7 @@ mod encoder {
             match s {
                 Section::SystemInstruction => {
                     if self.foreign && empty_fin {
-                        lose_unwritten(block, attrs, io)?;
+                        lose_unwritten(BlockRef::of(block), attrs, io)?;
                         return Ok(None); // an empty system text: absent means the same, and anthropic rejects it
                     }
                     if attr_truthy(attrs, "in_messages") {
@@ -2112,7 +2116,7 @@ mod encoder {
                                    Some("written as assistant text"), None)?;
                     }
                     if self.foreign && empty_fin {
-                        lose_unwritten(block, attrs, io)?;
+                        lose_unwritten(BlockRef::of(block), attrs, io)?;
                         self.empty_text = Some(role); // absent means the same, and anthropic rejects it
                         return Ok(None);
                     }
@@ -2376,12 +2380,14 @@ mod encoder {
                 }
             }
             self.lose_result_attrs(BlockRef::of(block), attrs, io)?;
-            if self.tool_message(block, io.session) {
+            let foreign_parts = self.foreign && attr_truthy(attrs, "in_parts") && !attr_truthy(attrs, "empty");
+            if self.tool_message(block, io.session) || foreign_parts {
                 // its content array opens with its first element: the text, unless it is empty
-                // (anthropic rejects an empty text block), or the first image
+                // (anthropic rejects an empty text block), or the next part (an ollama result's
+                // first image)
                 let (serial, head) = self.open_result(block, attrs, call_id, true, true, true, io)?;
                 io.write(OUT, &head)?;
-                return Ok(Some(Placed::OllamaText { result: serial, started: false, head: Head::borrowed(block) }));
+                return Ok(Some(Placed::LazyText { result: serial, started: false, head: Head::borrowed(block) }));
             }
             let empty = attr_truthy(attrs, "empty");
             let array = attr_truthy(attrs, "in_parts");
@@ -2453,8 +2459,22 @@ mod encoder {
             Ok((serial, head))
         }
 
-        /// `_ollama_text`'s writes: the text block opens with the first byte.
-        fn ollama_text(&mut self, result: u64, started: &mut bool, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
+        /// `_part_text`'s writes: from anthropic the text block opens at once (a copy), from
+        /// another dialect with its first byte (an empty text is not written).
+        fn part_text(&mut self, result: u64, started: &mut bool, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
+            if !*started && (!payload.is_empty() || !self.foreign) {
+                *started = true;
+                if let Some(open) = self.result.as_mut().filter(|r| r.serial == result) {
+                    let mut opening = open.separator().to_vec();
+                    opening.extend_from_slice(TEXT_HEAD);
+                    io.write(OUT, &opening)?;
+                }
+            }
+            io.write(OUT, payload)
+        }
+
+        /// `_lazy_text`'s writes: the text block opens with the first byte.
+        fn lazy_text(&mut self, result: u64, started: &mut bool, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
             if !payload.is_empty() && !*started {
                 *started = true;
                 if let Some(open) = self.result.as_mut().filter(|r| r.serial == result) {
@@ -2514,14 +2534,10 @@ mod encoder {
             match block.section {
                 Section::ToolResult if self.foreign && io.session.source == "ollama" => {
                     // an ollama tool message's text after its images
-                    Ok(Some(Placed::OllamaText { result: result.serial, started: false, head: Head::borrowed(block) }))
+                    Ok(Some(Placed::LazyText { result: result.serial, started: false, head: Head::borrowed(block) }))
                 }
                 Section::ToolResult => {
-                    let mut opening = result.separator().to_vec();
-                    opening.extend_from_slice(TEXT_HEAD);
-                    let serial = result.serial;
-                    io.write(OUT, &opening)?;
-                    Ok(Some(Placed::ResultText { head: Head::borrowed(block), result: serial }))
+                    Ok(Some(Placed::ResultText { head: Head::borrowed(block), result: result.serial, started: false }))
                 }
                 Section::UserImage | Section::UserDocument => self.media(block, attrs, true, false, io),
                 Section::Unknown | Section::ServerToolResult if attr_is(attrs, "dialect", DIALECT) => {
@@ -2682,8 +2698,9 @@ mod encoder {
             match placed {
                 Placed::Copy(w) | Placed::Object { to: w, .. } => io.write(*w, payload),
                 Placed::Drop | Placed::ResultHead { fragments: false, .. } => Ok(()),
-                Placed::ResultHead { .. } | Placed::ResultText { .. } => io.write(OUT, payload),
-                Placed::OllamaText { result, started, .. } => self.ollama_text(*result, started, payload, io),
+                Placed::ResultHead { .. } => io.write(OUT, payload),
+                Placed::ResultText { result, started, .. } => self.part_text(*result, started, payload, io),
+                Placed::LazyText { result, started, .. } => self.lazy_text(*result, started, payload, io),
                 Placed::Media(media) => {
                     if let Some(sniffed) = media.sniffed.as_mut() {
                         keep_head(sniffed, payload);
@@ -2720,23 +2737,27 @@ mod encoder {
                     self.result_late(result, late, false);
                     self.lose_result_attrs(head.as_ref(), late, io)
                 }
-                Placed::OllamaText { result, started, head } => {
+                Placed::LazyText { result, started, head } => {
                     if started {
                         io.write(OUT, TEXT_TAIL)?;
                     }
                     self.result_late(result, late, false);
                     self.lose_result_attrs(head.as_ref(), late, io)
                 }
-                Placed::ResultText { head, result } => {
+                Placed::ResultText { head, result, started } => {
                     let every = merged(&head.attrs, late);
                     let (linking, text): (Vec<Attr<'_>>, Vec<Attr<'_>>) =
                         every.iter().cloned().partition(|(k, _)| k == "is_error" || k == "tool_call_id");
-                    let mut tail = self.take_scratch();
-                    tail.push(b'"');
-                    self.members(head.as_ref(), "text", &text, io, &mut tail)?;
-                    tail.push(b'}');
-                    io.write(OUT, &tail)?;
-                    self.scratch = tail;
+                    if started {
+                        let mut tail = self.take_scratch();
+                        tail.push(b'"');
+                        self.members(head.as_ref(), "text", &text, io, &mut tail)?;
+                        tail.push(b'}');
+                        io.write(OUT, &tail)?;
+                        self.scratch = tail;
+                    } else {
+                        lose_unwritten(head.as_ref(), &text, io)?;
+                    }
                     self.result_late(result, &linking, true);
                     Ok(())
                 }
