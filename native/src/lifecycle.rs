@@ -1097,15 +1097,10 @@ pub fn answer_and_error() -> Error {
                                     (only a stream can end its answer with an error)")
 }
 
-/// A stream encoder's event after the source's error event (`errored`; not the `End`): the
-/// error event ended the target's stream, so content is `answer_after_error` and anything else
-/// is ignored, as its end is.
-pub fn after_the_error(event: &crate::canonical::Event<'_>) -> Result<()> {
-    match event {
-        crate::canonical::Event::Block(_) => Err(Error::new(ErrorClass::Schema,
-            "an answer after the stream's error: the error event ends the stream")),
-        _ => Ok(()),
-    }
+/// `answer_after_error()`: what a stream encoder returns for content after the source's error
+/// event: the target's error event ended its stream. Other events after it go on as before.
+pub fn answer_after_error() -> Error {
+    Error::new(ErrorClass::Schema, "an answer after the stream's error: the error event ends the stream")
 }
 
 /// `openai_time_us(raw)`: microseconds since the epoch of an openai `created` (raw

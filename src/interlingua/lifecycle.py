@@ -589,14 +589,13 @@ class AnswerOrError:
         self.abort(error)
 
 
-def after_the_error(event: Event) -> None:
-    """A stream encoder's event after the source's error event (its end aside): the target's
+def answer_after_error() -> SchemaError:
+    """What a stream encoder raises for content after the source's error event: the target's
     error event ended its stream (anthropic's ``event: error`` and ollama's error line are its
-    last; openai's error chunk is followed by ``[DONE]`` only), so content is refused -- it was
-    written after the error event, where no client reads it -- and anything else is ignored, as
-    its end is."""
-    if type(event) is Block:
-        raise SchemaError("an answer after the stream's error: the error event ends the stream")
+    last; openai's error chunk is followed by ``[DONE]`` only); content was written after it,
+    where no client reads it. Other events after it go on as before (a member after the
+    error is recorded as any other)."""
+    return SchemaError("an answer after the stream's error: the error event ends the stream")
 
 
 # -- logprobs ----------------------------------------------------------------------------

@@ -1551,8 +1551,9 @@ fn internal_encoder(what: &str) -> Error {
 
 impl Encode for StreamEncoder {
     fn event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
-        if self.errored && !matches!(event, Event::End) {
-            return crate::lifecycle::after_the_error(&event);
+        if self.errored && matches!(event, Event::Block(_)) {
+            // the error event ended the target's stream
+            return Err(crate::lifecycle::answer_after_error());
         }
         if let Event::MessageStart { id, model, choice } = event {
             // (by value: the id and model a decoder handed over are kept, not copied)

@@ -1283,8 +1283,9 @@ impl StreamEncoder {
 
 impl Encode for StreamEncoder {
     fn event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
-        if self.errored && !matches!(event, Event::End) {
-            return crate::lifecycle::after_the_error(&event);
+        if self.errored && matches!(event, Event::Block(_)) {
+            // the error event ended the target's stream
+            return Err(crate::lifecycle::answer_after_error());
         }
         match &event {
             Event::FrameEnd => self.frame_end(session, out),

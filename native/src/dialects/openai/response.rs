@@ -1778,8 +1778,9 @@ mod encoder {
 
     impl Encode for StreamEncoder {
         fn event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
-            if self.errored && !matches!(event, Event::End) {
-                return crate::lifecycle::after_the_error(&event);
+            if self.errored && matches!(event, Event::Block(_)) {
+                // the error event ended the target's stream
+                return Err(crate::lifecycle::answer_after_error());
             }
             if !self.logprobs.is_empty() && !matches!(event, Event::Logprobs { .. } | Event::Block(_)) {
                 self.logprobs_chunk(out);

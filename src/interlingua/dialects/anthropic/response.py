@@ -69,7 +69,7 @@ from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
 from ...naming import anthropic_id, canonical_id
 from ...lifecycle import (
-    after_the_error,
+    answer_after_error,
     answer_and_error,
     AnswerOrError,
     source_error_message,
@@ -627,9 +627,8 @@ class StreamEncoder(_EncoderBase):
 
     def on_event(self, event: Event) -> None:
         t = type(event)
-        if self.errored and t is not End:  # the error event ended the target's stream
-            after_the_error(event)
-            return
+        if t is Block and self.errored:  # the error event ended the target's stream
+            raise answer_after_error()
         if t is FrameEnd:
             self.frame.close()
         elif t is Block:

@@ -62,7 +62,7 @@ from ...framing import FrameEnd, ndjson_line
 from ..fields import check_logprob
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
-    after_the_error,
+    answer_after_error,
     answer_and_error,
     AnswerOrError,
     source_error_message,
@@ -532,9 +532,8 @@ class StreamEncoder(_EncoderBase):
 
     def on_event(self, event: Event) -> None:
         t = type(event)
-        if self.errored and t is not End:  # the error event ended the target's stream
-            after_the_error(event)
-            return
+        if t is Block and self.errored:  # the error event ended the target's stream
+            raise answer_after_error()
         if t is FrameEnd:
             if self.logprobs and self.frame.key is not None:  # on the line of the content they score
                 self.frame._tail = self.frame._tail[:-2] + self._logprobs_member() + b"}\n"

@@ -67,7 +67,7 @@ from ...numbers import INT64_MAX, INT64_MIN
 from ...framing import SSE_END, FrameEnd, sse_event
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
-    after_the_error,
+    answer_after_error,
     answer_and_error,
     AnswerOrError,
     source_error_message,
@@ -780,9 +780,8 @@ class StreamEncoder(_EncoderBase):
 
     def on_event(self, event: Event) -> None:
         t = type(event)
-        if self.errored and t is not End:  # the error event ended the target's stream
-            after_the_error(event)
-            return
+        if t is Block and self.errored:  # the error event ended the target's stream
+            raise answer_after_error()
         if self.logprobs and t is not Logprobs and t is not Block:
             self._logprobs_chunk()
         if t is Block:
