@@ -605,9 +605,6 @@ impl Readers {
     /// `_error`: an error member or event; every open block gets its last fragment first.
     fn error(&mut self, value: Value, cx: &mut Cx<'_>) -> Result<()> {
         use crate::lifecycle::{source_error_message, source_error_type};
-        if value.is_null() {
-            return Ok(()); // ("error": null, as a serializer that writes every field does: no error)
-        }
         let (kind, message) = match &value {
             Value::Object(_) => (source_error_type(value.get("type")), source_error_message(value.get("message"))),
             other => ("api_error".to_string(), source_error_message(Some(other))),
