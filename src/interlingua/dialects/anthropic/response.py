@@ -265,8 +265,6 @@ class _Base(ResponseDecoderBase):
             self.start_message()
 
     def _error(self, value: Any) -> None:
-        if value is None:  # ("error": null, as a serializer that writes every field does: no error)
-            return
         err = value if isinstance(value, dict) else {"message": value}
         self.gate.release()
         self.close_open()  # every block gets its last fragment; the error follows it
