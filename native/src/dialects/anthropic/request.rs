@@ -1490,14 +1490,24 @@ mod encoder {
         }
     }
 
-    /// `_lose_unwritten`: an empty text not written: what it had beside its text is recorded.
-    fn lose_unwritten(block: BlockRef<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+    /// `_RESULT_MEMBERS`: the attributes a `tool_result` writes as its members.
+    const RESULT_MEMBERS: &[&str] = &["is_error", "cache_control", EXTRA_ATTR];
+
+    /// `_lose_attrs`: a loss for each attribute that is neither structure nor `written` as a
+    /// member: an empty text not written (all of them), the first part of a tool result
+    /// (`RESULT_MEMBERS` go on the `tool_result`).
+    fn lose_attrs(block: BlockRef<'_>, attrs: &[Attr<'_>], written: &[&str], io: &mut Io<'_>) -> Result<()> {
         for (key, _) in attrs {
-            if !is_structure_attr(key) {
+            if !written.contains(&key.as_ref()) && !is_structure_attr(key) {
                 lose_field(io.session, DIALECT, block, key, Some(attrs), None)?;
             }
         }
         Ok(())
+    }
+
+    /// A part of a tool_result with no result open (its callers open or check one first).
+    fn no_open_result() -> Error {
+        Error::new(ErrorClass::Transcode, "internal error in the native core: anthropic request encoder: no tool_result is open")
     }
 
     /// The state of a placed block (what Python's `write` / `close` closures held).
@@ -2085,7 +2095,7 @@ mod encoder {
             match s {
                 Section::SystemInstruction => {
                     if self.foreign && empty_fin {
-                        lose_unwritten(BlockRef::of(block), attrs, io)?;
+                        lose_attrs(BlockRef::of(block), attrs, &[], io)?;
                         return Ok(None); // an empty system text: absent means the same, and anthropic rejects it
                     }
                     if attr_truthy(attrs, "in_messages") {
@@ -2116,7 +2126,7 @@ mod encoder {
                                    Some("written as assistant text"), None)?;
                     }
                     if self.foreign && empty_fin {
-                        lose_unwritten(BlockRef::of(block), attrs, io)?;
+                        lose_attrs(BlockRef::of(block), attrs, &[], io)?;
                         self.empty_text = Some(role); // absent means the same, and anthropic rejects it
                         return Ok(None);
                     }
@@ -2379,7 +2389,7 @@ mod encoder {
                     return self.in_result(block, attrs, io); // another part of the same result
                 }
             }
-            self.lose_result_attrs(BlockRef::of(block), attrs, io)?;
+            lose_attrs(BlockRef::of(block), attrs, RESULT_MEMBERS, io)?;
             let foreign_parts = self.foreign && attr_truthy(attrs, "in_parts") && !attr_truthy(attrs, "empty");
             if self.tool_message(block, io.session) || foreign_parts {
                 // its content array opens with its first element: the text, unless it is empty
@@ -2459,23 +2469,12 @@ mod encoder {
             Ok((serial, head))
         }
 
-        /// `_part_text`'s writes: from anthropic the text block opens at once (a copy), from
-        /// another dialect with its first byte (an empty text is not written).
-        fn part_text(&mut self, result: u64, started: &mut bool, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
-            if !*started && (!payload.is_empty() || !self.foreign) {
-                *started = true;
-                if let Some(open) = self.result.as_mut().filter(|r| r.serial == result) {
-                    let mut opening = open.separator().to_vec();
-                    opening.extend_from_slice(TEXT_HEAD);
-                    io.write(OUT, &opening)?;
-                }
-            }
-            io.write(OUT, payload)
-        }
-
-        /// `_lazy_text`'s writes: the text block opens with the first byte.
-        fn lazy_text(&mut self, result: u64, started: &mut bool, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
-            if !payload.is_empty() && !*started {
+        /// `_ResultText.write`: a text block in a tool_result's content opens with its first byte
+        /// -- an empty text of another dialect is not written -- or at once (`eager`: a copy from
+        /// anthropic writes what came).
+        fn result_text(&mut self, result: u64, started: &mut bool, eager: bool, payload: &[u8], io: &mut Io<'_>)
+                       -> Result<()> {
+            if !*started && (!payload.is_empty() || eager) {
                 *started = true;
                 if let Some(open) = self.result.as_mut().filter(|r| r.serial == result) {
                     let mut opening = open.separator().to_vec();
@@ -2510,21 +2509,9 @@ mod encoder {
             }
         }
 
-        /// `_lose_result_attrs`: what the first part of a tool result has that a `tool_result`
-        /// has no member for (an openai tool message's text part's own members): recorded, as a
-        /// further part's are (`members`).
-        fn lose_result_attrs(&self, head: BlockRef<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
-            for (key, _) in attrs {
-                if !matches!(key.as_ref(), "is_error" | "cache_control" | EXTRA_ATTR) && !is_structure_attr(key) {
-                    lose_field(io.session, DIALECT, head, key, Some(attrs), None)?;
-                }
-            }
-            Ok(())
-        }
-
         /// `_in_result`: a further part of the open tool result.
         fn in_result<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
-            let result = self.result.as_mut().expect("a result is open");
+            let result = self.result.as_mut().ok_or_else(no_open_result)?;
             if !result.array {
                 // cannot happen from our decoders; keep the text
                 lose_block(io.session, DIALECT, BlockRef::of(block), "second part of a string tool_result content",
@@ -2591,7 +2578,7 @@ mod encoder {
                 io.write(OUT, &head)?;
             }
             let (to, result) = if in_result || result_of {
-                let result = self.result.as_mut().expect("a result is open");
+                let result = self.result.as_mut().ok_or_else(no_open_result)?;
                 let sep = result.separator();
                 io.write(OUT, sep)?;
                 (OUT, Some(result.serial))
@@ -2699,8 +2686,11 @@ mod encoder {
                 Placed::Copy(w) | Placed::Object { to: w, .. } => io.write(*w, payload),
                 Placed::Drop | Placed::ResultHead { fragments: false, .. } => Ok(()),
                 Placed::ResultHead { .. } => io.write(OUT, payload),
-                Placed::ResultText { result, started, .. } => self.part_text(*result, started, payload, io),
-                Placed::LazyText { result, started, .. } => self.lazy_text(*result, started, payload, io),
+                Placed::ResultText { result, started, .. } => {
+                    let eager = !self.foreign;
+                    self.result_text(*result, started, eager, payload, io)
+                }
+                Placed::LazyText { result, started, .. } => self.result_text(*result, started, false, payload, io),
                 Placed::Media(media) => {
                     if let Some(sniffed) = media.sniffed.as_mut() {
                         keep_head(sniffed, payload);
@@ -2735,14 +2725,14 @@ mod encoder {
                 Placed::ResultHead { closer, result, head, .. } => {
                     io.write(OUT, closer)?;
                     self.result_late(result, late, false);
-                    self.lose_result_attrs(head.as_ref(), late, io)
+                    lose_attrs(head.as_ref(), late, RESULT_MEMBERS, io)
                 }
                 Placed::LazyText { result, started, head } => {
                     if started {
                         io.write(OUT, TEXT_TAIL)?;
                     }
                     self.result_late(result, late, false);
-                    self.lose_result_attrs(head.as_ref(), late, io)
+                    lose_attrs(head.as_ref(), late, RESULT_MEMBERS, io)
                 }
                 Placed::ResultText { head, result, started } => {
                     let every = merged(&head.attrs, late);
@@ -2756,7 +2746,7 @@ mod encoder {
                         io.write(OUT, &tail)?;
                         self.scratch = tail;
                     } else {
-                        lose_unwritten(head.as_ref(), &text, io)?;
+                        lose_attrs(head.as_ref(), &text, &[], io)?;
                     }
                     self.result_late(result, &linking, true);
                     Ok(())

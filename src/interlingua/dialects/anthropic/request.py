@@ -655,6 +655,25 @@ class _Result:
         return b"," if self.parts > 1 else b""
 
 
+class _ResultText:
+    """A text block in a ``tool_result``'s content, opened by its first byte -- an empty text
+    of another dialect is not written (anthropic rejects it) -- or at once (``eager``: a copy
+    from anthropic writes what came)."""
+
+    __slots__ = ("result", "eager", "started")
+
+    def __init__(self, result: _Result, eager: bool) -> None:
+        self.result = result
+        self.eager = eager
+        self.started = False
+
+    def write(self, data: bytes) -> None:
+        if not self.started and (data or self.eager):
+            self.started = True
+            self.result.writer.write(self.result.separator() + _TEXT_HEAD)
+        self.result.writer.write(data)
+
+
 class RequestEncoder(Encoder):
     """Canonical events -> an Anthropic Messages request body.
 
@@ -1025,10 +1044,12 @@ class RequestEncoder(Encoder):
         which it rejects."""
         return self.foreign and block.section in _DROPPED_WHEN_EMPTY
 
-    def _lose_unwritten(self, block: Block, attrs: dict) -> None:
-        """An empty text not written: what it had beside its text is recorded (was not)."""
+    def _lose_attrs(self, block: Block, attrs: dict, written: frozenset = frozenset()) -> None:
+        """A loss for each attribute that is neither structure nor ``written`` as a member: an
+        empty text not written (all of them; were not recorded), the first part of a tool
+        result (``_RESULT_MEMBERS`` go on the ``tool_result``; were dropped unrecorded)."""
         for key in attrs:
-            if key not in _STRUCTURE_ATTRS:
+            if key not in written and key not in _STRUCTURE_ATTRS:
                 self._lose_field(block, key, attrs)
 
     def _place_block(self, block: Block):
@@ -1043,7 +1064,7 @@ class RequestEncoder(Encoder):
             return None
         if s is SYSTEM_INSTRUCTION:
             if self.foreign and block.fin and not block.payload:
-                self._lose_unwritten(block, attrs)
+                self._lose_attrs(block, attrs)
                 return None  # an empty system text: absent means the same, and anthropic rejects it
             if attrs.get("in_messages"):
                 return self._text(block, attrs, self._message_for(block, "system", attrs, True))
@@ -1064,7 +1085,7 @@ class RequestEncoder(Encoder):
             if s is ASSISTANT_REFUSAL:
                 self._lose_block(block, "refusal block", "written as assistant text")
             if self.foreign and block.fin and not block.payload:
-                self._lose_unwritten(block, attrs)
+                self._lose_attrs(block, attrs)
                 return _EMPTY_TEXT  # absent means the same, and anthropic rejects it
             return self._text(block, attrs, self._message_for(block, role, attrs, True))
         if s is USER_IMAGE or s is USER_DOCUMENT:
@@ -1271,7 +1292,7 @@ class RequestEncoder(Encoder):
         call_id = attrs.get("tool_call_id")
         if result is not None and result.index == block.message and (call_id is None or call_id == result.id):
             return self._in_result(block, attrs)  # another part of the same result
-        self._lose_result_attrs(block, attrs)
+        self._lose_attrs(block, attrs, _RESULT_MEMBERS)
         if self._tool_message(block) or (self.foreign and attrs.get("in_parts") and not attrs.get("empty")):
             # its content array opens with its first element: the text, unless it is empty
             # (anthropic rejects an empty text block), or the next part (an ollama result's
@@ -1295,49 +1316,33 @@ class RequestEncoder(Encoder):
         its images), a text block of its content: written from its first byte (none: not
         written -- anthropic rejects an empty text block; a text streams as it comes, so whether
         it is empty is known at its end), its link to the call with its end."""
-        w = result.writer
-        started = False
-
-        def write(data: bytes) -> None:
-            nonlocal started
-            if data and not started:
-                started = True
-                w.write(result.separator() + _TEXT_HEAD)
-            w.write(data)
+        text = _ResultText(result, eager=False)
 
         def close(late: dict) -> None:
-            if started:
-                w.write(_TEXT_TAIL)
+            if text.started:
+                result.writer.write(_TEXT_TAIL)
             self._result_late(result, late, block)
-        return write, close
+        return text.write, close
 
     def _part_text(self, block: Block, attrs: dict, result: _Result):
         """A further text part of the open result: written at once from anthropic (a copy), from
         its first byte from another dialect -- an empty text is not written (anthropic rejects
         it; was written), its members recorded."""
-        w = result.writer
-        started = False
-
-        def write(data: bytes) -> None:
-            nonlocal started
-            if not started and (data or not self.foreign):
-                started = True
-                w.write(result.separator() + _TEXT_HEAD)
-            w.write(data)
+        text = _ResultText(result, eager=not self.foreign)
 
         def close(late: dict) -> None:
             every = {**attrs, **late}
-            text = {k: v for k, v in every.items() if k not in ("is_error", "tool_call_id")}
-            if started:
-                w.write(b'"' + self._members(block, "text", text) + b"}")
+            members = {k: v for k, v in every.items() if k not in ("is_error", "tool_call_id")}
+            if text.started:
+                result.writer.write(b'"' + self._members(block, "text", members) + b"}")
             else:
-                self._lose_unwritten(block, text)
+                self._lose_attrs(block, members)
             self._result_late(result, {k: v for k, v in every.items() if k in ("is_error", "tool_call_id")})
-        return write, close
+        return text.write, close
 
     def _result_late(self, result: _Result, late: dict, block: Block | None = None) -> None:
         """The result's attributes that came after its first part started; with ``block`` (its
-        first part) the others are recorded (``_lose_result_attrs``)."""
+        first part) the others are recorded (``_lose_attrs``)."""
         for key, value in late.items():
             if key == "tool_call_id":
                 if result.id is None:
@@ -1346,15 +1351,7 @@ class RequestEncoder(Encoder):
             elif key in _RESULT_MEMBERS:
                 result.attrs[key] = value
         if block is not None:
-            self._lose_result_attrs(block, late)
-
-    def _lose_result_attrs(self, block: Block, attrs: dict) -> None:
-        """What the first part of a tool result has that a ``tool_result`` has no member for (an
-        openai tool message's text part's own members): recorded, as a further part's are
-        (``_members``). Was dropped with nothing recorded."""
-        for key in attrs:
-            if key not in _RESULT_MEMBERS and key not in _STRUCTURE_ATTRS:
-                self._lose_field(block, key, attrs)
+            self._lose_attrs(block, late, _RESULT_MEMBERS)
 
     def _in_result(self, block: Block, attrs: dict):
         """A further part of the open tool result."""
