@@ -2235,7 +2235,8 @@ mod encoder {
             self.done = true;
             self.begin(io)?;
             self.close_choice(None, io)?;
-            let mut usage = Vec::new(); // (written before the body's tail: its sum may be beyond 64 bits)
+            // (written before the body's tail: its sum may be beyond 64 bits; room for the usual object)
+            let mut usage = Vec::with_capacity(256);
             if let Some(u) = self.head.usage.as_ref().filter(|u| has_openai_usage(u)) {
                 usage.extend_from_slice(b",\"usage\":");
                 push_usage_openai(u, io.session, &mut usage)?;
