@@ -72,7 +72,7 @@ from datetime import datetime, timedelta, timezone
 import msgspec
 
 from . import json as tok
-from .canonical import Block, Event, Section, Usage
+from .canonical import Block, Event, Finish, Section, Usage
 from .errors import SchemaError
 from .jsonwriter import dumps
 from .losses import finish_path, lacks, path_subject
@@ -596,6 +596,26 @@ def answer_after_error() -> SchemaError:
     where no client reads it. Other events after it go on as before (a member after the
     error is recorded as any other)."""
     return SchemaError("an answer after the stream's error: the error event ends the stream")
+
+
+#: what ``lose_after_error`` says: the target's stream ended at its error event
+_AFTER_ERROR = "place after its stream's error event"
+
+
+def lose_after_error(event: Finish | Usage | None, session: Session, target: str) -> None:
+    """A finish reason or usage counts a stream encoder did not write because its error
+    event ended the stream (``answer_after_error``): they came after it, or were held for
+    the end the error took the place of. Each is a recorded loss at its source path."""
+    if event is None:
+        return
+    if type(event) is Finish:
+        if event.reason is not None or event.stop_sequence is not None:
+            path = finish_path(session.source, session.kind, event.choice)
+            session.lose(path, lacks(path_subject(path), target, _AFTER_ERROR, "not sent"))
+        return
+    for name in USAGE_COUNTS:
+        if getattr(event, name) is not None:
+            _lose_count(session, name, target, _AFTER_ERROR, "not sent")
 
 
 # -- logprobs ----------------------------------------------------------------------------

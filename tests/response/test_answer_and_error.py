@@ -8,7 +8,9 @@ the target's error body; a stream ends its answer with its error event, and cont
 event raises ``SchemaError`` too (other events after it go on as before: a member after the
 error is recorded as any other). The wire
 cases, located in the source: ``rpt/response-error-after-answer``,
-``rpt/response-answer-after-error``, ``rpt/stream-answer-after-error``.
+``rpt/response-answer-after-error``, ``rpt/stream-answer-after-error``. A stream's finish and usage
+the target did not send because its error event ended it (after the error, or held for the end)
+are recorded losses (``rpt/stream-finish-after-error``).
 Every run is on the backend under test (``Encoder`` dispatches to the native one).
 """
 
@@ -18,7 +20,7 @@ import json
 
 import pytest
 
-from interlingua import Block, End, Encoder, Error, MessageStart, SchemaError, Section
+from interlingua import Block, End, Encoder, Error, Finish, MessageStart, SchemaError, Section, Usage
 
 HOOKS = {"clock": lambda: 1767225600.5, "entropy": lambda n: bytes(n)}
 TARGETS = ("openai", "anthropic", "ollama")
@@ -33,12 +35,15 @@ ORDERS = {
 }
 
 
-def encode(target: str, kind: str, events: list):
-    encoder = Encoder(target, kind=kind, **HOOKS)
+def encode(target: str, kind: str, events: list, losses: list | None = None, source: str = ""):
+    encoder = Encoder(target, kind=kind, source=source, **HOOKS)
     out = b""
     for event in events:
         out += encoder.feed(event)
-    return out + encoder.close()
+    out += encoder.close()
+    if losses is not None:
+        losses.extend(encoder.losses)
+    return out
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -67,3 +72,33 @@ def test_a_stream_refuses_an_answer_after_its_error_event(target):
     with pytest.raises(SchemaError, match="an answer after the stream's error"):
         encode(target, "stream", ORDERS["answer after the error"])
 
+
+
+FINISH, USAGE = Finish("end_turn"), Usage(input=3, output=2)
+#: the stream's end after its error event, per target: nothing more (openai: its ``[DONE]``)
+LAST_EVENT = {"openai": b"data: [DONE]\n\n", "anthropic": b"\"overloaded\"}}\n\n", "ollama": b"\"overloaded\"}\n"}
+AFTER_ERROR = {
+    "finish and usage after the error": [START, TEXT, ERROR, FINISH, USAGE, End()],
+    "finish held for usage at the error": [START, TEXT, FINISH, ERROR, USAGE, End()],
+    "usage before the error": [START, TEXT, USAGE, ERROR, FINISH, End()],
+}
+
+
+@pytest.mark.parametrize("source", TARGETS)
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("order", AFTER_ERROR)
+def test_a_stream_ends_at_its_error_event_and_records_the_finish_and_usage_it_did_not_send(target, source, order):
+    """Whatever the order, the output ends with the error event, and each finish or count that is
+    not in it is a loss at its source path (openai writes a finish before the error at once: no
+    loss; the others hold it for their last event)."""
+    losses: list = []
+    out = encode(target, "stream", AFTER_ERROR[order], losses, source=source)
+    assert out.endswith(LAST_EVENT[target]), out
+    tail = out.split(b"overloaded", 1)[1]
+    assert b"stop" not in tail and b"end_turn" not in tail and b"_tokens" not in tail and b"count" not in tail
+    paths = {loss.path for loss in losses if "error event" in loss.reason}
+    finish = {"openai": "$.choices[0].finish_reason", "anthropic": "$.delta.stop_reason", "ollama": "$.done_reason"}
+    sent = target == "openai" and order == "finish held for usage at the error"
+    assert (finish[source] in paths) != sent, (paths, losses)
+    output = {"openai": "$.usage.completion_tokens", "anthropic": "$.message.usage.output_tokens", "ollama": "$.eval_count"}
+    assert output[source] in paths, (paths, losses)

@@ -70,6 +70,7 @@ from ...jsonwriter import dumps
 from ...naming import anthropic_id, canonical_id
 from ...lifecycle import (
     answer_after_error,
+    lose_after_error,
     answer_and_error,
     AnswerOrError,
     source_error_message,
@@ -612,6 +613,7 @@ class StreamEncoder(_EncoderBase):
         self.held = None  # Hold of a block written whole at its end (redacted, server)
         self.signature: str | None = None
         self.finish_hold = None  # Hold with the Finish waiting for usage
+        self.unsent_usage: Usage | None = None  # counts merged since message_start / message_delta
         self.done = False
         self.errored = False
         self.lost = False  # the current block is not carried
@@ -639,8 +641,11 @@ class StreamEncoder(_EncoderBase):
                 self.id, self.model = event.id, event.model
         elif t is Extension:
             self._extension(event)
+        elif self.errored and (t is Usage or t is Finish and event.choice == 0):
+            lose_after_error(event, self.session, DIALECT)  # (its error event ended the stream)
         elif t is Usage:
             self.usage = merge_usage(self.usage, event)
+            self.unsent_usage = merge_usage(self.unsent_usage, event) if self.started else None
             if self.finish_hold is not None:
                 self._message_delta()
         elif t is Finish:
@@ -778,6 +783,7 @@ class StreamEncoder(_EncoderBase):
         self.write(sse_event("message_delta", b'{"type":"message_delta","delta":' + dumps(delta)
                              + b',"usage":' + dumps(usage) + b"}"))
         self.delta_written = True
+        self.unsent_usage = None
 
     delta_written = False
 
@@ -800,6 +806,11 @@ class StreamEncoder(_EncoderBase):
         self.errored = True
         self.write(sse_event("error", b'{"type":"error","error":' + dumps(
             {"type": _error_type(error), "message": error.message}) + b"}"))
+        # its error event ends the stream: the message_delta's finish and counts are not sent
+        for finish in self.finish_hold.drain() if self.finish_hold is not None else ():
+            lose_after_error(finish, self.session, DIALECT)
+        self.finish_hold = None
+        lose_after_error(self.unsent_usage if self.started else self.usage, self.session, DIALECT)
 
 
 def _error_type(error: Error) -> str:

@@ -63,6 +63,7 @@ from ..fields import check_logprob
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
     answer_after_error,
+    lose_after_error,
     answer_and_error,
     AnswerOrError,
     source_error_message,
@@ -124,6 +125,8 @@ class _Decoder(ResponseDecoderBase):
             if fin:
                 self._text_first.reasoning_end()
         self._sinks[Section.ASSISTANT_REASONING] = thinking_sink
+
+    streams = False  # (a stream's lines go on after its error; a body's error is all it says)
 
     def _reset(self) -> None:
         self.done = False
@@ -352,9 +355,17 @@ class _Decoder(ResponseDecoderBase):
         self._close()
 
     def _document_end(self) -> None:
-        if self.errored:
-            return
         if not self.done:
+            return
+        if self.errored and not self.streams:  # (an error body: its done members say nothing more)
+            return
+        if self.errored:  # a done line after a stream's error: what it gives goes on, for the encoder to record
+            if self.reason is not None:
+                self.out(Finish(finish_from(DIALECT, self.reason)))
+            if self.counts:
+                self.out(usage_from_ollama(self.counts))
+            self.ended = True
+            self.emit(End())
             return
         self.start_message()
         self._close()
@@ -383,6 +394,8 @@ class _Decoder(ResponseDecoderBase):
 
 
 class StreamDecoder(_Decoder):
+    streams = True
+
     def begin_frame(self) -> None:
         self.restart(self._document)
 
@@ -548,6 +561,8 @@ class StreamEncoder(_EncoderBase):
             self.abort(event)
         elif type(event) is End:
             self._end()
+        elif self.errored and (t is Usage or t is Finish and event.choice == 0):
+            lose_after_error(event, self.session, DIALECT)  # (its error line ended the stream)
         elif type(event) is Finish:
             self.frame.close()
             self._common(event)
@@ -597,6 +612,9 @@ class StreamEncoder(_EncoderBase):
         self.frame.close()
         self.errored = True
         self.write(ndjson_line(dumps({"error": error.message})))
+        # its error line ends the stream: the done line's finish and counts are not sent
+        lose_after_error(self.finish_event, self.session, DIALECT)
+        lose_after_error(self.usage, self.session, DIALECT)
 
 
 class ResponseEncoder(AnswerOrError, _EncoderBase):

@@ -68,6 +68,7 @@ from ...framing import SSE_END, FrameEnd, sse_event
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
     answer_after_error,
+    lose_after_error,
     answer_and_error,
     AnswerOrError,
     source_error_message,
@@ -795,6 +796,9 @@ class StreamEncoder(_EncoderBase):
         elif t is Extension:
             self._extension(event)
         elif t is Finish:
+            if self.errored:  # (its error chunk ended the stream)
+                lose_after_error(event, self.session, DIALECT)
+                return
             self.frame.close()
             self._ensure_role(event.choice)
             reason = finish_to(DIALECT, event.reason, self.session, event.stop_sequence)
@@ -867,9 +871,11 @@ class StreamEncoder(_EncoderBase):
         if self.done:
             return
         self.frame.close()
-        if self.usage is not None and not self.errored:
+        if self.usage is not None:
             if not self.session.options.openai_stream_usage:
                 lose_unasked_usage(self.usage, self.session)
+            elif self.errored:
+                lose_after_error(self.usage, self.session, DIALECT)
             else:
                 usage = usage_to_openai(self.usage, self.session)
                 if usage is not None:
