@@ -1103,6 +1103,32 @@ pub fn answer_after_error() -> Error {
     Error::new(ErrorClass::Schema, "an answer after the stream's error: the error event ends the stream")
 }
 
+/// `_AFTER_ERROR`: what `lose_*_after_error` say (the target's stream ended at its error event).
+const AFTER_ERROR: &str = "place after its stream's error event";
+
+/// `lose_after_error(Finish)`: a finish a stream encoder did not write because its error event
+/// ended the stream (it came after it, or was held for the end the error took the place of).
+pub fn lose_finish_after_error(reason: Option<&str>, stop_sequence: Option<&str>, choice: i64,
+                               session: &mut Session, target: &str) -> Result<()> {
+    if reason.is_none() && stop_sequence.is_none() {
+        return Ok(());
+    }
+    let path = finish_path(session.source, session.kind.name(), choice);
+    let reason = lacks(crate::losses::path_subject(&path), target, AFTER_ERROR, Some("not sent"));
+    session.lose(&path, &reason, None)
+}
+
+/// `lose_after_error(Usage)`: each count of a usage a stream encoder did not write (as above).
+pub fn lose_usage_after_error(u: Option<&Usage>, session: &mut Session, target: &str) -> Result<()> {
+    for (name, count) in u.map(usage_counts).unwrap_or_default() {
+        if count.is_some() {
+            let path = usage_path_pieces(session, name).map(str::as_bytes);
+            session.lose_lacking(&path, target, AFTER_ERROR, Some("not sent"), None)?;
+        }
+    }
+    Ok(())
+}
+
 /// `openai_time_us(raw)`: microseconds since the epoch of an openai `created` (raw
 /// JSON seconds), or `None` (not a positive integer: `0` is what a server that does
 /// not know writes).

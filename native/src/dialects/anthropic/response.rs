@@ -1287,6 +1287,8 @@ pub struct StreamEncoder {
     signature: Option<Vec<u8>>,
     /// Finish events waiting for usage (`anthropic:finish-before-usage`)
     finish_hold: Option<Hold<Event<'static>>>,
+    /// the counts merged since message_start / message_delta (`unsent_usage`)
+    unsent_usage: Option<Usage>,
     done: bool,
     errored: bool,
     /// the current block is not carried
@@ -1299,8 +1301,8 @@ pub struct StreamEncoder {
 impl StreamEncoder {
     pub fn new(session: &Session) -> Self {
         StreamEncoder { base: EncoderBase::new(session), frame: OpenFrame::new(), started: false, index: -1,
-                        block_open: false, held: None, signature: None, finish_hold: None, done: false, errored: false,
-                        lost: false, delta_written: false, args: None }
+                        block_open: false, held: None, signature: None, finish_hold: None, unsent_usage: None, done: false,
+                        errored: false, lost: false, delta_written: false, args: None }
     }
 
     /// `_start`: message_start, once (a first usage rides on it; required counts unknown yet are 0).
@@ -1515,6 +1517,7 @@ impl StreamEncoder {
         data.push(b'}');
         sse_event(out, Some("message_delta"), &data);
         self.delta_written = true;
+        self.unsent_usage = None;
         Ok(())
     }
 
@@ -1571,8 +1574,17 @@ impl Encode for StreamEncoder {
             }
             Event::MessageStart { .. } => {} // (taken above)
             Event::Extension(ext) => self.base.extension(ext, session)?,
+            // (its error event ended the stream)
+            Event::Usage(usage) if self.errored => crate::lifecycle::lose_usage_after_error(Some(usage), session, DIALECT)?,
+            Event::Finish { reason, stop_sequence, choice: 0 } if self.errored => {
+                crate::lifecycle::lose_finish_after_error(reason.as_deref(), stop_sequence.as_deref(), 0, session, DIALECT)?
+            }
             Event::Usage(usage) => {
                 self.base.usage = Some(merge_usage(self.base.usage.as_ref(), usage.clone()));
+                self.unsent_usage = match self.started {
+                    true => Some(merge_usage(self.unsent_usage.as_ref(), usage.clone())),
+                    false => None,
+                };
                 if self.finish_hold.is_some() {
                     self.message_delta(session, out)?;
                 }
@@ -1598,7 +1610,7 @@ impl Encode for StreamEncoder {
     }
 
     /// `abort`: `event: error`, and the stream ends there.
-    fn abort(&mut self, error: &Event<'_>, _session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+    fn abort(&mut self, error: &Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
         if self.done || self.errored {
             return Ok(());
         }
@@ -1608,7 +1620,16 @@ impl Encode for StreamEncoder {
         error_object(error, &mut data);
         data.push(b'}');
         sse_event(out, Some("error"), &data);
-        Ok(())
+        // its error event ends the stream: the message_delta's finish and counts are not sent
+        if let Some(mut hold) = self.finish_hold.take() {
+            for finish in hold.drain(&mut session.reorder) {
+                if let Event::Finish { reason, stop_sequence, .. } = finish {
+                    crate::lifecycle::lose_finish_after_error(reason.as_deref(), stop_sequence.as_deref(), 0, session, DIALECT)?;
+                }
+            }
+        }
+        let unsent = if self.started { self.unsent_usage.take() } else { self.base.usage.clone() };
+        crate::lifecycle::lose_usage_after_error(unsent.as_ref(), session, DIALECT)
     }
 }
 

@@ -100,6 +100,8 @@ struct Lines {
     model: Option<String>,
     started: bool,
     errored: bool,
+    /// `streams`: a stream's lines go on after its error; a body's error is all it says
+    streams: bool,
 
     /// the open block (`self.block`)
     block: Option<BlockStream>,
@@ -134,12 +136,13 @@ const ARGUMENTS_BEFORE_NAME: &str = "ollama:arguments-before-name";
 const CALL_BEFORE_ID: &str = "ollama:call-before-id";
 
 impl Lines {
-    fn new() -> Self {
+    fn new(streams: bool) -> Self {
         Lines {
             gate: Gate::new("ollama:content-before-model"),
             model: None,
             started: false,
             errored: false,
+            streams,
             block: None,
             tools: 0,
             ended: false,
@@ -346,8 +349,21 @@ impl Lines {
 
     /// `_document_end`: the done line ends the message.
     fn document_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {
-        if self.errored || !self.done {
-            return Ok(());
+        if !self.done || self.errored && !self.streams {
+            return Ok(()); // (an error body: its done members say nothing more)
+        }
+        if self.errored {
+            // a done line after a stream's error: what it gives goes on, for the encoder to record
+            if let Some(reason) = self.reason.as_deref() {
+                let reason = finish_from(DIALECT, Some(reason));
+                self.out(Event::Finish { reason, stop_sequence: None, choice: 0 }, cx)?;
+            }
+            if self.counted {
+                let usage = usage_from_ollama(self.counts[0].as_ref(), self.counts[1].as_ref())?;
+                self.out(Event::Usage(usage), cx)?;
+            }
+            self.ended = true;
+            return cx.emit(Event::End);
         }
         self.start_message(cx)?;
         self.close_block(cx)?;
@@ -788,7 +804,7 @@ pub struct ResponseDecoder(Decoder);
 
 impl ResponseDecoder {
     pub fn new(_session: &Session) -> Self {
-        ResponseDecoder(Decoder { m: Machine::starting(Read::State(S::Document)), d: Lines::new() })
+        ResponseDecoder(Decoder { m: Machine::starting(Read::State(S::Document)), d: Lines::new(false) })
     }
 }
 
@@ -797,7 +813,7 @@ pub struct StreamDecoder(Decoder);
 
 impl StreamDecoder {
     pub fn new(_session: &Session) -> Self {
-        StreamDecoder(Decoder { m: Machine::new(), d: Lines::new() })
+        StreamDecoder(Decoder { m: Machine::new(), d: Lines::new(true) })
     }
 }
 
@@ -1297,6 +1313,11 @@ impl Encode for StreamEncoder {
             }
             Event::Error { .. } => self.abort(&event, session, out),
             Event::End => self.end(session, out),
+            // (its error line ended the stream)
+            Event::Usage(usage) if self.errored => crate::lifecycle::lose_usage_after_error(Some(usage), session, DIALECT),
+            Event::Finish { reason, stop_sequence, choice: 0 } if self.errored => {
+                crate::lifecycle::lose_finish_after_error(reason.as_deref(), stop_sequence.as_deref(), 0, session, DIALECT)
+            }
             Event::Finish { .. } => {
                 self.frame.close(out);
                 self.c.event(&event, session).map(drop)
@@ -1309,7 +1330,7 @@ impl Encode for StreamEncoder {
         Ok(())
     }
 
-    fn abort(&mut self, error: &Event<'_>, _session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+    fn abort(&mut self, error: &Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
         if self.c.done || self.errored {
             return Ok(());
         }
@@ -1318,7 +1339,11 @@ impl Encode for StreamEncoder {
         let mut line = Vec::new();
         error_object(error, &mut line);
         crate::framing::ndjson_line(out, &line);
-        Ok(())
+        // its error line ends the stream: the done line's finish and counts are not sent
+        if let Some((reason, stop_sequence)) = &self.c.finish {
+            crate::lifecycle::lose_finish_after_error(reason.as_deref(), stop_sequence.as_deref(), 0, session, DIALECT)?;
+        }
+        crate::lifecycle::lose_usage_after_error(self.c.usage.as_ref(), session, DIALECT)
     }
 }
 

@@ -1761,9 +1761,11 @@ mod encoder {
                 return Ok(());
             }
             self.frame.close(out);
-            if let (Some(usage), false) = (&self.head.usage, self.errored) {
+            if let Some(usage) = &self.head.usage {
                 if !session.options.openai_stream_usage {
                     lose_unasked_usage(usage, session)?;
+                } else if self.errored {
+                    crate::lifecycle::lose_usage_after_error(Some(usage), session, DIALECT)?;
                 } else if has_openai_usage(usage) {
                     let mut extra = b",\"usage\":".to_vec();
                     push_usage_openai(usage, session, &mut extra)?;
@@ -1802,6 +1804,10 @@ mod encoder {
                 Event::FrameEnd => self.frame.close(out),
                 Event::MessageStart { .. } => {} // (taken above)
                 Event::Extension(ext) => self.head.extension(ext, session)?,
+                Event::Finish { reason, stop_sequence, choice } if self.errored => {
+                    // (its error chunk ended the stream)
+                    crate::lifecycle::lose_finish_after_error(reason.as_deref(), stop_sequence.as_deref(), *choice, session, DIALECT)?
+                }
                 Event::Finish { reason, stop_sequence, choice } => {
                     self.finish_event(reason.as_deref(), stop_sequence.as_deref(), *choice, session, out)?
                 }
