@@ -15,7 +15,8 @@ each request it
   (silent for ``SLOW`` seconds before the first byte / after three frames),
   ``fault-hang`` (three frames, then waits for the connection to close and
   records when it did), ``fault-badjson`` / ``fault-cut`` (three frames, then a frame
-  that is not JSON / a clean end without the stream's last event), ``echo-tool`` (a JSON answer calling the request's
+  that is not JSON / a clean end without the stream's last event; a JSON answer: its first two
+  thirds, then a clean end / ``fault-drop`` a dropped connection), ``echo-tool`` (a JSON answer calling the request's
   first tool by the name it arrived with).
 
 Only 127.0.0.1 is ever used.
@@ -192,6 +193,15 @@ class Upstream:
         body = scenario_bytes(source, dialect, kind)
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", (CONTENT_TYPES[dialect] if stream else "application/json").encode())]})
+        if not stream and scenario in ("fault-drop", "fault-cut"):  # a JSON answer that stops two thirds in
+            third = len(body) // 3
+            for piece in (body[:third], body[third:2 * third]):
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+                await anyio.sleep(pace)
+            if scenario == "fault-drop":
+                raise ConnectionResetError("test upstream drops the connection mid-answer")
+            await send({"type": "http.response.body", "body": b""})
+            return
         if not stream:
             await send({"type": "http.response.body", "body": body})
             return

@@ -113,6 +113,28 @@ def test_a_json_answer_with_an_error_in_it_is_the_upstreams_fault(servers, clien
 
 # -- upstream fails after the answer started ---------------------------------------------------
 
+@pytest.mark.parametrize("fault", ["fault-cut", "fault-drop"])
+@pytest.mark.parametrize("backend", DIALECTS)
+@pytest.mark.parametrize("client", DIALECTS)
+def test_a_json_answer_failing_after_its_200_drops_the_connection(servers, client, backend, fault):
+    """A non-streaming answer whose upstream stops (a clean end two thirds in, a dropped connection)
+    after the proxy relayed its 200 and first bytes: the connection is dropped, so the client's read
+    fails, never a 200 whose cut body ends cleanly (a JSON error, or a wrong answer, in the client)."""
+    proxy, _ = servers
+    with pytest.raises(httpx2.RemoteProtocolError):
+        post(proxy, client, body_for(client, f"{backend}/{fault}@0.05", stream=False))
+
+
+def test_the_official_client_of_a_json_answer_cut_after_its_200_raises_a_connection_error(servers):
+    proxy, _ = servers
+    o = openai.OpenAI(base_url=proxy.url + "/v1", api_key=GOOD_KEY, max_retries=0)
+    with pytest.raises(openai.APIConnectionError):
+        o.chat.completions.create(model="anthropic/fault-cut@0.05", messages=[{"role": "user", "content": "hi"}])
+    a = anthropic.Anthropic(base_url=proxy.url, api_key=GOOD_KEY, max_retries=0)
+    with pytest.raises(anthropic.APIConnectionError):
+        a.messages.create(model="openai/fault-drop@0.05", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+
+
 def stream_pieces(proxy, client: str, model: str) -> tuple[int, list[bytes]]:
     with httpx2.Client(timeout=10) as http:
         with http.stream("POST", proxy.url + PATHS[client], content=body_for(client, model),

@@ -500,6 +500,11 @@ class ProxyApp:
                     raise _before_any_byte(failed[0])
                 await send({"type": "http.response.start", "status": 200, "headers": headers})
                 exchange.status = 200
+            if failed and not exchange.stream:
+                # a JSON answer cut after its 200 went out: ending the body would pass the cut off as a
+                # whole answer; an app that returns without the end has its connection dropped by the
+                # server (ASGI), so the client's read of the body fails (httpx: RemoteProtocolError)
+                return
             exchange.finished = True
             await send({"type": "http.response.body", "body": held})
         except OSError:  # the server says the client is gone
