@@ -72,6 +72,10 @@ _COMMENT = 4  # inside a comment line (or an unknown field): skipped
 _HELD_FIELDS = (b"event", b"id", b"retry")
 
 
+#: a UTF-8 byte order mark: not part of an SSE stream that begins with one
+_BOM = b"\xef\xbb\xbf"
+
+
 class SseDecoder:
     """Server-sent events -> frames. ``feed(bytes)``, then ``close()``."""
 
@@ -90,6 +94,7 @@ class SseDecoder:
         self._event: str | None = None
         self._has_data = False  # the current event has had a data line
         self._line_empty = True  # nothing but the line end so far on this line
+        self._first: bytes | None = b""  # the stream's first bytes while they may be its BOM (None: past)
 
     @property
     def event(self) -> str | None:
@@ -97,6 +102,8 @@ class SseDecoder:
         return self._event
 
     def feed(self, data: bytes) -> None:
+        if self._first is not None:
+            data = self._past_bom(data)
         i, n = 0, len(data)
         base = self.offset
         lf = -1  # the next LF at or after i (n: none in the chunk)
@@ -162,6 +169,20 @@ class SseDecoder:
                 self._skip_lf = True
             i = j + 1
         self.offset = base + n
+
+    def _past_bom(self, data: bytes) -> bytes:
+        """``data`` without the stream's leading UTF-8 BOM, which the SSE standard decodes
+        away (it was read as part of the first field's name, and that event dropped with
+        nothing said). The first bytes are held while they may still be one."""
+        first = self._first + data
+        if len(first) < len(_BOM) and _BOM.startswith(first):
+            self._first = first
+            return b""
+        self._first = None
+        if first.startswith(_BOM):
+            self.offset = len(_BOM)  # (offsets stay the stream's: its data begins after the BOM)
+            return first[len(_BOM):]
+        return first
 
     def _lf_lines(self, data: bytes, i: int, j: int, base: int) -> int:
         """The whole lines from ``i`` (a line start; ``j`` its LF) of a chunk without
@@ -272,6 +293,9 @@ class SseDecoder:
 
     def close(self) -> None:
         """End of input: a pending line ends; an event with data is dispatched."""
+        if self._first:  # (the stream ended inside what could have been a BOM: its bytes are data)
+            first, self._first = self._first, None
+            self.feed(first)
         if not self._line_empty or self._state != _FIELD:
             self._line_end()
         self._dispatch()

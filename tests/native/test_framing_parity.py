@@ -70,7 +70,8 @@ def sse_streams(draw) -> bytes:
         sep = draw(st.sampled_from([b":", b": ", b"", b":  "]))
         lines.append(name + sep + (draw(_VALUE) if sep else b"") + draw(_END))
     tail = draw(st.sampled_from([b"", b"\n", b"\n\n", b"data: {}", b"event: x"]))
-    return b"".join(lines) + tail
+    head = draw(st.sampled_from([b"", b"", b"\xef\xbb\xbf", b"\xef\xbb", b"\xef"]))  # a leading BOM, or part of one
+    return head + b"".join(lines) + tail
 
 
 @st.composite
@@ -108,6 +109,7 @@ CASES = [
     b": comment\ndata\n\n", b"id: 9\nretry: 30\ndata: x\n\n", b"x" * 65 + b": 1\n", b"event: " + b"e" * 40 + b"\n",
     b"data: {}", b"event: \xff\xfe\ndata: {}\n\n", b"retry: 12a\nid: a\x00\n", b"\n\n\r\n",
     "retry: 7\nretry: \u00b2\nretry: \u0663\n".encode(),  # only ASCII digits set it
+    b"\xef\xbb\xbfdata: {}\n\n", b"\xef\xbb\xbf", b"\xef\xbbdata: 1\n\n", b"data: 1\n\n\xef\xbb\xbfdata: 2\n\n",
 ]
 
 

@@ -65,6 +65,30 @@ def test_sse_cut_anywhere(cuts):
     assert sink.frames == EXPECTED
 
 
+BOM = "\ufeff".encode()
+
+
+@pytest.mark.parametrize("body", [SSE, b"data: {}\n\n", b"data: x", b"", b"\xef", b"\xef\xbb", b"\xef\xbbdata: 1\n\n"])
+def test_sse_leading_bom_is_not_part_of_the_stream(body):
+    """The SSE standard decodes a leading UTF-8 BOM away: the frames of BOM + body, cut
+    anywhere, are the body's (its first event was dropped: the BOM began its field's name),
+    their offsets the stream's; a BOM anywhere else, or a part of one, is the stream's bytes."""
+    sink, _ = feed_cut(SseDecoder, body, [])
+    for cut in range(len(BOM + body) + 1):
+        with_bom, dec = feed_cut(SseDecoder, BOM + body, [cut, cut + 1])
+        assert with_bom.frames == sink.frames, cut
+    offsets = []
+
+    class At(Sink):
+        def frame_data(self, data):
+            offsets.append((data, dec.data_at))
+    dec = SseDecoder(At())
+    dec.feed(BOM + b"data: 12\n\n")
+    assert offsets == [(b"12", 9)]
+    later, _ = feed_cut(SseDecoder, b"data: 1\n\n" + BOM + b"data: 2\n\n", [])
+    assert later.frames == [(None, b"1")]  # (a field named BOM + "data" is no data line)
+
+
 def test_sse_data_streams_without_holding_the_event():
     body = b"data: " + b"x" * 100_000 + b"\n\n"
     sink, _ = feed_cut(SseDecoder, body, range(0, len(body), 1000))
