@@ -1120,8 +1120,19 @@ pub fn lose_finish_after_error(reason: Option<&str>, stop_sequence: Option<&str>
 
 /// `lose_after_error(Usage)`: each count of a usage a stream encoder did not write (as above).
 pub fn lose_usage_after_error(u: Option<&Usage>, session: &mut Session, target: &str) -> Result<()> {
-    for (name, count) in u.map(usage_counts).unwrap_or_default() {
-        if count.is_some() {
+    lose_counts_after_error(u.map_or(0, counts_given), session, target)
+}
+
+/// The counts a usage gives, a bit each (`usage_counts`' order): what an encoder keeps of the
+/// usage it has not written, for `lose_counts_after_error` (a `Usage` would not fit its box).
+pub fn counts_given(u: &Usage) -> u8 {
+    usage_counts(u).iter().enumerate().fold(0, |bits, (i, (_, count))| bits | (u8::from(count.is_some()) << i))
+}
+
+/// `lose_usage_after_error` of the counts `counts_given` marked, in `USAGE_COUNTS`' order.
+pub fn lose_counts_after_error(counts: u8, session: &mut Session, target: &str) -> Result<()> {
+    for (i, (name, _)) in usage_counts(&Usage::default()).iter().enumerate() {
+        if counts & (1 << i) != 0 {
             let path = usage_path_pieces(session, name).map(str::as_bytes);
             session.lose_lacking(&path, target, AFTER_ERROR, Some("not sent"), None)?;
         }

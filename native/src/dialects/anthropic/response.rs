@@ -1287,8 +1287,8 @@ pub struct StreamEncoder {
     signature: Option<Vec<u8>>,
     /// Finish events waiting for usage (`anthropic:finish-before-usage`)
     finish_hold: Option<Hold<Event<'static>>>,
-    /// the counts merged since message_start / message_delta (`unsent_usage`)
-    unsent_usage: Option<Usage>,
+    /// the counts given since message_start / message_delta (`unsent_usage`'s, `counts_given`)
+    unsent_counts: u8,
     done: bool,
     errored: bool,
     /// the current block is not carried
@@ -1301,7 +1301,7 @@ pub struct StreamEncoder {
 impl StreamEncoder {
     pub fn new(session: &Session) -> Self {
         StreamEncoder { base: EncoderBase::new(session), frame: OpenFrame::new(), started: false, index: -1,
-                        block_open: false, held: None, signature: None, finish_hold: None, unsent_usage: None, done: false,
+                        block_open: false, held: None, signature: None, finish_hold: None, unsent_counts: 0, done: false,
                         errored: false, lost: false, delta_written: false, args: None }
     }
 
@@ -1517,7 +1517,7 @@ impl StreamEncoder {
         data.push(b'}');
         sse_event(out, Some("message_delta"), &data);
         self.delta_written = true;
-        self.unsent_usage = None;
+        self.unsent_counts = 0;
         Ok(())
     }
 
@@ -1581,10 +1581,9 @@ impl Encode for StreamEncoder {
             }
             Event::Usage(usage) => {
                 self.base.usage = Some(merge_usage(self.base.usage.as_ref(), usage.clone()));
-                self.unsent_usage = match self.started {
-                    true => Some(merge_usage(self.unsent_usage.as_ref(), usage.clone())),
-                    false => None,
-                };
+                if self.started {
+                    self.unsent_counts |= crate::lifecycle::counts_given(usage);
+                }
                 if self.finish_hold.is_some() {
                     self.message_delta(session, out)?;
                 }
@@ -1628,8 +1627,11 @@ impl Encode for StreamEncoder {
                 }
             }
         }
-        let unsent = if self.started { self.unsent_usage.take() } else { self.base.usage.clone() };
-        crate::lifecycle::lose_usage_after_error(unsent.as_ref(), session, DIALECT)
+        let unsent = match self.started {
+            true => std::mem::take(&mut self.unsent_counts),
+            false => self.base.usage.as_ref().map_or(0, crate::lifecycle::counts_given),
+        };
+        crate::lifecycle::lose_counts_after_error(unsent, session, DIALECT)
     }
 }
 
