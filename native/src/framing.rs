@@ -20,6 +20,8 @@ use crate::error::{Error, ErrorClass, Result};
 
 pub const DEFAULT_MAX_LINE: usize = 1 << 20;
 const MAX_FIELD_NAME: usize = 64;
+/// A UTF-8 byte order mark: not part of an SSE stream that begins with one (`_BOM`).
+const BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// Where a framer hands its frames.
 pub trait FrameSink {
@@ -95,6 +97,8 @@ pub struct SseDecoder {
     has_data: bool,
     /// nothing but the line end so far on this line
     line_empty: bool,
+    /// while the stream's first bytes may be its BOM: how many of its bytes they are (`_first`)
+    first: Option<usize>,
 }
 
 impl Default for SseDecoder {
@@ -122,6 +126,7 @@ impl SseDecoder {
             has_event: false,
             has_data: false,
             line_empty: true,
+            first: Some(0),
         }
     }
 
@@ -130,6 +135,37 @@ impl SseDecoder {
     }
 
     pub fn feed<S: FrameSink>(&mut self, data: &[u8], sink: &mut S) -> Result<()> {
+        match self.first {
+            None => self.lines(data, sink),
+            Some(seen) => self.past_bom(seen, data, sink),
+        }
+    }
+
+    /// `_past_bom`: the stream's leading UTF-8 BOM is not part of it (the SSE standard decodes
+    /// it away; it was read as the first field's name, and that event dropped with nothing
+    /// said). `seen`: the BOM's bytes held so far, while the first bytes may still be one.
+    fn past_bom<S: FrameSink>(&mut self, seen: usize, data: &[u8], sink: &mut S) -> Result<()> {
+        let rest = &BOM[seen..];
+        let matched = rest.iter().zip(data).take_while(|(b, d)| b == d).count();
+        if matched == rest.len() {
+            self.first = None;
+            self.offset = BOM.len() as u64; // (offsets stay the stream's: its data begins after the BOM)
+            self.line_start = self.offset;
+            return self.lines(&data[matched..], sink);
+        }
+        if matched == data.len() {
+            self.first = Some(seen + matched);
+            return Ok(());
+        }
+        self.first = None;
+        if seen == 0 {
+            return self.lines(data, sink);
+        }
+        let first = [&BOM[..seen], data].concat(); // (held bytes that were no BOM: the stream's, in one piece)
+        self.lines(&first, sink)
+    }
+
+    fn lines<S: FrameSink>(&mut self, data: &[u8], sink: &mut S) -> Result<()> {
         let n = data.len();
         let base = self.offset;
         let mut i = 0;
@@ -337,6 +373,9 @@ impl SseDecoder {
 
     /// End of input: a pending line ends; an event with data is dispatched.
     pub fn close<S: FrameSink>(&mut self, sink: &mut S) -> Result<()> {
+        if let Some(seen) = self.first.take().filter(|&seen| seen > 0) {
+            self.lines(&BOM[..seen], sink)?; // (the stream ended inside what could have been a BOM: its bytes are data)
+        }
         if !self.line_empty || self.line != Line::Field {
             self.line_end(sink)?;
         }
