@@ -102,3 +102,19 @@ def test_a_stream_ends_at_its_error_event_and_records_the_finish_and_usage_it_di
     assert (finish[source] in paths) != sent, (paths, losses)
     output = {"openai": "$.usage.completion_tokens", "anthropic": "$.message.usage.output_tokens", "ollama": "$.eval_count"}
     assert output[source] in paths, (paths, losses)
+
+
+@pytest.mark.parametrize("message", ["overloaded", ""])
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_official_client_reads_a_streams_error_event_as_its_api_error(target, message):
+    """Whatever the message, even an empty one (the ollama client took ``{"error": ""}`` for a
+    chat response and failed its validation): the error event is the client's API error."""
+    import anthropic
+    import ollama
+    import openai
+    from official_clients import read_stream
+
+    api_error = {"openai": openai.APIError, "anthropic": anthropic.APIError, "ollama": ollama.ResponseError}
+    out = encode(target, "stream", [START, TEXT, Error("server_error", message, None), End()])
+    items, exc = read_stream(target, out)
+    assert isinstance(exc, api_error[target]), (out, exc)

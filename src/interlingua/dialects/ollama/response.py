@@ -534,6 +534,13 @@ def _call_head(attrs: dict) -> bytes:
     return b'{"id":' + dumps(call_id) + b',"function":' if call_id else b'{"function":'
 
 
+def _error_object(error: Error) -> bytes:
+    """``{"error": message}``; an empty message is the error's type (then ``"error"``): the
+    ollama client raises ``ResponseError`` only for a non-empty ``error``, and read an empty
+    one as a chat response, which failed its validation."""
+    return dumps({"error": error.message or error.type or "error"})
+
+
 class StreamEncoder(_EncoderBase):
     def __init__(self, write, session: Session) -> None:
         super().__init__(write, session)
@@ -611,7 +618,7 @@ class StreamEncoder(_EncoderBase):
             return
         self.frame.close()
         self.errored = True
-        self.write(ndjson_line(dumps({"error": error.message})))
+        self.write(ndjson_line(_error_object(error)))
         # its error line ends the stream: the done line's finish and counts are not sent
         lose_after_error(self.finish_event, self.session, DIALECT)
         lose_after_error(self.usage, self.session, DIALECT)
@@ -690,4 +697,4 @@ class ResponseEncoder(AnswerOrError, _EncoderBase):
             return
         self.done = True
         if self.msg is None:
-            self.write(dumps({"error": error.message}))
+            self.write(_error_object(error))
