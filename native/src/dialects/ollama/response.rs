@@ -1197,11 +1197,13 @@ const LINE_TAIL: &[u8] = b"\"},\"done\":false}\n";
 const CONTENT_HEAD: &[u8] = b",\"message\":{\"role\":\"assistant\",\"content\":\"";
 const THINKING_HEAD: &[u8] = b",\"message\":{\"role\":\"assistant\",\"content\":\"\",\"thinking\":\"";
 
-/// `{"error": message}`, as `dumps` writes it.
+/// `_error_object`: `{"error": message}`; an empty message is the error's type (then
+/// `"error"`): the ollama client raises `ResponseError` only for a non-empty `error`.
 fn error_object(error: &Event<'_>, out: &mut Vec<u8>) {
     let message = match error {
-        Event::Error { message, .. } => message.as_ref(),
-        _ => "",
+        Event::Error { message, .. } if !message.is_empty() => message.as_ref(),
+        Event::Error { kind, .. } if !kind.is_empty() => kind.as_ref(),
+        _ => "error",
     };
     out.extend_from_slice(b"{\"error\":");
     dumps_str(message.as_bytes(), out);
