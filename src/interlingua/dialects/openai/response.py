@@ -1039,7 +1039,11 @@ class ResponseEncoder(AnswerOrError, _EncoderBase):
             if kind != "web_search_result_location" or not isinstance(citation.get("url"), str):
                 self.session.lose(here, lacks(f"{kind or 'a'} citation", DIALECT, "such citation"))
                 continue
-            found = {"url": citation["url"], "title": citation.get("title") or "",
+            title = citation.get("title")
+            if title is not None and not isinstance(title, str):  # (openai's title is a string)
+                self.session.lose(f"{here}.title", lacks("title of a web search citation", DIALECT,
+                                                         "title that is not a string", "written as \"\""))
+            found = {"url": citation["url"], "title": title if isinstance(title, str) else "",
                      "start_index": start, "end_index": end}
             self.annotations.append({"type": "url_citation", "url_citation": found})
             for key in citation:
