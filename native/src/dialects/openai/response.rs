@@ -2211,7 +2211,13 @@ mod encoder {
                     io.session.lose(&here, &lacks(&subject, DIALECT, "such citation", None), None)?;
                     continue;
                 };
-                let title = citation.get("title").filter(|t| t.truthy()).cloned().unwrap_or_else(|| Value::str(""));
+                let title = citation.get("title").filter(|t| !t.is_null());
+                if title.is_some_and(|t| !t.is_str()) {
+                    // (openai's title is a string)
+                    io.session.lose(&format!("{here}.title"), &lacks("title of a web search citation", DIALECT,
+                                    "title that is not a string", Some("written as \"\"")), None)?;
+                }
+                let title = title.filter(|t| t.is_str()).cloned().unwrap_or_else(|| Value::str(""));
                 let found = Value::Object(vec![
                     (b"url".to_vec(), url.clone()),
                     (b"title".to_vec(), title),
