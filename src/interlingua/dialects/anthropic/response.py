@@ -63,7 +63,7 @@ from ...canonical import (
     unescape_json_text,
 )
 from ...decoding import MemberReader, Members, ResponseDecoderBase
-from ...encoding import Encoder, HeldArguments, ignore
+from ...encoding import Encoder, HeldArguments
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import SSE_END, FrameEnd, sse_event, sse_open
 from ...jsonwriter import dumps
@@ -266,11 +266,18 @@ class _Base(ResponseDecoderBase):
             self.start_message()
 
     def _error(self, value: Any) -> None:
+        if value is None and self._typed_not_error():
+            return  # ("error": null beside a type that says what the object is, as a serializer that writes every field)
         err = value if isinstance(value, dict) else {"message": value}
         self.gate.release()
         self.close_open()  # every block gets its last fragment; the error follows it
         self.emit(Error(source_error_type(err.get("type")), source_error_message(err.get("message"))))
         self.errored = True
+
+    def _typed_not_error(self) -> bool:
+        """Whether the object being read has a ``type`` other than ``"error"`` (read so far:
+        a null error before its type is still read as an error)."""
+        return False
 
     def block_read(self, block: _ContentBlock) -> None:
         """A content block's object ended."""
@@ -301,7 +308,11 @@ class ResponseDecoder(_Base):
         self.stop_sequence: Any = None
         self.usage: Usage | None = None
         self.position = 0
+        self.body_type: Any = None
         self.then(lambda kind, value, offset: self.each_member(kind, offset, "the response body", self._member, self._end))
+
+    def _typed_not_error(self) -> bool:
+        return self.body_type is not None and self.body_type != "error"
 
     def _member(self, key: str, kind: int, value: Any, offset: int) -> None:
         if key in ("id", "model"):
@@ -314,8 +325,8 @@ class ResponseDecoder(_Base):
             self.read_value(kind, value, offset, lambda v: setattr(self, "stop_sequence", v), OPT_STRING, key)
         elif key == "usage":
             self.read_value(kind, value, offset, self._usage, OPT_OBJECT, key)
-        elif key == "type":
-            self.read_value(kind, value, offset, ignore)  # "message" or "error" (its "error" member says it)
+        elif key == "type":  # "message" or "error" (its "error" member says it; a null one is none in a message)
+            self.read_value(kind, value, offset, lambda v: setattr(self, "body_type", v))
         elif key == "role":
             skip_value(self, kind, value, offset)
         elif key == "error":
@@ -359,6 +370,9 @@ class StreamDecoder(_Base):
         # readers of what every event has
         self._event = Members(self, self._member)
         self._delta = Members(self, self._delta_member)
+
+    def _typed_not_error(self) -> bool:
+        return self.f_type is not None and self.f_type != "error"
 
     def _reset_frame(self) -> None:
         self.f_type: str | None = None
