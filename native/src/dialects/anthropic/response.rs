@@ -61,8 +61,8 @@ pub(crate) enum S {
     // -- shared by both decoders
     Id,
     Model,
-    /// `read_value(..., ignore)`
-    Ignore,
+    /// the body's `type` (`body_type`)
+    BodyType,
     /// `_error`
     ErrorValue,
     /// a member without canonical field: a loss at `lost_path` unless it is `null`
@@ -461,6 +461,8 @@ pub(crate) struct Readers {
     stop_sequence: Option<String>,
     usage: Option<Usage>,
     position: u64,
+    /// the body's `type` read so far: `Some(is "error")` (`body_type`; null or absent: `None`)
+    body_type: Option<bool>,
     // -- a stream
     blocks_seen: u64,
     ended: bool,
@@ -489,6 +491,7 @@ impl Readers {
             stop_sequence: None,
             usage: None,
             position: 0,
+            body_type: None,
             blocks_seen: 0,
             ended: false,
             message_seen: false,
@@ -605,6 +608,9 @@ impl Readers {
     /// `_error`: an error member or event; every open block gets its last fragment first.
     fn error(&mut self, value: Value, cx: &mut Cx<'_>) -> Result<()> {
         use crate::lifecycle::{source_error_message, source_error_type};
+        if value.is_null() && self.typed_not_error() {
+            return Ok(()); // ("error": null beside a type that says what the object is, as a serializer that writes every field)
+        }
         let (kind, message) = match &value {
             Value::Object(_) => (source_error_type(value.get("type")), source_error_message(value.get("message"))),
             other => ("api_error".to_string(), source_error_message(Some(other))),
@@ -616,6 +622,15 @@ impl Readers {
         cx.emit(Event::Error { kind: Cow::Owned(kind), message: Cow::Owned(message), status: None })?;
         self.start.errored = true;
         Ok(())
+    }
+
+    /// `_typed_not_error`: the object being read has a `type` other than `"error"` (read so
+    /// far: a null error before its type is still read as an error).
+    fn typed_not_error(&self) -> bool {
+        match self.stream {
+            true => matches!(&self.frame.type_, Some(t) if *t != FrameType::Error),
+            false => self.body_type == Some(false),
+        }
     }
 
     /// `_close_block` / `close_open`.
@@ -638,8 +653,10 @@ impl Readers {
             // (usage is read raw: `lifecycle::UsageObject` reads its counts off the text)
             b"usage" => m.read(Read::Raw(S::BodyUsage, Some(OPT_OBJECT), "usage")),
             // (a plain string within the bound has nothing `read_value` could refuse: nothing to read)
-            b"type" if plain_string(&token).is_some() && cx.within_bound(&token) => {}
-            b"type" => m.read(Read::Value(S::Ignore, None, "")),
+            b"type" if plain_string(&token).is_some() && cx.within_bound(&token) => {
+                self.body_type = Some(plain_string(&token) == Some(&b"error"[..]));
+            }
+            b"type" => m.read(Read::Value(S::BodyType, None, "")),
             b"role" => skip_value(m),
             b"error" => m.read(Read::Value(S::ErrorValue, None, "")),
             _ => self.lose_later(m, "$.", key, false),
@@ -1025,7 +1042,14 @@ impl Dialect for Readers {
                 self.stop_sequence = text_of(value);
                 Ok(())
             }
-            S::Ignore => Ok(()),
+            S::BodyType => {
+                self.body_type = match &value {
+                    Value::Null => None,
+                    Value::Str(text) => Some(text == b"error"),
+                    _ => Some(false),
+                };
+                Ok(())
+            }
             S::ErrorValue => self.error(value, cx),
             S::Signature => {
                 self.block()?.signature(&value);
