@@ -6,8 +6,9 @@ more loss than the body without it). Sampled under hypothesis (``ci`` profile: a
 seconds; ``HYPOTHESIS_PROFILE=deep`` by hand); ``python tests/test_unknown_members.py`` runs
 every case. The backend is whatever ``interlingua.Transcoder`` is.
 
-Left out, as the README says: an error object's members (the error is carried; an upstream
-error's extras are not worth failing its delivery in strict mode)."""
+Left out, as the README says: an error object's members, and those beside it at the top of an
+error body or event (the error is carried; an upstream error's extras are not worth failing its
+delivery in strict mode)."""
 
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ def _response_path(seed: fuzz.Seed, root, where: str) -> str:
 
 
 def _exempt(seed: fuzz.Seed, target: str, root, path: tuple, names: list[str]) -> bool:
-    return "error" in names
+    """An error object's members, and those beside it in an error body or event (its top)."""
+    return "error" in names or (not path and any(key == "error" and value is not None for key, value in root))
 
 
 @lru_cache(maxsize=None)
