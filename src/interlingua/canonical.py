@@ -272,6 +272,28 @@ def unescape_json_text(payload: bytes) -> bytes:
         return _LONE_SURROGATE.sub(lambda m: "\\u%04x" % ord(m.group()), text).encode("utf-8")
 
 
+#: an escaped backslash, or an escaped surrogate: a high one (with the low one after it: a pair), a low one
+_SURROGATE_ESCAPE = re.compile(
+    rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\u[dD][c-fC-F][0-9a-fA-F]{2})?|\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def without_lone_surrogates(json_text: bytes) -> tuple[bytes, bool]:
+    """JSON text with each escaped lone surrogate written ``\\ufffd`` (U+FFFD), for a client
+    whose parser refuses one (anthropic's stream clients parse ``input_json_delta``), and
+    whether there was one. A pair, and an escaped backslash before a ``u``, stay."""
+    if b"\\u" not in json_text:
+        return json_text, False
+    found = False
+
+    def replace(match: re.Match) -> bytes:
+        nonlocal found
+        if len(match.group()) != 6:
+            return match.group()
+        found = True
+        return b"\\ufffd"
+    return _SURROGATE_ESCAPE.sub(replace, json_text), found
+
+
 _ESCAPE_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 

@@ -60,6 +60,7 @@ from ...canonical import (
     Usage,
     escape_raw_json,
     escape_text,
+    without_lone_surrogates,
     unescape_json_text,
 )
 from ...decoding import MemberReader, Members, ResponseDecoderBase
@@ -761,7 +762,10 @@ class StreamEncoder(_EncoderBase):
         args.feed(block.payload)
         if block.fin:
             self.args = None
-            data = self._arguments_object(args, first)
+            data, replaced = without_lone_surrogates(self._arguments_object(args, first))
+            if replaced:  # (its clients' parser refuses one: the whole call's input was lost)
+                self._lose(first, f"a lone surrogate in the arguments of a {self._subject(first)}",
+                           "lone surrogate its stream clients can parse", "written as U+FFFD")
             if data != b"{}":  # (the JSON text as a string: any whitespace in it escaped too)
                 self._fragment(b'{"type":"input_json_delta","partial_json":"', escape_text(data.decode("utf-8")))
 
