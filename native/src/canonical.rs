@@ -392,6 +392,42 @@ pub fn unescape_json_text_into(payload: &[u8], out: &mut Vec<u8>) -> Result<()> 
     Ok(())
 }
 
+/// `without_lone_surrogates`: JSON text with each escaped lone surrogate written `\ufffd`
+/// (U+FFFD), for a client whose parser refuses one (anthropic's stream clients parse
+/// `input_json_delta`); `None` when it has none. A pair, and an escaped backslash before a
+/// `u`, stay.
+pub fn without_lone_surrogates(json_text: &[u8]) -> Option<Vec<u8>> {
+    let unit = |at: usize| -> Option<u16> {
+        let hex = json_text.get(at..at + 6).filter(|six| six.starts_with(b"\\u"))?;
+        u16::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    };
+    let (high, low) = (|u: u16| (0xD800..0xDC00).contains(&u), |u: u16| (0xDC00..0xE000).contains(&u));
+    let mut out: Option<Vec<u8>> = None;
+    let (mut at, mut copied) = (0, 0);
+    while let Some(k) = memchr::memchr(b'\\', &json_text[at..]) {
+        at += k;
+        let lone = match unit(at) {
+            Some(u) if high(u) && unit(at + 6).is_some_and(low) => {
+                at += 12; // a pair
+                continue;
+            }
+            Some(u) => high(u) || low(u),
+            None => false,
+        };
+        if lone {
+            let out = out.get_or_insert_with(|| Vec::with_capacity(json_text.len()));
+            out.extend_from_slice(&json_text[copied..at]);
+            out.extend_from_slice(b"\\ufffd");
+            copied = at + 6;
+        }
+        at += if unit(at).is_some() { 6 } else { 2 }; // (any other escape, `\\` too, is two bytes)
+    }
+    out.map(|mut out| {
+        out.extend_from_slice(&json_text[copied..]);
+        out
+    })
+}
+
 /// WTF-8 `text` appended to `out` with each lone surrogate as its `\uxxxx` escape.
 fn escape_lone_surrogates(text: &[u8], out: &mut Vec<u8>) {
     let mut start = 0;
@@ -471,6 +507,22 @@ mod tests {
         assert_eq!(block(Section::ToolDefinition, br#"{"a":"\n"}"#).text().unwrap().as_ref(), br#"{"a":"\n"}"#);
         let ext = Extension { dialect: "ollama".into(), path: Cow::Borrowed(b"$.x"), raw: Cow::Borrowed(b"\"t\""), message: None, lossless: false };
         assert_eq!(ext.value().unwrap(), crate::value::Value::str("t"));
+    }
+
+    #[test]
+    fn without_lone_surrogates_writes_each_lone_one_as_u_fffd() {
+        let cases: [(&[u8], Option<&[u8]>); 7] = [
+            (br#"{"a":"x\udc00y"}"#, Some(br#"{"a":"x\ufffdy"}"#)),
+            (br#"{"a":"\ud83d\ude00"}"#, None),
+            (br#"{"a":"\\udc00"}"#, None),
+            (br#"{"a":"\\\udc00"}"#, Some(br#"{"a":"\\\ufffd"}"#)),
+            (br#"{"a":"\uD800"}"#, Some(br#"{"a":"\ufffd"}"#)),
+            (br#"{"a":"\ud800\ud800\udc00"}"#, Some(br#"{"a":"\ufffd\ud800\udc00"}"#)),
+            (br#"{"a":"\u0041\n"}"#, None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(without_lone_surrogates(text).as_deref(), expected, "{}", String::from_utf8_lossy(text));
+        }
     }
 
     #[test]

@@ -1489,7 +1489,14 @@ impl StreamEncoder {
         let Some((args, first)) = self.args.take() else {
             return Err(internal_encoder("tool arguments without their call"));
         };
-        let data = arguments_object(session, DIALECT, args, first.as_ref())?;
+        let mut data = arguments_object(session, DIALECT, args, first.as_ref())?;
+        if let Some(replaced) = crate::canonical::without_lone_surrogates(&data) {
+            // (its clients' parser refuses one: the whole call's input was lost)
+            data = replaced;
+            let subject = format!("a lone surrogate in the arguments of a {}", crate::encoding::subject(session, first.as_ref(), None));
+            crate::encoding::lose(session, DIALECT, first.as_ref(), &subject, "lone surrogate its stream clients can parse",
+                                  Some("written as U+FFFD"), None)?;
+        }
         if data != b"{}" {
             // the JSON text as a string: any whitespace in it escaped too
             let mut escaped = Vec::with_capacity(data.len() + 8);
