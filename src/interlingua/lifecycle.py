@@ -72,7 +72,7 @@ from datetime import datetime, timedelta, timezone
 import msgspec
 
 from . import json as tok
-from .canonical import Block, Event, Finish, Section, Usage
+from .canonical import Block, Event, Finish, Logprobs, Section, Usage
 from .errors import SchemaError
 from .jsonwriter import dumps
 from .losses import finish_path, lacks, path_subject
@@ -602,11 +602,14 @@ def answer_after_error() -> SchemaError:
 _AFTER_ERROR = "place after its stream's error event"
 
 
-def lose_after_error(event: Finish | Usage | None, session: Session, target: str) -> None:
-    """A finish reason or usage counts a stream encoder did not write because its error
-    event ended the stream (``answer_after_error``): they came after it, or were held for
-    the end the error took the place of. Each is a recorded loss at its source path."""
+def lose_after_error(event: Finish | Usage | Logprobs | None, session: Session, target: str) -> None:
+    """A finish reason, usage counts or token logprobs a stream encoder did not write because
+    its error event ended the stream (``answer_after_error``): they came after it, or were
+    held for the end the error took the place of. Each is a recorded loss at its source path."""
     if event is None:
+        return
+    if type(event) is Logprobs:
+        session.lose("$.logprobs", lacks("token logprobs", target, _AFTER_ERROR, "not sent"))
         return
     if type(event) is Finish:
         if event.reason is not None or event.stop_sequence is not None:

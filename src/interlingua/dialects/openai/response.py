@@ -787,6 +787,8 @@ class StreamEncoder(_EncoderBase):
             self._logprobs_chunk()
         if t is Block:
             self._block(event)
+        elif t is Logprobs and self.errored:  # (its error chunk ended the stream)
+            lose_after_error(event, self.session, DIALECT)
         elif t is Logprobs:
             self.logprobs.setdefault(event.choice, []).append(logprob_to_openai(event.raw))
         elif t is FrameEnd:
