@@ -1129,6 +1129,11 @@ pub fn counts_given(u: &Usage) -> u8 {
     usage_counts(u).iter().enumerate().fold(0, |bits, (i, (_, count))| bits | (u8::from(count.is_some()) << i))
 }
 
+/// `lose_after_error(Logprobs)`: token logprobs a stream encoder did not write (as above).
+pub fn lose_logprobs_after_error(session: &mut Session, target: &str) -> Result<()> {
+    session.lose("$.logprobs", &lacks("token logprobs", target, AFTER_ERROR, Some("not sent")), None)
+}
+
 /// `lose_usage_after_error` of the counts `counts_given` marked, in `USAGE_COUNTS`' order.
 pub fn lose_counts_after_error(counts: u8, session: &mut Session, target: &str) -> Result<()> {
     for (i, (name, _)) in usage_counts(&Usage::default()).iter().enumerate() {

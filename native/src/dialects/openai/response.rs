@@ -1794,6 +1794,8 @@ mod encoder {
             }
             match &event {
                 Event::Block(block) => self.on_block(block, session, out)?,
+                // (its error chunk ended the stream)
+                Event::Logprobs { .. } if self.errored => crate::lifecycle::lose_logprobs_after_error(session, DIALECT)?,
                 Event::Logprobs { raw, choice } => {
                     let entry = logprob_to_openai(raw)?;
                     match self.logprobs.iter_mut().find(|(c, _)| c == choice) {
