@@ -33,7 +33,7 @@ from interlingua import Transcoder, TranscodeError
 from official_clients import read_stream
 
 HOOKS = {"clock": lambda: 1767225600.5, "entropy": lambda n: bytes(n)}
-SOURCES = [d for d in fuzz.DIALECTS if fuzz.seeds_of(d, "stream")]
+SOURCES = {kind: [d for d in fuzz.DIALECTS if fuzz.seeds_of(d, kind)] for kind in ("response", "stream")}
 
 
 @lru_cache(maxsize=None)
@@ -41,11 +41,12 @@ def _mutants(seed: fuzz.Seed) -> tuple:
     return (("unchanged", seed.body),) + tuple(fuzz.mutants(seed))
 
 
-def _draw(data, source: str, kind: str) -> tuple[bytes, str]:
+def _drawn_output(data, source: str, kind: str) -> tuple[str, bytes | None]:
+    """A mutant of a seed, transcoded into another dialect: (target, output or None)."""
     seed = data.draw(st.sampled_from(fuzz.seeds_of(source, kind)), label="seed")
     _, body = data.draw(st.sampled_from(_mutants(seed)), label="mutant")
     target = data.draw(st.sampled_from([d for d in fuzz.DIALECTS if d != source]), label="target")
-    return body, target
+    return target, _output(source, target, kind, body)
 
 
 def _output(source: str, target: str, kind: str, body: bytes) -> bytes | None:
@@ -77,17 +78,6 @@ def _left(target: str, out: bytes, exc: BaseException) -> bool:
     return False
 
 
-@pytest.mark.parametrize("source", SOURCES)
-@given(data=st.data())
-def test_the_target_client_reads_a_streams_output(source, data):
-    body, target = _draw(data, source, "stream")
-    out = _output(source, target, "stream", body)
-    if out is None:
-        return
-    items, exc = read_stream(target, out)
-    assert exc is None or isinstance(exc, _api_errors()[target]) or _left(target, out, exc), (exc, out[-600:])
-
-
 def _response_type(target: str):
     import anthropic.types
     import ollama
@@ -100,16 +90,26 @@ def _is_error_body(target: str, body: dict) -> bool:
     return "error" in body and (target != "anthropic" or body.get("type") == "error")
 
 
-@pytest.mark.parametrize("source", [d for d in fuzz.DIALECTS if fuzz.seeds_of(d, "response")])
-@given(data=st.data())
-def test_the_target_client_reads_a_response_body(source, data):
-    body, target = _draw(data, source, "response")
-    out = _output(source, target, "response", body)
-    if out is None:
-        return
+def _reads_stream(source: str, target: str, out: bytes) -> None:
+    items, exc = read_stream(target, out)
+    assert exc is None or isinstance(exc, _api_errors()[target]) or _left(target, out, exc), (exc, out[-600:])
+
+
+def _reads_response(source: str, target: str, out: bytes) -> None:
     value = json.loads(out)
     if _is_error_body(target, value):
         return
     if target == "openai" and source == "anthropic" and any(c["finish_reason"] is None for c in value["choices"]):
         return  # (left: see the module docstring)
     _response_type(target).model_validate(value)
+
+
+READS = {"stream": _reads_stream, "response": _reads_response}
+
+
+@pytest.mark.parametrize("source,kind", [(source, kind) for kind in SOURCES for source in SOURCES[kind]])
+@given(data=st.data())
+def test_the_target_client_reads_the_output(source, kind, data):
+    target, out = _drawn_output(data, source, kind)
+    if out is not None:
+        READS[kind](source, target, out)
