@@ -347,24 +347,28 @@ impl Lines {
 
     // -- the document's end -----------------------------------------------------------------
 
-    /// `_document_end`: the done line ends the message.
+    /// `_document_end`: the done line (after a stream's error, what it gives goes on).
     fn document_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {
         if !self.done || self.errored && !self.streams {
             return Ok(()); // (an error body: its done members say nothing more)
         }
-        if self.errored {
-            // a done line after a stream's error: what it gives goes on, for the encoder to record
-            if let Some(reason) = self.reason.as_deref() {
-                let reason = finish_from(DIALECT, Some(reason));
-                self.out(Event::Finish { reason, stop_sequence: None, choice: 0 }, cx)?;
-            }
-            if self.counted {
-                let usage = usage_from_ollama(self.counts[0].as_ref(), self.counts[1].as_ref())?;
-                self.out(Event::Usage(usage), cx)?;
-            }
-            self.ended = true;
-            return cx.emit(Event::End);
+        if !self.errored {
+            self.done_finish(cx)?;
+        } else if let Some(reason) = self.reason.as_deref() {
+            // a done line after a stream's error: it goes on, for the encoder to record
+            let reason = finish_from(DIALECT, Some(reason));
+            self.out(Event::Finish { reason, stop_sequence: None, choice: 0 }, cx)?;
         }
+        if self.counted {
+            let usage = usage_from_ollama(self.counts[0].as_ref(), self.counts[1].as_ref())?;
+            self.out(Event::Usage(usage), cx)?;
+        }
+        self.ended = true;
+        cx.emit(Event::End)
+    }
+
+    /// `_done_finish`: the done line ends the message: its last block, and the finish.
+    fn done_finish(&mut self, cx: &mut Cx<'_>) -> Result<()> {
         self.start_message(cx)?;
         self.close_block(cx)?;
         if self.reason.is_none() {
@@ -376,13 +380,7 @@ impl Lines {
         if reason.as_deref() == Some("end_turn") && self.tools != 0 {
             reason = Some(Cow::Borrowed("tool_use"));
         }
-        self.out(Event::Finish { reason, stop_sequence: None, choice: 0 }, cx)?;
-        if self.counted {
-            let usage = usage_from_ollama(self.counts[0].as_ref(), self.counts[1].as_ref())?;
-            self.out(Event::Usage(usage), cx)?;
-        }
-        self.ended = true;
-        cx.emit(Event::End)
+        self.out(Event::Finish { reason, stop_sequence: None, choice: 0 }, cx)
     }
 
     /// `_error`: the stream's error object ends the message.

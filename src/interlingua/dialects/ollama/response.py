@@ -355,18 +355,19 @@ class _Decoder(ResponseDecoderBase):
         self._close()
 
     def _document_end(self) -> None:
-        if not self.done:
-            return
-        if self.errored and not self.streams:  # (an error body: its done members say nothing more)
-            return
-        if self.errored:  # a done line after a stream's error: what it gives goes on, for the encoder to record
-            if self.reason is not None:
-                self.out(Finish(finish_from(DIALECT, self.reason)))
-            if self.counts:
-                self.out(usage_from_ollama(self.counts))
-            self.ended = True
-            self.emit(End())
-            return
+        if not self.done or (self.errored and not self.streams):
+            return  # (an error body: its done members say nothing more)
+        if not self.errored:
+            self._done_finish()
+        elif self.reason is not None:  # a done line after a stream's error: it goes on, for the encoder to record
+            self.out(Finish(finish_from(DIALECT, self.reason)))
+        if self.counts:
+            self.out(usage_from_ollama(self.counts))
+        self.ended = True
+        self.emit(End())
+
+    def _done_finish(self) -> None:
+        """The done line ends the message: its last block, and the finish."""
         self.start_message()
         self._close()
         if self.reason is None:
@@ -377,10 +378,6 @@ class _Decoder(ResponseDecoderBase):
         if reason == "end_turn" and self.tools:
             reason = "tool_use"
         self.out(Finish(reason))
-        if self.counts:
-            self.out(usage_from_ollama(self.counts))
-        self.ended = True
-        self.emit(End())
 
     def finish(self) -> None:
         if self.ended:
