@@ -398,8 +398,8 @@ pub fn unescape_json_text_into(payload: &[u8], out: &mut Vec<u8>) -> Result<()> 
 /// `u`, stay.
 pub fn without_lone_surrogates(json_text: &[u8]) -> Option<Vec<u8>> {
     let unit = |at: usize| -> Option<u16> {
-        let hex = json_text.get(at..at + 6).filter(|six| six.starts_with(b"\\u"))?;
-        u16::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+        let six = json_text.get(at..at + 6).filter(|six| six.starts_with(b"\\u") && six[2..].iter().all(u8::is_ascii_hexdigit))?;
+        Some(six[2..].iter().fold(0u16, |unit, &h| unit << 4 | (h as char).to_digit(16).unwrap_or(0) as u16))
     };
     let (high, low) = (|u: u16| (0xD800..0xDC00).contains(&u), |u: u16| (0xDC00..0xE000).contains(&u));
     let mut out: Option<Vec<u8>> = None;

@@ -174,7 +174,7 @@ class SseDecoder:
         """``data`` without the stream's leading UTF-8 BOM, which the SSE standard decodes
         away (it was read as part of the first field's name, and that event dropped with
         nothing said). The first bytes are held while they may still be one."""
-        first = self._first + data
+        first = self._first + data if self._first else data  # (the first chunk is not copied)
         if len(first) < len(_BOM) and _BOM.startswith(first):
             self._first = first
             return b""
