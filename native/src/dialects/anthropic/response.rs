@@ -1318,6 +1318,9 @@ pub struct StreamEncoder {
     /// the current block is not carried
     lost: bool,
     delta_written: bool,
+    /// the Finish the last message_delta carried (a later one repeats its stop); boxed: the
+    /// encoder stays within the allocator's thread cache (lib.rs `box_sizes`)
+    delta_finish: Option<Box<Event<'static>>>,
     /// a call's held arguments and its first fragment
     args: Option<(HeldArguments, BlockHead)>,
 }
@@ -1326,7 +1329,7 @@ impl StreamEncoder {
     pub fn new(session: &Session) -> Self {
         StreamEncoder { base: EncoderBase::new(session), frame: OpenFrame::new(), started: false, index: -1,
                         block_open: false, held: None, signature: None, finish_hold: None, unsent_counts: 0, done: false,
-                        errored: false, lost: false, delta_written: false, args: None }
+                        errored: false, lost: false, delta_written: false, delta_finish: None, args: None }
     }
 
     /// `_start`: message_start, once (a first usage rides on it; required counts unknown yet are 0).
@@ -1527,9 +1530,10 @@ impl StreamEncoder {
 
     /// `_message_delta`: the stop (the last Finish held) and the usage so far.
     fn message_delta(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
-        let mut finish = None;
+        // a later one repeats the stop (the client keeps each delta's)
+        let mut finish = self.delta_finish.take().map(|finish| *finish);
         if let Some(mut hold) = self.finish_hold.take() {
-            finish = hold.drain(&mut session.reorder).last();
+            finish = hold.drain(&mut session.reorder).last().or(finish);
         }
         let (reason, stop_sequence) = match &finish {
             Some(Event::Finish { reason, stop_sequence, .. }) => (reason.as_deref(), stop_sequence.as_deref()),
@@ -1548,6 +1552,7 @@ impl StreamEncoder {
         data.push(b'}');
         sse_event(out, Some("message_delta"), &data);
         self.delta_written = true;
+        self.delta_finish = finish.map(Box::new);
         self.unsent_counts = 0;
         Ok(())
     }
@@ -1615,8 +1620,8 @@ impl Encode for StreamEncoder {
                 if self.started {
                     self.unsent_counts |= crate::lifecycle::counts_given(usage);
                 }
-                if self.finish_hold.is_some() {
-                    self.message_delta(session, out)?;
+                if self.finish_hold.is_some() || self.delta_written && !self.done {
+                    self.message_delta(session, out)?; // (after one was written: another, with the counts it lacked)
                 }
             }
             Event::Finish { choice, .. } => {

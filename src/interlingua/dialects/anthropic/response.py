@@ -28,7 +28,8 @@ Encoding
   content blocks strictly one after another with increasing indexes, one
   delta event per source frame, message_delta with stop_reason and usage --
   the finish is held (``anthropic:finish-before-usage``) until the usage or
-  the end arrives -- and message_stop. An error becomes ``event: error`` and
+  the end arrives; counts that come after it get another message_delta, which
+  repeats the stop -- and message_stop. An error becomes ``event: error`` and
   the stream ends there.
 * Only choice 0 is carried: blocks of other choices are recorded losses.
 * A response without id gets a generated ``msg_<24 hex>``, a tool call without
@@ -661,8 +662,8 @@ class StreamEncoder(_EncoderBase):
         elif t is Usage:
             self.usage = merge_usage(self.usage, event)
             self.unsent_usage = merge_usage(self.unsent_usage, event) if self.started else None
-            if self.finish_hold is not None:
-                self._message_delta()
+            if self.finish_hold is not None or self.delta_written and not self.done:
+                self._message_delta()  # (after one was written: another, with the counts it lacked)
         elif t is Finish:
             if event.choice == 0 and not self.done:
                 self._start()
@@ -790,7 +791,7 @@ class StreamEncoder(_EncoderBase):
     # -- the end -------------------------------------------------------------------------------
 
     def _message_delta(self) -> None:
-        finish = None
+        finish = self.delta_finish  # a later one repeats the stop (the client keeps each delta's)
         if self.finish_hold is not None:
             for finish in self.finish_hold.drain():
                 pass
@@ -801,9 +802,11 @@ class StreamEncoder(_EncoderBase):
         self.write(sse_event("message_delta", b'{"type":"message_delta","delta":' + dumps(delta)
                              + b',"usage":' + dumps(usage) + b"}"))
         self.delta_written = True
+        self.delta_finish = finish
         self.unsent_usage = None
 
     delta_written = False
+    delta_finish: Finish | None = None  # the stop the last message_delta carried
 
     def _end(self) -> None:
         if self.done:
