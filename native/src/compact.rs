@@ -448,12 +448,12 @@ mod tests {
         let text = b"{\"type\":\"function\",\"k\\\"ey\":{\"a\":[1,{\"b\":\"c\"}]},\"n\":null,\"s\":\"t\\\\u\"}";
         let raw = Raw::canonical(text).unwrap();
         let value = Value::parse(text).unwrap();
-        assert!(raw.is_object() && (&value).is_object());
+        assert!(raw.is_object() && value.is_object());
         for key in ["type", "n", "s", "missing"] {
-            assert_eq!(raw.get(key).map(Data::to_json), (&value).get(key).map(Data::to_json), "{key}");
+            assert_eq!(raw.get(key).map(Data::to_json), value.get(key).map(Data::to_json), "{key}");
         }
-        assert!(raw.get("type").unwrap().str_is("function") && (&value).get("type").unwrap().str_is("function"));
-        assert!(raw.get("s").unwrap().str_is("t\\u") && (&value).get("s").unwrap().str_is("t\\u"));
+        assert!(raw.get("type").unwrap().str_is("function") && value.get("type").unwrap().str_is("function"));
+        assert!(raw.get("s").unwrap().str_is("t\\u") && value.get("s").unwrap().str_is("t\\u"));
         assert!(raw.get("n").unwrap().is_null() && !raw.get("s").unwrap().is_null());
         assert_eq!(raw.members().count(), 4);
         assert_eq!(Raw::canonical(b"[1]").unwrap().members().count(), 0);

@@ -619,7 +619,9 @@ impl<'a> Head<'a> {
 }
 
 /// The state of the block whose fragments are arriving (`Encoder._block`).
+#[derive(Default)]
 pub enum InBlock<P> {
+    #[default]
     None,
     /// not carried (its loss recorded at the last fragment): the rest is ignored
     Ignored,
@@ -628,11 +630,6 @@ pub enum InBlock<P> {
     Deferred(Block<'static>),
 }
 
-impl<P> Default for InBlock<P> {
-    fn default() -> Self {
-        InBlock::None
-    }
-}
 
 /// A dialect's placing of blocks (`Encoder._place` and the `(write, close)` it returns).
 pub trait PlaceBlocks {
@@ -827,7 +824,7 @@ pub fn lose(session: &mut Session, dialect: &str, block: BlockRef<'_>, subject: 
         Some(p) if !p.is_empty() => p.to_string(),
         _ => block_source_path(session, block),
     };
-    session.lose(&path, &lacks(subject, dialect, what, done), None)
+    session.lose(&path, lacks(subject, dialect, what, done), None)
 }
 
 /// `_lose_block`: the block (or something about it) is not carried.
@@ -1626,6 +1623,79 @@ impl MessageListBody {
     }
 }
 
+/// `lose_unknown_members(control, target, session)`: a loss for each member of another
+/// dialect's control field that no target carries (`fields::unknown_members`), at its own path;
+/// read off the field's raw JSON, which the field's first control carries (a derived one has none).
+pub fn lose_unknown_members(control: &Control<'_>, target: &str, session: &mut Session) -> Result<()> {
+    let (Some(raw), Some(key), Some(dialect)) = (control.raw.as_deref(), control.key.as_deref(), control.dialect.as_deref())
+    else {
+        return Ok(());
+    };
+    let tail = lacks("", target, "such field", None);
+    for member in crate::dialects::fields::unknown_members(dialect, key, raw)? {
+        let subject = [key.as_bytes(), b".", member.as_slice()].concat();
+        let place = [b"$.".as_slice(), &subject].concat();
+        session.lose(place, [subject.as_slice(), tail.as_bytes()].concat(), Some(dialect))?;
+    }
+    Ok(())
+}
+
+/// `lose_uncarried`: a loss for each source member of a reasoning setting its canonical value
+/// did not carry (anthropic `thinking.display`), at its own path (member names as they came).
+pub fn lose_uncarried(control: &Control<'_>, value: &Value, target: &str, session: &mut Session) -> Result<()> {
+    let Some(Value::Array(members)) = value.get("uncarried") else {
+        return Ok(());
+    };
+    let key = control.key.as_deref().unwrap_or("None");
+    let tail = lacks("", target, "field for it", None);
+    for member in members {
+        if let Value::Str(name) = member {
+            let subject = [key.as_bytes(), b".", name].concat();
+            let place = [b"$.".as_slice(), &subject].concat();
+            session.lose(place, [subject.as_slice(), tail.as_bytes()].concat(), control.dialect.as_deref())?;
+        }
+    }
+    Ok(())
+}
+
+/// `TOOL_EXTRAS`: a tool definition's attributes that keep its source members as JSON text.
+const TOOL_EXTRAS: [&str; 3] = ["anthropic_extra", "openai_extra", "ollama_extra"];
+
+/// `lose_tool_attr`: a tool-definition attribute `target` has no field for -- one loss per
+/// source member at its own path (`$.tools[0].defer_loading`, `$.tools[1].function.strict`),
+/// named as the source names it (an extras attribute holds several, its own name none).
+pub fn lose_tool_attr(key: &str, value: &[u8], attrs: &[Attr<'_>], target: &str, session: &mut Session) -> Result<()> {
+    let flat = attr_truthy(attrs, "legacy") || key == "anthropic_extra" || session.source == "anthropic";
+    let inner: &[u8] = if flat { b"" } else { b"function." };
+    let place = match attr(attrs, "path").map(Value::loads) {
+        Some(Ok(Value::Str(path))) if !path.is_empty() => Some(path),
+        _ => None,
+    };
+    let tail = lacks(" of a tool", target, "field for it", None);
+    for name in tool_attr_members(key, value) {
+        let field = [inner, &name].concat();
+        let path = match &place {
+            Some(at) => [at.as_slice(), b".", &field].concat(),
+            None => b"$.tools".to_vec(),
+        };
+        session.lose(path, [field.as_slice(), tail.as_bytes()].concat(), None)?;
+    }
+    Ok(())
+}
+
+/// The source member names a tool attribute stands for: an extras attribute's members
+/// (`losses.member_names`), or the attribute's own name.
+fn tool_attr_members(key: &str, value: &[u8]) -> Vec<Vec<u8>> {
+    if !TOOL_EXTRAS.contains(&key) {
+        return vec![key.as_bytes().to_vec()];
+    }
+    let Ok(Value::Str(text)) = Value::loads(value) else { return Vec::new() };
+    match Value::loads(&[b"{".as_slice(), &text, b"}"].concat()) {
+        Ok(Value::Object(members)) => members.into_iter().map(|(name, _)| name).collect(),
+        _ => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1783,78 +1853,5 @@ mod tests {
         let c = |v: &'static str| Control { name: "reasoning".into(), value: Cow::Borrowed(v.as_bytes()), dialect: Some("anthropic".into()), key: Some("thinking".into()), raw: None };
         let merged = merged_reasoning(&[c("{\"enabled\":true,\"budget_tokens\":10}"), c("{\"effort\":\"low\",\"enabled\":false}")]);
         assert_eq!(merged.value.as_ref(), b"{\"enabled\":false,\"budget_tokens\":10,\"effort\":\"low\"}");
-    }
-}
-
-/// `lose_uncarried`: a loss for each source member of a reasoning setting its canonical value
-/// did not carry (anthropic `thinking.display`), at its own path (member names as they came).
-/// `lose_unknown_members(control, target, session)`: a loss for each member of another
-/// dialect's control field that no target carries (`fields::unknown_members`), at its own path;
-/// read off the field's raw JSON, which the field's first control carries (a derived one has none).
-pub fn lose_unknown_members(control: &Control<'_>, target: &str, session: &mut Session) -> Result<()> {
-    let (Some(raw), Some(key), Some(dialect)) = (control.raw.as_deref(), control.key.as_deref(), control.dialect.as_deref())
-    else {
-        return Ok(());
-    };
-    let tail = lacks("", target, "such field", None);
-    for member in crate::dialects::fields::unknown_members(dialect, key, raw)? {
-        let subject = [key.as_bytes(), b".", member.as_slice()].concat();
-        let place = [b"$.".as_slice(), &subject].concat();
-        session.lose(place, [subject.as_slice(), tail.as_bytes()].concat(), Some(dialect))?;
-    }
-    Ok(())
-}
-
-pub fn lose_uncarried(control: &Control<'_>, value: &Value, target: &str, session: &mut Session) -> Result<()> {
-    let Some(Value::Array(members)) = value.get("uncarried") else {
-        return Ok(());
-    };
-    let key = control.key.as_deref().unwrap_or("None");
-    let tail = lacks("", target, "field for it", None);
-    for member in members {
-        if let Value::Str(name) = member {
-            let subject = [key.as_bytes(), b".", name].concat();
-            let place = [b"$.".as_slice(), &subject].concat();
-            session.lose(place, [subject.as_slice(), tail.as_bytes()].concat(), control.dialect.as_deref())?;
-        }
-    }
-    Ok(())
-}
-
-/// `TOOL_EXTRAS`: a tool definition's attributes that keep its source members as JSON text.
-const TOOL_EXTRAS: [&str; 3] = ["anthropic_extra", "openai_extra", "ollama_extra"];
-
-/// `lose_tool_attr`: a tool-definition attribute `target` has no field for -- one loss per
-/// source member at its own path (`$.tools[0].defer_loading`, `$.tools[1].function.strict`),
-/// named as the source names it (an extras attribute holds several, its own name none).
-pub fn lose_tool_attr(key: &str, value: &[u8], attrs: &[Attr<'_>], target: &str, session: &mut Session) -> Result<()> {
-    let flat = attr_truthy(attrs, "legacy") || key == "anthropic_extra" || session.source == "anthropic";
-    let inner: &[u8] = if flat { b"" } else { b"function." };
-    let place = match attr(attrs, "path").map(Value::loads) {
-        Some(Ok(Value::Str(path))) if !path.is_empty() => Some(path),
-        _ => None,
-    };
-    let tail = lacks(" of a tool", target, "field for it", None);
-    for name in tool_attr_members(key, value) {
-        let field = [inner, &name].concat();
-        let path = match &place {
-            Some(at) => [at.as_slice(), b".", &field].concat(),
-            None => b"$.tools".to_vec(),
-        };
-        session.lose(path, [field.as_slice(), tail.as_bytes()].concat(), None)?;
-    }
-    Ok(())
-}
-
-/// The source member names a tool attribute stands for: an extras attribute's members
-/// (`losses.member_names`), or the attribute's own name.
-fn tool_attr_members(key: &str, value: &[u8]) -> Vec<Vec<u8>> {
-    if !TOOL_EXTRAS.contains(&key) {
-        return vec![key.as_bytes().to_vec()];
-    }
-    let Ok(Value::Str(text)) = Value::loads(value) else { return Vec::new() };
-    match Value::loads(&[b"{".as_slice(), &text, b"}"].concat()) {
-        Ok(Value::Object(members)) => members.into_iter().map(|(name, _)| name).collect(),
-        _ => Vec::new(),
     }
 }

@@ -135,7 +135,7 @@ impl Error {
         if self.offset.is_none() {
             self.offset = offset;
         }
-        if self.path.as_ref().map_or(true, |p| p.is_empty()) {
+        if self.path.as_ref().is_none_or(|p| p.is_empty()) {
             let path = path();
             if !path.is_empty() {
                 self.path = Some(path);

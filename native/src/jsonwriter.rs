@@ -82,7 +82,7 @@ impl Firsts {
             self.bits &= !(1 << at);
             Some(first)
         } else {
-            self.deeper.last_mut().map(|first| std::mem::take(first))
+            self.deeper.last_mut().map(std::mem::take)
         }
     }
 }

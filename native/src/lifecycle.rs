@@ -108,7 +108,7 @@ pub fn finish_to<'r>(dialect: &str, reason: Option<&'r str>, session: &mut Sessi
     let shown = if raw.is_empty() { reason } else { raw };
     let what = format!("{field} {}", py_repr(shown.as_bytes()));
     let done = format!("sent as {}", py_repr(plain_stop(dialect).as_bytes()));
-    session.lose(&path, &lacks(&what, dialect, "such finish reason", Some(&done)), None)?;
+    session.lose(&path, lacks(&what, dialect, "such finish reason", Some(&done)), None)?;
     Ok(Some(Cow::Borrowed(plain_stop(dialect))))
 }
 
@@ -156,7 +156,7 @@ fn count(obj: &UsageObject<'_>, key: &str, path: At<'_>) -> Result<Option<i64>> 
         None | Some(Field::Null) => Ok(None),
         Some(Field::Int(digits)) => int_of_digits(digits).map(Some).ok_or_else(too_big),
         Some(Field::Float(f)) if f.fract() == 0.0 && f >= 0.0 => {
-            if f < 9.223_372_036_854_775_807e18 {
+            if f < 9.223_372_036_854_776e18 {
                 Ok(Some(f as i64))
             } else {
                 Err(too_big())
@@ -1131,7 +1131,7 @@ pub fn counts_given(u: &Usage) -> u8 {
 
 /// `lose_after_error(Logprobs)`: token logprobs a stream encoder did not write (as above).
 pub fn lose_logprobs_after_error(session: &mut Session, target: &str) -> Result<()> {
-    session.lose("$.logprobs", &lacks("token logprobs", target, AFTER_ERROR, Some("not sent")), None)
+    session.lose("$.logprobs", lacks("token logprobs", target, AFTER_ERROR, Some("not sent")), None)
 }
 
 /// `lose_usage_after_error` of the counts `counts_given` marked, in `USAGE_COUNTS`' order.

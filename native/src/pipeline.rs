@@ -956,8 +956,7 @@ mod tests {
     }
 
     fn stream_front(max_line: usize, copy: bool) -> (Front, Session) {
-        let mut options = crate::session::Options::default();
-        options.max_value_bytes = max_line;
+        let options = crate::session::Options { max_value_bytes: max_line, ..Default::default() };
         let session = Session::new(options, "openai", "openai", Kind::Stream);
         let decoder = Box::new(ToyStream(Toy { key: vec![], text: vec![], at: 0 }));
         (Front::Stream(Box::new(StreamFront::of("openai", decoder, &session, copy))), session)

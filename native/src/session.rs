@@ -421,7 +421,7 @@ impl Session {
             };
             let lack = format!("such tool name (^[a-zA-Z0-9_-]{{1,{limit}}}$)");
             let done = format!("sent as {}", py_str_repr(wire.as_bytes()));
-            self.lose(path, &lacks(&what, self.target, &lack, Some(&done)), None)?;
+            self.lose(path, lacks(&what, self.target, &lack, Some(&done)), None)?;
         }
         Ok(wire)
     }
@@ -497,7 +497,7 @@ mod tests {
         let err = strict.lose("$.x", "x: anthropic has no y", Some("ollama")).unwrap_err();
         assert_eq!(err.class, ErrorClass::Loss);
         assert_eq!(err.message, "cannot carry $.x: x: anthropic has no y");
-        assert_eq!((err.path.as_deref(), err.dialect.as_deref()), (Some(&b"$.x"[..]), Some("ollama")));
+        assert_eq!((err.path.as_deref(), err.dialect), (Some(&b"$.x"[..]), Some("ollama")));
         assert!(strict.losses.is_empty());
 
         let mut copy = session(Kind::Response, true);

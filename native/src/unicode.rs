@@ -274,6 +274,31 @@ fn write_value_repr(value: &crate::value::Value, out: &mut String) {
     }
 }
 
+/// Python's `repr` of a `bytes` (`b'...'`; `"` quotes when the bytes hold `'` and no `"`):
+/// errors quote the start of a frame's data so.
+pub fn py_bytes_repr(data: &[u8]) -> String {
+    let quote = if data.contains(&b'\'') && !data.contains(&b'"') { b'"' } else { b'\'' };
+    let mut out = String::with_capacity(data.len() + 3);
+    out.push('b');
+    out.push(quote as char);
+    for &b in data {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\t' => out.push_str("\\t"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b if b == quote => {
+                out.push('\\');
+                out.push(b as char);
+            }
+            0x20..=0x7e => out.push(b as char),
+            b => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push(quote as char);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,29 +342,4 @@ mod tests {
             assert_eq!(py_repr(text), *python);
         }
     }
-}
-
-/// Python's `repr` of a `bytes` (`b'...'`; `"` quotes when the bytes hold `'` and no `"`):
-/// errors quote the start of a frame's data so.
-pub fn py_bytes_repr(data: &[u8]) -> String {
-    let quote = if data.contains(&b'\'') && !data.contains(&b'"') { b'"' } else { b'\'' };
-    let mut out = String::with_capacity(data.len() + 3);
-    out.push('b');
-    out.push(quote as char);
-    for &b in data {
-        match b {
-            b'\\' => out.push_str("\\\\"),
-            b'\t' => out.push_str("\\t"),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b if b == quote => {
-                out.push('\\');
-                out.push(b as char);
-            }
-            0x20..=0x7e => out.push(b as char),
-            b => out.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    out.push(quote as char);
-    out
 }

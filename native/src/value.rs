@@ -810,7 +810,7 @@ pub fn write_float(f: f64, out: &mut Vec<u8>) {
         out.extend_from_slice(format!("e{}{:02}", if exponent < 0 { '-' } else { '+' }, exponent.abs()).as_bytes());
     } else if point <= 0 {
         out.extend_from_slice(b"0.");
-        out.extend(std::iter::repeat(b'0').take((-point) as usize));
+        out.extend(std::iter::repeat_n(b'0', (-point) as usize));
         out.extend_from_slice(digits);
     } else if point < n {
         out.extend_from_slice(&digits[..point as usize]);
@@ -818,7 +818,7 @@ pub fn write_float(f: f64, out: &mut Vec<u8>) {
         out.extend_from_slice(&digits[point as usize..]);
     } else {
         out.extend_from_slice(digits);
-        out.extend(std::iter::repeat(b'0').take((point - n) as usize));
+        out.extend(std::iter::repeat_n(b'0', (point - n) as usize));
         out.extend_from_slice(b".0");
     }
 }
@@ -867,7 +867,7 @@ fn halfway_even(f: f64, digits: &str, point: i32) -> Option<(String, i32)> {
     }
     let low = exact[..tail].trim_start_matches('0');
     let high = increment(low);
-    let even = if low.bytes().last().is_some_and(|d| (d - b'0') % 2 == 0) { low.to_string() } else { high };
+    let even = if low.bytes().last().is_some_and(|d| (d - b'0').is_multiple_of(2)) { low.to_string() } else { high };
     if even.is_empty() || even.trim_matches('0').is_empty() {
         return None;
     }

@@ -761,7 +761,7 @@ impl Readers {
         }
         let is_result = self.inner.is_none() && self.result.is_some();
         let block = self.block()?;
-        if block.type_.is_none() && block.deferred.as_ref().map_or(true, Hold::is_empty) {
+        if block.type_.is_none() && block.deferred.as_ref().is_none_or(Hold::is_empty) {
             if let Some(t) = type_of_payload(key) {
                 block.type_ = Some(t.to_vec());
                 block.kind = Kind::of(t);
@@ -2356,7 +2356,7 @@ mod encoder {
                     let source = block_subject(io.session.source, Section::ToolResult, None, b"");
                     let reason = lacks(&format!("{source} linked to no call"), DIALECT,
                                        "tool_result without a tool_use_id", Some("a placeholder id is written"));
-                    io.session.lose(&format!("$.messages[{}]", result.index), &reason, None)?;
+                    io.session.lose(format!("$.messages[{}]", result.index), &reason, None)?;
                 }
             }
             if !result.id_written {
@@ -2385,7 +2385,7 @@ mod encoder {
         fn tool_result<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             let call_id = attr(attrs, "tool_call_id").filter(|raw| *raw != b"null");
             if let Some(result) = &self.result {
-                if result.index == block.message && call_id.map_or(true, |id| Some(id) == result.id.as_deref()) {
+                if result.index == block.message && call_id.is_none_or(|id| Some(id) == result.id.as_deref()) {
                     return self.in_result(block, attrs, io); // another part of the same result
                 }
             }

@@ -1533,7 +1533,7 @@ impl StreamEncoder {
         // a later one repeats the stop (the client keeps each delta's)
         let mut finish = self.delta_finish.take().map(|finish| *finish);
         if let Some(mut hold) = self.finish_hold.take() {
-            finish = hold.drain(&mut session.reorder).last().or(finish);
+            finish = hold.drain(&mut session.reorder).next_back().or(finish);
         }
         let (reason, stop_sequence) = match &finish {
             Some(Event::Finish { reason, stop_sequence, .. }) => (reason.as_deref(), stop_sequence.as_deref()),
@@ -2058,8 +2058,8 @@ mod tests {
         ];
         match r % 9 {
             0..=3 => Event::Block(Block { section: sections[r / 9 % sections.len()], message: (r / 7 % 3) as i64 - 1,
-                                          payload: Cow::Borrowed(payloads[r / 11 % payloads.len()]), init: r / 13 % 2 == 0,
-                                          fin: r / 17 % 2 == 0, attrs: attrs[r / 19 % attrs.len()].clone() }),
+                                          payload: Cow::Borrowed(payloads[r / 11 % payloads.len()]), init: (r / 13).is_multiple_of(2),
+                                          fin: (r / 17).is_multiple_of(2), attrs: attrs[r / 19 % attrs.len()].clone() }),
             4 => Event::Finish { reason: Some("end_turn".into()), stop_sequence: None, choice: (r / 9 % 2) as i64 },
             5 => Event::Usage(Usage { input: Some(3), output: None, ..Usage::default() }),
             6 => Event::FrameEnd,

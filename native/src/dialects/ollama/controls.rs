@@ -324,7 +324,7 @@ fn integer<'c>(key: &str, control: &'c Control<'_>, session: &mut Session) -> Re
 }
 
 fn lose(session: &mut Session, where_: &str, what: &str, done: Option<&str>, dialect: Option<&str>) -> Result<()> {
-    session.lose(where_, &lacks(path_subject(where_), DIALECT, what, done), dialect)
+    session.lose(where_, lacks(path_subject(where_), DIALECT, what, done), dialect)
 }
 
 /// `reasoning_to_think`: canonical reasoning -> ollama `think` (compact JSON), or

@@ -2022,7 +2022,7 @@ impl ArgumentsWriter {
             }
             self.started = true;
         }
-        self.check.feed(data, &mut self.first).map_err(|e| in_ollama(e))?;
+        self.check.feed(data, &mut self.first).map_err(in_ollama)?;
         io.write(w, data)
     }
 
@@ -2119,8 +2119,8 @@ mod tests {
         for event in events {
             if let (Some(last), true) = (out.last_mut(), event.starts_with("block ")) {
                 let parts: Vec<&str> = event.splitn(5, ' ').collect();
-                if last.starts_with("block ") && last.contains(" 10 [") || last.contains(" 00 [") {
-                    if parts[3] == "00" || parts[3] == "01" {
+                if (last.starts_with("block ") && last.contains(" 10 [") || last.contains(" 00 ["))
+                    && (parts[3] == "00" || parts[3] == "01") {
                         let (head, rest) = parts[4].split_once("] ").unwrap_or((parts[4], ""));
                         let (lhead, ltail) = last.rsplit_once("] ").unwrap_or((last.as_str(), ""));
                         let merged = format!("{lhead}{}] {ltail}{}", &head[1..], if rest.is_empty() { "" } else { " | " });
@@ -2129,7 +2129,6 @@ mod tests {
                         *last = merged;
                         continue;
                     }
-                }
             }
             out.push(event);
         }

@@ -697,7 +697,7 @@ impl Dialect for Lines {
                     Value::Float(f) if f.fract() != 0.0 || !(f >= 0.0) || f.is_infinite() => {
                         return Err(cx.error(format!("expected an integer for {key}"), offset));
                     }
-                    Value::Float(f) if f >= 9.223_372_036_854_775_807e18 => {
+                    Value::Float(f) if f >= 9.223_372_036_854_776e18 => {
                         return Err(cx.error(beyond_64_bits(key, "a token count"), offset));
                     }
                     Value::Float(f) => Value::int(f as i64),
@@ -993,7 +993,7 @@ impl Common {
     /// A token entry of choice 0 held for its line; another choice's is a loss.
     fn logprob(&mut self, raw: &[u8], choice: i64, session: &mut Session) -> Result<()> {
         if choice != 0 {
-            return session.lose(&format!("$.choices[{choice}].logprobs"), "ollama has no choices (n > 1)", None);
+            return session.lose(format!("$.choices[{choice}].logprobs"), "ollama has no choices (n > 1)", None);
         }
         let hold = self.logprobs.get_or_insert_with(|| session.reorder.hold("ollama:logprobs-after-message"));
         hold.append(&mut session.reorder, (), raw.len() as u64)?;

@@ -1587,7 +1587,7 @@ impl Messages {
             return body.messages_writer(true, self, io);
         }
         if self.after_tool_calls
-            && ((role == USER && self.user_index.map_or(true, |i| i == index))
+            && ((role == USER && self.user_index.is_none_or(|i| i == index))
                 || (from_tool && (self.run_hold || self.user_hold.is_none())))
         {
             if let Some(w) = self.user_hold {
@@ -1746,7 +1746,7 @@ impl Messages {
             return false; // a user or system message between the run's tool messages: the run goes on
         }
         let result_of_run = block.section == Section::ToolResult
-            && attr(attrs, "role").map_or(true, |_| attr_is(attrs, "role", "tool"));
+            && attr(attrs, "role").is_none_or(|_| attr_is(attrs, "role", "tool"));
         !(result_of_run && self.calls.open())
     }
 
@@ -1981,7 +1981,7 @@ impl Messages {
             return Ok(None);
         }
         let mut data_prefix = Vec::new();
-        if source_text.as_deref() == Some("base64") && attr(attrs, "data_url").map_or(true, crate::encoding::truthy) && s != Section::UserAudio {
+        if source_text.as_deref() == Some("base64") && attr(attrs, "data_url").is_none_or(crate::encoding::truthy) && s != Section::UserAudio {
             // openai takes inline images and files only as data URLs
             data_prefix.extend_from_slice(b"data:");
             data_prefix.extend_from_slice(in_string(attr(attrs, "media_type").unwrap_or(b"\"application/octet-stream\"")));

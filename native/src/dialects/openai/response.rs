@@ -2210,13 +2210,13 @@ mod encoder {
                         None => subject.push('a'),
                     }
                     subject.push_str(" citation");
-                    io.session.lose(&here, &lacks(&subject, DIALECT, "such citation", None), None)?;
+                    io.session.lose(&here, lacks(&subject, DIALECT, "such citation", None), None)?;
                     continue;
                 };
                 let title = citation.get("title").filter(|t| !t.is_null());
                 if title.is_some_and(|t| !t.is_str()) {
                     // (openai's title is a string)
-                    io.session.lose(&format!("{here}.title"), &lacks("title of a web search citation", DIALECT,
+                    io.session.lose(format!("{here}.title"), lacks("title of a web search citation", DIALECT,
                                     "title that is not a string", Some("written as \"\"")), None)?;
                 }
                 let title = title.filter(|t| t.is_str()).cloned().unwrap_or_else(|| Value::str(""));
@@ -2233,8 +2233,8 @@ mod encoder {
                 for (key, value) in citation.as_object().unwrap_or(&[]) {
                     if !matches!(key.as_slice(), b"type" | b"url" | b"title") && !value.is_null() {
                         let key = String::from_utf8_lossy(key);
-                        io.session.lose(&format!("{here}.{key}"),
-                                        &lacks(&format!("{key} of a web search citation"), DIALECT, "field for it", None),
+                        io.session.lose(format!("{here}.{key}"),
+                                        lacks(&format!("{key} of a web search citation"), DIALECT, "field for it", None),
                                         None)?;
                     }
                 }
