@@ -471,9 +471,51 @@ pub fn ndjson_line(out: &mut Vec<u8>, data: &[u8]) {
     out.push(b'\n');
 }
 
+/// `ndjson_safe`: `out[start..]` (compact JSON of whole characters) with U+2028, U+2029 and
+/// U+0085 escaped. JSON may hold them raw in a string, but Python's line readers (httpx
+/// `iter_lines`, which the ollama client reads NDJSON with) end a line at them.
+pub fn ndjson_safe(out: &mut Vec<u8>, start: usize) {
+    let breaker_at = |tail: &[u8], i: usize| -> Option<&'static [u8]> {
+        match tail.get(i..i + 3) {
+            Some([0xE2, 0x80, 0xA8]) => Some(b"\\u2028"),
+            Some([0xE2, 0x80, 0xA9]) => Some(b"\\u2029"),
+            _ if tail.get(i..i + 2) == Some(&[0xC2, 0x85]) => Some(b"\\u0085"),
+            _ => None,
+        }
+    };
+    let tail = &out[start..];
+    let mut found = memchr::memchr2_iter(0xE2, 0xC2, tail).filter(|&i| breaker_at(tail, i).is_some()).peekable();
+    if found.peek().is_none() {
+        return; // (the usual case: nothing copied)
+    }
+    let mut safe = Vec::with_capacity(tail.len() + 16);
+    let mut copied = 0;
+    for i in found {
+        let escaped = breaker_at(tail, i).unwrap_or_default();
+        safe.extend_from_slice(&tail[copied..i]);
+        safe.extend_from_slice(escaped);
+        copied = i + if tail[i] == 0xE2 { 3 } else { 2 };
+    }
+    safe.extend_from_slice(&tail[copied..]);
+    out.truncate(start);
+    out.extend_from_slice(&safe);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ndjson_safe_escapes_what_line_readers_split_at() {
+        let mut out = b"kept\xe2\x80\xa8".to_vec();
+        let start = out.len();
+        out.extend_from_slice("{\"t\":\"a\u{2028}b\u{2029}c\u{85}d \u{2014}\u{a0}\"}".as_bytes());
+        ndjson_safe(&mut out, start);
+        assert_eq!(out, "kept\u{2028}{\"t\":\"a\\u2028b\\u2029c\\u0085d \u{2014}\u{a0}\"}".as_bytes());
+        let mut plain = b"{\"t\":\"\xe2\x80\x94\"}".to_vec();
+        ndjson_safe(&mut plain, 0);
+        assert_eq!(plain, b"{\"t\":\"\xe2\x80\x94\"}");
+    }
 
     #[derive(Default, Debug, PartialEq)]
     struct Frames(Vec<(Vec<u8>, Option<String>)>, Vec<u8>);

@@ -28,7 +28,8 @@ rather fail loudly in the dialect decoder than lose a frame silently).
 
 The encoders (``sse_event`` / ``ndjson_line`` and the streaming
 ``SSE_DATA`` prefix) write compact JSON, which never holds a raw line break,
-so one ``data:`` line per event is always enough.
+so one ``data:`` line per event is always enough. An NDJSON line also escapes
+what Python's line readers end a line at (``ndjson_safe``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import msgspec
 from .errors import BudgetExceededError
 
 __all__ = ["FrameEnd", "SseDecoder", "NdjsonDecoder", "sse_event", "sse_open", "SSE_END",
-           "ndjson_line", "DEFAULT_MAX_LINE"]
+           "ndjson_line", "ndjson_safe", "DEFAULT_MAX_LINE"]
 
 DEFAULT_MAX_LINE = 1 << 20
 _MAX_FIELD_NAME = 64
@@ -362,3 +363,17 @@ def sse_event(event: str | None, data: bytes) -> bytes:
 
 def ndjson_line(data: bytes) -> bytes:
     return data + b"\n"
+
+
+#: Characters JSON may hold raw in a string but Python's line readers end a line at
+#: (``str.splitlines``, so httpx's ``iter_lines``, which the ollama client reads NDJSON with).
+#: Ollama's server (Go) writes U+2028 and U+2029 escaped; an NDJSON encoder writes all three so.
+_LINE_BREAKERS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"), (b"\xc2\x85", b"\\u0085"))
+
+
+def ndjson_safe(data: bytes) -> bytes:
+    """``data`` (compact JSON of whole characters) with U+2028, U+2029 and U+0085 escaped."""
+    if b"\xe2\x80" in data or b"\xc2\x85" in data:
+        for raw, escaped in _LINE_BREAKERS:
+            data = data.replace(raw, escaped)
+    return data

@@ -65,6 +65,24 @@ def test_100k_text_in_one_string_reaches_every_client(kind):
             assert FINALS[target](kind, out).text == text, (source, target)
 
 
+@pytest.mark.parametrize("source,target,kind", PAIRS, ids=[f"{k}-{s}-{t}" for s, t, k in PAIRS])
+def test_line_separators_reach_every_client(source, target, kind):
+    """U+2028, U+2029 and U+0085 raw in the source's text and arguments: JSON allows them raw,
+    but the ollama client's line reader (httpx ``iter_lines``, ``str.splitlines``) ends a line at
+    them, so an ollama line writes them escaped (as Ollama's Go server does the first two).
+    An ollama stream's copy is byte-identical: its own lines, which this client cannot read."""
+    if source == target == "ollama" and kind == "stream":
+        pytest.skip("a same-dialect copy passes the source's bytes through")
+    text, args = "a\u2028b\u2029c\x85d é", {"note": "x\u2028y\x85"}
+    body = SOURCES[source, kind](text=text, args=args, piece=3) if kind == "stream" else SOURCES[source, kind](text=text, args=args)
+    for size in (1, 7, len(body)):
+        out, _ = transcode(source, target, kind, body, size=size)
+        got = FINALS[target](kind, out)
+        assert (got.text, [a for _, _, a in got.tools]) == (text, [args]), size
+        if target == "ollama" and kind == "stream":
+            assert not any(c.encode() in out for c in "\u2028\u2029\x85"), size
+
+
 def _legacy_openai(kind: str) -> bytes:
     """openai's legacy ``function_call`` (no id, finish ``function_call``), with text before it."""
     import json as _json

@@ -1298,7 +1298,28 @@ impl StreamEncoder {
 }
 
 impl Encode for StreamEncoder {
+    /// Every line, its text included, line-safe (`ndjson_safe`, Python's wrapped `write`).
     fn event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        let start = out.len();
+        let written = self.on_event(event, session, out);
+        crate::framing::ndjson_safe(out, start);
+        written
+    }
+
+    fn finish(&mut self, _session: &mut Session, _out: &mut Vec<u8>) -> Result<()> {
+        Ok(())
+    }
+
+    fn abort(&mut self, error: &Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        let start = out.len();
+        let written = self.error_line(error, session, out);
+        crate::framing::ndjson_safe(out, start);
+        written
+    }
+}
+
+impl StreamEncoder {
+    fn on_event(&mut self, event: Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
         if self.errored && matches!(event, Event::Block(_)) {
             // the error event ended the target's stream
             return Err(crate::lifecycle::answer_after_error());
@@ -1311,7 +1332,7 @@ impl Encode for StreamEncoder {
                 }
                 self.block(block, session, out)
             }
-            Event::Error { .. } => self.abort(&event, session, out),
+            Event::Error { .. } => self.error_line(&event, session, out),
             Event::End => self.end(session, out),
             // (its error line ended the stream)
             Event::Usage(usage) if self.errored => crate::lifecycle::lose_usage_after_error(Some(usage), session, DIALECT),
@@ -1326,11 +1347,8 @@ impl Encode for StreamEncoder {
         }
     }
 
-    fn finish(&mut self, _session: &mut Session, _out: &mut Vec<u8>) -> Result<()> {
-        Ok(())
-    }
-
-    fn abort(&mut self, error: &Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+    /// `abort`: the error line, and the stream ends there.
+    fn error_line(&mut self, error: &Event<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
         if self.c.done || self.errored {
             return Ok(());
         }

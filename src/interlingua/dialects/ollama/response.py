@@ -58,7 +58,7 @@ from ...canonical import (
 from ...decoding import Members, ResponseDecoderBase
 from ...encoding import Encoder, MessageAssembler, HeldArguments
 from ...errors import SchemaError, TruncatedInputError
-from ...framing import FrameEnd, ndjson_line
+from ...framing import FrameEnd, ndjson_line, ndjson_safe
 from ..fields import check_logprob
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
@@ -540,6 +540,7 @@ def _error_object(error: Error) -> bytes:
 
 class StreamEncoder(_EncoderBase):
     def __init__(self, write, session: Session) -> None:
+        write = (lambda data, write=write: write(ndjson_safe(data)))  # every line, its text included
         super().__init__(write, session)
         self.frame = OpenFrame(write)
         self.kind: str | None = None
