@@ -760,7 +760,9 @@ class KeyFirst:
             self.depth -= 1
         if self.hold is None:
             self.hold = d.session.reorder.hold(self.reason)
-        self.hold.append((kind, value, offset), 16 + (len(value) if isinstance(value, (bytes, str)) else 0))
+        # 16 a token, a string's later fragments none: a string costs the same however it was cut
+        head = 0 if kind == tok.STRING_PART or kind == tok.STRING_CLOSE else 16
+        self.hold.append((kind, value, offset), head + (len(value) if isinstance(value, (bytes, str)) else 0))
 
     @staticmethod
     def read_key(decoder, key: str, kind: int, value: Any, offset: int, done: Callable[[Any], None],
@@ -793,7 +795,9 @@ class ReasoningFirst:
     reasoning delta first. So the text waits in the reorder buffer (rule
     ``reason``) from its first byte until the object's next member shows
     whether reasoning follows: another member or the object's end releases it
-    at once; a reasoning member releases it when that reasoning string ends.
+    at once; a reasoning member releases it when that reasoning string ends; a
+    null member shows nothing (OpenRouter writes ``"refusal":null`` between
+    ``content`` and ``reasoning``).
     Bounded by the text of one message (one frame in a stream). With
     ``refuse_reorder`` nothing is held: the wire order is kept (the target may
     get the text before the reasoning).

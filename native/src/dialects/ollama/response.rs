@@ -562,8 +562,9 @@ impl Dialect for Lines {
                 Ok(())
             }
             S::Message => {
-                if key != b"content" {
-                    self.text_member(key == b"thinking" && token != Token::Null, cx)?;
+                if key != b"content" && token != Token::Null {
+                    // (a null member shows nothing: the text waits on)
+                    self.text_member(key == b"thinking", cx)?;
                 }
                 match key {
                     b"content" if token != Token::Null => m.read(Read::String(S::Content, "content")),

@@ -344,10 +344,20 @@ mod decoder {
         }
 
         fn maybe_start(&mut self, cx: &mut Cx<'_>) -> Result<()> {
-            if self.base.id.is_some() && self.base.model.is_some() {
+            if self.base.id.is_some() && self.base.model.is_some() && !self.preamble() {
                 self.start_message(cx)?;
             }
             Ok(())
+        }
+
+        /// `_preamble`: a stream's chunk before its message -- no choice yet, and id and model
+        /// empty or absent (Azure's first chunk: its prompt's content-filter results). It does
+        /// not start the message: the id and model of a chunk that follows do.
+        fn preamble(&self) -> bool {
+            self.streaming
+                && self.choices.is_empty()
+                && self.base.id.as_deref().is_none_or(str::is_empty)
+                && self.base.model.as_deref().is_none_or(str::is_empty)
         }
 
         // -- top-level members ---------------------------------------------------------
@@ -657,8 +667,9 @@ mod decoder {
                                     offset));
             }
             let reasoning_key = key == b"reasoning_content" || key == b"reasoning";
-            if key != b"content" {
-                self.text_first_member(c, reasoning_key && token != Token::Null, cx)?;
+            if key != b"content" && token != Token::Null {
+                // (a null member shows nothing: the text waits on)
+                self.text_first_member(c, reasoning_key, cx)?;
             }
             match key {
                 b"content" => {
@@ -985,6 +996,9 @@ mod decoder {
                 return Ok(());
             }
             self.ended = true;
+            if !self.base.started && !self.base.errored {
+                self.start_message(cx)?; // (only preamble chunks came)
+            }
             self.base.release(cx)?;
             for c in 0..self.choices.len() {
                 if !self.choices[c].finished {
@@ -1254,10 +1268,17 @@ mod decoder {
         fn end_frame(&mut self, _event: Option<&str>, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
             let d = &mut self.d;
             d.frames += 1;
-            if !d.base.started && !d.base.errored {
-                d.start_message(&mut Cx::outside(session, out))?; // the first chunk ended without id or model
+            if d.base.started || d.base.errored {
+                return Ok(());
             }
-            Ok(())
+            if d.preamble() {
+                // (its empty ones, and its created 0, are not the message's)
+                (d.base.id, d.base.model) = (None, None);
+                d.kept.retain(|(key, _)| key.as_ref() != b"created");
+                Ok(())
+            } else {
+                d.start_message(&mut Cx::outside(session, out)) // the first chunk ended without id or model
+            }
         }
 
         fn frame_text(&mut self, _event: Option<&str>, data: &[u8], session: &mut Session,

@@ -226,8 +226,8 @@ class _Decoder(ResponseDecoderBase):
         self._text_first.release()
 
     def _message_member(self, key: str, kind: int, value: Any, offset: int) -> None:
-        if key != "content":
-            self._text_first.member(key == "thinking" and kind != tok.NULL)
+        if key != "content" and kind != tok.NULL:  # (a null member shows nothing: the text waits on)
+            self._text_first.member(key == "thinking")
         if key == "content":
             self._string(kind, value, offset, Section.ASSISTANT_TEXT, key)
         elif key == "thinking":

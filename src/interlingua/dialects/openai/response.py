@@ -148,8 +148,14 @@ class _Base(ResponseDecoderBase):
         self._maybe_start()
 
     def _maybe_start(self) -> None:
-        if self.id is not None and self.model is not None:
+        if self.id is not None and self.model is not None and not self._preamble():
             self.start_message()
+
+    def _preamble(self) -> bool:
+        """A stream's chunk before its message: no choice yet, and id and model empty or absent
+        (Azure's first chunk: its prompt's content-filter results, ``"id":""``, ``"model":""``).
+        It does not start the message: the id and model of a chunk that follows do."""
+        return self.streaming and not self.choices and not self.id and not self.model
 
     streaming = False
 
@@ -503,8 +509,8 @@ class _MessageReader(MemberReader):
         d, c = self.d, self.c
         if c.finished and key != "role" and kind != tok.NULL and not (kind == tok.STRING and not value):
             raise d.error(f"{key} after choice {c.index} finished (its finish_reason came)", offset)
-        if key != "content":
-            self.text_first.member(key in _REASONING_KEYS and kind != tok.NULL)
+        if key != "content" and kind != tok.NULL:  # (a null member shows nothing: the text waits on)
+            self.text_first.member(key in _REASONING_KEYS)
         if key == "content":
             if c.block is not None and c.block.section is Section.TOOL_CALL and kind != tok.NULL \
                     and value:
@@ -560,7 +566,12 @@ class StreamDecoder(_Base):
 
     def end_frame(self, event: str | None) -> None:
         self.frames += 1
-        if not self.started and not self.errored:
+        if self.started or self.errored:
+            return
+        if self._preamble():
+            self.id = self.model = None  # (its empty ones, and its created 0, are not the message's)
+            self.kept.pop("created", None)
+        else:
             self.start_message()  # the first chunk ended without id or model
 
     def frame_text(self, event: str | None, data: bytes) -> None:
@@ -580,6 +591,8 @@ class StreamDecoder(_Base):
         if self.ended:
             return
         self.ended = True
+        if not self.started and not self.errored:
+            self.start_message()  # (only preamble chunks came)
         self.gate.release()
         for c in self.choices.values():
             if not c.finished:
