@@ -932,6 +932,47 @@ mod decoder {
             Ok(Route::Current)
         }
 
+        /// `_late_identity`: an id or name a call's later delta brings (a provider that splits
+        /// them): a call not yet written takes it; one whose head went out with an earlier
+        /// delta cannot, a loss.
+        fn late_identity(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+            const EMPTY: &[u8] = b"\"\"";
+            let index = self.call.index;
+            let choice = &mut self.choices[self.choice.c];
+            let (block_attrs, written) = if choice.is_current_tool(index) {
+                match choice.block.as_mut() {
+                    Some(block) => (&mut block.attrs, block.started),
+                    None => return Ok(()),
+                }
+            } else {
+                match index.and_then(|index| choice.held.get_mut(&index)) {
+                    Some((attrs, _)) => (attrs, false),
+                    None => return Ok(()),
+                }
+            };
+            let mut lost = Vec::new();
+            for (key, member) in [("id", "id"), ("name", "function.name")] {
+                // (DashScope's later deltas: "id":"", "name":"")
+                let Some(value) = crate::decoding::get_attr(&self.call.attrs, key).filter(|value| *value != EMPTY) else { continue };
+                let had = crate::decoding::get_attr(block_attrs, key);
+                if had == Some(value) {
+                    continue;
+                }
+                if !written && had.is_none_or(|had| had == EMPTY) {
+                    let value = value.to_vec();
+                    crate::decoding::set_attr(block_attrs, Cow::Borrowed(key), value);
+                } else {
+                    lost.push((key, member));
+                }
+            }
+            for (key, member) in lost {
+                let path = format!("{}.{member}", self.call_path());
+                let what = format!("place for a tool call's {key} after its first delta");
+                cx.session.lose_member(&path, &what, Some("not sent"))?;
+            }
+            Ok(())
+        }
+
         /// `_ToolCallReader.end`.
         fn call_end(&mut self, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
             if self.call.custom {
@@ -959,6 +1000,7 @@ mod decoder {
             if !self.streaming {
                 return self.close_block(c, cx);
             }
+            self.late_identity(cx)?;
             if self.choices[c].is_current_tool(self.call.index) {
                 // id and name go out with the frame that brought them
                 let announced = self.choices[c].block.as_mut().and_then(BlockStream::announce);

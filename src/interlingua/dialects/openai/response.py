@@ -403,8 +403,30 @@ class _ToolCallReader(MemberReader):
             self.pending = None
         if not self.streaming:
             self.d.close_block(self.c)
-        elif self._is_current():
+            return
+        self._late_identity()
+        if self._is_current():
             self.c.block.announce()  # id and name go out with the frame that brought them
+
+    def _late_identity(self) -> None:
+        """An id or name a call's later delta brings (a provider that splits them): a call not
+        yet written takes it; one whose head went out with an earlier delta cannot, a loss."""
+        c = self.c
+        if self._is_current():
+            block_attrs, written = c.block.attrs, c.block.started
+        elif self.index in c.held:
+            block_attrs, written = c.held[self.index][0], False
+        else:
+            return
+        for key, member in (("id", "id"), ("name", "function.name")):
+            value = self.attrs.get(key)
+            if not value or block_attrs.get(key) == value:
+                continue  # (DashScope's later deltas: "id":"", "name":"")
+            if not written and not block_attrs.get(key):
+                block_attrs[key] = value
+            else:
+                self.d.session.lose_member(f"{self.attrs['path']}.{member}",
+                                           "place for a tool call's " + key + " after its first delta", "not sent")
 
 
 class _ChoiceReader(MemberReader):
