@@ -17,7 +17,15 @@ each request it
   records when it did), ``fault-badjson`` / ``fault-cut`` (three frames, then a frame
   that is not JSON / a clean end without the stream's last event; a JSON answer: its first two
   thirds, then a clean end / ``fault-drop`` a dropped connection), ``echo-tool`` (a JSON answer calling the request's
-  first tool by the name it arrived with).
+  first tool by the name it arrived with), ``fault-redirect`` (a 307 to ``redirect_to``, another origin),
+  and ``twist-<how>``: a valid answer that bends HTTP: ``twist-upper`` (its content type upper-cased),
+  ``twist-gzip`` / ``twist-deflate`` / ``twist-br`` (compressed though the proxy asks ``identity``; a
+  stream frame by frame, flushed), ``twist-gzip-<status>`` (a gzipped error body), ``twist-json`` /
+  ``twist-stream`` (JSON whatever was asked / a stream whatever was asked), ``twist-linger`` (the whole
+  answer, then the body kept open until the connection closes, whose time is recorded).
+
+Every answer carries the upstream's request id (``request-id`` from anthropic, ``x-request-id`` from the
+others: ``REQUEST_ID``); a 429 also ``retry-after``, ``retry-after-ms`` and rate-limit headers (``RATE_LIMITED``).
 
 Only 127.0.0.1 is ever used.
 """
@@ -30,6 +38,7 @@ import json
 import socket
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 
 import anyio
@@ -40,6 +49,18 @@ from rpt import RPT_ROOT, parse_wire, split_frames
 PATHS = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic", "/api/chat": "ollama"}
 SLOW = 2.0
 CONTENT_TYPES = {"openai": "text/event-stream", "anthropic": "text/event-stream", "ollama": "application/x-ndjson"}
+REQUEST_ID = b"req_upstream_1"
+RATE_LIMITED = [(b"retry-after", b"7"), (b"retry-after-ms", b"7000"), (b"x-ratelimit-remaining-requests", b"0"),
+                (b"anthropic-ratelimit-requests-remaining", b"0")]
+
+
+def id_header(dialect: str) -> tuple[bytes, bytes]:
+    return (b"request-id" if dialect == "anthropic" else b"x-request-id", REQUEST_ID)
+
+
+def compressor(how: str):
+    """A streaming compressor for a content-encoding (zlib's; br is only named, never decoded by the proxy)."""
+    return zlib.compressobj(wbits=31 if how in ("gzip", "br") else 15)
 
 
 class Server:
@@ -146,6 +167,7 @@ class Upstream:
     pace: float = 0.001
     received: list[Received] = field(default_factory=list)
     url: str = ""  # set once served
+    redirect_to: str = ""  # fault-redirect's other origin
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "lifespan":
@@ -173,18 +195,59 @@ class Upstream:
         if scenario == "echo-tool":  # answer calling the first tool under the name it was given
             await self._plain(send, 200, echo_tool_answer(dialect, body))
             return
+        if scenario == "fault-redirect":
+            await send({"type": "http.response.start", "status": 307, "headers": [
+                (b"location", (self.redirect_to + scope["path"]).encode()), (b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if scenario.startswith("twist-"):
+            await self._twist(scenario[6:], dialect, wants_stream(dialect, body), send, receive, record)
+            return
         await self._answer(scenario, dialect, wants_stream(dialect, body), send, receive, record,
                            float(pace) if pace else self.pace)
 
-    async def _plain(self, send, status: int, body: bytes, content_type: str = "application/json") -> None:
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", content_type.encode())]})
+    async def _plain(self, send, status: int, body: bytes, content_type: str = "application/json",
+                     dialect: str = "openai", headers=()) -> None:
+        headers = [(b"content-type", content_type.encode()), id_header(dialect), *headers]
+        if status == 429:
+            headers += RATE_LIMITED
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+    async def _twist(self, how: str, dialect: str, stream: bool, send, receive, record: Received) -> None:
+        if how.startswith("gzip-"):
+            status = int(how[5:])
+            gz = compressor("gzip")
+            await self._plain(send, status, gz.compress(error_body(dialect, status)) + gz.flush(), dialect=dialect,
+                              headers=[(b"content-encoding", b"gzip")])
+            return
+        stream = {"json": False, "stream": True}.get(how, stream)
+        content_type = CONTENT_TYPES[dialect] if stream else "application/json"
+        headers = [(b"content-type", (content_type.upper() if how == "upper" else content_type).encode()),
+                   id_header(dialect)]
+        pack = None
+        if how in ("gzip", "deflate", "br"):
+            headers.append((b"content-encoding", how.encode()))
+            packer = compressor(how)
+            pack = lambda data: packer.compress(data) + packer.flush(zlib.Z_SYNC_FLUSH)  # noqa: E731
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        body = scenario_bytes("response-text-tool", dialect, "stream" if stream else "response")
+        for piece in split_frames(dialect, body) if stream else [body]:
+            await send({"type": "http.response.body", "body": pack(piece) if pack else piece, "more_body": True})
+        if pack:
+            await send({"type": "http.response.body", "body": packer.flush(), "more_body": True})
+        if how == "linger":  # the whole answer, and no end: until the proxy closes the connection
+            with anyio.move_on_after(10):
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                record.closed_at = time.monotonic()
+            return
+        await send({"type": "http.response.body", "body": b""})
 
     async def _answer(self, scenario: str, dialect: str, stream: bool, send, receive, record: Received,
                       pace: float) -> None:
         if scenario.startswith("fault-") and scenario[6:].isdigit():
-            await self._plain(send, int(scenario[6:]), error_body(dialect, int(scenario[6:])))
+            await self._plain(send, int(scenario[6:]), error_body(dialect, int(scenario[6:])), dialect=dialect)
             return
         if scenario == "fault-slow-start":
             await anyio.sleep(SLOW)
@@ -192,7 +255,8 @@ class Upstream:
         kind = "stream" if stream else "response"
         body = scenario_bytes(source, dialect, kind)
         await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", (CONTENT_TYPES[dialect] if stream else "application/json").encode())]})
+                    "headers": [(b"content-type", (CONTENT_TYPES[dialect] if stream else "application/json").encode()),
+                                id_header(dialect)]})
         if not stream and scenario in ("fault-drop", "fault-cut"):  # a JSON answer that stops two thirds in
             third = len(body) // 3
             for piece in (body[:third], body[third:2 * third]):

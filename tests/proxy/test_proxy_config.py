@@ -105,3 +105,20 @@ BASE = {"backends": [{"name": "b", "dialect": "openai", "url": "http://127.0.0.1
 def test_config_errors_name_the_key(change, names):
     with pytest.raises(ConfigError, match=names):
         parse_config({**BASE, **change})
+
+
+@pytest.mark.parametrize("key", ["sk-SECRET\n", "sk-SECRET\r\n", "sk-\x7fSECRET", " sk-SECRET", "sk-SECRET\t",
+                                 "sk-SECRETé", ""])
+def test_a_backend_key_that_cannot_be_a_header_is_refused_without_showing_it(key, monkeypatch):
+    """A key read from a file with its newline (``export K="$(cat key.txt; echo)"``), a CRLF .env: refused
+    at load, naming the backend and where the key came from, never the key."""
+    monkeypatch.setenv("PROXY_TEST_BAD_KEY", key)
+    table = {"name": "b", "dialect": "anthropic", "url": "http://x", "models": ["*"]}
+    with pytest.raises(ConfigError, match=r"backends\[0\]\.api_key_env \(PROXY_TEST_BAD_KEY\)") as info:
+        parse_config({"backends": [{**table, "api_key_env": "PROXY_TEST_BAD_KEY"}]})
+    assert "SECRET" not in str(info.value)
+    with pytest.raises(ConfigError, match=r"backends\[0\]\.api_key:") as info:
+        parse_config({"backends": [{**table, "api_key": key}]})
+    assert "SECRET" not in str(info.value)
+    with pytest.raises(ConfigError, match=r"anthropic_version"):
+        parse_config({"backends": [{**table, "anthropic_version": "2023-06-01\n"}]})

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
@@ -40,7 +41,7 @@ from contextlib import aclosing
 import anyio
 import msgspec
 
-from ..aio import aclose_quietly, transcode_stream
+from ..aio import aclose_quietly
 from ..errors import TranscodeError
 from ..pipeline import Decoder, Transcoder
 from ..canonical import Control, Error
@@ -57,6 +58,14 @@ LOSS_HEADER = b"x-interlingua-losses"
 #: the methods each route takes (the ``Allow`` header of its 405); ``b"chat"`` stands for every chat route
 _ALLOWED = {b"chat": b"POST", "/healthz": b"GET, HEAD", "/v1/models": b"GET", "/api/tags": b"GET"}
 ERROR_BODY_LIMIT = 64 << 10  # what is read of an upstream's error body
+#: an error no retry can fix: the openai and anthropic clients then do not retry (they would 3 times)
+NO_RETRY = (b"x-should-retry", b"false")
+#: upstream headers the client gets as they came: when to retry, and the rate limits
+PASSED = frozenset((b"retry-after", b"retry-after-ms"))
+PASSED_PREFIXES = (b"x-ratelimit-", b"anthropic-ratelimit-")
+#: the upstream's request id, under the name the client's SDK reads (openai ``x-request-id``, anthropic ``request-id``)
+REQUEST_ID = {"openai": b"x-request-id", "anthropic": b"request-id", "ollama": b"x-request-id"}
+DRAIN_SECONDS, DRAIN_LIMIT = 0.25, 64 << 10  # read after a stream's last event, waiting for the upstream's end
 
 
 class ClientDisconnected(Exception):
@@ -70,9 +79,12 @@ class BodyTooLarge(Exception):
 class RequestFailed(Exception):
     """Ends a request early with an error response in the client's dialect."""
 
-    def __init__(self, status: int, message: str, *, kind: str | None = None, param: str | None = None) -> None:
+    def __init__(self, status: int, message: str, *, kind: str | None = None, param: str | None = None,
+                 final: bool = False, headers: list[tuple[bytes, bytes]] = ()) -> None:
         super().__init__(message)
         self.status, self.message, self.kind, self.param = status, message, kind, param
+        # final: no retry can fix it (x-should-retry: false); headers: the upstream's, passed on
+        self.headers = [*headers, NO_RETRY] if final else list(headers)
 
 
 class ClientBody:
@@ -228,7 +240,8 @@ class ProxyApp:
             status = 405 if allowed is not None else 404
             client = dialect or _dialect_of(scope)
             headers = [(b"allow", allowed)] if allowed is not None else []  # RFC 9110 15.5.6: a 405 says what is
-            await _respond(send, status, error_body(client, status, f"no route for {method} {path}"), headers=headers)
+            await _respond(send, status, error_body(client, status, f"no route for {method} {path}"),
+                           headers=[*headers, NO_RETRY])
 
     def _authorized(self, scope) -> bool:
         if not self._keys:
@@ -246,7 +259,7 @@ class ProxyApp:
     async def _models(self, scope, send) -> None:
         dialect = _dialect_of(scope)
         if not self._authorized(scope):
-            await _respond(send, 401, error_body(dialect, 401, "missing or wrong API key"))
+            await _respond(send, 401, error_body(dialect, 401, "missing or wrong API key"), headers=[NO_RETRY])
             return
         names = [(name, b.name) for b in self.config.backends for name in b.listed_models()]
         if dialect == "ollama":
@@ -272,7 +285,8 @@ class ProxyApp:
             exchange.status, exchange.error = failed.status, failed.message
             try:
                 await _respond(send, failed.status,
-                               error_body(client, failed.status, failed.message, kind=failed.kind, param=failed.param))
+                               error_body(client, failed.status, failed.message, kind=failed.kind, param=failed.param),
+                               headers=failed.headers)
             except OSError:
                 pass  # the client is gone
         except ClientDisconnected:
@@ -284,18 +298,19 @@ class ProxyApp:
     async def _exchange(self, scope, receive, send, exchange: Exchange) -> None:
         config, client = self.config, exchange.client
         if not self._authorized(scope):
-            raise RequestFailed(401, "missing or wrong API key (Authorization: Bearer <key> or x-api-key: <key>)")
+            raise RequestFailed(401, "missing or wrong API key (Authorization: Bearer <key> or x-api-key: <key>)",
+                                final=True)
         length = _header(scope, b"content-length")
         # ASCII digits only: str.isdigit takes "²", which int() then refuses
         if length is not None and length.isascii() and length.isdigit() and int(length) > config.max_body_bytes:
-            raise RequestFailed(413, f"request body over {config.max_body_bytes} bytes")
+            raise RequestFailed(413, f"request body over {config.max_body_bytes} bytes", final=True)
         body = ClientBody(receive, config.max_body_bytes)
         try:
             routed = await self._route(body, client)
         except BodyTooLarge:
-            raise RequestFailed(413, f"request body over {config.max_body_bytes} bytes") from None
+            raise RequestFailed(413, f"request body over {config.max_body_bytes} bytes", final=True) from None
         except TranscodeError as exc:
-            raise RequestFailed(exc.status, str(exc), kind=exc.kind, param=exc.path) from None
+            raise RequestFailed(exc.status, str(exc), kind=exc.kind, param=exc.path, final=True) from None
         exchange.backend, exchange.model, exchange.request = routed.backend, routed.model, routed.request
         exchange.request_losses = routed.request.losses
         failure: Exception | None = None
@@ -368,11 +383,11 @@ class ProxyApp:
 
     def _backend_for(self, model: object) -> Backend:
         if not isinstance(model, str):
-            raise RequestFailed(400, "the request names no model", param="$.model")
+            raise RequestFailed(400, "the request names no model", param="$.model", final=True)
         backend = self.config.backend_for(model)
         if backend is None:
             raise RequestFailed(404, f"model {model!r} is not served here (see /v1/models)", kind="not_found_error",
-                                param="$.model")
+                                param="$.model", final=True)
         return backend
 
     async def _watch_disconnect(self, body: ClientBody, receive, scope: anyio.CancelScope,
@@ -412,14 +427,18 @@ class ProxyApp:
         """What a failure while the request was being sent means for the client."""
         failure = exchange.failure
         if isinstance(failure, TranscodeError):
-            return RequestFailed(failure.status, str(failure), kind=failure.kind, param=failure.path)
+            return RequestFailed(failure.status, str(failure), kind=failure.kind, param=failure.path, final=True)
         if isinstance(failure, BodyTooLarge):
-            return RequestFailed(413, f"request body over {self.config.max_body_bytes} bytes")
+            return RequestFailed(413, f"request body over {self.config.max_body_bytes} bytes", final=True)
         if isinstance(failure, ClientDisconnected):
             return failure
         if isinstance(exc, UpstreamError):
             return RequestFailed(exc.status, str(exc), kind="timeout_error" if exc.status == 504 else "api_error")
-        return exc
+        # anything else (aiohttp's ValueError for a header it refuses, a bug): still the client's 502, naming
+        # the class only -- an exception's text can quote the request's headers, the backend's key among them
+        log.warning("upstream %s: unexpected failure sending the request", exchange.backend.name, exc_info=exc)
+        return RequestFailed(502, f"the request to upstream {exchange.backend.name} failed: {type(exc).__name__}",
+                             kind="api_error")
 
     async def _forward(self, send, exchange: Exchange, body: ClientBody, routed: "Routed") -> None:
         backend = exchange.backend
@@ -444,16 +463,23 @@ class ProxyApp:
             await aclose_quietly(response)
 
     async def _upstream_error(self, exchange: Exchange, response: Response) -> None:
-        message = upstream_message(await response.read(ERROR_BODY_LIMIT))
-        status = client_status(response.status, exchange.client)
-        raise RequestFailed(status, f"upstream {exchange.backend.name} answered {response.status}: {message}",
-                            kind="overloaded_error" if response.status in (503, 529) else None)
+        name, upstream = exchange.backend.name, response.status
+        status = client_status(upstream, exchange.client)
+        if upstream < 400:  # redirects are not followed: they would take the backend's key elsewhere
+            message = "a redirect, not followed (is the backend's url right?)"
+        else:
+            message = upstream_message(await response.read(ERROR_BODY_LIMIT))
+        # the backend's own key refused, or a redirect: the same again gets the same
+        final = upstream < 400 or upstream in (401, 403)
+        passed = _passed_headers(response.headers, exchange.client, error=not final)
+        raise RequestFailed(status, f"upstream {name} answered {upstream}: {message}",
+                            kind="overloaded_error" if upstream in (503, 529) else None, final=final, headers=passed)
 
     async def _relay(self, send, exchange: Exchange, response: Response) -> None:
         """The upstream's answer, transcoded into the client's dialect piece by piece."""
         client, backend = exchange.client, exchange.backend
-        kind = "stream" if ("event-stream" in response.content_type or "ndjson" in response.content_type) \
-            else "response"
+        media = response.content_type.lower()  # media types are case-insensitive (RFC 9110 8.3.1)
+        kind = "stream" if ("event-stream" in media or "ndjson" in media) else "response"
         exchange.stream = kind == "stream"
         options = self.config.options
         renamed = exchange.request.tool_names if exchange.request is not None else None
@@ -467,26 +493,45 @@ class ProxyApp:
         exchange.response_losses = answer.losses
         if exchange.request is not None:  # (a native transcoder's losses are a snapshot: take them now)
             exchange.request_losses = exchange.request.losses
+        passed = _passed_headers(response.headers, client)
         headers = [(b"content-type", STREAM_TYPES[client] if exchange.stream else JSON),
-                   (LOSS_HEADER, str(len(exchange.request_losses)).encode())]
+                   (LOSS_HEADER, str(len(exchange.request_losses)).encode()), *passed]
         if exchange.stream:
             headers.append((b"cache-control", b"no-cache"))
         failed: list[BaseException] = []
+        ended = False  # the client's stream has its last event
+        source = response.chunks()
 
-        def aborted(exc: BaseException) -> None:
-            failed.append(exc)
-            exchange.error = f"upstream failed mid-response: {exc}"
+        async def pieces() -> AsyncIterator[bytes]:
+            nonlocal ended
+            try:
+                async for chunk in source:
+                    out = answer.feed(chunk)
+                    if out:
+                        yield out
+                        if exchange.stream and _ends_stream(client, out):
+                            # the answer is whole: the client's response ends now, not at the upstream's
+                            # end (which may come only at its read timeout, and an error event after the end)
+                            ended = True
+                            return
+                out = answer.close()
+            except (UpstreamError, TranscodeError) as exc:
+                out = _whole(answer) if isinstance(exc, UpstreamError) and not exchange.stream else None
+                if out is None:
+                    failed.append(exc)
+                    exchange.error = f"upstream failed mid-response: {exc}"
+                    out = answer.abort(_mid_stream_error(exc))
+            if out:
+                yield out
 
-        pieces = transcode_stream(response.chunks(), answer, abort_on=(UpstreamError, TranscodeError),
-                                  on_abort=aborted, abort_error=_mid_stream_error)
         started = False
         held = b""
         try:
-            async with aclosing(pieces):
-                async for piece in pieces:
+            async with aclosing(pieces()) as relayed:
+                async for piece in relayed:
                     if not started:  # the status goes with the first piece: a failure before it gets a real one
                         if failed:
-                            raise _before_any_byte(failed[0])
+                            raise _before_any_byte(failed[0], passed)
                         await send({"type": "http.response.start", "status": 200, "headers": headers})
                         started, exchange.status = True, 200
                     if exchange.stream:
@@ -497,7 +542,7 @@ class ProxyApp:
                         held = piece
             if not started:
                 if failed:
-                    raise _before_any_byte(failed[0])
+                    raise _before_any_byte(failed[0], passed)
                 await send({"type": "http.response.start", "status": 200, "headers": headers})
                 exchange.status = 200
             if failed and not exchange.stream:
@@ -507,8 +552,74 @@ class ProxyApp:
                 return
             exchange.finished = True
             await send({"type": "http.response.body", "body": held})
+            if ended:
+                await _drain(source)
         except OSError:  # the server says the client is gone
             exchange.status, exchange.error = 499, "client disconnected"
+        finally:
+            await aclose_quietly(source)
+
+
+def _whole(answer: Transcoder) -> bytes | None:
+    """The rest of a JSON answer whose upstream failed or fell silent after sending it: a document already
+    whole stands (its decoder accepts the end); else None."""
+    try:
+        return answer.close()
+    except TranscodeError:
+        return None
+
+
+async def _drain(source: AsyncIterator[bytes]) -> None:
+    """After a stream's last event, read on briefly to the upstream's end, so that its connection goes back to
+    the pool; one that stays open (or sends more) is closed when the response is."""
+    size = 0
+    with anyio.move_on_after(DRAIN_SECONDS):
+        try:
+            async for chunk in source:
+                size += len(chunk)
+                if size > DRAIN_LIMIT:
+                    return
+        except UpstreamError:
+            pass
+
+
+_DONE_TRUE = re.compile(rb'"done"\s*:\s*true')
+
+
+def _ends_stream(client: str, piece: bytes) -> bool:
+    """``piece`` (an output piece, whole frames) ends with the client dialect's last event."""
+    if client == "openai":
+        return piece.endswith(b"data: [DONE]\n\n") and (len(piece) == 14 or piece[-16:-14] == b"\n\n")
+    if client == "anthropic":
+        if not piece.endswith(b"\n\n"):
+            return False
+        at = piece.rfind(b"\n\n", 0, len(piece) - 2)
+        return piece.startswith(b"event: message_stop\n", 0 if at < 0 else at + 2)
+    if not piece.endswith(b"\n"):  # ollama: the last line says "done": true (at its top level)
+        return False
+    line = piece[piece.rfind(b"\n", 0, len(piece) - 1) + 1:]
+    if not _DONE_TRUE.search(line):
+        return False
+    try:
+        return json.loads(line).get("done") is True
+    except (ValueError, AttributeError):
+        return False
+
+
+def _passed_headers(upstream: list[tuple[bytes, bytes]], client: str, *, error: bool = False):
+    """The upstream's headers the client gets: retry timing, rate limits (as they came), its request id (under
+    the client's name) and, on an error, its ``x-should-retry``."""
+    out = []
+    request_id = None
+    for name, value in upstream:
+        name = name.lower()
+        if name in PASSED or name.startswith(PASSED_PREFIXES) or error and name == b"x-should-retry":
+            out.append((name, value))
+        elif name in (b"request-id", b"x-request-id") and request_id is None:
+            request_id = value
+    if request_id is not None:
+        out.append((REQUEST_ID[client], request_id))
+    return out
 
 
 def _upstream_fault(exc: BaseException) -> tuple[int, str, str]:
@@ -520,10 +631,10 @@ def _upstream_fault(exc: BaseException) -> tuple[int, str, str]:
     return status, "timeout_error" if status == 504 else "api_error", str(exc) or type(exc).__name__
 
 
-def _before_any_byte(exc: BaseException) -> RequestFailed:
+def _before_any_byte(exc: BaseException, headers: list[tuple[bytes, bytes]]) -> RequestFailed:
     """An upstream answer that failed before anything was relayed: an HTTP error status of its own."""
     status, kind, message = _upstream_fault(exc)
-    return RequestFailed(status, message, kind=kind)
+    return RequestFailed(status, message, kind=kind, headers=headers)
 
 
 def _mid_stream_error(exc: BaseException) -> Error:

@@ -109,6 +109,16 @@ def _check(table: dict, allowed: dict, where: str) -> None:
             raise ConfigError(f"{where}.{key}: wrong type {type(value).__name__}")
 
 
+def _check_header_value(value: str, where: str) -> None:
+    """A value sent as a header: printable ASCII, no surrounding space. A key read from a file keeps its
+    newline; the HTTP clients then refuse it (aiohttp) or quote it in their error (httpx). The message
+    never holds the value: it is a secret."""
+    if not value or not value.isascii() or not value.isprintable() or value != value.strip():
+        raise ConfigError(f"{where}: must be printable ASCII without surrounding spaces (a newline or other "
+                          f"control character, a space at either end or a non-ASCII character is not sent as a "
+                          f"header); the value is not shown")
+
+
 def _backend(table: dict, i: int) -> Backend:
     where = f"backends[{i}]"
     _check(table, _BACKEND_KEYS, where)
@@ -128,6 +138,11 @@ def _backend(table: dict, i: int) -> Backend:
         api_key = os.environ.get(table["api_key_env"])
         if api_key is None:
             raise ConfigError(f"{where}.api_key_env: environment variable {table['api_key_env']} is not set")
+    if api_key is not None:
+        _check_header_value(api_key, f"{where}.api_key_env ({table['api_key_env']})" if "api_key_env" in table
+                            else f"{where}.api_key")
+    if "anthropic_version" in table:
+        _check_header_value(table["anthropic_version"], f"{where}.anthropic_version")
     fields = {k: v for k, v in table.items() if k not in ("models", "api_key", "api_key_env")}
     for key in ("connect_timeout", "read_timeout"):
         if key in fields:

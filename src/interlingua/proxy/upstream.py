@@ -16,16 +16,27 @@ both through anyio. ``[server] upstream_client`` forces one.
 The body is bytes (sent with content-length) when the whole request was
 read while routing, else an async iterable (chunked, sent as produced).
 Both are wrapped to the same small surface (``open`` -> ``Response`` with
-``status``, ``content_type``, ``chunks()``, ``read(limit)``, ``aclose()``) and
-the same failures (``UpstreamConnectError``, ``UpstreamTimeout``,
-``UpstreamError``). ``aclose`` before the end closes the connection (it is
-not returned to the pool): that is how a client's disconnect reaches the
-upstream at once.
+``status``, ``content_type``, ``headers``, ``chunks()``, ``read(limit)``,
+``aclose()``) and the same failures (``UpstreamConnectError``,
+``UpstreamTimeout``, ``UpstreamError``). ``aclose`` before the end closes the
+connection (it is not returned to the pool): that is how a client's
+disconnect reaches the upstream at once.
+
+Neither client follows redirects: a redirect would replay the request, with
+the backend's key, to wherever the ``location`` points (aiohttp strips only
+``Authorization`` across origins, not ``x-api-key``); the proxy answers a 3xx
+as a 502. Failure messages name the exception's class, never its text: an
+error about the request (httpx's ``LocalProtocolError``) quotes the header
+values, the backend's key among them, and the message reaches the client.
+Both read the body raw; ``chunks()`` inflates a gzip or deflate body itself
+(an upstream may compress though asked ``identity``), in bounded pieces.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
+
+import zlib
 
 import sniffio
 
@@ -48,12 +59,44 @@ class UpstreamTimeout(UpstreamError):
     status = 504
 
 
+INFLATE_PIECE = 64 << 10  # the most one compressed chunk inflates to at a time (a bomb stays bounded)
+
+
 class Response:
     status: int
     content_type: str
+    content_encoding: str
+    headers: list[tuple[bytes, bytes]]  # as received (names in their case)
+
+    def raw_chunks(self) -> AsyncIterator[bytes]:
+        raise NotImplementedError
 
     def chunks(self) -> AsyncIterator[bytes]:
-        raise NotImplementedError
+        """The body, inflated when the upstream compressed it (gzip, deflate)."""
+        encoding = self.content_encoding.strip().lower()
+        if encoding in ("", "identity"):
+            return self.raw_chunks()
+        return self._inflated(encoding)
+
+    async def _inflated(self, encoding: str) -> AsyncIterator[bytes]:
+        if encoding not in ("gzip", "x-gzip", "deflate"):
+            raise UpstreamError(f"upstream answered in content-encoding {encoding!r}, which the proxy cannot "
+                                f"decode (it asks for identity)")
+        inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header, detected
+        try:
+            async for chunk in self.raw_chunks():
+                while True:
+                    out = inflater.decompress(chunk, INFLATE_PIECE)
+                    if out:
+                        yield out
+                    chunk = inflater.unconsumed_tail
+                    if not chunk and len(out) < INFLATE_PIECE:
+                        break
+            out = inflater.flush()
+        except zlib.error as exc:
+            raise UpstreamError(f"upstream's {encoding} body cannot be decoded ({exc})") from None
+        if out:
+            yield out
 
     async def read(self, limit: int) -> bytes:
         """Up to ``limit`` bytes of the body (an error body: small), then close."""
@@ -63,8 +106,8 @@ class Response:
                 out += chunk
                 if len(out) >= limit:
                     break
-        except UpstreamError:
-            pass  # what arrived is the message
+        except UpstreamError as exc:
+            out = out or str(exc).encode()  # what arrived is the message, else what went wrong
         await self.aclose()
         return out[:limit]
 
@@ -80,8 +123,10 @@ class _AiohttpResponse(Response):
         self._response = response
         self.status = response.status
         self.content_type = response.headers.get("content-type", "")
+        self.content_encoding = response.headers.get("content-encoding", "")
+        self.headers = response.raw_headers
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def raw_chunks(self) -> AsyncIterator[bytes]:
         import asyncio
 
         import aiohttp
@@ -91,7 +136,7 @@ class _AiohttpResponse(Response):
         except (asyncio.TimeoutError, aiohttp.ServerTimeoutError) as exc:
             raise UpstreamTimeout(f"upstream sent nothing for longer than its read timeout ({exc})") from exc
         except (aiohttp.ClientError, OSError) as exc:
-            raise UpstreamError(f"upstream connection failed mid-response: {exc!r}") from exc
+            raise UpstreamError(f"upstream connection failed mid-response: {_named(exc)}") from exc
 
     async def aclose(self) -> None:
         if not self._response.content.at_eof():
@@ -118,14 +163,14 @@ class AiohttpUpstream:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout, sock_read=read_timeout)
         try:
             response = await self._session.post(
-                url, data=body, timeout=timeout,
+                url, data=body, timeout=timeout, allow_redirects=False,
                 headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers])
         except (asyncio.TimeoutError, aiohttp.ServerTimeoutError) as exc:
             raise UpstreamTimeout(f"upstream {url} did not answer within its timeout") from exc
         except aiohttp.ClientConnectorError as exc:
             raise UpstreamConnectError(f"cannot connect to upstream {url}: {exc.os_error}") from exc
         except (aiohttp.ClientError, OSError) as exc:
-            raise UpstreamError(f"upstream {url} failed: {exc!r}") from exc
+            raise UpstreamError(f"upstream {url} failed: {_named(exc)}") from exc
         return _AiohttpResponse(response)
 
     async def aclose(self) -> None:
@@ -141,16 +186,18 @@ class _HttpxResponse(Response):
         self._httpx = httpx
         self.status = response.status_code
         self.content_type = response.headers.get("content-type", "")
+        self.content_encoding = response.headers.get("content-encoding", "")
+        self.headers = response.headers.raw
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def raw_chunks(self) -> AsyncIterator[bytes]:
         httpx = self._httpx
         try:
             async for chunk in self._response.aiter_raw():
                 yield chunk
         except httpx.TimeoutException as exc:
-            raise UpstreamTimeout(f"upstream sent nothing for longer than its read timeout ({exc!r})") from exc
+            raise UpstreamTimeout("upstream sent nothing for longer than its read timeout") from exc
         except (httpx.TransportError, httpx.StreamError) as exc:
-            raise UpstreamError(f"upstream connection failed mid-response: {exc!r}") from exc
+            raise UpstreamError(f"upstream connection failed mid-response: {_named(exc)}") from exc
 
     async def aclose(self) -> None:
         await self._response.aclose()
@@ -164,7 +211,7 @@ class HttpxUpstream:
         self._httpx = httpx2
         self._client = httpx2.AsyncClient(
             limits=httpx2.Limits(max_connections=None, max_keepalive_connections=1000, keepalive_expiry=30),
-            trust_env=False)
+            trust_env=False, follow_redirects=False)
 
     async def open(self, url: str, headers: list[tuple[bytes, bytes]], body: AsyncIterable[bytes] | bytes, *,
                    connect_timeout: float, read_timeout: float) -> Response:
@@ -176,13 +223,18 @@ class HttpxUpstream:
         except httpx.TimeoutException as exc:
             raise UpstreamTimeout(f"upstream {url} did not answer within its timeout") from exc
         except httpx.ConnectError as exc:
-            raise UpstreamConnectError(f"cannot connect to upstream {url}: {exc}") from exc
+            raise UpstreamConnectError(f"cannot connect to upstream {url}: {exc}") from exc  # (no header sent yet)
         except httpx.TransportError as exc:
-            raise UpstreamError(f"upstream {url} failed: {exc!r}") from exc
+            raise UpstreamError(f"upstream {url} failed: {_named(exc)}") from exc
         return _HttpxResponse(response, httpx)
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def _named(exc: BaseException) -> str:
+    """An exception for a message the client may read: its class only (its text can quote header values)."""
+    return type(exc).__name__
 
 
 CLIENTS = {"aiohttp": AiohttpUpstream, "httpx2": HttpxUpstream}
