@@ -529,9 +529,12 @@ impl EventSink for Encoding<'_> {
     #[inline]
     fn event(&mut self, mut event: Event<'_>, session: &mut Session) -> Result<()> {
         // (renamed in place: an event is large, and most go on unchanged)
-        if let (Event::Control(control), Some(model)) = (&mut event, self.model.as_deref_mut()) {
-            if control.name == "model" {
-                model.rename(control)?;
+        if let Event::Control(control) = &mut event {
+            match (control.name.as_ref(), self.model.as_deref_mut()) {
+                ("model", Some(model)) => model.rename(control)?,
+                // (`_stream_asked`: a request's; no response or stream event is a control)
+                ("stream", _) => session.asks_stream = control.value.as_ref() == b"true",
+                _ => {}
             }
         }
         match self.encoder.as_deref_mut() {

@@ -1172,6 +1172,13 @@ impl NativeTranscoder {
         let this = slf.try_borrow().map_err(|_| busy("Transcoder"))?;
         Ok(this.core.session.asks_stream_usage)
     }
+
+    /// The request asks for a stream (its `stream` is true; ollama's absent one is).
+    #[getter]
+    fn asks_stream(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        let this = slf.try_borrow().map_err(|_| busy("Transcoder"))?;
+        Ok(this.core.session.asks_stream)
+    }
 }
 
 /// `interlingua.Decoder` for requests on the native core: `feed` / `close` return

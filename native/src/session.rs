@@ -187,6 +187,8 @@ pub struct Session {
     pub passthrough: bool,
     /// an openai request said `stream_options.include_usage: true` (`Transcoder.asks_stream_usage`)
     pub asks_stream_usage: bool,
+    /// the request asks for a stream: its canonical `stream` control is true (`Transcoder.asks_stream`)
+    pub asks_stream: bool,
     /// (dialect, path, reason) of the losses recorded (`lose`'s one-record rule), once
     /// there are `FEW_LOSSES` or more, or in strict mode; before that `losses` is
     /// looked through (a body loses a few fields: no key to build and hash per loss);
@@ -238,6 +240,7 @@ impl Session {
             tool_names: ToolNames::default(),
             passthrough: false,
             asks_stream_usage: false,
+            asks_stream: false,
             lost_paths: None,
             response_start: None,
             held_losses: Vec::new(),

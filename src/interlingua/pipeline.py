@@ -207,6 +207,12 @@ class _BytesOut:
         return self.session.tool_names
 
     @property
+    def asks_stream(self) -> bool:
+        """The request asks for a stream (its ``stream`` is true; ollama's absent one is): a proxy
+        tells from it whether the upstream's answer has the form its client waits for."""
+        return self.session.asks_stream
+
+    @property
     def asks_stream_usage(self) -> bool:
         """An openai request's ``stream_options.include_usage`` is true: its response's
         transcoder gets ``Options(openai_stream_usage=...)`` from it (the usage chunk only when asked)."""
@@ -276,6 +282,8 @@ class Transcoder(_BytesOut, metaclass=_Backed):
             self.encoder = encoder_cls(self._out.append, self.session)
         self._copy = copy
         on_event = self.encoder.on_event if model is None else _model_renamer(self.encoder.on_event, model)
+        if kind == "request":
+            on_event = _stream_asked(on_event, self.session)
         self._front = _front(source, kind, on_event, self.session, copy)
         self._poison = _Poison()
 
@@ -481,6 +489,16 @@ def _model_renamer(on_event: Callable[[Event], None], model) -> Callable[[Event]
         on_event(event)
 
     return on_event_renamed
+
+
+def _stream_asked(on_event: Callable[[Event], None], session: Session) -> Callable[[Event], None]:
+    """A request's ``stream`` control, noted on its way to the encoder (``Transcoder.asks_stream``)."""
+    def on_event_noted(event: Event) -> None:
+        if event.__class__ is Control and event.name == "stream":
+            session.asks_stream = event.value is True
+        on_event(event)
+
+    return on_event_noted
 
 
 def _error_event(exc: BaseException | None) -> Error:

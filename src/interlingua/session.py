@@ -152,6 +152,9 @@ class Session:
         self.passthrough = False
         #: an openai request said ``stream_options.include_usage: true`` (``Transcoder.asks_stream_usage``)
         self.asks_stream_usage = False
+        #: the request asks for a stream (its canonical ``stream`` control is true: ollama's
+        #: absent ``stream`` too) (``Transcoder.asks_stream``)
+        self.asks_stream = False
         self._lost_paths: set[tuple[str, str, str]] = set()
         #: losses of placing a block whose last fragment has not come (``hold_losses``)
         self._held_losses: list[Loss] = []

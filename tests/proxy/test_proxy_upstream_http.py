@@ -261,3 +261,31 @@ def test_a_whole_json_answer_stands_when_its_upstream_falls_silent(servers, clie
     proxy, _ = servers
     response = post(proxy.url, client, "slow-anthropic/twist-linger")
     assert response.status_code == 200 and "Hi" in json.dumps(response.json())
+
+
+# -- 6. an answer of the other form -----------------------------------------------------------------
+
+@pytest.mark.parametrize("client", DIALECTS)
+@pytest.mark.parametrize("backend", DIALECTS)
+def test_an_answer_in_the_form_not_asked_is_a_502_naming_it(servers, client, backend):
+    """An upstream that ignores ``stream`` (JSON to a streaming request) or streams unasked: the client's
+    reader would get an empty stream or a str (the request's ``Transcoder.asks_stream`` tells)."""
+    proxy, _ = servers
+    for twist, stream, said in (("json", True, "answered JSON to a request for a stream"),
+                                ("stream", False, "answered a stream to a request for JSON")):
+        response = post(proxy.url, client, f"{backend}/twist-{twist}", stream=stream)
+        assert response.status_code == 502, (twist, response.text)
+        assert said in error_message(client, response)
+        assert response.headers.get("x-should-retry") == "false"
+    # the official clients raise (they got nothing, or a str, before)
+    if client == "openai":
+        o = openai.OpenAI(base_url=proxy.url + "/v1", api_key="x", max_retries=0)
+        with pytest.raises(openai.InternalServerError, match="answered JSON"):
+            list(o.chat.completions.create(model=f"{backend}/twist-json", messages=MESSAGES, stream=True))
+    elif client == "anthropic":
+        a = anthropic.Anthropic(base_url=proxy.url, api_key="x", max_retries=0)
+        with pytest.raises(anthropic.InternalServerError, match="answered a stream"):
+            a.messages.create(model=f"{backend}/twist-stream", max_tokens=5, messages=MESSAGES)
+    else:
+        with pytest.raises(ollama.ResponseError, match="answered JSON"):
+            list(ollama.Client(host=proxy.url).chat(model=f"{backend}/twist-json", messages=MESSAGES, stream=True))

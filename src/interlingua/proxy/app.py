@@ -481,6 +481,12 @@ class ProxyApp:
         media = response.content_type.lower()  # media types are case-insensitive (RFC 9110 8.3.1)
         kind = "stream" if ("event-stream" in media or "ndjson" in media) else "response"
         exchange.stream = kind == "stream"
+        if exchange.request is not None and exchange.request.asks_stream != exchange.stream:
+            # an upstream that ignored (or invented) "stream": the client's reader would get nothing (an
+            # empty stream) or a str; the same request gets the same answer, so no retry
+            got, asked = ("a stream", "JSON") if exchange.stream else ("JSON", "a stream")
+            raise RequestFailed(502, f"upstream {backend.name} answered {got} to a request for {asked}",
+                                kind="api_error", final=True, headers=_passed_headers(response.headers, client))
         options = self.config.options
         renamed = exchange.request.tool_names if exchange.request is not None else None
         if renamed:  # tool names the backend's dialect could not take: its answer names them back
