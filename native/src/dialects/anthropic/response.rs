@@ -463,6 +463,8 @@ pub(crate) struct Readers {
     position: u64,
     /// the body's `type` read so far: `Some(is "error")` (`body_type`; null or absent: `None`)
     body_type: Option<bool>,
+    /// the body's `content` came (`content_seen`)
+    content_seen: bool,
     // -- a stream
     blocks_seen: u64,
     ended: bool,
@@ -492,6 +494,7 @@ impl Readers {
             usage: None,
             position: 0,
             body_type: None,
+            content_seen: false,
             blocks_seen: 0,
             ended: false,
             message_seen: false,
@@ -647,7 +650,10 @@ impl Readers {
         match key {
             b"id" => m.read(Read::Value(S::Id, Some(OPT_STRING), "id")),
             b"model" => m.read(Read::Value(S::Model, Some(OPT_STRING), "model")),
-            b"content" => m.read(Read::Objects(S::Content, "content")),
+            b"content" => {
+                self.content_seen = true;
+                m.read(Read::Objects(S::Content, "content"))
+            }
             b"stop_reason" => m.read(Read::Value(S::StopReason, Some(OPT_STRING), "stop_reason")),
             b"stop_sequence" => m.read(Read::Value(S::StopSequence, Some(OPT_STRING), "stop_sequence")),
             // (usage is read raw: `lifecycle::UsageObject` reads its counts off the text)
@@ -668,6 +674,11 @@ impl Readers {
     fn body_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {
         if self.start.errored {
             return cx.emit(Event::End);
+        }
+        if !self.content_seen {
+            // (`{}`, another dialect's body: not an empty answer)
+            return Err(Error::new(ErrorClass::Schema, "a message without content (and no error)")
+                .in_dialect(DIALECT).with_path(b"$.content".to_vec()));
         }
         self.start.start_message(cx, |_| Ok(()))?;
         if self.stop_reason.is_some() || self.stop_sequence.is_some() {

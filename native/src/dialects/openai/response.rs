@@ -218,6 +218,8 @@ mod decoder {
         kept: Vec<(Cow<'static, [u8]>, Vec<u8>)>,
         tier_seen: bool,
         choices: Vec<Choice>,
+        /// the body's `choices` came (`choices_seen`)
+        choices_seen: bool,
         choice: ChoiceReader,
         call: ToolCallReader,
         /// the key of the member whose raw value is being read
@@ -292,6 +294,7 @@ mod decoder {
                 kept: Vec::new(),
                 tier_seen: false,
                 choices: Vec::new(),
+                choices_seen: false,
                 choice: ChoiceReader::default(),
                 call: ToolCallReader::default(),
                 key: Vec::with_capacity(32), // (sized once: the keys remembered grow it otherwise)
@@ -365,7 +368,10 @@ mod decoder {
         /// `top_value`: a member of a body or a chunk.
         fn top_value(&mut self, m: &mut Machine<S>, key: &[u8], token: Token<'_>, cx: &Cx<'_>) {
             match key {
-                b"choices" => m.read(Read::Objects(S::Choices, "choices")),
+                b"choices" => {
+                    self.choices_seen = true;
+                    m.read(Read::Objects(S::Choices, "choices"))
+                }
                 // (null, in every chunk but the last: no usage)
                 b"usage" if token == Token::Null && cx.within_bound(&token) => {}
                 // (raw: `lifecycle::UsageObject` reads its counts off the text)
@@ -1015,6 +1021,11 @@ mod decoder {
 
         /// `ResponseDecoder._body_end`.
         fn body_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+            if !self.base.errored && !self.choices_seen {
+                // (`{}`, another dialect's body: not an empty answer)
+                return Err(Error::new(ErrorClass::Schema, "a chat.completion without choices (and no error)")
+                    .in_dialect(DIALECT).with_path(b"$.choices".to_vec()));
+            }
             if !self.base.errored {
                 self.start_message(cx)?;
             }

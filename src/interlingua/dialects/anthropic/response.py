@@ -320,6 +320,7 @@ class ResponseDecoder(_Base):
         if key in ("id", "model"):
             self.read_value(kind, value, offset, lambda v: self._id_model(key, v), OPT_STRING, key)
         elif key == "content":
+            self.content_seen = True
             self.each_object(kind, offset, "content", self._content_block)
         elif key == "stop_reason":
             self.read_value(kind, value, offset, lambda v: setattr(self, "stop_reason", v), OPT_STRING, key)
@@ -347,10 +348,14 @@ class ResponseDecoder(_Base):
     def block_read(self, block: _ContentBlock) -> None:
         block.stop()
 
+    content_seen = False
+
     def _end(self) -> None:
         if self.errored:
             self.emit(End())
             return
+        if not self.content_seen:  # (`{}`, another dialect's body: not an empty answer)
+            raise SchemaError("a message without content (and no error)", dialect=DIALECT, path="$.content")
         self.start_message()
         if self.stop_reason is not None or self.stop_sequence is not None:
             self.emit(Finish(finish_from(DIALECT, self.stop_reason), self.stop_sequence))

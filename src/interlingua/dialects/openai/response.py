@@ -162,6 +162,7 @@ class _Base(ResponseDecoderBase):
     def top_value(self, key: str, kind: int, value: Any, offset: int) -> None:
         """The value of a top-level member of a body or a chunk (same members)."""
         if key == "choices":
+            self.choices_seen = True
             self.each_object(kind, offset, "choices", self._choice)
         elif key == "usage":
             self.read_value(kind, value, offset, self._usage, OPT_OBJECT, key)
@@ -640,7 +641,11 @@ class ResponseDecoder(_Base):
         self.usage: Usage | None = None
         self.then(lambda kind, value, offset: self.each_member(kind, offset, "the response body", self.top_value, self._body_end))
 
+    choices_seen = False
+
     def _body_end(self) -> None:
+        if not self.errored and not self.choices_seen:  # (`{}`, another dialect's body: not an empty answer)
+            raise SchemaError("a chat.completion without choices (and no error)", dialect=DIALECT, path="$.choices")
         if not self.errored:
             self.start_message()
         for c in self.choices.values():  # a choice without finish_reason (null): its blocks end here
