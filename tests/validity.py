@@ -500,6 +500,19 @@ def _o_image_types(body):
                     yield f"messages[{i}].content[{j}].image_url.url is labelled {label!r}"
 
 
+@rule("openai", "request", "file-data-named",
+      "a file part with file_data has a filename",
+      "OpenAI API error \"Missing required parameter: 'messages[N].content[M].file.file_id'\" for "
+      "file_data without filename (openai/openai-agents-python#1513, langchain-ai/langchainjs#9512)")
+def _o_file_named(body):
+    for i, m in enumerate(_messages(body)):
+        parts = m.get("content")
+        for j, part in enumerate(parts if isinstance(parts, list) else []):
+            file = part.get("file") if isinstance(part, dict) and part.get("type") == "file" else None
+            if isinstance(file, dict) and "file_data" in file and not isinstance(file.get("filename"), str):
+                yield f"messages[{i}].content[{j}].file has file_data without a filename"
+
+
 @rule("openai", "request", "content-present",
       "a user, system, developer or tool message has content",
       "OpenAI API error \"Missing required parameter: 'messages[N].content'\" (content is required "

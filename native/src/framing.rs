@@ -475,30 +475,42 @@ pub fn ndjson_line(out: &mut Vec<u8>, data: &[u8]) {
 /// U+0085 escaped. JSON may hold them raw in a string, but Python's line readers (httpx
 /// `iter_lines`, which the ollama client reads NDJSON with) end a line at them.
 pub fn ndjson_safe(out: &mut Vec<u8>, start: usize) {
-    let breaker_at = |tail: &[u8], i: usize| -> Option<&'static [u8]> {
-        match tail.get(i..i + 3) {
-            Some([0xE2, 0x80, 0xA8]) => Some(b"\\u2028"),
-            Some([0xE2, 0x80, 0xA9]) => Some(b"\\u2029"),
-            _ if tail.get(i..i + 2) == Some(&[0xC2, 0x85]) => Some(b"\\u0085"),
-            _ => None,
-        }
-    };
-    let tail = &out[start..];
-    let mut found = memchr::memchr2_iter(0xE2, 0xC2, tail).filter(|&i| breaker_at(tail, i).is_some()).peekable();
-    if found.peek().is_none() {
+    let Some(first) = next_line_breaker(out, start) else {
         return; // (the usual case: nothing copied)
-    }
-    let mut safe = Vec::with_capacity(tail.len() + 16);
-    let mut copied = 0;
-    for i in found {
-        let escaped = breaker_at(tail, i).unwrap_or_default();
-        safe.extend_from_slice(&tail[copied..i]);
+    };
+    let mut safe = Vec::with_capacity(out.len() - start + 16);
+    let (mut copied, mut at) = (start, Some(first));
+    while let Some(i) = at {
+        let (raw, escaped) = line_breaker(&out[i..]).unwrap_or((1, b""));
+        safe.extend_from_slice(&out[copied..i]);
         safe.extend_from_slice(escaped);
-        copied = i + if tail[i] == 0xE2 { 3 } else { 2 };
+        copied = i + raw;
+        at = next_line_breaker(out, copied);
     }
-    safe.extend_from_slice(&tail[copied..]);
+    safe.extend_from_slice(&out[copied..]);
     out.truncate(start);
     out.extend_from_slice(&safe);
+}
+
+/// Where the next of `ndjson_safe`'s characters starts in `out[from..]`.
+fn next_line_breaker(out: &[u8], mut from: usize) -> Option<usize> {
+    loop {
+        let i = from + memchr::memchr2(0xE2, 0xC2, &out[from..])?;
+        if line_breaker(&out[i..]).is_some() {
+            return Some(i);
+        }
+        from = i + 1;
+    }
+}
+
+/// The UTF-8 of U+2028, U+2029 or U+0085 at the start of `rest`: its length and its escape.
+fn line_breaker(rest: &[u8]) -> Option<(usize, &'static [u8])> {
+    match rest {
+        [0xE2, 0x80, 0xA8, ..] => Some((3, b"\\u2028")),
+        [0xE2, 0x80, 0xA9, ..] => Some((3, b"\\u2029")),
+        [0xC2, 0x85, ..] => Some((2, b"\\u0085")),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

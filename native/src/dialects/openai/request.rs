@@ -1203,6 +1203,20 @@ use crate::session::Session;
 use super::controls;
 
 const DIALECT: &str = "openai";
+
+/// `_filename`: a file part's name where the source gave none (anthropic's document): its title,
+/// else `document.pdf` (a PDF) or `document`, as JSON. (The title is still a recorded loss as a title.)
+fn file_name(early: &[Attr<'_>], late: &[Attr<'_>], out: &mut Vec<u8>) {
+    let text = |key: &str| match attr(late, key).or_else(|| attr(early, key)).map(crate::value::Value::loads) {
+        Some(Ok(crate::value::Value::Str(text))) => Some(text),
+        _ => None,
+    };
+    match text("title") {
+        Some(title) if !title.is_empty() => dumps_str(&title, out),
+        _ if text("media_type").as_deref() == Some(&b"application/pdf"[..]) => dumps_str(b"document.pdf", out),
+        _ => dumps_str(b"document", out),
+    }
+}
 const MEMBER_ORDER: &str = "openai:member-order";
 
 /// A role as JSON text (`key_bytes(role)`: roles of other dialects' unknown blocks are any value).
@@ -2177,6 +2191,13 @@ impl Messages {
                 let mut tail: Vec<u8> = if has_payload { b"\"".to_vec() } else { Vec::new() };
                 let late_inner: OwnedAttrs = late.iter().filter(|(k, _)| inner.contains(&k.as_ref())).map(own_attr).collect();
                 tail.extend_from_slice(&self.extra_attrs(io, head.as_ref(), &late_inner, inner)?);
+                if head.section == Section::UserDocument && has_payload && !has_attr(&head.attrs, "filename")
+                    && !has_attr(late, "filename")
+                {
+                    // openai refuses file_data without a filename ("Missing required parameter: file_id")
+                    tail.extend_from_slice(b",\"filename\":");
+                    file_name(&head.attrs, late, &mut tail);
+                }
                 tail.push(b'}');
                 let late_outer: OwnedAttrs = late.iter().filter(|(k, _)| !inner.contains(&k.as_ref())).map(own_attr).collect();
                 tail.extend_from_slice(&self.extra_attrs(io, head.as_ref(), &merged(&outer, &late_outer), &[])?);

@@ -594,6 +594,15 @@ _NO_ATTRS: frozenset = frozenset()
 _PART_ATTRS = {"detail", "filename", "file_id", "format"}
 
 
+def _filename(attrs: dict) -> str:
+    """A file part's name where the source gave none (anthropic's document): its title, else
+    ``document.pdf`` (a PDF) or ``document``. (The title is still a recorded loss as a title.)"""
+    title = attrs.get("title")
+    if isinstance(title, str) and title:
+        return title
+    return "document.pdf" if attrs.get("media_type") == "application/pdf" else "document"
+
+
 class RequestEncoder(Encoder):
     """Canonical events -> an OpenAI Chat Completions request body.
 
@@ -1063,6 +1072,9 @@ class RequestEncoder(Encoder):
             self._lose_is_error(block, late)
             tail = b'"' if has_payload else b""
             tail += self._extra_attrs(block, {k: v for k, v in late.items() if k in inner}, inner)
+            if s is USER_DOCUMENT and has_payload and "filename" not in attrs and "filename" not in late:
+                # openai refuses file_data without a filename ("Missing required parameter: file_id")
+                tail += b',"filename":' + dumps(_filename({**attrs, **late}))
             tail += b"}" + self._extra_attrs(block, {**outer, **{k: v for k, v in late.items() if k not in inner}},
                                              set()) + b"}"
             w.write(tail)
