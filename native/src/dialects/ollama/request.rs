@@ -1815,9 +1815,7 @@ impl Messages {
             lose_block(io.session, DIALECT, BlockRef::of(block), &what, Some("not fetched"), Some(attrs))?;
             return Ok(None);
         }
-        if has_attr(attrs, "detail") {
-            lose_field(io.session, DIALECT, BlockRef::of(block), "detail", Some(attrs), None)?;
-        }
+        // (an early detail is recorded by `place`'s attribute check, a late one at the close: once)
         if attr_truthy(attrs, "in_result") {
             lose_block(io.session, DIALECT, BlockRef::of(block), "images in tool messages",
                        Some("carried in a user message after the tool messages"), Some(attrs))?;

@@ -1018,8 +1018,7 @@ class RequestEncoder(Encoder):
             source = attrs.get("source")
             self._lose_block(block, "image URLs" if source == "url" else f"{source} images", "not fetched", attrs=attrs)
             return None
-        if "detail" in attrs:
-            self._lose_field(block, "detail", attrs)
+        # (an early detail is recorded by _place's _check_attrs, a late one at the close: once)
         if attrs.get("in_result"):
             self._lose_block(block, "images in tool messages", "carried in a user message after the tool messages",
                              attrs=attrs)
