@@ -86,6 +86,8 @@ BAD = {
     ("openai", "content-present"): _o(messages=[_USER, {"role": "user"}]),
     ("openai", "image-media-type"): _o(messages=[{"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": "data:image/bmp;base64,Qk0="}}]}]),
+    ("openai", "file-data-named"): _o(messages=[{"role": "user", "content": [
+        {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0xLjQK"}}]}]),
     ("ollama", "arguments-object"): {**_L, "messages": [_USER, {"role": "assistant", "tool_calls": [
         {"function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "content": "ok"}]},
     ("ollama", "images-base64"): {**_L, "messages": [{"role": "user", "content": "x",

@@ -67,6 +67,15 @@ def _messages(body) -> list:
     return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
 
 
+def _parts(body):
+    """(message index, part index, part) of every content-part list's dict parts."""
+    for i, m in enumerate(_messages(body)):
+        parts = m.get("content")
+        for j, part in enumerate(parts if isinstance(parts, list) else []):
+            if isinstance(part, dict):
+                yield i, j, part
+
+
 def _blocks(content) -> list:
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
@@ -489,15 +498,13 @@ def _o_parts(body):
       "report it: CosmosShadow/gptpdf#6, STranslate/STranslate#277); image/jpg data URLs are taken "
       "(mealie-recipes/mealie#5897)")
 def _o_image_types(body):
-    for i, m in enumerate(_messages(body)):
-        parts = m.get("content")
-        for j, part in enumerate(parts if isinstance(parts, list) else []):
-            image = part.get("image_url") if isinstance(part, dict) and part.get("type") == "image_url" else None
-            url = image.get("url") if isinstance(image, dict) else None
-            if isinstance(url, str) and url.startswith("data:"):
-                label = url[5:].split(",", 1)[0].split(";", 1)[0]
-                if label not in OPENAI_IMAGE_TYPES:
-                    yield f"messages[{i}].content[{j}].image_url.url is labelled {label!r}"
+    for i, j, part in _parts(body):
+        image = part.get("image_url") if part.get("type") == "image_url" else None
+        url = image.get("url") if isinstance(image, dict) else None
+        if isinstance(url, str) and url.startswith("data:"):
+            label = url[5:].split(",", 1)[0].split(";", 1)[0]
+            if label not in OPENAI_IMAGE_TYPES:
+                yield f"messages[{i}].content[{j}].image_url.url is labelled {label!r}"
 
 
 @rule("openai", "request", "file-data-named",
@@ -505,12 +512,10 @@ def _o_image_types(body):
       "OpenAI API error \"Missing required parameter: 'messages[N].content[M].file.file_id'\" for "
       "file_data without filename (openai/openai-agents-python#1513, langchain-ai/langchainjs#9512)")
 def _o_file_named(body):
-    for i, m in enumerate(_messages(body)):
-        parts = m.get("content")
-        for j, part in enumerate(parts if isinstance(parts, list) else []):
-            file = part.get("file") if isinstance(part, dict) and part.get("type") == "file" else None
-            if isinstance(file, dict) and "file_data" in file and not isinstance(file.get("filename"), str):
-                yield f"messages[{i}].content[{j}].file has file_data without a filename"
+    for i, j, part in _parts(body):
+        file = part.get("file") if part.get("type") == "file" else None
+        if isinstance(file, dict) and "file_data" in file and not isinstance(file.get("filename"), str):
+            yield f"messages[{i}].content[{j}].file has file_data without a filename"
 
 
 @rule("openai", "request", "content-present",
