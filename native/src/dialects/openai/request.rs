@@ -2191,10 +2191,11 @@ impl Messages {
                 let mut tail: Vec<u8> = if has_payload { b"\"".to_vec() } else { Vec::new() };
                 let late_inner: OwnedAttrs = late.iter().filter(|(k, _)| inner.contains(&k.as_ref())).map(own_attr).collect();
                 tail.extend_from_slice(&self.extra_attrs(io, head.as_ref(), &late_inner, inner)?);
-                if head.section == Section::UserDocument && has_payload && !has_attr(&head.attrs, "filename")
-                    && !has_attr(late, "filename")
+                if head.section == Section::UserDocument && has_payload && self.foreign
+                    && !has_attr(&head.attrs, "filename") && !has_attr(late, "filename")
                 {
-                    // openai refuses file_data without a filename ("Missing required parameter: file_id")
+                    // openai refuses file_data without a filename ("Missing required parameter: file_id");
+                    // an openai body's own part stays as it came (a same-dialect request round-trips)
                     tail.extend_from_slice(b",\"filename\":");
                     file_name(&head.attrs, late, &mut tail);
                 }

@@ -1072,8 +1072,10 @@ class RequestEncoder(Encoder):
             self._lose_is_error(block, late)
             tail = b'"' if has_payload else b""
             tail += self._extra_attrs(block, {k: v for k, v in late.items() if k in inner}, inner)
-            if s is USER_DOCUMENT and has_payload and "filename" not in attrs and "filename" not in late:
-                # openai refuses file_data without a filename ("Missing required parameter: file_id")
+            if s is USER_DOCUMENT and has_payload and self.foreign and "filename" not in attrs \
+                    and "filename" not in late:
+                # openai refuses file_data without a filename ("Missing required parameter: file_id");
+                # an openai body's own part stays as it came (a same-dialect request round-trips)
                 tail += b',"filename":' + dumps(_filename({**attrs, **late}))
             tail += b"}" + self._extra_attrs(block, {**outer, **{k: v for k, v in late.items() if k not in inner}},
                                              set()) + b"}"
