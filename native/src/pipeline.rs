@@ -498,12 +498,12 @@ pub enum ModelName {
     /// (`msgspec.json.encode(name)`) for a control that had raw JSON
     Fixed { value: Vec<u8>, raw: Vec<u8> },
     /// a function of the source's model value (compact JSON) returning `(value, raw)`
-    /// as above; called once per model control (`_model_renamer`)
+    /// as above; called once per model control (`_controls_acted_on`)
     Hook(Box<dyn FnMut(&[u8]) -> Result<(Vec<u8>, Vec<u8>)> + Send + Sync>),
 }
 
 impl ModelName {
-    /// `_model_renamer.on_event_renamed` for one model control (its value and raw JSON
+    /// `_controls_acted_on.on_event_acted_on` for one model control (its value and raw JSON
     /// replaced).
     fn rename(&mut self, control: &mut Control<'_>) -> Result<()> {
         let (value, raw) = match self {
@@ -528,11 +528,11 @@ struct Encoding<'a> {
 impl EventSink for Encoding<'_> {
     #[inline]
     fn event(&mut self, mut event: Event<'_>, session: &mut Session) -> Result<()> {
-        // (renamed in place: an event is large, and most go on unchanged)
+        // `_controls_acted_on` (renamed in place: an event is large, and most go on unchanged)
         if let Event::Control(control) = &mut event {
             match (control.name.as_ref(), self.model.as_deref_mut()) {
                 ("model", Some(model)) => model.rename(control)?,
-                // (`_stream_asked`: a request's; no response or stream event is a control)
+                // (a request's: no response or stream event is a control)
                 ("stream", _) => session.asks_stream = control.value.as_ref() == b"true",
                 _ => {}
             }

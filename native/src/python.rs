@@ -920,7 +920,7 @@ fn loss_tuples<'py>(py: Python<'py>, losses: &[crate::session::Loss]) -> PyResul
     Ok(out)
 }
 
-/// `msgspec.json.encode(value)`: the raw JSON `_model_renamer` gives a renamed model control.
+/// `msgspec.json.encode(value)`: the raw JSON `_controls_acted_on` gives a renamed model control.
 fn msgspec_encode(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     module(py, &MSGSPEC_JSON, "msgspec.json")?.call_method1("encode", (value,))?.extract()
 }
@@ -937,7 +937,7 @@ fn panic_error(payload: Box<dyn std::any::Any + Send>) -> Error {
 
 /// A Python exception raised by the `model=` hook while the core ran: kept here
 /// (the core sees a marker error) and raised as itself, as Python's
-/// `_model_renamer` lets it through.
+/// `_controls_acted_on` lets it through.
 type HookError = std::sync::Arc<std::sync::Mutex<Option<PyErr>>>;
 
 /// `Transcoder(model=...)`: a name (any value: Python uses it as it is), or a

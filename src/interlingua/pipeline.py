@@ -281,9 +281,9 @@ class Transcoder(_BytesOut, metaclass=_Backed):
         else:
             self.encoder = encoder_cls(self._out.append, self.session)
         self._copy = copy
-        on_event = self.encoder.on_event if model is None else _model_renamer(self.encoder.on_event, model)
-        if kind == "request":
-            on_event = _stream_asked(on_event, self.session)
+        on_event = self.encoder.on_event
+        if model is not None or kind == "request":  # (no response or stream event is a control)
+            on_event = _controls_acted_on(on_event, self.session, model)
         self._front = _front(source, kind, on_event, self.session, copy)
         self._poison = _Poison()
 
@@ -468,37 +468,32 @@ def encode(events: Iterable[Event], *, target: str, kind: str = "request", sourc
     return out
 
 
-def _model_renamer(on_event: Callable[[Event], None], model) -> Callable[[Event], None]:
-    """``Transcoder(model=...)``: the target gets another model name than the source's.
+def _controls_acted_on(on_event: Callable[[Event], None], session: Session, model) -> Callable[[Event], None]:
+    """The controls the pipeline itself acts on, on their way to the encoder (the native core's
+    ``Encoding`` sink, one place as here):
 
-    ``model`` is the name, or a function of the source's model value that
-    returns it (called once, when the model is read: a proxy learns the model
-    and picks the backend's name for it in the same pass). A proxy routes a
-    client's model name to a backend that knows it by another name. The
-    replacement keeps the control's dialect and key with the new value as its
-    raw JSON, so a same-dialect target writes it where the source had it, and
-    other targets map it as any model control.
+    * ``Transcoder(model=...)``: the target gets another model name than the source's. ``model``
+      is the name, or a function of the source's model value that returns it (called once, when
+      the model is read: a proxy learns the model and picks the backend's name for it in the same
+      pass). A proxy routes a client's model name to a backend that knows it by another name. The
+      replacement keeps the control's dialect and key with the new value as its raw JSON, so a
+      same-dialect target writes it where the source had it, and other targets map it as any
+      model control.
+    * A request's ``stream`` is noted (``Transcoder.asks_stream``).
     """
-    name_for = model if callable(model) else (lambda _value: model)
+    name_for = None if model is None else model if callable(model) else (lambda _value: model)
 
-    def on_event_renamed(event: Event) -> None:
-        if event.__class__ is Control and event.name == "model":
-            name = name_for(event.value)
-            event = Control("model", name, dialect=event.dialect, key=event.key,
-                            raw=msgspec.json.encode(name) if event.raw is not None else None)
+    def on_event_acted_on(event: Event) -> None:
+        if event.__class__ is Control:
+            if event.name == "model" and name_for is not None:
+                name = name_for(event.value)
+                event = Control("model", name, dialect=event.dialect, key=event.key,
+                                raw=msgspec.json.encode(name) if event.raw is not None else None)
+            elif event.name == "stream":
+                session.asks_stream = event.value is True
         on_event(event)
 
-    return on_event_renamed
-
-
-def _stream_asked(on_event: Callable[[Event], None], session: Session) -> Callable[[Event], None]:
-    """A request's ``stream`` control, noted on its way to the encoder (``Transcoder.asks_stream``)."""
-    def on_event_noted(event: Event) -> None:
-        if event.__class__ is Control and event.name == "stream":
-            session.asks_stream = event.value is True
-        on_event(event)
-
-    return on_event_noted
+    return on_event_acted_on
 
 
 def _error_event(exc: BaseException | None) -> Error:
