@@ -2605,7 +2605,17 @@ mod encoder {
 
         fn close_media(&mut self, media: Media<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
             let Media { head, to, kind, source, has_payload, result, sniffed } = media;
-            let every = merged(&head.attrs, late);
+            let mut every = merged(&head.attrs, late);
+            let untitled = attr(&every, "title").is_none_or(|raw| raw == b"null");
+            if self.foreign && kind == "document" && untitled {
+                // openai's file name is the document's title (and a title the file name, back)
+                if let Some(at) = every.iter().position(|(key, _)| key == "filename") {
+                    let every = every.to_mut();
+                    let (_, name) = every.remove(at);
+                    every.retain(|(key, _)| key != "title");
+                    every.push((Cow::Borrowed("title"), name));
+                }
+            }
             let mut tail: Vec<u8> = if has_payload { b"\",".to_vec() } else { Vec::new() };
             tail.extend_from_slice(b"\"type\":");
             tail.extend_from_slice(attr(&every, "source").unwrap_or(b"null"));

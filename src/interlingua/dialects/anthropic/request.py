@@ -1423,6 +1423,10 @@ class RequestEncoder(Encoder):
 
         def close(late: dict) -> None:
             every = {**attrs, **late}
+            if self.foreign and kind == "document" and "filename" in every and every.get("title") is None:
+                # openai's file name is the document's title (and a title the file name, back)
+                every.pop("title", None)
+                every["title"] = every.pop("filename")
             src = [b'"type":' + dumps(every.get("source"))]
             media_type = every.get("media_type")
             if head is not None and media_type not in IMAGE_TYPES:
