@@ -54,7 +54,7 @@ use crate::compact::{Data, Raw};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
 use crate::jsonwriter::{dumps_str, key_bytes, JsonWriter};
-use crate::losses::{block_path, block_subject, field_path, field_subject, lacks, no_place, raw_block_type, unknown_role};
+use crate::losses::{block_path, block_subject, field_path, field_subject, lacks, no_place, raw_tool_type, unknown_role};
 use crate::reorder::{ByteHold, Hold, ReorderBuffer};
 use crate::session::Session;
 use crate::value::Value;
@@ -764,7 +764,7 @@ pub fn tool_definition<E: ToolDefinitions + ?Sized>(enc: &mut E, block: &Block<'
     if block.section == Section::Unknown && attr_is(attrs, "dialect", dialect) {
         enc.tool_element("tools", &block.payload, io)
     } else if block.section == Section::Unknown {
-        let subject = match raw_block_type(&block.payload).filter(|kind| !kind.is_empty()) {
+        let subject = match raw_tool_type(&block.payload).filter(|kind| !kind.is_empty()) {
             Some(kind) => format!("{kind} tool"),
             None => "tools entry".to_string(),
         };

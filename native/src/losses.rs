@@ -136,6 +136,14 @@ pub fn raw_block_type(payload: &[u8]) -> Option<Cow<'_, str>> {
     Some(String::from_utf8_lossy(&rest[..end]))
 }
 
+/// `raw_tool_type(payload)`: the `type` member of a tool carried raw (an anthropic server
+/// tool, an openai tool of a type it does not know): the client's own object, its keys in
+/// any order.
+pub fn raw_tool_type(payload: &[u8]) -> Option<String> {
+    let tool = Value::loads(payload).ok()?; // (a decoder's compact JSON, read whole and bounded)
+    tool.get("type")?.as_str().map(str::to_string)
+}
+
 /// An attribute's raw JSON, if set.
 fn attr<'x>(attrs: Option<&'x Attrs<'_>>, name: &str) -> Option<&'x [u8]> {
     attrs?.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_ref())

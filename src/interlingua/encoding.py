@@ -23,7 +23,7 @@ from .errors import NoMessageError, TranscodeError
 from .jsonwriter import JsonWriter, dumps, key_bytes
 from .losses import (
     NO_PLACE, block_path, block_subject, field_path, field_subject, lacks, member_names, path_subject,
-    raw_block_type, unknown_role,
+    raw_tool_type, unknown_role,
 )
 from .reorder import Hold
 from .session import Session
@@ -249,7 +249,7 @@ class Encoder:
         if block.section is Section.UNKNOWN and attrs.get("dialect") == self.dialect:
             self._tool_element("tools", block.payload)
         elif block.section is Section.UNKNOWN:
-            kind = raw_block_type(block.payload)
+            kind = raw_tool_type(block.payload)
             self.session.lose("$.tools", lacks(f"{kind} tool" if kind else "tools entry", self.dialect,
                                                "such tool"))
         elif block.section is not Section.TOOL_DEFINITION:

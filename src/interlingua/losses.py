@@ -109,6 +109,14 @@ def raw_block_type(payload: bytes) -> str | None:
     return None
 
 
+def raw_tool_type(payload: bytes) -> str | None:
+    """The ``type`` member of a tool carried raw (an anthropic server tool, an openai tool of a
+    type it does not know): the client's own object, its keys in any order."""
+    tool = json.loads(payload)  # (a decoder's compact JSON, read whole and bounded)
+    kind = tool.get("type") if isinstance(tool, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
 def block_subject(dialect: str, section: Section, attrs: dict[str, Any] | None = None,
                   payload: bytes = b"") -> str:
     """What ``dialect`` calls the block a canonical block came from."""
