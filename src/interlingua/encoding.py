@@ -22,8 +22,8 @@ from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, E
 from .errors import NoMessageError, TranscodeError
 from .jsonwriter import JsonWriter, dumps, key_bytes
 from .losses import (
-    NO_PLACE, block_path, block_subject, field_path, field_subject, lacks, member_names, path_subject,
-    raw_tool_type, unknown_role,
+    NO_PLACE, RESULT_CACHE_CONTROL, block_path, block_subject, field_path, field_subject, lacks, member_names,
+    path_subject, raw_tool_type, unknown_role,
 )
 from .reorder import Hold
 from .session import Session
@@ -119,7 +119,7 @@ class Encoder:
             finally:
                 self.session.hold_losses(False)
         if placed is None:
-            self._block = (ignore, ignore) if not block.fin else None
+            self._block = (ignore, self._riding_lost(block)) if not block.fin else None
             return
         write, close = placed
         write(block.payload)
@@ -213,6 +213,16 @@ class Encoder:
                            "such tool", "not sent")
             return True
         return False
+
+    def _riding_lost(self, block: Block):
+        """The close of a block not placed: the members of its tool_result that came after the
+        block began ride on it (anthropic ``is_error``, ``cache_control``), and are the result's
+        losses, not the block's (they were dropped unrecorded)."""
+        def close(late: dict) -> None:
+            self._lose_is_error(block, late)
+            if late.get(RESULT_CACHE_CONTROL) is not None:
+                self._lose_field(block, RESULT_CACHE_CONTROL, late)
+        return close
 
     def _lose_is_error(self, block: Block, attrs: dict) -> None:
         """A result's error flag (anthropic ``is_error``; after the content it rides on the

@@ -34,11 +34,20 @@ INTERNAL_ATTRS = frozenset({
     "path", "call_type", "ollama_call_type",
 })
 
+#: An anthropic ``tool_result``'s own members and its content's share the result's blocks, so
+#: they are named apart: the result's ``cache_control`` that came after its content began rides on
+#: the result's last block as ``result_cache_control``; the members of the leading text element
+#: (whose text is the result's own block) are ``part_<member>``.
+RESULT_CACHE_CONTROL = "result_cache_control"
+PART_PREFIX = "part_"
+PART_ATTRS = frozenset({PART_PREFIX + "cache_control", PART_PREFIX + "citations"})
+
 #: words of the pivot a loss reason must not contain (the attribute names that are
 #: also plain words -- role, key, empty -- are left out: they may describe a field)
 INTERNAL_WORDS = tuple(sorted({s.value for s in Section} | {a for a in INTERNAL_ATTRS if "_" in a}
                               | {"canonical", "openai_extra", "openai_function_extra", "anthropic_extra",
-                                 "ollama_extra", "ollama_call_extra", "source_extra"}))
+                                 "ollama_extra", "ollama_call_extra", "source_extra", RESULT_CACHE_CONTROL}
+                              | PART_ATTRS))
 
 
 #: what a target lacks when it has no place for a whole block of a section at all
@@ -189,6 +198,10 @@ def _extra_fields(key: str, attrs: dict[str, Any] | None) -> str:
 
 def field_subject(dialect: str, key: str, section: Section, attrs: dict[str, Any] | None = None) -> str:
     """``<field> of a <block>`` in the source dialect's words."""
+    if key == RESULT_CACHE_CONTROL:  # (on whichever block of the result it rode)
+        return field_subject(dialect, "cache_control", _S.TOOL_RESULT)
+    if key in PART_ATTRS:  # (the leading text of the result's content)
+        return f"{key[len(PART_PREFIX):]} of a text block in a {block_subject(dialect, _S.TOOL_RESULT)}"
     if key in _EXTRA_FIELDS:
         field = _extra_fields(key, attrs)
     else:

@@ -51,7 +51,9 @@ from ...errors import TranscodeError
 from ...images import keep_head, sniff_media_type
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
-from ...losses import INTERNAL_ATTRS, block_path, block_subject, lacks
+from ...losses import (
+    INTERNAL_ATTRS, PART_ATTRS, PART_PREFIX, RESULT_CACHE_CONTROL, block_path, block_subject, lacks,
+)
 from ...session import Session
 from . import controls
 
@@ -412,9 +414,14 @@ class BlockReader:
         if t == "tool_result":
             return lambda k, v, o: d.read_raw(k, v, o, lambda raw: self.result.extra(key, raw))
         if key in _BLOCK_ATTRS[t]:
-            return lambda k, v, o: d.read_value(k, v, o, lambda x: self._builder().set(key, x),
-                                                _ATTR_TYPES.get(key), key)
+            return lambda k, v, o: d.read_value(k, v, o, lambda x: self._set_attr(key, x), _ATTR_TYPES.get(key), key)
         return lambda k, v, o: d.read_raw(k, v, o, lambda raw: _extra(self._builder(), key, raw))
+
+    def _set_attr(self, key: str, value: Any) -> None:
+        builder = self._builder()
+        if self.slot.in_result and builder is self.slot.head:
+            key = PART_PREFIX + key  # the leading text of a tool_result: the result's own block
+        builder.set(key, value)
 
     def _input_start(self, kind: int, value: Any, offset: int) -> None:
         """An object, as the client declares it (was: 5 became openai arguments "5")."""
@@ -555,6 +562,8 @@ class ResultReader:
         self.current = self.head  # the block late attributes go to
 
     def set(self, key: str, value: Any) -> None:
+        if key == "cache_control" and self.current is not self.head:
+            key = RESULT_CACHE_CONTROL  # (riding on a content block, apart from that block's own)
         self.current.set(key, value)
 
     def extra(self, key: str, raw: bytes) -> None:
@@ -620,6 +629,8 @@ _TEXT_HEAD = b'{"type":"text","text":"'
 _DROPPED_WHEN_EMPTY = frozenset({SYSTEM_INSTRUCTION, USER_TEXT, ASSISTANT_TEXT, ASSISTANT_REFUSAL})
 #: the attributes a ``tool_result`` writes as its members (the rest of its first part's are losses)
 _RESULT_MEMBERS = frozenset({"is_error", "cache_control", EXTRA_ATTR})
+#: the result's members a block of its content may carry (they came after it began)
+_RIDING = frozenset({"is_error", "tool_call_id", RESULT_CACHE_CONTROL})
 _EMPTY_TEXT = object()  # ``_place_block``: an empty text of another dialect, not written
 _ROLE_OF_TEXT = {USER_TEXT: "user", ASSISTANT_TEXT: "assistant", ASSISTANT_REFUSAL: "assistant"}
 _TEXT_TAIL = b'"}'
@@ -1292,7 +1303,7 @@ class RequestEncoder(Encoder):
         call_id = attrs.get("tool_call_id")
         if result is not None and result.index == block.message and (call_id is None or call_id == result.id):
             return self._in_result(block, attrs)  # another part of the same result
-        self._lose_attrs(block, attrs, _RESULT_MEMBERS)
+        self._lose_attrs(block, attrs, _RESULT_MEMBERS | PART_ATTRS)
         if self._tool_message(block) or (self.foreign and attrs.get("in_parts") and not attrs.get("empty")):
             # its content array opens with its first element: the text, unless it is empty
             # (anthropic rejects an empty text block), or the next part (an ollama result's
@@ -1309,7 +1320,13 @@ class RequestEncoder(Encoder):
             w.write(head + b',"content":"')
             return w.write, (lambda late: (w.write(b'"'), self._result_late(result, late, block)))
         w.write(head + _TEXT_HEAD)
-        return w.write, (lambda late: (w.write(b'"}'), self._result_late(result, late, block)))
+
+        def close(late: dict) -> None:
+            every = {**attrs, **late}  # the leading text's own members: its part_ ones
+            own = {k[len(PART_PREFIX):]: v for k, v in every.items() if k in PART_ATTRS}
+            w.write(b'"' + self._members(block, "text", own) + b"}")
+            self._result_late(result, late, block)
+        return w.write, close
 
     def _lazy_text(self, block: Block, result: _Result):
         """The first text of another dialect's tool result (an ollama tool message's, also after
@@ -1332,12 +1349,12 @@ class RequestEncoder(Encoder):
 
         def close(late: dict) -> None:
             every = {**attrs, **late}
-            members = {k: v for k, v in every.items() if k not in ("is_error", "tool_call_id")}
+            members = {k: v for k, v in every.items() if k not in _RIDING}
             if text.started:
                 result.writer.write(b'"' + self._members(block, "text", members) + b"}")
             else:
                 self._lose_attrs(block, members)
-            self._result_late(result, {k: v for k, v in every.items() if k in ("is_error", "tool_call_id")})
+            self._result_late(result, {k: v for k, v in every.items() if k in _RIDING})
         return text.write, close
 
     def _result_late(self, result: _Result, late: dict, block: Block | None = None) -> None:
@@ -1350,8 +1367,10 @@ class RequestEncoder(Encoder):
                     self._answered.add(value)
             elif key in _RESULT_MEMBERS:
                 result.attrs[key] = value
+            elif key == RESULT_CACHE_CONTROL:
+                result.attrs["cache_control"] = value
         if block is not None:
-            self._lose_attrs(block, late, _RESULT_MEMBERS)
+            self._lose_attrs(block, late, _RESULT_MEMBERS | PART_ATTRS)
 
     def _in_result(self, block: Block, attrs: dict):
         """A further part of the open tool result."""
@@ -1369,7 +1388,7 @@ class RequestEncoder(Encoder):
             return self._media(block, attrs, result)
         if s in (UNKNOWN, SERVER_TOOL_RESULT) and attrs.get("dialect") == DIALECT:
             w.write(result.separator())
-            return w.write, (lambda late: None)
+            return w.write, (lambda late: self._result_late(result, late))  # (carried whole: late ones ride)
         self._lose_block(block, "such content in a tool_result")
         return None
 
@@ -1440,9 +1459,9 @@ class RequestEncoder(Encoder):
                 src.append(every["source_extra"].encode())
             tail = (b'",' if has_payload else b"") + b",".join(src) + b"}"
             w.write(tail + self._members(block, kind, {k: v for k, v in every.items()
-                                                       if k not in ("is_error",)}) + b"}")
+                                                       if k not in ("is_error", RESULT_CACHE_CONTROL)}) + b"}")
             if result is not None:
-                self._result_late(result, {k: v for k, v in every.items() if k in ("is_error", "tool_call_id")})
+                self._result_late(result, {k: v for k, v in every.items() if k in _RIDING})
         return write, close
 
     # -- tools ------------------------------------------------------------------------------------
