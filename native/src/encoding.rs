@@ -54,7 +54,9 @@ use crate::compact::{Data, Raw};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
 use crate::jsonwriter::{dumps_str, key_bytes, JsonWriter};
-use crate::losses::{block_path, block_subject, field_path, field_subject, lacks, no_place, raw_tool_type, unknown_role};
+use crate::losses::{
+    block_path, block_subject, field_path, field_subject, lacks, no_place, raw_tool_type, unknown_role, RESULT_CACHE_CONTROL,
+};
 use crate::reorder::{ByteHold, Hold, ReorderBuffer};
 use crate::session::Session;
 use crate::value::Value;
@@ -623,8 +625,9 @@ impl<'a> Head<'a> {
 pub enum InBlock<P> {
     #[default]
     None,
-    /// not carried (its loss recorded at the last fragment): the rest is ignored
-    Ignored,
+    /// not carried (its loss recorded at the last fragment): the rest is ignored, but for the
+    /// members of its tool_result that ride on its last fragment (`riding_lost`)
+    Ignored(BlockHead),
     Placed(P),
     /// an empty first fragment whose placing waits for the next fragment (`defers`)
     Deferred(Block<'static>),
@@ -702,8 +705,11 @@ pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mu
                     *enc.in_block() = InBlock::Placed(placed);
                 }
             }
-            InBlock::Ignored if !block.fin => *enc.in_block() = InBlock::Ignored,
-            InBlock::Ignored => io.session.release_losses()?,
+            InBlock::Ignored(head) if !block.fin => *enc.in_block() = InBlock::Ignored(head),
+            InBlock::Ignored(head) => {
+                io.session.release_losses()?;
+                riding_lost(head.as_ref(), block.attrs.as_deref().unwrap_or(&[]), io)?;
+            }
             _ => {}
         }
         return Ok(());
@@ -729,7 +735,7 @@ pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mu
     };
     match placed {
         None => {
-            *enc.in_block() = if block.fin { InBlock::None } else { InBlock::Ignored };
+            *enc.in_block() = if block.fin { InBlock::None } else { InBlock::Ignored(Head::of(block)) };
         }
         Some(mut placed) => {
             enc.write(&mut placed, &block.payload, io)?;
@@ -878,6 +884,18 @@ pub fn drops_typed_call(session: &mut Session, dialect: &str, block: BlockRef<'_
         }
     }
     Ok(false)
+}
+
+/// `_riding_lost`: the close of a block not placed: the members of its tool_result that came
+/// after the block began ride on it (anthropic `is_error`, `cache_control`), and are the
+/// result's losses, not the block's (they were dropped unrecorded).
+fn riding_lost(block: BlockRef<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+    let target = io.session.target;
+    lose_is_error(io.session, target, block, late)?;
+    if attr(late, RESULT_CACHE_CONTROL).is_some_and(|raw| raw != b"null") {
+        lose_field(io.session, target, block, RESULT_CACHE_CONTROL, Some(late), None)?;
+    }
+    Ok(())
 }
 
 /// `_lose_is_error`: a result's error flag (anthropic `is_error`; after the content it

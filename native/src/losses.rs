@@ -24,6 +24,23 @@ pub const INTERNAL_ATTRS: &[&str] = &[
     "path", "call_type", "ollama_call_type",
 ];
 
+/// An anthropic `tool_result`'s own members and its content's share the result's blocks, so
+/// they are named apart: the result's `cache_control` that came after its content began rides
+/// on the result's last block as `result_cache_control`; the members of the leading text
+/// element (whose text is the result's own block) are `part_<member>`.
+pub const RESULT_CACHE_CONTROL: &str = "result_cache_control";
+pub const PART_PREFIX: &str = "part_";
+pub const PART_ATTRS: &[&str] = &["part_cache_control", "part_citations"];
+
+/// The name of a leading text element's own member (`PART_PREFIX` + `key`).
+pub fn part_attr(key: &'static str) -> &'static str {
+    match key {
+        "cache_control" => "part_cache_control",
+        "citations" => "part_citations",
+        other => other, // (a text block has no other member)
+    }
+}
+
 pub fn is_internal_attr(name: &str) -> bool {
     INTERNAL_ATTRS.contains(&name)
 }
@@ -33,6 +50,8 @@ pub fn is_internal_attr(name: &str) -> bool {
 pub fn internal_words() -> Vec<&'static str> {
     let mut words: Vec<&'static str> = Section::ALL.iter().map(|s| s.name()).collect();
     words.extend(INTERNAL_ATTRS.iter().filter(|a| a.contains('_')));
+    words.extend(PART_ATTRS);
+    words.push(RESULT_CACHE_CONTROL);
     words.push("canonical");
     words.sort_unstable();
     words.dedup();
@@ -285,6 +304,13 @@ fn field_name<'k>(dialect: &str, key: &'k str) -> &'k str {
 
 /// `<field> of a <block>` in the source dialect's words (`field_subject`).
 pub fn field_subject(dialect: &str, key: &str, section: Section, attrs: Option<&Attrs<'_>>) -> String {
+    if key == RESULT_CACHE_CONTROL {
+        return field_subject(dialect, "cache_control", Section::ToolResult, None); // (whichever block it rode)
+    }
+    if let Some(member) = key.strip_prefix(PART_PREFIX).filter(|_| PART_ATTRS.contains(&key)) {
+        // (the leading text of the result's content)
+        return format!("{member} of a text block in a {}", block_subject(dialect, Section::ToolResult, None, b""));
+    }
     let block = block_subject(dialect, section, attrs, b"");
     let field = match extra_prefix(key) {
         Some(prefix) => {

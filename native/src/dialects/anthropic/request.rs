@@ -33,6 +33,7 @@ use crate::dialects::fields::{field, ANTHROPIC, ANTHROPIC_REQUIRED};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{py_str_repr, Frames, Limits, Sink, Token, Tokenizer};
 use crate::reorder::{ByteHold, Hold};
+use crate::losses::{part_attr, RESULT_CACHE_CONTROL};
 use crate::session::Session;
 use crate::value::Value;
 
@@ -563,12 +564,17 @@ impl Dialect for Readers {
                 Ok(())
             }
             S::ResultAttr(key) => {
-                self.result_mut()?.current_mut().set(key, json_of(&value));
+                let result = self.result_mut()?;
+                // (riding on a content block, apart from that block's own)
+                let key = if key == "cache_control" && result.current.is_some() { RESULT_CACHE_CONTROL } else { key };
+                result.current_mut().set(key, json_of(&value));
                 Ok(())
             }
             S::Attr(key) => {
                 self.make_builder(cx)?;
-                self.builder()?.set(key, json_of(&value));
+                // the leading text of a tool_result: the result's own block
+                let leading = self.inner.is_some() && self.result.as_ref().is_some_and(|r| r.current.is_none());
+                self.builder()?.set(if leading { part_attr(key) } else { key }, json_of(&value));
                 Ok(())
             }
             S::SourceType => {
@@ -1414,7 +1420,7 @@ mod encoder {
     };
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
-    use crate::losses::{block_path, block_subject, is_internal_attr, lacks};
+    use crate::losses::{block_path, block_subject, is_internal_attr, lacks, PART_ATTRS, PART_PREFIX, RESULT_CACHE_CONTROL};
     use crate::naming::{anthropic_id, is_anthropic_id_json};
     use crate::reorder::Hold;
     use crate::session::Session;
@@ -1490,12 +1496,21 @@ mod encoder {
         }
     }
 
-    /// `_RESULT_MEMBERS`: the attributes a `tool_result` writes as its members.
-    const RESULT_MEMBERS: &[&str] = &["is_error", "cache_control", EXTRA_ATTR];
+    /// The closer of a result head whose leading text element closes with its own members.
+    const LEADING_TEXT: &[u8] = b"\"}";
+
+    /// `_RIDING`: the result's members a block of its content may carry (they came after it began).
+    fn riding(key: &str) -> bool {
+        matches!(key, "is_error" | "tool_call_id" | RESULT_CACHE_CONTROL)
+    }
+
+    /// `_RESULT_MEMBERS | PART_ATTRS`: the attributes of a result's head it writes (as the
+    /// `tool_result`'s members, and as its leading text's).
+    const RESULT_WRITTEN: &[&str] = &["is_error", "cache_control", EXTRA_ATTR, "part_cache_control", "part_citations"];
 
     /// `_lose_attrs`: a loss for each attribute that is neither structure nor `written` as a
     /// member: an empty text not written (all of them), the first part of a tool result
-    /// (`RESULT_MEMBERS` go on the `tool_result`).
+    /// (`RESULT_WRITTEN` go on the `tool_result`).
     fn lose_attrs(block: BlockRef<'_>, attrs: &[Attr<'_>], written: &[&str], io: &mut Io<'_>) -> Result<()> {
         for (key, _) in attrs {
             if !written.contains(&key.as_ref()) && !is_structure_attr(key) {
@@ -1517,6 +1532,9 @@ mod encoder {
         Copy(WriterId),
         /// fragments and close dropped (an empty text)
         Drop,
+        /// a block carried raw in the open tool_result (`result`): its late attributes are the
+        /// result's members that came after it
+        ResultCopy(u64),
         /// a text / thinking / redacted_thinking object: close `"` + members + `}`
         Object { to: WriterId, kind: &'static str, head: Head<'a> },
         /// a tool_use into `w`: `input` copied (same dialect) or held (`HeldArguments`);
@@ -1540,6 +1558,7 @@ mod encoder {
         fn into_owned(self) -> Placed<'static> {
             match self {
                 Placed::Copy(w) => Placed::Copy(w),
+                Placed::ResultCopy(result) => Placed::ResultCopy(result),
                 Placed::Drop => Placed::Drop,
                 Placed::Object { to, kind, head } => Placed::Object { to, kind, head: head.into_owned() },
                 Placed::ToolUse { w, head, args, ids } => Placed::ToolUse { w, head: head.into_owned(), args, ids },
@@ -2389,7 +2408,7 @@ mod encoder {
                     return self.in_result(block, attrs, io); // another part of the same result
                 }
             }
-            lose_attrs(BlockRef::of(block), attrs, RESULT_MEMBERS, io)?;
+            lose_attrs(BlockRef::of(block), attrs, RESULT_WRITTEN, io)?;
             let foreign_parts = self.foreign && attr_truthy(attrs, "in_parts") && !attr_truthy(attrs, "empty");
             if self.tool_message(block, io.session) || foreign_parts {
                 // its content array opens with its first element: the text, unless it is empty
@@ -2414,7 +2433,7 @@ mod encoder {
             }
             head.extend_from_slice(TEXT_HEAD);
             io.write(w, &head)?;
-            Ok(Some(Placed::ResultHead { fragments: true, closer: b"\"}", result: serial, head: Head::borrowed(block) }))
+            Ok(Some(Placed::ResultHead { fragments: true, closer: LEADING_TEXT, result: serial, head: Head::borrowed(block) }))
         }
 
         /// `_tool_message`: whether `block` is the text of an ollama tool message: its `images`
@@ -2503,6 +2522,7 @@ mod encoder {
                     }
                     "is_error" => result.is_error = Some(value),
                     "cache_control" if !only_id_and_error => result.cache_control = Some(value),
+                    RESULT_CACHE_CONTROL => result.cache_control = Some(value),
                     EXTRA_ATTR if !only_id_and_error => result.extra = Some(value),
                     _ => {}
                 }
@@ -2530,7 +2550,7 @@ mod encoder {
                 Section::Unknown | Section::ServerToolResult if attr_is(attrs, "dialect", DIALECT) => {
                     let sep = result.separator();
                     io.write(OUT, sep)?;
-                    Ok(Some(Placed::Copy(OUT)))
+                    Ok(Some(Placed::ResultCopy(result.serial))) // (carried whole: late members ride)
                 }
                 _ => {
                     lose_block(io.session, DIALECT, BlockRef::of(block), "such content in a tool_result", None, None)?;
@@ -2603,6 +2623,24 @@ mod encoder {
             Ok(Some(Placed::Media(Media { head: Head::borrowed(block), to, kind, source, has_payload, result, sniffed })))
         }
 
+        /// The leading text element of a result's content: `"`, its own members (the head's
+        /// `part_` ones), `}`.
+        fn close_leading_text(&mut self, head: BlockRef<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+            let every = merged(head.attrs, late);
+            let own: Vec<Attr<'_>> = every
+                .iter()
+                .filter(|(key, _)| PART_ATTRS.contains(&key.as_ref()))
+                .map(|(key, value)| (Cow::Borrowed(&key[PART_PREFIX.len()..]), value.clone()))
+                .collect();
+            let mut tail = self.take_scratch();
+            tail.push(b'"');
+            self.members(head, "text", &own, io, &mut tail)?;
+            tail.push(b'}');
+            io.write(OUT, &tail)?;
+            self.scratch = tail;
+            Ok(())
+        }
+
         fn close_media(&mut self, media: Media<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
             let Media { head, to, kind, source, has_payload, result, sniffed } = media;
             let mut every = merged(&head.attrs, late);
@@ -2641,7 +2679,8 @@ mod encoder {
                 tail.extend_from_slice(&controls::string_text(extra)?);
             }
             tail.push(b'}');
-            let members: Vec<Attr<'_>> = every.iter().filter(|(k, _)| k != "is_error").cloned().collect();
+            let members: Vec<Attr<'_>> =
+                every.iter().filter(|(k, _)| k != "is_error" && k != RESULT_CACHE_CONTROL).cloned().collect();
             self.members(head.as_ref(), kind, &members, io, &mut tail)?;
             tail.push(b'}');
             io.write(to, &tail)?;
@@ -2694,6 +2733,7 @@ mod encoder {
         fn write(&mut self, placed: &mut Placed<'_>, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
             match placed {
                 Placed::Copy(w) | Placed::Object { to: w, .. } => io.write(*w, payload),
+                Placed::ResultCopy(_) => io.write(OUT, payload),
                 Placed::Drop | Placed::ResultHead { fragments: false, .. } => Ok(()),
                 Placed::ResultHead { .. } => io.write(OUT, payload),
                 Placed::ResultText { result, started, .. } => {
@@ -2721,6 +2761,10 @@ mod encoder {
         fn close(&mut self, placed: Placed<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
             match placed {
                 Placed::Copy(_) | Placed::Drop => Ok(()),
+                Placed::ResultCopy(result) => {
+                    self.result_late(result, late, false);
+                    Ok(())
+                }
                 Placed::Object { to, kind, head } => {
                     let every = merged(&head.attrs, late);
                     let mut tail = self.take_scratch();
@@ -2733,21 +2777,24 @@ mod encoder {
                 }
                 Placed::ToolUse { w, head, args, ids } => self.close_tool_use(w, head, args, ids, late, io),
                 Placed::ResultHead { closer, result, head, .. } => {
-                    io.write(OUT, closer)?;
+                    if closer == LEADING_TEXT {
+                        self.close_leading_text(head.as_ref(), late, io)?;
+                    } else {
+                        io.write(OUT, closer)?;
+                    }
                     self.result_late(result, late, false);
-                    lose_attrs(head.as_ref(), late, RESULT_MEMBERS, io)
+                    lose_attrs(head.as_ref(), late, RESULT_WRITTEN, io)
                 }
                 Placed::LazyText { result, started, head } => {
                     if started {
                         io.write(OUT, TEXT_TAIL)?;
                     }
                     self.result_late(result, late, false);
-                    lose_attrs(head.as_ref(), late, RESULT_MEMBERS, io)
+                    lose_attrs(head.as_ref(), late, RESULT_WRITTEN, io)
                 }
                 Placed::ResultText { head, result, started } => {
                     let every = merged(&head.attrs, late);
-                    let (linking, text): (Vec<Attr<'_>>, Vec<Attr<'_>>) =
-                        every.iter().cloned().partition(|(k, _)| k == "is_error" || k == "tool_call_id");
+                    let (linking, text): (Vec<Attr<'_>>, Vec<Attr<'_>>) = every.iter().cloned().partition(|(k, _)| riding(k));
                     if started {
                         let mut tail = self.take_scratch();
                         tail.push(b'"');
