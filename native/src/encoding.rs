@@ -55,7 +55,8 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
 use crate::jsonwriter::{dumps_str, key_bytes, JsonWriter};
 use crate::losses::{
-    block_path, block_subject, field_path, field_subject, lacks, no_place, raw_tool_type, unknown_role, RESULT_CACHE_CONTROL,
+    article, block_path, block_subject, field_path, field_subject, lacks, no_place, raw_tool_type, unknown_role,
+    RESULT_CACHE_CONTROL,
 };
 use crate::reorder::{ByteHold, Hold, ReorderBuffer};
 use crate::session::Session;
@@ -634,6 +635,72 @@ pub enum InBlock<P> {
 }
 
 
+/// `Encoder._lose_joined`: a response's second block into the one field `K` of its choice
+/// (openai's and ollama's content, reasoning): joined to the first, a recorded loss -- in a
+/// stream too, whose client concatenates the deltas. Only anthropic's content is a list of
+/// blocks: another source's text is one field there too (its stream's pieces split by a tool
+/// call are not two blocks). (The first field is kept in place: a response of one text
+/// allocates nothing for it.)
+#[derive(Debug)]
+pub struct JoinedFields<K> {
+    first: Option<(i64, K)>,
+    more: Vec<(i64, K)>,
+}
+
+impl<K> Default for JoinedFields<K> {
+    fn default() -> Self {
+        JoinedFields { first: None, more: Vec::new() }
+    }
+}
+
+impl<K: PartialEq + Copy> JoinedFields<K> {
+    pub fn lose_joined(&mut self, block: &Block<'_>, key: K, session: &mut Session, dialect: &str) -> Result<()> {
+        if session.source != "anthropic" {
+            return Ok(());
+        }
+        let field = (block.message, key);
+        if self.first == Some(field) || self.more.contains(&field) {
+            return lose_block(session, dialect, BlockRef::of(block), "second field for it", Some("joined to the first"),
+                              None);
+        }
+        match self.first {
+            None => self.first = Some(field),
+            Some(_) => self.more.push(field),
+        }
+        Ok(())
+    }
+}
+
+/// `TextCallOrder`: a target whose message has its text and its tool calls in two members
+/// (openai's and ollama's `content` and `tool_calls`) keeps their order by the members' order,
+/// so a third run of them in one message (anthropic `[text, tool_use, text]`) goes with the
+/// first run of its kind, before the other: `moved` says so once per message (the section of
+/// the run it was after), and `on_block` records it (it was lost unrecorded).
+#[derive(Default)]
+pub struct TextCallOrder {
+    message: Option<i64>,
+    last: Option<Section>,
+    runs: u32,
+}
+
+impl TextCallOrder {
+    pub fn moved(&mut self, block: &Block<'_>) -> Option<Section> {
+        if !matches!(block.section, Section::AssistantText | Section::ToolCall) {
+            return None;
+        }
+        if self.message != Some(block.message) {
+            *self = TextCallOrder { message: Some(block.message), last: Some(block.section), runs: 1 };
+            return None;
+        }
+        if self.last == Some(block.section) {
+            return None;
+        }
+        let before = self.last.replace(block.section);
+        self.runs += 1;
+        before.filter(|_| self.runs == 3)
+    }
+}
+
 /// A dialect's placing of blocks (`Encoder._place` and the `(write, close)` it returns).
 pub trait PlaceBlocks {
     /// The named state of a placed block (what Python's `write`/`close` closures held),
@@ -655,6 +722,10 @@ pub trait PlaceBlocks {
     /// `_defers`: whether an empty first fragment's placing waits for the next fragment.
     fn defers(&self, _block: &Block<'_>, _session: &Session) -> bool {
         false
+    }
+    /// `_text_call_order`: a target whose text and tool calls are two members of a message.
+    fn text_call_order(&mut self) -> Option<&mut TextCallOrder> {
+        None
     }
 }
 
@@ -723,6 +794,13 @@ pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mu
     }
     if block.message >= 0 {
         enc.message_listed();
+    }
+    if let Some(before) = enc.text_call_order().and_then(|order| order.moved(block)) {
+        let other = block_subject(io.session.source, before, None, b"");
+        let subject = format!("{} after {} {other}", subject(io.session, BlockRef::of(block), None), article(&other));
+        let target = io.session.target;
+        lose(io.session, target, BlockRef::of(block), &subject, "order of text and tool calls", Some("moved before it"),
+             None)?;
     }
     // a block in fragments: its losses are recorded at its last one (`Session::hold_losses`)
     let placed = if block.fin {

@@ -471,6 +471,17 @@ pub fn ndjson_line(out: &mut Vec<u8>, data: &[u8]) {
     out.push(b'\n');
 }
 
+/// `one_line`: a JSON text as part of one NDJSON line: its raw CR and LF -- whitespace between
+/// its tokens (a model's pretty-printed tool arguments, carried as they came), since a string
+/// holds them escaped -- as spaces.
+pub fn one_line(text: &mut [u8]) {
+    if memchr::memchr2(b'\n', b'\r', text).is_some() {
+        for byte in text.iter_mut().filter(|byte| matches!(**byte, b'\n' | b'\r')) {
+            *byte = b' ';
+        }
+    }
+}
+
 /// `ndjson_safe`: `out[start..]` (compact JSON of whole characters) with U+2028, U+2029 and
 /// U+0085 escaped. JSON may hold them raw in a string, but Python's line readers (httpx
 /// `iter_lines`, which the ollama client reads NDJSON with) end a line at them.

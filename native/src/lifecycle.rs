@@ -1126,8 +1126,12 @@ pub fn lose_usage_after_error(u: Option<&Usage>, session: &mut Session, target: 
 /// The counts a usage gives, a bit each (`usage_counts`' order): what an encoder keeps of the
 /// usage it has not written, for `lose_counts_after_error` (a `Usage` would not fit its box).
 pub fn counts_given(u: &Usage) -> u8 {
-    usage_counts(u).iter().enumerate().fold(0, |bits, (i, (_, count))| bits | (u8::from(count.is_some()) << i))
+    let counts = usage_counts(u).iter().enumerate().fold(0, |bits, (i, (_, count))| bits | (u8::from(count.is_some()) << i));
+    counts | if u.service_tier.is_some() { TIER_GIVEN } else { 0 }
 }
+
+/// `counts_given`'s bit of the service tier (after the counts').
+const TIER_GIVEN: u8 = 1 << 7;
 
 /// `lose_after_error(Logprobs)`: token logprobs a stream encoder did not write (as above).
 pub fn lose_logprobs_after_error(session: &mut Session, target: &str) -> Result<()> {
@@ -1141,6 +1145,11 @@ pub fn lose_counts_after_error(counts: u8, session: &mut Session, target: &str) 
             let path = usage_path_pieces(session, name).map(str::as_bytes);
             session.lose_lacking(&path, target, AFTER_ERROR, Some("not sent"), None)?;
         }
+    }
+    if counts & TIER_GIVEN != 0 && target != "openai" {
+        // (the tier goes with the end's counts; openai writes it on each chunk as it comes)
+        let path = usage_path_pieces(session, "service_tier").map(str::as_bytes);
+        session.lose_lacking(&path, target, AFTER_ERROR, Some("not sent"), None)?;
     }
     Ok(())
 }

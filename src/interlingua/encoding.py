@@ -22,7 +22,7 @@ from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, E
 from .errors import NoMessageError, TranscodeError
 from .jsonwriter import JsonWriter, dumps, key_bytes
 from .losses import (
-    NO_PLACE, RESULT_CACHE_CONTROL, block_path, block_subject, field_path, field_subject, lacks, member_names,
+    NO_PLACE, RESULT_CACHE_CONTROL, article, block_path, block_subject, field_path, field_subject, lacks, member_names,
     path_subject, raw_tool_type, unknown_role,
 )
 from .reorder import Hold
@@ -34,6 +34,33 @@ _CLOSERS = {b"[": b"]", b"{": b"}", b'"': b'"', b"": b""}
 _CONTAINERS = (b"[", b"{")
 _NONE_ENDED: frozenset = frozenset()  # shared until a message ends a member early
 _SENT_IN = {"user": "sent in a user message", "assistant": "sent in an assistant message"}  # (_lose_moved)
+
+
+class TextCallOrder:
+    """A target whose message has its text and its tool calls in two members (openai's and
+    ollama's ``content`` and ``tool_calls``) keeps their order by the members' order, so a
+    third run of them in one message (anthropic ``[text, tool_use, text]``) goes with the first
+    run of its kind, before the other: ``moved`` says so once per message (the section of the
+    run it was after), and the encoder records it (it was lost unrecorded)."""
+
+    __slots__ = ("message", "last", "runs")
+
+    def __init__(self) -> None:
+        self.message: int | None = None
+        self.last: Section | None = None
+        self.runs = 0
+
+    def moved(self, block: Block) -> Section | None:
+        if block.section is not Section.ASSISTANT_TEXT and block.section is not Section.TOOL_CALL:
+            return None
+        if block.message != self.message:
+            self.message, self.last, self.runs = block.message, block.section, 1
+            return None
+        if block.section is self.last:
+            return None
+        before, self.last = self.last, block.section
+        self.runs += 1
+        return before if self.runs == 3 else None
 
 
 class Encoder:
@@ -75,6 +102,8 @@ class Encoder:
 
     _block = None  # (write, close) of the block in progress
     _deferred: Block | None = None  # a first fragment whose placing waits (``_defers``)
+    #: a target whose message has text and tool calls in two members (``TextCallOrder``)
+    _text_call_order: TextCallOrder | None = None
     _listed = False  # a block of the source's message list came (``require_a_message``)
 
     def _defers(self, block: Block) -> bool:
@@ -110,6 +139,8 @@ class Encoder:
             return
         if block.message >= 0:
             self._listed = True
+        if self._text_call_order is not None:
+            self._lose_text_call_order(block)
         if block.fin:
             placed = self._place(block)
         else:  # its losses are recorded at its last fragment (``Session.hold_losses``)
@@ -213,6 +244,30 @@ class Encoder:
                            "such tool", "not sent")
             return True
         return False
+
+    _fields_written: set | None = None  # (choice, field) a response block went into
+
+    def _lose_joined(self, block: Block, key: str) -> None:
+        """A response's second block into the one field ``key`` of its choice (openai's and
+        ollama's content, reasoning): joined to the first, a recorded loss -- in a stream too,
+        whose client concatenates the deltas. Only anthropic's content is a list of blocks:
+        another source's text is one field there too (its stream's pieces split by a tool call
+        are not two blocks)."""
+        if self.session.source != "anthropic":
+            return
+        if self._fields_written is None:
+            self._fields_written = set()
+        if (block.message, key) in self._fields_written:
+            self._lose_block(block, "second field for it", "joined to the first")
+        else:
+            self._fields_written.add((block.message, key))
+
+    def _lose_text_call_order(self, block: Block) -> None:
+        before = self._text_call_order.moved(block)
+        if before is not None:
+            other = block_subject(self.session.source, before)
+            self._lose(block, f"{self._subject(block)} after {article(other)} {other}", "order of text and tool calls",
+                       "moved before it")
 
     def _riding_lost(self, block: Block):
         """The close of a block not placed: the members of its tool_result that came after the

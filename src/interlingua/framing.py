@@ -371,6 +371,15 @@ def ndjson_line(data: bytes) -> bytes:
 _LINE_BREAKERS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"), (b"\xc2\x85", b"\\u0085"))
 
 
+def one_line(text: bytes) -> bytes:
+    """A JSON text as part of one NDJSON line: its raw CR and LF -- whitespace between its tokens
+    (a model's pretty-printed tool arguments, carried as they came), since a string holds them
+    escaped -- as spaces."""
+    if b"\n" in text or b"\r" in text:
+        return text.replace(b"\n", b" ").replace(b"\r", b" ")
+    return text
+
+
 def ndjson_safe(data: bytes) -> bytes:
     """``data`` (compact JSON of whole characters) with U+2028, U+2029 and U+0085 escaped."""
     if b"\xe2\x80" in data or b"\xc2\x85" in data:

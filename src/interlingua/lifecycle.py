@@ -619,6 +619,9 @@ def lose_after_error(event: Finish | Usage | Logprobs | None, session: Session, 
     for name in USAGE_COUNTS:
         if getattr(event, name) is not None:
             _lose_count(session, name, target, _AFTER_ERROR, "not sent")
+    if event.service_tier is not None and target != "openai":
+        # (the tier goes with the end's counts; openai writes it on each chunk as it comes)
+        _lose_count(session, "service_tier", target, _AFTER_ERROR, "not sent")
 
 
 # -- logprobs ----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ use crate::decoding::{
     Read, RequestBody, OPT_STRING,
 };
 use crate::dialects::fields::{self, field, required};
-use crate::encoding::role_json;
+use crate::encoding::{role_json, TextCallOrder};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Token};
 use crate::images::{keep_head, sniff_media_type, SNIFF_BYTES};
@@ -1165,6 +1165,8 @@ struct Messages {
     /// the user message waiting for the tool messages after it
     user_hold: Option<WriterId>,
     user_index: Option<i64>,
+    /// the user message of the open tool message's images (`_moved`)
+    moved: Option<Message>,
     reasoning: Hold<Control<'static>>,
 }
 
@@ -1172,6 +1174,8 @@ struct Encoding {
     body: MessageListBody,
     m: Messages,
     block: InBlock<Placed<'static>>,
+    /// (content and tool_calls are two members)
+    order: TextCallOrder,
 }
 
 /// Canonical events -> an Ollama `/api/chat` request body (`RequestEncoder`).
@@ -1208,10 +1212,11 @@ impl RequestEncoder {
                 openai_names: Vec::new(),
                 calls_at: None,
                 user_hold: None,
+                moved: None,
                 user_index: None,
                 reasoning,
             };
-            *state = Some(Encoding { body, m, block: InBlock::None });
+            *state = Some(Encoding { body, m, block: InBlock::None, order: TextCallOrder::default() });
         }
         state.as_mut().ok_or_else(|| Error::new(ErrorClass::Transcode, "internal error: no encoder state"))
     }
@@ -1249,6 +1254,10 @@ impl PlaceBlocks for Encoding {
 
     fn in_block(&mut self) -> &mut InBlock<Placed<'static>> {
         &mut self.block
+    }
+
+    fn text_call_order(&mut self) -> Option<&mut TextCallOrder> {
+        Some(&mut self.order)
     }
 
     fn place<'a>(&mut self, block: &'a Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'a>>> {
@@ -1303,6 +1312,9 @@ impl MessageCloser for Messages {
     fn close_message(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
         let Some(msg) = self.msg.take() else { return Ok(()) };
         msg.asm.close(io)?;
+        if let Some(moved) = self.moved.take() {
+            moved.asm.close(io)?;
+        }
         if self.user_hold.is_some() && body.messages_ended {
             self.flush_user_hold(body, io)?;
         }
@@ -1560,6 +1572,24 @@ impl Messages {
             return Ok(w);
         }
         body.messages_writer(index == TOP_LEVEL_SYSTEM, self, io)
+    }
+
+    /// `_moved_images`: the user message for the images of the open tool message's result,
+    /// beside it (held after the tool messages): the result's further texts go on in its tool
+    /// message (a new one would be a second tool message linked to no call). False: the tool
+    /// message is not open, or its user messages do not wait (`messages_writer`).
+    fn moved_images(&mut self, body: &mut MessageListBody, block: &Block<'_>, io: &mut Io<'_>) -> Result<bool> {
+        let open = self.msg.as_ref().is_some_and(|msg| msg.role.as_ref() == ROLE_TOOL && msg.index == block.message);
+        if !open || self.calls_at.is_none_or(|at| block.message != at + 1) {
+            return Ok(false);
+        }
+        if self.moved.is_none() {
+            let writer = self.messages_writer(body, block.message, ROLE_USER, io)?;
+            let asm = MessageAssembler::new(writer, io, MEMBER_ORDER, &role_head(ROLE_USER), None)?;
+            self.moved = Some(Message { asm, index: block.message, role: Cow::Borrowed(ROLE_USER), texts: [0, 0],
+                                        has_result: false, has_image: false, named: false });
+        }
+        Ok(true)
     }
 
     fn flush_user_hold(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
@@ -1821,8 +1851,14 @@ impl Messages {
                        Some("carried in a user message after the tool messages"), Some(attrs))?;
             lose_is_error(io.session, DIALECT, BlockRef::of(block), attrs)?;
         }
-        self.message_for(body, block, role, io)?;
-        let msg = self.open()?;
+        let moved = attr_truthy(attrs, "in_result") && self.moved_images(body, block, io)?;
+        let msg = match &mut self.moved {
+            Some(moved_msg) if moved => moved_msg,
+            _ => {
+                self.message_for(body, block, role, io)?;
+                self.open()?
+            }
+        };
         if !msg.has_image {
             msg.asm.end_member(io, "content")?; // the text is complete: let the images stream
         }

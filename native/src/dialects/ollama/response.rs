@@ -883,7 +883,7 @@ impl Decode for StreamDecoder {
 
 use crate::encoding::{
     arguments_object, attr, attr_truthy, foreign_extension, lose_block, lose_signature, lose_unplaced, BlockHead,
-    BlockRef, Encode, HeldArguments, Io, MessageAssembler, Opener, WriterId, Writers,
+    BlockRef, Encode, HeldArguments, Io, JoinedFields, MessageAssembler, Opener, WriterId, Writers,
 };
 
 /// `_DURATIONS`: ollama extensions, written back on the done line in this order.
@@ -1217,13 +1217,18 @@ pub struct StreamEncoder {
     kind: Option<Member>,
     seq: u64,
     /// the call being held whole (`ollama:whole-tool-call`): its first fragment, its arguments
-    tool: Option<(BlockHead, HeldArguments)>,
+    /// (boxed: a stream's text lines need none of it, and the encoder stays within glibc's
+    /// thread cache, `box_sizes`)
+    tool: Option<Box<(BlockHead, HeldArguments)>>,
     errored: bool,
+    /// the fields a block went into (`_lose_joined`)
+    joined: JoinedFields<Member>,
 }
 
 impl StreamEncoder {
     pub fn new(session: &Session) -> Result<Self> {
-        Ok(StreamEncoder { c: Common::new(session)?, frame: OpenFrame::default(), kind: None, seq: 0, tool: None, errored: false })
+        Ok(StreamEncoder { c: Common::new(session)?, frame: OpenFrame::default(), kind: None, seq: 0, tool: None, errored: false,
+                          joined: JoinedFields::default() })
     }
 
     fn frame_end(&mut self, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
@@ -1248,17 +1253,23 @@ impl StreamEncoder {
             self.frame.close(out);
             self.seq += 1;
             self.kind = classify(block, session)?;
-            if self.kind == Some(Member::ToolCalls) {
-                self.tool = Some((BlockHead::of(block), HeldArguments::new(session, "ollama:whole-tool-call")));
+            match self.kind {
+                Some(Member::ToolCalls) => {
+                    self.tool = Some(Box::new((BlockHead::of(block), HeldArguments::new(session, "ollama:whole-tool-call"))));
+                }
+                Some(kind) => self.joined.lose_joined(block, kind, session, DIALECT)?,
+                None => {}
             }
         }
         let Some(kind) = self.kind else { return Ok(()) };
         if kind == Member::ToolCalls {
-            let Some((_, args)) = self.tool.as_mut() else { return Err(internal("a tool call's fragment without its first")) };
-            args.feed(&block.payload, session)?;
+            let Some(held) = self.tool.as_mut() else { return Err(internal("a tool call's fragment without its first")) };
+            held.1.feed(&block.payload, session)?;
             if block.fin {
-                let Some((first, args)) = self.tool.take() else { return Ok(()) };
-                let arguments = arguments_object(session, DIALECT, args, first.as_ref())?;
+                let Some(held) = self.tool.take() else { return Ok(()) };
+                let (first, args) = *held;
+                let mut arguments = arguments_object(session, DIALECT, args, first.as_ref())?;
+                crate::framing::one_line(&mut arguments);
                 self.c.head(out);
                 out.extend_from_slice(b",\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[");
                 call_opening(&first.attrs, out);
@@ -1431,6 +1442,11 @@ impl ResponseEncoder {
                 let args = Box::new(HeldArguments::new(io.session, "ollama:tool-arguments"));
                 Placed::Call { writer, args, first: BlockHead::of(block) }
             } else {
+                if msg.has(kind.key()) && io.session.source == "anthropic" {
+                    // (`_lose_joined`: the message has the field already)
+                    lose_block(io.session, DIALECT, BlockRef::of(block), "second field for it", Some("joined to the first"),
+                               None)?;
+                }
                 Placed::Text(msg.member(io, kind.key(), Opener::String)?)
             });
         }

@@ -1204,25 +1204,29 @@ use super::controls;
 
 const DIALECT: &str = "openai";
 
-/// `_filename`: a file part's name where the source gave none (anthropic's document): its title,
-/// else `document.pdf` (a PDF) or `document`, as JSON. (The title is still a recorded loss as a title.)
-fn file_name(early: &[Attr<'_>], late: &[Attr<'_>], out: &mut Vec<u8>) {
+/// `_filename`: a file part's name where the source gave none (anthropic's document): its title
+/// (carried so: not a loss; true), else `document.pdf` (a PDF) or `document`, as JSON.
+fn file_name(early: &[Attr<'_>], late: &[Attr<'_>], out: &mut Vec<u8>) -> bool {
     let text = |key: &str| match attr(late, key).or_else(|| attr(early, key)).map(crate::value::Value::loads) {
         Some(Ok(crate::value::Value::Str(text))) => Some(text),
         _ => None,
     };
     match text("title") {
-        Some(title) if !title.is_empty() => dumps_str(&title, out),
+        Some(title) if !title.is_empty() => {
+            dumps_str(&title, out);
+            return true;
+        }
         _ if text("media_type").as_deref() == Some(&b"application/pdf"[..]) => dumps_str(b"document.pdf", out),
         _ => dumps_str(b"document", out),
     }
+    false
 }
 const MEMBER_ORDER: &str = "openai:member-order";
 
 /// A role as JSON text (`key_bytes(role)`: roles of other dialects' unknown blocks are any value).
 type Role = Cow<'static, [u8]>;
 use crate::encoding::roles::{ASSISTANT, SYSTEM, TOOL, USER};
-use crate::encoding::{known_role, require_a_message, role_head};
+use crate::encoding::{known_role, require_a_message, role_head, TextCallOrder};
 
 /// `EXTRA_ATTR`: an openai-only member of a part or tool call (`"k":v,...` text).
 const EXTRA_ATTR: &str = "openai_extra";
@@ -1333,6 +1337,8 @@ struct Encoding {
     body: MessageListBody,
     m: Messages,
     block: InBlock<Placed<'static>>,
+    /// (content and tool_calls are two members)
+    order: TextCallOrder,
 }
 
 /// Canonical events -> an OpenAI Chat Completions request body (`RequestEncoder`).
@@ -1386,7 +1392,7 @@ impl RequestEncoder {
                 listed: false,
                 carried: false,
             };
-            *state = Some(Encoding { body, m, block: InBlock::None });
+            *state = Some(Encoding { body, m, block: InBlock::None, order: TextCallOrder::default() });
         }
         Ok(state.as_mut().expect("started"))
     }
@@ -1429,6 +1435,10 @@ impl PlaceBlocks for Encoding {
 
     fn in_block(&mut self) -> &mut InBlock<Placed<'static>> {
         &mut self.block
+    }
+
+    fn text_call_order(&mut self) -> Option<&mut TextCallOrder> {
+        Some(&mut self.order)
     }
 
     fn message_listed(&mut self) {
@@ -2191,17 +2201,20 @@ impl Messages {
                 let mut tail: Vec<u8> = if has_payload { b"\"".to_vec() } else { Vec::new() };
                 let late_inner: OwnedAttrs = late.iter().filter(|(k, _)| inner.contains(&k.as_ref())).map(own_attr).collect();
                 tail.extend_from_slice(&self.extra_attrs(io, head.as_ref(), &late_inner, inner)?);
+                let late_outer: OwnedAttrs = late.iter().filter(|(k, _)| !inner.contains(&k.as_ref())).map(own_attr).collect();
+                let mut rest = merged(&outer, &late_outer);
                 if head.section == Section::UserDocument && has_payload && self.foreign
                     && !has_attr(&head.attrs, "filename") && !has_attr(late, "filename")
                 {
                     // openai refuses file_data without a filename ("Missing required parameter: file_id");
                     // an openai body's own part stays as it came (a same-dialect request round-trips)
                     tail.extend_from_slice(b",\"filename\":");
-                    file_name(&head.attrs, late, &mut tail);
+                    if file_name(&head.attrs, late, &mut tail) {
+                        rest.to_mut().retain(|(key, _)| key != "title"); // (carried: it names the file)
+                    }
                 }
                 tail.push(b'}');
-                let late_outer: OwnedAttrs = late.iter().filter(|(k, _)| !inner.contains(&k.as_ref())).map(own_attr).collect();
-                tail.extend_from_slice(&self.extra_attrs(io, head.as_ref(), &merged(&outer, &late_outer), &[])?);
+                tail.extend_from_slice(&self.extra_attrs(io, head.as_ref(), &rest, &[])?);
                 tail.push(b'}');
                 io.write(w, &tail)
             }

@@ -1362,7 +1362,7 @@ mod encoder {
     use std::borrow::Cow;
     use crate::encoding::{
         attr, foreign_extension, lose_block, lose_signature, lose_unplaced, response_tool_name, skip_chars, BlockRef, Encode, Io,
-        MessageAssembler, Opener, WriterId, Writers,
+        JoinedFields, MessageAssembler, Opener, WriterId, Writers,
     };
     use crate::losses::lacks;
     use crate::reorder::Hold;
@@ -1651,6 +1651,8 @@ mod encoder {
         roles: Vec<i64>,
         /// tool calls so far, per choice (their delta index)
         tool_counts: Vec<(i64, i64)>,
+        /// the fields a block went into, per choice (`_lose_joined`)
+        joined: JoinedFields<Key>,
     }
 
     impl StreamEncoder {
@@ -1665,6 +1667,7 @@ mod encoder {
                 seq: 0,
                 roles: Vec::new(),
                 tool_counts: Vec::new(),
+                joined: JoinedFields::default(),
             }
         }
 
@@ -1750,6 +1753,7 @@ mod encoder {
                 if key == Key::ToolCalls {
                     return self.tool_head(block, session, out);
                 }
+                self.joined.lose_joined(block, key, session, DIALECT)?;
                 let mut member = self.head.key_json(key);
                 member.extend_from_slice(b":\"");
                 self.block = StreamBlock::Open { seq: self.seq, tool: false, choice: block.message, member, tail: TEXT_TAIL };
@@ -2220,7 +2224,8 @@ mod encoder {
                     _ => reasoning_member(self.head.reasoning_key.as_deref()),
                 };
                 let Some(msg) = self.msg.as_mut() else { return Err(finished_choice()) };
-                if msg.has(name) {
+                if msg.has(name) && io.session.source == "anthropic" {
+                    // (`_lose_joined`: the open choice's message has the field already)
                     lose_block(io.session, DIALECT, BlockRef::of(block), "second field for it", Some("joined to the first"), None)?;
                 }
                 let writer = msg.member(io, name, Opener::String)?;

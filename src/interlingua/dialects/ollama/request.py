@@ -87,7 +87,7 @@ from ...canonical import (
 )
 from ...decoding import OPT_STRING, BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
-    STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, first_member, late_only,
+    STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, TextCallOrder, first_member, late_only,
     lose_unknown_members, merged_reasoning, message_member,
 )
 from ...errors import SchemaError, TranscodeError
@@ -690,6 +690,7 @@ class RequestEncoder(Encoder):
 
     def __init__(self, write, session: Session) -> None:
         super().__init__(write, session)
+        self._text_call_order = TextCallOrder()  # (content and tool_calls are two members)
         self.out = JsonWriter(write)
         self.body = MessageListBody(self.out, session, DIALECT, self._close_message)
         self._msg: _Message | None = None
@@ -705,6 +706,7 @@ class RequestEncoder(Encoder):
         self._user_hold = None  # Hold of the user message waiting for the tool messages after it
         self._user_writer: JsonWriter | None = None
         self._user_index: int | None = None
+        self._moved: _Message | None = None  # the user message of the open tool message's images
         self._reasoning = session.reorder.hold("ollama:merge-reasoning")
 
     def _top_member(self, key: str, raw: bytes) -> None:
@@ -836,8 +838,26 @@ class RequestEncoder(Encoder):
         if self._msg is not None:
             self._msg.asm.close()
             self._msg = None
+            if self._moved is not None:
+                self._moved.asm.close()
+                self._moved = None
             if self._user_hold is not None and self.body.messages_ended:
                 self._flush_user_hold()
+
+    def _moved_images(self, block: Block) -> _Message | None:
+        """The user message for the images of the open tool message's result, beside it (held
+        after the tool messages): the result's further texts go on in its tool message (a new
+        one would be a second tool message linked to no call). None: the tool message is not
+        open, or its user messages do not wait (``_messages_writer``)."""
+        msg, calls_at = self._msg, self._calls_at
+        if msg is None or msg.role != "tool" or msg.index != block.message or calls_at is None \
+                or block.message != calls_at + 1:
+            return None
+        if self._moved is None:
+            asm = MessageAssembler(self._messages_writer(block.message, "user"), self.session, "ollama:member-order",
+                                   b'"role":"user"')
+            self._moved = _Message(asm, block.message, "user")
+        return self._moved
 
     def _messages_writer(self, index: int, role: str) -> JsonWriter:
         """Where a new message goes. The user message right after the tool calls may
@@ -1023,7 +1043,7 @@ class RequestEncoder(Encoder):
             self._lose_block(block, "images in tool messages", "carried in a user message after the tool messages",
                              attrs=attrs)
             self._lose_is_error(block, attrs)
-        msg = self._message_for(block, role)
+        msg = (attrs.get("in_result") and self._moved_images(block)) or self._message_for(block, role)
         if not msg.has_image:
             msg.asm.end_member("content")  # the text is complete: let the images stream
         msg.has_image = True

@@ -58,7 +58,7 @@ from ...canonical import (
 from ...decoding import Members, ResponseDecoderBase
 from ...encoding import Encoder, MessageAssembler, HeldArguments
 from ...errors import SchemaError, TruncatedInputError
-from ...framing import FrameEnd, ndjson_line, ndjson_safe
+from ...framing import FrameEnd, ndjson_line, ndjson_safe, one_line
 from ..fields import check_logprob
 from ...jsonwriter import JsonWriter, dumps
 from ...lifecycle import (
@@ -581,6 +581,8 @@ class StreamEncoder(_EncoderBase):
             self.kind = self._classify(block)
             if self.kind == "tool_calls":
                 self.tool = (block, HeldArguments(self.session, "ollama:whole-tool-call"))
+            elif self.kind is not None:
+                self._lose_joined(block, self.kind)
         kind = self.kind
         if kind is None:
             return
@@ -590,7 +592,7 @@ class StreamEncoder(_EncoderBase):
             if block.fin:
                 self.tool = None
                 self.write(self._head() + b',"message":{"role":"assistant","content":"","tool_calls":['
-                           + self._tool_json(first.attrs or {}, self._arguments_object(args, first))
+                           + self._tool_json(first.attrs or {}, one_line(self._arguments_object(args, first)))
                            + b']},"done":false}\n')
             return
         seq = self.seq
@@ -668,6 +670,7 @@ class ResponseEncoder(AnswerOrError, _EncoderBase):
                 args = HeldArguments(self.session, "ollama:tool-arguments")
                 self.placed = (args.feed, lambda: w.write(self._arguments_object(args, block) + b"}}"))
             else:
+                self._lose_joined(block, kind)
                 w = msg.member(kind, b'"')
                 self.placed = (w.write, lambda: None)
         if self.lost:

@@ -37,8 +37,8 @@ from ...canonical import (
 from ...decoding import OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
-    PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, ignore, late_only, lose_unknown_members,
-    merged_reasoning, message_member,
+    PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, TextCallOrder, ignore, late_only,
+    lose_unknown_members, merged_reasoning, message_member,
 )
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import INTERNAL_ATTRS
@@ -594,13 +594,16 @@ _NO_ATTRS: frozenset = frozenset()
 _PART_ATTRS = {"detail", "filename", "file_id", "format"}
 
 
-def _filename(attrs: dict) -> str:
-    """A file part's name where the source gave none (anthropic's document): its title, else
-    ``document.pdf`` (a PDF) or ``document``. (The title is still a recorded loss as a title.)"""
+def _title(attrs: dict) -> str | None:
+    """A document's title that can name its file (a non-empty string)."""
     title = attrs.get("title")
-    if isinstance(title, str) and title:
-        return title
-    return "document.pdf" if attrs.get("media_type") == "application/pdf" else "document"
+    return title if isinstance(title, str) and title else None
+
+
+def _filename(attrs: dict) -> str:
+    """A file part's name where the source gave none (anthropic's document): its title (carried
+    so: not a loss), else ``document.pdf`` (a PDF) or ``document``."""
+    return _title(attrs) or ("document.pdf" if attrs.get("media_type") == "application/pdf" else "document")
 
 
 class RequestEncoder(Encoder):
@@ -640,6 +643,7 @@ class RequestEncoder(Encoder):
 
     def __init__(self, write, session: Session) -> None:
         super().__init__(write, session)
+        self._text_call_order = TextCallOrder()  # (content and tool_calls are two members)
         self.foreign = session.source != DIALECT
         self.out = JsonWriter(write)
         self.body = MessageListBody(self.out, session, DIALECT, self._close_message)
@@ -1072,13 +1076,16 @@ class RequestEncoder(Encoder):
             self._lose_is_error(block, late)
             tail = b'"' if has_payload else b""
             tail += self._extra_attrs(block, {k: v for k, v in late.items() if k in inner}, inner)
+            rest = {**outer, **{k: v for k, v in late.items() if k not in inner}}
             if s is USER_DOCUMENT and has_payload and self.foreign and "filename" not in attrs \
                     and "filename" not in late:
                 # openai refuses file_data without a filename ("Missing required parameter: file_id");
                 # an openai body's own part stays as it came (a same-dialect request round-trips)
-                tail += b',"filename":' + dumps(_filename({**attrs, **late}))
-            tail += b"}" + self._extra_attrs(block, {**outer, **{k: v for k, v in late.items() if k not in inner}},
-                                             set()) + b"}"
+                every = {**attrs, **late}
+                tail += b',"filename":' + dumps(_filename(every))
+                if _title(every) is not None:
+                    del rest["title"]  # (carried: it names the file)
+            tail += b"}" + self._extra_attrs(block, rest, set()) + b"}"
             w.write(tail)
         return w.write, close
 

@@ -877,6 +877,7 @@ class StreamEncoder(_EncoderBase):
                 self.frame._tail = _TOOL_TAIL
                 self.write(block.payload)
                 return
+            self._lose_joined(block, key)
             self.block = (self.seq, key, None, block.message, dumps(key) + b':"', _TEXT_TAIL)
         if self.block is None or self.block[1] is None:
             if block.fin and not block.init:  # a lost block's late signature is lost too
@@ -1050,8 +1051,7 @@ class ResponseEncoder(AnswerOrError, _EncoderBase):
                     + b',"arguments":"')
             placed = (w.write, lambda: w.write(b'"}}'))
         else:
-            if msg.has(key):
-                self._lose_block(block, "second field for it", "joined to the first")
+            self._lose_joined(block, key)
             w = msg.member(key, b'"')
             placed = (self._counted(w.write), lambda: None) if key == "content" else (w.write, lambda: None)
         placed[0](block.payload)
