@@ -639,8 +639,8 @@ pub enum InBlock<P> {
 /// (openai's and ollama's content, reasoning): joined to the first, a recorded loss -- in a
 /// stream too, whose client concatenates the deltas. Only anthropic's content is a list of
 /// blocks: another source's text is one field there too (its stream's pieces split by a tool
-/// call are not two blocks). (The first field is kept in place: a response of one text
-/// allocates nothing for it.)
+/// call are not two blocks). The stream encoders keep one; a response encoder asks its
+/// message (`has`). (The first field is kept in place: one text allocates nothing for it.)
 #[derive(Debug)]
 pub struct JoinedFields<K> {
     first: Option<(i64, K)>,
