@@ -45,12 +45,13 @@ def _split(text: str, n: int) -> list[str]:
 # -- sources ---------------------------------------------------------------------------------
 
 
-def openai_stream(text: str = TEXT, args: dict = ARGS, piece: int = 5) -> bytes:
+def openai_stream(text: str = TEXT, args: dict = ARGS, piece: int = 5, arguments: str | None = None) -> bytes:
+    """``arguments``: the arguments' text as the model wrote it (default: ``args`` compact)."""
     head = '{"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"gpt-x",'
     events = [head + '"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}']
     for part in _split(text, piece):
         events.append(head + '"choices":[{"index":0,"delta":{"content":' + _j(part) + '},"finish_reason":null}]}')
-    arguments = _j(args)
+    arguments = _j(args) if arguments is None else arguments
     events.append(head + '"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_abc","type":"function",'
                   '"function":{"name":"weather","arguments":""}}]},"finish_reason":null}]}')
     for part in _split(arguments, 4):
@@ -79,7 +80,8 @@ def _sse(event: str, data: dict) -> str:
     return f"event: {event}\ndata: {_j(data)}\n\n"
 
 
-def anthropic_stream(text: str = TEXT, args: dict = ARGS, piece: int = 5) -> bytes:
+def anthropic_stream(text: str = TEXT, args: dict = ARGS, piece: int = 5, arguments: str | None = None) -> bytes:
+    """``arguments``: the input's text as the model wrote it (default: ``args`` compact)."""
     out = [_sse("message_start", {"type": "message_start", "message": {
         "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-x", "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": INPUT, "output_tokens": 1}}})]
@@ -92,7 +94,7 @@ def anthropic_stream(text: str = TEXT, args: dict = ARGS, piece: int = 5) -> byt
     out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
     out.append(_sse("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {
         "type": "tool_use", "id": "toolu_01", "name": "weather", "input": {}}}))
-    for part in _split(_j(args), 4):
+    for part in _split(_j(args) if arguments is None else arguments, 4):
         out.append(_sse("content_block_delta", {"type": "content_block_delta", "index": 1,
                                                 "delta": {"type": "input_json_delta", "partial_json": part}}))
     out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 1}))

@@ -3,6 +3,8 @@ output and reports the same final message as the source's own client reports for
 
 from __future__ import annotations
 
+import json
+
 import re
 
 import pytest
@@ -81,6 +83,23 @@ def test_line_separators_reach_every_client(source, target, kind):
         assert (got.text, [a for _, _, a in got.tools]) == (text, [args]), size
         if target == "ollama" and kind == "stream":
             assert not any(c.encode() in out for c in "\u2028\u2029\x85"), size
+
+
+@pytest.mark.parametrize("source", ["openai", "anthropic"])
+def test_pretty_printed_arguments_reach_every_client(source):
+    """Arguments a model pretty-printed (CRLF and LF between their tokens, one escaped in a
+    string) reach every client; an ollama line stays one line (its raw line ends are spaces:
+    they split the line, and the ollama client failed on it)."""
+    args = {"city": "Paris", "note": "x\ny"}
+    pretty = json.dumps(args, indent=2).replace("\n", "\r\n", 1)
+    body = SOURCES[source, "stream"](args=args, arguments=pretty, piece=3)
+    for target in DIALECTS:
+        for size in (1, 7, len(body)):
+            out, _ = transcode(source, target, "stream", body, size=size)
+            got = FINALS[target]("stream", out)
+            assert [a for _, _, a in got.tools] == [args], (target, size)
+            if target == "ollama":
+                assert all(json.loads(line) for line in out.split(b"\n") if line), size
 
 
 def _legacy_openai(kind: str) -> bytes:
