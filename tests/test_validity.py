@@ -60,6 +60,9 @@ BAD = {
                                      {"type": "tool_result", "tool_use_id": "t2", "content": "b"}]}]),
     ("anthropic", "thinking-budget"): _a(thinking={"type": "enabled", "budget_tokens": 512}),
     ("anthropic", "thinking-vs-forced-tool"): _a(thinking={"type": "adaptive"}, tool_choice={"type": "any"}),
+    ("anthropic", "thinking-tool-loop"): _a(thinking={"type": "adaptive"}, messages=[
+        _USER, {"role": "assistant", "content": [{"type": "text", "text": "I'll look."}, _tool_use("t1")["content"][0]]},
+        _result("t1")]),
     ("anthropic", "image-media-type"): _a(messages=[{"role": "user", "content": [
         {"type": "image", "source": {"type": "base64", "media_type": "image/bmp", "data": "AA"}}]}]),
     ("openai", "messages-present"): _o(messages=[]),

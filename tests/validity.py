@@ -283,6 +283,26 @@ def _a_thinking_forced(body):
         yield f"thinking {thinking.get('type')} with tool_choice {choice.get('type')}"
 
 
+@rule("anthropic", "request", "thinking-tool-loop",
+      "thinking (enabled or adaptive) when the last assistant message calls tools and does not begin "
+      "with a thinking block",
+      "Anthropic API error 'When `thinking` is enabled, a final `assistant` message must start with a "
+      "thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks)'")
+def _a_thinking_tool_loop(body):
+    thinking = body.get("thinking")
+    if not (isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")):
+        return
+    messages = body.get("messages")
+    assistants = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"] \
+        if isinstance(messages, list) else []
+    content = assistants[-1].get("content") if assistants else None
+    if not isinstance(content, list) or not content:
+        return
+    types = [b.get("type") for b in content if isinstance(b, dict)]
+    if "tool_use" in types and types[0] not in ("thinking", "redacted_thinking"):
+        yield f"thinking {thinking.get('type')} and a last assistant message of {types}"
+
+
 @rule("anthropic", "request", "image-media-type",
       "a base64 image's media_type is image/jpeg, image/png, image/gif or image/webp",
       f"{_ANTHROPIC_REF}: Base64ImageSource.media_type enum")

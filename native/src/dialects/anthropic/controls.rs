@@ -386,8 +386,11 @@ mod to_anthropic {
     const MIN_BUDGET: i128 = 1024;
 
     /// `encode`: all foreign controls at once (`controls`: canonical name -> the controls of
-    /// that name, in the order they came) -> `[(anthropic key, raw JSON)]`.
-    pub fn encode(controls: &[(String, Vec<Foreign>)], session: &mut Session) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    /// that name, in the order they came) -> `[(anthropic key, raw JSON)]`. `unthought_tool_turn`:
+    /// the request's last assistant message calls tools and does not begin with a thinking block
+    /// (thinking is then a recorded loss: `_reasoning`).
+    pub fn encode(controls: &[(String, Vec<Foreign>)], session: &mut Session, unthought_tool_turn: bool)
+                  -> Result<Vec<(&'static str, Vec<u8>)>> {
         let mut given: Vec<(&str, &Foreign)> = Vec::with_capacity(controls.len());
         for (name, items) in controls {
             if name != "reasoning" {
@@ -411,7 +414,7 @@ mod to_anthropic {
         let forced = tool_choice(find("tool_choice"), find("parallel_tool_calls"), session, &mut out)?;
         let reasoning: &[Foreign] = controls.iter().find(|(n, _)| n == "reasoning").map_or(&[], |(_, v)| v);
         let max_tokens = reasoning_fields(reasoning, find("model"), find("response_format"), session, &mut out,
-                                          max_tokens, forced)?;
+                                          max_tokens, forced, unthought_tool_turn)?;
         out.insert(0, ("max_tokens", max_tokens.to_string().into_bytes()));
         if let Some(user) = find("user") {
             out.push(("metadata", Value::Object(vec![(b"user_id".to_vec(), user.value.clone())]).to_json()));
@@ -690,7 +693,7 @@ mod to_anthropic {
     /// `_reasoning`: writes `thinking` / `output_config`; returns the `max_tokens` to write.
     fn reasoning_fields(items: &[Foreign], model: Option<&Foreign>, response_format: Option<&Foreign>,
                         session: &mut Session, out: &mut Vec<(&'static str, Vec<u8>)>, mut max_tokens: Option<i128>,
-                        forced: bool) -> Result<i128> {
+                        forced: bool, unthought_tool_turn: bool) -> Result<i128> {
         // the values merged (dict.update): a later member replaces an earlier one in place
         let mut merged: Vec<(&[u8], &Value)> = Vec::new();
         for control in items {
@@ -756,6 +759,14 @@ mod to_anthropic {
             if let Some(control) = last {
                 lose(session, control, "thinking together with a forced tool choice",
                      Some("the tool choice is kept, thinking is off"), "")?;
+            }
+            thinking = None;
+        }
+        if unthought_tool_turn && matches!(thinking, Some(Thinking::Adaptive | Thinking::Enabled(..))) {
+            // anthropic: "a final assistant message must start with a thinking block"
+            if let Some(control) = last {
+                lose(session, control, "thinking in a tool loop whose last assistant turn does not begin with its thinking",
+                     Some("thinking is off"), "")?;
             }
             thinking = None;
         }
@@ -1011,7 +1022,7 @@ mod to_anthropic {
                         None => gathered.push((name.to_string(), vec![control])),
                     }
                 }
-                let out = encode(&gathered, &mut session).unwrap();
+                let out = encode(&gathered, &mut session, false).unwrap();
                 let mut body = b"{".to_vec();
                 for (i, (key, raw)) in out.iter().enumerate() {
                     if i > 0 {

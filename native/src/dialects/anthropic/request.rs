@@ -1630,6 +1630,11 @@ mod encoder {
         system_count: usize,
         system_plain: bool,
         controls: Option<Hold<Control<'static>>>,
+        /// the last assistant message written (`_turn`, `_turn_thinks_first`, `_turn_calls`):
+        /// its source index, whether it began with thinking, whether it calls tools
+        turn: Option<i64>,
+        turn_thinks_first: bool,
+        turn_calls: bool,
         pending_ext: Vec<Extension<'static>>,
         /// ids made up for calls without one, not yet answered
         unanswered: VecDeque<Vec<u8>>,
@@ -1681,6 +1686,9 @@ mod encoder {
                 system_count: 0,
                 system_plain: true,
                 controls: None,
+                turn: None,
+                turn_thinks_first: false,
+                turn_calls: false,
                 pending_ext: Vec::new(),
                 unanswered: VecDeque::new(),
                 late_system: Vec::new(),
@@ -1849,6 +1857,18 @@ mod encoder {
             hold.append(&mut io.session.reorder, owned_control(control), size)
         }
 
+        /// `_note_turn`: an assistant block written.
+        fn note_turn(&mut self, block: &Block<'_>) {
+            if self.turn != Some(block.message) {
+                self.turn = Some(block.message);
+                self.turn_thinks_first = block.section == Section::AssistantReasoning;
+                self.turn_calls = false;
+            }
+            if block.section == Section::ToolCall {
+                self.turn_calls = true;
+            }
+        }
+
         fn write_controls(&mut self, io: &mut Io<'_>) -> Result<()> {
             let mut gathered: Vec<(String, Vec<Foreign>)> = Vec::new();
             if let Some(hold) = self.controls.as_mut() {
@@ -1869,7 +1889,8 @@ mod encoder {
             if !self.foreign && gathered.is_empty() {
                 return Ok(());
             }
-            for (key, raw) in controls::encode(&gathered, io.session)? {
+            let unthought = self.turn_calls && !self.turn_thinks_first;
+            for (key, raw) in controls::encode(&gathered, io.session, unthought)? {
                 io.json(OUT, |w, b| w.raw_member(key, &raw, b))?;
             }
             Ok(())
@@ -2722,6 +2743,10 @@ mod encoder {
                 self.src_has_more = had_more;
                 self.src_empty_role.get_or_insert(role);
                 return Ok(None);
+            }
+            if placed.is_some() && matches!(block.section, Section::AssistantText | Section::AssistantReasoning
+                                                              | Section::AssistantRefusal | Section::ToolCall) {
+                self.note_turn(block);
             }
             Ok(placed)
         }

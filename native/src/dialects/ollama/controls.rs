@@ -290,6 +290,10 @@ pub fn encode_control<'c>(control: &'c Control<'_>, session: &mut Session)
             }
             None => Vec::new(),
         });
+    } else if name == "stream_options"
+        && matches!(value, Value::Object(members) if members.iter().all(|(key, _)| key == b"include_usage"))
+    {
+        return Ok(Vec::new()); // ollama's last line always has its counts (it was a loss)
     }
     lose(session, &where_, "such parameter", None, dialect)?;
     Ok(Vec::new())

@@ -1653,6 +1653,8 @@ mod encoder {
         tool_counts: Vec<(i64, i64)>,
         /// the fields a block went into, per choice (`_lose_joined`)
         joined: JoinedFields<Key>,
+        /// choice -> the finish_reason written (`_finished`)
+        finished: Vec<(i64, Option<String>)>,
     }
 
     impl StreamEncoder {
@@ -1668,6 +1670,7 @@ mod encoder {
                 roles: Vec::new(),
                 tool_counts: Vec::new(),
                 joined: JoinedFields::default(),
+                finished: Vec::new(),
             }
         }
 
@@ -1816,6 +1819,13 @@ mod encoder {
             self.frame.close(out);
             self.ensure_role(choice, out);
             let reason = finish_to(DIALECT, reason, session, stop_sequence)?;
+            // a repeated stop (anthropic's message_delta that brings later counts) is one finish chunk
+            let written = reason.as_deref().map(str::to_string);
+            match self.finished.iter_mut().find(|(c, _)| *c == choice) {
+                Some((_, last)) if *last == written => return Ok(()),
+                Some((_, last)) => *last = written,
+                None => self.finished.push((choice, written)),
+            }
             let mut json = b"{\"index\":".to_vec();
             push_int(&mut json, choice);
             json.extend_from_slice(b",\"delta\":{},\"finish_reason\":");

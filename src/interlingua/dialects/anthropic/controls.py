@@ -188,7 +188,7 @@ _DEFAULTS = {"n": 1, "frequency_penalty": 0, "presence_penalty": 0, "logprobs": 
              "parallel_tool_calls": True}
 
 
-def encode(controls: dict[str, list[Control]], session) -> list[tuple[str, bytes]]:
+def encode(controls: dict[str, list[Control]], session, unthought_tool_turn: bool = False) -> list[tuple[str, bytes]]:
     """All foreign controls at once (they merge): ``[(anthropic key, raw JSON)]``.
 
     Mapping decisions:
@@ -223,7 +223,8 @@ def encode(controls: dict[str, list[Control]], session) -> list[tuple[str, bytes
         stop = given["stop"].value
         out.append(("stop_sequences", dumps([stop] if isinstance(stop, str) else stop)))
     forced = _tool_choice(given, session, out)
-    max_tokens = _reasoning(controls.get("reasoning", []), given, session, out, max_tokens, forced)
+    max_tokens = _reasoning(controls.get("reasoning", []), given, session, out, max_tokens, forced,
+                            unthought_tool_turn)
     out.insert(0, ("max_tokens", dumps(max_tokens)))
     if "user" in given:
         out.append(("metadata", dumps({"user_id": given["user"].value})))
@@ -349,7 +350,7 @@ def thinking_mode(session, model: Any) -> str:
 
 
 def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens: int | None,
-               forced: bool) -> int:
+               forced: bool, unthought_tool_turn: bool = False) -> int:
     """Writes ``thinking`` / ``output_config``; returns the ``max_tokens`` to write.
 
     * effort (openai ``reasoning_effort``, ollama think levels) in ``adaptive``
@@ -364,7 +365,11 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
     * a forced tool choice (openai ``required`` or a named function) and thinking
       cannot go together (anthropic rejects it): the tool choice is kept -- the
       caller's control flow depends on it -- and thinking is a recorded loss
-      (in adaptive mode ``output_config.effort`` stays: it is not thinking).
+      (in adaptive mode ``output_config.effort`` stays: it is not thinking);
+    * ``unthought_tool_turn``: the request's last assistant message calls tools and does not
+      begin with a thinking block (another dialect's client cannot send the signed thinking
+      back): anthropic refuses thinking then ("a final assistant message must start with a
+      thinking block"), so thinking is a recorded loss, as with a forced tool choice.
     """
     merged: dict = {}
     for control in items:
@@ -401,6 +406,10 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
     if forced and thinking is not None and thinking["type"] != "disabled":
         _lose(session, items[-1], "thinking together with a forced tool choice",
               "the tool choice is kept, thinking is off")
+        thinking = None
+    if unthought_tool_turn and thinking is not None and thinking["type"] != "disabled":
+        _lose(session, items[-1], "thinking in a tool loop whose last assistant turn does not begin with its thinking",
+              "thinking is off")
         thinking = None
     if thinking is not None and thinking["type"] == "enabled":
         thinking, max_tokens = _fit_budget(thinking, max_tokens, items[-1], session)

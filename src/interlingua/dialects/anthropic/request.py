@@ -628,6 +628,8 @@ _TEXT_HEAD = b'{"type":"text","text":"'
 #: the sections whose empty text of another dialect is not written (``_place_block``)
 _DROPPED_WHEN_EMPTY = frozenset({SYSTEM_INSTRUCTION, USER_TEXT, ASSISTANT_TEXT, ASSISTANT_REFUSAL})
 #: the attributes a ``tool_result`` writes as its members (the rest of its first part's are losses)
+#: the sections of an assistant message's blocks (``_note_turn``)
+_ASSISTANT_SECTIONS = frozenset({ASSISTANT_TEXT, ASSISTANT_REASONING, ASSISTANT_REFUSAL, TOOL_CALL})
 _RESULT_MEMBERS = frozenset({"is_error", "cache_control", EXTRA_ATTR})
 #: the result's members a block of its content may carry (they came after it began)
 _RIDING = frozenset({"is_error", "tool_call_id", RESULT_CACHE_CONTROL})
@@ -760,6 +762,11 @@ class RequestEncoder(Encoder):
         self._system_count = 0
         self._system_plain = True
         self._controls = session.reorder.hold("anthropic:foreign-controls")
+        # the last assistant message written: its source index, whether it began with thinking,
+        # whether it calls tools (``controls.encode``: thinking in a tool loop)
+        self._turn: int | None = None
+        self._turn_thinks_first = False
+        self._turn_calls = False
         self._pending_ext: list[Extension] = []
         self._unanswered: list[str] = []  # ids made up for calls without one, not yet answered
         self._late_system: set[int] = set()  # source messages of late system texts (recorded once)
@@ -852,7 +859,8 @@ class RequestEncoder(Encoder):
             gathered.setdefault(control.name, []).append(control)
         if not self.foreign and not gathered:
             return
-        for key, raw in controls.encode(gathered, self.session):
+        unthought = self._turn_calls and not self._turn_thinks_first
+        for key, raw in controls.encode(gathered, self.session, unthought_tool_turn=unthought):
             self.out.raw_member(key, raw)
 
     def _on_extension(self, ext: Extension) -> None:
@@ -1046,7 +1054,16 @@ class RequestEncoder(Encoder):
             self._src_has_more = had_more
             self._src_empty_role = self._src_empty_role or _ROLE_OF_TEXT[block.section]
             return None
+        if placed is not None and block.section in _ASSISTANT_SECTIONS:
+            self._note_turn(block)
         return placed
+
+    def _note_turn(self, block: Block) -> None:
+        if block.message != self._turn:
+            self._turn, self._turn_thinks_first, self._turn_calls = (
+                block.message, block.section is ASSISTANT_REASONING, False)
+        if block.section is TOOL_CALL:
+            self._turn_calls = True
 
     def _defers(self, block: Block) -> bool:
         """An empty first fragment of another dialect's text waits: it may stay empty (its

@@ -181,6 +181,8 @@ def encode_control(control: Control, session) -> list[tuple[str, Any]]:
         if think is not None:
             return [("think", think)]
         return []
+    elif name == "stream_options" and isinstance(value, dict) and set(value) <= {"include_usage"}:
+        return []  # ollama's last line always has its counts (it was a loss)
     _lose(session, where, "such parameter", dialect=control.dialect)
     return []
 

@@ -797,6 +797,7 @@ class StreamEncoder(_EncoderBase):
         self.seq = 0
         self.roles: set[int] = set()
         self._tool_counts: dict[int, int] = {}  # tool calls so far, per choice (their delta index)
+        self._finished: dict[int, str | None] = {}  # choice -> the finish_reason written
 
     def _chunk(self, choice_json: bytes, extra: bytes = b"") -> bytes:
         return b"data: {" + self._head_members() + b',"choices":[' + choice_json + b"]" + extra + b"}" + SSE_END
@@ -844,8 +845,11 @@ class StreamEncoder(_EncoderBase):
             self.frame.close()
             self._ensure_role(event.choice)
             reason = finish_to(DIALECT, event.reason, self.session, event.stop_sequence)
-            self.write(self._chunk(b'{"index":' + str(event.choice).encode()
-                                   + b',"delta":{},"finish_reason":' + dumps(reason) + b"}"))
+            # a repeated stop (anthropic's message_delta that brings later counts) is one finish chunk
+            if event.choice not in self._finished or self._finished[event.choice] != reason:
+                self._finished[event.choice] = reason
+                self.write(self._chunk(b'{"index":' + str(event.choice).encode()
+                                       + b',"delta":{},"finish_reason":' + dumps(reason) + b"}"))
         elif t is Usage:
             self._usage_event(event)
         elif t is Error:
