@@ -627,9 +627,9 @@ _STRUCTURE_ATTRS = INTERNAL_ATTRS | {"source", "media_type", "tool_call_id", "id
 _TEXT_HEAD = b'{"type":"text","text":"'
 #: the sections whose empty text of another dialect is not written (``_place_block``)
 _DROPPED_WHEN_EMPTY = frozenset({SYSTEM_INSTRUCTION, USER_TEXT, ASSISTANT_TEXT, ASSISTANT_REFUSAL})
-#: the attributes a ``tool_result`` writes as its members (the rest of its first part's are losses)
 #: the sections of an assistant message's blocks (``_note_turn``)
 _ASSISTANT_SECTIONS = frozenset({ASSISTANT_TEXT, ASSISTANT_REASONING, ASSISTANT_REFUSAL, TOOL_CALL})
+#: the attributes a ``tool_result`` writes as its members (the rest of its first part's are losses)
 _RESULT_MEMBERS = frozenset({"is_error", "cache_control", EXTRA_ATTR})
 #: the result's members a block of its content may carry (they came after it began)
 _RIDING = frozenset({"is_error", "tool_call_id", RESULT_CACHE_CONTROL})
