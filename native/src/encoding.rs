@@ -655,20 +655,25 @@ impl<K> Default for JoinedFields<K> {
 
 impl<K: PartialEq + Copy> JoinedFields<K> {
     pub fn lose_joined(&mut self, block: &Block<'_>, key: K, session: &mut Session, dialect: &str) -> Result<()> {
-        if session.source != "anthropic" {
-            return Ok(());
-        }
         let field = (block.message, key);
-        if self.first == Some(field) || self.more.contains(&field) {
-            return lose_block(session, dialect, BlockRef::of(block), "second field for it", Some("joined to the first"),
-                              None);
+        let written = self.first == Some(field) || self.more.contains(&field);
+        if !written {
+            match self.first {
+                None => self.first = Some(field),
+                Some(_) => self.more.push(field),
+            }
         }
-        match self.first {
-            None => self.first = Some(field),
-            Some(_) => self.more.push(field),
-        }
-        Ok(())
+        lose_joined(written, block, session, dialect)
     }
+}
+
+/// `_lose_joined`'s rule, for a field a block of the choice went into already (`written`; a
+/// response encoder asks its message).
+pub fn lose_joined(written: bool, block: &Block<'_>, session: &mut Session, dialect: &str) -> Result<()> {
+    if written && session.source == "anthropic" {
+        return lose_block(session, dialect, BlockRef::of(block), "second field for it", Some("joined to the first"), None);
+    }
+    Ok(())
 }
 
 /// `TextCallOrder`: a target whose message has its text and its tool calls in two members

@@ -1496,8 +1496,15 @@ mod encoder {
         }
     }
 
-    /// The closer of a result head whose leading text element closes with its own members.
-    const LEADING_TEXT: &[u8] = b"\"}";
+    /// What a tool_result's head holds (`_tool_result`'s three ways): nothing (`empty`: its content
+    /// list opens with another element), its string `content`, or its content list's leading text
+    /// element, closed with that element's own members.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum HeadContent {
+        Empty,
+        String,
+        LeadingText,
+    }
 
     /// `_RIDING`: the result's members a block of its content may carry (they came after it began).
     fn riding(key: &str) -> bool {
@@ -1541,7 +1548,7 @@ mod encoder {
         /// `ids`: the id list (`CallBatch`) its id goes to at the close
         ToolUse { w: WriterId, head: Head<'a>, args: Option<Box<HeldArguments>>, ids: u64 },
         /// the first block of a tool_result: `closer` at its close, then the late attributes
-        ResultHead { fragments: bool, closer: &'static [u8], result: u64, head: Head<'a> },
+        ResultHead { content: HeadContent, result: u64, head: Head<'a> },
         /// a further text part of the open tool_result
         /// (`_part_text`: from another dialect, written from its first byte -- `started`)
         ResultText { head: Head<'a>, result: u64, started: bool },
@@ -1562,8 +1569,8 @@ mod encoder {
                 Placed::Drop => Placed::Drop,
                 Placed::Object { to, kind, head } => Placed::Object { to, kind, head: head.into_owned() },
                 Placed::ToolUse { w, head, args, ids } => Placed::ToolUse { w, head: head.into_owned(), args, ids },
-                Placed::ResultHead { fragments, closer, result, head } => {
-                    Placed::ResultHead { fragments, closer, result, head: head.into_owned() }
+                Placed::ResultHead { content, result, head } => {
+                    Placed::ResultHead { content, result, head: head.into_owned() }
                 }
                 Placed::ResultText { head, result, started } => {
                     Placed::ResultText { head: head.into_owned(), result, started }
@@ -2445,16 +2452,16 @@ mod encoder {
             let w = OUT;
             if empty {
                 io.write(w, &head)?;
-                return Ok(Some(Placed::ResultHead { fragments: false, closer: b"", result: serial, head: Head::borrowed(block) }));
+                return Ok(Some(Placed::ResultHead { content: HeadContent::Empty, result: serial, head: Head::borrowed(block) }));
             }
             if !array {
                 head.extend_from_slice(b",\"content\":\"");
                 io.write(w, &head)?;
-                return Ok(Some(Placed::ResultHead { fragments: true, closer: b"\"", result: serial, head: Head::borrowed(block) }));
+                return Ok(Some(Placed::ResultHead { content: HeadContent::String, result: serial, head: Head::borrowed(block) }));
             }
             head.extend_from_slice(TEXT_HEAD);
             io.write(w, &head)?;
-            Ok(Some(Placed::ResultHead { fragments: true, closer: LEADING_TEXT, result: serial, head: Head::borrowed(block) }))
+            Ok(Some(Placed::ResultHead { content: HeadContent::LeadingText, result: serial, head: Head::borrowed(block) }))
         }
 
         /// `_tool_message`: whether `block` is the text of an ollama tool message: its `images`
@@ -2759,7 +2766,7 @@ mod encoder {
             match placed {
                 Placed::Copy(w) | Placed::Object { to: w, .. } => io.write(*w, payload),
                 Placed::ResultCopy(_) => io.write(OUT, payload),
-                Placed::Drop | Placed::ResultHead { fragments: false, .. } => Ok(()),
+                Placed::Drop | Placed::ResultHead { content: HeadContent::Empty, .. } => Ok(()),
                 Placed::ResultHead { .. } => io.write(OUT, payload),
                 Placed::ResultText { result, started, .. } => {
                     let eager = !self.foreign;
@@ -2801,11 +2808,11 @@ mod encoder {
                     Ok(())
                 }
                 Placed::ToolUse { w, head, args, ids } => self.close_tool_use(w, head, args, ids, late, io),
-                Placed::ResultHead { closer, result, head, .. } => {
-                    if closer == LEADING_TEXT {
-                        self.close_leading_text(head.as_ref(), late, io)?;
-                    } else {
-                        io.write(OUT, closer)?;
+                Placed::ResultHead { content, result, head } => {
+                    match content {
+                        HeadContent::Empty => {}
+                        HeadContent::String => io.write(OUT, b"\"")?,
+                        HeadContent::LeadingText => self.close_leading_text(head.as_ref(), late, io)?,
                     }
                     self.result_late(result, late, false);
                     lose_attrs(head.as_ref(), late, RESULT_WRITTEN, io)

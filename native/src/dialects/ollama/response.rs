@@ -883,7 +883,7 @@ impl Decode for StreamDecoder {
 
 use crate::encoding::{
     arguments_object, attr, attr_truthy, foreign_extension, lose_block, lose_signature, lose_unplaced, BlockHead,
-    BlockRef, Encode, HeldArguments, Io, JoinedFields, MessageAssembler, Opener, WriterId, Writers,
+    BlockRef, Encode, HeldArguments, Io, JoinedFields, lose_joined, MessageAssembler, Opener, WriterId, Writers,
 };
 
 /// `_DURATIONS`: ollama extensions, written back on the done line in this order.
@@ -1442,11 +1442,7 @@ impl ResponseEncoder {
                 let args = Box::new(HeldArguments::new(io.session, "ollama:tool-arguments"));
                 Placed::Call { writer, args, first: BlockHead::of(block) }
             } else {
-                if msg.has(kind.key()) && io.session.source == "anthropic" {
-                    // (`_lose_joined`: the message has the field already)
-                    lose_block(io.session, DIALECT, BlockRef::of(block), "second field for it", Some("joined to the first"),
-                               None)?;
-                }
+                lose_joined(msg.has(kind.key()), block, io.session, DIALECT)?;
                 Placed::Text(msg.member(io, kind.key(), Opener::String)?)
             });
         }

@@ -1362,7 +1362,7 @@ mod encoder {
     use std::borrow::Cow;
     use crate::encoding::{
         attr, foreign_extension, lose_block, lose_signature, lose_unplaced, response_tool_name, skip_chars, BlockRef, Encode, Io,
-        JoinedFields, MessageAssembler, Opener, WriterId, Writers,
+        lose_joined, JoinedFields, MessageAssembler, Opener, WriterId, Writers,
     };
     use crate::losses::lacks;
     use crate::reorder::Hold;
@@ -2234,10 +2234,7 @@ mod encoder {
                     _ => reasoning_member(self.head.reasoning_key.as_deref()),
                 };
                 let Some(msg) = self.msg.as_mut() else { return Err(finished_choice()) };
-                if msg.has(name) && io.session.source == "anthropic" {
-                    // (`_lose_joined`: the open choice's message has the field already)
-                    lose_block(io.session, DIALECT, BlockRef::of(block), "second field for it", Some("joined to the first"), None)?;
-                }
+                lose_joined(msg.has(name), block, io.session, DIALECT)?;
                 let writer = msg.member(io, name, Opener::String)?;
                 let counted = key == Key::Content;
                 if counted {
