@@ -185,8 +185,9 @@ fn lose_details(obj: &UsageObject<'_>, path: At<'_>, known: &[&str], session: &m
         return Ok(());
     }
     for (key, value) in obj.members() {
-        // (a key that is not UTF-8 is none of the known ones, which are ASCII)
-        if !known.iter().any(|k| k.as_bytes() == key) && value.nonzero() {
+        // (a key that is not UTF-8 is none of the known ones, which are ASCII; a known
+        // one's value is not looked at)
+        if !known.iter().any(|k| k.as_bytes() == key) && value.field().nonzero() {
             session.lose_member_pieces(&[path.0.as_bytes(), path.1.as_bytes(), b".", key], "such usage field", None)?;
         }
     }
@@ -255,16 +256,35 @@ impl<'a> UsageObject<'a> {
         }
     }
 
-    /// `obj.items()`, in order.
-    fn members(&self) -> impl Iterator<Item = (&[u8], Field<'_>)> {
+    /// `obj.items()`, in order (each value read when asked: `Member::field`).
+    fn members(&self) -> impl Iterator<Item = (&[u8], Member<'_>)> {
         let (data, table) = match self {
             UsageObject::Data(value) => (value.as_object().unwrap_or(&[]), None),
             UsageObject::Parsed(value) => (value.as_object().unwrap_or(&[]), None),
-            UsageObject::Table(table) => (&[][..], Some(table.members(0))),
-            UsageObject::Within(table, object) => (&[][..], Some(table.members(*object))),
+            UsageObject::Table(table) => (&[][..], Some((table, 0))),
+            UsageObject::Within(table, object) => (&[][..], Some((*table, *object))),
         };
-        let data = data.iter().map(|(key, value)| (key.as_slice(), Field::of_value(value)));
-        data.chain(table.into_iter().flatten())
+        let data = data.iter().map(|(key, value)| (key.as_slice(), Member::Data(value)));
+        let table = table.into_iter().flat_map(|(table, object)| {
+            table.numbers(object).map(move |n| (table.key(n), Member::Table(table, n)))
+        });
+        data.chain(table)
+    }
+}
+
+/// A member's value, not read yet.
+#[derive(Clone, Copy)]
+enum Member<'a> {
+    Data(&'a Value),
+    Table(&'a Table<'a>, usize),
+}
+
+impl<'a> Member<'a> {
+    fn field(self) -> Field<'a> {
+        match self {
+            Member::Data(value) => Field::of_value(value),
+            Member::Table(table, n) => table.field(n),
+        }
     }
 }
 
@@ -442,10 +462,6 @@ impl<'a> Table<'a> {
     /// The members of object `object`, in order (their numbers).
     fn numbers(&self, object: u8) -> impl Iterator<Item = usize> + '_ {
         (0..self.len).filter(move |&n| self.parents[n] == object)
-    }
-
-    fn members(&self, object: u8) -> impl Iterator<Item = (&'a [u8], Field<'a>)> + '_ {
-        self.numbers(object).map(|n| (self.key(n), self.field(n)))
     }
 
     fn get(&self, object: u8, key: &[u8]) -> Option<Field<'a>> {
