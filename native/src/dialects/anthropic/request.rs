@@ -323,7 +323,10 @@ fn resolve<'b>(role: &str, index: i64, mut block: Block<'b>) -> Block<'b> {
         if block.init && block.section == Section::SystemInstruction && index != TOP_LEVEL_SYSTEM {
             block.attrs.get_or_insert_with(Vec::new).push(("in_messages".into(), Cow::Borrowed(b"true")));
         }
-    } else if block.init && matches!(block.section, Section::Unknown | Section::ServerToolResult) {
+    } else if block.init && (matches!(block.section, Section::Unknown | Section::ServerToolResult)
+        || (matches!(block.section, Section::UserImage | Section::UserDocument) && role != "user"))
+    {
+        // (media of an assistant message: a target without a place for it there records its move)
         block.attrs.get_or_insert_with(Vec::new).push(("role".into(), Cow::Owned(json_str(role.as_bytes()))));
     }
     block
@@ -2073,6 +2076,9 @@ mod encoder {
         /// calls await.
         fn keeps_held(&self, block: &Block<'_>, attrs: &[Attr<'_>], tool_image: bool) -> bool {
             let s = block.section;
+            if self.msg.is_some() && self.msg_role == "assistant" && Some(block.message) == self.msg_index {
+                return true; // the rest of the message whose calls await (ollama: its image, then its text)
+            }
             s == Section::ToolResult || tool_image || attr_truthy(attrs, "in_result")
                 || (s == Section::SystemInstruction && !attr_truthy(attrs, "in_messages"))
                 || (matches!(s, Section::UserText | Section::UserImage | Section::UserDocument) && self.awaiting > 0)
@@ -2631,8 +2637,12 @@ mod encoder {
                 io.write(OUT, sep)?;
                 (OUT, Some(result.serial))
             } else {
-                lose_moved(io.session, DIALECT, BlockRef::of(block), attrs, "user")?;
-                let w = self.message_for(block, "user", attr_truthy(attrs, "in_parts"), false, io)?;
+                // (an anthropic body's own assistant media stays where it came)
+                let role = if !self.foreign && attr_is(attrs, "role", "assistant") { "assistant" } else { "user" };
+                if role == "user" {
+                    lose_moved(io.session, DIALECT, BlockRef::of(block), attrs, "user")?;
+                }
+                let w = self.message_for(block, role, attr_truthy(attrs, "in_parts"), false, io)?;
                 io.separate(w)?;
                 (w, None)
             };

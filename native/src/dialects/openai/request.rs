@@ -1644,6 +1644,36 @@ impl Messages {
         Ok(())
     }
 
+    /// `_after_own_calls`: media moved out of the open assistant message after its tool calls
+    /// (an ollama image).
+    fn after_own_calls(&self, block: &Block<'_>, attrs: &[Attr<'_>]) -> bool {
+        attr_is(attrs, "role", "assistant")
+            && self.msg.is_some()
+            && self.msg_role.as_deref() == Some(ASSISTANT)
+            && self.msg_index == Some(block.message)
+            && self.msg_had_tool_calls
+    }
+
+    /// `_held_media_message`: the user message for the media of the open assistant message after
+    /// its tool calls: it waits, as the message's tool messages will, for the run of results to
+    /// end (in the run hold), while the assistant message stays open for the rest of its members.
+    fn held_media_message(&mut self, index: i64, io: &mut Io<'_>) -> Result<()> {
+        if self.moved.is_none() {
+            let w = match self.user_hold {
+                Some(w) => w,
+                None => {
+                    let w = io.writers.held(&mut io.session.reorder, "openai:user-before-tool-result");
+                    io.push_first(w);
+                    (self.user_hold, self.user_index, self.run_hold) = (Some(w), Some(index), true);
+                    w
+                }
+            };
+            self.carried = true;
+            self.moved = Some(MessageAssembler::new(w, io, MEMBER_ORDER, b"\"role\":\"user\"", None)?);
+        }
+        Ok(())
+    }
+
     fn flush_user_hold(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
         self.close_moved(io)?;
         let Some(hold) = self.user_hold else { return Ok(()) };
@@ -2030,6 +2060,10 @@ impl Messages {
         {
             // the result's texts go on in its tool message
             self.moved_media_message(body, block.message, io)?;
+            Which::Moved
+        } else if self.after_own_calls(block, attrs) {
+            lose_moved(io.session, DIALECT, BlockRef::of(block), attrs, "user")?;
+            self.held_media_message(block.message, io)?; // the message's text may follow: it stays open
             Which::Moved
         } else {
             lose_moved(io.session, DIALECT, BlockRef::of(block), attrs, "user")?;

@@ -220,7 +220,9 @@ class MessageReader(MessageReaderBase):
             section = _ROLE_TEXT_SECTION[self.role]
             if section is SYSTEM_INSTRUCTION and self.index != TOP_LEVEL_SYSTEM:
                 attrs = {**(attrs or {}), "in_messages": True}
-        elif section in (UNKNOWN, SERVER_TOOL_RESULT):
+        elif section in (UNKNOWN, SERVER_TOOL_RESULT) or (section in (USER_IMAGE, USER_DOCUMENT)
+                                                          and self.role != "user"):
+            # (media of an assistant message: a target without a place for it there records its move)
             attrs = {**(attrs or {}), "role": self.role}
         if section is block.section and attrs is block.attrs:
             return block
@@ -980,9 +982,12 @@ class RequestEncoder(Encoder):
         return self._held_writer
 
     def _keeps_held(self, block: Block, attrs: dict, tool_image: bool) -> bool:
-        """Whether the held user blocks go on waiting at ``block``: a result (or part of one),
-        a system text (it goes to the top-level system), or a user block while calls await."""
+        """Whether the held user blocks go on waiting at ``block``: a block of the open assistant
+        message, a result (or part of one), a system text (it goes to the top-level system), or a
+        user block while calls await."""
         s = block.section
+        if self._msg is not None and self._msg_role == "assistant" and block.message == self._msg_index:
+            return True  # the rest of the message whose calls await (ollama: its image, then its text)
         return (s is TOOL_RESULT or tool_image or bool(attrs.get("in_result"))
                 or (s is SYSTEM_INSTRUCTION and not attrs.get("in_messages"))
                 or (s in (USER_TEXT, USER_IMAGE, USER_DOCUMENT) and self._awaiting > 0)
@@ -1437,8 +1442,10 @@ class RequestEncoder(Encoder):
             result, head = self._open_result(block, {"empty": True}, None, True, True)
             result.writer.write(head)
         if result is None:
-            self._lose_moved(block, attrs, "user")
-            w = self._message_for(block, "user", attrs, False)
+            role = attrs.get("role") if not self.foreign and attrs.get("role") == "assistant" else "user"
+            if role == "user":  # (an anthropic body's own assistant media stays where it came)
+                self._lose_moved(block, attrs, "user")
+            w = self._message_for(block, role, attrs, False)
             w._separate()
         else:
             w = result.writer

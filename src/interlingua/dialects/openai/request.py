@@ -759,6 +759,26 @@ class RequestEncoder(Encoder):
                                            "openai:member-order", b'"role":"user"')
         return self._moved
 
+    def _after_own_calls(self, block: Block, attrs: dict) -> bool:
+        """Media moved out of the open assistant message after its tool calls (an ollama image)."""
+        return (attrs.get("role") == "assistant" and self._msg is not None and self._msg_role == "assistant"
+                and self._msg_index == block.message and self._msg_had_tool_calls)
+
+    def _held_media_message(self, index: int) -> MessageAssembler:
+        """The user message for the media of the open assistant message after its tool calls: it
+        waits, as the message's tool messages will, for the run of results to end (in the run
+        hold), while the assistant message stays open for the rest of its members."""
+        if self._moved is None:
+            if self._user_hold is None:
+                self._user_hold = self.session.reorder.hold("openai:user-before-tool-result")
+                self._user_writer = JsonWriter(self._user_hold.write)
+                self._user_writer._first.append(True)
+                self._user_index, self._run_hold = index, True
+            self._carried = True
+            self._moved = MessageAssembler(self._user_writer, self.session, "openai:member-order",
+                                           b'"role":"user"')
+        return self._moved
+
     def _flush_user_hold(self) -> None:
         self._close_moved()
         if self._user_hold is not None:
@@ -1053,6 +1073,9 @@ class RequestEncoder(Encoder):
         if attrs.get("in_result") and self._msg is not None and self._msg_role == "tool" \
                 and self._msg_index == block.message and self._after_tool_calls:
             msg = self._moved_media_message(block.message)  # the result's texts go on in its tool message
+        elif self._after_own_calls(block, attrs):
+            self._lose_moved(block, attrs, "user")
+            msg = self._held_media_message(block.message)  # the message's text may follow: it stays open
         else:
             self._lose_moved(block, attrs, "user")
             msg = self._message_for(block, "user")
