@@ -209,7 +209,8 @@ pub enum Event<'a> {
     /// one generated token's log probabilities (`canonical.Logprobs`): `raw`, the
     /// entry's compact JSON (openai's `ChatCompletionTokenLogprob` shape)
     Logprobs { raw: RawJson<'a>, choice: i64 },
-    Error { kind: Cow<'a, str>, message: Cow<'a, str>, status: Option<i64> },
+    /// `message`: WTF-8 (an exception's text may hold a lone surrogate: `surrogateescape`)
+    Error { kind: Cow<'a, str>, message: Cow<'a, [u8]>, status: Option<i64> },
     /// the source ended
     End,
     /// the source frame (SSE event, NDJSON line) ended

@@ -152,6 +152,11 @@ pub trait Decode {
     fn missing_terminator(&self) -> &'static [u8] {
         b""
     }
+    /// `source_done`: the source's last event, or its error event, came: nothing after it
+    /// belongs to the answer (a copy's abort adds no error event after it).
+    fn source_done(&self) -> bool {
+        false
+    }
 }
 
 /// A stream's framing stage (`ResponseDecoderBase.framing`).

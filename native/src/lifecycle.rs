@@ -1085,14 +1085,14 @@ fn plain_string(raw: &[u8]) -> Option<&[u8]> {
 
 /// `source_error_message(value)`: an error's `message` as it came: a string's text, null's
 /// none; any other value its compact JSON (was Python's `str`: `{'detail': 'busy'}`).
-pub fn source_error_message(value: Option<&Value>) -> String {
+pub fn source_error_message(value: Option<&Value>) -> Vec<u8> {
     match value {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::Str(text)) => String::from_utf8_lossy(text).into_owned(),
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Str(text)) => text.clone(), // (WTF-8: a lone surrogate stays one)
         Some(other) => {
             let mut json = Vec::new();
             crate::value::dumps(other, &mut json);
-            String::from_utf8_lossy(&json).into_owned()
+            json
         }
     }
 }

@@ -213,12 +213,15 @@ impl FrameCopy {
         self.out.extend_from_slice(missing_terminator);
     }
 
-    /// Whether `abort` now writes the dialect's error frame (and so needs the response start).
-    pub fn abort_writes(&self) -> bool {
-        !self.done
+    /// Whether `abort` now writes the dialect's error frame (and so needs the response start);
+    /// `source_done`: the decoder's `source_done()`.
+    pub fn abort_writes(&self, source_done: bool) -> bool {
+        !self.done && !source_done
     }
 
-    pub fn abort(&mut self, error: &Event<'_>, session: &mut Session) -> Result<()> {
+    /// `source_end`: `None` while the source has not said all; after its last event or its
+    /// error event, what a copy adds at its end (`missing_terminator`: openai's `[DONE]`).
+    pub fn abort(&mut self, error: &Event<'_>, source_end: Option<&[u8]>, session: &mut Session) -> Result<()> {
         if self.done {
             return Ok(());
         }
@@ -230,7 +233,13 @@ impl FrameCopy {
         }
         self.held.clear(); // a frame the decoder did not accept whole is not written
         self.open = false;
-        error_output(error, Kind::Stream, session, &mut self.out)
+        match source_end {
+            None => error_output(error, Kind::Stream, session, &mut self.out),
+            Some(end) => {
+                self.out.extend_from_slice(end); // (after the source's end, or its error event, no error event follows)
+                Ok(())
+            }
+        }
     }
 
     /// The output not taken yet, appended to `into`.
@@ -285,7 +294,7 @@ mod tests {
         copy.finished(b"");
         copy.take(&mut out);
         assert_eq!(out, b"{\"a\":1}\r\n");
-        assert!(!copy.abort_writes());
+        assert!(!copy.abort_writes(false));
     }
 
     #[test]
@@ -295,11 +304,12 @@ mod tests {
         copy.frame_data(b"{\"a\":1}", None);
         copy.take(&mut out);
         assert!(out.is_empty(), "held until the frame's end");
-        assert!(copy.abort_writes());
+        assert!(copy.abort_writes(false));
+        assert!(!copy.abort_writes(true), "after the source's end no error follows");
         copy.frame_data(&vec![b' '; FRAME_HOLD], None);
         copy.take(&mut out);
         assert_eq!(out.len(), FRAME_HOLD + 7, "past the hold: written as it comes");
-        assert!(copy.abort_writes(), "an abort ends the broken frame, then writes the error");
+        assert!(copy.abort_writes(false), "an abort ends the broken frame, then writes the error");
     }
 
     #[test]

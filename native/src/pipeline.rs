@@ -178,14 +178,21 @@ impl Front {
     fn copy_abort_writes(&self) -> bool {
         match self {
             Front::Body(front) => front.copy.as_ref().is_some_and(BodyCopy::abort_writes),
-            Front::Stream(front) => front.reader.copy.as_ref().is_some_and(FrameCopy::abort_writes),
+            Front::Stream(front) => {
+                let source_done = front.reader.decoder.source_done();
+                front.reader.copy.as_ref().is_some_and(|copy| copy.abort_writes(source_done))
+            }
         }
     }
 
     fn copy_abort(&mut self, error: &Event<'_>, session: &mut Session) -> Result<()> {
         match self {
             Front::Body(front) => front.copy.as_mut().map_or(Ok(()), |copy| copy.abort(error, session)),
-            Front::Stream(front) => front.reader.copy.as_mut().map_or(Ok(()), |copy| copy.abort(error, session)),
+            Front::Stream(front) => {
+                let decoder = &front.reader.decoder;
+                let source_end = decoder.source_done().then(|| decoder.missing_terminator());
+                front.reader.copy.as_mut().map_or(Ok(()), |copy| copy.abort(error, source_end, session))
+            }
         }
     }
 
@@ -544,6 +551,9 @@ impl EventSink for Encoding<'_> {
     }
 }
 
+/// `pipeline.ABORTED`: what `feed` / `close` return after `abort`.
+pub const ABORTED: &str = "abort() ended the output: feed and close take nothing more";
+
 /// `pipeline.Transcoder`: `feed` returns the bytes that chunk made possible,
 /// `close` the rest. After an error every later call returns that error
 /// (`_Poison`); `output()` then has the output produced before it. A response or
@@ -633,16 +643,32 @@ impl Transcoder {
         self.poisoned(result)
     }
 
-    /// `Transcoder.abort(error)`: end the output with the target's error event
-    /// (`error` an `Event::Error`, Python's `_error_event` of what the caller gave);
-    /// the output so far and that event are then `output()`. Not poisoned (Python's
-    /// `abort` runs after an error too), and it poisons nothing.
+    /// `Transcoder.abort`'s first step: input that is a whole answer already (its last event
+    /// came, only its close did not) is closed, and `true`: no error follows an end. Else the
+    /// output so far stays, `false`, and `abort` writes the error event. (Not after an error.)
+    pub fn abort_closes(&mut self) -> bool {
+        if self.poison.is_some() {
+            return false;
+        }
+        let closed = self.close().is_ok();
+        self.poison = closed.then(|| Error::new(ErrorClass::Transcode, ABORTED)); // (not whole: no error yet)
+        closed
+    }
+
+    /// `Transcoder.abort(error)` after `abort_closes` said no: end the output with the target's
+    /// error event (`error` an `Event::Error`, Python's `_abort_event` of what the caller gave);
+    /// the output so far and that event are then `output()`. Runs after an error too (Python's
+    /// does). The output has ended: a later `feed` / `close` returns `ABORTED` (an earlier error
+    /// stays the one returned).
     pub fn abort(&mut self, error: &Event<'_>) -> Result<()> {
         let result = match self.encoder.as_deref_mut() {
             Some(encoder) => encoder.abort(error, &mut self.session, &mut self.out),
             None => self.front.copy_abort(error, &mut self.session),
         };
         self.front.take_copied(&mut self.out);
+        if self.poison.is_none() {
+            self.poison = Some(Error::new(ErrorClass::Transcode, ABORTED));
+        }
         result
     }
 
@@ -737,7 +763,7 @@ pub fn owned(event: Event<'_>) -> Event<'static> {
         }
         Event::Usage(usage) => Event::Usage(usage),
         Event::Logprobs { raw, choice } => Event::Logprobs { raw: bytes(raw), choice },
-        Event::Error { kind, message, status } => Event::Error { kind: text(kind), message: text(message), status },
+        Event::Error { kind, message, status } => Event::Error { kind: text(kind), message: bytes(message), status },
         Event::End => Event::End,
         Event::FrameEnd => Event::FrameEnd,
     }

@@ -429,7 +429,7 @@ fn event_tags() -> Vec<&'static str> {
         Event::Finish { reason: None, stop_sequence: None, choice: 0 },
         Event::Usage(Usage::default()),
         Event::Logprobs { raw: Cow::Borrowed(b"{}"), choice: 0 },
-        Event::Error { kind: "".into(), message: "".into(), status: None },
+        Event::Error { kind: "".into(), message: Cow::Borrowed(b""), status: None },
         Event::End,
         Event::FrameEnd,
     ]
@@ -572,7 +572,7 @@ pub(crate) fn event_to_py<'py>(py: Python<'py>, event: &crate::canonical::Event<
         }
         Event::Error { kind, message, status } => {
             kwargs.set_item("type", kind.as_ref())?;
-            kwargs.set_item("message", message.as_ref())?;
+            kwargs.set_item("message", wtf8_to_py(py, message)?)?;
             kwargs.set_item("status", status)?;
             "Error"
         }
@@ -652,8 +652,9 @@ pub(crate) fn event_from_py(obj: &Bound<'_, PyAny>) -> PyResult<crate::canonical
         },
         "error" => Event::Error {
             kind: Cow::Owned(get("type")?.extract()?),
-            message: Cow::Owned(get("message")?.extract()?),
-            status: get("status")?.extract()?,
+            message: Cow::Owned(wtf8_from_py(&get("message")?)?),
+            // (written nowhere: one beyond 64 bits, or not an int, is none)
+            status: get("status")?.extract().ok().flatten(),
         },
         "end" => Event::End,
         "frame-end" => Event::FrameEnd,
@@ -982,14 +983,10 @@ impl Hooks {
 
 static PIPELINE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
-/// `Transcoder.abort`'s argument as a canonical `Error`: one as it is, anything else
-/// through Python's own `pipeline._error_event` (its kind, status and text rules).
+/// `Transcoder.abort`'s argument as a canonical `Error`, through Python's own
+/// `pipeline._abort_event` (its kind, status and text rules; an abort is rare).
 fn error_event<'py>(py: Python<'py>, error: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
-    let class = module(py, &CANONICAL, "interlingua.canonical")?.getattr("Error")?;
-    match error {
-        Some(error) if error.is_instance(&class)? => Ok(error),
-        error => module(py, &PIPELINE, "interlingua.pipeline")?.getattr("_error_event")?.call1((error,)),
-    }
+    module(py, &PIPELINE, "interlingua.pipeline")?.getattr("_abort_event")?.call1((error,))
 }
 
 /// `interlingua.Transcoder` for requests on the native core: bytes of one dialect
@@ -1128,17 +1125,21 @@ impl NativeTranscoder {
 
     /// `Transcoder.abort(error)`: the output so far, ended with the target's error event
     /// (`error`: a canonical `Error`, or an exception / None made into one by Python's
-    /// own `pipeline._error_event`). A request encoder has no error event: (as in Python)
-    /// the output produced so far. Runs after an error too; poisons nothing.
+    /// own `pipeline._abort_event`). A request encoder has no error event: (as in Python)
+    /// the output produced so far. Runs after an error too; after it, `feed` and `close`
+    /// raise (`pipeline.ABORTED`; an earlier error stays the one raised).
     #[pyo3(signature = (error=None))]
     fn abort<'py>(slf: &Bound<'py, Self>, error: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyBytes>> {
         let py = slf.py();
         let event = event_from_py(&error_event(py, error)?)?;
         let mut this = slf.try_borrow_mut().map_err(|_| busy("Transcoder"))?;
         let this = &mut *this;
-        this.read_start_for_abort(py)?;
         let core = &mut this.core;
-        guard(py, || core.abort(&event))?.map_err(|err| to_py_err(py, &err, None))?;
+        if !guard(py, || core.abort_closes())? {
+            this.read_start_for_abort(py)?;
+            let core = &mut this.core;
+            guard(py, || core.abort(&event))?.map_err(|err| to_py_err(py, &err, None))?;
+        }
         let out = PyBytes::new(py, this.core.output());
         this.core.clear_output();
         Ok(out)
@@ -1368,16 +1369,11 @@ impl NativeEncoder {
     }
 
     /// `Transcoder.abort`: the output so far plus the target's error event, if it has one
-    /// (`error`: an exception or a canonical `Error`, made one as Python's `_error_event`).
+    /// (`error`: an exception or a canonical `Error`, made one as Python's `_abort_event`).
     #[pyo3(signature = (error=None))]
     fn abort<'py>(slf: &Bound<'py, Self>, error: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyBytes>> {
         let py = slf.py();
-        let canonical_error = module(py, &CANONICAL, "interlingua.canonical")?.getattr("Error")?;
-        let error = match error {
-            Some(e) if e.is_instance(&canonical_error)? => e,
-            other => py.import("interlingua.pipeline")?.getattr("_error_event")?.call1((other,))?,
-        };
-        let event = event_from_py(&error)?;
+        let event = event_from_py(&error_event(py, error)?)?;
         let mut this = slf.try_borrow_mut().map_err(|_| busy("Encoder"))?;
         let this = &mut *this;
         let (encoder, session, out) = (&mut this.encoder, &mut this.session, &mut this.out);

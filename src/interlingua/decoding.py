@@ -592,6 +592,13 @@ class ResponseDecoderBase(Decoder):
         """Hook: the frame a copy of this stream adds when the source ended without it."""
         return b""
 
+    ended = False  # (a stream decoder's: the source's last event came)
+
+    def source_done(self) -> bool:
+        """The source's last event, or its error event, came: nothing after it belongs to the
+        answer (a copy's abort adds no error event after it, as an encoder adds none after its end)."""
+        return self.ended or self.errored
+
 class RawStream:
     """Raw JSON text of one value, handed on as fragments: at each chunk end and at the end."""
 

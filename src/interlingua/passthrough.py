@@ -23,6 +23,8 @@ validated.
   ``FRAME_HOLD`` bytes is written as it arrives (bounded memory); an abort
   inside such a frame ends it (``_BROKEN_END``: its line and frame end, so the
   error frame after it is read as a frame of its own), then adds the error frame.
+  After the source's last event (or its own error event) an abort adds no error event:
+  the output has ended, as a re-encoding encoder's has after its end.
 
 ``Session.passthrough`` is set: nothing can be lost, so the decoder's loss
 records (fields other dialects cannot hold) are not made.
@@ -77,7 +79,7 @@ class BodyCopy(_Copy):
             self.written = True
             self.write(chunk)
 
-    def abort(self, error: Error) -> None:
+    def abort(self, error: Error, source_end: bytes | None = None) -> None:
         if self.done:
             return
         self.done = True
@@ -141,7 +143,9 @@ class FrameCopy(_Copy):
         super().finished(decoder)
         self.write(decoder.missing_terminator())  # openai: [DONE] when the source had none
 
-    def abort(self, error: Error) -> None:
+    def abort(self, error: Error, source_end: bytes | None = None) -> None:
+        """``source_end``: None while the source has not said all; after its last event or its
+        error event, what a copy adds at its end (``missing_terminator``: openai's ``[DONE]``)."""
         if self.done:
             return
         self.done = True
@@ -151,4 +155,7 @@ class FrameCopy(_Copy):
         self.held.clear()  # a frame the decoder did not accept whole is not written
         self.held_size = 0
         self.open = False
-        self._error_output(error, "stream")
+        if source_end is None:
+            self._error_output(error, "stream")
+        else:  # (after the source's end, or its error event, no error event follows)
+            self.write(source_end)

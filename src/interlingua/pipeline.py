@@ -233,8 +233,7 @@ class _BytesOut:
         nothing was written yet). ``error`` may be an exception (a
         ``TranscodeError`` keeps its kind and status) or a canonical ``Error``.
         """
-        if not isinstance(error, Error):
-            error = _error_event(error)
+        error = _abort_event(error)
         abort = getattr(self.encoder, "abort", None)
         if abort is not None:
             abort(error)
@@ -302,6 +301,29 @@ class Transcoder(_BytesOut, metaclass=_Backed):
             if self._copy is not None:
                 self._copy.finished(self._front.decoder)
         return self._take()
+
+    def abort(self, error: "BaseException | Error | None" = None) -> bytes:
+        """End the output with the target's error event instead of a (truncated) success (see
+        ``Encoder.abort``). Input that is a whole answer already (its last event came, only its
+        close did not) is closed instead: no error follows an end. After the source's own error
+        event no second one is written. The output has ended: a later ``feed`` or ``close``
+        raises ``TranscodeError`` (``ABORTED``), a later ``abort`` adds nothing."""
+        error = _abort_event(error)
+        if self._poison.error is None:
+            try:
+                out = self.close()
+                self._poison.aborted()
+                return out
+            except TranscodeError:
+                self._poison.error = None  # (not whole: the error event ends it below)
+        out = self._take()
+        if self._copy is not None:
+            decoder = self._front.decoder
+            self._copy.abort(error, decoder.missing_terminator() if decoder.source_done() else None)
+        elif (abort := getattr(self.encoder, "abort", None)) is not None:
+            abort(error)
+        self._poison.aborted()
+        return out + self._take()
 
 class Decoder(metaclass=_Backed):
     """Push-style decoder to canonical events: ``feed`` / ``close`` return the events they produced.
@@ -402,6 +424,10 @@ _NATIVE_CLASSES = {(cls, kind): getattr(backend._native, cls.__name__)
                    for cls in _PUBLIC for kind in ("request", "response", "stream") if backend.covers(kind)}
 
 
+#: what ``feed`` / ``close`` raise after ``Transcoder.abort``
+ABORTED = "abort() ended the output: feed and close take nothing more"
+
+
 class _Poison:
     """After an error, every later ``feed``/``close`` raises that same error: the
     stages' state is undefined past it, so nothing more may come out. (Once
@@ -415,6 +441,11 @@ class _Poison:
     def check(self) -> None:
         if self.error is not None:
             raise self.error
+
+    def aborted(self) -> None:
+        """``abort()`` ended the output (an earlier error stays the one raised)."""
+        if self.error is None:
+            self.error = TranscodeError(ABORTED)
 
     def __enter__(self) -> None:
         return None
@@ -494,6 +525,20 @@ def _controls_acted_on(on_event: Callable[[Event], None], session: Session, mode
         on_event(event)
 
     return on_event_acted_on
+
+
+def _abort_event(error: "BaseException | Error | None") -> Error:
+    """``abort``'s argument as the canonical ``Error`` the encoders write: an exception (or
+    None) made into one; an ``Error`` whose type or message is not a str gets one (the type
+    ``api_error``, the message its ``str``), so that what is written is the dialect's error
+    object with text in it (``status`` is written nowhere)."""
+    if not isinstance(error, Error):
+        return _error_event(error)
+    if isinstance(error.type, str) and isinstance(error.message, str):
+        return error
+    kind = error.type if isinstance(error.type, str) else "api_error"
+    message = error.message if isinstance(error.message, str) else str(error.message)
+    return Error(kind, message, error.status)
 
 
 def _error_event(exc: BaseException | None) -> Error:

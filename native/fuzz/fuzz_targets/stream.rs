@@ -34,9 +34,10 @@ fn run(source: &'static str, target: &'static str, kind: Kind, pieces: &[&[u8]])
     session.response_start = Some(ResponseStart { time_us: 1_764_579_600_123_456, nonce: [7; 12] });
     let mut transcoder = Transcoder::new(session, None).ok()?; // not ported: nothing to fuzz
     let (out, err) = feed::feed_all(&mut transcoder, pieces);
-    let error = Event::Error { kind: "api_error".into(), message: "cut".into(), status: Some(502) };
+    let error = Event::Error { kind: "api_error".into(), message: b"cut"[..].into(), status: Some(502) };
     let mut aborted = Vec::new();
-    if transcoder.abort(&error).is_ok() {
+    // (the binding's order: a whole answer is closed, else the error event ends it)
+    if transcoder.abort_closes() || transcoder.abort(&error).is_ok() {
         transcoder.take_output(&mut aborted);
     }
     Some((out, err, aborted))

@@ -547,6 +547,10 @@ impl Decode for StreamDecoder {
         Err(Error::new(ErrorClass::TruncatedInput, "stream ended before message_stop").in_dialect(DIALECT))
     }
 
+    fn source_done(&self) -> bool {
+        self.d.ended || self.d.start.errored
+    }
+
     fn at(&self) -> u64 {
         self.m.at
     }
@@ -1271,6 +1275,8 @@ fn error_type(kind: &str) -> &'static str {
         "authentication_error" => "authentication_error",
         "permission_error" => "permission_error",
         "not_found_error" => "not_found_error",
+        "timeout_error" => "timeout_error",
+        "billing_error" => "billing_error",
         _ => "api_error",
     }
 }
@@ -1279,12 +1285,12 @@ fn error_type(kind: &str) -> &'static str {
 fn error_object(error: &Event<'_>, out: &mut Vec<u8>) {
     let (kind, message) = match error {
         Event::Error { kind, message, .. } => (kind.as_ref(), message.as_ref()),
-        _ => ("", ""),
+        _ => ("", &b""[..]),
     };
     out.extend_from_slice(b"{\"type\":\"");
     out.extend_from_slice(error_type(kind).as_bytes());
     out.extend_from_slice(b"\",\"message\":");
-    dumps_key(message.as_bytes(), out);
+    dumps_key(message, out);
     out.push(b'}');
 }
 
@@ -2031,7 +2037,7 @@ mod tests {
 
     #[test]
     fn abort_ends_the_output_with_anthropic_s_error() {
-        let error = Event::Error { kind: "boom_error".into(), message: "boom".into(), status: None };
+        let error = Event::Error { kind: "boom_error".into(), message: b"boom"[..].into(), status: None };
         let mut session = new_session(Kind::Stream);
         let mut stream = StreamEncoder::new(&session);
         let text = Event::Block(Block { section: Section::AssistantText, message: 0, payload: Cow::Borrowed(b"Hi"),
@@ -2074,7 +2080,7 @@ mod tests {
             4 => Event::Finish { reason: Some("end_turn".into()), stop_sequence: None, choice: (r / 9 % 2) as i64 },
             5 => Event::Usage(Usage { input: Some(3), output: None, ..Usage::default() }),
             6 => Event::FrameEnd,
-            7 => Event::Error { kind: "x".into(), message: "m".into(), status: None },
+            7 => Event::Error { kind: "x".into(), message: b"m"[..].into(), status: None },
             _ => Event::End,
         }
     }

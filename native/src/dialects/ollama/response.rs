@@ -877,6 +877,10 @@ impl Decode for StreamDecoder {
         Err(Error::new(ErrorClass::Schema, format!("NDJSON line is not a JSON object: {}", crate::unicode::py_bytes_repr(head)))
             .in_dialect(DIALECT))
     }
+
+    fn source_done(&self) -> bool {
+        self.0.d.ended || self.0.d.errored
+    }
 }
 
 // -- encoders ----------------------------------------------------------------------------
@@ -1201,11 +1205,11 @@ const THINKING_HEAD: &[u8] = b",\"message\":{\"role\":\"assistant\",\"content\":
 fn error_object(error: &Event<'_>, out: &mut Vec<u8>) {
     let message = match error {
         Event::Error { message, .. } if !message.is_empty() => message.as_ref(),
-        Event::Error { kind, .. } if !kind.is_empty() => kind.as_ref(),
-        _ => "error",
+        Event::Error { kind, .. } if !kind.is_empty() => kind.as_bytes(),
+        _ => b"error",
     };
     out.extend_from_slice(b"{\"error\":");
-    dumps_str(message.as_bytes(), out);
+    dumps_str(message, out);
     out.push(b'}');
 }
 

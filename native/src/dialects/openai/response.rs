@@ -1349,6 +1349,10 @@ mod decoder {
         fn missing_terminator(&self) -> &'static [u8] {
             if self.d.terminated { b"" } else { DONE_FRAME }
         }
+
+        fn source_done(&self) -> bool {
+            self.d.ended || self.d.base.errored
+        }
     }
 }
 
@@ -1396,7 +1400,7 @@ mod encoder {
     fn error_body(event: &Event<'_>) -> Vec<u8> {
         let Event::Error { kind, message, .. } = event else { return b"{}".to_vec() };
         let body = vec![
-            (b"message".to_vec(), Value::Str(message.as_bytes().to_vec())),
+            (b"message".to_vec(), Value::Str(message.to_vec())),
             (b"type".to_vec(), Value::Str(error_type(kind).as_bytes().to_vec())),
         ];
         let mut out = Vec::new();
@@ -1917,7 +1921,9 @@ mod encoder {
             if self.done {
                 return Ok(());
             }
-            self.error(error, out);
+            if !self.errored {
+                self.error(error, out); // (after the source's own error event: only the stream's end)
+            }
             self.end(session, out)
         }
     }

@@ -843,7 +843,8 @@ def _error_type(error: Error) -> str:
     return {"invalid_request_error": "invalid_request_error", "request_too_large": "request_too_large",
             "overloaded_error": "overloaded_error", "rate_limit_error": "rate_limit_error",
             "authentication_error": "authentication_error", "permission_error": "permission_error",
-            "not_found_error": "not_found_error"}.get(error.type, "api_error")
+            "not_found_error": "not_found_error", "timeout_error": "timeout_error",
+            "billing_error": "billing_error"}.get(error.type, "api_error")
 
 
 class ResponseEncoder(AnswerOrError, _EncoderBase):

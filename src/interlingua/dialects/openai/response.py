@@ -933,7 +933,8 @@ class StreamEncoder(_EncoderBase):
     def abort(self, error: Error) -> None:
         if self.done:
             return
-        self._error(error)
+        if not self.errored:  # (after the source's own error event: only the stream's end)
+            self._error(error)
         self._end()
 
 
