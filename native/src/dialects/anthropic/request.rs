@@ -2599,7 +2599,7 @@ mod encoder {
         /// without text): it opens the message's `tool_result` (its link comes with the text).
         fn media<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], in_result: bool, result_of: bool,
                      io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
-            let kind = if block.section == Section::UserImage { "image" } else { "document" };
+            let mut kind = if block.section == Section::UserImage { "image" } else { "document" };
             let empty_fin = block.fin && block.payload.is_empty();
             let mut source = attr(attrs, "source").filter(|raw| *raw != b"null").map(<[u8]>::to_vec);
             if source.is_none() && !empty_fin && !self.foreign {
@@ -2626,6 +2626,12 @@ mod encoder {
                 lose_block(io.session, DIALECT, BlockRef::of(block),
                            "base64 image without a media type (png, jpeg, gif or webp)", Some("not sent"), Some(attrs))?;
                 return Ok(None);
+            }
+            if self.foreign && kind == "document" && is("base64") {
+                match base64_document(block, attrs, io)? {
+                    Some(as_kind) => kind = as_kind,
+                    None => return Ok(None),
+                }
             }
             if result_of {
                 let (_, head) = self.open_result(block, &[], None, true, true, true, io)?;
@@ -2696,8 +2702,19 @@ mod encoder {
             tail.extend_from_slice(b"\"type\":");
             tail.extend_from_slice(attr(&every, "source").unwrap_or(b"null"));
             let mut media_type = attr(&every, "media_type").filter(|raw| *raw != b"null").map(Cow::Borrowed);
-            let taken = media_type.as_deref().and_then(json_str).is_some_and(|t| IMAGE_TYPES.contains(&t.as_str()));
-            if let (false, Some(shown)) = (taken, sniffed.as_deref().and_then(sniff_media_type)) {
+            let declared = media_type.as_deref().and_then(json_str);
+            let shown = sniffed.as_deref().and_then(sniff_media_type);
+            if let Some(shown) = shown.filter(|shown| declared.as_deref() != Some(*shown)) {
+                if let Some(declared) = declared.filter(|t| IMAGE_TYPES.contains(&t.as_str())) {
+                    // (a type anthropic does not take is relabelled silently)
+                    let subject = subject(io.session, head.as_ref(), Some(&every));
+                    let what = format!("media type {} of {} {subject}", crate::json::py_str_repr(declared.as_bytes()),
+                                       crate::losses::article(&subject));
+                    let done = format!("sent as {}, the type its bytes show", crate::json::py_str_repr(shown.as_bytes()));
+                    lose(io.session, DIALECT, head.as_ref(), &what, "image whose bytes are not its media type",
+                         Some(&done), None)?;
+                }
+                // anthropic refuses an image whose bytes are not its media_type
                 media_type = Some(Cow::Owned(crate::value::str_json(shown)));
             }
             if let Some(media_type) = media_type.filter(|_| !is_str(Some(&source), "url")) {
@@ -2706,6 +2723,11 @@ mod encoder {
             }
             for key in ["file_id", "content"] {
                 if let Some(value) = attr(&every, key) {
+                    if key == "file_id" && self.foreign {
+                        // (beside data: another provider's id, no source of it)
+                        lose_field(io.session, DIALECT, head.as_ref(), key, Some(&every), None)?;
+                        continue;
+                    }
                     tail.push(b',');
                     key_bytes(key.as_bytes(), &mut tail);
                     tail.push(b':');
@@ -2727,6 +2749,26 @@ mod encoder {
             }
             Ok(())
         }
+    }
+
+    /// `_base64_document`: another dialect's base64 file (openai `file_data`) as anthropic takes
+    /// one: a PDF a `document`, an image (png, jpeg, gif, webp) an `image` block (recorded: its
+    /// file name goes); any other type, or none, is not sent (recorded): anthropic's base64
+    /// document is a PDF only.
+    fn base64_document(block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<&'static str>> {
+        let media_type = attr(attrs, "media_type").filter(|raw| *raw != b"null").and_then(json_str);
+        let what = match media_type.as_deref() {
+            Some("application/pdf") => return Ok(Some("document")),
+            Some(t) if IMAGE_TYPES.contains(&t) => {
+                let what = format!("file of type {} as a document", crate::json::py_str_repr(t.as_bytes()));
+                lose_block(io.session, DIALECT, BlockRef::of(block), &what, Some("sent as an image block"), Some(attrs))?;
+                return Ok(Some("image"));
+            }
+            Some(t) => format!("base64 file of type {} (a document is a PDF)", crate::json::py_str_repr(t.as_bytes())),
+            None => "base64 file without a media type (a document is a PDF)".to_string(),
+        };
+        lose_block(io.session, DIALECT, BlockRef::of(block), &what, Some("not sent"), Some(attrs))?;
+        Ok(None)
     }
 
     impl PlaceBlocks for State {

@@ -1836,6 +1836,11 @@ impl Messages {
     /// `_image`
     fn image<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], role: &[u8],
              io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
+        if attr(attrs, "source").is_none_or(|raw| raw == b"null") && block.fin && block.payload.is_empty() {
+            // (an image with no source at all)
+            lose_block(io.session, DIALECT, BlockRef::of(block), "source it can take", None, Some(attrs))?;
+            return Ok(None);
+        }
         if let Some(source) = attr(attrs, "source").filter(|s| *s != b"\"base64\"") {
             let what = if source == b"\"url\"" {
                 "image URLs".to_string()

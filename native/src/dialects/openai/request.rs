@@ -2024,6 +2024,11 @@ impl Messages {
     fn media<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
         let s = block.section;
         let source = attr(attrs, "source").filter(|raw| *raw != b"null");
+        if self.foreign && s != Section::UserAudio && source.is_none() && block.fin && block.payload.is_empty() {
+            // (another dialect's image or document with no source at all: nothing to send)
+            lose_block(io.session, DIALECT, BlockRef::of(block), "source it can take", None, Some(attrs))?;
+            return Ok(None);
+        }
         let source_text = source.and_then(json_str);
         if s == Section::UserImage && source_text.as_deref() == Some("base64")
             && attr(attrs, "media_type").is_none_or(|raw| raw == b"null")

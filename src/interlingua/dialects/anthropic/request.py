@@ -52,7 +52,7 @@ from ...images import keep_head, sniff_media_type
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
 from ...losses import (
-    INTERNAL_ATTRS, PART_ATTRS, PART_PREFIX, RESULT_CACHE_CONTROL, block_path, block_subject, lacks,
+    INTERNAL_ATTRS, PART_ATTRS, PART_PREFIX, RESULT_CACHE_CONTROL, article, block_path, block_subject, lacks,
 )
 from ...session import Session
 from . import controls
@@ -1438,6 +1438,10 @@ class RequestEncoder(Encoder):
             self._lose_block(block, "base64 image without a media type (png, jpeg, gif or webp)", "not sent",
                              attrs=attrs)
             return None
+        if self.foreign and kind == "document" and source == "base64":
+            kind = self._base64_document(block, attrs)
+            if kind is None:
+                return None
         if result is None and result_of:
             result, head = self._open_result(block, {"empty": True}, None, True, True)
             result.writer.write(head)
@@ -1472,12 +1476,19 @@ class RequestEncoder(Encoder):
                 every["title"] = every.pop("filename")
             src = [b'"type":' + dumps(every.get("source"))]
             media_type = every.get("media_type")
-            if head is not None and media_type not in IMAGE_TYPES:
-                media_type = sniff_media_type(bytes(head)) or media_type
+            shown = sniff_media_type(bytes(head)) if head is not None else None
+            if shown is not None and shown != media_type:
+                if media_type in IMAGE_TYPES:  # (a type anthropic does not take is relabelled silently)
+                    self._lose(block, f"media type {media_type!r} of {article(self._subject(block, every))} "
+                                      f"{self._subject(block, every)}", "image whose bytes are not its media type",
+                               f"sent as {shown!r}, the type its bytes show")
+                media_type = shown  # anthropic refuses an image whose bytes are not its media_type
             if media_type is not None and source != "url":
                 src.append(b'"media_type":' + dumps(media_type))
             for key in ("file_id", "content"):
-                if key in every:
+                if key == "file_id" and key in every and self.foreign:
+                    self._lose_field(block, key, every)  # (beside data: another provider's id, no source of it)
+                elif key in every:
                     src.append(dumps(key) + b":" + dumps(every[key]))
             if every.get("source_extra"):
                 src.append(every["source_extra"].encode())
@@ -1487,6 +1498,22 @@ class RequestEncoder(Encoder):
             if result is not None:
                 self._result_late(result, {k: v for k, v in every.items() if k in _RIDING})
         return write, close
+
+    def _base64_document(self, block: Block, attrs: dict) -> str | None:
+        """Another dialect's base64 file (openai ``file_data``) as anthropic takes one: a PDF
+        a ``document``, an image (png, jpeg, gif, webp) an ``image`` block (recorded: its file
+        name goes); any other type, or none, is not sent (recorded): anthropic's base64 document
+        is a PDF only."""
+        media_type = attrs.get("media_type")
+        if media_type == "application/pdf":
+            return "document"
+        if media_type in IMAGE_TYPES:
+            self._lose_block(block, f"file of type {media_type!r} as a document", "sent as an image block",
+                             attrs=attrs)
+            return "image"
+        what = f"base64 file of type {media_type!r}" if media_type is not None else "base64 file without a media type"
+        self._lose_block(block, f"{what} (a document is a PDF)", "not sent", attrs=attrs)
+        return None
 
     # -- tools ------------------------------------------------------------------------------------
 

@@ -1034,6 +1034,9 @@ class RequestEncoder(Encoder):
             msg.asm.scalar("tool_call_id", dumps(carried))
 
     def _image(self, block: Block, attrs: dict, role: str):
+        if attrs.get("source") is None and block.fin and not block.payload:
+            self._lose_block(block, "source it can take", attrs=attrs)  # (an image with no source at all)
+            return None
         if attrs.get("source", "base64") != "base64":
             source = attrs.get("source")
             self._lose_block(block, "image URLs" if source == "url" else f"{source} images", "not fetched", attrs=attrs)

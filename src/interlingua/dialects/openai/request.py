@@ -1053,6 +1053,10 @@ class RequestEncoder(Encoder):
 
     def _media(self, block: Block, attrs: dict):
         s = block.section
+        if self.foreign and s is not USER_AUDIO and attrs.get("source") is None and block.fin and not block.payload:
+            # (another dialect's image or document with no source at all: nothing to send)
+            self._lose_block(block, "source it can take", attrs=attrs)
+            return None
         if s is USER_IMAGE and attrs.get("source") == "base64" and attrs.get("media_type") is None:
             # openai takes png, jpeg, gif and webp images only ("You uploaded an unsupported
             # image"); an image with no media type (ollama's bytes that show none of them) is not one
