@@ -1097,6 +1097,19 @@ pub fn source_error_message(value: Option<&Value>) -> Vec<u8> {
     }
 }
 
+/// `lose_error_members(err, session)`: the members of a source's error object other than its
+/// message and type (openai's `code` and `param`, anthropic's `details`): no target's error
+/// event has a place for them (a canonical error's status is written nowhere): each recorded
+/// (null: nothing).
+pub fn lose_error_members(err: &Value, session: &mut Session) -> Result<()> {
+    for (key, value) in err.as_object().unwrap_or(&[]) {
+        if key.as_slice() != b"message" && key.as_slice() != b"type" && !value.is_null() {
+            session.lose_member_pieces(&[b"$.error.", key], "such error field", None)?;
+        }
+    }
+    Ok(())
+}
+
 /// `source_error_type(value)`: an error's `type`, a name; anything else `api_error`.
 pub fn source_error_type(value: Option<&Value>) -> String {
     match value {

@@ -557,6 +557,16 @@ def source_error_message(value: Any) -> str:
     return value if isinstance(value, str) else dumps(value).decode()
 
 
+def lose_error_members(err: Any, session: Session, path: str = "$.error") -> None:
+    """The members of a source's error object other than its message and type (openai's
+    ``code`` and ``param``, anthropic's ``details``): no target's error event has a place for
+    them (a canonical error's status is written nowhere): each recorded (null: nothing)."""
+    if isinstance(err, dict):
+        for key, value in err.items():
+            if key not in ("message", "type") and value is not None:
+                session.lose_member(f"{path}.{key}", "such error field")
+
+
 def source_error_type(value: Any) -> str:
     """An error's ``type``: a name; anything else (absent, empty, not a string) ``api_error``."""
     return value if isinstance(value, str) and value else "api_error"

@@ -285,6 +285,15 @@ mod decoder {
         value.as_i64().ok_or_else(|| Error::new(ErrorClass::Schema, crate::lifecycle::beyond_64_bits("index", "an index")))
     }
 
+    /// `_lose_kept`: a top-level member beside an error (openai's `request_id`): no message
+    /// carries it.
+    fn lose_kept(key: &[u8], raw: &[u8], session: &mut Session) -> Result<()> {
+        if key != b"created" && raw != b"null" {
+            session.lose_member_pieces(&[b"$.", key], "such field", None)?;
+        }
+        Ok(())
+    }
+
     impl Openai {
         fn new(streaming: bool, session: &Session) -> Self {
             Openai {
@@ -418,6 +427,9 @@ mod decoder {
                 Some((k, _)) => Cow::Borrowed(*k),
                 None => Cow::Owned(self.key.clone()),
             };
+            if self.base.errored && !self.base.started {
+                lose_kept(&key, raw, cx.session)?;
+            }
             if self.base.started {
                 self.out(Self::kept_extension(&key, raw), cx)?;
             }
@@ -443,7 +455,12 @@ mod decoder {
                 // every block gets its last fragment; the error follows it
                 self.close_block(c, cx)?;
             }
-            use crate::lifecycle::{source_error_message, source_error_type};
+            use crate::lifecycle::{lose_error_members, source_error_message, source_error_type};
+            lose_error_members(&value, cx.session)?;
+            for (key, raw) in &self.kept {
+                // (top-level members: no message starts to carry them)
+                lose_kept(key, raw, cx.session)?;
+            }
             let (kind, message, status) = match &value {
                 Value::Object(_) => {
                     let status = match value.get("code") {

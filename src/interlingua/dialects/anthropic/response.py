@@ -75,7 +75,7 @@ from ...lifecycle import (
     lose_after_error,
     answer_and_error,
     AnswerOrError,
-    source_error_message,
+    lose_error_members, source_error_message,
     source_error_type,
     BlockStream,
     Deferred,
@@ -271,6 +271,7 @@ class _Base(ResponseDecoderBase):
         if value is None and self._typed_not_error():
             return  # ("error": null beside a type that says what the object is, as a serializer that writes every field)
         err = value if isinstance(value, dict) else {"message": value}
+        lose_error_members(err, self.session)
         self.gate.release()
         self.close_open()  # every block gets its last fragment; the error follows it
         self.emit(Error(source_error_type(err.get("type")), source_error_message(err.get("message"))))

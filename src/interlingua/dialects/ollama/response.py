@@ -66,7 +66,7 @@ from ...lifecycle import (
     lose_after_error,
     answer_and_error,
     AnswerOrError,
-    source_error_message,
+    lose_error_members, source_error_message,
     source_error_type,
     BlockStream,
     Deferred,
@@ -219,6 +219,7 @@ class _Decoder(ResponseDecoderBase):
         self.gate.release()
         self._close()  # every block gets its last fragment; the error follows it
         message = value.get("message") if isinstance(value, dict) else value
+        lose_error_members(value, self.session)
         self.emit(Error("api_error", source_error_message(message)))
         self.errored = True
 

@@ -71,7 +71,7 @@ from ...lifecycle import (
     lose_after_error,
     answer_and_error,
     AnswerOrError,
-    source_error_message,
+    lose_error_members, source_error_message,
     source_error_type,
     beyond_64_bits,
     BlockStream,
@@ -196,8 +196,15 @@ class _Base(ResponseDecoderBase):
         if key in self.kept:
             return
         self.kept[key] = raw
+        if self.errored and not self.started:
+            self._lose_kept(key, raw)
         if self.started:  # after id and model: it goes out now
             self.out(Extension(DIALECT, "$." + key, raw, lossless=key == "created" or raw == b"null"))
+
+    def _lose_kept(self, key: str, raw: bytes) -> None:
+        """A top-level member beside an error (openai's ``request_id``): no message carries it."""
+        if key != "created" and raw != b"null":
+            self.session.lose_member("$." + key)
 
     tier_seen = False
 
@@ -214,6 +221,9 @@ class _Base(ResponseDecoderBase):
         for c in self.choices.values():  # every block gets its last fragment; the error follows it
             self.close_block(c)
         err = value if isinstance(value, dict) else {"message": value}
+        lose_error_members(err, self.session)
+        for key, raw in self.kept.items():  # (top-level members: no message starts to carry them)
+            self._lose_kept(key, raw)
         code = err.get("code")
         # (a code beyond 64 bits is no status: the native core holds one in 64 bits)
         status = code if isinstance(code, int) and not isinstance(code, bool) and INT64_MIN <= code <= INT64_MAX else None
