@@ -923,6 +923,20 @@ pub fn lose_block(session: &mut Session, dialect: &str, block: BlockRef<'_>, wha
     lose(session, dialect, block, &subject, what, done, None)
 }
 
+/// `Encoder._other_choice`: a block of another choice than the first (openai `n > 1`) into a
+/// target with one answer: recorded at its first fragment, not carried (`true`). Checked
+/// before anything of the open block is touched: a stream interleaves the choices' deltas, and
+/// the first choice's block goes on after it.
+pub fn other_choice(session: &mut Session, dialect: &str, block: &Block<'_>) -> Result<bool> {
+    if block.message == 0 {
+        return Ok(false);
+    }
+    if block.init {
+        lose_block(session, dialect, BlockRef::of(block), "choices (n > 1)", Some("only the first choice is sent"), None)?;
+    }
+    Ok(true)
+}
+
 /// `_lose_moved`: a block sent in a `role` message whose source message had another role
 /// (attr `role`: ollama takes `images` and `tool_calls` on any message): its place is lost.
 pub fn lose_moved(session: &mut Session, dialect: &str, block: BlockRef<'_>, attrs: &[Attr<'_>], role: &str) -> Result<()> {

@@ -21,7 +21,7 @@ pub type Attrs<'a> = [(Cow<'a, str>, RawJson<'a>)];
 pub const INTERNAL_ATTRS: &[&str] = &[
     "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
     "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
-    "path", "call_type", "ollama_call_type",
+    "path", "call_type", "ollama_call_type", "ollama_no_type", "ollama_null_parameters",
 ];
 
 /// An anthropic `tool_result`'s own members and its content's share the result's blocks, so

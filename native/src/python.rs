@@ -1136,6 +1136,9 @@ impl NativeTranscoder {
         let this = &mut *this;
         let core = &mut this.core;
         if !guard(py, || core.abort_closes())? {
+            if let Some(slot) = &this.hook_error {
+                slot.lock().unwrap_or_else(|p| p.into_inner()).take(); // (abort does not fail: Python's neither)
+            }
             this.read_start_for_abort(py)?;
             let core = &mut this.core;
             guard(py, || core.abort(&event))?.map_err(|err| to_py_err(py, &err, None))?;

@@ -206,6 +206,17 @@ class Encoder:
         if isinstance(source_role, str) and source_role != role:
             self._lose_block(block, f"place for it in its {source_role} message", _SENT_IN[role], attrs=attrs)
 
+    def _other_choice(self, block: Block) -> bool:
+        """A block of another choice than the first (openai ``n > 1``) into a target with one
+        answer: recorded at its first fragment, not carried. It is checked before anything of
+        the open block is touched: a stream interleaves the choices' deltas, and the first
+        choice's block goes on after it (it was cut, or crashed the encoder)."""
+        if block.message == 0:
+            return False
+        if block.init:
+            self._lose_block(block, "choices (n > 1)", "only the first choice is sent")
+        return True
+
     def _lose_unplaced(self, block: Block) -> None:
         """A block the target has no place for at all (server tools, audio, unknown content).
         A message of a role the source knows and the target does not is one loss, however

@@ -314,7 +314,7 @@ class Transcoder(_BytesOut, metaclass=_Backed):
                 out = self.close()
                 self._poison.aborted()
                 return out
-            except TranscodeError:
+            except Exception:  # (a model hook's error too: abort does not fail)
                 self._poison.error = None  # (not whole: the error event ends it below)
         out = self._take()
         if self._copy is not None:

@@ -240,7 +240,8 @@ pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D) -> Option<(Attrs, D)> {
     for &(key, value) in &members {
         if let Some(attr) = TOOL_ATTRS.iter().find(|a| key.is(a)) {
             attrs.push((Cow::Borrowed(attr), Cow::Owned(value.to_json())));
-        } else if !key.is("name") && !key.is("input_schema") {
+        } else if !key.is("name") && !key.is("input_schema") && !key.is("type") {
+            // (type: "custom" or null, absent's meaning)
             push_member(&mut extra, key, value);
         }
     }
@@ -880,7 +881,8 @@ mod to_anthropic {
             } else if key == EXTRA_ATTR {
                 body.push(b',');
                 body.extend_from_slice(&string_text(value)?);
-            } else if !matches!(key.as_ref(), "name" | "legacy" | "dialect" | "path") {
+            } else if key != "name" && !crate::losses::is_internal_attr(key) {
+                // (internal ones -- ollama's tool shape among them -- are nothing lost)
                 lose_tool_attr(key, value, attrs, DIALECT, session)?;
             }
         }

@@ -25,7 +25,7 @@ use crate::decoding::{
     dumps, dumps_key, into_owned, set_attr, Attr, Cx, Decode, Dialect, EventSink, Frame, Machine, Read, ResponseBase,
     INTEGER, OBJECT, OPT_ARRAY, OPT_OBJECT, OPT_STRING, STRING,
 };
-use crate::encoding::{
+use crate::encoding::{other_choice, 
     arguments_object, attr, attr_is, attr_truthy, foreign_extension, json_str, lose_block, lose_unplaced, response_tool_name,
     truthy, BlockHead, BlockRef, Encode, HeldArguments,
 };
@@ -1174,10 +1174,6 @@ impl EncoderBase {
     fn classify(&self, block: &Block<'_>, session: &mut Session) -> Result<Option<Out>> {
         let attrs = block.attrs.as_deref().unwrap_or(&[]);
         let at = BlockRef::of(block);
-        if block.message > 0 {
-            lose_block(session, DIALECT, at, "choices (n > 1)", Some("only the first choice is sent"), None)?;
-            return Ok(None);
-        }
         Ok(Some(match block.section {
             Section::AssistantText => Out::Text,
             Section::AssistantRefusal => {
@@ -1422,6 +1418,9 @@ impl StreamEncoder {
     }
 
     fn block(&mut self, block: &Block<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if other_choice(session, DIALECT, block)? {
+            return Ok(());
+        }
         if block.init {
             self.start(session, out)?;
             self.lost = false;
@@ -1741,6 +1740,9 @@ impl ResponseEncoder {
     }
 
     fn block(&mut self, block: &Block<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if other_choice(session, DIALECT, block)? {
+            return Ok(());
+        }
         if block.init {
             self.lost = false;
             let Some(kind) = self.base.classify(block, session)? else {

@@ -650,7 +650,7 @@ impl Dialect for Lines {
             }
             S::Extension(Some(i)) => {
                 let path = DURATION_PATHS[i as usize];
-                self.out(extension(path, raw, false), cx)
+                self.out(extension(path, raw, raw == b"null"), cx) // (null: no duration)
             }
             S::Lost => {
                 if raw != b"null" {
@@ -886,7 +886,7 @@ impl Decode for StreamDecoder {
 
 // -- encoders ----------------------------------------------------------------------------
 
-use crate::encoding::{
+use crate::encoding::{other_choice, 
     arguments_object, attr, attr_truthy, foreign_extension, lose_block, lose_signature, lose_unplaced, BlockHead,
     BlockRef, Encode, HeldArguments, Io, JoinedFields, lose_joined, MessageAssembler, Opener, WriterId, Writers,
 };
@@ -1119,10 +1119,6 @@ fn duration_of(ext: &Extension<'_>) -> Option<usize> {
 /// `_classify`: the member a block's first fragment goes to, or None (the loss recorded).
 fn classify(block: &Block<'_>, session: &mut Session) -> Result<Option<Member>> {
     let b = BlockRef::of(block);
-    if block.message > 0 {
-        lose_block(session, DIALECT, b, "choices (n > 1)", Some("only the first choice is sent"), None)?;
-        return Ok(None);
-    }
     Ok(match block.section {
         Section::AssistantText => Some(Member::Content),
         Section::AssistantRefusal => {
@@ -1254,6 +1250,9 @@ impl StreamEncoder {
     }
 
     fn block(&mut self, block: &Block<'_>, session: &mut Session, out: &mut Vec<u8>) -> Result<()> {
+        if other_choice(session, DIALECT, block)? {
+            return Ok(());
+        }
         if block.init {
             self.frame.close(out);
             self.seq += 1;
@@ -1432,6 +1431,9 @@ impl ResponseEncoder {
     }
 
     fn block(&mut self, block: &Block<'_>, io: &mut Io<'_>) -> Result<()> {
+        if other_choice(io.session, DIALECT, block)? {
+            return Ok(());
+        }
         if block.init {
             let kind = classify(block, io.session)?;
             self.lost = kind.is_none();

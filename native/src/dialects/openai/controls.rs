@@ -168,10 +168,13 @@ mod decoding {
                 return Err(Error::new(ErrorClass::Schema, "expected an object for json_schema")
                     .with_path(b"$.response_format.json_schema".to_vec()));
             }
-            let mut out = vec![("type", string("json_schema")), ("schema", get(spec, "schema").cloned().unwrap_or(Value::Null))];
+            let Some(schema) = get(spec, "schema").filter(|schema| !schema.is_null()) else {
+                return Ok(object(vec![("type", string("json_object"))])); // (no schema: JSON of any shape)
+            };
+            let mut out = vec![("type", string("json_schema")), ("schema", schema.clone())];
             for extra in ["name", "strict", "description"] {
-                if let Some(v) = get(spec, extra) {
-                    out.push((extra, v.clone()));
+                if let Some(v) = get(spec, extra).filter(|v| !v.is_null()) {
+                    out.push((extra, v.clone())); // (a null one carries nothing)
                 }
             }
             return Ok(object(out));
@@ -517,7 +520,8 @@ pub fn tool_from_canonical(attrs: &[Attr<'_>], schema_raw: &[u8], session: &mut 
                     body.extend_from_slice(&members);
                 }
             }
-            "name" | "legacy" | "dialect" | "path" => {}
+            // (internal ones -- ollama's tool shape among them -- are nothing lost)
+            key if key == "name" || crate::losses::is_internal_attr(key) => {}
             other => lose_tool_attr(other, value, attrs, "openai", session)?,
         }
     }

@@ -37,7 +37,7 @@ from ..fields import check_members
 from ...errors import SchemaError
 from ...encoding import lose_tool_attr, object_schema
 from ...jsonwriter import dumps
-from ...losses import lacks, path_subject
+from ...losses import INTERNAL_ATTRS, lacks, path_subject
 from ...numbers import INT64_MAX, INT64_MIN, RANGES, clamp, no_limit
 
 DIALECT = "anthropic"
@@ -469,7 +469,7 @@ def tool_to_canonical(tool: dict) -> tuple[dict, Any] | None:
     for key, value in tool.items():
         if key in _TOOL_ATTRS:
             attrs[key] = value
-        elif key not in ("name", "input_schema"):
+        elif key not in ("name", "input_schema", "type"):  # (type: "custom" or null, absent's meaning)
             extra.append(dumps(key) + b":" + dumps(value))
     if extra:
         attrs["anthropic_extra"] = b",".join(extra).decode()
@@ -487,7 +487,7 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
             body += b"," + dumps(key) + b":" + dumps(value)
         elif key == "anthropic_extra":
             body += b"," + value.encode()
-        elif key not in ("name", "legacy", "dialect", "path"):
+        elif key != "name" and key not in INTERNAL_ATTRS:  # (ollama's tool shape: nothing lost)
             lose_tool_attr(key, value, attrs, DIALECT, session)
     if schema_raw and session.source != DIALECT:
         schema_raw = object_schema(schema_raw, session, attrs.get("name"))

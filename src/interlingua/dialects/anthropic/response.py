@@ -570,9 +570,6 @@ class _EncoderBase(Encoder):
         """The anthropic block type for a canonical block (None: lost)."""
         s = block.section
         attrs = block.attrs or {}
-        if block.message > 0:
-            self._lose_block(block, "choices (n > 1)", "only the first choice is sent")
-            return None
         if s is Section.ASSISTANT_TEXT:
             return "text"
         if s is Section.ASSISTANT_REFUSAL:
@@ -713,6 +710,8 @@ class StreamEncoder(_EncoderBase):
                              + str(self.index).encode() + b',"delta":' + delta + b"}"))
 
     def _block(self, block: Block) -> None:
+        if self._other_choice(block):
+            return
         if block.init:
             self._start()
             self.lost = False
@@ -895,6 +894,8 @@ class ResponseEncoder(AnswerOrError, _EncoderBase):
             self._end()
 
     def _block(self, block: Block) -> None:
+        if self._other_choice(block):
+            return
         if block.init:
             self.lost = False
             kind = self._classify(block)

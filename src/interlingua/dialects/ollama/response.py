@@ -211,7 +211,7 @@ class _Decoder(ResponseDecoderBase):
                 self._created = raw
                 self.emit(Extension(DIALECT, "$.created_at", raw, lossless=True))
             return
-        self.out(Extension(DIALECT, "$." + key, raw))
+        self.out(Extension(DIALECT, "$." + key, raw, lossless=raw == b"null"))  # (a duration; null: none)
 
     def _error(self, value: Any) -> None:
         if value is None:  # ("error": null, as a serializer that writes every field does: no error)
@@ -499,9 +499,6 @@ class _EncoderBase(Encoder):
 
     def _classify(self, block: Block) -> str | None:
         s = block.section
-        if block.message > 0:
-            self._lose_block(block, "choices (n > 1)", "only the first choice is sent")
-            return None
         if s is Section.ASSISTANT_TEXT:
             return "content"
         if s is Section.ASSISTANT_REFUSAL:
@@ -576,6 +573,8 @@ class StreamEncoder(_EncoderBase):
             self._common(event)
 
     def _block(self, block: Block) -> None:
+        if self._other_choice(block):
+            return
         if block.init:
             self.frame.close()
             self.seq += 1
@@ -657,6 +656,8 @@ class ResponseEncoder(AnswerOrError, _EncoderBase):
         return self.msg
 
     def _block(self, block: Block) -> None:
+        if self._other_choice(block):
+            return
         if block.init:
             kind = self._classify(block)
             self.lost = kind is None

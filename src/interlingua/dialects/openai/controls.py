@@ -22,7 +22,7 @@ from typing import Any
 from ...canonical import Control
 from ..fields import check_members
 from ...errors import SchemaError
-from ...losses import lacks, path_subject
+from ...losses import INTERNAL_ATTRS, lacks, path_subject
 from ...numbers import clamp, no_limit
 
 STRUCTURAL = {"messages", "tools", "functions"}
@@ -120,9 +120,11 @@ def response_format_to_canonical(value: Any) -> Any:
         spec = value.get("json_schema") or {}
         if not isinstance(spec, dict):
             raise SchemaError("expected an object for json_schema", path="$.response_format.json_schema")
-        out = {"type": "json_schema", "schema": spec.get("schema")}
+        if spec.get("schema") is None:
+            return {"type": "json_object"}  # (no schema: JSON of any shape, which json_object asks)
+        out = {"type": "json_schema", "schema": spec["schema"]}
         for extra in ("name", "strict", "description"):
-            if extra in spec:
+            if spec.get(extra) is not None:  # (a null one carries nothing)
                 out[extra] = spec[extra]
         return out
     if isinstance(value, dict) and value.get("type") in ("text", "json_object"):
@@ -300,7 +302,7 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
             body += b"," + dumps(key) + b":" + dumps(value)
         elif key == "openai_extra":
             body += b"," + value.encode()
-        elif key not in ("name", "legacy", "dialect", "path"):
+        elif key != "name" and key not in INTERNAL_ATTRS:  # (ollama's tool shape: nothing lost)
             lose_tool_attr(key, value, attrs, "openai", session)
     if schema_raw and session.source != "openai":
         schema_raw = object_schema(schema_raw, session, attrs.get("name"))
