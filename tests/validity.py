@@ -283,6 +283,20 @@ def _a_thinking_forced(body):
         yield f"thinking {thinking.get('type')} with tool_choice {choice.get('type')}"
 
 
+@rule("anthropic", "request", "tool-choice-has-tools",
+      "a tool_choice that forces tool use (any, tool) only with tools, and a named tool among them",
+      f"{_ANTHROPIC_REF}: tool_choice (any: use one of the provided tools; tool: the named tool)")
+def _a_choice_has_tools(body):
+    choice = body.get("tool_choice")
+    if not (isinstance(choice, dict) and choice.get("type") in ("any", "tool")):
+        return
+    names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+    if not names:
+        yield f"tool_choice {choice.get('type')} without tools"
+    elif choice.get("type") == "tool" and choice.get("name") not in names:
+        yield f"tool_choice names {choice.get('name')!r}, not among the tools"
+
+
 @rule("anthropic", "request", "thinking-tool-loop",
       "thinking (enabled or adaptive) when the last assistant message calls tools and does not begin "
       "with a thinking block",
@@ -421,6 +435,26 @@ def _o_tool_choice(body):
         return
     if not (isinstance(choice, dict) and choice.get("type") in ("function", "allowed_tools", "custom")):
         yield f"tool_choice {choice!r}"
+
+
+@rule("openai", "request", "tool-choice-has-tools",
+      "tool_choice and parallel_tool_calls only with tools, and a named function among them",
+      "OpenAI API error \"'tool_choice' is only allowed when 'tools' are specified\" (and the same "
+      "for 'parallel_tool_calls'); a named function must be one of 'tools'")
+def _o_choice_has_tools(body):
+    names = {f.get("name") for _, f in _openai_functions(body)} | {
+        t.get(t.get("type"), {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)
+        and isinstance(t.get(t.get("type")), dict)}
+    if not body.get("tools") and not body.get("functions"):
+        for key in ("tool_choice", "parallel_tool_calls"):
+            if key in body:
+                yield f"{key} without tools"
+        return
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        name = (choice.get("function") or {}).get("name")
+        if name not in names:
+            yield f"tool_choice names {name!r}, not among the tools"
 
 
 @rule("openai", "request", "tool-call-id-length",

@@ -843,6 +843,30 @@ pub trait ToolDefinitions {
     fn tool_json(&mut self, attrs: &[Attr<'_>], schema: &[u8], io: &mut Io<'_>) -> Result<Vec<u8>>;
     /// `_tool_element(key, raw)`: `raw` as an element of the top-level array `key`.
     fn tool_element(&mut self, key: &'static str, raw: &[u8], io: &mut Io<'_>) -> Result<()>;
+    /// `tools_sent.add(name)`: a tool went out (its name, the source's; a tool choice names
+    /// one of them). An encoder without a tool choice to check keeps none.
+    fn tool_sent(&mut self, _name: Option<Vec<u8>>) {}
+}
+
+/// The names (the source's, WTF-8) of the tools a request encoder sent (`Encoder.tools_sent`).
+pub type ToolsSent = Vec<Option<Vec<u8>>>;
+
+/// `unsent_choice(choice, tools_sent)`: why a tool choice (canonical) cannot go to a target: it
+/// has no tool to choose among the tools sent -- none is (the source's tools were all lost),
+/// or not the one it names. The APIs refuse both ("tool_choice is only allowed when tools are
+/// specified"); None: it can go.
+pub fn unsent_choice(choice: Option<&Value>, tools_sent: &ToolsSent) -> Option<&'static str> {
+    if tools_sent.is_empty() {
+        return Some("tool to choose (no tool is sent)");
+    }
+    let choice = choice?;
+    let named = matches!(choice.get("type"), Some(Value::Str(t)) if t == b"tool");
+    let name = match choice.get("name") {
+        Some(Value::Str(name)) => Some(name.as_slice()),
+        _ => None, // (not a str: in no set of names)
+    };
+    let sent = name.is_some_and(|name| tools_sent.iter().any(|s| s.as_deref() == Some(name)));
+    (named && !sent).then_some("tool to choose (the one it names is not sent)")
 }
 
 /// `Encoder._tool_definition`: a tool definition (or a tool of this dialect carried raw)
@@ -851,7 +875,9 @@ pub fn tool_definition<E: ToolDefinitions + ?Sized>(enc: &mut E, block: &Block<'
     let dialect = enc.dialect();
     let attrs = block.attrs.as_deref().unwrap_or(&[]);
     if block.section == Section::Unknown && attr_is(attrs, "dialect", dialect) {
-        enc.tool_element("tools", &block.payload, io)
+        enc.tool_element("tools", &block.payload, io)?;
+        enc.tool_sent(crate::losses::raw_tool_name(&block.payload));
+        Ok(())
     } else if block.section == Section::Unknown {
         let subject = match raw_tool_type(&block.payload).filter(|kind| !kind.is_empty()) {
             Some(kind) => format!("{kind} tool"),
@@ -866,7 +892,13 @@ pub fn tool_definition<E: ToolDefinitions + ?Sized>(enc: &mut E, block: &Block<'
     } else {
         let key = enc.tools_key(attrs);
         let raw = enc.tool_json(attrs, &block.payload, io)?;
-        enc.tool_element(key, &raw, io)
+        enc.tool_element(key, &raw, io)?;
+        let name = match attr(attrs, "name").map(Value::loads) {
+            Some(Ok(Value::Str(name))) => Some(name),
+            _ => None,
+        };
+        enc.tool_sent(name);
+        Ok(())
     }
 }
 

@@ -163,6 +163,15 @@ pub fn raw_tool_type(payload: &[u8]) -> Option<String> {
     tool.get("type")?.as_str().map(str::to_string)
 }
 
+/// `raw_tool_name(payload)`: the `name` member of a tool carried raw (a server tool of the
+/// target's own dialect), WTF-8.
+pub fn raw_tool_name(payload: &[u8]) -> Option<Vec<u8>> {
+    match Value::loads(payload).ok()?.get("name")? {
+        Value::Str(name) => Some(name.clone()),
+        _ => None,
+    }
+}
+
 /// An attribute's raw JSON, if set.
 fn attr<'x>(attrs: Option<&'x Attrs<'_>>, name: &str) -> Option<&'x [u8]> {
     attrs?.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_ref())

@@ -23,7 +23,7 @@ from .errors import NoMessageError, TranscodeError
 from .jsonwriter import JsonWriter, dumps, key_bytes
 from .losses import (
     NO_PLACE, RESULT_CACHE_CONTROL, article, block_path, block_subject, field_path, field_subject, lacks, member_names,
-    path_subject, raw_tool_type, unknown_role,
+    path_subject, raw_tool_name, raw_tool_type, unknown_role,
 )
 from .reorder import Hold
 from .session import Session
@@ -71,6 +71,8 @@ class Encoder:
     def __init__(self, write: Write, session: Session) -> None:
         self.write = write
         self.session = session
+        #: the names (the source's) of the tools sent: a tool choice names one of them
+        self.tools_sent: set[str] = set()
 
     def on_event(self, event: Event) -> None:
         raise NotImplementedError
@@ -324,6 +326,7 @@ class Encoder:
         attrs = block.attrs or {}
         if block.section is Section.UNKNOWN and attrs.get("dialect") == self.dialect:
             self._tool_element("tools", block.payload)
+            self.tools_sent.add(raw_tool_name(block.payload))
         elif block.section is Section.UNKNOWN:
             kind = raw_tool_type(block.payload)
             self.session.lose("$.tools", lacks(f"{kind} tool" if kind else "tools entry", self.dialect,
@@ -334,6 +337,7 @@ class Encoder:
             raise TranscodeError("tool definition in fragments", dialect=self.dialect)
         else:
             self._tool_element(self._tools_key(attrs), self._tool_json(attrs, block.payload))
+            self.tools_sent.add(attrs.get("name"))
 
     def _tools_key(self, attrs: dict) -> str:
         return "tools"
@@ -351,6 +355,17 @@ class Encoder:
         if not ext.lossless:
             self.session.lose(ext.path, lacks(path_subject(ext.path), self.dialect, "such field"),
                               dialect=ext.dialect)
+
+
+def unsent_choice(choice: Any, tools_sent: set) -> str | None:
+    """Why a tool choice (canonical) cannot go to a target: it has no tool to choose among the
+    tools sent -- none is (the source's tools were all lost), or not the one it names. The APIs
+    refuse both ("tool_choice is only allowed when tools are specified"); None: it can go."""
+    if not tools_sent:
+        return "tool to choose (no tool is sent)"
+    if isinstance(choice, dict) and choice.get("type") == "tool" and choice.get("name") not in tools_sent:
+        return "tool to choose (the one it names is not sent)"
+    return None
 
 
 class HeldArguments:

@@ -126,6 +126,13 @@ def raw_tool_type(payload: bytes) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+def raw_tool_name(payload: bytes) -> str | None:
+    """The ``name`` member of a tool carried raw (a server tool of the target's own dialect)."""
+    tool = json.loads(payload)
+    name = tool.get("name") if isinstance(tool, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def block_subject(dialect: str, section: Section, attrs: dict[str, Any] | None = None,
                   payload: bytes = b"") -> str:
     """What ``dialect`` calls the block a canonical block came from."""

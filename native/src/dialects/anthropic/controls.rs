@@ -390,8 +390,8 @@ mod to_anthropic {
     /// that name, in the order they came) -> `[(anthropic key, raw JSON)]`. `unthought_tool_turn`:
     /// the request's last assistant message calls tools and does not begin with a thinking block
     /// (thinking is then a recorded loss: `_reasoning`).
-    pub fn encode(controls: &[(String, Vec<Foreign>)], session: &mut Session, unthought_tool_turn: bool)
-                  -> Result<Vec<(&'static str, Vec<u8>)>> {
+    pub fn encode(controls: &[(String, Vec<Foreign>)], session: &mut Session, unthought_tool_turn: bool,
+                  tools_sent: Option<&crate::encoding::ToolsSent>) -> Result<Vec<(&'static str, Vec<u8>)>> {
         let mut given: Vec<(&str, &Foreign)> = Vec::with_capacity(controls.len());
         for (name, items) in controls {
             if name != "reasoning" {
@@ -412,7 +412,7 @@ mod to_anthropic {
                 other => other.to_json(),
             }));
         }
-        let forced = tool_choice(find("tool_choice"), find("parallel_tool_calls"), session, &mut out)?;
+        let forced = tool_choice(find("tool_choice"), find("parallel_tool_calls"), tools_sent, session, &mut out)?;
         let reasoning: &[Foreign] = controls.iter().find(|(n, _)| n == "reasoning").map_or(&[], |(_, v)| v);
         let max_tokens = reasoning_fields(reasoning, find("model"), find("response_format"), session, &mut out,
                                           max_tokens, forced, unthought_tool_turn)?;
@@ -568,24 +568,36 @@ mod to_anthropic {
     }
 
     /// `_tool_choice`: writes `tool_choice`; whether it forces tool use (`any` / `tool`).
-    fn tool_choice(choice: Option<&Foreign>, parallel: Option<&Foreign>, session: &mut Session,
-                   out: &mut Vec<(&'static str, Vec<u8>)>) -> Result<bool> {
+    /// `tools_sent`: the tools the request carries (None: not known): with none, a choice is
+    /// not written (anthropic refuses one without tools) -- a forced one is a recorded loss, the
+    /// others say nothing then; a named tool that is not sent is a recorded loss.
+    fn tool_choice(choice: Option<&Foreign>, parallel: Option<&Foreign>, tools_sent: Option<&crate::encoding::ToolsSent>,
+                   session: &mut Session, out: &mut Vec<(&'static str, Vec<u8>)>) -> Result<bool> {
         // (kind, the named tool's wire name)
         let mut written: Option<(&'static str, Option<String>)> = None;
         if let Some(control) = choice {
             let kind = control.value.get("type");
-            match kind {
-                Some(Value::Str(s)) if s == b"auto" => written = Some(("auto", None)),
-                Some(Value::Str(s)) if s == b"none" => written = Some(("none", None)),
-                Some(Value::Str(s)) if s == b"required" => written = Some(("any", None)),
-                Some(Value::Str(s)) if s == b"tool" => {
-                    let name = session.tool_name_out(control.value.get("name"), "$.tool_choice")?;
-                    written = Some(("tool", Some(name)));
+            let unsent = tools_sent.and_then(|sent| crate::encoding::unsent_choice(Some(&control.value), sent));
+            let forced = matches!(kind, Some(Value::Str(s)) if s == b"required" || s == b"tool");
+            match (kind, unsent) {
+                (_, Some(why)) if forced || tools_sent.is_some_and(|sent| !sent.is_empty()) => {
+                    lose(session, control, why, Some("not sent"), "")?
                 }
-                _ => lose(session, control, "such tool choice", None, "")?,
+                (_, Some(_)) => {} // auto / none without tools: nothing to choose, nothing lost
+                (kind, None) => match kind {
+                    Some(Value::Str(s)) if s == b"auto" => written = Some(("auto", None)),
+                    Some(Value::Str(s)) if s == b"none" => written = Some(("none", None)),
+                    Some(Value::Str(s)) if s == b"required" => written = Some(("any", None)),
+                    Some(Value::Str(s)) if s == b"tool" => {
+                        let name = session.tool_name_out(control.value.get("name"), "$.tool_choice")?;
+                        written = Some(("tool", Some(name)));
+                    }
+                    _ => lose(session, control, "such tool choice", None, "")?,
+                },
             }
         }
-        let disable = matches!(parallel, Some(c) if c.value == Value::Bool(false));
+        let no_tools = tools_sent.is_some_and(|sent| sent.is_empty());
+        let disable = matches!(parallel, Some(c) if c.value == Value::Bool(false)) && !no_tools;
         if disable && written.is_none() {
             written = Some(("auto", None));
         }

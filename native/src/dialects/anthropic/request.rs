@@ -1645,6 +1645,8 @@ mod encoder {
         turn: Option<i64>,
         turn_thinks_first: bool,
         turn_calls: bool,
+        /// `tools_sent`: the names of the tools sent (a tool choice names one of them)
+        tools_sent: crate::encoding::ToolsSent,
         pending_ext: Vec<Extension<'static>>,
         /// ids made up for calls without one, not yet answered
         unanswered: VecDeque<Vec<u8>>,
@@ -1699,6 +1701,7 @@ mod encoder {
                 turn: None,
                 turn_thinks_first: false,
                 turn_calls: false,
+                tools_sent: Vec::new(),
                 pending_ext: Vec::new(),
                 unanswered: VecDeque::new(),
                 late_system: Vec::new(),
@@ -1900,7 +1903,7 @@ mod encoder {
                 return Ok(());
             }
             let unthought = self.turn_calls && !self.turn_thinks_first;
-            for (key, raw) in controls::encode(&gathered, io.session, unthought)? {
+            for (key, raw) in controls::encode(&gathered, io.session, unthought, Some(&self.tools_sent))? {
                 io.json(OUT, |w, b| w.raw_member(key, &raw, b))?;
             }
             Ok(())
@@ -2913,6 +2916,10 @@ mod encoder {
         fn tool_element(&mut self, key: &'static str, raw: &[u8], io: &mut Io<'_>) -> Result<()> {
             self.open_top(key, io)?;
             io.json(OUT, |w, b| w.raw_element(raw, b))
+        }
+
+        fn tool_sent(&mut self, name: Option<Vec<u8>>) {
+            self.tools_sent.push(name);
         }
     }
 

@@ -1327,6 +1327,11 @@ struct Messages {
     pending_ext: Vec<Extension<'static>>,
     /// reasoning controls of other dialects, merged into one key at the end
     reasoning: Hold<Control<'static>>,
+    /// another dialect's tool choice and `parallel_tool_calls`, written at the end, once the
+    /// tools sent are known (`_tool_controls`)
+    tool_controls: Hold<Control<'static>>,
+    /// the names of the tools sent (`tools_sent`)
+    tools_sent: crate::encoding::ToolsSent,
     /// a block of the source's message list came / a message was opened in the output
     /// (`require_a_message`)
     listed: bool,
@@ -1369,6 +1374,7 @@ impl RequestEncoder {
         if state.is_none() {
             let body = MessageListBody::new(io, DIALECT)?;
             let reasoning = io.hold("openai:merge-reasoning");
+            let tool_controls = io.hold("openai:tool-choice-after-tools");
             let m = Messages {
                 foreign: io.session.source != DIALECT,
                 reasoning_key,
@@ -1389,6 +1395,8 @@ impl RequestEncoder {
                 held_calls: None,
                 pending_ext: Vec::new(),
                 reasoning,
+                tool_controls,
+                tools_sent: Vec::new(),
                 listed: false,
                 carried: false,
             };
@@ -1411,6 +1419,7 @@ impl Encode for RequestEncoder {
             Event::End => {
                 e.body.end(&mut e.m, &mut io)?;
                 require_a_message(e.m.listed, e.m.carried, DIALECT, io.session)?;
+                e.m.write_tool_controls(&mut e.body, &mut io)?;
                 e.m.write_reasoning(&mut e.body, &mut io)?;
                 e.body.finish(&mut io)
             }
@@ -1489,6 +1498,10 @@ impl ToolDefinitions for Encoding {
         controls::tool_from_canonical(attrs, schema, io.session)
     }
 
+    fn tool_sent(&mut self, name: Option<Vec<u8>>) {
+        self.m.tools_sent.push(name);
+    }
+
     fn tool_element(&mut self, key: &'static str, raw: &[u8], io: &mut Io<'_>) -> Result<()> {
         self.body.element(key, raw, &mut self.m, io)
     }
@@ -1543,8 +1556,9 @@ impl Messages {
             }
         }
         crate::encoding::lose_unknown_members(&control, DIALECT, io.session)?;
-        if control.name == "reasoning" {
-            let size = control.value.len() as u64;
+        if control.name == "reasoning" || control.name == "tool_choice" || control.name == "parallel_tool_calls" {
+            let reasoning = control.name == "reasoning";
+            let size = (control.value.len() + if reasoning { 0 } else { control.name.len() }) as u64;
             let held = Control {
                 name: Cow::Owned(control.name.into_owned()),
                 value: Cow::Owned(control.value.into_owned()),
@@ -1552,9 +1566,15 @@ impl Messages {
                 key: control.key.map(|k| Cow::Owned(k.into_owned())),
                 raw: control.raw.map(|r| Cow::Owned(r.into_owned())),
             };
-            return self.reasoning.append(&mut io.session.reorder, held, size);
+            let hold = if reasoning { &mut self.reasoning } else { &mut self.tool_controls };
+            return hold.append(&mut io.session.reorder, held, size);
         }
-        if let Some((key, value)) = controls::encode_control(&control, io.session)? {
+        self.write_control(body, &control, io)
+    }
+
+    /// `_write_control`: another dialect's control as openai's member (or a recorded loss).
+    fn write_control(&mut self, body: &mut MessageListBody, control: &Control<'_>, io: &mut Io<'_>) -> Result<()> {
+        if let Some((key, value)) = controls::encode_control(control, io.session)? {
             body.member(key, &value, self, io)?;
             if key == "stream" && value == b"true" && control.name == "stream" {
                 // another dialect's client gets usage at a stream's end (anthropic message_delta,
@@ -1590,6 +1610,37 @@ impl Messages {
     }
 
     /// One `reasoning_effort` from every reasoning control: an effort wins over a budget.
+    /// `_write_tool_controls`: the tool choice and `parallel_tool_calls`, now that the tools sent
+    /// are known: with no tool sent they are not written (openai refuses them without tools; a
+    /// forced choice is a recorded loss), nor a choice naming a tool that is not sent (recorded).
+    fn write_tool_controls(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
+        use crate::losses::{lacks, path_subject};
+        use crate::value::Value;
+        if self.tool_controls.is_empty() {
+            return Ok(());
+        }
+        let items: Vec<Control<'static>> = self.tool_controls.drain(&mut io.session.reorder).collect();
+        for control in items {
+            let choice = (control.name == "tool_choice").then(|| Value::loads(&control.value).ok()).flatten();
+            let why = crate::encoding::unsent_choice(choice.as_ref(), &self.tools_sent);
+            let forced = matches!(choice.as_ref().and_then(|c| c.get("type")),
+                                  Some(Value::Str(t)) if t == b"required" || t == b"tool");
+            match why {
+                Some(why) if forced || !self.tools_sent.is_empty() => {
+                    let path = match control.key.as_deref() {
+                        Some(key) => format!("$.{key}"),
+                        None => control.name.to_string(),
+                    };
+                    let reason = lacks(&path_subject(&path), DIALECT, why, Some("not sent"));
+                    io.session.lose(&path, reason, control.dialect.as_deref())?;
+                }
+                Some(_) => {} // (no tool sent: auto, none and parallel_tool_calls say nothing)
+                None => self.write_control(body, &control, io)?,
+            }
+        }
+        Ok(())
+    }
+
     fn write_reasoning(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
         if self.reasoning.is_empty() {
             return Ok(());

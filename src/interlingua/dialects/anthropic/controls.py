@@ -188,7 +188,8 @@ _DEFAULTS = {"n": 1, "frequency_penalty": 0, "presence_penalty": 0, "logprobs": 
              "parallel_tool_calls": True}
 
 
-def encode(controls: dict[str, list[Control]], session, unthought_tool_turn: bool = False) -> list[tuple[str, bytes]]:
+def encode(controls: dict[str, list[Control]], session, unthought_tool_turn: bool = False,
+           tools_sent: set | None = None) -> list[tuple[str, bytes]]:
     """All foreign controls at once (they merge): ``[(anthropic key, raw JSON)]``.
 
     Mapping decisions:
@@ -222,7 +223,7 @@ def encode(controls: dict[str, list[Control]], session, unthought_tool_turn: boo
     if "stop" in given:
         stop = given["stop"].value
         out.append(("stop_sequences", dumps([stop] if isinstance(stop, str) else stop)))
-    forced = _tool_choice(given, session, out)
+    forced = _tool_choice(given, session, out, tools_sent)
     max_tokens = _reasoning(controls.get("reasoning", []), given, session, out, max_tokens, forced,
                             unthought_tool_turn)
     out.insert(0, ("max_tokens", dumps(max_tokens)))
@@ -301,13 +302,24 @@ def _beyond_64_bits(control: Control) -> SchemaError:
                        f"(what converting it for anthropic takes)", path=f"$.{key}")
 
 
-def _tool_choice(given: dict, session, out: list) -> bool:
-    """Writes ``tool_choice``; returns whether it forces tool use (``any``/``tool``)."""
+def _tool_choice(given: dict, session, out: list, tools_sent: set | None = None) -> bool:
+    """Writes ``tool_choice``; returns whether it forces tool use (``any``/``tool``).
+    ``tools_sent``: the tools the request carries (None: not known): with none, a choice is
+    not written (anthropic refuses one without tools) -- a forced one is a recorded loss, the
+    others say nothing then; a named tool that is not sent is a recorded loss
+    (``encoding.unsent_choice``)."""
+    from ...encoding import unsent_choice
+
     choice = None
     if "tool_choice" in given:
         value = given["tool_choice"].value or {}
         kind = value.get("type")
-        if kind in ("auto", "none"):
+        why = unsent_choice(value, tools_sent) if tools_sent is not None else None
+        if why is not None and (tools_sent or kind in ("required", "tool")):
+            _lose(session, given["tool_choice"], why, "not sent")
+        elif why is not None:
+            pass  # auto / none without tools: nothing to choose, nothing lost
+        elif kind in ("auto", "none"):
             choice = {"type": kind}
         elif kind == "required":
             choice = {"type": "any"}
@@ -316,7 +328,7 @@ def _tool_choice(given: dict, session, out: list) -> bool:
         else:
             _lose(session, given["tool_choice"], "such tool choice")
     parallel = given.get("parallel_tool_calls")
-    if parallel is not None and parallel.value is False:
+    if parallel is not None and parallel.value is False and tools_sent != set():
         if choice is None:
             choice = {"type": "auto"}
         if choice["type"] == "none":

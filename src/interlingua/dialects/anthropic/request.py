@@ -862,7 +862,8 @@ class RequestEncoder(Encoder):
         if not self.foreign and not gathered:
             return
         unthought = self._turn_calls and not self._turn_thinks_first
-        for key, raw in controls.encode(gathered, self.session, unthought_tool_turn=unthought):
+        for key, raw in controls.encode(gathered, self.session, unthought_tool_turn=unthought,
+                                        tools_sent=self.tools_sent):
             self.out.raw_member(key, raw)
 
     def _on_extension(self, ext: Extension) -> None:

@@ -38,10 +38,10 @@ from ...decoding import OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, TextCallOrder, ignore, late_only,
-    lose_unknown_members, merged_reasoning, message_member,
+    lose_unknown_members, merged_reasoning, message_member, unsent_choice,
 )
 from ...jsonwriter import JsonWriter, dumps, key_bytes
-from ...losses import INTERNAL_ATTRS
+from ...losses import INTERNAL_ATTRS, lacks, path_subject
 from ...naming import openai_id
 from ...session import Session
 from . import controls
@@ -676,6 +676,9 @@ class RequestEncoder(Encoder):
         # reasoning controls of other dialects: one source may carry several
         # (anthropic thinking + output_config.effort); merged into one key at the end
         self._reasoning = session.reorder.hold("openai:merge-reasoning")
+        # another dialect's tool choice waits for the tools: one with no tool sent to choose is
+        # not written (openai refuses it), a forced one a recorded loss
+        self._tool_controls = session.reorder.hold("openai:tool-choice-after-tools")
 
     def on_event(self, event: Event) -> None:
         if type(event) is Block:
@@ -691,6 +694,7 @@ class RequestEncoder(Encoder):
         elif type(event) is End:
             self.body.end()
             self.require_a_message(self._carried)
+            self._write_tool_controls()
             self._write_reasoning()
             self.body.finish()
 
@@ -702,6 +706,12 @@ class RequestEncoder(Encoder):
         if control.name == "reasoning":
             self._reasoning.append(control, len(dumps(control.value)))
             return
+        if control.name in ("tool_choice", "parallel_tool_calls"):
+            self._tool_controls.append(control, len(dumps(control.value)) + len(control.name))
+            return
+        self._write_control(control)
+
+    def _write_control(self, control: Control) -> None:
         key, value = controls.encode_control(control, self.session)
         if key is not None:
             self.body.member(key, dumps(value))
@@ -719,6 +729,20 @@ class RequestEncoder(Encoder):
             self._msg.trailing(message_member(ext), ext.raw)
         else:  # a field of a message whose first block has not come yet
             self._pending_ext.append(ext)
+
+    def _write_tool_controls(self) -> None:
+        """The tool choice and ``parallel_tool_calls``, now that the tools sent are known: with no
+        tool sent they are not written (openai refuses them without tools; a forced choice is a
+        recorded loss), nor a choice naming a tool that is not sent (recorded)."""
+        for control in (self._tool_controls.drain() if self._tool_controls else ()):
+            why = unsent_choice(control.value if control.name == "tool_choice" else None, self.tools_sent)
+            forced = control.name == "tool_choice" and isinstance(control.value, dict) \
+                and control.value.get("type") in ("required", "tool")
+            if why is not None and (forced or self.tools_sent):
+                where = f"$.{control.key}" if control.key else control.name
+                self.session.lose(where, lacks(path_subject(where), DIALECT, why, "not sent"), dialect=control.dialect)
+            elif why is None or self.tools_sent:
+                self._write_control(control)
 
     def _write_reasoning(self) -> None:
         """One ``reasoning_effort`` from every reasoning control: an effort wins over a budget."""
