@@ -1036,7 +1036,7 @@ mod to_anthropic {
                         None => gathered.push((name.to_string(), vec![control])),
                     }
                 }
-                let out = encode(&gathered, &mut session, false).unwrap();
+                let out = encode(&gathered, &mut session, false, None).unwrap();
                 let mut body = b"{".to_vec();
                 for (i, (key, raw)) in out.iter().enumerate() {
                     if i > 0 {
