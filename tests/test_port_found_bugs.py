@@ -250,13 +250,16 @@ def test_hostile_text_anywhere_gives_valid_output_or_a_typed_error(backend, data
 
 
 def test_a_tool_name_that_must_be_renamed_with_a_lone_surrogate_is_refused_typed(backend):
-    """A tool_choice name with an escaped lone surrogate has no wire name (no hash of it):
-    LoneSurrogateError, as for any value read as text (it was a UnicodeEncodeError)."""
+    """A tool name with an escaped lone surrogate has no wire name (no hash of it):
+    LoneSurrogateError, as for any value read as text (it was a UnicodeEncodeError). (A
+    tool_choice naming it waits for the tools sent, so the tool's own name raises first.)"""
     from interlingua import LoneSurrogateError
     bodies = {"openai": b'{"model":"m","messages":[{"role":"user","content":"hi"}],'
-                        b'"tool_choice":{"type":"function","function":{"name":"a\\ud800"}}}',
+                        b'"tool_choice":{"type":"function","function":{"name":"a\\ud800"}},'
+                        b'"tools":[{"type":"function","function":{"name":"a\\ud800"}}]}',
               "anthropic": b'{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}],'
-                           b'"tool_choice":{"type":"tool","name":"a\\ud800"}}'}
+                           b'"tool_choice":{"type":"tool","name":"a\\ud800"},'
+                           b'"tools":[{"name":"a\\ud800","input_schema":{"type":"object"}}]}'}
     for source, body in bodies.items():
         for target in ("openai", "anthropic"):
             if target == source:
