@@ -1631,7 +1631,7 @@ impl Messages {
                         Some(key) => format!("$.{key}"),
                         None => control.name.to_string(),
                     };
-                    let reason = lacks(&path_subject(&path), DIALECT, why, Some("not sent"));
+                    let reason = lacks(path_subject(&path), DIALECT, why, Some("not sent"));
                     io.session.lose(&path, reason, control.dialect.as_deref())?;
                 }
                 Some(_) => {} // (no tool sent: auto, none and parallel_tool_calls say nothing)
