@@ -236,6 +236,18 @@ class Logprobs(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="lo
     choice: int = 0
 
 
+#: canonical error kind per HTTP status (anthropic's names, which the other dialects map from)
+ERROR_KINDS = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+               404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
+               502: "api_error", 503: "overloaded_error", 504: "timeout_error", 529: "overloaded_error"}
+
+
+def error_kind(status: int) -> str:
+    """The canonical error kind of an HTTP status (``ERROR_KINDS``; another 4xx is an invalid
+    request, another 5xx an API error)."""
+    return ERROR_KINDS.get(status, "invalid_request_error" if status < 500 else "api_error")
+
+
 class Error(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="error"):
     type: str
     message: str

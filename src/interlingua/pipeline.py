@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Iterator
 import msgspec
 
 from . import backend
-from .canonical import Control, Error, Event
+from .canonical import Control, Error, Event, error_kind
 from .dialects import codecs
 from .errors import BudgetExceededError, TranscodeError
 from .framing import FrameEnd, NdjsonDecoder, SseDecoder
@@ -542,9 +542,23 @@ def _abort_event(error: "BaseException | Error | None") -> Error:
 
 
 def _error_event(exc: BaseException | None) -> Error:
-    """A canonical ``Error`` for an exception (or for an unexplained abort)."""
+    """A canonical ``Error`` for an exception (or for an unexplained abort). An exception with
+    an HTTP status (the official clients' ``APIStatusError``: ``status_code``; httpx's
+    ``HTTPStatusError``: ``response.status_code``) gets that status's kind (``error_kind``: a
+    429 stays a rate limit); any other is an API error."""
     if exc is None:
         return Error("api_error", "the upstream stream ended early", 502)
     if isinstance(exc, TranscodeError):
         return Error(exc.kind, str(exc), exc.status)
+    status = _http_status(exc)
+    if status is not None:
+        return Error(error_kind(status), str(exc) or type(exc).__name__, status)
     return Error("api_error", str(exc) or type(exc).__name__, 502)
+
+
+def _http_status(exc: BaseException) -> int | None:
+    """The HTTP status an exception carries (100-599), or None."""
+    for status in (getattr(exc, "status_code", None), getattr(getattr(exc, "response", None), "status_code", None)):
+        if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
+            return status
+    return None

@@ -162,3 +162,31 @@ def test_anthropic_s_own_error_types_come_through(kind, backend):
     assert json.loads(out.split(b"data: ")[-1])["error"]["type"] == kind
     assert json.loads(Transcoder("openai", "anthropic", kind="response", **HOOKS).abort(Error(kind, "m")))[
         "error"]["type"] == kind
+
+
+class _Status(Exception):
+    """An exception with an HTTP status, as the official clients' ``APIStatusError`` has it."""
+
+    def __init__(self, status_code, message: str = "upstream said no") -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+def _httpx_status_error(status: int) -> Exception:
+    import httpx
+    request = httpx.Request("POST", "http://upstream/v1/messages")
+    return httpx.HTTPStatusError("upstream said no", request=request, response=httpx.Response(status, request=request))
+
+
+@pytest.mark.parametrize("error,kind", [
+    (_Status(429), "rate_limit_error"), (_Status(401), "authentication_error"), (_Status(529), "overloaded_error"),
+    (_Status(504), "timeout_error"), (_Status(418), "invalid_request_error"), (_Status(599), "api_error"),
+    (_httpx_status_error(503), "overloaded_error"), (_httpx_status_error(404), "not_found_error"),
+    (_Status(True), "api_error"), (_Status(99), "api_error"), (_Status("429"), "api_error"),  # (no status)
+    (ConnectionResetError("reset"), "api_error"),
+], ids=["429", "401", "529", "504", "418", "599", "httpx-503", "httpx-404", "bool", "99", "str", "no-status"])
+def test_an_exception_s_http_status_gives_the_error_its_kind(error, kind, backend):
+    t = Transcoder("openai", "anthropic", kind="stream", **HOOKS)
+    t.feed(STREAMS["openai"][:STREAMS["openai"].index(b"data: ", 10)])
+    out = t.abort(error)
+    assert json.loads(out.split(b"data: ")[-1])["error"]["type"] == kind

@@ -9,18 +9,9 @@ from __future__ import annotations
 
 import json
 
+from ..canonical import error_kind as kind_for
 from ..dialects.openai.response import error_type as openai_error_type
 from ..errors import TranscodeError
-
-#: canonical error kind per HTTP status (anthropic's names, which the other dialects map from)
-_KINDS = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-          404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
-          502: "api_error", 503: "overloaded_error", 504: "timeout_error", 529: "overloaded_error"}
-
-
-
-def kind_for(status: int) -> str:
-    return _KINDS.get(status, "invalid_request_error" if status < 500 else "api_error")
 
 
 def error_body(dialect: str, status: int, message: str, *, kind: str | None = None,
