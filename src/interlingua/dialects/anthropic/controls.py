@@ -35,7 +35,7 @@ from typing import Any
 from ...canonical import Control
 from ..fields import check_members
 from ...errors import SchemaError
-from ...encoding import lose_tool_attr, object_schema
+from ...encoding import lose_tool_attr, object_schema, unsent_choice
 from ...jsonwriter import dumps
 from ...losses import INTERNAL_ATTRS, lacks, path_subject
 from ...numbers import INT64_MAX, INT64_MIN, RANGES, clamp, no_limit
@@ -308,8 +308,6 @@ def _tool_choice(given: dict, session, out: list, tools_sent: set | None = None)
     not written (anthropic refuses one without tools) -- a forced one is a recorded loss, the
     others say nothing then; a named tool that is not sent is a recorded loss
     (``encoding.unsent_choice``)."""
-    from ...encoding import unsent_choice
-
     choice = None
     if "tool_choice" in given:
         value = given["tool_choice"].value or {}

@@ -741,7 +741,7 @@ class RequestEncoder(Encoder):
             if why is not None and (forced or self.tools_sent):
                 where = f"$.{control.key}" if control.key else control.name
                 self.session.lose(where, lacks(path_subject(where), DIALECT, why, "not sent"), dialect=control.dialect)
-            elif why is None or self.tools_sent:
+            elif why is None:  # (no tool sent: auto, none and parallel_tool_calls say nothing)
                 self._write_control(control)
 
     def _write_reasoning(self) -> None:
