@@ -55,7 +55,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
 use crate::jsonwriter::{dumps_str, key_bytes, JsonWriter};
 use crate::losses::{
-    article, block_path, block_subject, field_path, field_subject, lacks, no_place, raw_tool_type, unknown_role,
+    article, block_path, block_subject, field_path, field_subject, lacks, no_place, raw_tool_member, unknown_role,
     RESULT_CACHE_CONTROL,
 };
 use crate::reorder::{ByteHold, Hold, ReorderBuffer};
@@ -851,22 +851,29 @@ pub trait ToolDefinitions {
 /// The names (the source's, WTF-8) of the tools a request encoder sent (`Encoder.tools_sent`).
 pub type ToolsSent = Vec<Option<Vec<u8>>>;
 
-/// `unsent_choice(choice, tools_sent)`: why a tool choice (canonical) cannot go to a target: it
-/// has no tool to choose among the tools sent -- none is (the source's tools were all lost),
-/// or not the one it names. The APIs refuse both ("tool_choice is only allowed when tools are
-/// specified"); None: it can go.
-pub fn unsent_choice(choice: Option<&Value>, tools_sent: &ToolsSent) -> Option<&'static str> {
+/// `choice_fate(choice, tools_sent)`: whether a tool choice (canonical; None for
+/// `parallel_tool_calls`) goes to a target, and the loss to record when it does not. It has no
+/// tool to choose when none is sent (the source's tools were all lost) or not the one it names,
+/// and the APIs refuse it then ("tool_choice is only allowed when tools are specified"): a forced
+/// or named choice is a loss; `auto`, `none` and `parallel_tool_calls` with no tool say nothing.
+pub fn choice_fate(choice: Option<&Value>, tools_sent: &ToolsSent) -> (bool, Option<&'static str>) {
+    let kind = match choice.and_then(|c| c.get("type")) {
+        Some(Value::Str(kind)) => kind.as_slice(),
+        _ => b"",
+    };
     if tools_sent.is_empty() {
-        return Some("tool to choose (no tool is sent)");
+        let forced = kind == b"required" || kind == b"tool";
+        return (false, forced.then_some("tool to choose (no tool is sent)"));
     }
-    let choice = choice?;
-    let named = matches!(choice.get("type"), Some(Value::Str(t)) if t == b"tool");
-    let name = match choice.get("name") {
+    let name = match choice.and_then(|c| c.get("name")) {
         Some(Value::Str(name)) => Some(name.as_slice()),
         _ => None, // (not a str: in no set of names)
     };
     let sent = name.is_some_and(|name| tools_sent.iter().any(|s| s.as_deref() == Some(name)));
-    (named && !sent).then_some("tool to choose (the one it names is not sent)")
+    if kind == b"tool" && !sent {
+        return (false, Some("tool to choose (the one it names is not sent)"));
+    }
+    (true, None)
 }
 
 /// `Encoder._tool_definition`: a tool definition (or a tool of this dialect carried raw)
@@ -876,11 +883,11 @@ pub fn tool_definition<E: ToolDefinitions + ?Sized>(enc: &mut E, block: &Block<'
     let attrs = block.attrs.as_deref().unwrap_or(&[]);
     if block.section == Section::Unknown && attr_is(attrs, "dialect", dialect) {
         enc.tool_element("tools", &block.payload, io)?;
-        enc.tool_sent(crate::losses::raw_tool_name(&block.payload));
+        enc.tool_sent(raw_tool_member(&block.payload, "name"));
         Ok(())
     } else if block.section == Section::Unknown {
-        let subject = match raw_tool_type(&block.payload).filter(|kind| !kind.is_empty()) {
-            Some(kind) => format!("{kind} tool"),
+        let subject = match raw_tool_member(&block.payload, "type").filter(|kind| !kind.is_empty()) {
+            Some(kind) => format!("{} tool", String::from_utf8_lossy(&kind)),
             None => "tools entry".to_string(),
         };
         io.lose("$.tools", &lacks(&subject, dialect, "such tool", None), None)

@@ -155,19 +155,13 @@ pub fn raw_block_type(payload: &[u8]) -> Option<Cow<'_, str>> {
     Some(String::from_utf8_lossy(&rest[..end]))
 }
 
-/// `raw_tool_type(payload)`: the `type` member of a tool carried raw (an anthropic server
-/// tool, an openai tool of a type it does not know): the client's own object, its keys in
-/// any order.
-pub fn raw_tool_type(payload: &[u8]) -> Option<String> {
-    let tool = Value::loads(payload).ok()?; // (a decoder's compact JSON, read whole and bounded)
-    tool.get("type")?.as_str().map(str::to_string)
-}
-
-/// `raw_tool_name(payload)`: the `name` member of a tool carried raw (a server tool of the
-/// target's own dialect), WTF-8.
-pub fn raw_tool_name(payload: &[u8]) -> Option<Vec<u8>> {
-    match Value::loads(payload).ok()?.get("name")? {
-        Value::Str(name) => Some(name.clone()),
+/// `raw_tool_member(payload, key)`: a string member of a tool carried raw (an anthropic server
+/// tool, an openai tool of a type it does not know): its `type`, its `name` (WTF-8); the
+/// client's own object, its keys in any order.
+pub fn raw_tool_member(payload: &[u8], key: &str) -> Option<Vec<u8>> {
+    // (a decoder's compact JSON, read whole and bounded)
+    match Value::loads(payload).ok()?.get(key)? {
+        Value::Str(text) => Some(text.clone()),
         _ => None,
     }
 }

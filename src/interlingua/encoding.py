@@ -23,7 +23,7 @@ from .errors import NoMessageError, TranscodeError
 from .jsonwriter import JsonWriter, dumps, key_bytes
 from .losses import (
     NO_PLACE, RESULT_CACHE_CONTROL, article, block_path, block_subject, field_path, field_subject, lacks, member_names,
-    path_subject, raw_tool_name, raw_tool_type, unknown_role,
+    path_subject, raw_tool_member, unknown_role,
 )
 from .reorder import Hold
 from .session import Session
@@ -326,9 +326,9 @@ class Encoder:
         attrs = block.attrs or {}
         if block.section is Section.UNKNOWN and attrs.get("dialect") == self.dialect:
             self._tool_element("tools", block.payload)
-            self.tools_sent.add(raw_tool_name(block.payload))
+            self.tools_sent.add(raw_tool_member(block.payload, "name"))
         elif block.section is Section.UNKNOWN:
-            kind = raw_tool_type(block.payload)
+            kind = raw_tool_member(block.payload, "type")
             self.session.lose("$.tools", lacks(f"{kind} tool" if kind else "tools entry", self.dialect,
                                                "such tool"))
         elif block.section is not Section.TOOL_DEFINITION:
@@ -357,15 +357,18 @@ class Encoder:
                               dialect=ext.dialect)
 
 
-def unsent_choice(choice: Any, tools_sent: set) -> str | None:
-    """Why a tool choice (canonical) cannot go to a target: it has no tool to choose among the
-    tools sent -- none is (the source's tools were all lost), or not the one it names. The APIs
-    refuse both ("tool_choice is only allowed when tools are specified"); None: it can go."""
+def choice_fate(choice: Any, tools_sent: set) -> tuple[bool, str | None]:
+    """Whether a tool choice (canonical; None for ``parallel_tool_calls``) goes to a target, and
+    the loss to record when it does not. It has no tool to choose when none is sent (the
+    source's tools were all lost) or not the one it names, and the APIs refuse it then ("tool_choice
+    is only allowed when tools are specified"): a forced or named choice is a loss; ``auto``,
+    ``none`` and ``parallel_tool_calls`` with no tool say nothing."""
+    kind = choice.get("type") if isinstance(choice, dict) else None
     if not tools_sent:
-        return "tool to choose (no tool is sent)"
-    if isinstance(choice, dict) and choice.get("type") == "tool" and choice.get("name") not in tools_sent:
-        return "tool to choose (the one it names is not sent)"
-    return None
+        return False, "tool to choose (no tool is sent)" if kind in ("required", "tool") else None
+    if kind == "tool" and choice.get("name") not in tools_sent:
+        return False, "tool to choose (the one it names is not sent)"
+    return True, None
 
 
 class HeldArguments:

@@ -118,19 +118,12 @@ def raw_block_type(payload: bytes) -> str | None:
     return None
 
 
-def raw_tool_type(payload: bytes) -> str | None:
-    """The ``type`` member of a tool carried raw (an anthropic server tool, an openai tool of a
-    type it does not know): the client's own object, its keys in any order."""
+def raw_tool_member(payload: bytes, key: str) -> str | None:
+    """A string member of a tool carried raw (an anthropic server tool, an openai tool of a type
+    it does not know): its ``type``, its ``name``; the client's own object, its keys in any order."""
     tool = json.loads(payload)  # (a decoder's compact JSON, read whole and bounded)
-    kind = tool.get("type") if isinstance(tool, dict) else None
-    return kind if isinstance(kind, str) else None
-
-
-def raw_tool_name(payload: bytes) -> str | None:
-    """The ``name`` member of a tool carried raw (a server tool of the target's own dialect)."""
-    tool = json.loads(payload)
-    name = tool.get("name") if isinstance(tool, dict) else None
-    return name if isinstance(name, str) else None
+    value = tool.get(key) if isinstance(tool, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def block_subject(dialect: str, section: Section, attrs: dict[str, Any] | None = None,

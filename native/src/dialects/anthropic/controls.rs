@@ -577,14 +577,11 @@ mod to_anthropic {
         let mut written: Option<(&'static str, Option<String>)> = None;
         if let Some(control) = choice {
             let kind = control.value.get("type");
-            let unsent = tools_sent.and_then(|sent| crate::encoding::unsent_choice(Some(&control.value), sent));
-            let forced = matches!(kind, Some(Value::Str(s)) if s == b"required" || s == b"tool");
-            match (kind, unsent) {
-                (_, Some(why)) if forced || tools_sent.is_some_and(|sent| !sent.is_empty()) => {
-                    lose(session, control, why, Some("not sent"), "")?
-                }
-                (_, Some(_)) => {} // auto / none without tools: nothing to choose, nothing lost
-                (kind, None) => match kind {
+            let fate = tools_sent.map_or((true, None), |sent| crate::encoding::choice_fate(Some(&control.value), sent));
+            match fate {
+                (_, Some(loss)) => lose(session, control, loss, Some("not sent"), "")?,
+                (false, None) => {} // auto / none without tools: nothing to choose, nothing lost
+                (true, None) => match kind {
                     Some(Value::Str(s)) if s == b"auto" => written = Some(("auto", None)),
                     Some(Value::Str(s)) if s == b"none" => written = Some(("none", None)),
                     Some(Value::Str(s)) if s == b"required" => written = Some(("any", None)),

@@ -1622,20 +1622,17 @@ impl Messages {
         let items: Vec<Control<'static>> = self.tool_controls.drain(&mut io.session.reorder).collect();
         for control in items {
             let choice = (control.name == "tool_choice").then(|| Value::loads(&control.value).ok()).flatten();
-            let why = crate::encoding::unsent_choice(choice.as_ref(), &self.tools_sent);
-            let forced = matches!(choice.as_ref().and_then(|c| c.get("type")),
-                                  Some(Value::Str(t)) if t == b"required" || t == b"tool");
-            match why {
-                Some(why) if forced || !self.tools_sent.is_empty() => {
+            match crate::encoding::choice_fate(choice.as_ref(), &self.tools_sent) {
+                (_, Some(loss)) => {
                     let path = match control.key.as_deref() {
                         Some(key) => format!("$.{key}"),
                         None => control.name.to_string(),
                     };
-                    let reason = lacks(path_subject(&path), DIALECT, why, Some("not sent"));
+                    let reason = lacks(path_subject(&path), DIALECT, loss, Some("not sent"));
                     io.session.lose(&path, reason, control.dialect.as_deref())?;
                 }
-                Some(_) => {} // (no tool sent: auto, none and parallel_tool_calls say nothing)
-                None => self.write_control(body, &control, io)?,
+                (false, None) => {} // (no tool sent: auto, none and parallel_tool_calls say nothing)
+                (true, None) => self.write_control(body, &control, io)?,
             }
         }
         Ok(())
@@ -1665,17 +1662,21 @@ impl Messages {
             && ((role == USER && self.user_index.is_none_or(|i| i == index))
                 || (from_tool && (self.run_hold || self.user_hold.is_none())))
         {
-            if let Some(w) = self.user_hold {
-                return Ok(w);
-            }
-            let w = io.writers.held(&mut io.session.reorder, "openai:user-before-tool-result");
-            io.push_first(w);
-            self.user_hold = Some(w);
-            self.user_index = Some(index);
-            self.run_hold = from_tool;
-            return Ok(w);
+            return Ok(self.user_hold_writer(index, from_tool, io));
         }
         body.messages_writer(false, self, io)
+    }
+
+    /// `_user_hold_writer`: the user hold's writer, the hold opened for message `index` if none
+    /// is open (`run_hold`: it waits for the whole run of tool messages).
+    fn user_hold_writer(&mut self, index: i64, run_hold: bool, io: &mut Io<'_>) -> WriterId {
+        if let Some(w) = self.user_hold {
+            return w;
+        }
+        let w = io.writers.held(&mut io.session.reorder, "openai:user-before-tool-result");
+        io.push_first(w);
+        (self.user_hold, self.user_index, self.run_hold) = (Some(w), Some(index), run_hold);
+        w
     }
 
     fn close_moved(&mut self, io: &mut Io<'_>) -> Result<()> {
@@ -1710,15 +1711,7 @@ impl Messages {
     /// end (in the run hold), while the assistant message stays open for the rest of its members.
     fn held_media_message(&mut self, index: i64, io: &mut Io<'_>) -> Result<()> {
         if self.moved.is_none() {
-            let w = match self.user_hold {
-                Some(w) => w,
-                None => {
-                    let w = io.writers.held(&mut io.session.reorder, "openai:user-before-tool-result");
-                    io.push_first(w);
-                    (self.user_hold, self.user_index, self.run_hold) = (Some(w), Some(index), true);
-                    w
-                }
-            };
+            let w = self.user_hold_writer(index, true, io);
             self.carried = true;
             self.moved = Some(MessageAssembler::new(w, io, MEMBER_ORDER, b"\"role\":\"user\"", None)?);
         }

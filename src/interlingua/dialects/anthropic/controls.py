@@ -35,7 +35,7 @@ from typing import Any
 from ...canonical import Control
 from ..fields import check_members
 from ...errors import SchemaError
-from ...encoding import lose_tool_attr, object_schema, unsent_choice
+from ...encoding import choice_fate, lose_tool_attr, object_schema
 from ...jsonwriter import dumps
 from ...losses import INTERNAL_ATTRS, lacks, path_subject
 from ...numbers import INT64_MAX, INT64_MIN, RANGES, clamp, no_limit
@@ -307,15 +307,15 @@ def _tool_choice(given: dict, session, out: list, tools_sent: set | None = None)
     ``tools_sent``: the tools the request carries (None: not known): with none, a choice is
     not written (anthropic refuses one without tools) -- a forced one is a recorded loss, the
     others say nothing then; a named tool that is not sent is a recorded loss
-    (``encoding.unsent_choice``)."""
+    (``encoding.choice_fate``)."""
     choice = None
     if "tool_choice" in given:
         value = given["tool_choice"].value or {}
         kind = value.get("type")
-        why = unsent_choice(value, tools_sent) if tools_sent is not None else None
-        if why is not None and (tools_sent or kind in ("required", "tool")):
-            _lose(session, given["tool_choice"], why, "not sent")
-        elif why is not None:
+        goes, loss = choice_fate(value, tools_sent) if tools_sent is not None else (True, None)
+        if loss is not None:
+            _lose(session, given["tool_choice"], loss, "not sent")
+        elif not goes:
             pass  # auto / none without tools: nothing to choose, nothing lost
         elif kind in ("auto", "none"):
             choice = {"type": kind}

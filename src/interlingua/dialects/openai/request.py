@@ -38,7 +38,7 @@ from ...decoding import OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, TextCallOrder, ignore, late_only,
-    lose_unknown_members, merged_reasoning, message_member, unsent_choice,
+    lose_unknown_members, merged_reasoning, message_member, choice_fate,
 )
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import INTERNAL_ATTRS, lacks, path_subject
@@ -735,13 +735,11 @@ class RequestEncoder(Encoder):
         tool sent they are not written (openai refuses them without tools; a forced choice is a
         recorded loss), nor a choice naming a tool that is not sent (recorded)."""
         for control in (self._tool_controls.drain() if self._tool_controls else ()):
-            why = unsent_choice(control.value if control.name == "tool_choice" else None, self.tools_sent)
-            forced = control.name == "tool_choice" and isinstance(control.value, dict) \
-                and control.value.get("type") in ("required", "tool")
-            if why is not None and (forced or self.tools_sent):
+            goes, loss = choice_fate(control.value if control.name == "tool_choice" else None, self.tools_sent)
+            if loss is not None:
                 where = f"$.{control.key}" if control.key else control.name
-                self.session.lose(where, lacks(path_subject(where), DIALECT, why, "not sent"), dialect=control.dialect)
-            elif why is None:  # (no tool sent: auto, none and parallel_tool_calls say nothing)
+                self.session.lose(where, lacks(path_subject(where), DIALECT, loss, "not sent"), dialect=control.dialect)
+            elif goes:
                 self._write_control(control)
 
     def _write_reasoning(self) -> None:
@@ -761,14 +759,18 @@ class RequestEncoder(Encoder):
             return self.body.messages_writer(system=True)
         if self._after_tool_calls and ((role == "user" and self._user_index in (None, index))
                                        or (from_tool and (self._run_hold or self._user_hold is None))):
-            if self._user_hold is None:
-                self._user_hold = self.session.reorder.hold("openai:user-before-tool-result")
-                self._user_writer = JsonWriter(self._user_hold.write)
-                self._user_writer._first.append(True)
-                self._user_index = index
-                self._run_hold = from_tool
-            return self._user_writer
+            return self._user_hold_writer(index, from_tool)
         return self.body.messages_writer()
+
+    def _user_hold_writer(self, index: int, run_hold: bool) -> JsonWriter:
+        """The user hold's writer, the hold opened for message ``index`` if none is open
+        (``run_hold``: it waits for the whole run of tool messages)."""
+        if self._user_hold is None:
+            self._user_hold = self.session.reorder.hold("openai:user-before-tool-result")
+            self._user_writer = JsonWriter(self._user_hold.write)
+            self._user_writer._first.append(True)
+            self._user_index, self._run_hold = index, run_hold
+        return self._user_writer
 
     def _close_moved(self) -> None:
         if self._moved is not None:
@@ -793,14 +795,9 @@ class RequestEncoder(Encoder):
         waits, as the message's tool messages will, for the run of results to end (in the run
         hold), while the assistant message stays open for the rest of its members."""
         if self._moved is None:
-            if self._user_hold is None:
-                self._user_hold = self.session.reorder.hold("openai:user-before-tool-result")
-                self._user_writer = JsonWriter(self._user_hold.write)
-                self._user_writer._first.append(True)
-                self._user_index, self._run_hold = index, True
             self._carried = True
-            self._moved = MessageAssembler(self._user_writer, self.session, "openai:member-order",
-                                           b'"role":"user"')
+            self._moved = MessageAssembler(self._user_hold_writer(index, True), self.session,
+                                           "openai:member-order", b'"role":"user"')
         return self._moved
 
     def _flush_user_hold(self) -> None:
