@@ -259,6 +259,24 @@ fn known_members(dialect: &str, key: &str) -> Option<&'static [Known]> {
     })
 }
 
+/// `SETTING_MAPS`: control fields that are maps of settings: `{}`, or every member null,
+/// sets nothing (`web_search_options` is not one: `{}` turns search on).
+const SETTING_MAPS: &[(&str, &[u8])] = &[("openai", b"metadata"), ("openai", b"logit_bias"),
+                                         ("anthropic", b"metadata"), ("anthropic", b"output_config")];
+
+/// `says_nothing(dialect, key, raw)`: a top-level field's raw JSON that means the same as the
+/// field absent: `null`, or a settings map with no member but nulls. A decoder makes it a
+/// lossless extension: no control, so no target records a loss.
+pub fn says_nothing(dialect: &str, key: &[u8], raw: &[u8]) -> Result<bool> {
+    if raw == b"null" {
+        return Ok(true);
+    }
+    if !raw.starts_with(b"{") || !SETTING_MAPS.iter().any(|&(d, k)| d == dialect && k == key) {
+        return Ok(false);
+    }
+    Ok(Value::loads(raw)?.as_object().is_some_and(|members| members.iter().all(|(_, value)| value.is_null())))
+}
+
 /// `unknown_members(dialect, key, raw)`: the dotted paths, inside the field, of a control
 /// value's members no target carries (`KNOWN_MEMBERS`), in the input's order (WTF-8 bytes);
 /// `raw`, the field's JSON, is read only for a field that has a table.

@@ -144,6 +144,22 @@ KNOWN_MEMBERS = {
 }
 
 
+#: control fields that are maps of settings: ``{}``, or every member null, sets nothing
+#: (``web_search_options`` is not one: ``{}`` turns search on)
+SETTING_MAPS = {"openai": ("metadata", "logit_bias"), "anthropic": ("metadata", "output_config")}
+
+
+def says_nothing(dialect: str, key: str, raw: bytes) -> bool:
+    """A top-level field's raw JSON that means the same as the field absent (README "null
+    means absent"): ``null``, or a settings map (``SETTING_MAPS``) with no member but nulls.
+    A decoder makes it a lossless extension: no control, so no target records a loss."""
+    if raw == b"null":
+        return True
+    if key not in SETTING_MAPS.get(dialect, ()) or not raw.startswith(b"{"):
+        return False
+    return all(value is None for value in json.loads(raw).values())
+
+
 def unknown_members(dialect: str, key: str, raw: bytes) -> list[str]:
     """The dotted paths, inside the field, of a control value's members no target carries
     (``KNOWN_MEMBERS``), in the input's order; ``raw``: the field's JSON, read only for a

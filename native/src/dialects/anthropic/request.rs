@@ -29,7 +29,7 @@ use crate::decoding::{
     dumps, get_attr, member_path, BlockBuilder, Cx, Dialect, EventSink, Expect, MachineDecoder, Frame, Machine, MessageBase, Read,
     RequestBody, BOOLEAN, OBJECT, OPT_OBJECT, OPT_STRING, STRING,
 };
-use crate::dialects::fields::{field, ANTHROPIC, ANTHROPIC_REQUIRED};
+use crate::dialects::fields::{self, field, ANTHROPIC, ANTHROPIC_REQUIRED};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{py_str_repr, Frames, Limits, Sink, Token, Tokenizer};
 use crate::reorder::{ByteHold, Hold};
@@ -648,9 +648,9 @@ impl Readers {
 
     // -- top level ---------------------------------------------------------------------
 
-    /// `_top_field`: a control, or an extension (an explicit null: a lossless one).
+    /// `_top_field`: a control, or an extension (one that says nothing: a lossless one).
     fn top_field(&mut self, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
-        if raw == b"null" {
+        if fields::says_nothing(DIALECT, &self.key, raw)? {
             return cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, true);
         }
         match controls::decode(&self.key, raw)? {

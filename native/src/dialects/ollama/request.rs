@@ -492,9 +492,6 @@ impl Dialect for Ollama {
                         m.read(Read::Members(S::Options, "options"));
                     }
                     key => {
-                        if key == b"stream" {
-                            self.stream_seen = true;
-                        }
                         self.set_key(key);
                         m.read(Read::Raw(S::TopField, None, ""));
                     }
@@ -603,14 +600,22 @@ impl Dialect for Ollama {
         match s {
             S::Tool => self.tool_text(raw, offset, cx),
             S::TopField => {
+                // the same as absent: no control, so nothing to lose -- "stream": null streams
+                // (ollama's default)
+                if fields::says_nothing(DIALECT, &self.key, raw)? {
+                    return cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, true);
+                }
                 if let Some(control) = controls::decode(&self.key, raw)? {
+                    self.stream_seen |= self.key == b"stream";
                     let control = cx.checked(control, raw, offset)?;
                     return cx.emit(Event::Control(control));
                 }
                 cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, raw == b"null")
             }
             S::OptionField => {
-                if let Some(control) = controls::decode_option(&self.key, raw)? {
+                let absent = fields::says_nothing(DIALECT, &self.key, raw)?;
+                let control = if absent { None } else { controls::decode_option(&self.key, raw)? };
+                if let Some(control) = control {
                     let control = cx.checked(control, raw, offset)?;
                     return cx.emit(Event::Control(control));
                 }

@@ -547,8 +547,8 @@ mod decoder {
                     return Err(cx.error(format!("unknown reasoning_effort {raw} (one of {})", EFFORTS.join(", ")), offset));
                 }
             }
-            if raw == b"null" {
-                // an explicit null means the same as absent ("tool_choice": null)
+            if fields::says_nothing(DIALECT, key, raw)? {
+                // the same as absent ("tool_choice": null, "metadata": {})
                 return cx.extension(DIALECT, member_path(format_args!("$."), key), raw, None, true);
             }
             // (a key that is not UTF-8 holds a lone surrogate: no control has such a name)

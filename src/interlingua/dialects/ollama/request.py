@@ -75,7 +75,7 @@ Encoder decisions:
 
 from __future__ import annotations
 
-from ..fields import REQUEST_FIELDS, REQUIRED
+from ..fields import REQUEST_FIELDS, REQUIRED, says_nothing
 
 from typing import Any, Callable
 
@@ -164,12 +164,13 @@ class RequestDecoder(RequestBodyDecoder):
         elif key == "options":
             self._options(kind, offset)
         else:
-            if key == "stream":
-                self._stream_seen = True
             self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw, offset))
 
     def _top_field(self, key: str, raw: bytes, offset: int) -> None:
-        control = controls.decode(key, raw)
+        # the same as absent: no control, so nothing to lose -- "stream": null streams (ollama's default)
+        control = None if says_nothing(DIALECT, key, raw) else controls.decode(key, raw)
+        if control is not None and key == "stream":
+            self._stream_seen = True
         if control is None:
             self.emit(Extension(DIALECT, "$." + key, raw, lossless=raw == b"null"))
         else:
@@ -194,7 +195,7 @@ class RequestDecoder(RequestBodyDecoder):
             self.extension("$.options", b"{}", lossless=True)
 
     def _option_field(self, key: str, raw: bytes, offset: int) -> None:
-        control = controls.decode_option(key, raw)
+        control = None if says_nothing(DIALECT, key, raw) else controls.decode_option(key, raw)
         if control is None:
             self.extension("$.options." + key, raw, lossless=raw == b"null")
         else:

@@ -23,7 +23,7 @@ Decoder decisions (documented here and pinned by rpt scenarios):
 
 from __future__ import annotations
 
-from ..fields import OPENAI_REASONING_EFFORTS as EFFORTS, REQUEST_FIELDS, REQUIRED
+from ..fields import OPENAI_REASONING_EFFORTS as EFFORTS, REQUEST_FIELDS, REQUIRED, says_nothing
 
 import json
 from typing import Any, Callable
@@ -95,7 +95,7 @@ class RequestDecoder(RequestBodyDecoder):
     def _top_field(self, key: str, raw: bytes, offset: int) -> None:
         if key == "reasoning_effort" and raw != b"null" and self.data(raw, offset) not in EFFORTS:
             raise self.error(f"unknown reasoning_effort {raw.decode()} (one of {', '.join(EFFORTS)})", offset)
-        if raw == b"null":  # an explicit null means the same as absent ("tool_choice": null)
+        if says_nothing(DIALECT, key, raw):  # the same as absent ("tool_choice": null, "metadata": {})
             self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
             return
         control = controls.decode(key, raw)
