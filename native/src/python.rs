@@ -1659,7 +1659,7 @@ static SESSION_MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 static LIBRARY_RESPONSE_START: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// `session.response_start(clock, entropy)`: the `Transcoder`'s hooks read once (None:
-/// `time.time` / `os.urandom`), with Python's checks and `ValueError`s -- by `read_hooks`
+/// the wall clock and a fresh nonce), with Python's checks and `ValueError`s -- by `read_hooks`
 /// while that function is the library's own, else by calling the replacement (a test's
 /// fixed clock); once per response transcoder, never per frame. The binding sets the result as
 /// `Session::response_start` before it makes a response or stream encoder of another
@@ -1681,31 +1681,33 @@ pub(crate) fn response_start_from_py(py: Python<'_>, clock: Option<&Bound<'_, Py
 /// `session.response_start` done here, to spare the Python call (a third of a small
 /// response's binding cost): the hooks are called as Python calls them, and a reading
 /// that is not plain goes to Python's own checks (`start_after_clock`, `checked_nonce`).
+/// A hook left unset is read in Rust, with no Python call: the wall clock (`time.time`'s)
+/// and a fresh nonce (`session::fresh_nonce`, not `os.urandom`: a system call per response).
 fn read_hooks(py: Python<'_>, session: &Bound<'_, PyModule>, clock: Option<&Bound<'_, PyAny>>,
               entropy: Option<&Bound<'_, PyAny>>) -> PyResult<crate::session::ResponseStart> {
-    use crate::session::NONCE_BYTES;
-    let seconds = match truthy(clock)? {
-        Some(clock) => clock.call0()?,
-        None => module(py, &TIME, "time")?.getattr(pyo3::intern!(py, "time"))?.call0()?,
+    use crate::session::{ResponseStart, NONCE_BYTES};
+    let time_us = match truthy(clock)? {
+        None => crate::session::now_us(),
+        Some(clock) => {
+            let seconds = clock.call0()?;
+            match plain_time_us(&seconds) {
+                Some(time_us) => time_us,
+                None => return start_of(&session.getattr(pyo3::intern!(py, "start_after_clock"))?.call1((seconds, entropy))?),
+            }
+        }
     };
-    let Some(time_us) = plain_time_us(&seconds) else {
-        return start_of(&session.getattr(pyo3::intern!(py, "start_after_clock"))?.call1((seconds, entropy))?);
+    let Some(entropy) = truthy(entropy)? else {
+        return Ok(ResponseStart { time_us, nonce: crate::session::fresh_nonce() });
     };
-    let nonce = match truthy(entropy)? {
-        Some(entropy) => entropy.call1((NONCE_BYTES,))?,
-        None => module(py, &OS, "os")?.getattr(pyo3::intern!(py, "urandom"))?.call1((NONCE_BYTES,))?,
-    };
+    let nonce = entropy.call1((NONCE_BYTES,))?;
     match nonce.cast::<PyBytes>().ok().and_then(|bytes| <[u8; NONCE_BYTES]>::try_from(bytes.as_bytes()).ok()) {
-        Some(nonce) => Ok(crate::session::ResponseStart { time_us, nonce }),
+        Some(nonce) => Ok(ResponseStart { time_us, nonce }),
         None => {
             session.getattr(pyo3::intern!(py, "checked_nonce"))?.call1((nonce,))?; // raises its ValueError
             Err(PyRuntimeError::new_err("checked_nonce took a nonce the binding did not"))
         }
     }
 }
-
-static TIME: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
-static OS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
 /// `hook or default`: the hook unless it is falsy (as Python's `or` decides).
 fn truthy<'a, 'py>(hook: Option<&'a Bound<'py, PyAny>>) -> PyResult<Option<&'a Bound<'py, PyAny>>> {

@@ -97,13 +97,18 @@ pub struct ResponseStart {
 }
 
 impl ResponseStart {
-    /// `response_start(None, None)`: `time.time()` and `os.urandom(12)` (the core
-    /// run without a binding: cargo tests, the fuzzer, a Rust caller).
+    /// `response_start(None, None)` done in Rust: the wall clock and a fresh nonce
+    /// (`now_us`, `fresh_nonce`): the core run without a binding (cargo tests, the fuzzer,
+    /// a Rust caller), and the binding's reading of hooks left unset.
     pub fn now() -> ResponseStart {
-        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let seconds = since.as_secs_f64();
-        ResponseStart { time_us: time_us_of_seconds(seconds), nonce: os_entropy() }
+        ResponseStart { time_us: now_us(), nonce: fresh_nonce() }
     }
+}
+
+/// `round(time.time() * 1_000_000)`: the wall clock in microseconds since the epoch.
+pub fn now_us() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    time_us_of_seconds(since.as_secs_f64())
 }
 
 /// `round(seconds * 1_000_000)` of a float clock reading (half to even, as Python's
@@ -112,22 +117,20 @@ pub fn time_us_of_seconds(seconds: f64) -> i64 {
     (seconds * 1_000_000.0).round_ties_even() as i64
 }
 
-/// `os.urandom(NONCE_BYTES)`; where the OS source cannot be read, std's randomly
-/// keyed hasher (seeded from the OS once per process) with the clock.
-fn os_entropy() -> [u8; NONCE_BYTES] {
-    use std::io::Read;
+/// A nonce no other response of any process draws: std's keyed hash (SipHash, keys from the
+/// OS once per process) of the process id and a process-wide count. Python's default is
+/// `os.urandom(12)`, a system call (~0.4 us) per response; a nonce only has to make a
+/// generated id unique, not secret, and a forked worker differs by its process id.
+pub fn fresh_nonce() -> [u8; NONCE_BYTES] {
+    use std::hash::BuildHasher;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> = std::sync::OnceLock::new();
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let keys = KEYS.get_or_init(std::collections::hash_map::RandomState::new);
+    let (pid, n) = (std::process::id(), COUNT.fetch_add(1, Ordering::Relaxed));
     let mut nonce = [0u8; NONCE_BYTES];
-    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut nonce));
-    if read.is_err() {
-        use std::hash::{BuildHasher, Hasher};
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
-        let a = hasher.finish().to_le_bytes();
-        hasher.write_u8(1);
-        let b = hasher.finish().to_le_bytes();
-        nonce[..8].copy_from_slice(&a);
-        nonce[8..].copy_from_slice(&b[..4]);
-    }
+    nonce[..8].copy_from_slice(&keys.hash_one((pid, n, 0u8)).to_le_bytes());
+    nonce[8..].copy_from_slice(&keys.hash_one((pid, n, 1u8)).to_le_bytes()[..NONCE_BYTES - 8]);
     nonce
 }
 
@@ -451,6 +454,15 @@ mod tests {
 
     fn session(kind: Kind, strict: bool) -> Session {
         Session::new(Options { strict, ..Options::default() }, "openai", "anthropic", kind)
+    }
+
+    #[test]
+    fn a_fresh_nonce_is_never_drawn_twice() {
+        let drawn: std::collections::HashSet<_> = (0..10_000).map(|_| fresh_nonce()).collect();
+        assert_eq!(drawn.len(), 10_000);
+        let before = now_us();
+        let start = ResponseStart::now();
+        assert!(before <= start.time_us && start.time_us <= now_us() && before > 1_700_000_000_000_000);
     }
 
     #[test]

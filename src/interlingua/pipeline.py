@@ -255,7 +255,9 @@ class Transcoder(_BytesOut, metaclass=_Backed):
     name, or a function of the source's model value returning the name.
 
     ``clock`` (seconds since the epoch; default ``time.time``) and ``entropy``
-    (``entropy(n)`` -> n random bytes; default ``os.urandom``) are read once, here, for a
+    (``entropy(n)`` -> n random bytes; default ``os.urandom``; the native backend reads
+    unset hooks in Rust: the wall clock, and a nonce no other response draws, with no
+    system call) are read once, here, for a
     response or stream into another dialect: the time written where the source has none,
     and the nonce that makes a generated id unique (``interlingua.lifecycle``: response
     ids and times). Tests and replays pass fixed ones: the same input and hook readings
