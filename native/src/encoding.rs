@@ -1050,6 +1050,9 @@ pub fn lose_is_error(session: &mut Session, dialect: &str, block: BlockRef<'_>, 
 pub fn lose_field(session: &mut Session, dialect: &str, block: BlockRef<'_>, key: &str, attrs: Option<&[Attr<'_>]>,
                   done: Option<&str>) -> Result<()> {
     let attrs = attrs.unwrap_or(block.attrs);
+    if attr(attrs, key) == Some(b"null") {
+        return Ok(()); // a null one is nothing lost
+    }
     let path = [attrs, block.attrs]
         .into_iter()
         .find_map(|a| attr(a, "path").filter(|raw| truthy(raw)).and_then(json_str));

@@ -235,8 +235,11 @@ class Encoder:
 
     def _lose_field(self, block: Block, key: str, attrs: dict | None = None, done: str | None = None) -> None:
         """A block attribute the target has no member for (``cache_control`` of a text block),
-        at the field's own path where the block has one (``$.content[0].signature``)."""
+        at the field's own path where the block has one (``$.content[0].signature``). A null
+        one is nothing lost (``citations: null``, as a response's ``model_dump()`` has it)."""
         attrs = block.attrs if attrs is None else attrs
+        if attrs and key in attrs and attrs[key] is None:
+            return
         path = (attrs or {}).get("path") or (block.attrs or {}).get("path")
         self._lose(block, field_subject(self.session.source, key, block.section, attrs), "field for it", done,
                    field_path(path, key) if path else None)

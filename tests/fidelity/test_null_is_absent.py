@@ -73,3 +73,90 @@ def test_an_empty_map_that_turns_something_on_is_not_absent(source, field):
     """``web_search_options: {}`` turns search on: another dialect records it."""
     _, losses = _run(source, "anthropic", _with(source, field, {}))
     assert [loss.path for loss in losses] == ["$." + field]
+
+
+# -- a member of a message or block ------------------------------------------------------
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+PDF = "JVBERi0xLjQKJcfsj6IK"
+
+HISTORY = {
+    "openai": {"model": "m", "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+               "messages": [
+                   {"role": "system", "content": "s"},
+                   {"role": "user", "content": [{"type": "text", "text": "q"},
+                                                {"type": "image_url", "image_url": {"url": "data:image/png;base64," + PNG}}]},
+                   {"role": "assistant", "content": "a", "tool_calls": [
+                       {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                   {"role": "tool", "tool_call_id": "c1", "content": "r"},
+                   {"role": "user", "content": "more"}]},
+    "anthropic": {"model": "m", "max_tokens": 10, "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+                  "messages": [
+                      {"role": "user", "content": [
+                          {"type": "text", "text": "q"},
+                          {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+                          {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": PDF}}]},
+                      {"role": "assistant", "content": [
+                          {"type": "text", "text": "a"}, {"type": "tool_use", "id": "c1", "name": "f", "input": {}}]},
+                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "r"},
+                                                   {"type": "text", "text": "more"}]}]},
+    "ollama": {"model": "m", "stream": False, "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+               "messages": [
+                   {"role": "user", "content": "q", "images": [PNG]},
+                   {"role": "assistant", "content": "a", "tool_calls": [{"function": {"name": "f", "arguments": {}}}]},
+                   {"role": "tool", "tool_name": "f", "content": "r"},
+                   {"role": "user", "content": "more"}]},
+}
+
+#: (message index, member path within it) set to null, per dialect: the members a null is absent for
+NULL_MEMBERS = {
+    "openai": [(1, "name"), (2, "name"), (2, "refusal"), (2, "audio"), (2, "function_call"), (4, "name"),
+               (1, "content.0.cache_control")],
+    "anthropic": [(0, "content.0.cache_control"), (0, "content.0.citations"), (0, "content.1.cache_control"),
+                  (0, "content.2.cache_control"), (0, "content.2.citations"), (0, "content.2.title"),
+                  (0, "content.2.context"), (1, "content.0.citations"), (1, "content.1.cache_control"),
+                  (2, "content.0.is_error"), (2, "content.0.cache_control")],
+    "ollama": [(0, "tool_name"), (0, "tool_call_id"), (0, "thinking"), (1, "tool_name"), (1, "images"),
+               (3, "tool_call_id"), (3, "images")],
+}
+
+MEMBER_CASES = [(source, index, member) for source, members in NULL_MEMBERS.items() for index, member in members]
+
+
+def _null_member(body: dict, index: int, member: str) -> dict:
+    body = json.loads(json.dumps(body))
+    node = body["messages"][index]
+    *steps, last = member.split(".")
+    for step in steps:
+        node = node[int(step)] if step.isdigit() else node[step]
+    node[last] = None
+    return body
+
+
+def _without_nulls(value):
+    """``value`` with every null member left out (a target that takes the member may write
+    its null: ``cache_control: null`` into anthropic)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("source,index,member", MEMBER_CASES, ids=[f"{s}:[{i}].{m}" for s, i, m in MEMBER_CASES])
+def test_a_null_member_is_absent(source, index, member):
+    """A message's or block's member that is null (a response's ``model_dump()`` writes
+    ``citations: null``; SDK Optionals left unset) is the member absent: the same output, no loss
+    (it was a recorded loss, or a ``SchemaError``: anthropic ``is_error: null``)."""
+    for target in DIALECTS:
+        if target == source:
+            continue
+        out, losses = _run(source, target, _null_member(HISTORY[source], index, member))
+        assert (_without_nulls(out), losses) == _run(source, target, HISTORY[source]), target
+
+
+def test_a_null_member_of_a_setting_is_absent():
+    """anthropic ``tool_choice.disable_parallel_tool_use: null`` (it was a ``SchemaError``)."""
+    body = {**HISTORY["anthropic"], "tool_choice": {"type": "auto", "disable_parallel_tool_use": None}}
+    for target in ("openai", "ollama"):
+        assert _run("anthropic", target, body) == _run("anthropic", target, {**body, "tool_choice": {"type": "auto"}})

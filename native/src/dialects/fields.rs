@@ -160,7 +160,7 @@ pub fn member_fields(dialect: &str, key: &str) -> Option<Members> {
             ("json_schema.description", STR),
         ],
         ("anthropic", "stop_sequences") => &[("[]", STRING)],
-        ("anthropic", "tool_choice") => &[("type", STRING), ("name", STRING), ("disable_parallel_tool_use", BOOLEAN)],
+        ("anthropic", "tool_choice") => &[("type", STRING), ("name", STRING), ("disable_parallel_tool_use", BOOL)],
         ("anthropic", "thinking") => &[("type", STRING), ("budget_tokens", INTEGER), ("display", STR)],
         ("anthropic", "metadata") => &[("user_id", STR)],
         ("anthropic", "output_config") => &[("effort", STR), ("format", OBJ), ("format.type", STRING), ("format.schema", OBJECT)],

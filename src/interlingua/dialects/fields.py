@@ -101,7 +101,7 @@ MEMBER_FIELDS = {
     },
     "anthropic": {
         "stop_sequences": {"[]": STRING},
-        "tool_choice": {"type": STRING, "name": STRING, "disable_parallel_tool_use": BOOLEAN},
+        "tool_choice": {"type": STRING, "name": STRING, "disable_parallel_tool_use": _BOOL},
         "thinking": {"type": STRING, "budget_tokens": INTEGER, "display": _STR},
         "metadata": {"user_id": _STR},
         "output_config": {"effort": _STR, "format": _OBJ, "format.type": STRING, "format.schema": OBJECT},

@@ -27,7 +27,7 @@ use crate::canonical::{escape_raw_json, Block, Event, Section, REQUEST_LEVEL, TO
 use crate::compact::{Data, Raw};
 use crate::decoding::{
     dumps, get_attr, member_path, BlockBuilder, Cx, Dialect, EventSink, Expect, MachineDecoder, Frame, Machine, MessageBase, Read,
-    RequestBody, BOOLEAN, OBJECT, OPT_OBJECT, OPT_STRING, STRING,
+    RequestBody, BOOLEAN, NULL, OBJECT, OPT_OBJECT, OPT_STRING, STRING,
 };
 use crate::dialects::fields::{self, field, ANTHROPIC, ANTHROPIC_REQUIRED};
 use crate::error::{Error, ErrorClass, Result};
@@ -122,7 +122,7 @@ fn attr_type(key: &str) -> Option<Expect> {
         "name" | "id" | "media_type" | "signature" => Some(STRING),
         "title" | "context" => Some(OPT_STRING),
         "cache_control" => Some(OPT_OBJECT),
-        "is_error" => Some(BOOLEAN),
+        "is_error" => Some(BOOLEAN.or(NULL)),
         _ => None,
     }
 }

@@ -960,7 +960,8 @@ impl Ollama {
         if !is_tool {
             for (key, raw) in [("tool_name", &msg.tool_name_raw), ("tool_call_id", &msg.tool_call_id_raw)] {
                 if let Some(raw) = raw {
-                    cx.extension(DIALECT, format!("$.messages[{index}].{key}"), raw, Some(index), false)?;
+                    // (null: absent)
+                    cx.extension(DIALECT, format!("$.messages[{index}].{key}"), raw, Some(index), raw == b"null")?;
                 }
             }
         }
@@ -1639,8 +1640,8 @@ impl Messages {
 
     /// `_check_attrs`: attributes ollama has no member for are recorded losses.
     fn check_attrs(&self, block: BlockRef<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
-        for (key, value) in attrs {
-            if !quiet_attr(key) && !(key == "cache_control" && value.as_ref() == b"null") {
+        for (key, _) in attrs {
+            if !quiet_attr(key) {
                 lose_field(io.session, DIALECT, block, key, Some(attrs), None)?;
             }
         }

@@ -42,7 +42,7 @@ from ...canonical import (
     Block, Control, End, Event, Extension, MessagesEnd, Section, escape_raw_json,
     unescape_json_text,
 )
-from ...decoding import BOOLEAN, OBJECT, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
+from ...decoding import BOOLEAN, NULL, OBJECT, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
 from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore, lose_unknown_members, message_member,
@@ -95,7 +95,7 @@ _FIELDS = REQUEST_FIELDS[DIALECT]
 
 #: the types of block attributes (decoding.Expect); others (cache_control, citations ...) any
 _ATTR_TYPES = {"name": STRING, "id": STRING, "media_type": STRING, "title": OPT_STRING, "context": OPT_STRING,
-               "signature": STRING, "cache_control": OPT_OBJECT, "is_error": BOOLEAN}
+               "signature": STRING, "cache_control": OPT_OBJECT, "is_error": BOOLEAN | NULL}
 
 #: a tool_use block of a request cannot go without these (the API answers 400): SchemaError
 _TOOL_USE_REQUIRED = ("id", "name", "input")

@@ -411,8 +411,8 @@ class MessageReader(MessageReaderBase):
                 d.pending_calls, d.new_calls = d.new_calls, None
         if self.role != "tool":
             for key, raw in (("tool_name", self._tool_name_raw), ("tool_call_id", self._tool_call_id_raw)):
-                if raw is not None:
-                    self.d.extension(f"$.messages[{self.index}].{key}", raw, message=self.index)
+                if raw is not None:  # (null: absent)
+                    self.d.extension(f"$.messages[{self.index}].{key}", raw, message=self.index, lossless=raw == b"null")
         if not self._emitted:  # e.g. {"role": "assistant"}: the message must still exist
             section = ROLE_TEXT_SECTION.get(self.role, UNKNOWN)
             if section is UNKNOWN:
@@ -899,7 +899,7 @@ class RequestEncoder(Encoder):
 
     def _check_attrs(self, block: Block, attrs: dict) -> None:
         for key in attrs:
-            if key not in _QUIET_ATTRS and not (key == "cache_control" and attrs[key] is None):
+            if key not in _QUIET_ATTRS:
                 self._lose_field(block, key, attrs)
 
     _developer_lost: int | None = None  # the source message whose developer role was recorded
