@@ -189,7 +189,7 @@ MESSAGE_MEMBERS = [
      '"cache_control":{v}}]}]}', "$.messages[0].content[0].cache_control", "an object or null"),
     ("anthropic", "request", '{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"go"},{"role":"assistant",'
      '"content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result",'
-     '"tool_use_id":"t","content":"r","is_error":{v}}]}]}', "$.messages[2].content[0].is_error", "a boolean"),
+     '"tool_use_id":"t","content":"r","is_error":{v}}]}]}', "$.messages[2].content[0].is_error", "a boolean or null"),
     ("anthropic", "response", '{"id":"m","type":"message","role":"assistant","model":"c","content":[{"type":"tool_use",'
      '"id":"t","name":"f","input":{v}}],"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1}}',
      "$.content[0].input", "an object"),
@@ -219,6 +219,7 @@ MESSAGE_MEMBERS = [
      "$.messages[0].content[1].file.file_id", "a string"),
 ]
 _NAMES = {"an object": ("object",), "an object or null": ("object", "null"), "a boolean": ("boolean",),
+          "a boolean or null": ("boolean", "null"),
           "a string": ("string",), "a string or null": ("string", "null")}
 MEMBER_CASES = [pytest.param(source, kind, template, path, expect, wrong, id=f"{path}-{json.dumps(wrong)}")
                 for source, kind, template, path, expect in MESSAGE_MEMBERS
@@ -243,6 +244,6 @@ def test_a_message_member_of_another_type_is_the_sources_error(source, kind, tem
 def test_a_message_member_of_its_type_transcodes(source, kind, template, path, expect, target):
     right = {"an object": '{"type":"char_location","cited_text":"c","document_index":0,"start_char_index":0,'
                           '"end_char_index":1}' if "citation" in path else "{}",
-             "an object or null": '{"type":"ephemeral"}', "a boolean": "true"}.get(expect, '"x"')
+             "an object or null": '{"type":"ephemeral"}', "a boolean": "true", "a boolean or null": "true"}.get(expect, '"x"')
     got = results(source, target, kind, template.replace("{v}", right).encode())
     assert got[0] == "out", got
