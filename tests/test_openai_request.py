@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import inspect
 import json
 
@@ -168,6 +169,37 @@ def test_a_data_url_header_reads_the_same_at_every_cut(key):
             assert events([body[:at], body[at:]]) == whole, (size, at)
         media = [e for e in whole if getattr(e, "attrs", None) and "source" in e.attrs]
         assert (media[0].attrs.get("media_type") is not None) == (size <= 256), size
+
+
+_FILES = [(b"%PDF-1.4\n%\xc7\xec\x8f\xa2\n", "application/pdf"), (b"\x89PNG\r\n\x1a\n" + bytes(8), "image/png"),
+          (bytes.fromhex("ffd8ffe000104a4649460001"), "image/jpeg"), (b"GIF89a" + bytes(10), "image/gif"),
+          (b"RIFF\x00\x00\x00\x00WEBPVP8 ", "image/webp"), (b"hello world\n", None), (b"%PD", None)]
+
+
+@pytest.mark.parametrize("raw,media_type", _FILES)
+def test_a_raw_base64_files_type_is_its_first_bytes_at_every_cut(raw, media_type):
+    """A file_data without a data URL is named by its first decoded bytes (``images.sniff_file_type``),
+    read from its first 16 characters, escaped or not, wherever the string is cut (what anthropic
+    gets of each: rpt/request-openai-raw-base64-files)."""
+    text = base64.b64encode(raw).decode()
+    for written in (text, "".join("\\u%04x" % ord(c) if n % 3 == 0 else c.replace("/", "\\/")
+                                  for n, c in enumerate(text))):
+        body = (b'{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_data":"'
+                + written.encode() + b'","filename":"f"}}]}]}')
+        whole = coalesce(decode([body], source="openai"))
+        assert [e.attrs.get("media_type") for e in whole if getattr(e, "attrs", None) and "source" in e.attrs] \
+            == [media_type]
+        assert coalesce(decode([body[i:i + 1] for i in range(len(body))], source="openai")) == whole
+        for at in range(len(body)):
+            assert coalesce(decode([body[:at], body[at:]], source="openai")) == whole, at
+
+
+def test_a_file_type_is_a_pdf_or_an_image():
+    from interlingua.images import sniff_file_type, sniff_media_type
+    for raw, media_type in _FILES:
+        b64 = base64.b64encode(raw)
+        assert sniff_file_type(b64) == media_type
+        assert sniff_media_type(b64) == (None if media_type == "application/pdf" else media_type)  # (images only)
 
 
 #: a request's stream_options -> Transcoder.asks_stream_usage (as ``value.get("include_usage") is True``)

@@ -1,18 +1,36 @@
-//! `images.py`: what the dialects read of an image's own bytes -- its format, from the
-//! first base64 characters (ollama carries no media type; anthropic takes four only).
+//! `images.py`: what the dialects read of an image's or file's own bytes -- its format, from
+//! the first base64 characters (ollama carries no media type; anthropic takes four only; an
+//! openai file as raw base64 has none).
 #![forbid(unsafe_code)]
 
 /// base64 characters enough to recognise the formats of `sniff_media_type`
 pub const SNIFF_BYTES: usize = 16;
 
-/// Media type of an image from its first base64 characters (None if unknown):
-/// `base64.b64decode` of the usable prefix (non-validating, as Python's: `digest::b64decode`),
-/// then the magic numbers. Only the first `SNIFF_BYTES` count, however many are given: a
-/// streamed string is sniffed when that many have come, whatever else its chunk held.
+/// Media type of an image from its first base64 characters (None if unknown): the magic
+/// numbers of what they decode to. Only the first `SNIFF_BYTES` count, however many are
+/// given: a streamed string is sniffed when that many have come, whatever else its chunk held.
 pub fn sniff_media_type(b64_prefix: &[u8]) -> Option<&'static str> {
+    image_type(&decoded_head(b64_prefix))
+}
+
+/// Media type of a file (openai's `file_data` as raw base64, without a data URL's type)
+/// from its first base64 characters, as `sniff_media_type`: a PDF (`%PDF-`) or one of the
+/// image types; None if unknown (`images.sniff_file_type`).
+pub fn sniff_file_type(b64_prefix: &[u8]) -> Option<&'static str> {
+    let head = decoded_head(b64_prefix);
+    if head.starts_with(b"%PDF-") { Some("application/pdf") } else { image_type(&head) }
+}
+
+/// The bytes the first `SNIFF_BYTES` base64 characters stand for (empty if they decode to
+/// nothing): `base64.b64decode` of the usable prefix (non-validating, as Python's:
+/// `digest::b64decode`).
+fn decoded_head(b64_prefix: &[u8]) -> Vec<u8> {
     let b64_prefix = &b64_prefix[..b64_prefix.len().min(SNIFF_BYTES)];
     let usable = b64_prefix.len() / 4 * 4;
-    let head = crate::digest::b64decode(&b64_prefix[..usable])?;
+    crate::digest::b64decode(&b64_prefix[..usable]).unwrap_or_default()
+}
+
+fn image_type(head: &[u8]) -> Option<&'static str> {
     if head.starts_with(b"\x89PNG") {
         Some("image/png")
     } else if head.starts_with(b"\xff\xd8\xff") {
@@ -75,6 +93,16 @@ mod tests {
         assert_eq!(sniff_media_type(b"UklGRiQAAABXRUJQVlA4"), Some("image/webp"));
         assert_eq!(sniff_media_type(b"data:image/png;base64,iVBOR"), None);
         assert_eq!(sniff_media_type(b"iVB"), None);
+        assert_eq!(sniff_media_type(b"JVBERi0xLjQK"), None);
+    }
+
+    #[test]
+    fn a_file_is_a_pdf_or_an_image() {
+        assert_eq!(sniff_file_type(b"JVBERi0xLjQKJcfsj6IK"), Some("application/pdf"));
+        assert_eq!(sniff_file_type(b"iVBORw0KGgo="), Some("image/png"));
+        assert_eq!(sniff_file_type(b"JVBE"), None); // ("%PD")
+        assert_eq!(sniff_file_type(b"aGVsbG8gd29ybGQK"), None);
+        assert_eq!(sniff_file_type(b"JVB]ERi0xLjQK"), None); // (Python: "Incorrect padding", nothing decoded)
     }
 
     #[test]

@@ -1097,13 +1097,15 @@ pub fn source_error_message(value: Option<&Value>) -> Vec<u8> {
     }
 }
 
-/// `lose_error_members(err, session)`: the members of a source's error object other than its
-/// message and type (openai's `code` and `param`, anthropic's `details`): no target's error
-/// event has a place for them (a canonical error's status is written nowhere): each recorded
-/// (null: nothing).
-pub fn lose_error_members(err: &Value, session: &mut Session) -> Result<()> {
+/// `lose_error_members(err, session, carried)`: the members of a source's error object other
+/// than its message and type (openai's `code` and `param`, anthropic's `details`): no target's
+/// error event has a place for them (a canonical error's status is written nowhere): each
+/// recorded (null: nothing). `carried`: members the error's kind carries (an openai code that
+/// names it).
+pub fn lose_error_members(err: &Value, session: &mut Session, carried: &[&str]) -> Result<()> {
     for (key, value) in err.as_object().unwrap_or(&[]) {
-        if key.as_slice() != b"message" && key.as_slice() != b"type" && !value.is_null() {
+        let named = |name: &str| key.as_slice() == name.as_bytes();
+        if !named("message") && !named("type") && !carried.iter().any(|c| named(c)) && !value.is_null() {
             session.lose_member_pieces(&[b"$.error.", key], "such error field", None)?;
         }
     }

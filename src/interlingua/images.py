@@ -1,7 +1,8 @@
-"""What the dialects read of an image's own bytes: its format, from the first base64
-characters. ollama carries images without a media type (its decoder names one from
-the bytes, its encoder checks a declared one against them); anthropic takes four
-types only, so a foreign image labelled otherwise is named by its bytes.
+"""What the dialects read of an image's or file's own bytes: its format, from the first
+base64 characters. ollama carries images without a media type (its decoder names one
+from the bytes, its encoder checks a declared one against them); anthropic takes four
+types only, so a foreign image labelled otherwise is named by its bytes; an openai file
+given as raw base64 (no data URL) is named by its bytes (a PDF or an image).
 
 The payloads are JSON string text, escapes as written, and a writer may escape any
 base64 character (PHP's ``json_encode`` writes ``/`` as ``\\/``): what is sniffed is
@@ -22,12 +23,29 @@ def sniff_media_type(b64_prefix: bytes) -> str | None:
     None if unknown). Only the first ``SNIFF_BYTES`` count, however many are given: a
     streamed string is sniffed when that many have come, so the answer must not depend on
     how much more a chunk held."""
+    return _image_type(_decoded_head(b64_prefix))
+
+
+def sniff_file_type(b64_prefix: bytes) -> str | None:
+    """Media type of a file (openai's ``file_data`` as raw base64, without a data URL's
+    type) from its first base64 characters, as ``sniff_media_type``: a PDF (``%PDF-``) or
+    one of the image types; None if unknown."""
+    head = _decoded_head(b64_prefix)
+    return "application/pdf" if head.startswith(b"%PDF-") else _image_type(head)
+
+
+def _decoded_head(b64_prefix: bytes) -> bytes:
+    """The bytes the first ``SNIFF_BYTES`` base64 characters stand for (empty if they
+    decode to nothing)."""
     b64_prefix = b64_prefix[:SNIFF_BYTES]
     usable = len(b64_prefix) // 4 * 4
     try:
-        head = base64.b64decode(b64_prefix[:usable])
+        return base64.b64decode(b64_prefix[:usable])
     except ValueError:
-        return None
+        return b""
+
+
+def _image_type(head: bytes) -> str | None:
     if head.startswith(b"\x89PNG"):
         return "image/png"
     if head.startswith(b"\xff\xd8\xff"):

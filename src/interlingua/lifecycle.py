@@ -557,13 +557,14 @@ def source_error_message(value: Any) -> str:
     return value if isinstance(value, str) else dumps(value).decode()
 
 
-def lose_error_members(err: Any, session: Session, path: str = "$.error") -> None:
+def lose_error_members(err: Any, session: Session, path: str = "$.error", carried: tuple = ()) -> None:
     """The members of a source's error object other than its message and type (openai's
     ``code`` and ``param``, anthropic's ``details``): no target's error event has a place for
-    them (a canonical error's status is written nowhere): each recorded (null: nothing)."""
+    them (a canonical error's status is written nowhere): each recorded (null: nothing).
+    ``carried``: members the error's kind carries (an openai code that names it)."""
     if isinstance(err, dict):
         for key, value in err.items():
-            if key not in ("message", "type") and value is not None:
+            if key not in ("message", "type") and key not in carried and value is not None:
                 session.lose_member(f"{path}.{key}", "such error field")
 
 

@@ -622,7 +622,7 @@ impl Readers {
             Value::Object(_) => (source_error_type(value.get("type")), source_error_message(value.get("message"))),
             other => ("api_error".to_string(), source_error_message(Some(other))),
         };
-        crate::lifecycle::lose_error_members(&value, cx.session)?;
+        crate::lifecycle::lose_error_members(&value, cx.session, &[])?;
         self.start.release(cx)?;
         if self.stream {
             self.close_block(cx)?;

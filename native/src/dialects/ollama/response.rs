@@ -390,7 +390,7 @@ impl Lines {
         }
         self.gate.release(cx, |event, cx| cx.emit(event))?;
         self.close_block(cx)?; // every block gets its last fragment; the error follows it
-        crate::lifecycle::lose_error_members(&value, cx.session)?;
+        crate::lifecycle::lose_error_members(&value, cx.session, &[])?;
         let message = match &value {
             Value::Object(_) => value.get("message").cloned().unwrap_or(Value::Null),
             _ => value,

@@ -11,7 +11,8 @@
 // is a lossless extension; other message keys are extensions bound to the message;
 // an unknown role makes `unknown` blocks, an unknown part type an `unknown` block
 // holding the raw part; data URLs become base64 payloads with `media_type` and
-// `data_url: true`.
+// `data_url: true`; a raw base64 `file_data` has `data_url: false` and the media type its
+// first bytes show (`images::sniff_file_type`).
 //
 // The Python readers (MessageReader, ToolCallReader, PartReader, MediaReader) are
 // fields of `Openai`: one of each is open at a time (the schema fixes the nesting),
@@ -933,6 +934,14 @@ mod decoder {
                 // file_data that is not a data URL: base64 as given, written back without a prefix
                 builder.set("source", str_json("base64"));
                 builder.set("data_url", b"false".to_vec());
+                // its type is the one its first bytes show (a PDF, an image), as a data URL's header
+                // says it; read before any comma, which the hold ends at (the same at every cut)
+                let before_comma = data.split(|&b| b == b',').next().unwrap_or_default();
+                let mut sniffed = Vec::new();
+                crate::images::keep_head(&mut sniffed, before_comma);
+                if let Some(media_type) = crate::images::sniff_file_type(&sniffed) {
+                    builder.set("media_type", str_json(media_type));
+                }
             }
             self.msg.fragment(&data, last, cx)
         }

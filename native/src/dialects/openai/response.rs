@@ -23,6 +23,39 @@ fn py_repr(value: &crate::value::Value, out: &mut String) {
     out.push_str(&crate::unicode::py_value_repr(value));
 }
 
+/// `error_kind(err)`: the canonical kind (anthropic's names) of an openai error object, and
+/// whether its code named it (then the kind carries the code: no loss). The code first, being
+/// the finer (`ERROR_CODE_KINDS`), else the type (`ERROR_TYPE_KINDS`; a type not listed is its
+/// own kind).
+fn error_kind(err: &crate::value::Value) -> (String, bool) {
+    use crate::value::Value;
+    let by_code = match err.get("code") {
+        Some(Value::Str(code)) => match code.as_slice() {
+            b"rate_limit_exceeded" | b"slow_down" => Some("rate_limit_error"),
+            b"insufficient_quota" => Some("billing_error"),
+            b"invalid_api_key" => Some("authentication_error"),
+            b"model_not_found" => Some("not_found_error"),
+            b"unsupported_country_region_territory" => Some("permission_error"),
+            b"server_is_overloaded" => Some("overloaded_error"),
+            _ => None,
+        },
+        _ => None,
+    };
+    if let Some(kind) = by_code {
+        return (kind.to_string(), true);
+    }
+    let kind = crate::lifecycle::source_error_type(err.get("type"));
+    let mapped = match kind.as_str() {
+        "requests" | "tokens" => "rate_limit_error",
+        "insufficient_quota" => "billing_error",
+        "server_error" => "api_error",
+        "service_unavailable_error" => "overloaded_error",
+        "request_forbidden" => "permission_error",
+        _ => return (kind, false),
+    };
+    (mapped.to_string(), false)
+}
+
 mod decoder {
     use std::borrow::Cow;
     use std::collections::BTreeMap;
@@ -455,8 +488,9 @@ mod decoder {
                 // every block gets its last fragment; the error follows it
                 self.close_block(c, cx)?;
             }
-            use crate::lifecycle::{lose_error_members, source_error_message, source_error_type};
-            lose_error_members(&value, cx.session)?;
+            use crate::lifecycle::{lose_error_members, source_error_message};
+            let (kind, code_named_it) = super::error_kind(&value);
+            lose_error_members(&value, cx.session, if code_named_it { &["code"] } else { &[] })?;
             for (key, raw) in &self.kept {
                 // (top-level members: no message starts to carry them)
                 lose_kept(key, raw, cx.session)?;
@@ -469,7 +503,7 @@ mod decoder {
                         Some(code) if code.is_py_int() => code.as_i64(),
                         _ => None,
                     };
-                    (source_error_type(value.get("type")), source_error_message(value.get("message")), status)
+                    (kind, source_error_message(value.get("message")), status)
                 }
                 other => ("api_error".to_string(), source_error_message(Some(other)), None),
             };
@@ -1404,10 +1438,11 @@ mod encoder {
 
 
     /// `error_type(kind)`: openai's error `type` for a canonical kind (`server_error` for a
-    /// server's fault; any other kind as it is).
+    /// server's fault, `insufficient_quota` for an account out of credit; any other kind as it is).
     fn error_type(kind: &str) -> &str {
         match kind {
             "api_error" | "overloaded_error" | "timeout_error" => "server_error",
+            "billing_error" => "insufficient_quota",
             other => other,
         }
     }
@@ -2504,6 +2539,18 @@ mod tests {
         }
         decoder.close(&mut events)?;
         Ok(events)
+    }
+
+    #[test]
+    fn an_error_s_code_or_type_names_its_kind() {
+        let kind = |raw: &[u8]| error_kind(&crate::value::Value::loads(raw).expect("JSON"));
+        let owned = |kind: &str, named: bool| (kind.to_string(), named);
+        assert_eq!(kind(br#"{"type":"requests","code":"rate_limit_exceeded"}"#), owned("rate_limit_error", true));
+        assert_eq!(kind(br#"{"type":"invalid_request_error","code":"invalid_api_key"}"#), owned("authentication_error", true));
+        assert_eq!(kind(br#"{"type":"insufficient_quota","code":"credit_balance_exhausted"}"#), owned("billing_error", false));
+        assert_eq!(kind(br#"{"type":"server_error","code":null}"#), owned("api_error", false));
+        assert_eq!(kind(br#"{"type":"BadRequestError","code":400}"#), owned("BadRequestError", false));
+        assert_eq!(kind(br#"{"message":"no type"}"#), owned("api_error", false));
     }
 
     /// Consecutive fragments of one block joined (the parity rule for cut input).

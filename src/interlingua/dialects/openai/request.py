@@ -19,6 +19,11 @@ Decoder decisions (documented here and pinned by rpt scenarios):
 * Data URLs (``data:<type>;base64,<data>``) in ``image_url.url`` and
   ``file.file_data`` become base64 payloads with ``media_type`` and
   ``data_url: true``; the encoder writes them back as data URLs.
+* A ``file_data`` that is raw base64 (no data URL; OpenAI takes it) is a base64
+  payload with ``data_url: false`` (written back without a prefix) and the
+  ``media_type`` its first bytes show (``images.sniff_file_type``: a PDF, png,
+  jpeg, gif or webp; none otherwise), read from the first 16 characters of the
+  hold that looks for a data URL's comma.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, TextCallOrder, ignore, late_only,
     lose_unknown_members, merged_reasoning, message_member, choice_fate,
 )
+from ...images import keep_head, sniff_file_type
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import INTERNAL_ATTRS, lacks, path_subject
 from ...naming import openai_id
@@ -581,6 +587,13 @@ class MediaReader:
         else:  # file_data that is not a data URL: base64 as given, written back without a prefix
             self.block.set("source", "base64")
             self.block.set("data_url", False)
+            # its type is the one its first bytes show (a PDF, an image), as a data URL's header
+            # says it; read before any comma, which the hold ends at (the same at every cut)
+            sniffed = bytearray()
+            keep_head(sniffed, head)
+            media_type = sniff_file_type(bytes(sniffed))
+            if media_type is not None:
+                self.block.set("media_type", media_type)
         self.block.fragment(data, True, final)
 
 

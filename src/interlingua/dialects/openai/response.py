@@ -18,7 +18,8 @@ Decoding
   finish, or content after them), then follow in index order.
 * ``finish_reason`` -> ``Finish`` (see ``interlingua.lifecycle``), ``usage``
   -> ``Usage`` (the usage chunk after the finish chunk included), ``data: [DONE]``
-  -> ``End``; an ``error`` chunk -> ``Error``. A stream that ends without a
+  -> ``End``; an ``error`` chunk -> ``Error``, its kind named by its code or type
+  (``error_kind``). A stream that ends without a
   finish (or error) raises ``TruncatedInputError``; one that ends after its
   finish but without ``[DONE]`` ends normally.
 * ``created``, ``system_fingerprint``, ``service_tier`` are extensions (openai
@@ -221,13 +222,14 @@ class _Base(ResponseDecoderBase):
         for c in self.choices.values():  # every block gets its last fragment; the error follows it
             self.close_block(c)
         err = value if isinstance(value, dict) else {"message": value}
-        lose_error_members(err, self.session)
+        kind, code_named_it = error_kind(err)
+        lose_error_members(err, self.session, carried=("code",) if code_named_it else ())
         for key, raw in self.kept.items():  # (top-level members: no message starts to carry them)
             self._lose_kept(key, raw)
         code = err.get("code")
         # (a code beyond 64 bits is no status: the native core holds one in 64 bits)
         status = code if isinstance(code, int) and not isinstance(code, bool) and INT64_MIN <= code <= INT64_MAX else None
-        self.emit(Error(source_error_type(err.get("type")), source_error_message(err.get("message")), status))
+        self.emit(Error(kind, source_error_message(err.get("message")), status))
         self.errored = True
 
     errored = False
@@ -772,8 +774,42 @@ def _chars(escaped: bytes) -> int:
 
 
 #: openai's error ``type`` for a canonical kind (anthropic's names): its API says
-#: ``server_error`` for a server's fault; any other kind is written as it is
-ERROR_TYPES = {"api_error": "server_error", "overloaded_error": "server_error", "timeout_error": "server_error"}
+#: ``server_error`` for a server's fault and ``insufficient_quota`` for an account out of
+#: credit (``ERROR_TYPE_KINDS`` back); any other kind is written as it is
+ERROR_TYPES = {"api_error": "server_error", "overloaded_error": "server_error", "timeout_error": "server_error",
+               "billing_error": "insufficient_quota"}
+
+#: the canonical kind of an openai error's ``code`` (OpenAI's error codes guide and its
+#: bodies): the code is the finer word -- a wrong API key is type ``invalid_request_error``,
+#: code ``invalid_api_key`` (a 401), an unknown model code ``model_not_found`` (a 404)
+ERROR_CODE_KINDS = {
+    "rate_limit_exceeded": "rate_limit_error", "slow_down": "rate_limit_error",
+    "insufficient_quota": "billing_error", "invalid_api_key": "authentication_error",
+    "model_not_found": "not_found_error", "unsupported_country_region_territory": "permission_error",
+    "server_is_overloaded": "overloaded_error",
+}
+#: the canonical kind of an openai error's ``type`` (when its code names none): a rate limit on
+#: ``requests`` or ``tokens``; ``insufficient_quota`` (429: no credit left, a retry does not
+#: help) anthropic's ``billing_error``, the closest kind (its own is a 402); ``server_error``
+#: ``api_error``. A type not listed is its own kind: ``invalid_request_error``,
+#: ``authentication_error``, ``permission_error``, ``not_found_error``, ``rate_limit_error`` are
+#: anthropic's names already, and an unknown one goes on (into anthropic: ``api_error``)
+ERROR_TYPE_KINDS = {
+    "requests": "rate_limit_error", "tokens": "rate_limit_error", "insufficient_quota": "billing_error",
+    "server_error": "api_error", "service_unavailable_error": "overloaded_error",
+    "request_forbidden": "permission_error",
+}
+
+
+def error_kind(err: dict) -> tuple[str, bool]:
+    """The canonical kind of an openai error object (``ERROR_CODE_KINDS``, else
+    ``ERROR_TYPE_KINDS``), and whether its code named it: then the kind carries the code,
+    which is no loss; any other code says more than the kind and stays a recorded loss."""
+    code = err.get("code")
+    if isinstance(code, str) and code in ERROR_CODE_KINDS:
+        return ERROR_CODE_KINDS[code], True
+    kind = source_error_type(err.get("type"))
+    return ERROR_TYPE_KINDS.get(kind, kind), False
 
 
 def error_type(kind: str) -> str:
