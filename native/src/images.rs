@@ -6,6 +6,9 @@
 /// base64 characters enough to recognise the formats of `sniff_media_type`
 pub const SNIFF_BYTES: usize = 16;
 
+/// `IMAGE_TYPES`: the image formats `sniff_media_type` names (anthropic's base64 images are these four).
+pub const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
 /// Media type of an image from its first base64 characters (None if unknown): the magic
 /// numbers of what they decode to. Only the first `SNIFF_BYTES` count, however many are
 /// given: a streamed string is sniffed when that many have come, whatever else its chunk held.

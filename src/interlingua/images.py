@@ -17,6 +17,9 @@ from .canonical import unescape_json_text
 
 SNIFF_BYTES = 16  # base64 characters enough to recognise the formats below
 
+#: the image formats ``sniff_media_type`` names (anthropic's base64 images are these four)
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
 
 def sniff_media_type(b64_prefix: bytes) -> str | None:
     """Media type of an image from its first base64 characters, unescaped (``keep_head``;

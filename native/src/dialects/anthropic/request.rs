@@ -1413,7 +1413,7 @@ mod encoder {
     use std::borrow::Cow;
     use std::collections::VecDeque;
 
-    use crate::images::{keep_head, sniff_media_type, SNIFF_BYTES};
+    use crate::images::{keep_head, sniff_media_type, IMAGE_TYPES, SNIFF_BYTES}; // (IMAGE_TYPES: the four anthropic takes)
     use crate::canonical::{unescape_json_text, Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
     use crate::encoding::{
         require_a_message,
@@ -1449,8 +1449,6 @@ mod encoder {
         }
     }
 
-    /// `IMAGE_TYPES`: a base64 image's media types anthropic takes (Base64ImageSource.media_type).
-    const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 
     /// `_STRUCTURE_ATTRS`: attributes that shape the output rather than being members.
     fn is_structure_attr(key: &str) -> bool {

@@ -19,7 +19,7 @@ use crate::dialects::fields::{self, field, required};
 use crate::encoding::{role_json, TextCallOrder};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Token};
-use crate::images::{keep_head, sniff_media_type, SNIFF_BYTES};
+use crate::images::{keep_head, sniff_media_type, IMAGE_TYPES, SNIFF_BYTES};
 use crate::session::Session;
 use crate::value::{dumps_str, str_json, Value};
 
@@ -48,6 +48,7 @@ pub fn section_role(section: Section) -> Option<&'static str> {
     Some(match section {
         Section::SystemInstruction => "system",
         Section::UserText | Section::UserImage => "user",
+        Section::UserDocument => "user", // (only an image file has a place: `place`)
         Section::AssistantText | Section::AssistantRefusal | Section::AssistantReasoning | Section::ToolCall => {
             "assistant"
         }
@@ -1673,6 +1674,13 @@ impl Messages {
         Ok(Some(Cow::Borrowed(role)))
     }
 
+    /// `attrs.get("source") == "base64" and attrs.get("media_type") in IMAGE_TYPES`: a file
+    /// whose bytes ollama's images take.
+    fn is_image_file(attrs: &[Attr<'_>]) -> bool {
+        attr(attrs, "source") == Some(b"\"base64\"")
+            && attr(attrs, "media_type").and_then(json_str).is_some_and(|t| IMAGE_TYPES.contains(&t.as_str()))
+    }
+
     /// `_place`: open the block in the right message and member; None: not carried (lost).
     fn place<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
         let attrs = block.attrs.as_deref().unwrap_or(&[]);
@@ -1717,6 +1725,13 @@ impl Messages {
                 self.text(body, block, attrs, &role, TextKey::Thinking, io).map(Some)
             }
             Section::UserImage => self.image(body, block, attrs, &role, io),
+            Section::UserDocument if Self::is_image_file(attrs) => {
+                // an image sent as a file (openai file_data): ollama's images take its bytes
+                let media_type = attr(attrs, "media_type").and_then(json_str).unwrap_or_default();
+                let what = format!("file of type {} as a document", crate::json::py_str_repr(media_type.as_bytes()));
+                lose_block(io.session, DIALECT, BlockRef::of(block), &what, Some("sent as an image"), Some(attrs))?;
+                self.image(body, block, attrs, &role, io)
+            }
             Section::ToolCall => self.tool_call(body, block, attrs, &role, io).map(Some),
             _ => {
                 // a section ollama has no member for (document, audio, video, citations) that

@@ -48,7 +48,7 @@ from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore, lose_unknown_members, message_member,
 )
 from ...errors import TranscodeError
-from ...images import keep_head, sniff_media_type
+from ...images import IMAGE_TYPES, keep_head, sniff_media_type  # (IMAGE_TYPES: the four anthropic takes)
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
 from ...losses import (
@@ -621,8 +621,6 @@ _OUT_ATTRS = {
     "tool_result": {"cache_control", "is_error"},
 }
 #: attributes that shape the output rather than being members
-#: a base64 image's media types anthropic takes (Base64ImageSource.media_type)
-IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 _STRUCTURE_ATTRS = INTERNAL_ATTRS | {"source", "media_type", "tool_call_id", "id", "name", "redacted", "file_id",
                                     "content", "is_error", "source_extra"}

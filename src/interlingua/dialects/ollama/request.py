@@ -82,7 +82,7 @@ from typing import Any, Callable
 from ... import json as tok
 from ...canonical import (
     ASSISTANT_REASONING, ASSISTANT_REFUSAL, ASSISTANT_TEXT, REQUEST_LEVEL, SERVER_TOOL_RESULT, SYSTEM_INSTRUCTION, TOOL_CALL, TOOL_DEFINITION, TOOL_RESULT,
-    TOP_LEVEL_SYSTEM, UNKNOWN, USER_IMAGE, USER_TEXT, Block, Control, End, Event, Extension, MessagesEnd, Section,
+    TOP_LEVEL_SYSTEM, UNKNOWN, USER_DOCUMENT, USER_IMAGE, USER_TEXT, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, escape_raw_json, unescape_json_text,
 )
 from ...decoding import OPT_STRING, BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
@@ -91,7 +91,7 @@ from ...encoding import (
     lose_unknown_members, merged_reasoning, message_member,
 )
 from ...errors import SchemaError, TranscodeError
-from ...images import SNIFF_BYTES, keep_head, sniff_media_type
+from ...images import IMAGE_TYPES, SNIFF_BYTES, keep_head, sniff_media_type
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import INTERNAL_ATTRS, article, lacks, path_subject, several_subject
 from ...session import Session
@@ -110,6 +110,7 @@ SECTION_ROLE = {
     SYSTEM_INSTRUCTION: "system",
     USER_TEXT: "user",
     USER_IMAGE: "user",
+    USER_DOCUMENT: "user",  # (only an image file has a place: ``_place``)
     ASSISTANT_TEXT: "assistant",
     ASSISTANT_REFUSAL: "assistant",
     ASSISTANT_REASONING: "assistant",
@@ -949,6 +950,11 @@ class RequestEncoder(Encoder):
             self._lose_signature(block, attrs)
             return self._text(block, attrs, role, "thinking")
         if s is USER_IMAGE:
+            return self._image(block, attrs, role)
+        if s is USER_DOCUMENT and attrs.get("source") == "base64" and attrs.get("media_type") in IMAGE_TYPES:
+            # an image sent as a file (openai file_data): ollama's images take its bytes
+            self._lose_block(block, f"file of type {attrs['media_type']!r} as a document", "sent as an image",
+                             attrs=attrs)
             return self._image(block, attrs, role)
         if s is TOOL_CALL:
             return self._tool_call(block, attrs, role)
