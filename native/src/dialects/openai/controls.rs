@@ -190,10 +190,10 @@ mod decoding {
     /// tool; `None` for other tool types. attrs: `name`, `description`, `strict` and,
     /// for other function keys, `openai_extra` (their JSON members, spliced back for
     /// openai targets), `legacy`; beside the function, `cache_control` (an anthropic tool's
-    /// attribute) and `openai_tool_extra` (the other members, spliced back beside it). The schema: `None` when absent (Python's
-    /// `function.get("parameters")`, so an explicit null too).
+    /// attribute) and `openai_tool_extra` (the other members, spliced back beside it). The
+    /// schema: `None` when absent (Python's `function.get("parameters")`, so an explicit null too).
     pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D, legacy: bool) -> Option<(Vec<Attr>, Option<D>)> {
-        let tool_members = if legacy || !tool.is_object() { Vec::new() } else { tool.member_list() };
+        let tool_members = if legacy { Vec::new() } else { tool.member_list() };
         let function = if legacy {
             tool
         } else {
