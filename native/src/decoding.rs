@@ -79,6 +79,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::{Block, Control, Event, Extension, Section};
+use crate::compact::{push_member, Data, Key};
 use crate::dialects::fields::declared_integer;
 use crate::numbers;
 use crate::error::{Error, ErrorClass, Result};
@@ -1406,6 +1407,27 @@ pub fn set_attr(attrs: &mut Vec<Attr>, name: Cow<'static, str>, json: impl Into<
     match attrs.iter_mut().find(|(n, _)| *n == name) {
         Some(slot) => slot.1 = json,
         None => attrs.push((name, json)),
+    }
+}
+
+/// `beside_function`: the members beside a wrapped tool's `type` and `function` (openai,
+/// ollama) into `attrs`: one of `carried` is the tool's attribute of its name (openai
+/// `cache_control`, as an anthropic tool's), the others `extra_attr` (their JSON members,
+/// written back beside the function by their own dialect, a loss at their own path in another).
+pub fn beside_function<'a, D: Data<'a>>(members: &[(Key<'a>, D)], attrs: &mut Vec<Attr>, extra_attr: &'static str,
+                                        carried: &[&'static str]) {
+    let mut extra = Vec::new();
+    for &(key, value) in members {
+        if let Some(&name) = carried.iter().find(|name| key.is(name)) {
+            set_attr(attrs, Cow::Borrowed(name), value.to_json());
+        } else if !key.is("type") && !key.is("function") {
+            push_member(&mut extra, key, value);
+        }
+    }
+    if !extra.is_empty() {
+        let mut json = Vec::with_capacity(extra.len() + 8);
+        dumps_key(&extra, &mut json);
+        set_attr(attrs, Cow::Borrowed(extra_attr), json);
     }
 }
 

@@ -160,8 +160,9 @@ pub fn tool_name_out(session: &mut Session, name: Option<&[u8]>, path: &str) -> 
 const ATTR_NAMES: &[&str] = &[
     "anthropic_extra", "cache_control", "citations", "data_url", "description", "dialect", "empty", "id", "in_messages",
     "in_parts", "in_result", "index", "is_error", "key", "legacy", "media_type", "name", "ollama_extra",
-    "ollama_no_arguments", "ollama_no_tool_call_id", "ollama_no_tool_name", "openai_extra", "openai_function_extra",
-    "path", "redacted", "role", "signature", "source", "source_extra", "strict", "tool_call_id", "type", "where",
+    "ollama_no_arguments", "ollama_no_tool_call_id", "ollama_no_tool_name", "ollama_tool_extra", "openai_extra",
+    "openai_function_extra", "openai_tool_extra", "path", "redacted", "role", "signature", "source", "source_extra",
+    "strict", "tool_call_id", "type", "where",
 ];
 
 /// One attribute kept past its event: a known name and a literal value are the
@@ -1816,13 +1817,15 @@ pub fn lose_uncarried(control: &Control<'_>, value: &Value, target: &str, sessio
 }
 
 /// `TOOL_EXTRAS`: a tool definition's attributes that keep its source members as JSON text.
-const TOOL_EXTRAS: [&str; 3] = ["anthropic_extra", "openai_extra", "ollama_extra"];
+const TOOL_EXTRAS: [&str; 5] = ["anthropic_extra", "openai_extra", "ollama_extra", "openai_tool_extra", "ollama_tool_extra"];
+/// `TOOL_OWN`: a tool definition's attributes of members beside its function (an anthropic tool's are all).
+const TOOL_OWN: [&str; 4] = ["anthropic_extra", "openai_tool_extra", "ollama_tool_extra", "cache_control"];
 
 /// `lose_tool_attr`: a tool-definition attribute `target` has no field for -- one loss per
 /// source member at its own path (`$.tools[0].defer_loading`, `$.tools[1].function.strict`),
 /// named as the source names it (an extras attribute holds several, its own name none).
 pub fn lose_tool_attr(key: &str, value: &[u8], attrs: &[Attr<'_>], target: &str, session: &mut Session) -> Result<()> {
-    let flat = attr_truthy(attrs, "legacy") || key == "anthropic_extra" || session.source == "anthropic";
+    let flat = attr_truthy(attrs, "legacy") || TOOL_OWN.contains(&key) || session.source == "anthropic";
     let inner: &[u8] = if flat { b"" } else { b"function." };
     let place = match attr(attrs, "path").map(Value::loads) {
         Some(Ok(Value::Str(path))) if !path.is_empty() => Some(path),

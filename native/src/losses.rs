@@ -330,7 +330,7 @@ pub fn field_subject(dialect: &str, key: &str, section: Section, attrs: Option<&
 /// where they sat.
 fn extra_prefix(key: &str) -> Option<&'static str> {
     match key {
-        "openai_extra" | "anthropic_extra" | "ollama_call_extra" => Some(""),
+        "openai_extra" | "anthropic_extra" | "ollama_call_extra" | "openai_tool_extra" | "ollama_tool_extra" => Some(""),
         "openai_function_extra" | "ollama_extra" => Some("function."),
         "source_extra" => Some("source."),
         _ => None,

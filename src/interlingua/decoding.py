@@ -19,7 +19,7 @@ from . import json as tok
 from . import numbers
 from .canonical import Block, End, Event, Extension, MessageStart, MessagesEnd, Section, SystemEnd
 from .errors import BudgetExceededError, LoneSurrogateError, SchemaError
-from .jsonwriter import LITERAL_TEXT, RawValue
+from .jsonwriter import LITERAL_TEXT, RawValue, dumps
 from .session import Session
 
 Handler = Callable[[int, Any, int], None]
@@ -39,6 +39,21 @@ def _refused_number(text: bytes) -> str:
 
 def type_name(kind: int) -> str:
     return _TYPE_NAMES.get(kind, tok.KIND_NAMES.get(kind, "?"))
+
+
+def beside_function(tool: dict, attrs: dict, extra_attr: str, carried: tuple[str, ...] = ()) -> None:
+    """The members beside a wrapped tool's ``type`` and ``function`` (openai, ollama) into
+    ``attrs``: one of ``carried`` is the tool's attribute of its name (openai ``cache_control``,
+    as an anthropic tool's), the others ``extra_attr`` (their JSON members, written back beside
+    the function by their own dialect, a loss at their own path in another)."""
+    extra = []
+    for key, value in tool.items():
+        if key in carried:
+            attrs[key] = value
+        elif key not in ("type", "function"):
+            extra.append(dumps(key) + b":" + dumps(value))
+    if extra:
+        attrs[extra_attr] = b",".join(extra).decode()
 
 
 class Expect:

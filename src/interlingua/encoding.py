@@ -766,14 +766,16 @@ def lose_unknown_members(control: Control, target: str, session) -> None:
 
 
 #: a tool definition's attributes that keep its source members as JSON text
-TOOL_EXTRAS = ("anthropic_extra", "openai_extra", "ollama_extra")
+TOOL_EXTRAS = ("anthropic_extra", "openai_extra", "ollama_extra", "openai_tool_extra", "ollama_tool_extra")
+#: a tool definition's attributes of members beside its function (an anthropic tool's are all)
+TOOL_OWN = ("anthropic_extra", "openai_tool_extra", "ollama_tool_extra", "cache_control")
 
 
 def lose_tool_attr(key: str, value: Any, attrs: dict, target: str, session) -> None:
     """A tool-definition attribute ``target`` has no field for: one loss per source member
     at its own path (``$.tools[0].defer_loading``, ``$.tools[1].function.strict``), named
     as the source names it -- an extras attribute holds several, its own name none."""
-    inner = "" if attrs.get("legacy") or key == "anthropic_extra" or session.source == "anthropic" else "function."
+    inner = "" if attrs.get("legacy") or key in TOOL_OWN or session.source == "anthropic" else "function."
     where = attrs.get("path")
     for name in member_names(value) if key in TOOL_EXTRAS else [key]:
         field = inner + name

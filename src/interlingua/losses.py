@@ -46,7 +46,8 @@ PART_ATTRS = frozenset({PART_PREFIX + "cache_control", PART_PREFIX + "citations"
 #: also plain words -- role, key, empty -- are left out: they may describe a field)
 INTERNAL_WORDS = tuple(sorted({s.value for s in Section} | {a for a in INTERNAL_ATTRS if "_" in a}
                               | {"canonical", "openai_extra", "openai_function_extra", "anthropic_extra",
-                                 "ollama_extra", "ollama_call_extra", "source_extra", RESULT_CACHE_CONTROL}
+                                 "ollama_extra", "ollama_call_extra", "source_extra", "openai_tool_extra",
+                                 "ollama_tool_extra", RESULT_CACHE_CONTROL}
                               | PART_ATTRS))
 
 
@@ -177,7 +178,8 @@ _FIELD_NAMES: dict[str, dict[str, str]] = {
 
 #: the attributes that keep source members as JSON text (``"k":v,...``) -> where they sat
 _EXTRA_FIELDS = {"openai_extra": "", "openai_function_extra": "function.", "anthropic_extra": "",
-                 "ollama_extra": "function.", "ollama_call_extra": "", "source_extra": "source."}
+                 "ollama_extra": "function.", "ollama_call_extra": "", "source_extra": "source.",
+                 "openai_tool_extra": "", "ollama_tool_extra": ""}
 
 
 def member_names(text: Any) -> list[str]:

@@ -156,9 +156,6 @@ pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D) -> Option<(Vec<(Cow<'static, 
         return None;
     }
     let members = tool.member_list();
-    if members.iter().any(|(k, _)| !k.is("type") && !k.is("function")) {
-        return None;
-    }
     let kind = lookup(&members, "type");
     if kind.is_some_and(|kind| !kind.str_is("function")) {
         return None;
@@ -180,6 +177,7 @@ pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D) -> Option<(Vec<(Cow<'static, 
         crate::value::dumps_str(&extra, &mut json);
         attrs.push((Cow::Borrowed("ollama_extra"), Cow::Owned(json)));
     }
+    crate::decoding::beside_function(&members, &mut attrs, "ollama_tool_extra", &[]);
     if kind.is_none() {
         attrs.push((Cow::Borrowed("ollama_no_type"), Cow::Borrowed(b"true")));
     }
@@ -408,8 +406,8 @@ fn think_level(effort: &Value, where_: &str, dialect: Option<&str>, session: &mu
 }
 
 /// `_TOOL_SHAPE_ATTRS`
-const TOOL_SHAPE_ATTRS: [&str; 8] =
-    ["name", "description", "ollama_extra", "ollama_no_type", "ollama_null_parameters", "dialect", "path", "legacy"];
+const TOOL_SHAPE_ATTRS: [&str; 9] = ["name", "description", "ollama_extra", "ollama_tool_extra", "ollama_no_type",
+                                     "ollama_null_parameters", "dialect", "path", "legacy"];
 
 /// `tool_from_canonical`: the ollama tool object for a canonical tool definition
 /// (compact JSON). `attrs`: the block's `(name, compact JSON)` attributes.
@@ -445,7 +443,12 @@ pub fn tool_from_canonical(attrs: &[(Cow<'_, str>, Cow<'_, [u8]>)], schema_raw: 
     } else if attr("ollama_null_parameters").is_some_and(json_truthy) {
         body.extend_from_slice(b",\"parameters\":null");
     }
-    body.extend_from_slice(b"}}");
+    body.push(b'}');
+    if let Some(Ok(Value::Str(members))) = attr("ollama_tool_extra").map(Value::loads) {
+        body.push(b',');
+        body.extend_from_slice(&members);
+    }
+    body.push(b'}');
     Ok(body)
 }
 

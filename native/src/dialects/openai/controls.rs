@@ -189,24 +189,18 @@ mod decoding {
     /// `tool_to_canonical(tool, legacy)`: `(attrs, parameters schema)` of a function
     /// tool; `None` for other tool types. attrs: `name`, `description`, `strict` and,
     /// for other function keys, `openai_extra` (their JSON members, spliced back for
-    /// openai targets), `legacy`. The schema: `None` when absent (Python's
-    /// `function.get("parameters")`, so an explicit null too).
+    /// openai targets), `legacy`; beside the function, `cache_control` (an anthropic tool's
+    /// attribute) and `openai_tool_extra` (the other members, spliced back beside it). The
+    /// schema: `None` when absent (Python's `function.get("parameters")`, so an explicit null too).
     pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D, legacy: bool) -> Option<(Vec<Attr>, Option<D>)> {
+        let tool_members = if legacy { Vec::new() } else { tool.member_list() };
         let function = if legacy {
             tool
         } else {
-            if !tool.is_object() {
+            if !tool.is_object() || !lookup(&tool_members, "type").is_some_and(|t| t.str_is("function")) {
                 return None;
             }
-            let members = tool.member_list();
-            if !lookup(&members, "type").is_some_and(|t| t.str_is("function")) {
-                return None;
-            }
-            let function = lookup(&members, "function").filter(|f| f.is_object())?;
-            if members.iter().any(|(k, _)| !k.is("type") && !k.is("function")) {
-                return None;
-            }
-            function
+            lookup(&tool_members, "function").filter(|f| f.is_object())?
         };
         if !function.is_object() {
             return None;
@@ -231,6 +225,8 @@ mod decoding {
         }
         if legacy {
             attrs.push((Cow::Borrowed("legacy"), Cow::Borrowed(b"true")));
+        } else {
+            crate::decoding::beside_function(&tool_members, &mut attrs, "openai_tool_extra", &["cache_control"]);
         }
         Some((attrs, lookup(&members, "parameters").filter(|v| !v.is_null())))
     }
@@ -521,7 +517,7 @@ pub fn tool_from_canonical(attrs: &[Attr<'_>], schema_raw: &[u8], session: &mut 
                 }
             }
             // (internal ones -- ollama's tool shape among them -- are nothing lost)
-            key if key == "name" || crate::losses::is_internal_attr(key) => {}
+            key if key == "name" || key == "openai_tool_extra" || crate::losses::is_internal_attr(key) => {}
             other => lose_tool_attr(other, value, attrs, "openai", session)?,
         }
     }
@@ -535,6 +531,10 @@ pub fn tool_from_canonical(attrs: &[Attr<'_>], schema_raw: &[u8], session: &mut 
     }
     body.push(b'}');
     if !legacy {
+        if let Some(Value::Str(members)) = attr(attrs, "openai_tool_extra").map(Value::loads).transpose()? {
+            body.push(b',');
+            body.extend_from_slice(&members);
+        }
         body.push(b'}');
     }
     Ok(body)

@@ -259,12 +259,14 @@ def tool_to_canonical(tool: dict) -> tuple[dict, Any] | None:
     """``(attrs, parameters schema)`` of a function tool; None for other shapes.
 
     attrs: ``name``, ``description`` and, for other function keys,
-    ``ollama_extra`` (their JSON members, spliced back for ollama targets).
+    ``ollama_extra`` (their JSON members, spliced back for ollama targets); the members
+    beside the function, ``ollama_tool_extra`` (spliced back beside it).
     A tool without ``type`` (the client always writes it) gets ``ollama_no_type``.
     """
+    from ...decoding import beside_function
     from ...jsonwriter import dumps
 
-    if set(tool) - {"type", "function"} or tool.get("type", "function") != "function":
+    if tool.get("type", "function") != "function":
         return None
     function = tool.get("function")
     if not isinstance(function, dict) or not isinstance(function.get("name"), str):
@@ -278,6 +280,7 @@ def tool_to_canonical(tool: dict) -> tuple[dict, Any] | None:
             extra.append(dumps(key) + b":" + dumps(value))
     if extra:
         attrs["ollama_extra"] = b",".join(extra).decode()
+    beside_function(tool, attrs, "ollama_tool_extra")
     if "type" not in tool:
         attrs["ollama_no_type"] = True
     if "parameters" in function and function["parameters"] is None:
@@ -285,8 +288,8 @@ def tool_to_canonical(tool: dict) -> tuple[dict, Any] | None:
     return attrs, function.get("parameters")
 
 
-_TOOL_SHAPE_ATTRS = {"name", "description", "ollama_extra", "ollama_no_type", "ollama_null_parameters",
-                     "dialect", "path", "legacy"}
+_TOOL_SHAPE_ATTRS = {"name", "description", "ollama_extra", "ollama_tool_extra", "ollama_no_type",
+                     "ollama_null_parameters", "dialect", "path", "legacy"}
 
 
 def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
@@ -307,6 +310,8 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
     elif attrs.get("ollama_null_parameters"):
         body += b',"parameters":null'
     body += b"}"
+    if "ollama_tool_extra" in attrs:
+        body += b"," + attrs["ollama_tool_extra"].encode()
     if attrs.get("ollama_no_type"):
         return b'{"function":' + body + b"}"
     return b'{"type":"function","function":' + body + b"}"

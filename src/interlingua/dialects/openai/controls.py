@@ -263,16 +263,17 @@ def tool_to_canonical(tool: dict, legacy: bool) -> tuple[dict, Any] | None:
     """``(attrs, parameters schema)`` of a function tool; None for other tool types.
 
     attrs: ``name``, ``description``, ``strict`` and, for other function keys,
-    ``openai_extra`` (their JSON members, spliced back for openai targets).
+    ``openai_extra`` (their JSON members, spliced back for openai targets); beside the
+    function, ``cache_control`` (an anthropic tool's attribute) and ``openai_tool_extra``
+    (the other members, spliced back beside it).
     """
+    from ...decoding import beside_function
     from ...jsonwriter import dumps
 
     if legacy:
         function = tool
     else:
         if tool.get("type") != "function" or not isinstance(tool.get("function"), dict):
-            return None
-        if set(tool) - {"type", "function"}:
             return None
         function = tool["function"]
     if not isinstance(function.get("name"), str):
@@ -288,6 +289,8 @@ def tool_to_canonical(tool: dict, legacy: bool) -> tuple[dict, Any] | None:
         attrs["openai_extra"] = b",".join(extra).decode()
     if legacy:
         attrs["legacy"] = True
+    else:
+        beside_function(tool, attrs, "openai_tool_extra", carried=("cache_control",))
     return attrs, function.get("parameters")
 
 
@@ -302,7 +305,7 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
             body += b"," + dumps(key) + b":" + dumps(value)
         elif key == "openai_extra":
             body += b"," + value.encode()
-        elif key != "name" and key not in INTERNAL_ATTRS:  # (ollama's tool shape: nothing lost)
+        elif key not in ("name", "openai_tool_extra") and key not in INTERNAL_ATTRS:  # (ollama's tool shape: nothing lost)
             lose_tool_attr(key, value, attrs, "openai", session)
     if schema_raw and session.source != "openai":
         schema_raw = object_schema(schema_raw, session, attrs.get("name"))
@@ -311,4 +314,5 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
     body += b"}"
     if attrs.get("legacy"):
         return body
-    return b'{"type":"function","function":' + body + b"}"
+    beside = attrs.get("openai_tool_extra")
+    return b'{"type":"function","function":' + body + (b"," + beside.encode() if beside else b"") + b"}"
