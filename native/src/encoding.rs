@@ -1825,6 +1825,9 @@ const TOOL_OWN: [&str; 4] = ["anthropic_extra", "openai_tool_extra", "ollama_too
 /// source member at its own path (`$.tools[0].defer_loading`, `$.tools[1].function.strict`),
 /// named as the source names it (an extras attribute holds several, its own name none).
 pub fn lose_tool_attr(key: &str, value: &[u8], attrs: &[Attr<'_>], target: &str, session: &mut Session) -> Result<()> {
+    if value == b"null" {
+        return Ok(()); // a null one is nothing lost
+    }
     let flat = attr_truthy(attrs, "legacy") || TOOL_OWN.contains(&key) || session.source == "anthropic";
     let inner: &[u8] = if flat { b"" } else { b"function." };
     let place = match attr(attrs, "path").map(Value::loads) {

@@ -774,7 +774,10 @@ TOOL_OWN = ("anthropic_extra", "openai_tool_extra", "ollama_tool_extra", "cache_
 def lose_tool_attr(key: str, value: Any, attrs: dict, target: str, session) -> None:
     """A tool-definition attribute ``target`` has no field for: one loss per source member
     at its own path (``$.tools[0].defer_loading``, ``$.tools[1].function.strict``), named
-    as the source names it -- an extras attribute holds several, its own name none."""
+    as the source names it -- an extras attribute holds several, its own name none. A null
+    one is nothing lost (``"cache_control": null``)."""
+    if value is None:
+        return
     inner = "" if attrs.get("legacy") or key in TOOL_OWN or session.source == "anthropic" else "function."
     where = attrs.get("path")
     for name in member_names(value) if key in TOOL_EXTRAS else [key]:

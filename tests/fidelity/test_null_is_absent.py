@@ -160,3 +160,24 @@ def test_a_null_member_of_a_setting_is_absent():
     body = {**HISTORY["anthropic"], "tool_choice": {"type": "auto", "disable_parallel_tool_use": None}}
     for target in ("openai", "ollama"):
         assert _run("anthropic", target, body) == _run("anthropic", target, {**body, "tool_choice": {"type": "auto"}})
+
+
+TOOL_CASES = [("openai", "cache_control"), ("openai", "function.description"), ("openai", "function.strict"),
+              ("anthropic", "cache_control"), ("anthropic", "description"),
+              ("ollama", "function.description")]
+
+
+@pytest.mark.parametrize("source,member", TOOL_CASES, ids=[f"{s}:tools[0].{m}" for s, m in TOOL_CASES])
+def test_a_null_member_of_a_tool_is_absent(source, member):
+    """A tool's member that is null (openai's tool-level ``cache_control: null``) is the member absent."""
+    body = json.loads(json.dumps(HISTORY[source]))
+    node = body["tools"][0]
+    *steps, last = member.split(".")
+    for step in steps:
+        node = node[step]
+    node[last] = None
+    for target in DIALECTS:
+        if target == source:
+            continue
+        out, losses = _run(source, target, body)
+        assert (_without_nulls(out), losses) == _run(source, target, HISTORY[source]), target
