@@ -1410,6 +1410,12 @@ pub fn set_attr(attrs: &mut Vec<Attr>, name: Cow<'static, str>, json: impl Into<
     }
 }
 
+/// `carries_nothing(raw)`: a message member's raw JSON that carries nothing -- null, or an
+/// empty list or object (openai's `annotations: []` on every assistant message an SDK hands back).
+pub fn carries_nothing(raw: &[u8]) -> bool {
+    matches!(raw, b"null" | b"[]" | b"{}")
+}
+
 /// `beside_function`: the members beside a wrapped tool's `type` and `function` (openai,
 /// ollama) into `attrs`: one of `carried` is the tool's attribute of its name (openai
 /// `cache_control`, as an anthropic tool's), the others `extra_attr` (their JSON members,

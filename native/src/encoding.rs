@@ -1054,6 +1054,9 @@ pub fn lose_field(session: &mut Session, dialect: &str, block: BlockRef<'_>, key
     if attr(attrs, key) == Some(b"null") {
         return Ok(()); // a null one is nothing lost
     }
+    // (extras members that say nothing: none is lost)
+    let Some(attrs) = crate::losses::extras_said(key, attrs) else { return Ok(()) };
+    let attrs: &[Attr<'_>] = &attrs;
     let path = [attrs, block.attrs]
         .into_iter()
         .find_map(|a| attr(a, "path").filter(|raw| truthy(raw)).and_then(json_str));

@@ -337,6 +337,48 @@ fn extra_prefix(key: &str) -> Option<&'static str> {
     }
 }
 
+/// `MEMBER_DEFAULTS`: a member at its API's default says nothing -- anthropic's `caller:
+/// {"type": "direct"}` on a tool_use block (the model called the tool itself, as every call of
+/// another dialect is).
+fn at_default(name: &[u8], value: &Value) -> bool {
+    name == b"caller" && matches!(value.as_object(), Some([(key, Value::Str(kind))]) if key == b"type" && kind == b"direct")
+}
+
+/// `extras_said(key, attrs)`: `attrs` with the extras attribute `key` holding only the members
+/// that say something (not null, not at their default); `None` when none does (nothing to lose:
+/// `caller: null`, as an anthropic SDK's `model_dump()` writes on every tool_use). Any other
+/// key: `attrs` as they are.
+pub fn extras_said<'x, 'a>(key: &str, attrs: &'x Attrs<'a>) -> Option<Cow<'x, Attrs<'a>>> {
+    let unchanged = Some(Cow::Borrowed(attrs));
+    let Some(at) = attrs.iter().position(|(name, _)| name == key).filter(|_| extra_prefix(key).is_some()) else {
+        return unchanged;
+    };
+    let Ok(Value::Str(text)) = Value::loads(&attrs[at].1) else { return unchanged };
+    let object = [&b"{"[..], &text, b"}"].concat();
+    let Ok(Value::Object(members)) = Value::loads(&object) else { return unchanged };
+    let mut said = Vec::with_capacity(text.len());
+    // (as Python's dict of them: a name once, where it first stands, with its last value)
+    let last = |name: &[u8]| members.iter().rev().find(|(n, _)| n == name).map(|(_, value)| value);
+    let firsts = members.iter().enumerate().filter(|(i, (name, _))| !members[..*i].iter().any(|(n, _)| n == name));
+    for (name, value) in firsts.filter_map(|(_, (name, _))| Some((name, last(name)?))) {
+        if value.is_null() || at_default(name, value) {
+            continue;
+        }
+        if !said.is_empty() {
+            said.push(b',');
+        }
+        crate::value::dumps_str(name, &mut said);
+        said.push(b':');
+        crate::value::dumps(value, &mut said);
+    }
+    if said.is_empty() {
+        return None;
+    }
+    let mut owned = attrs.to_vec();
+    owned[at].1 = Cow::Owned(crate::value::str_json(&said));
+    Some(Cow::Owned(owned))
+}
+
 /// `_extra_fields`: the source members an extras attribute holds, by their names (`y`,
 /// `function.x`), not the attribute's own name, which no dialect has.
 fn extra_fields(prefix: &str, key: &str, attrs: Option<&Attrs<'_>>) -> String {

@@ -41,6 +41,12 @@ def type_name(kind: int) -> str:
     return _TYPE_NAMES.get(kind, tok.KIND_NAMES.get(kind, "?"))
 
 
+def carries_nothing(raw: bytes) -> bool:
+    """A message member's raw JSON that carries nothing: null, or an empty list or object
+    (openai's ``annotations: []`` on every assistant message an SDK hands back)."""
+    return raw in (b"null", b"[]", b"{}")
+
+
 def beside_function(tool: dict, attrs: dict, extra_attr: str, carried: tuple[str, ...] = ()) -> None:
     """The members beside a wrapped tool's ``type`` and ``function`` (openai, ollama) into
     ``attrs``: one of ``carried`` is the tool's attribute of its name (openai ``cache_control``,

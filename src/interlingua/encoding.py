@@ -22,8 +22,8 @@ from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, E
 from .errors import NoMessageError, TranscodeError
 from .jsonwriter import JsonWriter, dumps, key_bytes
 from .losses import (
-    NO_PLACE, RESULT_CACHE_CONTROL, article, block_path, block_subject, field_path, field_subject, lacks, member_names,
-    path_subject, raw_tool_member, unknown_role,
+    NO_PLACE, RESULT_CACHE_CONTROL, article, block_path, block_subject, extras_said, field_path, field_subject, lacks,
+    member_names, path_subject, raw_tool_member, unknown_role,
 )
 from .reorder import Hold
 from .session import Session
@@ -236,10 +236,15 @@ class Encoder:
     def _lose_field(self, block: Block, key: str, attrs: dict | None = None, done: str | None = None) -> None:
         """A block attribute the target has no member for (``cache_control`` of a text block),
         at the field's own path where the block has one (``$.content[0].signature``). A null
-        one is nothing lost (``citations: null``, as a response's ``model_dump()`` has it)."""
+        one is nothing lost (``citations: null``, as a response's ``model_dump()`` has it), nor
+        an extras member that says nothing (``losses.extras_said``)."""
         attrs = block.attrs if attrs is None else attrs
-        if attrs and key in attrs and attrs[key] is None:
-            return
+        if attrs and key in attrs:
+            if attrs[key] is None:
+                return
+            attrs = extras_said(key, attrs)  # (extras members that say nothing: none is lost)
+            if attrs is None:
+                return
         path = (attrs or {}).get("path") or (block.attrs or {}).get("path")
         self._lose(block, field_subject(self.session.source, key, block.section, attrs), "field for it", done,
                    field_path(path, key) if path else None)

@@ -190,6 +190,28 @@ def member_names(text: Any) -> list[str]:
         return []
 
 
+#: a member at its API's default says nothing: anthropic's ``caller: {"type": "direct"}`` on a
+#: tool_use block (the model called the tool itself, as every call of another dialect is)
+MEMBER_DEFAULTS = {"caller": {"type": "direct"}}
+
+
+def extras_said(key: str, attrs: dict[str, Any]) -> dict[str, Any] | None:
+    """``attrs`` with the extras attribute ``key`` holding only the members that say something
+    (not null, not at their default: ``MEMBER_DEFAULTS``); None when none does (nothing to
+    lose: ``caller: null``, as an anthropic SDK's ``model_dump()`` writes on every tool_use).
+    Any other key: ``attrs`` as they are."""
+    text = attrs.get(key)
+    if key not in _EXTRA_FIELDS or not isinstance(text, str):
+        return attrs
+    try:
+        members = json.loads("{" + text + "}")
+    except ValueError:
+        return attrs
+    said = [json.dumps(name) + ":" + json.dumps(value) for name, value in members.items()
+            if value is not None and MEMBER_DEFAULTS.get(name, ...) != value]
+    return {**attrs, key: ",".join(said)} if said else None
+
+
 def _extra_fields(key: str, attrs: dict[str, Any] | None) -> str:
     """The source members an extras attribute holds, by their names (``y``, ``function.x``),
     not the attribute's own name, which no dialect has."""

@@ -111,25 +111,27 @@ HISTORY = {
 #: (message index, member path within it) set to null, per dialect: the members a null is absent for
 NULL_MEMBERS = {
     "openai": [(1, "name"), (2, "name"), (2, "refusal"), (2, "audio"), (2, "function_call"), (4, "name"),
-               (1, "content.0.cache_control")],
+               (1, "content.0.cache_control"), (1, "content.0.x_member"), (2, "tool_calls.0.index"),
+               (2, "tool_calls.0.function.x_member"), (2, "x_member")],
     "anthropic": [(0, "content.0.cache_control"), (0, "content.0.citations"), (0, "content.1.cache_control"),
                   (0, "content.2.cache_control"), (0, "content.2.citations"), (0, "content.2.title"),
                   (0, "content.2.context"), (1, "content.0.citations"), (1, "content.1.cache_control"),
-                  (2, "content.0.is_error"), (2, "content.0.cache_control")],
+                  (2, "content.0.is_error"), (2, "content.0.cache_control"), (1, "content.1.caller"),
+                  (1, "content.1.toolset_name"), (0, "content.0.x_member"), (1, "content.0.x_member"), (1, "x_member")],
     "ollama": [(0, "tool_name"), (0, "tool_call_id"), (0, "thinking"), (1, "tool_name"), (1, "images"),
-               (3, "tool_call_id"), (3, "images")],
+               (3, "tool_call_id"), (3, "images"), (1, "tool_calls.0.x_member"), (1, "x_member")],
 }
 
 MEMBER_CASES = [(source, index, member) for source, members in NULL_MEMBERS.items() for index, member in members]
 
 
-def _null_member(body: dict, index: int, member: str) -> dict:
+def _null_member(body: dict, index: int, member: str, value=None) -> dict:
     body = json.loads(json.dumps(body))
     node = body["messages"][index]
     *steps, last = member.split(".")
     for step in steps:
         node = node[int(step)] if step.isdigit() else node[step]
-    node[last] = None
+    node[last] = value
     return body
 
 
@@ -181,3 +183,30 @@ def test_a_null_member_of_a_tool_is_absent(source, member):
             continue
         out, losses = _run(source, target, body)
         assert (_without_nulls(out), losses) == _run(source, target, HISTORY[source]), target
+
+
+#: a message member that is an empty list or object carries nothing either (openai's
+#: ``annotations: []`` on every assistant message the SDK hands back; LiteLLM's ``images: []``)
+EMPTY_CASES = [("openai", 2, "annotations", []), ("openai", 2, "images", []), ("openai", 1, "x_member", {}),
+               ("anthropic", 1, "x_member", []), ("ollama", 1, "x_member", {})]
+
+
+@pytest.mark.parametrize("source,index,member,value", EMPTY_CASES,
+                         ids=[f"{s}:[{i}].{m}={json.dumps(v)}" for s, i, m, v in EMPTY_CASES])
+def test_an_empty_message_member_is_absent(source, index, member, value):
+    for target in DIALECTS:
+        if target == source:
+            continue
+        assert _run(source, target, _null_member(HISTORY[source], index, member, value)) == _run(source, target, HISTORY[source]), target
+
+
+def test_a_tool_call_by_the_model_itself_says_nothing():
+    """anthropic's ``caller: {"type": "direct"}`` (the SDK sends it back in every tool turn) is
+    what every tool call of another dialect is: no loss; a programmatic caller is one."""
+    direct = _null_member(HISTORY["anthropic"], 1, "content.1.caller", {"type": "direct"})
+    program = _null_member(HISTORY["anthropic"], 1, "content.1.caller", {"type": "code_execution_20250825", "tool_id": "s"})
+    for target in ("openai", "ollama"):
+        assert _run("anthropic", target, direct) == _run("anthropic", target, HISTORY["anthropic"])
+        base = _run("anthropic", target, HISTORY["anthropic"])[1]
+        added = [loss for loss in _run("anthropic", target, program)[1] if loss not in base]
+        assert [(loss.path, loss.reason.split(":")[0]) for loss in added] == [("$.messages[1]", "caller of a tool_use block")]

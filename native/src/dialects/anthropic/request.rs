@@ -26,7 +26,7 @@ use std::borrow::Cow;
 use crate::canonical::{escape_raw_json, Block, Event, Section, REQUEST_LEVEL, TOP_LEVEL_SYSTEM};
 use crate::compact::{Data, Raw};
 use crate::decoding::{
-    dumps, get_attr, member_path, BlockBuilder, Cx, Dialect, EventSink, Expect, MachineDecoder, Frame, Machine, MessageBase, Read,
+    carries_nothing, dumps, get_attr, member_path, BlockBuilder, Cx, Dialect, EventSink, Expect, MachineDecoder, Frame, Machine, MessageBase, Read,
     RequestBody, BOOLEAN, NULL, OBJECT, OPT_OBJECT, OPT_STRING, STRING,
 };
 use crate::dialects::fields::{self, field, ANTHROPIC, ANTHROPIC_REQUIRED};
@@ -494,7 +494,7 @@ impl Dialect for Readers {
             S::MessageField => {
                 let index = self.msg.index;
                 let path = member_path(format_args!("$.messages[{index}]."), &self.key);
-                cx.extension(DIALECT, path, raw, Some(index), raw == b"null")
+                cx.extension(DIALECT, path, raw, Some(index), carries_nothing(raw))
             }
             S::DeferredRaw => {
                 let item = (std::mem::take(&mut self.key), raw.to_vec(), std::mem::take(&mut self.held_at));

@@ -12,7 +12,7 @@ use super::controls;
 use crate::canonical::{escape_raw_json, Block, Control, Event, Section, REQUEST_LEVEL};
 use crate::compact::{Data, Raw};
 use crate::decoding::{
-    get_attr, member_path, set_attr, Attr, BlockBuilder, Counted, Cx, Dialect, Frame, Gate, Machine, MachineDecoder, MessageBase,
+    carries_nothing, get_attr, member_path, set_attr, Attr, BlockBuilder, Counted, Cx, Dialect, Frame, Gate, Machine, MachineDecoder, MessageBase,
     Read, RequestBody, OPT_STRING,
 };
 use crate::dialects::fields::{self, field, required};
@@ -625,7 +625,7 @@ impl Dialect for Ollama {
             S::MessageField => {
                 let index = self.msg()?.base.index;
                 let path = member_path(format_args!("$.messages[{index}]."), &self.key);
-                cx.extension(DIALECT, path, raw, Some(index), raw == b"null")
+                cx.extension(DIALECT, path, raw, Some(index), carries_nothing(raw))
             }
             S::ToolName => {
                 let name = cx.data(raw, offset)?; // (a lone surrogate: an error at the value)

@@ -27,7 +27,7 @@ mod decoder {
     use crate::canonical::{Block, Event, Section, REQUEST_LEVEL};
     use crate::compact::{Data, Raw};
     use crate::decoding::{
-        dumps, dumps_key, get_attr, member_path, loads, set_attr, Attr, BlockBuilder, Cx, Dialect, Frame, Machine, MachineDecoder,
+        carries_nothing, dumps, dumps_key, get_attr, member_path, loads, set_attr, Attr, BlockBuilder, Cx, Dialect, Frame, Machine, MachineDecoder,
         Expect, MessageBase, Read, RequestBody, OPT_STRING, STRING,
     };
     use crate::dialects::fields::{self, OPENAI_REASONING_EFFORTS as EFFORTS};
@@ -139,7 +139,7 @@ mod decoder {
         ToolCallId,
         /// an extension member's value (`_extension`): its first token
         Extension,
-        ExtensionRaw { lossless: bool },
+        ExtensionRaw,
         ToolCalls,
         ToolCallList,
         FunctionCall,
@@ -1001,7 +1001,7 @@ mod decoder {
                 }
                 S::Extension => {
                     let (expect, what) = message_member_type(&self.key);
-                    m.read(Read::Raw(S::ExtensionRaw { lossless: token == Token::Null }, expect, what));
+                    m.read(Read::Raw(S::ExtensionRaw, expect, what));
                     Ok(())
                 }
                 S::ToolCalls => {
@@ -1109,10 +1109,10 @@ mod decoder {
             match s {
                 S::TopField => self.top_field(raw, offset, cx),
                 S::Tool { legacy } => self.tool_text(raw, legacy, offset, cx),
-                S::ExtensionRaw { lossless } => {
+                S::ExtensionRaw => {
                     let index = self.msg.index();
                     let path = member_path(format_args!("$.messages[{index}]."), &self.key);
-                    cx.extension(DIALECT, path, raw, Some(index), lossless)
+                    cx.extension(DIALECT, path, raw, Some(index), carries_nothing(raw))
                 }
                 S::Extra { function } => {
                     let mut member = Vec::with_capacity(self.key.len() + raw.len() + 3);

@@ -43,7 +43,7 @@ from ...canonical import (
     unescape_json_text,
 )
 from ...decoding import BOOLEAN, NULL, OBJECT, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
-from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder
+from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder, carries_nothing
 from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore, lose_unknown_members, message_member,
 )
@@ -247,7 +247,7 @@ class MessageReader(MessageReaderBase):
         else:
             path = f"$.messages[{self.index}].{value}"
             d.then(lambda k, v, o: d.read_raw(
-                k, v, o, lambda raw: d.extension(path, raw, message=self.index, lossless=k == tok.NULL)))
+                k, v, o, lambda raw: d.extension(path, raw, message=self.index, lossless=carries_nothing(raw))))
 
     def _content(self, kind: int, value: Any, offset: int) -> None:
         if kind == tok.ARRAY_START:

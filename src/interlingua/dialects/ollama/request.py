@@ -85,7 +85,7 @@ from ...canonical import (
     TOP_LEVEL_SYSTEM, UNKNOWN, USER_DOCUMENT, USER_IMAGE, USER_TEXT, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, escape_raw_json, unescape_json_text,
 )
-from ...decoding import OPT_STRING, BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
+from ...decoding import OPT_STRING, BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder, carries_nothing
 from ...encoding import (
     STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, TextCallOrder, first_member, late_only,
     lose_unknown_members, merged_reasoning, message_member,
@@ -427,7 +427,7 @@ class MessageReader(MessageReaderBase):
 
         def reader(kind: int, value: Any, offset: int) -> None:
             self.d.read_raw(kind, value, offset, lambda raw: self.d.extension(
-                path, raw, message=self.index, lossless=raw == b"null"))
+                path, raw, message=self.index, lossless=carries_nothing(raw)))
         return reader
 
     def _tool_name_member(self, kind: int, value: Any, offset: int) -> None:

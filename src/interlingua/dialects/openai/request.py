@@ -40,7 +40,7 @@ from ...canonical import (
     Block, Control, End, Event, Extension, MessagesEnd, Section, SystemEnd, decode_escaped,
 )
 from ...decoding import OPT_STRING, STRING  # (types of members)
-from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder
+from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder, carries_nothing
 from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, TextCallOrder, ignore, late_only,
     lose_unknown_members, merged_reasoning, message_member, choice_fate,
@@ -300,9 +300,8 @@ class MessageReader(MessageReaderBase):
         expect = _MESSAGE_MEMBER_TYPES.get(key)
 
         def reader(kind: int, value: Any, offset: int) -> None:
-            lossless = kind == tok.NULL
             self.d.read_raw(kind, value, offset,
-                            lambda raw: self.d.extension(path, raw, message=self.index, lossless=lossless),
+                            lambda raw: self.d.extension(path, raw, message=self.index, lossless=carries_nothing(raw)),
                             expect, key)
         return reader
 
