@@ -93,7 +93,7 @@ _VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), hostile_text, 
 def test_openai_tool_call_members_come_back_for_openai(backend, call_extra, function_extra, sort_keys):
     """Members of a history tool call and of its function that openai's client does not
     declare come back where they were for openai, in either key order; for another target
-    each is a recorded loss, and no loss is recorded twice."""
+    each is a recorded loss (a null one says nothing: none), and no loss is recorded twice."""
     call = {"id": "c1", "type": "function", **call_extra,
             "function": {"name": "f", "arguments": "{}", **function_extra}}
     body = {"model": "m", "messages": [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": [call]},
@@ -105,7 +105,8 @@ def test_openai_tool_call_members_come_back_for_openai(backend, call_extra, func
     for target in ("anthropic", "ollama"):
         _, losses = _transcode("openai", target, wire)
         reasons = [loss.reason for loss in losses if loss.path == "$.messages[1]"]
-        assert len(reasons) == len(set(reasons)) == bool(call_extra) + bool(function_extra), reasons
+        said = [any(value is not None for value in extra.values()) for extra in (call_extra, function_extra)]
+        assert len(reasons) == len(set(reasons)) == sum(said), reasons
 
 
 #: one tool call with the fields each source carries beside id, name and arguments

@@ -209,7 +209,12 @@ pub fn merged<'x>(first: &'x [Attr<'x>], late: &[Attr<'_>]) -> Cow<'x, [Attr<'x>
 /// `late_only(attrs, late)`: the late attributes that were not among the first fragment's
 /// (an encoder records the early ones' losses when the block opens, these at its close).
 pub fn late_only(first: &[Attr<'_>], late: &[Attr<'_>]) -> OwnedAttrs {
-    late.iter().filter(|(k, _)| !has_attr(first, k)).map(owned_attr).collect()
+    let recorded_early = |key: &str, value: &[u8]| match attr(first, key) {
+        None => false,
+        // (kept members whose early ones said nothing are recorded at the close)
+        Some(early) => early == value || crate::losses::extras_said(key, first).is_some(),
+    };
+    late.iter().filter(|(k, v)| !recorded_early(k, v)).map(owned_attr).collect()
 }
 
 /// Python's `len(str)` of UTF-8 / WTF-8 text (a hold's size for a key).

@@ -9,6 +9,16 @@ pub const SNIFF_BYTES: usize = 16;
 /// `IMAGE_TYPES`: the image formats `sniff_media_type` names (anthropic's base64 images are these four).
 pub const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 
+/// `type_named(label)`: the media type a label names -- lower case (media types are
+/// case-insensitive), an alias as its type (`image/jpg` is `image/jpeg`: OpenAI takes it).
+pub fn type_named(label: &str) -> String {
+    let label = label.to_ascii_lowercase();
+    match label.as_str() {
+        "image/jpg" | "image/pjpeg" => "image/jpeg".to_string(),
+        _ => label,
+    }
+}
+
 /// Media type of an image from its first base64 characters (None if unknown): the magic
 /// numbers of what they decode to. Only the first `SNIFF_BYTES` count, however many are
 /// given: a streamed string is sniffed when that many have come, whatever else its chunk held.

@@ -470,8 +470,11 @@ def late_only(attrs: dict, late: dict) -> dict:
     """The late attributes of a block that were not among its first fragment's: an encoder
     that records the losses of the early ones when the block opens records only these at
     its close. (A decoder may set a key early and again late -- kept members' text grows
-    with each one -- and a field is one loss.)"""
-    return {k: v for k, v in late.items() if k not in attrs} if late else late
+    with each one -- and a field is one loss; but kept members whose early ones said nothing,
+    ``losses.extras_said``, are recorded at the close, or the late ones would go unrecorded.)"""
+    if not late:
+        return late
+    return {k: v for k, v in late.items() if k not in attrs or (v != attrs[k] and extras_said(k, attrs) is None)}
 
 
 def ignore(_) -> None:

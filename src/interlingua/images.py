@@ -20,6 +20,18 @@ SNIFF_BYTES = 16  # base64 characters enough to recognise the formats below
 #: the image formats ``sniff_media_type`` names (anthropic's base64 images are these four)
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
+#: labels senders write for a format, by the format's own name (OpenAI takes ``image/jpg``)
+_TYPE_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
+
+
+def type_named(label: object) -> object:
+    """The media type a label names: lower case (media types are case-insensitive), an
+    alias as its type (``image/jpg`` is ``image/jpeg``); anything else as it is."""
+    if not isinstance(label, str):
+        return label
+    label = label.lower()
+    return _TYPE_ALIASES.get(label, label)
+
 
 def sniff_media_type(b64_prefix: bytes) -> str | None:
     """Media type of an image from its first base64 characters, unescaped (``keep_head``;

@@ -246,6 +246,10 @@ fn nearest_level(dialect: Option<&str>, effort: &[u8]) -> Option<&'static str> {
 /// where something was meant).
 /// A member the value of a control passes to as it is borrows it (the usual controls: no
 /// parse, no copy); the others are parsed.
+/// `_OLLAMAS_OWN`: settings that ask for what ollama does anyway (one answer; the model calls
+/// any tools, as many as it likes), as compact JSON.
+const OLLAMAS_OWN: [(&str, &[u8]); 3] = [("n", b"1"), ("parallel_tool_calls", b"true"), ("tool_choice", br#"{"type":"auto"}"#)];
+
 pub fn encode_control<'c>(control: &'c Control<'_>, session: &mut Session)
                           -> Result<Vec<(Cow<'static, str>, Cow<'c, [u8]>)>> {
     let name = control.name.as_ref();
@@ -292,6 +296,8 @@ pub fn encode_control<'c>(control: &'c Control<'_>, session: &mut Session)
         && matches!(value, Value::Object(members) if members.iter().all(|(key, _)| key == b"include_usage"))
     {
         return Ok(Vec::new()); // ollama's last line always has its counts (it was a loss)
+    } else if OLLAMAS_OWN.iter().any(|&(own, raw)| own == name && raw == control.value.as_ref()) {
+        return Ok(Vec::new()); // what ollama does anyway: nothing is lost without it
     }
     lose(session, &where_, "such parameter", None, dialect)?;
     Ok(Vec::new())

@@ -47,6 +47,7 @@ from typing import Any
 
 from ...canonical import Control
 from ...errors import SchemaError
+from ...jsonwriter import dumps
 from ..fields import check_members
 from ...losses import lacks, path_subject
 
@@ -147,6 +148,11 @@ def think_to_canonical(value: Any) -> Any:
     return {"other": value}
 
 
+#: settings that ask for what ollama does anyway (one answer; the model calls any tools, as many
+#: as it likes): as compact JSON, so that ``n: 1.0`` or ``true`` is not ``1``
+_OLLAMAS_OWN = {"n": b"1", "parallel_tool_calls": b"true", "tool_choice": b'{"type":"auto"}'}
+
+
 def encode_control(control: Control, session) -> list[tuple[str, Any]]:
     """A canonical control as ollama ``(key, value)`` pairs; ``options.x`` keys go in ``options``.
 
@@ -183,6 +189,8 @@ def encode_control(control: Control, session) -> list[tuple[str, Any]]:
         return []
     elif name == "stream_options" and isinstance(value, dict) and set(value) <= {"include_usage"}:
         return []  # ollama's last line always has its counts (it was a loss)
+    elif dumps(value) == _OLLAMAS_OWN.get(name):
+        return []  # what ollama does anyway: nothing is lost without it
     _lose(session, where, "such parameter", dialect=control.dialect)
     return []
 

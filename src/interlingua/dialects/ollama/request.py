@@ -91,7 +91,7 @@ from ...encoding import (
     lose_unknown_members, merged_reasoning, message_member,
 )
 from ...errors import SchemaError, TranscodeError
-from ...images import IMAGE_TYPES, SNIFF_BYTES, keep_head, sniff_media_type
+from ...images import IMAGE_TYPES, SNIFF_BYTES, keep_head, sniff_media_type, type_named
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import INTERNAL_ATTRS, article, lacks, path_subject, several_subject
 from ...session import Session
@@ -1073,7 +1073,7 @@ class RequestEncoder(Encoder):
                 self._lose_is_error(block, late_only(attrs, late))
             declared = {**attrs, **late}.get("media_type", _UNNAMED)
             shown = sniff_media_type(bytes(head)) or _UNNAMED
-            if declared != shown:
+            if type_named(declared) != shown:  # ("image/jpg" of JPEG bytes: nothing lost)
                 self._lose(block, f"media type {declared!r} of {article(self._subject(block, attrs))} "
                                   f"{self._subject(block, attrs)}", "media type field",
                            f"the bytes show {shown!r}")
