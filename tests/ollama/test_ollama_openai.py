@@ -160,7 +160,7 @@ def test_openai_sections_ollama_cannot_carry_are_recorded():
         {"role": "user", "content": [{"type": "file", "file": {"file_data": "data:application/pdf;base64,AAAA"}},
                                      {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]},
         {"role": "assistant", "refusal": "no"}],
-        "tool_choice": "auto", "parallel_tool_calls": False, "store": True}).encode()
+        "tool_choice": "required", "parallel_tool_calls": False, "store": True}).encode()
     out, losses = run(body, "openai", "ollama")
     reasons = " | ".join(l.reason for l in losses)
     for what in ("developer role", "file part", "input_audio part", "refusal", "tool_choice:",

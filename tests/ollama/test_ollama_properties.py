@@ -379,8 +379,13 @@ def normalise_openai(body: dict) -> dict:
     * ``stream`` absent means false; ``response_format`` text means none.
     * one text part is the same as a string content; ``content: null`` is absent.
     * a stream asks for usage (``stream_options.include_usage``), as every request into openai does.
+    * ``n: 1``, ``parallel_tool_calls: true``, ``tool_choice: "auto"`` ask for what ollama does
+      anyway: absent (no loss; ``dialects/ollama/controls.py`` ``_OLLAMAS_OWN``).
     """
     body = copy.deepcopy(body)
+    for key, default in (("n", 1), ("parallel_tool_calls", True), ("tool_choice", "auto")):
+        if key in body and body[key] == default and type(body[key]) is type(default):
+            del body[key]
     if body.get("stream") is True:
         body.setdefault("stream_options", {"include_usage": True})
     if "max_tokens" in body:
