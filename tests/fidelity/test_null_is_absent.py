@@ -1,5 +1,5 @@
 """A top-level request field that sets nothing means the same as the field absent
-(README "Realistic provider traffic"; ``fields.says_nothing``), every dialect, every field
+(README "Realistic provider traffic"; ``fields.sets_nothing``), every dialect, every field
 the decoders know, into every other dialect: the output is the output without the field,
 and nothing is recorded lost.
 

@@ -264,10 +264,10 @@ fn known_members(dialect: &str, key: &str) -> Option<&'static [Known]> {
 const SETTING_MAPS: &[(&str, &[u8])] = &[("openai", b"metadata"), ("openai", b"logit_bias"),
                                          ("anthropic", b"metadata"), ("anthropic", b"output_config")];
 
-/// `says_nothing(dialect, key, raw)`: a top-level field's raw JSON that means the same as the
+/// `sets_nothing(dialect, key, raw)`: a top-level field's raw JSON that means the same as the
 /// field absent: `null`, or a settings map with no member but nulls. A decoder makes it a
 /// lossless extension: no control, so no target records a loss.
-pub fn says_nothing(dialect: &str, key: &[u8], raw: &[u8]) -> Result<bool> {
+pub fn sets_nothing(dialect: &str, key: &[u8], raw: &[u8]) -> Result<bool> {
     if raw == b"null" {
         return Ok(true);
     }

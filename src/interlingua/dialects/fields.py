@@ -149,7 +149,7 @@ KNOWN_MEMBERS = {
 SETTING_MAPS = {"openai": ("metadata", "logit_bias"), "anthropic": ("metadata", "output_config")}
 
 
-def says_nothing(dialect: str, key: str, raw: bytes) -> bool:
+def sets_nothing(dialect: str, key: str, raw: bytes) -> bool:
     """A top-level field's raw JSON that means the same as the field absent (README "null
     means absent"): ``null``, or a settings map (``SETTING_MAPS``) with no member but nulls.
     A decoder makes it a lossless extension: no control, so no target records a loss."""

@@ -650,7 +650,7 @@ impl Readers {
 
     /// `_top_field`: a control, or an extension (one that says nothing: a lossless one).
     fn top_field(&mut self, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
-        if fields::says_nothing(DIALECT, &self.key, raw)? {
+        if fields::sets_nothing(DIALECT, &self.key, raw)? {
             return cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, true);
         }
         match controls::decode(&self.key, raw)? {

@@ -603,7 +603,7 @@ impl Dialect for Ollama {
             S::TopField => {
                 // the same as absent: no control, so nothing to lose -- "stream": null streams
                 // (ollama's default)
-                if fields::says_nothing(DIALECT, &self.key, raw)? {
+                if fields::sets_nothing(DIALECT, &self.key, raw)? {
                     return cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, true);
                 }
                 if let Some(control) = controls::decode(&self.key, raw)? {
@@ -614,7 +614,7 @@ impl Dialect for Ollama {
                 cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, raw == b"null")
             }
             S::OptionField => {
-                let absent = fields::says_nothing(DIALECT, &self.key, raw)?;
+                let absent = fields::sets_nothing(DIALECT, &self.key, raw)?;
                 let control = if absent { None } else { controls::decode_option(&self.key, raw)? };
                 if let Some(control) = control {
                     let control = cx.checked(control, raw, offset)?;

@@ -548,7 +548,7 @@ mod decoder {
                     return Err(cx.error(format!("unknown reasoning_effort {raw} (one of {})", EFFORTS.join(", ")), offset));
                 }
             }
-            if fields::says_nothing(DIALECT, key, raw)? {
+            if fields::sets_nothing(DIALECT, key, raw)? {
                 // the same as absent ("tool_choice": null, "metadata": {})
                 return cx.extension(DIALECT, member_path(format_args!("$."), key), raw, None, true);
             }

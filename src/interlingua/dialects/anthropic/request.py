@@ -30,7 +30,7 @@ Decoder decisions (pinned by tests and rpt scenarios):
 
 from __future__ import annotations
 
-from ..fields import REQUEST_FIELDS, REQUIRED, says_nothing
+from ..fields import REQUEST_FIELDS, REQUIRED, sets_nothing
 
 import json
 from typing import Any, Callable
@@ -119,7 +119,7 @@ class RequestDecoder(RequestBodyDecoder):
             self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw, offset))
 
     def _top_field(self, key: str, raw: bytes, offset: int) -> None:
-        if says_nothing(DIALECT, key, raw):  # the same as absent ("thinking": null, "metadata": {})
+        if sets_nothing(DIALECT, key, raw):  # the same as absent ("thinking": null, "metadata": {})
             self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
             return
         found = controls.decode(key, raw)

@@ -75,7 +75,7 @@ Encoder decisions:
 
 from __future__ import annotations
 
-from ..fields import REQUEST_FIELDS, REQUIRED, says_nothing
+from ..fields import REQUEST_FIELDS, REQUIRED, sets_nothing
 
 from typing import Any, Callable
 
@@ -169,7 +169,7 @@ class RequestDecoder(RequestBodyDecoder):
 
     def _top_field(self, key: str, raw: bytes, offset: int) -> None:
         # the same as absent: no control, so nothing to lose -- "stream": null streams (ollama's default)
-        control = None if says_nothing(DIALECT, key, raw) else controls.decode(key, raw)
+        control = None if sets_nothing(DIALECT, key, raw) else controls.decode(key, raw)
         if control is not None and key == "stream":
             self._stream_seen = True
         if control is None:
@@ -196,7 +196,7 @@ class RequestDecoder(RequestBodyDecoder):
             self.extension("$.options", b"{}", lossless=True)
 
     def _option_field(self, key: str, raw: bytes, offset: int) -> None:
-        control = None if says_nothing(DIALECT, key, raw) else controls.decode_option(key, raw)
+        control = None if sets_nothing(DIALECT, key, raw) else controls.decode_option(key, raw)
         if control is None:
             self.extension("$.options." + key, raw, lossless=raw == b"null")
         else:

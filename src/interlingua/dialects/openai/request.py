@@ -28,7 +28,7 @@ Decoder decisions (documented here and pinned by rpt scenarios):
 
 from __future__ import annotations
 
-from ..fields import OPENAI_REASONING_EFFORTS as EFFORTS, REQUEST_FIELDS, REQUIRED, says_nothing
+from ..fields import OPENAI_REASONING_EFFORTS as EFFORTS, REQUEST_FIELDS, REQUIRED, sets_nothing
 
 import json
 from typing import Any, Callable
@@ -101,7 +101,7 @@ class RequestDecoder(RequestBodyDecoder):
     def _top_field(self, key: str, raw: bytes, offset: int) -> None:
         if key == "reasoning_effort" and raw != b"null" and self.data(raw, offset) not in EFFORTS:
             raise self.error(f"unknown reasoning_effort {raw.decode()} (one of {', '.join(EFFORTS)})", offset)
-        if says_nothing(DIALECT, key, raw):  # the same as absent ("tool_choice": null, "metadata": {})
+        if sets_nothing(DIALECT, key, raw):  # the same as absent ("tool_choice": null, "metadata": {})
             self.emit(Extension(DIALECT, "$." + key, raw, lossless=True))
             return
         control = controls.decode(key, raw)
