@@ -284,10 +284,10 @@ def _after_the_run(messages: list) -> list:
     messages name other places on each side: the property leaves these requests out."""
     out: list = []
     held: list = []
-    pending: list[list] = []  # [name, answered] of the last batch's calls
+    pending: list[list] = []  # [id, name, answered] of the last batch's calls
     for message in messages:
         role = message.get("role") if isinstance(message, dict) else None
-        open_batch = any(not answered for _, answered in pending)
+        open_batch = any(not answered for _, _, answered in pending)
         if held and role != "tool" and not (role in ("user", "system", "developer") and open_batch):
             out += held
             held = []
@@ -296,12 +296,15 @@ def _after_the_run(messages: list) -> list:
             continue
         out.append(message)
         if isinstance(message, dict) and message.get("tool_calls"):
-            pending = [[c["function"]["name"], False] for c in message["tool_calls"]]
+            pending = [[c.get("id"), c["function"]["name"], False] for c in message["tool_calls"]]
         elif role == "tool":
-            name = message.get("tool_name")
-            call = next((c for c in pending if not c[1] and name in (None, c[0])), None)
+            # (as the ollama decoder links it: by its tool_call_id when given -- an id no call
+            # has answers none --, else the first call not answered with its tool_name)
+            call_id, name = message.get("tool_call_id"), message.get("tool_name")
+            call = next((c for c in pending if not c[2] and (c[0] == call_id if call_id is not None
+                                                             else name in (None, c[1]))), None)
             if call is not None:
-                call[1] = True
+                call[2] = True
     return out + held
 
 
