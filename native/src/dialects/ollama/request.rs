@@ -601,26 +601,23 @@ impl Dialect for Ollama {
         match s {
             S::Tool => self.tool_text(raw, offset, cx),
             S::TopField => {
-                // the same as absent: no control, so nothing to lose -- "stream": null streams
-                // (ollama's default)
-                if fields::sets_nothing(DIALECT, &self.key, raw)? {
-                    return cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, true);
-                }
-                if let Some(control) = controls::decode(&self.key, raw)? {
-                    self.stream_seen |= self.key == b"stream";
-                    let control = cx.checked(control, raw, offset)?;
-                    return cx.emit(Event::Control(control));
-                }
-                cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, raw == b"null")
+                let absent = fields::sets_nothing(DIALECT, &self.key, raw)?; // ("stream": null streams: ollama's default)
+                let control = if absent { None } else { controls::decode(&self.key, raw)? };
+                let Some(control) = control else {
+                    return cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, absent);
+                };
+                self.stream_seen |= self.key == b"stream";
+                let control = cx.checked(control, raw, offset)?;
+                cx.emit(Event::Control(control))
             }
             S::OptionField => {
-                let absent = fields::sets_nothing(DIALECT, &self.key, raw)?;
+                let absent = fields::sets_nothing(DIALECT, &self.key, raw)?; // (null: absent)
                 let control = if absent { None } else { controls::decode_option(&self.key, raw)? };
-                if let Some(control) = control {
-                    let control = cx.checked(control, raw, offset)?;
-                    return cx.emit(Event::Control(control));
-                }
-                cx.extension(DIALECT, member_path(format_args!("$.options."), &self.key), raw, None, raw == b"null")
+                let Some(control) = control else {
+                    return cx.extension(DIALECT, member_path(format_args!("$.options."), &self.key), raw, None, absent);
+                };
+                let control = cx.checked(control, raw, offset)?;
+                cx.emit(Event::Control(control))
             }
             S::MessageField => {
                 let index = self.msg()?.base.index;

@@ -168,14 +168,13 @@ class RequestDecoder(RequestBodyDecoder):
             self.read_raw(kind, value, offset, lambda raw: self._top_field(key, raw, offset))
 
     def _top_field(self, key: str, raw: bytes, offset: int) -> None:
-        # the same as absent: no control, so nothing to lose -- "stream": null streams (ollama's default)
-        control = None if sets_nothing(DIALECT, key, raw) else controls.decode(key, raw)
-        if control is not None and key == "stream":
-            self._stream_seen = True
+        absent = sets_nothing(DIALECT, key, raw)  # ("stream": null streams: ollama's default)
+        control = None if absent else controls.decode(key, raw)
         if control is None:
-            self.emit(Extension(DIALECT, "$." + key, raw, lossless=raw == b"null"))
-        else:
-            self.emit(self.checked(control, raw, offset))
+            self.emit(Extension(DIALECT, "$." + key, raw, lossless=absent))
+            return
+        self._stream_seen |= key == "stream"
+        self.emit(self.checked(control, raw, offset))
 
     # -- options -------------------------------------------------------------
 
@@ -196,11 +195,12 @@ class RequestDecoder(RequestBodyDecoder):
             self.extension("$.options", b"{}", lossless=True)
 
     def _option_field(self, key: str, raw: bytes, offset: int) -> None:
-        control = None if sets_nothing(DIALECT, key, raw) else controls.decode_option(key, raw)
+        absent = sets_nothing(DIALECT, key, raw)  # (null: absent)
+        control = None if absent else controls.decode_option(key, raw)
         if control is None:
-            self.extension("$.options." + key, raw, lossless=raw == b"null")
-        else:
-            self.emit(self.checked(control, raw, offset))
+            self.extension("$.options." + key, raw, lossless=absent)
+            return
+        self.emit(self.checked(control, raw, offset))
 
     # -- messages ------------------------------------------------------------
 
