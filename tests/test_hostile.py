@@ -219,21 +219,27 @@ def test_max_value_bytes_decides_alike_at_any_cut(script):
 
 
 # -- a request with no message left -----------------------------------------------------
-# openai and anthropic take no request without a message: when every message of the source
-# is lost (a server tool call, an image of no known type, audio, a file) or moved out of the
-# list (system prompts, into anthropic's top-level system), the transcoder raises
-# NoMessageError at the body's end, the losses recorded; ollama takes an empty list (it loads
-# the model), and a source whose list was empty already keeps it (rpt/request-no-message-left).
+# openai and anthropic take no request without a message, and ollama reads one as "load the
+# model" (an empty reply, not an answer): when every message of the source is lost (a server
+# tool call, an image of no known type or by URL, audio, a file) or moved out of the list
+# (system prompts, into anthropic's top-level system), the transcoder raises NoMessageError
+# at the body's end, the losses recorded; a source whose list was empty already keeps it
+# (rpt/request-no-message-left, rpt/request-ollama-no-message-left).
 _NO_MESSAGE_LEFT = [
     ("anthropic", b'{"model":"m","max_tokens":64,"messages":[{"role":"assistant","content":[{"type":"server_tool_use",'
-                  b'"id":"srvtoolu_01","name":"web_search","input":{"query":"news"}}]}]}', ("openai",)),
+                  b'"id":"srvtoolu_01","name":"web_search","input":{"query":"news"}}]}]}', ("openai", "ollama")),
     ("anthropic", b'{"model":"m","max_tokens":64,"messages":[{"role":"user","content":[{"type":"web_search_tool_result",'
-                  b'"tool_use_id":"s","content":[]}]}]}', ("openai",)),
+                  b'"tool_use_id":"s","content":[]}]}]}', ("openai", "ollama")),
     ("ollama", b'{"model":"m","messages":[{"role":"user","images":["AAAA"]}]}', ("openai", "anthropic")),
     ("ollama", b'{"model":"m","messages":[{"role":"user","content":"","images":["AAAA"]}]}', ("anthropic",)),
     ("openai", b'{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":'
-               b'{"data":"AAAA","format":"wav"}}]}]}', ("anthropic",)),
-    ("openai", b'{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"f"}}]}]}', ("anthropic",)),
+               b'{"data":"AAAA","format":"wav"}}]}]}', ("anthropic", "ollama")),
+    ("openai", b'{"model":"m","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"f"}}]}]}',
+     ("anthropic", "ollama")),
+    ("openai", b'{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":'
+               b'{"url":"https://example.com/a.png"}}]}]}', ("ollama",)),
+    ("anthropic", b'{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":'
+                  b'{"type":"url","url":"https://example.com/a.png"}}]}]}', ("ollama",)),
     ("openai", b'{"model":"m","messages":[{"role":"developer","content":"be brief"}]}', ("anthropic",)),
     ("openai", b'{"model":"m","messages":[{"role":"system","content":"be brief"}]}', ("anthropic",)),
 ]

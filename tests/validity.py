@@ -652,9 +652,10 @@ def _l_think(body):
 
 
 @rule("ollama", "request", "messages-present",
-      "tolerated: an empty message list (ollama loads the model); no other API takes one",
-      f"{_OLLAMA_REF}: 'If the messages array is empty, the model will be loaded into memory'",
-      enforced=False)
+      "an empty message list loads the model and answers nothing: ollama's own preload request "
+      "(an input breaking no API of its own, kept on its round trip), never the answer to a "
+      "request that listed messages",
+      f"{_OLLAMA_REF}: 'If the messages array is empty, the model will be loaded into memory'")
 def _l_messages(body):
     if not _messages(body):
         yield "no messages"

@@ -740,13 +740,22 @@ pub trait PlaceBlocks {
     }
 }
 
-/// `Encoder.require_a_message`: at a request's end, for a target that takes none without a
-/// message (openai, anthropic), `NoMessageError` when the source listed messages and none
-/// was `carried` into the target's list.
+/// `_NO_MESSAGE_MEANS`: what the target makes of a request without a message.
+fn no_message_means(target: &str) -> &'static str {
+    if target == "ollama" {
+        "reads a request without a message as loading the model, not as a question"
+    } else {
+        "takes no request without a message"
+    }
+}
+
+/// `Encoder.require_a_message`: at a request's end, `NoMessageError` when the source listed
+/// messages and none was `carried` into the target's list (openai and anthropic take no
+/// request without a message; ollama reads one as "load the model").
 pub fn require_a_message(listed: bool, carried: bool, target: &str, session: &Session) -> Result<()> {
     if listed && !carried {
         return Err(Error::new(ErrorClass::NoMessage, format!(
-            "{target} takes no request without a message, and none of the source's messages is left for its list (see the losses)"))
+            "{target} {}, and none of the source's messages is left for its list (see the losses)", no_message_means(target)))
             .with_path(b"$.messages".to_vec())
             .in_dialect(session.source));
     }

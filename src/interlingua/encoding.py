@@ -63,6 +63,11 @@ class TextCallOrder:
         return before if self.runs == 3 else None
 
 
+#: what a target makes of a request without a message (``require_a_message``)
+_NO_MESSAGE = "takes no request without a message"
+_NO_MESSAGE_MEANS = {"ollama": "reads a request without a message as loading the model, not as a question"}
+
+
 class Encoder:
     """Base of every dialect encoder."""
 
@@ -81,11 +86,12 @@ class Encoder:
         """The source ended without an ``End`` event (an error was raised upstream)."""
 
     def require_a_message(self, carried: bool) -> None:
-        """At a request's end, for a target that takes none without a message (openai,
-        anthropic): ``NoMessageError`` when the source listed messages and none was
-        ``carried`` into the target's list (``errors.NoMessageError``)."""
+        """At a request's end: ``NoMessageError`` when the source listed messages and none was
+        ``carried`` into the target's list (``errors.NoMessageError``). openai and anthropic
+        take no request without a message; ollama takes one as "load the model", which is not
+        what a source that listed messages asked for."""
         if self._listed and not carried:
-            raise NoMessageError(f"{self.dialect} takes no request without a message, and none of the "
+            raise NoMessageError(f"{self.dialect} {_NO_MESSAGE_MEANS.get(self.dialect, _NO_MESSAGE)}, and none of the "
                                  f"source's messages is left for its list (see the losses)",
                                  dialect=self.session.source, path="$.messages")
 

@@ -108,10 +108,11 @@ class LossError(TranscodeError):
 
 class NoMessageError(LossError):
     """A request's messages were all lost on the way (or all moved out of the list: openai
-    system messages go to anthropic's top-level ``system``), and the target takes no request
-    without a message (openai, anthropic): raised at the body's end, the losses recorded,
-    instead of writing a request the target API rejects. (A source whose list was empty
-    already gets its empty list: the target answers it as the source's API would.)"""
+    system messages go to anthropic's top-level ``system``): raised at the body's end, the
+    losses recorded, instead of writing a request the target API rejects (openai, anthropic)
+    or reads as another request (ollama loads the model for an empty list, and answers
+    nothing). (A source whose list was empty already gets its empty list: the target answers
+    it as the source's API would.)"""
 
 
 class BudgetExceededError(TranscodeError):

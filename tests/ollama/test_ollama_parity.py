@@ -218,9 +218,20 @@ def test_anthropic_system_blocks_become_one_ollama_system_message(backend):
 # -- 6. server tools (issue 17.6) ----------------------------------------------------------------------
 
 
+def test_a_history_of_server_tool_blocks_only_is_no_message_left(backend):
+    """Nothing of it is left for ollama's list: NoMessageError (an empty list is Ollama's
+    preload request, answered with an empty "load" reply), the block recorded."""
+    from interlingua import NoMessageError
+    body = go({"model": "m", "max_tokens": 9, "messages": [{"role": "assistant", "content": [
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "news"}}]}]})
+    t = Transcoder("anthropic", "ollama")
+    with pytest.raises(NoMessageError):
+        t.feed(body)
+        t.close()
+    assert [loss.reason for loss in t.losses] == ["server_tool_use block: ollama has no server tools; not carried"]
+
+
 @pytest.mark.parametrize("messages,kept", [
-    ([{"role": "assistant", "content": [{"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
-                                         "input": {"query": "news"}}]}], []),
     ([{"role": "user", "content": "news?"},
       {"role": "assistant", "content": [
           {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "news"}},

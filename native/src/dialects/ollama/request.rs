@@ -1172,6 +1172,10 @@ struct Messages {
     /// the user message of the open tool message's images (`_moved`)
     moved: Option<Message>,
     reasoning: Hold<Control<'static>>,
+    /// a block of the source's message list came / a message was opened in the output
+    /// (`require_a_message`)
+    listed: bool,
+    carried: bool,
 }
 
 struct Encoding {
@@ -1219,6 +1223,8 @@ impl RequestEncoder {
                 moved: None,
                 user_index: None,
                 reasoning,
+                listed: false,
+                carried: false,
             };
             *state = Some(Encoding { body, m, block: InBlock::None, order: TextCallOrder::default() });
         }
@@ -1262,6 +1268,10 @@ impl PlaceBlocks for Encoding {
 
     fn text_call_order(&mut self) -> Option<&mut TextCallOrder> {
         Some(&mut self.order)
+    }
+
+    fn message_listed(&mut self) {
+        self.m.listed = true;
     }
 
     fn place<'a>(&mut self, block: &'a Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'a>>> {
@@ -1499,6 +1509,9 @@ impl Messages {
             foreign_extension(io.session, DIALECT, &ext)?;
         }
         body.end(self, io)?;
+        // (an empty list asks Ollama to load the model, not to answer: no such request from a
+        // source that listed messages)
+        crate::encoding::require_a_message(self.listed, self.carried, DIALECT, io.session)?;
         if !self.reasoning.is_empty() {
             let items: Vec<Control<'static>> = self.reasoning.drain(&mut io.session.reorder).collect();
             self.write_control(body, &merged_reasoning(&items), io)?;
@@ -1538,6 +1551,7 @@ impl Messages {
         if self.user_hold.is_some() && Some(index) != self.user_index {
             self.flush_user_hold(body, io)?;
         }
+        self.carried = true;
         let writer = self.messages_writer(body, index, role, io)?;
         let mut asm = MessageAssembler::new(writer, io, MEMBER_ORDER, &role_head(role), first)?;
         if role != ROLE_TOOL {

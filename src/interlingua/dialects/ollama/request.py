@@ -699,6 +699,7 @@ class RequestEncoder(Encoder):
         self._options = None  # Hold of "k":v option members
         self._options_empty = False
         self._stream_seen = False
+        self._carried = False  # a message was opened in the output (``require_a_message``)
         self._call_names: dict[str, str] = {}
         self._control_keys: set[str] = set()  # ollama keys written for other dialects' controls
         self._pending_ext: list[Extension] = []
@@ -737,6 +738,9 @@ class RequestEncoder(Encoder):
                 self.foreign_extension(ext)
             self._openai_names.clear()
             self.body.end()
+            # (an empty list asks Ollama to load the model, not to answer: no such request
+            # from a source that listed messages)
+            self.require_a_message(self._carried)
             if self._reasoning:
                 self._write_control(merged_reasoning(list(self._reasoning.drain())))
             if self.session.options.ollama_sampling_defaults:
@@ -825,6 +829,7 @@ class RequestEncoder(Encoder):
         self._close_message()
         if self._user_hold is not None and index != self._user_index:
             self._flush_user_hold()
+        self._carried = True
         writer = self._messages_writer(index, role)
         asm = MessageAssembler(writer, self.session, "ollama:member-order", b'"role":' + key_bytes(role), first)
         self._msg = _Message(asm, index, role)
