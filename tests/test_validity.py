@@ -46,6 +46,8 @@ BAD = {
     ("anthropic", "content-non-empty"): _a(messages=[{"role": "user", "content": ""}, _USER]),
     ("anthropic", "text-block-non-empty"): _a(system=[{"type": "text", "text": ""}]),
     ("anthropic", "input-schema-object"): _a(tools=[{"name": "f", "input_schema": {"type": "string"}}]),
+    ("anthropic", "input-schema-no-null"): _a(tools=[{"name": "f", "input_schema": {
+        "type": "object", "properties": {"a": {"anyOf": [{"type": "string", "enum": None}]}}}}]),
     ("anthropic", "tool-name-pattern"): _a(tools=[{"name": "a.b", "input_schema": _SCHEMA}]),
     ("anthropic", "tool-id-pattern"): _a(messages=[_USER, _tool_use("functions.f:0"), _result("functions.f:0")]),
     ("anthropic", "tool-pairing"): _a(messages=[_USER, _tool_use("t1"), _result("t2")]),
@@ -76,6 +78,8 @@ BAD = {
     ("openai", "function-name-pattern"): _o(messages=[_USER, _calls(name="x" * 65),
                                                        {"role": "tool", "tool_call_id": "c1", "content": "ok"}]),
     ("openai", "parameters-object"): _o(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]),
+    ("openai", "parameters-no-null"): _o(tools=[{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "required": None, "properties": {"a": {"type": "string", "default": None}}}}}]),
     ("openai", "tool-choice-form"): _o(tool_choice={"type": "auto"},
                                        tools=[{"type": "function", "function": {"name": "f"}}]),
     ("openai", "tool-call-id-length"): _o(messages=[_USER, _calls("c" * 41),

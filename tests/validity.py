@@ -167,6 +167,35 @@ def _a_input_schema(body):
             yield f"tools[{i}].input_schema {schema!r}"
 
 
+def _null_keywords(schema, where: str) -> Iterator[str]:
+    """Where a JSON Schema has a keyword whose value is null (``const`` / ``default`` may:
+    it is their value), in it and in the schemas it holds -- read by the JSON Schema
+    meta-schema's shape, not by interlingua's list."""
+    if not isinstance(schema, dict):
+        return
+    for key, value in schema.items():
+        if value is None and key not in ("const", "default"):
+            yield f"{where}.{key} null"
+        elif key in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas") and isinstance(value, dict):
+            for name, inner in value.items():
+                yield from _null_keywords(inner, f"{where}.{key}.{name}")
+        elif key in ("anyOf", "oneOf", "allOf", "prefixItems", "items") and isinstance(value, list):
+            for n, inner in enumerate(value):
+                yield from _null_keywords(inner, f"{where}.{key}[{n}]")
+        elif key in ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+                     "unevaluatedItems", "unevaluatedProperties", "additionalItems"):
+            yield from _null_keywords(value, f"{where}.{key}")
+
+
+@rule("anthropic", "request", "input-schema-no-null",
+      "no keyword of a tool's input_schema is null (but const / default)",
+      "JSON Schema 2020-12 meta-schema (enum, required, items ... are arrays / schemas); Anthropic API "
+      "error 'tools.0.custom.input_schema: JSON schema is invalid'")
+def _a_input_schema_nulls(body):
+    for i, t in _custom_tools(body):
+        yield from _null_keywords(t.get("input_schema"), f"tools[{i}].input_schema")
+
+
 @rule("anthropic", "request", "tool-name-pattern",
       "a tool name matches ^[a-zA-Z0-9_-]{1,128}$ (definitions, tool_use, tool_choice)",
       "Anthropic API error 'tools.N.custom.name: String should match pattern ^[a-zA-Z0-9_-]{1,128}$'")
@@ -424,6 +453,14 @@ def _o_parameters(body):
     for where, f in _openai_functions(body):
         if "parameters" in f and (not isinstance(f["parameters"], dict) or f["parameters"].get("type") != "object"):
             yield f"{where}.parameters {f['parameters']!r}"
+
+
+@rule("openai", "request", "parameters-no-null",
+      "no keyword of a function's parameters schema is null (but const / default)",
+      "OpenAI API error \"Invalid schema for function 'f': None is not of type 'array'\" (enum: null)")
+def _o_parameters_nulls(body):
+    for where, f in _openai_functions(body):
+        yield from _null_keywords(f.get("parameters"), f"{where}.parameters")
 
 
 @rule("openai", "request", "tool-choice-form",

@@ -1242,12 +1242,67 @@ pub fn merged_reasoning(items: &[Control<'_>]) -> Control<'static> {
 
 const EMPTY_OBJECT_SCHEMA: &[u8] = b"{\"type\":\"object\",\"properties\":{}}";
 
+/// Schema keywords whose value is a schema, a list of schemas or a map of them
+/// (`_SUBSCHEMA`, `_SUBSCHEMA_LISTS`, `_SUBSCHEMA_MAPS`).
+const SUBSCHEMA: &[&[u8]] = &[b"items", b"additionalItems", b"additionalProperties", b"not", b"if", b"then", b"else",
+                              b"contains", b"propertyNames", b"unevaluatedItems", b"unevaluatedProperties"];
+const SUBSCHEMA_LISTS: &[&[u8]] = &[b"items", b"anyOf", b"oneOf", b"allOf", b"prefixItems"];
+const SUBSCHEMA_MAPS: &[&[u8]] = &[b"properties", b"patternProperties", b"dependentSchemas", b"$defs", b"definitions", b"defs"];
+/// `_NULL_IS_A_VALUE`: keywords whose null is a value.
+const NULL_IS_A_VALUE: &[&[u8]] = &[b"const", b"default"];
+
+/// `without_null_keywords`, in place: a schema's keywords whose value is null go, in it and in
+/// every schema it holds (`const` and `default` keep theirs; data is not looked into).
+/// Whether any went.
+pub fn without_null_keywords(schema: &mut Value) -> bool {
+    let Value::Object(members) = schema else { return false };
+    let before = members.len();
+    members.retain(|(key, value)| *value != Value::Null || NULL_IS_A_VALUE.contains(&key.as_slice()));
+    let mut changed = members.len() != before;
+    for (key, value) in members.iter_mut() {
+        changed |= without_null_subschemas(key, value);
+    }
+    changed
+}
+
+/// `_subschemas`: null keywords gone from the schemas a keyword's value holds.
+fn without_null_subschemas(key: &[u8], value: &mut Value) -> bool {
+    match value {
+        Value::Object(map) if SUBSCHEMA_MAPS.contains(&key) => {
+            map.iter_mut().fold(false, |changed, (_, schema)| without_null_keywords(schema) | changed)
+        }
+        Value::Array(list) if SUBSCHEMA_LISTS.contains(&key) => {
+            list.iter_mut().fold(false, |changed, schema| without_null_keywords(schema) | changed)
+        }
+        _ if SUBSCHEMA.contains(&key) => without_null_keywords(value),
+        _ => false,
+    }
+}
+
+/// A schema's text without its null keywords (`None`: it has none; no `null` in the text,
+/// none is looked for).
+fn schema_without_nulls(schema_raw: &[u8]) -> Result<Option<Vec<u8>>> {
+    if memchr::memmem::find(schema_raw, b"null").is_none() {
+        return Ok(None);
+    }
+    let mut schema = Value::loads(schema_raw)?;
+    if !without_null_keywords(&mut schema) {
+        return Ok(None);
+    }
+    let mut text = Vec::with_capacity(schema_raw.len());
+    crate::value::dumps(&schema, &mut text);
+    Ok(Some(text))
+}
+
 /// `object_schema`: a tool's parameter schema as openai and anthropic take it (a JSON Schema
-/// of type object). Another dialect's schema without `type` gets `"type":"object"` with no
-/// loss; one of another type, or not an object, is replaced by an empty object schema
-/// (recorded). `name`: the tool's `name` attribute (JSON text), for the loss.
-/// The schema is appended to `out` (the tool being written).
+/// of type object), without null keywords (`without_null_keywords`: no loss). Another
+/// dialect's schema without `type` gets `"type":"object"` with no loss; one of another type,
+/// or not an object, is replaced by an empty object schema (recorded). `name`: the tool's
+/// `name` attribute (JSON text), for the loss. The schema is appended to `out` (the tool
+/// being written).
 pub fn object_schema(schema_raw: &[u8], session: &mut Session, name: Option<&[u8]>, out: &mut Vec<u8>) -> Result<()> {
+    let cleaned = schema_without_nulls(schema_raw)?;
+    let schema_raw = cleaned.as_deref().unwrap_or(schema_raw);
     // a decoder's schema is dumps output: read in place (compact.rs); other text is parsed
     let kind = match Raw::canonical(schema_raw) {
         Some(schema) => SchemaKind::of(schema),

@@ -444,13 +444,51 @@ def merged_reasoning(items: list[Control]) -> Control:
 _EMPTY_OBJECT_SCHEMA = b'{"type":"object","properties":{}}'
 
 
+#: schema keywords whose value is a schema, a list of schemas or a map of them (JSON Schema
+#: 2020-12 and draft 7; ``defs`` is the ollama client's ``model_dump()`` name for ``$defs``)
+_SUBSCHEMA = frozenset({"items", "additionalItems", "additionalProperties", "not", "if", "then", "else",
+                        "contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties"})
+_SUBSCHEMA_LISTS = frozenset({"items", "anyOf", "oneOf", "allOf", "prefixItems"})
+_SUBSCHEMA_MAPS = frozenset({"properties", "patternProperties", "dependentSchemas", "$defs", "definitions", "defs"})
+#: keywords whose null is a value (the instance must be null, or defaults to it)
+_NULL_IS_A_VALUE = frozenset({"const", "default"})
+
+
+def without_null_keywords(schema: Any) -> Any:
+    """``schema`` without its keywords whose value is null, in it and in every schema it
+    holds: a ``model_dump()`` of a typed tool writes every keyword it left unset as null (the
+    ollama client's ``Tool``: ``"enum": null``, ``"items": null``, ``"required": null``),
+    which says what absence says, and openai and anthropic refuse the schema for it ("None
+    is not of type 'array'"). ``const`` and ``default`` keep a null (it is the value), and
+    values that are data (``enum``'s, ``examples``) are not looked into."""
+    if not isinstance(schema, dict):
+        return schema
+    return {key: _subschemas(key, value) for key, value in schema.items()
+            if value is not None or key in _NULL_IS_A_VALUE}
+
+
+def _subschemas(key: str, value: Any) -> Any:
+    """A keyword's value, null keywords gone from the schemas it holds."""
+    if key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+        return {name: without_null_keywords(v) for name, v in value.items()}
+    if key in _SUBSCHEMA_LISTS and isinstance(value, list):
+        return [without_null_keywords(v) for v in value]
+    if key in _SUBSCHEMA:
+        return without_null_keywords(value)
+    return value
+
+
 def object_schema(schema_raw: bytes, session: Session, name: object) -> bytes:
     """A tool's parameter schema as openai and anthropic take it: a JSON Schema of type
-    object (both reject any other). Another dialect's schema without ``type`` (ollama
-    takes one) gets ``"type":"object"`` -- what it can only mean -- with no loss; one of
-    another type, or not an object, is replaced by an empty object schema (recorded).
-    Tool definitions are read whole (bounded by ``max_value_bytes``), so this parses."""
-    schema = json.loads(schema_raw)
+    object (both reject any other), without null keywords (``without_null_keywords``: no
+    loss). Another dialect's schema without ``type`` (ollama takes one) gets
+    ``"type":"object"`` -- what it can only mean -- with no loss; one of another type, or
+    not an object, is replaced by an empty object schema (recorded). Tool definitions are
+    read whole (bounded by ``max_value_bytes``), so this parses."""
+    read = json.loads(schema_raw)
+    schema = without_null_keywords(read)
+    if schema != read:
+        schema_raw = dumps(schema)
     if isinstance(schema, dict) and schema.get("type") == "object":
         return schema_raw
     if isinstance(schema, dict) and "type" not in schema:
