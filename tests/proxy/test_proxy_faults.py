@@ -350,6 +350,24 @@ def test_unknown_model_is_404(servers, client):
     assert not any(b"gemini-9" in r.body for r in upstream.received)
 
 
+def test_openai_error_codes_are_openais(servers):
+    """An openai client's error body carries OpenAI's own ``code`` (what code that checks
+    ``error.code`` compares against), never the kind's name: an unknown model
+    ``model_not_found``, a rate limit ``rate_limit_exceeded``; a failure with no one code
+    (a wrong route, a server error) null."""
+    proxy, _ = servers
+    o = openai.OpenAI(base_url=proxy.url + "/v1", api_key=GOOD_KEY, max_retries=0)
+    for model, error, code in (("nobody-serves-this", openai.NotFoundError, "model_not_found"),
+                               ("anthropic/fault-429", openai.RateLimitError, "rate_limit_exceeded"),
+                               ("anthropic/fault-500", openai.InternalServerError, None)):
+        with pytest.raises(error) as info:
+            o.chat.completions.create(model=model, messages=[{"role": "user", "content": "x"}])
+        assert info.value.code == code, (model, info.value.body)
+    with httpx2.Client(timeout=10) as http:
+        missing = http.post(proxy.url + "/v1/nowhere", headers={"authorization": f"Bearer {GOOD_KEY}"})
+        assert missing.status_code == 404 and missing.json()["error"]["code"] is None
+
+
 def test_listing_endpoints(servers):
     proxy, _ = servers
     with httpx2.Client() as http:

@@ -80,9 +80,9 @@ class RequestFailed(Exception):
     """Ends a request early with an error response in the client's dialect."""
 
     def __init__(self, status: int, message: str, *, kind: str | None = None, param: str | None = None,
-                 final: bool = False, headers: list[tuple[bytes, bytes]] = ()) -> None:
+                 code: str | None = None, final: bool = False, headers: list[tuple[bytes, bytes]] = ()) -> None:
         super().__init__(message)
-        self.status, self.message, self.kind, self.param = status, message, kind, param
+        self.status, self.message, self.kind, self.param, self.code = status, message, kind, param, code
         # final: no retry can fix it (x-should-retry: false); headers: the upstream's, passed on
         self.headers = [*headers, NO_RETRY] if final else list(headers)
 
@@ -285,7 +285,8 @@ class ProxyApp:
             exchange.status, exchange.error = failed.status, failed.message
             try:
                 await _respond(send, failed.status,
-                               error_body(client, failed.status, failed.message, kind=failed.kind, param=failed.param),
+                               error_body(client, failed.status, failed.message, kind=failed.kind, param=failed.param,
+                                          code=failed.code),
                                headers=failed.headers)
             except OSError:
                 pass  # the client is gone
@@ -387,7 +388,7 @@ class ProxyApp:
         backend = self.config.backend_for(model)
         if backend is None:
             raise RequestFailed(404, f"model {model!r} is not served here (see /v1/models)", kind="not_found_error",
-                                param="$.model", final=True)
+                                param="$.model", code="model_not_found", final=True)
         return backend
 
     async def _watch_disconnect(self, body: ClientBody, receive, scope: anyio.CancelScope,

@@ -10,19 +10,22 @@ from __future__ import annotations
 import json
 
 from ..canonical import error_kind as kind_for
-from ..dialects.openai.response import error_type as openai_error_type
+from ..dialects.openai.response import ERROR_CODES as OPENAI_ERROR_CODES, error_type as openai_error_type
 from ..errors import TranscodeError
 
 
 def error_body(dialect: str, status: int, message: str, *, kind: str | None = None,
-               param: str | None = None) -> bytes:
-    """The body of an error response in ``dialect``'s shape."""
+               param: str | None = None, code: str | None = None) -> bytes:
+    """The body of an error response in ``dialect``'s shape. ``code``: openai's error code when
+    the caller knows the cause (``model_not_found``); else the kind's own, if it has one
+    (``rate_limit_exceeded``, ``insufficient_quota``), or null -- never the kind's name, which
+    is no OpenAI code."""
     kind = kind or kind_for(status)
     if dialect == "anthropic":
         body: dict = {"type": "error", "error": {"type": kind, "message": message}}
     elif dialect == "openai":
         body = {"error": {"message": message, "type": openai_error_type(kind), "param": param,
-                          "code": kind if kind in ("not_found_error", "rate_limit_error") else None}}
+                          "code": code or OPENAI_ERROR_CODES.get(kind)}}
     else:  # ollama: a bare message
         body = {"error": message}
     return json.dumps(body, ensure_ascii=False).encode()

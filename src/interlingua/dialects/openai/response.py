@@ -779,6 +779,11 @@ def _chars(escaped: bytes) -> int:
 ERROR_TYPES = {"api_error": "server_error", "overloaded_error": "server_error", "timeout_error": "server_error",
                "billing_error": "insufficient_quota"}
 
+#: openai's error ``code`` for a canonical kind that has one whatever caused it (``ERROR_CODE_KINDS``
+#: back); the other kinds' codes name a cause (``invalid_api_key``, ``model_not_found``) only a
+#: caller that knows it can give
+ERROR_CODES = {"rate_limit_error": "rate_limit_exceeded", "billing_error": "insufficient_quota"}
+
 #: the canonical kind of an openai error's ``code`` (OpenAI's error codes guide and its
 #: bodies): the code is the finer word -- a wrong API key is type ``invalid_request_error``,
 #: code ``invalid_api_key`` (a 401), an unknown model code ``model_not_found`` (a 404)
