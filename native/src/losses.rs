@@ -337,6 +337,25 @@ fn extra_prefix(key: &str) -> Option<&'static str> {
     }
 }
 
+/// `attr_says_nothing`: a block attribute at its API's default, what its absence says:
+/// anthropic's `citations` -- a text block's `[]` (it cites nothing), a document's `{"enabled":
+/// false}` (citing is off unless asked for; `{}` and `{"enabled": null}` leave it off too).
+/// `{"enabled": true}` and a list of citations say something.
+pub fn attr_says_nothing(key: &str, raw: &[u8]) -> bool {
+    if key != "citations" && key != "part_citations" {
+        return false;
+    }
+    match Value::loads(raw) {
+        Ok(Value::Array(items)) => items.is_empty(),
+        // (as Python's dict of them: a name repeated has its last value)
+        Ok(Value::Object(members)) => {
+            members.iter().all(|(name, _)| name == b"enabled")
+                && members.last().is_none_or(|(_, value)| matches!(value, Value::Bool(false) | Value::Null))
+        }
+        _ => false,
+    }
+}
+
 /// `MEMBER_DEFAULTS`: a member at its API's default says nothing -- anthropic's `caller:
 /// {"type": "direct"}` on a tool_use block (the model called the tool itself, as every call of
 /// another dialect is).

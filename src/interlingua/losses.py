@@ -195,6 +195,22 @@ def member_names(text: Any) -> list[str]:
 MEMBER_DEFAULTS = {"caller": {"type": "direct"}}
 
 
+#: the block attributes whose value can say what their absence says (``attr_says_nothing``)
+_DEFAULTED_ATTRS = frozenset({"citations", PART_PREFIX + "citations"})
+
+
+def attr_says_nothing(key: str, value: Any) -> bool:
+    """A block attribute at its API's default, what its absence says: anthropic's ``citations``
+    -- a text block's ``[]`` (it cites nothing), a document's ``{"enabled": false}`` (citing is
+    off unless asked for; ``{}`` and ``{"enabled": null}`` leave it off too). ``{"enabled":
+    true}`` and a list of citations say something."""
+    if key not in _DEFAULTED_ATTRS:
+        return False
+    if isinstance(value, dict):
+        return all(k == "enabled" and (v is False or v is None) for k, v in value.items())
+    return value == []
+
+
 def extras_said(key: str, attrs: dict[str, Any]) -> dict[str, Any] | None:
     """``attrs`` with the extras attribute ``key`` holding only the members that say something
     (not null, not at their default: ``MEMBER_DEFAULTS``); None when none does (nothing to
