@@ -28,10 +28,17 @@ from .canonical import Section
 
 #: block attributes that shape canonical events (where a block goes, how it was
 #: written) rather than being a field of any dialect: never reported as a loss
+#: a tool call's ``index`` member (openai ``tool_calls[i].index``, ollama ``function.index``) that
+#: equals the call's 0-based position among its message's calls: it says nothing the order does
+#: not (clients that accumulate streamed deltas leave it; ollama's responses carry it and clients
+#: send them back), so it is no loss anywhere and only its own dialect writes it back
+#: (``decoding.index_at``). Any other index says something: the source's own attribute, a loss.
+CALL_INDEX = "call_index"
+
 INTERNAL_ATTRS = frozenset({
     "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
     "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
-    "path", "call_type", "ollama_call_type", "ollama_no_type", "ollama_null_parameters",
+    "path", "call_type", "ollama_call_type", "ollama_no_type", "ollama_null_parameters", CALL_INDEX,
 })
 
 #: An anthropic ``tool_result``'s own members and its content's share the result's blocks, so
