@@ -2239,7 +2239,7 @@ mod tests {
             r##"block tool-call 2 10 [{\"a\":[1,{\"b\":\"c\\\"d\"}]}] id="call_ollama_2_0" name="f""##,
             r##"block tool-call 2 01 [] "##,
             r##"block tool-call 2 10 [{}] id="call_9""##,
-            r##"block tool-call 2 01 [] name="g" index=1 ollama_extra="\"x\":true" ollama_call_extra="\"y\":null""##,
+            r##"block tool-call 2 01 [] name="g" call_index=1 ollama_extra="\"x\":true" ollama_call_extra="\"y\":null""##,
             r##"block tool-result 3 10 [r1] "##,
             r##"block tool-result 3 01 [] tool_call_id="call_ollama_2_0" name="f""##,
             r##"block tool-result 4 10 [] empty=true"##,
