@@ -1410,6 +1410,13 @@ pub fn set_attr(attrs: &mut Vec<Attr>, name: Cow<'static, str>, json: impl Into<
     }
 }
 
+/// `index_at`: whether a tool call's `index` member (as data) is the call's 0-based `position`
+/// among its message's calls: an integer (not a boolean, not `0.0`) equal to it
+/// (`losses::CALL_INDEX`).
+pub fn index_at(value: &Value, position: usize) -> bool {
+    matches!(value, Value::Int(text) if *text == position.to_string())
+}
+
 /// `carries_nothing(raw)`: a message member's raw JSON that carries nothing -- null, or an
 /// empty list or object (openai's `annotations: []` on every assistant message an SDK hands back).
 pub fn carries_nothing(raw: &[u8]) -> bool {

@@ -1065,8 +1065,8 @@ pub fn lose_is_error(session: &mut Session, dialect: &str, block: BlockRef<'_>, 
 pub fn lose_field(session: &mut Session, dialect: &str, block: BlockRef<'_>, key: &str, attrs: Option<&[Attr<'_>]>,
                   done: Option<&str>) -> Result<()> {
     let attrs = attrs.unwrap_or(block.attrs);
-    if attr(attrs, key) == Some(b"null") {
-        return Ok(()); // a null one is nothing lost
+    if attr(attrs, key).is_some_and(|raw| raw == b"null" || crate::losses::attr_says_nothing(key, raw)) {
+        return Ok(()); // a null one is nothing lost, nor one at its default (`citations: []`)
     }
     // (extras members that say nothing: none is lost)
     let Some(attrs) = crate::losses::extras_said(key, attrs) else { return Ok(()) };

@@ -21,8 +21,14 @@ pub type Attrs<'a> = [(Cow<'a, str>, RawJson<'a>)];
 pub const INTERNAL_ATTRS: &[&str] = &[
     "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
     "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
-    "path", "call_type", "ollama_call_type", "ollama_no_type", "ollama_null_parameters",
+    "path", "call_type", "ollama_call_type", "ollama_no_type", "ollama_null_parameters", CALL_INDEX,
 ];
+
+/// `CALL_INDEX`: a tool call's `index` member (openai `tool_calls[i].index`, ollama
+/// `function.index`) that equals the call's 0-based position among its message's calls: it says
+/// nothing the order does not, so it is no loss anywhere and only its own dialect writes it back
+/// (`decoding::index_at`). Any other index says something: the source's own attribute, a loss.
+pub const CALL_INDEX: &str = "call_index";
 
 /// An anthropic `tool_result`'s own members and its content's share the result's blocks, so
 /// they are named apart: the result's `cache_control` that came after its content began rides
@@ -334,6 +340,25 @@ fn extra_prefix(key: &str) -> Option<&'static str> {
         "openai_function_extra" | "ollama_extra" => Some("function."),
         "source_extra" => Some("source."),
         _ => None,
+    }
+}
+
+/// `attr_says_nothing`: a block attribute at its API's default, what its absence says:
+/// anthropic's `citations` -- a text block's `[]` (it cites nothing), a document's `{"enabled":
+/// false}` (citing is off unless asked for; `{}` and `{"enabled": null}` leave it off too).
+/// `{"enabled": true}` and a list of citations say something.
+pub fn attr_says_nothing(key: &str, raw: &[u8]) -> bool {
+    if key != "citations" && key != "part_citations" {
+        return false;
+    }
+    match Value::loads(raw) {
+        Ok(Value::Array(items)) => items.is_empty(),
+        // (as Python's dict of them: a name repeated has its last value)
+        Ok(Value::Object(members)) => {
+            members.iter().all(|(name, _)| name == b"enabled")
+                && members.last().is_none_or(|(_, value)| matches!(value, Value::Bool(false) | Value::Null))
+        }
+        _ => false,
     }
 }
 

@@ -47,6 +47,13 @@ def carries_nothing(raw: bytes) -> bool:
     return raw in (b"null", b"[]", b"{}")
 
 
+def index_at(value: Any, position: int) -> bool:
+    """Whether a tool call's ``index`` member (as data) is the call's 0-based ``position``
+    among its message's calls: an integer (not a boolean, not ``0.0``) equal to it
+    (``losses.CALL_INDEX``)."""
+    return type(value) is int and value == position
+
+
 def beside_function(tool: dict, attrs: dict, extra_attr: str, carried: tuple[str, ...] = ()) -> None:
     """The members beside a wrapped tool's ``type`` and ``function`` (openai, ollama) into
     ``attrs``: one of ``carried`` is the tool's attribute of its name (openai ``cache_control``,

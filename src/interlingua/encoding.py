@@ -22,7 +22,7 @@ from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, E
 from .errors import NoMessageError, TranscodeError
 from .jsonwriter import JsonWriter, dumps, key_bytes
 from .losses import (
-    NO_PLACE, RESULT_CACHE_CONTROL, article, block_path, block_subject, extras_said, field_path, field_subject, lacks,
+    NO_PLACE, RESULT_CACHE_CONTROL, article, attr_says_nothing, block_path, block_subject, extras_said, field_path, field_subject, lacks,
     member_names, path_subject, raw_tool_member, unknown_role,
 )
 from .reorder import Hold
@@ -243,10 +243,11 @@ class Encoder:
         """A block attribute the target has no member for (``cache_control`` of a text block),
         at the field's own path where the block has one (``$.content[0].signature``). A null
         one is nothing lost (``citations: null``, as a response's ``model_dump()`` has it), nor
-        an extras member that says nothing (``losses.extras_said``)."""
+        one at its default (``citations: []``, ``losses.attr_says_nothing``), nor an extras
+        member that says nothing (``losses.extras_said``)."""
         attrs = block.attrs if attrs is None else attrs
         if attrs and key in attrs:
-            if attrs[key] is None:
+            if attrs[key] is None or attr_says_nothing(key, attrs[key]):
                 return
             attrs = extras_said(key, attrs)  # (extras members that say nothing: none is lost)
             if attrs is None:

@@ -26,12 +26,19 @@ from typing import Any
 
 from .canonical import Section
 
+#: a tool call's ``index`` member (openai ``tool_calls[i].index``, ollama ``function.index``) that
+#: equals the call's 0-based position among its message's calls: it says nothing the order does
+#: not (clients that accumulate streamed deltas leave it; ollama's responses carry it and clients
+#: send them back), so it is no loss anywhere and only its own dialect writes it back
+#: (``decoding.index_at``). Any other index says something: the source's own attribute, a loss.
+CALL_INDEX = "call_index"
+
 #: block attributes that shape canonical events (where a block goes, how it was
 #: written) rather than being a field of any dialect: never reported as a loss
 INTERNAL_ATTRS = frozenset({
     "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
     "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
-    "path", "call_type", "ollama_call_type", "ollama_no_type", "ollama_null_parameters",
+    "path", "call_type", "ollama_call_type", "ollama_no_type", "ollama_null_parameters", CALL_INDEX,
 })
 
 #: An anthropic ``tool_result``'s own members and its content's share the result's blocks, so
@@ -193,6 +200,22 @@ def member_names(text: Any) -> list[str]:
 #: a member at its API's default says nothing: anthropic's ``caller: {"type": "direct"}`` on a
 #: tool_use block (the model called the tool itself, as every call of another dialect is)
 MEMBER_DEFAULTS = {"caller": {"type": "direct"}}
+
+
+#: the block attributes whose value can say what their absence says (``attr_says_nothing``)
+_DEFAULTED_ATTRS = frozenset({"citations", PART_PREFIX + "citations"})
+
+
+def attr_says_nothing(key: str, value: Any) -> bool:
+    """A block attribute at its API's default, what its absence says: anthropic's ``citations``
+    -- a text block's ``[]`` (it cites nothing), a document's ``{"enabled": false}`` (citing is
+    off unless asked for; ``{}`` and ``{"enabled": null}`` leave it off too). ``{"enabled":
+    true}`` and a list of citations say something."""
+    if key not in _DEFAULTED_ATTRS:
+        return False
+    if isinstance(value, dict):
+        return all(k == "enabled" and (v is False or v is None) for k, v in value.items())
+    return value == []
 
 
 def extras_said(key: str, attrs: dict[str, Any]) -> dict[str, Any] | None:

@@ -158,6 +158,8 @@ pub(crate) enum S {
     /// the string content of a message / of the top-level system
     Text,
     SystemText,
+    /// `"system": ""`: what no system says (`empty_system`)
+    EmptySystem,
     /// the content list of a message / of the top-level system
     Blocks,
     SystemBlocks,
@@ -424,6 +426,9 @@ impl Dialect for Readers {
                 if token == Token::ArrayStart {
                     self.content_count = 0;
                     m.read(Read::Objects(S::SystemBlocks, "content"));
+                } else if token == Token::String(b"") {
+                    // (an empty string is never cut: one token)
+                    m.read(Read::Raw(S::EmptySystem, None, ""));
                 } else {
                     self.text = Some(BlockBuilder::new(Section::UserText, TOP_LEVEL_SYSTEM, Vec::new()));
                     m.read(Read::String(S::SystemText, "content"));
@@ -470,6 +475,7 @@ impl Dialect for Readers {
                 self.body.finish(cx)
             }
             S::Messages => self.body.messages_end(cx),
+            S::SystemBlocks if self.content_count == 0 => self.empty_system(b"[]", cx),
             S::Blocks | S::SystemBlocks => {
                 if self.content_count == 0 {
                     // `[]`: an empty block keeps the message (and its form)
@@ -490,6 +496,7 @@ impl Dialect for Readers {
     fn raw(&mut self, _m: &mut Machine<S>, s: S, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
             S::TopField => self.top_field(raw, offset, cx),
+            S::EmptySystem => self.empty_system(raw, cx),
             S::Tool => self.tool(raw, offset, cx),
             S::MessageField => {
                 let index = self.msg.index;
@@ -649,6 +656,13 @@ impl Readers {
     // -- top level ---------------------------------------------------------------------
 
     /// `_top_field`: a control, or an extension (one that says nothing: a lossless one).
+    /// `empty_system`: `"system": ""` or `[]` says what no system says: no system block
+    /// (another dialect writes no empty system message), a lossless extension anthropic writes back.
+    fn empty_system(&mut self, raw: &[u8], cx: &mut Cx<'_>) -> Result<()> {
+        cx.extension(DIALECT, &b"$.system"[..], raw, None, true)?;
+        self.body.system_end(cx)
+    }
+
     fn top_field(&mut self, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         if fields::sets_nothing(DIALECT, &self.key, raw)? {
             return cx.extension(DIALECT, member_path(format_args!("$."), &self.key), raw, None, true);

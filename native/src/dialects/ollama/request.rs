@@ -12,7 +12,7 @@ use super::controls;
 use crate::canonical::{escape_raw_json, Block, Control, Event, Section, REQUEST_LEVEL};
 use crate::compact::{Data, Raw};
 use crate::decoding::{
-    carries_nothing, get_attr, member_path, set_attr, Attr, BlockBuilder, Counted, Cx, Dialect, Frame, Gate, Machine, MachineDecoder, MessageBase,
+    carries_nothing, get_attr, index_at, member_path, set_attr, Attr, BlockBuilder, Counted, Cx, Dialect, Frame, Gate, Machine, MachineDecoder, MessageBase,
     Read, RequestBody, OPT_STRING,
 };
 use crate::dialects::fields::{self, field, required};
@@ -21,6 +21,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Token};
 use crate::images::{keep_head, sniff_media_type, IMAGE_TYPES, SNIFF_BYTES};
 use crate::session::Session;
+use crate::losses::CALL_INDEX;
 use crate::value::{dumps_str, str_json, Value};
 
 pub const DIALECT: &str = "ollama";
@@ -689,8 +690,14 @@ impl Dialect for Ollama {
                 Ok(())
             }
             S::Index => {
-                let json = value.to_json();
-                self.builder_mut()?.set("index", json);
+                // at the call's position it says nothing (`losses::CALL_INDEX`)
+                let position = usize::try_from(self.msg()?.call_position - 1).map_err(|_| internal(s, "position"))?;
+                if index_at(&value, position) {
+                    self.builder_mut()?.set(CALL_INDEX, position.to_string().into_bytes());
+                } else {
+                    let json = value.to_json();
+                    self.builder_mut()?.set("index", json);
+                }
                 Ok(())
             }
             s => Err(internal(s, "value")),
@@ -1997,6 +2004,8 @@ impl Messages {
         }
         if let Some(index) = attr(&all, "index") {
             member(&mut tail, &[b"\"index\":", index]);
+        } else if let Some(index) = attr(&all, CALL_INDEX).filter(|_| io.session.source == DIALECT) {
+            member(&mut tail, &[b"\"index\":", index]); // (another dialect's says nothing)
         }
         if let Some(extra) = attr(&all, EXTRA_ATTR) {
             member(&mut tail, &[json_str(extra).unwrap_or_default().as_bytes()]);
@@ -2244,7 +2253,7 @@ mod tests {
             r##"block tool-call 2 10 [{\"a\":[1,{\"b\":\"c\\\"d\"}]}] id="call_ollama_2_0" name="f""##,
             r##"block tool-call 2 01 [] "##,
             r##"block tool-call 2 10 [{}] id="call_9""##,
-            r##"block tool-call 2 01 [] name="g" index=1 ollama_extra="\"x\":true" ollama_call_extra="\"y\":null""##,
+            r##"block tool-call 2 01 [] name="g" call_index=1 ollama_extra="\"x\":true" ollama_call_extra="\"y\":null""##,
             r##"block tool-result 3 10 [r1] "##,
             r##"block tool-result 3 01 [] tool_call_id="call_ollama_2_0" name="f""##,
             r##"block tool-result 4 10 [] empty=true"##,

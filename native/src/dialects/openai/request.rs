@@ -27,13 +27,14 @@ mod decoder {
     use crate::canonical::{Block, Event, Section, REQUEST_LEVEL};
     use crate::compact::{Data, Raw};
     use crate::decoding::{
-        carries_nothing, dumps, dumps_key, get_attr, member_path, loads, set_attr, Attr, BlockBuilder, Cx, Dialect, Frame, Machine, MachineDecoder,
+        carries_nothing, dumps, dumps_key, get_attr, index_at, member_path, loads, set_attr, Attr, BlockBuilder, Cx, Dialect, Frame, Machine, MachineDecoder,
         Expect, MessageBase, Read, RequestBody, OPT_STRING, STRING,
     };
     use crate::dialects::fields::{self, OPENAI_REASONING_EFFORTS as EFFORTS};
     use crate::error::{Error, ErrorClass, Result};
     use crate::json::{py_str_repr, Token};
     use crate::session::Session;
+    use crate::losses::CALL_INDEX;
     use crate::value::{str_json, Value};
 
     const DIALECT: &str = "openai";
@@ -155,6 +156,8 @@ mod decoder {
         /// an openai-only member of a tool call (`_extra`); of its `function` (not the legacy
         /// `function_call`): kept apart, in `openai_function_extra`
         Extra { function: bool },
+        /// a tool call's `index` (`_index`): at the call's position it says nothing
+        CallIndex,
         Parts,
         /// the keys of a content part (`PartReader.on_key`)
         Part,
@@ -192,6 +195,8 @@ mod decoder {
         building: Option<BlockBuilder>,
         /// finished payload, not yet closed (`_open`)
         open: Option<BlockBuilder>,
+        /// the position of the next call in `tool_calls` (`_call_position`)
+        call_position: usize,
     }
 
     impl MessageReader {
@@ -207,6 +212,7 @@ mod decoder {
                 ended: false,
                 building: None,
                 open: None,
+                call_position: 0,
             }
         }
 
@@ -443,6 +449,8 @@ mod decoder {
     #[derive(Debug, Default)]
     struct ToolCallReader {
         legacy: bool,
+        /// among the message's tool_calls (`losses::CALL_INDEX`)
+        position: usize,
     }
 
     /// `PartReader`: one content part; its kind is known from `type` or from its
@@ -726,6 +734,10 @@ mod decoder {
                 }
                 Token::Key(b"type") => {
                     m.then(Read::Value(S::CallType, None, ""));
+                    Ok(())
+                }
+                Token::Key(b"index") => {
+                    m.then(Read::Raw(S::CallIndex, None, ""));
                     Ok(())
                 }
                 Token::Key(key) => {
@@ -1080,6 +1092,8 @@ mod decoder {
                     m.push(Frame::State(S::Message));
                 }
                 S::ToolCallList => {
+                    self.call.position = self.msg.call_position;
+                    self.msg.call_position += 1;
                     self.tool_call(false, cx)?;
                     m.push(Frame::State(S::ToolCall));
                 }
@@ -1113,6 +1127,18 @@ mod decoder {
                     let index = self.msg.index();
                     let path = member_path(format_args!("$.messages[{index}]."), &self.key);
                     cx.extension(DIALECT, path, raw, Some(index), carries_nothing(raw))
+                }
+                S::CallIndex => {
+                    // (a client that accumulated streamed deltas left it): at the call's position
+                    // it says nothing (`losses::CALL_INDEX`), else an openai-only member
+                    let position = self.call.position;
+                    if loads(raw).is_ok_and(|value| index_at(&value, position)) {
+                        self.msg.current()?.set(CALL_INDEX, position.to_string().into_bytes());
+                        return Ok(());
+                    }
+                    let mut member = Vec::with_capacity(raw.len() + 8);
+                    push_member(&mut member, b"index", raw);
+                    add_extra(self.msg.current()?, &member, EXTRA_ATTR)
                 }
                 S::Extra { function } => {
                     let mut member = Vec::with_capacity(self.key.len() + raw.len() + 3);
@@ -1204,7 +1230,7 @@ use crate::encoding::{
 };
 use crate::error::{Error, ErrorClass, Result};
 use crate::jsonwriter::dumps_str;
-use crate::losses::is_internal_attr;
+use crate::losses::{is_internal_attr, CALL_INDEX};
 use crate::naming::openai_id;
 use crate::reorder::Hold;
 use crate::session::Session;
@@ -2211,6 +2237,15 @@ impl Messages {
         !self.foreign && attr(attrs, "type").and_then(json_str).is_some() && block.fin && block.payload.is_empty() && !has_attr(attrs, "name")
     }
 
+    /// `_call_index`: `,"index":N` for an openai call's index at its position, back to openai
+    /// only (`losses::CALL_INDEX`: another dialect's says nothing openai keeps).
+    fn call_index(&self, attrs: &[Attr<'_>], out: &mut Vec<u8>) {
+        if let Some(index) = attr(attrs, CALL_INDEX).filter(|_| !self.foreign) {
+            out.extend_from_slice(b",\"index\":");
+            out.extend_from_slice(index);
+        }
+    }
+
     fn write_typed_call<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>],
                             io: &mut Io<'_>) -> Result<Placed<'b>> {
         self.message_for(body, block, ASSISTANT, io)?;
@@ -2225,6 +2260,7 @@ impl Messages {
         }
         out.extend_from_slice(b"\"type\":");
         out.extend_from_slice(attr(attrs, "type").unwrap_or(b"null"));
+        self.call_index(attrs, &mut out);
         push_members(attrs, EXTRA_ATTR, &mut out);
         out.push(b'}');
         io.write(w, &out)?;
@@ -2322,6 +2358,7 @@ impl Messages {
                     tail.extend_from_slice(b",\"id\":");
                     tail.extend_from_slice(&self.call_id(id)?);
                 }
+                self.call_index(&all, &mut tail);
                 push_members(&all, EXTRA_ATTR, &mut tail);
                 tail.push(b'}');
                 io.write(w, &tail)

@@ -135,8 +135,16 @@ class RequestDecoder(RequestBodyDecoder):
         reader = MessageReader(self, TOP_LEVEL_SYSTEM, role="system")
         if kind == tok.ARRAY_START:
             reader.content_blocks(kind, offset, then=self.system_end)
+        elif kind == tok.STRING and not value:  # (an empty string is never cut: one token)
+            self.empty_system(b'""')
         else:
             reader.string_content(kind, value, offset, then=self.system_end)
+
+    def empty_system(self, raw: bytes) -> None:
+        """``"system": ""`` or ``[]`` says what no system says: no system block (another dialect
+        writes no empty system message), a lossless extension anthropic writes back."""
+        self.emit(Extension(DIALECT, "$.system", raw, lossless=True))
+        self.system_end()
 
 
     # -- messages -------------------------------------------------------------
@@ -276,6 +284,9 @@ class MessageReader(MessageReaderBase):
             return BlockReader(self, MessageSlot(self)).on_key
 
         def end() -> None:
+            if not count and self.index == TOP_LEVEL_SYSTEM:
+                self.d.empty_system(b"[]")
+                return
             if not count:  # ``[]``: an empty block keeps the message (and its form)
                 self.emit(Block(USER_TEXT, self.index, b"", attrs={"in_parts": True, "empty": True}))
             if then is not None:

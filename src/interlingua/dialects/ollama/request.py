@@ -85,7 +85,7 @@ from ...canonical import (
     TOP_LEVEL_SYSTEM, UNKNOWN, USER_DOCUMENT, USER_IMAGE, USER_TEXT, Block, Control, End, Event, Extension, MessagesEnd, Section,
     SystemEnd, escape_raw_json, unescape_json_text,
 )
-from ...decoding import OPT_STRING, BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder, carries_nothing
+from ...decoding import OPT_STRING, BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder, carries_nothing, index_at
 from ...encoding import (
     STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, MessageListBody, TextCallOrder, first_member, late_only,
     lose_unknown_members, merged_reasoning, message_member,
@@ -93,7 +93,7 @@ from ...encoding import (
 from ...errors import SchemaError, TranscodeError
 from ...images import IMAGE_TYPES, SNIFF_BYTES, keep_head, sniff_media_type, type_named
 from ...jsonwriter import JsonWriter, dumps, key_bytes
-from ...losses import INTERNAL_ATTRS, article, lacks, path_subject, several_subject
+from ...losses import CALL_INDEX, INTERNAL_ATTRS, article, lacks, path_subject, several_subject
 from ...session import Session
 from . import controls
 
@@ -493,7 +493,7 @@ class MessageReader(MessageReaderBase):
     def _tool_call(self, offset: int):
         call_id = generated_call_id(self.index, self._call_position)
         self._call_position += 1
-        return ToolCallReader(self, call_id).on_key
+        return ToolCallReader(self, call_id, self._call_position - 1).on_key
 
 
 class ImageReader:
@@ -539,9 +539,10 @@ class ToolCallReader:
     call streams with the generated id and a late id is refused at its value.
     """
 
-    def __init__(self, message: MessageReader, call_id: str) -> None:
+    def __init__(self, message: MessageReader, call_id: str, position: int = 0) -> None:
         self.m = message
         self.d = message.d
+        self.position = position  # among the message's tool_calls
         self.block = message.builder(TOOL_CALL, {"id": call_id})
         self.call = [call_id, None, False]
         self.d.new_calls.append(self.call)
@@ -614,8 +615,8 @@ class ToolCallReader:
             d.then_value(self._name, OPT_STRING, "a tool call's name")  # (as in a response)
         elif value == "arguments":
             d.then(self._arguments)
-        elif value == "index":
-            d.then_value(lambda x: self.block.set("index", x))
+        elif value == "index":  # at the call's position it says nothing (``losses.CALL_INDEX``)
+            d.then_value(lambda x: self.block.set(CALL_INDEX, x) if index_at(x, self.position) else self.block.set("index", x))
         else:
             d.then(self._extra(value, _EXTRA_ATTR))
 
@@ -1119,6 +1120,8 @@ class RequestEncoder(Encoder):
                     self._call_names[merged["id"]] = merged["name"]
             if "index" in merged:
                 members.append(b'"index":' + dumps(merged["index"]))
+            elif CALL_INDEX in merged and self.session.source == DIALECT:  # (another's says nothing)
+                members.append(b'"index":' + dumps(merged[CALL_INDEX]))
             if _EXTRA_ATTR in merged:
                 members.append(merged[_EXTRA_ATTR].encode())
             if members:

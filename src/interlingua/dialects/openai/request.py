@@ -40,14 +40,14 @@ from ...canonical import (
     Block, Control, End, Event, Extension, MessagesEnd, Section, SystemEnd, decode_escaped,
 )
 from ...decoding import OPT_STRING, STRING  # (types of members)
-from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder, carries_nothing
+from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder, carries_nothing, index_at
 from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, TextCallOrder, ignore, late_only,
     lose_unknown_members, merged_reasoning, message_member, choice_fate,
 )
 from ...images import keep_head, sniff_file_type
 from ...jsonwriter import JsonWriter, dumps, key_bytes
-from ...losses import INTERNAL_ATTRS, lacks, path_subject
+from ...losses import CALL_INDEX, INTERNAL_ATTRS, lacks, path_subject
 from ...naming import openai_id
 from ...session import Session
 from . import controls
@@ -146,6 +146,7 @@ class MessageReader(MessageReaderBase):
         super().__init__(decoder, index)
         self.tool_call_id: str | None = None
         self._open: BlockBuilder | None = None  # finished payload, not yet closed
+        self._call_position = 0  # (of the next call in ``tool_calls``: ``losses.CALL_INDEX``)
 
     def _resolve(self, block: Block) -> Block:
         """Give text (built as provisional ``user-text``) the section its role says.
@@ -345,7 +346,12 @@ class MessageReader(MessageReaderBase):
         if kind == tok.NULL:
             self._null("tool_calls")
         else:
-            self.d.each_object(kind, offset, "tool_calls", lambda o: ToolCallReader(self, legacy=False).on_key)
+            self.d.each_object(kind, offset, "tool_calls", self._tool_call)
+
+    def _tool_call(self, offset: int):
+        position = self._call_position
+        self._call_position += 1
+        return ToolCallReader(self, legacy=False, position=position).on_key
 
     def _function_call(self, kind: int, value: Any, offset: int) -> None:
         if kind == tok.NULL:
@@ -371,10 +377,11 @@ class ToolCallReader:
     (attr ``legacy: true``).
     """
 
-    def __init__(self, message: MessageReader, legacy: bool) -> None:
+    def __init__(self, message: MessageReader, legacy: bool, position: int = 0) -> None:
         self.m = message
         self.d = message.d
         self.legacy = legacy
+        self.position = position  # among the message's tool_calls
         self.block = message.builder(TOOL_CALL, {"legacy": True} if legacy else {})
         self.has_arguments = False
 
@@ -390,8 +397,20 @@ class ToolCallReader:
             d.then(self._function)
         elif value == "type":
             d.then_value(self._type)
+        elif value == "index":
+            d.then(self._index)
         else:
             d.then(self._extra(value))
+
+    def _index(self, kind: int, value: Any, offset: int) -> None:
+        """The call's ``index`` (a client that accumulated streamed deltas left it): at the
+        call's position it says nothing (``losses.CALL_INDEX``), else an openai-only member."""
+        def done(raw: bytes) -> None:
+            if index_at(json.loads(raw), self.position):
+                self.block.set(CALL_INDEX, self.position)
+            else:
+                add_extra(self.block, "index", raw)
+        self.d.read_raw(kind, value, offset, done)
 
     def _type(self, value: Any) -> None:
         if value != "function":
@@ -1191,8 +1210,13 @@ class RequestEncoder(Encoder):
             tail = b'"' + self._late_name(block, attrs, late) + _members(merged, FUNCTION_EXTRA_ATTR) + b"}"
             if "id" in late:
                 tail += b',"id":' + dumps(self._call_id(late["id"]))
-            w.write(tail + _members(merged, EXTRA_ATTR) + b"}")
+            w.write(tail + self._call_index(merged) + _members(merged, EXTRA_ATTR) + b"}")
         return w.write, close
+
+    def _call_index(self, attrs: dict) -> bytes:
+        """``,"index":N`` for an openai call's index at its position, back to openai only
+        (``losses.CALL_INDEX``: another dialect's says nothing openai keeps)."""
+        return b',"index":' + dumps(attrs[CALL_INDEX]) if CALL_INDEX in attrs and not self.foreign else b""
 
     def _typed_call(self, block: Block, attrs: dict) -> bool:
         """An openai call of another type than function (a custom tool's ``{"id", "type":
@@ -1207,7 +1231,7 @@ class RequestEncoder(Encoder):
         w = msg.member("tool_calls", b"[")
         w._separate()
         head = b"{" + (b'"id":' + dumps(attrs["id"]) + b"," if "id" in attrs else b"")
-        w.write(head + b'"type":' + dumps(attrs["type"]) + _members(attrs, EXTRA_ATTR) + b"}")
+        w.write(head + b'"type":' + dumps(attrs["type"]) + self._call_index(attrs) + _members(attrs, EXTRA_ATTR) + b"}")
         return ignore, ignore
 
     def _name(self, block: Block, name) -> bytes:
