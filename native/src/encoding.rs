@@ -56,7 +56,7 @@ use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
 use crate::jsonwriter::{dumps_str, key_bytes, JsonWriter};
 use crate::losses::{
     article, block_path, block_subject, field_path, field_subject, lacks, no_place, raw_tool_member, unknown_role,
-    RESULT_CACHE_CONTROL,
+    MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL,
 };
 use crate::reorder::{ByteHold, Hold, ReorderBuffer};
 use crate::session::Session;
@@ -1043,8 +1043,10 @@ pub fn drops_typed_call(session: &mut Session, dialect: &str, block: BlockRef<'_
 fn riding_lost(block: BlockRef<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
     let target = io.session.target;
     lose_is_error(io.session, target, block, late)?;
-    if attr(late, RESULT_CACHE_CONTROL).is_some_and(|raw| raw != b"null") {
-        lose_field(io.session, target, block, RESULT_CACHE_CONTROL, Some(late), None)?;
+    for key in [RESULT_CACHE_CONTROL, MESSAGE_CACHE_CONTROL] {
+        if attr(late, key).is_some_and(|raw| raw != b"null") {
+            lose_field(io.session, target, block, key, Some(late), None)?;
+        }
     }
     Ok(())
 }
@@ -1074,7 +1076,19 @@ pub fn lose_field(session: &mut Session, dialect: &str, block: BlockRef<'_>, key
     let path = [attrs, block.attrs]
         .into_iter()
         .find_map(|a| attr(a, "path").filter(|raw| truthy(raw)).and_then(json_str));
-    let subject = field_subject(session.source, key, block.section, Some(attrs));
+    let subject = if key == MESSAGE_CACHE_CONTROL {
+        // (named by its message's role: the block's first attributes)
+        let mut merged: Vec<Attr<'_>> = block.attrs.to_vec();
+        for (name, raw) in attrs {
+            match merged.iter_mut().find(|(n, _)| n == name) {
+                Some(slot) => slot.1 = raw.clone(),
+                None => merged.push((name.clone(), raw.clone())),
+            }
+        }
+        field_subject(session.source, key, block.section, Some(&merged))
+    } else {
+        field_subject(session.source, key, block.section, Some(attrs))
+    };
     let field = path.map(|p| field_path(&p, key));
     lose(session, dialect, block, &subject, "field for it", done, field.as_deref())
 }

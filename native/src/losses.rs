@@ -35,6 +35,9 @@ pub const CALL_INDEX: &str = "call_index";
 /// on the result's last block as `result_cache_control`; the members of the leading text
 /// element (whose text is the result's own block) are `part_<member>`.
 pub const RESULT_CACHE_CONTROL: &str = "result_cache_control";
+/// An openai message's `cache_control` (LiteLLM's spelling) rides on the message's last block:
+/// the breakpoint of that block, apart from the block's (a part's) own.
+pub const MESSAGE_CACHE_CONTROL: &str = "message_cache_control";
 pub const PART_PREFIX: &str = "part_";
 pub const PART_ATTRS: &[&str] = &["part_cache_control", "part_citations"];
 
@@ -58,6 +61,7 @@ pub fn internal_words() -> Vec<&'static str> {
     words.extend(INTERNAL_ATTRS.iter().filter(|a| a.contains('_')));
     words.extend(PART_ATTRS);
     words.push(RESULT_CACHE_CONTROL);
+    words.push(MESSAGE_CACHE_CONTROL);
     words.push("canonical");
     words.sort_unstable();
     words.dedup();
@@ -316,6 +320,9 @@ pub fn field_subject(dialect: &str, key: &str, section: Section, attrs: Option<&
     if key == RESULT_CACHE_CONTROL {
         return field_subject(dialect, "cache_control", Section::ToolResult, None); // (whichever block it rode)
     }
+    if key == MESSAGE_CACHE_CONTROL {
+        return format!("cache_control of {}", message_subject(section, attrs)); // (on the message's last block)
+    }
     if let Some(member) = key.strip_prefix(PART_PREFIX).filter(|_| PART_ATTRS.contains(&key)) {
         // (the leading text of the result's content)
         return format!("{member} of a text block in a {}", block_subject(dialect, Section::ToolResult, None, b""));
@@ -439,6 +446,22 @@ pub fn article(noun: &str) -> &'static str {
         Some(b'a' | b'e' | b'i' | b'o' | b'u') | None => "an",
         _ => "a",
     }
+}
+
+/// `message_subject`: the message a block came from, by its role: "a user message".
+pub fn message_subject(section: Section, attrs: Option<&Attrs<'_>>) -> String {
+    let role = match string_role(attrs) {
+        Some(Some(role)) => role,
+        _ => match section {
+            Section::SystemInstruction => "system",
+            Section::UserText => "user",
+            Section::AssistantText | Section::AssistantReasoning | Section::AssistantRefusal | Section::ToolCall => "assistant",
+            Section::ToolResult => "tool",
+            _ => "user",
+        }
+        .to_string(),
+    };
+    format!("{} {role} message", role_article(&role))
 }
 
 /// `role_article`: the article of a role's name: "a user message", "an assistant message".

@@ -616,6 +616,45 @@ impl Members {
     }
 }
 
+// -- Python equality ----------------------------------------------------------------
+
+/// Python `==` of JSON data: numbers by value across int, float and bool; objects whatever
+/// their members' order.
+pub fn py_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| py_eq(p, q)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.iter().any(|(k2, v2)| k == k2 && py_eq(v, v2)))
+        }
+        _ => match (number(a), number(b)) {
+            (Some(x), Some(y)) => x == y,
+            _ => false,
+        },
+    }
+}
+
+/// A number (or bool) for `py_eq`: exact for integers within `i128`, and for a float
+/// against an integer when the float is integral.
+#[derive(PartialEq)]
+enum Num {
+    Int(i128),
+    Float(f64),
+    /// an integer beyond `i128`: compared by its digits
+    Big(String),
+}
+
+fn number(value: &Value) -> Option<Num> {
+    Some(match value {
+        Value::Bool(b) => Num::Int(*b as i128),
+        Value::Int(digits) => digits.parse::<i128>().map_or_else(|_| Num::Big(digits.clone()), Num::Int),
+        Value::Float(f) if f.fract() == 0.0 && f.abs() < 1.7e38 => Num::Int(*f as i128),
+        Value::Float(f) => Num::Float(*f),
+        _ => return None,
+    })
+}
+
 // -- jsonwriter.dumps --------------------------------------------------------------
 
 /// `jsonwriter.dumps(value)` appended to `out`: compact JSON as Python's

@@ -22,8 +22,8 @@ from .canonical import REQUEST_LEVEL, TOP_LEVEL_SYSTEM, Block, Control, Event, E
 from .errors import NoMessageError, TranscodeError
 from .jsonwriter import JsonWriter, dumps, key_bytes
 from .losses import (
-    NO_PLACE, RESULT_CACHE_CONTROL, article, attr_says_nothing, block_path, block_subject, extras_said, field_path, field_subject, lacks,
-    member_names, path_subject, raw_tool_member, unknown_role,
+    MESSAGE_CACHE_CONTROL, NO_PLACE, RESULT_CACHE_CONTROL, article, attr_says_nothing, block_path, block_subject,
+    extras_said, field_path, field_subject, lacks, member_names, path_subject, raw_tool_member, unknown_role,
 )
 from .reorder import Hold
 from .session import Session
@@ -253,6 +253,8 @@ class Encoder:
             if attrs is None:
                 return
         path = (attrs or {}).get("path") or (block.attrs or {}).get("path")
+        if key == MESSAGE_CACHE_CONTROL:  # (named by its message's role: the block's first attributes)
+            attrs = {**(block.attrs or {}), **(attrs or {})}
         self._lose(block, field_subject(self.session.source, key, block.section, attrs), "field for it", done,
                    field_path(path, key) if path else None)
 
@@ -303,8 +305,9 @@ class Encoder:
         losses, not the block's (they were dropped unrecorded)."""
         def close(late: dict) -> None:
             self._lose_is_error(block, late)
-            if late.get(RESULT_CACHE_CONTROL) is not None:
-                self._lose_field(block, RESULT_CACHE_CONTROL, late)
+            for key in (RESULT_CACHE_CONTROL, MESSAGE_CACHE_CONTROL):
+                if late.get(key) is not None:
+                    self._lose_field(block, key, late)
         return close
 
     def _lose_is_error(self, block: Block, attrs: dict) -> None:

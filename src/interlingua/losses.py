@@ -46,6 +46,9 @@ INTERNAL_ATTRS = frozenset({
 #: the result's last block as ``result_cache_control``; the members of the leading text element
 #: (whose text is the result's own block) are ``part_<member>``.
 RESULT_CACHE_CONTROL = "result_cache_control"
+#: An openai message's ``cache_control`` (LiteLLM's spelling) rides on the message's last block:
+#: the breakpoint of that block, apart from the block's (a part's) own.
+MESSAGE_CACHE_CONTROL = "message_cache_control"
 PART_PREFIX = "part_"
 PART_ATTRS = frozenset({PART_PREFIX + "cache_control", PART_PREFIX + "citations"})
 
@@ -54,7 +57,7 @@ PART_ATTRS = frozenset({PART_PREFIX + "cache_control", PART_PREFIX + "citations"
 INTERNAL_WORDS = tuple(sorted({s.value for s in Section} | {a for a in INTERNAL_ATTRS if "_" in a}
                               | {"canonical", "openai_extra", "openai_function_extra", "anthropic_extra",
                                  "ollama_extra", "ollama_call_extra", "source_extra", "openai_tool_extra",
-                                 "ollama_tool_extra", RESULT_CACHE_CONTROL}
+                                 "ollama_tool_extra", RESULT_CACHE_CONTROL, MESSAGE_CACHE_CONTROL}
                               | PART_ATTRS))
 
 
@@ -247,6 +250,8 @@ def field_subject(dialect: str, key: str, section: Section, attrs: dict[str, Any
     """``<field> of a <block>`` in the source dialect's words."""
     if key == RESULT_CACHE_CONTROL:  # (on whichever block of the result it rode)
         return field_subject(dialect, "cache_control", _S.TOOL_RESULT)
+    if key == MESSAGE_CACHE_CONTROL:  # (on the message's last block)
+        return f"cache_control of {message_subject(dialect, section, attrs)}"
     if key in PART_ATTRS:  # (the leading text of the result's content)
         return f"{key[len(PART_PREFIX):]} of a text block in a {block_subject(dialect, _S.TOOL_RESULT)}"
     if key in _EXTRA_FIELDS:
@@ -255,6 +260,15 @@ def field_subject(dialect: str, key: str, section: Section, attrs: dict[str, Any
         field = _FIELD_NAMES.get(dialect, {}).get(key, key)
     block = block_subject(dialect, section, attrs)
     return f"{field} of {article(block)} {block}"
+
+
+def message_subject(dialect: str, section: Section, attrs: dict[str, Any] | None = None) -> str:
+    """The message a block came from, by its role: "a user message", "an assistant message"."""
+    role = (attrs or {}).get("role")
+    if not isinstance(role, str):
+        role = _PART_ROLES.get(section) or ("assistant" if section in (
+            _S.ASSISTANT_REASONING, _S.ASSISTANT_REFUSAL, _S.TOOL_CALL) else "user")
+    return f"{role_article(role)} {role} message"
 
 
 def article(noun: str) -> str:

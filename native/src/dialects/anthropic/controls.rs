@@ -917,44 +917,7 @@ mod to_anthropic {
 
     // -- Python data, as the rules above read it --
 
-
-
-    /// Python `==` of JSON data: numbers by value across int, float and bool; objects whatever
-    /// their members' order.
-    pub fn py_eq(a: &Value, b: &Value) -> bool {
-        match (a, b) {
-            (Value::Null, Value::Null) => true,
-            (Value::Str(x), Value::Str(y)) => x == y,
-            (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| py_eq(p, q)),
-            (Value::Object(x), Value::Object(y)) => {
-                x.len() == y.len() && x.iter().all(|(k, v)| y.iter().any(|(k2, v2)| k == k2 && py_eq(v, v2)))
-            }
-            _ => match (number(a), number(b)) {
-                (Some(x), Some(y)) => x == y,
-                _ => false,
-            },
-        }
-    }
-
-    /// A number (or bool) for `py_eq`: exact for integers within `i128`, and for a float
-    /// against an integer when the float is integral.
-    #[derive(PartialEq)]
-    enum Num {
-        Int(i128),
-        Float(f64),
-        /// an integer beyond `i128`: compared by its digits
-        Big(String),
-    }
-
-    fn number(value: &Value) -> Option<Num> {
-        Some(match value {
-            Value::Bool(b) => Num::Int(*b as i128),
-            Value::Int(digits) => digits.parse::<i128>().map_or_else(|_| Num::Big(digits.clone()), Num::Int),
-            Value::Float(f) if f.fract() == 0.0 && f.abs() < 1.7e38 => Num::Int(*f as i128),
-            Value::Float(f) => Num::Float(*f),
-            _ => return None,
-        })
-    }
+    pub use crate::value::py_eq;
 
     /// Python's `repr` of JSON data (loss reasons quote values so): `unicode::py_value_repr`.
     pub fn py_repr(value: &Value) -> String {

@@ -1437,7 +1437,10 @@ mod encoder {
     };
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
-    use crate::losses::{block_path, block_subject, is_internal_attr, lacks, PART_ATTRS, PART_PREFIX, RESULT_CACHE_CONTROL};
+    use crate::losses::{
+        block_path, block_subject, field_subject, is_internal_attr, lacks, MESSAGE_CACHE_CONTROL, PART_ATTRS, PART_PREFIX,
+        RESULT_CACHE_CONTROL,
+    };
     use crate::naming::{anthropic_id, is_anthropic_id_json};
     use crate::reorder::Hold;
     use crate::session::Session;
@@ -1529,6 +1532,9 @@ mod encoder {
     /// `_RESULT_MEMBERS | PART_ATTRS`: the attributes of a result's head it writes (as the
     /// `tool_result`'s members, and as its leading text's).
     const RESULT_WRITTEN: &[&str] = &["is_error", "cache_control", EXTRA_ATTR, "part_cache_control", "part_citations"];
+    /// `RESULT_WRITTEN` and the result's riding cache_control (`_result_late` writes it: not lost).
+    const RESULT_WRITTEN_LATE: &[&str] =
+        &["is_error", "cache_control", EXTRA_ATTR, "part_cache_control", "part_citations", RESULT_CACHE_CONTROL];
 
     /// `_lose_attrs`: a loss for each attribute that is neither structure nor `written` as a
     /// member: an empty text not written (all of them), the first part of a tool result
@@ -1552,6 +1558,9 @@ mod encoder {
         /// fragments written to the writer as they are; nothing at the close (a string
         /// content or system, a block carried raw)
         Copy(WriterId),
+        /// a message's string content (`_text` on the message's string): copied; a late
+        /// `message_cache_control` is a recorded loss at the close (`_lose_string_cache`)
+        StringText(Head<'a>),
         /// fragments and close dropped (an empty text)
         Drop,
         /// a block carried raw in the open tool_result (`result`): its late attributes are the
@@ -1580,6 +1589,7 @@ mod encoder {
         fn into_owned(self) -> Placed<'static> {
             match self {
                 Placed::Copy(w) => Placed::Copy(w),
+                Placed::StringText(head) => Placed::StringText(head.into_owned()),
                 Placed::ResultCopy(result) => Placed::ResultCopy(result),
                 Placed::Drop => Placed::Drop,
                 Placed::Object { to, kind, head } => Placed::Object { to, kind, head: head.into_owned() },
@@ -2124,7 +2134,22 @@ mod encoder {
                    -> Result<()> {
             let allowed = out_attrs(kind);
             for (key, value) in attrs {
-                if allowed.contains(&key.as_ref()) {
+                if key == MESSAGE_CACHE_CONTROL && allowed.contains(&"cache_control") {
+                    // an openai message's breakpoint, on its last block: the block's own wins
+                    // (the same one adds nothing; another is a recorded loss)
+                    match attr(attrs, "cache_control") {
+                        None | Some(b"null") => {
+                            out.extend_from_slice(b",\"cache_control\":");
+                            out.extend_from_slice(value);
+                        }
+                        // (as Python's dicts compare: a member order apart is the same breakpoint)
+                        Some(own) if own != &value[..] && !crate::value::py_eq(
+                            &crate::value::Value::loads(own)?, &crate::value::Value::loads(value)?) => {
+                            lose_field(io.session, DIALECT, head, key, Some(attrs), Some("the block's own cache_control is kept"))?;
+                        }
+                        Some(_) => {}
+                    }
+                } else if allowed.contains(&key.as_ref()) {
                     out.push(b',');
                     key_bytes(key.as_bytes(), out);
                     out.push(b':');
@@ -2230,7 +2255,7 @@ mod encoder {
         /// `_text`: a text block into `w` (the message's string content: its fragments alone).
         fn text<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], w: WriterId, io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             if w == OUT && self.msg.is_some() && self.msg_string {
-                return Ok(Some(Placed::Copy(OUT)));
+                return Ok(Some(Placed::StringText(Head::borrowed(block))));
             }
             if attr_truthy(attrs, "empty") {
                 return Ok(Some(Placed::Drop));
@@ -2832,7 +2857,7 @@ mod encoder {
         fn write(&mut self, placed: &mut Placed<'_>, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
             match placed {
                 Placed::Copy(w) | Placed::Object { to: w, .. } => io.write(*w, payload),
-                Placed::ResultCopy(_) => io.write(OUT, payload),
+                Placed::ResultCopy(_) | Placed::StringText(_) => io.write(OUT, payload),
                 Placed::Drop | Placed::ResultHead { content: HeadContent::Empty, .. } => Ok(()),
                 Placed::ResultHead { .. } => io.write(OUT, payload),
                 Placed::ResultText { result, started, .. } => {
@@ -2860,6 +2885,17 @@ mod encoder {
         fn close(&mut self, placed: Placed<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
             match placed {
                 Placed::Copy(_) | Placed::Drop => Ok(()),
+                Placed::StringText(head) => {
+                    // `_lose_string_cache`: an openai message's breakpoint that came after its
+                    // string content (written as anthropic's string content as it streamed): a
+                    // string content has no cache_control; recorded
+                    if attr(late, MESSAGE_CACHE_CONTROL).is_some_and(|raw| raw != b"null") {
+                        let subject = field_subject(io.session.source, MESSAGE_CACHE_CONTROL, head.section, Some(late));
+                        lose(io.session, DIALECT, head.as_ref(), &subject, "cache_control on a string content",
+                             Some("the text was sent as one before it came"), None)?;
+                    }
+                    Ok(())
+                }
                 Placed::ResultCopy(result) => {
                     self.result_late(result, late, false);
                     Ok(())
@@ -2882,14 +2918,14 @@ mod encoder {
                         HeadContent::LeadingText => self.close_leading_text(head.as_ref(), late, io)?,
                     }
                     self.result_late(result, late, false);
-                    lose_attrs(head.as_ref(), late, RESULT_WRITTEN, io)
+                    lose_attrs(head.as_ref(), late, RESULT_WRITTEN_LATE, io)
                 }
                 Placed::LazyText { result, started, head } => {
                     if started {
                         io.write(OUT, TEXT_TAIL)?;
                     }
                     self.result_late(result, late, false);
-                    lose_attrs(head.as_ref(), late, RESULT_WRITTEN, io)
+                    lose_attrs(head.as_ref(), late, RESULT_WRITTEN_LATE, io)
                 }
                 Placed::ResultText { head, result, started } => {
                     let every = merged(&head.attrs, late);

@@ -33,6 +33,7 @@ mod decoder {
     use crate::dialects::fields::{self, OPENAI_REASONING_EFFORTS as EFFORTS};
     use crate::error::{Error, ErrorClass, Result};
     use crate::json::{py_str_repr, Token};
+    use crate::losses::{MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL};
     use crate::session::Session;
     use crate::losses::CALL_INDEX;
     use crate::value::{str_json, Value};
@@ -141,6 +142,8 @@ mod decoder {
         /// an extension member's value (`_extension`): its first token
         Extension,
         ExtensionRaw,
+        /// a message's `cache_control` (`_cache_control`)
+        MessageCache,
         ToolCalls,
         ToolCallList,
         FunctionCall,
@@ -165,7 +168,6 @@ mod decoder {
         Payload(Part),
         /// an unknown member of a part (`_raw_member`)
         RawMember,
-        CacheControl,
         /// the keys of a media object (`MediaReader.on_key`)
         Media,
         MediaPayload,
@@ -197,6 +199,8 @@ mod decoder {
         open: Option<BlockBuilder>,
         /// the position of the next call in `tool_calls` (`_call_position`)
         call_position: usize,
+        /// the message's `cache_control` as JSON (`_cache_raw`), placed at its end
+        cache_raw: Option<Vec<u8>>,
     }
 
     impl MessageReader {
@@ -213,6 +217,7 @@ mod decoder {
                 building: None,
                 open: None,
                 call_position: 0,
+                cache_raw: None,
             }
         }
 
@@ -335,6 +340,29 @@ mod decoder {
             let path = format!("$.messages[{}].{key}", self.index());
             cx.extension(DIALECT, path, b"null", Some(self.index()), true)
         }
+    }
+
+    /// `_place_cache_control`: a message's `cache_control` (LiteLLM's openai-format spelling) is
+    /// the breakpoint of its last block, known at the message's end whatever the key order: a
+    /// late attribute of the block kept open until then -- `result_cache_control` in a tool
+    /// message, `message_cache_control` elsewhere. One that is not an object with members, in a
+    /// message of a role openai does not know, or of a message with no block, stays the
+    /// message's extension.
+    fn place_cache_control(msg: &mut MessageReader, cx: &mut Cx<'_>) -> Result<()> {
+        let Some(raw) = msg.cache_raw.take() else { return Ok(()) };
+        let role = msg.base.role.as_deref().unwrap_or("");
+        let known = matches!(role, "system" | "developer" | "user" | "assistant" | "tool" | "function");
+        if raw.first() == Some(&b'{') && raw != b"{}" && known {
+            let key = if matches!(role, "tool" | "function") { RESULT_CACHE_CONTROL } else { MESSAGE_CACHE_CONTROL };
+            if let Some(open) = msg.open.as_mut() {
+                let mut json = Vec::new();
+                dumps(&loads(&raw)?, &mut json);
+                open.set(key, json);
+                return Ok(());
+            }
+        }
+        let index = msg.index();
+        cx.extension(DIALECT, format!("$.messages[{index}].cache_control"), &raw, Some(index), carries_nothing(&raw))
     }
 
     fn internal(what: &str) -> Error {
@@ -463,6 +491,8 @@ mod decoder {
         has_block: bool,
         /// an unknown part's members, re-serialised (`"k":v,...`)
         raw_parts: Vec<u8>,
+        /// where each member of `raw_parts` starts
+        member_starts: Vec<usize>,
         /// where the `type` key was (its error is there)
         type_offset: u64,
     }
@@ -633,6 +663,7 @@ mod decoder {
                 b"refusal" => Read::State(S::StringMember(Member::Refusal)),
                 b"function_call" => Read::State(S::FunctionCall),
                 b"tool_call_id" => Read::Value(S::ToolCallId, None, ""),
+                b"cache_control" => Read::Raw(S::MessageCache, None, ""),
                 _ if self.reasoning_key.as_deref().is_some_and(|r| r.as_bytes() == key) => {
                     Read::State(S::StringMember(Member::Reasoning))
                 }
@@ -648,10 +679,12 @@ mod decoder {
         fn message_end(&mut self, m: &mut Machine<S>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
             m.pop();
             let msg = &mut self.msg;
-            msg.close_open(cx)?;
             if msg.base.role.is_none() {
+                msg.close_open(cx)?;
                 return Err(cx.error("message without role", offset));
             }
+            place_cache_control(msg, cx)?;
+            msg.close_open(cx)?;
             msg.ended = true;
             msg.release_id_gate(cx)?;
             if !msg.base.emitted {
@@ -803,8 +836,6 @@ mod decoder {
                     }
                     None => self.raw_member(m, key),
                 }
-            } else if key == b"cache_control" && part.has_block {
-                m.then(Read::Value(S::CacheControl, None, ""));
             } else {
                 self.raw_member(m, key);
             }
@@ -877,9 +908,44 @@ mod decoder {
                 return self.msg.finished(cx);
             }
             if !self.part.raw_parts.is_empty() {
-                // extra keys on a known part
+                // extra keys on a known part; its cache_control (an object or null), before or
+                // after its payload, is the block's attribute (an anthropic block's)
                 let members = std::mem::take(&mut self.part.raw_parts);
-                add_extra(self.msg.current()?, &members, EXTRA_ATTR)?;
+                let starts = std::mem::take(&mut self.part.member_starts);
+                let mut extras: Vec<u8> = Vec::new();
+                let mut caches: Vec<Vec<u8>> = Vec::new();
+                let mut cache_first = false;
+                for (i, &start) in starts.iter().enumerate() {
+                    let end = starts.get(i + 1).map_or(members.len(), |next| next - 1);
+                    let member = &members[start..end];
+                    let value = member.strip_prefix(&b"\"cache_control\":"[..]);
+                    match value.filter(|raw| *raw == b"null" || raw.first() == Some(&b'{')) {
+                        Some(raw) => {
+                            if extras.is_empty() && caches.is_empty() {
+                                cache_first = true;
+                            }
+                            let mut json = Vec::new();
+                            dumps(&loads(raw)?, &mut json);
+                            caches.push(json);
+                        }
+                        None => {
+                            if !extras.is_empty() {
+                                extras.push(b',');
+                            }
+                            extras.extend_from_slice(member);
+                        }
+                    }
+                }
+                let block = self.msg.current()?;
+                if !cache_first && !extras.is_empty() {
+                    add_extra(block, &extras, EXTRA_ATTR)?;
+                }
+                for json in caches {
+                    block.set("cache_control", json);
+                }
+                if cache_first && !extras.is_empty() {
+                    add_extra(block, &extras, EXTRA_ATTR)?;
+                }
             }
             Ok(())
         }
@@ -1101,6 +1167,7 @@ mod decoder {
                     self.part.kind = None;
                     self.part.has_block = false;
                     self.part.raw_parts.clear();
+                    self.part.member_starts.clear();
                     m.push(Frame::State(S::Part));
                 }
                 _ => return Err(internal("an object in an unknown list")),
@@ -1123,6 +1190,10 @@ mod decoder {
             match s {
                 S::TopField => self.top_field(raw, offset, cx),
                 S::Tool { legacy } => self.tool_text(raw, legacy, offset, cx),
+                S::MessageCache => {
+                    self.msg.cache_raw = Some(raw.to_vec());
+                    Ok(())
+                }
                 S::ExtensionRaw => {
                     let index = self.msg.index();
                     let path = member_path(format_args!("$.messages[{index}]."), &self.key);
@@ -1146,6 +1217,8 @@ mod decoder {
                     add_extra(self.msg.current()?, &member, if function { FUNCTION_EXTRA_ATTR } else { EXTRA_ATTR })
                 }
                 S::RawMember => {
+                    let start = if self.part.raw_parts.is_empty() { 0 } else { self.part.raw_parts.len() + 1 };
+                    self.part.member_starts.push(start);
                     push_member(&mut self.part.raw_parts, &self.key, raw);
                     Ok(())
                 }
@@ -1174,13 +1247,12 @@ mod decoder {
                     msg.tool_call_id = Some(json);
                     msg.release_id_gate(cx)
                 }
-                S::CallId | S::CallName | S::CacheControl | S::MediaAttr => {
+                S::CallId | S::CallName | S::MediaAttr => {
                     let mut json = Vec::new();
                     dumps(&value, &mut json);
                     let name: Cow<'static, str> = match s {
                         S::CallId => Cow::Borrowed("id"),
                         S::CallName => Cow::Borrowed("name"),
-                        S::CacheControl => Cow::Borrowed("cache_control"),
                         _ => Cow::Owned(key_text(&self.key)?),
                     };
                     self.msg.current()?.set(name, json);
@@ -1230,7 +1302,7 @@ use crate::encoding::{
 };
 use crate::error::{Error, ErrorClass, Result};
 use crate::jsonwriter::dumps_str;
-use crate::losses::{is_internal_attr, CALL_INDEX};
+use crate::losses::{is_internal_attr, CALL_INDEX, MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL};
 use crate::naming::openai_id;
 use crate::reorder::Hold;
 use crate::session::Session;
@@ -1446,7 +1518,29 @@ impl Encode for RequestEncoder {
         let mut io = Io { out, session, writers: &mut self.writers };
         let e = Self::started(&mut self.state, self.reasoning_key, &mut io)?;
         match event {
-            Event::Block(block) => on_block(e, &block, &mut io),
+            Event::Block(block) => {
+                // `_on_block`: an openai message's `cache_control` rides on its last block
+                // (`message_cache_control`, `result_cache_control` in a tool message): written
+                // back as the message's member
+                let attrs = block.attrs.as_deref().unwrap_or(&[]);
+                if e.m.foreign || !block.fin
+                    || !(has_attr(attrs, MESSAGE_CACHE_CONTROL) || has_attr(attrs, RESULT_CACHE_CONTROL)) {
+                    return on_block(e, &block, &mut io);
+                }
+                let message_cache = attr(attrs, MESSAGE_CACHE_CONTROL).map(<[u8]>::to_vec);
+                let cache = attr(attrs, RESULT_CACHE_CONTROL).map(<[u8]>::to_vec).or(message_cache).unwrap_or_default();
+                let rest: Vec<Attr<'_>> = attrs.iter()
+                    .filter(|(key, _)| key != MESSAGE_CACHE_CONTROL && key != RESULT_CACHE_CONTROL).cloned().collect();
+                let stripped = Block { section: block.section, message: block.message, payload: Cow::Borrowed(&block.payload[..]),
+                                       init: block.init, fin: block.fin, attrs: (!rest.is_empty()).then_some(rest) };
+                on_block(e, &stripped, &mut io)?;
+                if e.m.msg_index == Some(block.message) {
+                    if let Some(msg) = e.m.msg.as_mut() {
+                        msg.trailing(&mut io, "cache_control", &cache)?;
+                    }
+                }
+                Ok(())
+            }
             Event::Control(control) => e.m.on_control(&mut e.body, control, &mut io),
             Event::Extension(ext) => e.m.on_extension(&mut e.body, ext, &mut io),
             Event::SystemEnd => e.body.system_end(&mut e.m, &mut io),
@@ -1971,6 +2065,13 @@ impl Messages {
         }
     }
 
+    /// `_part_own`: a part's cache_control is written back into openai from openai
+    /// (openai-compatible upstreams -- OpenRouter, LiteLLM -- take it); another dialect's is a
+    /// recorded loss: the official API refuses members it does not declare.
+    fn part_own(&self) -> &'static [&'static str] {
+        if self.foreign { &[] } else { &["cache_control"] }
+    }
+
     /// Members for the part attributes openai knows (`allowed`); the rest are recorded losses.
     fn extra_attrs(&self, io: &mut Io<'_>, block: BlockRef<'_>, attrs: &[Attr<'_>], allowed: &[&str]) -> Result<Vec<u8>> {
         let mut out = Vec::new();
@@ -2029,7 +2130,7 @@ impl Messages {
             return Ok(Placed::ToolText { w: Some(w), head: Head::borrowed(block) });
         }
         let w = msg.member(io, "content", Opener::Array)?;
-        let extra = self.extra_attrs(io, BlockRef::of(block), attrs, &[])?;
+        let extra = self.extra_attrs(io, BlockRef::of(block), attrs, self.part_own())?;
         // `{"type":<type><extra>,<type>:"` in one buffer
         let mut open = Vec::with_capacity(2 * part_type.len() + extra.len() + 16);
         open.extend_from_slice(io.sep(w));
@@ -2316,7 +2417,7 @@ impl Messages {
             Placed::Stream(_) | Placed::Nothing => Ok(()),
             Placed::ToolText { head, .. } => self.result_close(&head, late, io),
             Placed::Part { w, head, tool } => {
-                let extra = self.extra_attrs(io, head.as_ref(), late, &[])?;
+                let extra = self.extra_attrs(io, head.as_ref(), late, self.part_own())?;
                 io.write(w, &[&b"\""[..], &extra, b"}"].concat())?;
                 if tool {
                     self.result_id(late, io)?;
@@ -2342,7 +2443,7 @@ impl Messages {
                     }
                 }
                 tail.push(b'}');
-                tail.extend_from_slice(&self.extra_attrs(io, head.as_ref(), &rest, &[])?);
+                tail.extend_from_slice(&self.extra_attrs(io, head.as_ref(), &rest, self.part_own())?);
                 tail.push(b'}');
                 io.write(w, &tail)
             }

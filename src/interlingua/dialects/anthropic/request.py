@@ -52,7 +52,8 @@ from ...images import IMAGE_TYPES, keep_head, sniff_media_type  # (IMAGE_TYPES: 
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
 from ...losses import (
-    INTERNAL_ATTRS, PART_ATTRS, PART_PREFIX, RESULT_CACHE_CONTROL, article, block_path, block_subject, lacks,
+    INTERNAL_ATTRS, MESSAGE_CACHE_CONTROL, PART_ATTRS, PART_PREFIX, RESULT_CACHE_CONTROL, article, block_path,
+    block_subject, field_subject, lacks,
 )
 from ...session import Session
 from . import controls
@@ -1027,7 +1028,15 @@ class RequestEncoder(Encoder):
         allowed = _OUT_ATTRS.get(kind, set())
         out = b""
         for key, value in attrs.items():
-            if key in allowed:
+            if key == MESSAGE_CACHE_CONTROL and "cache_control" in allowed:
+                # an openai message's breakpoint, on its last block: the block's own wins (the
+                # same one adds nothing; another is a recorded loss)
+                own = attrs.get("cache_control")
+                if own is None:
+                    out += b',"cache_control":' + dumps(value)
+                elif own != value:
+                    self._lose_field(block, key, attrs, "the block's own cache_control is kept")
+            elif key in allowed:
                 out += b"," + dumps(key) + b":" + dumps(value)
             elif key == EXTRA_ATTR:
                 out += b"," + value.encode()
@@ -1149,7 +1158,7 @@ class RequestEncoder(Encoder):
 
     def _text(self, block: Block, attrs: dict, w: JsonWriter | None):
         if w is self._content and self._msg_string:
-            return w.write, ignore
+            return w.write, (lambda late: self._lose_string_cache(block, late))
         if attrs.get("empty"):
             return (lambda data: None), (lambda late: None)
         w.write(w._sep() + _TEXT_HEAD)
@@ -1157,6 +1166,14 @@ class RequestEncoder(Encoder):
         def close(late: dict) -> None:
             w.write(b'"' + self._members(block, "text", {**attrs, **late}) + b"}")
         return w.write, close
+
+    def _lose_string_cache(self, block: Block, late: dict) -> None:
+        """An openai message's breakpoint that came after its string content (written as
+        anthropic's string content as it streamed, before the breakpoint was known): a string
+        content has no cache_control; recorded."""
+        if late.get(MESSAGE_CACHE_CONTROL) is not None:
+            self._lose(block, field_subject(self.session.source, MESSAGE_CACHE_CONTROL, block.section, late),
+                       "cache_control on a string content", "the text was sent as one before it came")
 
     def _reasoning(self, block: Block, attrs: dict):
         if attrs.get("redacted"):
@@ -1401,8 +1418,8 @@ class RequestEncoder(Encoder):
                 result.attrs[key] = value
             elif key == RESULT_CACHE_CONTROL:
                 result.attrs["cache_control"] = value
-        if block is not None:
-            self._lose_attrs(block, late, _RESULT_MEMBERS | PART_ATTRS)
+        if block is not None:  # (the result's riding cache_control is written above: not lost)
+            self._lose_attrs(block, late, _RESULT_MEMBERS | PART_ATTRS | {RESULT_CACHE_CONTROL})
 
     def _in_result(self, block: Block, attrs: dict):
         """A further part of the open tool result."""

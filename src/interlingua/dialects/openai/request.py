@@ -47,7 +47,7 @@ from ...encoding import (
 )
 from ...images import keep_head, sniff_file_type
 from ...jsonwriter import JsonWriter, dumps, key_bytes
-from ...losses import CALL_INDEX, INTERNAL_ATTRS, lacks, path_subject
+from ...losses import CALL_INDEX, INTERNAL_ATTRS, MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL, lacks, path_subject
 from ...naming import openai_id
 from ...session import Session
 from . import controls
@@ -264,9 +264,11 @@ class MessageReader(MessageReaderBase):
         d = self.d
         if kind == tok.OBJECT_END:
             d.pop()
-            self.close_open()
             if self.role is None:
+                self.close_open()
                 raise d.error("message without role", offset)
+            self._place_cache_control()
+            self.close_open()
             self._ended = True
             self._release_id_gate()
             if not self._emitted:  # e.g. {"role": "assistant", "content": null}: still a message
@@ -287,6 +289,8 @@ class MessageReader(MessageReaderBase):
             reader = self._function_call
         elif value == "tool_call_id":
             reader = self._tool_call_id
+        elif value == "cache_control":
+            reader = self._cache_control
         elif d.reasoning_key is not None and value == d.reasoning_key:
             reader = self._string_member(ASSISTANT_REASONING, value)
         else:
@@ -316,6 +320,33 @@ class MessageReader(MessageReaderBase):
                 self._id_given = True
             self._release_id_gate()
         self.d.read_value(kind, value, offset, done)
+
+    _cache_raw: bytes | None = None  # the message's cache_control (LiteLLM's spelling), placed at its end
+
+    def _cache_control(self, kind: int, value: Any, offset: int) -> None:
+        def done(raw: bytes) -> None:
+            self._cache_raw = raw
+        self.d.read_raw(kind, value, offset, done)
+
+    def _place_cache_control(self) -> None:
+        """A message's ``cache_control`` (LiteLLM's openai-format spelling) is the breakpoint of
+        its last block, known at the message's end whatever the key order: a late attribute of
+        the block kept open until then -- ``result_cache_control`` in a tool message (the
+        result's own, as an anthropic tool_result's), ``message_cache_control`` elsewhere. One
+        that is not an object with members, in a message of a role openai does not know, or of
+        a message with no block, stays the message's extension (kept for openai, a loss
+        elsewhere)."""
+        raw = self._cache_raw
+        if raw is None:
+            return
+        self._cache_raw = None
+        if (raw.startswith(b"{") and raw != b"{}" and self.role in ROLE_TEXT_SECTION
+                and self._open is not None):
+            key = RESULT_CACHE_CONTROL if self.role in ("tool", "function") else MESSAGE_CACHE_CONTROL
+            self._open.set(key, json.loads(raw))
+            return
+        self.d.extension(f"$.messages[{self.index}].cache_control", raw, message=self.index,
+                         lossless=carries_nothing(raw))
 
     _empty_parts = False  # content was an array (it may be empty)
 
@@ -486,8 +517,6 @@ class PartReader:
                 d.then(self._payload(key))
             else:
                 d.then(self._raw_member(key))
-        elif key in ("cache_control",) and self.block is not None:
-            d.then_value(lambda x: self.block.set(key, x))
         else:
             d.then(self._raw_member(key))
 
@@ -532,7 +561,12 @@ class PartReader:
             self.m.finished(builder)
             return
         for key, raw in self.raw_parts:  # extra keys on a known part (kept apart: a key may hold ':')
-            add_extra(self.block, key, raw)
+            if key == "cache_control" and (raw == b"null" or raw.startswith(b"{")):
+                # the part's breakpoint, before or after its payload: the block's attribute (an
+                # anthropic block's); another value stays the part's extra member
+                self.block.set(key, json.loads(raw))
+            else:
+                add_extra(self.block, key, raw)
 
 
 def add_extra(block: BlockBuilder, key: str, raw: bytes, attr: str = EXTRA_ATTR) -> None:
@@ -621,6 +655,7 @@ class MediaReader:
 
 _USER_SECTIONS = {USER_TEXT, USER_IMAGE, USER_DOCUMENT, USER_AUDIO}
 _NO_ATTRS: frozenset = frozenset()
+_OWN_PART_ATTRS = frozenset({"cache_control"})  # (written into openai from openai only)
 #: block attributes an openai part or tool call can carry (others are losses)
 _PART_ATTRS = {"detail", "filename", "file_id", "format"}
 
@@ -676,6 +711,10 @@ class RequestEncoder(Encoder):
         super().__init__(write, session)
         self._text_call_order = TextCallOrder()  # (content and tool_calls are two members)
         self.foreign = session.source != DIALECT
+        # a part's cache_control is written back into openai from openai (openai-compatible
+        # upstreams -- OpenRouter, LiteLLM -- take it); another dialect's is a recorded loss: the
+        # official API refuses members it does not declare
+        self._part_own = _NO_ATTRS if self.foreign else _OWN_PART_ATTRS
         self.out = JsonWriter(write)
         self.body = MessageListBody(self.out, session, DIALECT, self._close_message)
         self.reasoning_key = session.options.openai_reasoning_field
@@ -728,6 +767,22 @@ class RequestEncoder(Encoder):
             self._write_tool_controls()
             self._write_reasoning()
             self.body.finish()
+
+    def _on_block(self, block: Block) -> None:
+        """An openai message's ``cache_control`` rides on its last block (``message_cache_control``,
+        ``result_cache_control`` in a tool message): written back as the message's member."""
+        attrs = block.attrs
+        if self.foreign or not block.fin or not attrs or (
+                MESSAGE_CACHE_CONTROL not in attrs and RESULT_CACHE_CONTROL not in attrs):
+            super()._on_block(block)
+            return
+        attrs = dict(attrs)
+        cache = attrs.pop(MESSAGE_CACHE_CONTROL, None)
+        cache = attrs.pop(RESULT_CACHE_CONTROL, cache)
+        super()._on_block(Block(block.section, block.message, block.payload, block.init, block.fin,
+                                attrs or None))
+        if self._msg is not None and self._msg_index == block.message:
+            self._msg.trailing("cache_control", dumps(cache))
 
     def _on_control(self, control: Control) -> None:
         if control.dialect == DIALECT and control.key is not None:
@@ -1052,10 +1107,10 @@ class RequestEncoder(Encoder):
             return w.write, (lambda late: self._result_close(block, msg, role, attrs, late))
         w = msg.member("content", b"[")
         name = key_bytes(part_type)
-        w.write(w._sep() + b'{"type":' + name + self._extra_attrs(block, attrs, _NO_ATTRS) + b"," + name + b':"')
+        w.write(w._sep() + b'{"type":' + name + self._extra_attrs(block, attrs, self._part_own) + b"," + name + b':"')
 
         def close(late: dict) -> None:
-            w.write(b'"' + self._extra_attrs(block, late, _NO_ATTRS) + b"}")
+            w.write(b'"' + self._extra_attrs(block, late, self._part_own) + b"}")
             if role == "tool":
                 self._result_id(msg, late)
         return w.write, close
@@ -1164,7 +1219,7 @@ class RequestEncoder(Encoder):
                 tail += b',"filename":' + dumps(_filename(every))
                 if _title(every) is not None:
                     del rest["title"]  # (carried: it names the file)
-            tail += b"}" + self._extra_attrs(block, rest, set()) + b"}"
+            tail += b"}" + self._extra_attrs(block, rest, self._part_own) + b"}"
             w.write(tail)
         return w.write, close
 
