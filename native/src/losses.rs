@@ -22,6 +22,7 @@ pub const INTERNAL_ATTRS: &[&str] = &[
     "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
     "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
     "path", "call_type", "ollama_call_type", "ollama_no_type", "ollama_null_parameters", CALL_INDEX,
+    THINKING_BLOCK,
 ];
 
 /// `CALL_INDEX`: a tool call's `index` member (openai `tool_calls[i].index`, ollama
@@ -29,6 +30,10 @@ pub const INTERNAL_ATTRS: &[&str] = &[
 /// nothing the order does not, so it is no loss anywhere and only its own dialect writes it back
 /// (`decoding::index_at`). Any other index says something: the source's own attribute, a loss.
 pub const CALL_INDEX: &str = "call_index";
+
+/// `THINKING_BLOCK`: a reasoning block read from openai's `thinking_blocks` (LiteLLM's signed
+/// thinking), which an openai target writes back into them.
+pub const THINKING_BLOCK: &str = "in_thinking_blocks";
 
 /// An anthropic `tool_result`'s own members and its content's share the result's blocks, so
 /// they are named apart: the result's `cache_control` that came after its content began rides

@@ -33,12 +33,17 @@ from .canonical import Section
 #: (``decoding.index_at``). Any other index says something: the source's own attribute, a loss.
 CALL_INDEX = "call_index"
 
+#: a reasoning block read from openai's ``thinking_blocks`` (LiteLLM's signed thinking), which
+#: an openai target writes back into them
+THINKING_BLOCK = "in_thinking_blocks"
+
 #: block attributes that shape canonical events (where a block goes, how it was
 #: written) rather than being a field of any dialect: never reported as a loss
 INTERNAL_ATTRS = frozenset({
     "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
     "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
     "path", "call_type", "ollama_call_type", "ollama_no_type", "ollama_null_parameters", CALL_INDEX,
+    THINKING_BLOCK,
 })
 
 #: An anthropic ``tool_result``'s own members and its content's share the result's blocks, so

@@ -35,13 +35,17 @@ mod decoder {
     use crate::json::{py_str_repr, Token};
     use crate::losses::{MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL};
     use crate::session::Session;
-    use crate::losses::CALL_INDEX;
+    use crate::losses::{CALL_INDEX, THINKING_BLOCK};
     use crate::value::{str_json, Value};
 
     const DIALECT: &str = "openai";
     const CONTENT_BEFORE_ROLE: &str = "openai:content-before-role";
-    /// a tool message waits for its call id in a request with custom tool calls (`_awaits_call_id`)
+    /// a tool message waits for its call id in a request with custom tool calls (`_awaits`)
     const RESULT_BEFORE_CALL_ID: &str = "openai:result-before-call-id";
+    /// an assistant message into anthropic waits for its `thinking_blocks` (`_awaits`)
+    const THINKING_BEFORE_CONTENT: &str = "openai:thinking-before-content";
+    /// `_REASONING_TEXT_KEYS`: a message's reasoning as text, read as a member of its own
+    const REASONING_TEXT_KEYS: &[&[u8]] = &[b"reasoning_content", b"reasoning"];
     /// the most of a media URL held to find a data URL's header (up to its comma)
     const DATA_URL_PREFIX_LIMIT: usize = 256;
     /// `EXTRA_ATTR`: an openai-only member of a part or tool call, as JSON text (`"k":v,...`)
@@ -161,6 +165,11 @@ mod decoder {
         Extra { function: bool },
         /// a tool call's `index` (`_index`): at the call's position it says nothing
         CallIndex,
+        /// a message's `thinking_blocks` (`_thinking_blocks`): its first token; its elements;
+        /// one element, read whole
+        ThinkingBlocks,
+        ThinkingList,
+        ThinkingBlock,
         Parts,
         /// the keys of a content part (`PartReader.on_key`)
         Part,
@@ -201,6 +210,11 @@ mod decoder {
         call_position: usize,
         /// the message's `cache_control` as JSON (`_cache_raw`), placed at its end
         cache_raw: Option<Vec<u8>>,
+        /// its `thinking_blocks` went out (`_thinking_read`); how many blocks they had
+        thinking_read: bool,
+        thinking_blocks_read: usize,
+        /// an assistant's `reasoning_content` (path, raw JSON), until its end (`_reasoning_text`)
+        reasoning_text: Option<(Vec<u8>, Vec<u8>)>,
     }
 
     impl MessageReader {
@@ -218,6 +232,9 @@ mod decoder {
                 open: None,
                 call_position: 0,
                 cache_raw: None,
+                thinking_read: false,
+                thinking_blocks_read: 0,
+                reasoning_text: None,
             }
         }
 
@@ -230,24 +247,40 @@ mod decoder {
             self.base.emit(block, cx, |role, block| resolve(&mut r, role, block))
         }
 
-        fn set_role(&mut self, role: Value, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
-            let tool = matches!(&role, Value::Str(r) if r == b"tool");
-            self.sync_awaits(tool);
+        fn set_role(&mut self, role: Value, offset: u64, thinking_first: bool, cx: &mut Cx<'_>) -> Result<()> {
+            if let Value::Str(name) = &role {
+                if self.thinking_blocks_read > 0 && name != b"assistant" {
+                    return Err(cx.error(format!("thinking_blocks in a message of role {} (an assistant's only)",
+                                                py_str_repr(name)), offset));
+                }
+            }
+            self.sync_awaits(&role, thinking_first);
             let mut r = Resolving::of(&mut self.unknown_parts, &mut self.results, &self.typed_calls, &self.tool_call_id);
             self.base.set_role(role, offset, cx, |role, block| resolve(&mut r, role, block))?;
             self.recount_open(cx) // what it keeps back now waits where the message's blocks do
         }
 
-        /// `_awaits_call_id`: in a request with custom tool calls, a tool message waits for
-        /// its `tool_call_id` (`openai:result-before-call-id`): whether it answers one decides
-        /// whether a target without custom tools sends it.
-        fn sync_awaits(&mut self, tool: bool) {
-            let awaits = tool && self.tool_call_id.is_none() && !self.ended && !self.typed_calls.is_empty();
-            self.base.awaits = awaits.then_some(RESULT_BEFORE_CALL_ID);
+        /// `_awaits`: what the message's blocks wait for, as the gate's rule: in a tool message
+        /// of a request with custom tool calls, its `tool_call_id` (whether it answers one
+        /// decides whether a target without custom tools sends it); in an assistant message into
+        /// anthropic, its `thinking_blocks` (anthropic takes a turn's thinking first; LiteLLM
+        /// writes it after the content and the calls).
+        fn sync_awaits(&mut self, role: &Value, thinking_first: bool) {
+            let is = |name: &[u8]| matches!(role, Value::Str(r) if r == name);
+            self.base.awaits = if self.ended {
+                None
+            } else if is(b"tool") && self.tool_call_id.is_none() && !self.typed_calls.is_empty() {
+                Some(RESULT_BEFORE_CALL_ID)
+            } else if is(b"assistant") && !self.thinking_read && thinking_first {
+                Some(THINKING_BEFORE_CONTENT)
+            } else {
+                None
+            };
         }
 
-        /// `_release_id_gate`
-        fn release_id_gate(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+        /// `_release_awaited`: what the message awaited came (or its end): the blocks held for
+        /// it go out.
+        fn release_awaited(&mut self, cx: &mut Cx<'_>) -> Result<()> {
             let mut r = Resolving::of(&mut self.unknown_parts, &mut self.results, &self.typed_calls, &self.tool_call_id);
             self.base.release_awaited(cx, |role, block| resolve(&mut r, role, block))?;
             self.recount_open(cx)
@@ -340,6 +373,83 @@ mod decoder {
             let path = format!("$.messages[{}].{key}", self.index());
             cx.extension(DIALECT, path, b"null", Some(self.index()), true)
         }
+
+        /// `_thinking_end`: the thinking went out; what waited for it follows.
+        fn thinking_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+            self.thinking_read = true;
+            self.release_awaited(cx)
+        }
+
+        /// `_reasoning_text_end`: the message's `reasoning_content` (or `reasoning`) read as a
+        /// member of its own: beside `thinking_blocks` it is their thinking as text (LiteLLM
+        /// writes both), carried by them -- no loss; else the message's extension.
+        fn reasoning_text_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {
+            let Some((path, raw)) = self.reasoning_text.take() else { return Ok(()) };
+            let said = carries_nothing(&raw) || self.thinking_blocks_read > 0;
+            cx.extension(DIALECT, path, &raw, Some(self.index()), said)
+        }
+    }
+
+    /// `_THINKING_PAYLOAD`: the payload member of each thinking block type.
+    fn thinking_payload(kind: &[u8]) -> Option<&'static str> {
+        match kind {
+            b"thinking" => Some("thinking"),
+            b"redacted_thinking" => Some("data"),
+            _ => None,
+        }
+    }
+
+    /// `_thinking_block`: one element of `thinking_blocks` (anthropic's thinking or
+    /// redacted_thinking block, read whole) as a reasoning block, past every gate.
+    fn thinking_block(msg: &mut MessageReader, data: &Value, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        let Value::Object(members) = data else {
+            return Err(cx.error("expected an object for a thinking block", offset));
+        };
+        let kind = data.get("type");
+        let Some(payload_key) = (match kind {
+            Some(Value::Str(kind)) => thinking_payload(kind),
+            _ => None,
+        }) else {
+            let shown = kind.map_or_else(|| "None".to_string(), crate::unicode::py_value_repr);
+            return Err(cx.error(format!("unknown thinking block type {shown} (thinking or redacted_thinking)"), offset));
+        };
+        let Some(Value::Str(text)) = data.get(payload_key) else {
+            return Err(cx.error(format!("expected a string for {payload_key}"), offset));
+        };
+        let redacted = payload_key == "data";
+        let mut attrs: Vec<Attr> = vec![(Cow::Borrowed(THINKING_BLOCK), Cow::Borrowed(&b"true"[..]))];
+        if redacted {
+            attrs.push((Cow::Borrowed("redacted"), Cow::Borrowed(&b"true"[..])));
+        } else {
+            match data.get("signature") {
+                None | Some(Value::Null) => {}
+                Some(Value::Str(signature)) => attrs.push((Cow::Borrowed("signature"), Cow::Owned(str_json(signature)))),
+                Some(_) => return Err(cx.error("expected a string for signature", offset)),
+            }
+        }
+        let own = |key: &[u8]| key == b"type" || key == payload_key.as_bytes() || (!redacted && key == b"signature");
+        let mut extra = Vec::new();
+        for (key, value) in members.iter().filter(|(key, _)| !own(key)) {
+            if !extra.is_empty() {
+                extra.push(b',');
+            }
+            extra.extend_from_slice(&str_json(key));
+            extra.push(b':');
+            dumps(value, &mut extra);
+        }
+        if !extra.is_empty() {
+            // (LiteLLM's cache_control, any other: the block's, back into openai only)
+            attrs.push((Cow::Borrowed(EXTRA_ATTR), Cow::Owned(str_json(&extra))));
+        }
+        msg.base.emitted = true;
+        msg.thinking_blocks_read += 1;
+        let json = str_json(text);
+        let payload = json.get(1..json.len() - 1).unwrap_or_default().to_vec();
+        let block = Block { section: Section::AssistantReasoning, message: msg.index(), payload: Cow::Owned(payload),
+                            init: true, fin: true, attrs: Some(attrs) };
+        // past every gate, the role's too: the thinking goes ahead of the blocks held (a role
+        // that comes later must be assistant: `set_role`)
+        cx.emit(Event::Block(block))
     }
 
     /// `_place_cache_control`: a message's `cache_control` (LiteLLM's openai-format spelling) is
@@ -512,6 +622,9 @@ mod decoder {
         body: RequestBody,
         /// `Options.openai_reasoning_field`
         reasoning_key: Option<String>,
+        /// an assistant message's blocks wait for its thinking_blocks where the target takes a
+        /// turn's thinking first (anthropic; ollama and openai carry it in a member of its own)
+        thinking_first: bool,
         /// the key of the member whose value is being read (a member reader's `key`)
         key: Vec<u8>,
         msg: MessageReader,
@@ -530,6 +643,7 @@ mod decoder {
                 d: Openai {
                     body: RequestBody::new(fields::OPENAI_REQUIRED, true),
                     reasoning_key: session.options.openai_reasoning_field.clone(),
+                    thinking_first: session.target == "anthropic",
                     key: Vec::new(),
                     msg: MessageReader::new(-1),
                     call: ToolCallReader::default(),
@@ -664,6 +778,9 @@ mod decoder {
                 b"function_call" => Read::State(S::FunctionCall),
                 b"tool_call_id" => Read::Value(S::ToolCallId, None, ""),
                 b"cache_control" => Read::Raw(S::MessageCache, None, ""),
+                b"thinking_blocks" if matches!(self.msg.base.role.as_deref(), None | Some("assistant")) => {
+                    Read::State(S::ThinkingBlocks)
+                }
                 _ if self.reasoning_key.as_deref().is_some_and(|r| r.as_bytes() == key) => {
                     Read::State(S::StringMember(Member::Reasoning))
                 }
@@ -686,7 +803,8 @@ mod decoder {
             place_cache_control(msg, cx)?;
             msg.close_open(cx)?;
             msg.ended = true;
-            msg.release_id_gate(cx)?;
+            msg.release_awaited(cx)?;
+            msg.reasoning_text_end(cx)?;
             if !msg.base.emitted {
                 // e.g. {"role": "assistant", "content": null}: still a message
                 let mut attrs = vec![(Cow::Borrowed("empty"), Cow::Borrowed(&b"true"[..]))];
@@ -1082,6 +1200,15 @@ mod decoder {
                     m.read(Read::Raw(S::ExtensionRaw, expect, what));
                     Ok(())
                 }
+                S::ThinkingBlocks => {
+                    if token == Token::Null {
+                        self.msg.null("thinking_blocks", cx)?;
+                        return self.msg.thinking_end(cx);
+                    }
+                    self.msg.close_open(cx)?; // (a block before them ends here: the thinking goes on its own)
+                    m.read(Read::Elements(S::ThinkingList, "thinking_blocks"));
+                    Ok(())
+                }
                 S::ToolCalls => {
                     if token == Token::Null {
                         return self.msg.null("tool_calls", cx);
@@ -1144,6 +1271,10 @@ mod decoder {
                     m.read(if token == Token::ObjectStart { Read::Raw(tool, None, "") } else { Read::Value(tool, None, "") });
                     Ok(())
                 }
+                S::ThinkingList => {
+                    m.read(Read::Value(S::ThinkingBlock, None, ""));
+                    Ok(())
+                }
                 _ => Err(internal("an element outside tools")),
             }
         }
@@ -1182,6 +1313,14 @@ mod decoder {
                     self.body.finish(cx)
                 }
                 S::Messages => self.body.messages_end(cx),
+                S::ThinkingList => {
+                    if self.msg.thinking_blocks_read == 0 {
+                        // `[]`: nothing, kept for openai
+                        let index = self.msg.index();
+                        cx.extension(DIALECT, format!("$.messages[{index}].thinking_blocks"), b"[]", Some(index), true)?;
+                    }
+                    self.msg.thinking_end(cx)
+                }
                 _ => Ok(()),
             }
         }
@@ -1197,6 +1336,13 @@ mod decoder {
                 S::ExtensionRaw => {
                     let index = self.msg.index();
                     let path = member_path(format_args!("$.messages[{index}]."), &self.key);
+                    if REASONING_TEXT_KEYS.contains(&self.key.as_slice())
+                        && matches!(self.msg.base.role.as_deref(), None | Some("assistant"))
+                    {
+                        // (said by the thinking_blocks? known at the end)
+                        self.msg.reasoning_text = Some((path, raw.to_vec()));
+                        return Ok(());
+                    }
                     cx.extension(DIALECT, path, raw, Some(index), carries_nothing(raw))
                 }
                 S::CallIndex => {
@@ -1229,7 +1375,8 @@ mod decoder {
         fn value(&mut self, _m: &mut Machine<S>, s: S, value: Value, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
             match s {
                 S::Tool { legacy } => self.tool(&value, legacy, offset, cx),
-                S::Role => self.msg.set_role(value, offset, cx),
+                S::Role => self.msg.set_role(value, offset, self.thinking_first, cx),
+                S::ThinkingBlock => thinking_block(&mut self.msg, &value, offset, cx),
                 S::ToolCallId => {
                     if !matches!(value, Value::Str(_)) {
                         return Err(cx.error("expected a string for tool_call_id", offset));
@@ -1245,7 +1392,7 @@ mod decoder {
                         }
                     }
                     msg.tool_call_id = Some(json);
-                    msg.release_id_gate(cx)
+                    msg.release_awaited(cx)
                 }
                 S::CallId | S::CallName | S::MediaAttr => {
                     let mut json = Vec::new();
@@ -1302,7 +1449,7 @@ use crate::encoding::{
 };
 use crate::error::{Error, ErrorClass, Result};
 use crate::jsonwriter::dumps_str;
-use crate::losses::{is_internal_attr, CALL_INDEX, MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL};
+use crate::losses::{is_internal_attr, CALL_INDEX, MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL, THINKING_BLOCK};
 use crate::naming::openai_id;
 use crate::reorder::Hold;
 use crate::session::Session;
@@ -1366,6 +1513,8 @@ enum Placed<'a> {
     Part { w: WriterId, head: Head<'a>, tool: bool },
     /// reasoning into `Options.openai_reasoning_field`; close: a late signature is a loss
     Reasoning { w: WriterId, head: Head<'a> },
+    /// a block of openai's own `thinking_blocks`; close: its signature and other members, `}`
+    Thinking { w: WriterId, head: Head<'a>, redacted: bool },
     Media { w: WriterId, head: Head<'a>, outer: OwnedAttrs, has_payload: bool, inner: &'static [&'static str] },
     /// a function call; `ids`: the id list (`CallBatch`) its id goes to at the close
     Call { w: WriterId, head: Head<'a>, ids: u64 },
@@ -1383,6 +1532,7 @@ impl Placed<'_> {
             Placed::ToolText { w, head } => Placed::ToolText { w, head: head.into_owned() },
             Placed::Part { w, head, tool } => Placed::Part { w, head: head.into_owned(), tool },
             Placed::Reasoning { w, head } => Placed::Reasoning { w, head: head.into_owned() },
+            Placed::Thinking { w, head, redacted } => Placed::Thinking { w, head: head.into_owned(), redacted },
             Placed::Media { w, head, outer, has_payload, inner } => Placed::Media { w, head: head.into_owned(), outer, has_payload, inner },
             Placed::Call { w, head, ids } => Placed::Call { w, head: head.into_owned(), ids },
             Placed::LegacyCall { w, head } => Placed::LegacyCall { w, head: head.into_owned() },
@@ -1597,6 +1747,7 @@ impl PlaceBlocks for Encoding {
             | Placed::ToolText { w: Some(w), .. }
             | Placed::Part { w, .. }
             | Placed::Reasoning { w, .. }
+            | Placed::Thinking { w, .. }
             | Placed::Media { w, .. }
             | Placed::Call { w, .. }
             | Placed::LegacyCall { w, .. } => io.write(*w, payload),
@@ -2044,6 +2195,9 @@ impl Messages {
                 self.string_member(body, block, ASSISTANT, "refusal", io).map(|w| Some(Placed::Stream(w)))
             }
             Section::AssistantReasoning => {
+                if attr_truthy(attrs, THINKING_BLOCK) {
+                    return self.thinking_block(body, block, attrs, io).map(Some);
+                }
                 let reasoning_key = match controls::reasoning_loss(attrs, self.reasoning_key) {
                     Some((what, done)) => {
                         lose_block(io.session, DIALECT, BlockRef::of(block), what, done, None)?;
@@ -2144,6 +2298,18 @@ impl Messages {
         open.extend_from_slice(b":\"");
         io.write(w, &open)?;
         Ok(Placed::Part { w, head: Head::borrowed(block), tool })
+    }
+
+    /// `_thinking_block`: a block of openai's own `thinking_blocks` (LiteLLM's), back into them
+    /// as it came.
+    fn thinking_block<'b>(&mut self, body: &mut MessageListBody, block: &'b Block<'_>, attrs: &[Attr<'_>],
+                          io: &mut Io<'_>) -> Result<Placed<'b>> {
+        self.message_for(body, block, ASSISTANT, io)?;
+        let w = self.assembler(Which::Open)?.member(io, "thinking_blocks", Opener::Array)?;
+        io.separate(w)?;
+        let redacted = attr_truthy(attrs, "redacted");
+        io.write(w, if redacted { b"{\"type\":\"redacted_thinking\",\"data\":\"" } else { b"{\"type\":\"thinking\",\"thinking\":\"" })?;
+        Ok(Placed::Thinking { w, head: Head::borrowed(block), redacted })
     }
 
     fn string_member(&mut self, body: &mut MessageListBody, block: &Block<'_>, role: &[u8], key: &'static str, io: &mut Io<'_>) -> Result<WriterId> {
@@ -2425,6 +2591,17 @@ impl Messages {
                 Ok(())
             }
             Placed::Reasoning { head, .. } => lose_signature(io.session, DIALECT, head.as_ref(), late),
+            Placed::Thinking { w, head, redacted } => {
+                let all = merged(&head.attrs, late);
+                let mut tail = b"\"".to_vec();
+                if let Some(signature) = attr(&all, "signature").filter(|_| !redacted) {
+                    tail.extend_from_slice(b",\"signature\":");
+                    tail.extend_from_slice(signature);
+                }
+                push_members(&all, EXTRA_ATTR, &mut tail);
+                tail.push(b'}');
+                io.write(w, &tail)
+            }
             Placed::Media { w, head, outer, has_payload, inner } => {
                 lose_is_error(io, head.as_ref(), late)?;
                 let mut tail: Vec<u8> = if has_payload { b"\"".to_vec() } else { Vec::new() };

@@ -47,7 +47,9 @@ from ...encoding import (
 )
 from ...images import keep_head, sniff_file_type
 from ...jsonwriter import JsonWriter, dumps, key_bytes
-from ...losses import CALL_INDEX, INTERNAL_ATTRS, MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL, lacks, path_subject
+from ...losses import (
+    CALL_INDEX, INTERNAL_ATTRS, MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL, THINKING_BLOCK, lacks, path_subject,
+)
 from ...naming import openai_id
 from ...session import Session
 from . import controls
@@ -70,6 +72,11 @@ _FIELDS = REQUEST_FIELDS[DIALECT]
 #: the types of message members carried as extensions (the client's): a wrong one is a
 #: SchemaError at the value (was: ``"name": 5`` copied into openai, a loss elsewhere)
 _MESSAGE_MEMBER_TYPES = {"name": OPT_STRING}
+#: a message's reasoning as text, read as a member of its own (no ``openai_reasoning_field``):
+#: beside ``thinking_blocks`` it says what they say (``MessageReader._reasoning_text_end``)
+_REASONING_TEXT_KEYS = ("reasoning_content", "reasoning")
+#: the payload member of each thinking block type (``thinking_blocks``, LiteLLM's)
+_THINKING_PAYLOAD = {"thinking": "thinking", "redacted_thinking": "data"}
 #: the types of a media part's members besides its payload (``image_url.detail``,
 #: ``input_audio.format``, ``file.file_id`` / ``filename``): strings, as the client declares
 _MEDIA_MEMBER_TYPES = {"detail": STRING, "format": STRING, "file_id": STRING, "filename": STRING}
@@ -81,6 +88,9 @@ class RequestDecoder(RequestBodyDecoder):
 
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         self.reasoning_key = session.options.openai_reasoning_field
+        # an assistant message's blocks wait for its thinking_blocks where the target takes a
+        # turn's thinking first (anthropic; ollama and openai carry it in a member of its own)
+        self.thinking_first = session.target == "anthropic"
         #: id -> type of the calls of a type other than function (custom tools): their results say so
         self.typed_calls: dict[str, str] = {}
         super().__init__(emit, session)
@@ -202,23 +212,38 @@ class MessageReader(MessageReaderBase):
         return attrs
 
     _id_given = False
-    _id_gate: Gate | None = None
+    _awaited_gate: Gate | None = None
     _ended = False
+    _thinking_read = False  # its ``thinking_blocks`` went out (``_awaits``)
 
     def waiting(self) -> Gate | None:
-        """The role's gate while the role is unknown; then, in a tool message of a request
-        with custom tool calls, a gate until its ``tool_call_id`` is known
-        (``openai:result-before-call-id``): whether it answers one decides whether a target
-        without custom tools sends it (sorted keys put the id after the content)."""
+        """The role's gate while the role is unknown; then the gate of what the message
+        awaits (``_awaits``), if anything."""
         gate = super().waiting()
-        if gate is not None or not self._awaits_call_id():
+        if gate is not None:
             return gate
-        if self._id_gate is None:
-            self._id_gate = Gate(self._out, self.d.session, "openai:result-before-call-id")
-        return self._id_gate
+        reason = self._awaits()
+        if reason is None:
+            return None
+        if self._awaited_gate is None:
+            self._awaited_gate = Gate(self._out, self.d.session, reason)
+        return self._awaited_gate
 
-    def _awaits_call_id(self) -> bool:
-        return self.role == "tool" and self.tool_call_id is None and not self._ended and bool(self.d.typed_calls)
+    def _awaits(self) -> str | None:
+        """What the message's blocks wait for, as the gate's rule: in a tool message of a
+        request with custom tool calls, its ``tool_call_id`` (``openai:result-before-call-id``:
+        whether it answers one decides whether a target without custom tools sends it; sorted
+        keys put the id after the content); in an assistant message into anthropic, its
+        ``thinking_blocks`` (``openai:thinking-before-content``: anthropic takes a turn's
+        thinking first, and LiteLLM's ``Message.model_dump()`` writes it after the content
+        and the tool calls). None: nothing."""
+        if self._ended:
+            return None
+        if self.role == "tool" and self.tool_call_id is None and self.d.typed_calls:
+            return "openai:result-before-call-id"
+        if self.role == "assistant" and not self._thinking_read and self.d.thinking_first:
+            return "openai:thinking-before-content"
+        return None
 
     def _emit_resolved(self, block: Block) -> None:
         """Out of the role's gate: the block may wait for the call id now."""
@@ -232,14 +257,17 @@ class MessageReader(MessageReaderBase):
         self.d.emit(self._resolve(block))
 
     def _set_role(self, role: Any, offset: int) -> None:
+        if self._thinking_blocks_read and role != "assistant" and isinstance(role, str):
+            raise self.d.error(f"thinking_blocks in a message of role {role!r} (an assistant's only)", offset)
         super()._set_role(role, offset)
         if self._open is not None:
             self._open.recount()  # what it keeps back now waits where the message's blocks do
 
-    def _release_id_gate(self) -> None:
-        if self._id_gate is not None:
-            self._id_gate.release()
-            self._id_gate = None
+    def _release_awaited(self) -> None:
+        """What the message awaited came (or its end): the blocks held for it go out."""
+        if self._awaited_gate is not None:
+            self._awaited_gate.release()
+            self._awaited_gate = None
         if self._open is not None:
             self._open.recount()
 
@@ -270,7 +298,8 @@ class MessageReader(MessageReaderBase):
             self._place_cache_control()
             self.close_open()
             self._ended = True
-            self._release_id_gate()
+            self._release_awaited()
+            self._reasoning_text_end()
             if not self._emitted:  # e.g. {"role": "assistant", "content": null}: still a message
                 attrs = {"empty": True, **({"in_parts": True} if self._empty_parts else {})}
                 if self.tool_call_id is not None and not self._id_given:  # a result without content
@@ -291,6 +320,8 @@ class MessageReader(MessageReaderBase):
             reader = self._tool_call_id
         elif value == "cache_control":
             reader = self._cache_control
+        elif value == "thinking_blocks" and self.role in (None, "assistant"):
+            reader = self._thinking_blocks
         elif d.reasoning_key is not None and value == d.reasoning_key:
             reader = self._string_member(ASSISTANT_REASONING, value)
         else:
@@ -304,11 +335,28 @@ class MessageReader(MessageReaderBase):
         path = f"$.messages[{self.index}].{key}"
         expect = _MESSAGE_MEMBER_TYPES.get(key)
 
+        def done(raw: bytes) -> None:
+            if key in _REASONING_TEXT_KEYS and self.role in (None, "assistant"):
+                self._reasoning_text = (path, raw)  # (said by the thinking_blocks? known at the end)
+            else:
+                self.d.extension(path, raw, message=self.index, lossless=carries_nothing(raw))
+
         def reader(kind: int, value: Any, offset: int) -> None:
-            self.d.read_raw(kind, value, offset,
-                            lambda raw: self.d.extension(path, raw, message=self.index, lossless=carries_nothing(raw)),
-                            expect, key)
+            self.d.read_raw(kind, value, offset, done, expect, key)
         return reader
+
+    _reasoning_text: tuple[str, bytes] | None = None  # an assistant's reasoning_content, until its end
+    _thinking_blocks_read = 0  # blocks of its thinking_blocks
+
+    def _reasoning_text_end(self) -> None:
+        """The message's ``reasoning_content`` (or ``reasoning``) read as a member of its own:
+        beside ``thinking_blocks`` it is their thinking as text (LiteLLM writes both), carried
+        by them -- no loss; else the message's extension, as any other member."""
+        if self._reasoning_text is not None:
+            path, raw = self._reasoning_text
+            self._reasoning_text = None
+            said = carries_nothing(raw) or self._thinking_blocks_read > 0
+            self.d.extension(path, raw, message=self.index, lossless=said)
 
     def _tool_call_id(self, kind: int, value: Any, offset: int) -> None:
         def done(call_id: Any) -> None:
@@ -318,8 +366,62 @@ class MessageReader(MessageReaderBase):
             if self._open is not None and not self._id_given:  # after the content: a late attribute
                 self._open.set("tool_call_id", call_id)
                 self._id_given = True
-            self._release_id_gate()
+            self._release_awaited()
         self.d.read_value(kind, value, offset, done)
+
+    def _thinking_blocks(self, kind: int, value: Any, offset: int) -> None:
+        """LiteLLM's signed thinking on an assistant message: anthropic's ``thinking`` /
+        ``redacted_thinking`` blocks in an openai body. Reasoning blocks, ahead of the
+        message's other blocks (``_awaits``), each read whole (bounded by
+        ``max_value_bytes``); null or ``[]``: nothing."""
+        if kind == tok.NULL:
+            self._null("thinking_blocks")
+            self._thinking_end()
+            return
+        self.close_open()  # (a block before them ends here: the thinking goes on its own)
+        self.d.each_element(kind, offset, "thinking_blocks", self._thinking_element, self._thinking_list_end)
+
+    def _thinking_element(self, kind: int, value: Any, offset: int) -> None:
+        self.d.read_value(kind, value, offset, lambda data: self._thinking_block(data, offset))
+
+    def _thinking_block(self, data: Any, offset: int) -> None:
+        if not isinstance(data, dict):
+            raise self.d.error("expected an object for a thinking block", offset)
+        kind = data.get("type")
+        payload_key = _THINKING_PAYLOAD.get(kind) if isinstance(kind, str) else None
+        if payload_key is None:
+            raise self.d.error(f"unknown thinking block type {kind!r} (thinking or redacted_thinking)", offset)
+        text = data.get(payload_key)
+        if not isinstance(text, str):
+            raise self.d.error(f"expected a string for {payload_key}", offset)
+        attrs: dict[str, Any] = {THINKING_BLOCK: True}
+        own = {"type", payload_key}
+        if kind == "redacted_thinking":
+            attrs["redacted"] = True
+        else:
+            own.add("signature")
+            signature = data.get("signature")
+            if signature is not None and not isinstance(signature, str):
+                raise self.d.error("expected a string for signature", offset)
+            if signature is not None:
+                attrs["signature"] = signature
+        extra = [dumps(key) + b":" + dumps(v) for key, v in data.items() if key not in own]
+        if extra:  # (LiteLLM's cache_control, any other: the block's, back into openai only)
+            attrs[EXTRA_ATTR] = b",".join(extra).decode()
+        self._emitted = True
+        self._thinking_blocks_read += 1
+        # past every gate, the role's too: the thinking goes ahead of the blocks held (a role
+        # that comes later must be assistant: ``_set_role``)
+        self._out(Block(ASSISTANT_REASONING, self.index, dumps(text)[1:-1], True, True, attrs))
+
+    def _thinking_list_end(self) -> None:
+        if not self._thinking_blocks_read:  # ``[]``: nothing, kept for openai
+            self.d.extension(f"$.messages[{self.index}].thinking_blocks", b"[]", message=self.index, lossless=True)
+        self._thinking_end()
+
+    def _thinking_end(self) -> None:
+        self._thinking_read = True
+        self._release_awaited()
 
     _cache_raw: bytes | None = None  # the message's cache_control (LiteLLM's spelling), placed at its end
 
@@ -1048,6 +1150,8 @@ class RequestEncoder(Encoder):
                 return self._text(block, "assistant", part_type="refusal")
             return self._string_member(block, "assistant", "refusal")
         if s is ASSISTANT_REASONING:
+            if attrs.get(THINKING_BLOCK):
+                return self._thinking_block(block, attrs)
             why = controls.reasoning_loss(attrs, self.reasoning_key)
             if why is not None:
                 self._lose_block(block, *why)
@@ -1113,6 +1217,19 @@ class RequestEncoder(Encoder):
             w.write(b'"' + self._extra_attrs(block, late, self._part_own) + b"}")
             if role == "tool":
                 self._result_id(msg, late)
+        return w.write, close
+
+    def _thinking_block(self, block: Block, attrs: dict):
+        """A block of openai's own ``thinking_blocks`` (LiteLLM's), back into them as it came."""
+        w = self._message_for(block, "assistant").member("thinking_blocks", b"[")
+        w._separate()
+        redacted = attrs.get("redacted")
+        w.write(b'{"type":"redacted_thinking","data":"' if redacted else b'{"type":"thinking","thinking":"')
+
+        def close(late: dict) -> None:
+            merged = {**attrs, **late}
+            signature = b',"signature":' + dumps(merged["signature"]) if "signature" in merged and not redacted else b""
+            w.write(b'"' + signature + _members(merged, EXTRA_ATTR) + b"}")
         return w.write, close
 
     def _string_member(self, block: Block, role: str, key: str):
