@@ -72,6 +72,24 @@ def test_into_ollama_the_thinking_text(order):
                       ("$.messages[1]", "reasoning: ollama has no field for encrypted thinking")]
 
 
+@pytest.mark.parametrize("target", ["openai", "ollama"])
+def test_with_reordering_refused_nothing_waits(target):
+    """With reordering refused an assistant message is not held for thinking_blocks that may
+    come (nor refused for it): the wire order goes on."""
+    body = {"model": "m", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"},
+                                       {"role": "user", "content": "more"}]}
+    assert _run(target, body, refuse_reorder=True) == _run(target, body)
+
+
+def test_a_decoder_gives_the_thinking_first_too():
+    """The order is the canonical events', whatever the target (a Decoder's as a Transcoder's)."""
+    from interlingua import Decoder
+    decoder = Decoder("openai", kind="request")
+    events = decoder.feed(json.dumps(_body(ORDERS[0])).encode()) + decoder.close()
+    sections = [e.section.value for e in events if type(e).__name__ == "Block" and e.message == 1 and e.init]
+    assert sections[:2] == ["assistant-reasoning", "assistant-reasoning"], sections
+
+
 @pytest.mark.parametrize("value", [None, []])
 def test_no_thinking_says_nothing(value):
     order = ("content", "role", "tool_calls", "thinking_blocks")

@@ -42,7 +42,7 @@ mod decoder {
     const CONTENT_BEFORE_ROLE: &str = "openai:content-before-role";
     /// a tool message waits for its call id in a request with custom tool calls (`_awaits`)
     const RESULT_BEFORE_CALL_ID: &str = "openai:result-before-call-id";
-    /// an assistant message into anthropic waits for its `thinking_blocks` (`_awaits`)
+    /// an assistant message waits for its `thinking_blocks` (`_awaits`)
     const THINKING_BEFORE_CONTENT: &str = "openai:thinking-before-content";
     /// `_REASONING_TEXT_KEYS`: a message's reasoning as text, read as a member of its own
     const REASONING_TEXT_KEYS: &[&[u8]] = &[b"reasoning_content", b"reasoning"];
@@ -262,8 +262,8 @@ mod decoder {
 
         /// `_awaits`: what the message's blocks wait for, as the gate's rule: in a tool message
         /// of a request with custom tool calls, its `tool_call_id` (whether it answers one
-        /// decides whether a target without custom tools sends it); in an assistant message into
-        /// anthropic, its `thinking_blocks` (anthropic takes a turn's thinking first; LiteLLM
+        /// decides whether a target without custom tools sends it); in an assistant message, its
+        /// `thinking_blocks` (a turn's thinking comes first, as anthropic takes it; LiteLLM
         /// writes it after the content and the calls).
         fn sync_awaits(&mut self, role: &Value, thinking_first: bool) {
             let is = |name: &[u8]| matches!(role, Value::Str(r) if r == name);
@@ -622,8 +622,8 @@ mod decoder {
         body: RequestBody,
         /// `Options.openai_reasoning_field`
         reasoning_key: Option<String>,
-        /// an assistant message's blocks wait for its thinking_blocks where the target takes a
-        /// turn's thinking first (anthropic; ollama and openai carry it in a member of its own)
+        /// an assistant message's blocks wait for its thinking_blocks (a turn's thinking comes
+        /// first, whatever the target), unless reordering is refused
         thinking_first: bool,
         /// the key of the member whose value is being read (a member reader's `key`)
         key: Vec<u8>,
@@ -643,7 +643,7 @@ mod decoder {
                 d: Openai {
                     body: RequestBody::new(fields::OPENAI_REQUIRED, true),
                     reasoning_key: session.options.openai_reasoning_field.clone(),
-                    thinking_first: session.target == "anthropic",
+                    thinking_first: !session.options.refuse_reorder,
                     key: Vec::new(),
                     msg: MessageReader::new(-1),
                     call: ToolCallReader::default(),

@@ -88,9 +88,11 @@ class RequestDecoder(RequestBodyDecoder):
 
     def __init__(self, emit: Callable[[Event], None], session: Session) -> None:
         self.reasoning_key = session.options.openai_reasoning_field
-        # an assistant message's blocks wait for its thinking_blocks where the target takes a
-        # turn's thinking first (anthropic; ollama and openai carry it in a member of its own)
-        self.thinking_first = session.target == "anthropic"
+        # an assistant message's blocks wait for its thinking_blocks: a turn's thinking comes
+        # first (as anthropic takes it), whatever the target -- the canonical events are the
+        # same for every target (a Decoder's too) -- unless reordering is refused (the wire
+        # order goes on, as ReasoningFirst's does)
+        self.thinking_first = not session.options.refuse_reorder
         #: id -> type of the calls of a type other than function (custom tools): their results say so
         self.typed_calls: dict[str, str] = {}
         super().__init__(emit, session)
@@ -233,10 +235,10 @@ class MessageReader(MessageReaderBase):
         """What the message's blocks wait for, as the gate's rule: in a tool message of a
         request with custom tool calls, its ``tool_call_id`` (``openai:result-before-call-id``:
         whether it answers one decides whether a target without custom tools sends it; sorted
-        keys put the id after the content); in an assistant message into anthropic, its
-        ``thinking_blocks`` (``openai:thinking-before-content``: anthropic takes a turn's
-        thinking first, and LiteLLM's ``Message.model_dump()`` writes it after the content
-        and the tool calls). None: nothing."""
+        keys put the id after the content); in an assistant message, its ``thinking_blocks``
+        (``openai:thinking-before-content``: a turn's thinking comes first -- anthropic takes
+        it so -- and LiteLLM's ``Message.model_dump()`` writes it after the content and the
+        tool calls). None: nothing."""
         if self._ended:
             return None
         if self.role == "tool" and self.tool_call_id is None and self.d.typed_calls:
