@@ -502,8 +502,14 @@ pub fn tool_from_canonical(attrs: &[Attr<'_>], schema_raw: &[u8], session: &mut 
     body.extend_from_slice(b"{\"name\":");
     let wire = tool_name_out(session, name, "$.tools")?;
     dumps_str(wire.as_bytes(), &mut body);
+    // an openai tool's cache_control (beside its function: LiteLLM's spelling) is written back
+    // there into openai from openai (openai-compatible upstreams -- OpenRouter, LiteLLM -- take
+    // it, as a part's and a message's); another dialect's is a recorded loss: the official API
+    // refuses members it does not declare
+    let own_cache = if session.source == "openai" && !legacy { attr(attrs, "cache_control") } else { None };
     for (key, value) in attrs {
         match key.as_ref() {
+            "cache_control" if own_cache.is_some() => {}
             "description" | "strict" => {
                 body.push(b',');
                 dumps_str(key.as_bytes(), &mut body);
@@ -531,6 +537,10 @@ pub fn tool_from_canonical(attrs: &[Attr<'_>], schema_raw: &[u8], session: &mut 
     }
     body.push(b'}');
     if !legacy {
+        if let Some(cache) = own_cache {
+            body.extend_from_slice(b",\"cache_control\":");
+            body.extend_from_slice(cache);
+        }
         if let Some(Value::Str(members)) = attr(attrs, "openai_tool_extra").map(Value::loads).transpose()? {
             body.push(b',');
             body.extend_from_slice(&members);

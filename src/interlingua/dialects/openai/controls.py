@@ -300,8 +300,15 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
     from ...jsonwriter import dumps
 
     body = b'{"name":' + dumps(session.tool_name_out(attrs.get("name"), "$.tools"))
+    # an openai tool's cache_control (beside its function: LiteLLM's spelling) is written back
+    # there into openai from openai (openai-compatible upstreams -- OpenRouter, LiteLLM -- take
+    # it, as a part's and a message's); another dialect's is a recorded loss: the official API
+    # refuses members it does not declare
+    own_cache = session.source == "openai" and not attrs.get("legacy") and "cache_control" in attrs
     for key, value in attrs.items():
-        if key in ("description", "strict"):
+        if key == "cache_control" and own_cache:
+            pass
+        elif key in ("description", "strict"):
             body += b"," + dumps(key) + b":" + dumps(value)
         elif key == "openai_extra":
             body += b"," + value.encode()
@@ -314,5 +321,6 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
     body += b"}"
     if attrs.get("legacy"):
         return body
-    beside = attrs.get("openai_tool_extra")
-    return b'{"type":"function","function":' + body + (b"," + beside.encode() if beside else b"") + b"}"
+    beside = b',"cache_control":' + dumps(attrs["cache_control"]) if own_cache else b""
+    extra = attrs.get("openai_tool_extra")
+    return b'{"type":"function","function":' + body + beside + (b"," + extra.encode() if extra else b"") + b"}"
