@@ -156,6 +156,22 @@ def test_a_negative_zero_index_is_position_zero(source):
             assert (json.loads(out), list(transcoder.losses)) == _run(source, target, CALLS[source]), target
 
 
+@pytest.mark.parametrize("value, said", [(1, False), (True, True), (1.0, True), (0, True), ("1", True)])
+def test_an_ollama_response_call_index_says_nothing_at_its_position_only(value, said):
+    """An ollama response's ``function.index`` (Go writes the call's position): the same rule as a
+    request's -- an integer equal to it says nothing; ``true`` or ``1.0`` (Python's ``==`` took
+    them) and any other value say more, recorded at the call."""
+    calls = [{"function": {"name": "f", "arguments": {}, "index": 0}},
+             {"function": {"name": "g", "arguments": {}, "index": value}}]
+    body = json.dumps({"model": "m", "created_at": "2025-12-01T09:00:00Z", "message": {
+        "role": "assistant", "content": "", "tool_calls": calls}, "done": True, "done_reason": "stop"})
+    transcoder = Transcoder("ollama", "openai", kind="response")
+    transcoder.feed(body.encode())
+    transcoder.close()
+    index_losses = [loss.path for loss in transcoder.losses if "index" in loss.path]
+    assert index_losses == (["$.message.tool_calls[1].function.index"] if said else [])
+
+
 # -- an empty anthropic system ----------------------------------------------------------------
 
 @pytest.mark.parametrize("system", ["", []], ids=["string", "list"])

@@ -428,16 +428,6 @@ fn internal(what: &str) -> Error {
     Error::new(ErrorClass::Transcode, format!("internal error in the native core: {what}"))
 }
 
-/// Python's `v == n` of JSON data and an int (`True == 1`, `1.0 == 1`).
-fn py_equals_int(value: &Value, n: i64) -> bool {
-    match value {
-        Value::Bool(b) => *b as i64 == n,
-        Value::Int(digits) => digits.parse::<i64>().is_ok_and(|v| v == n),
-        Value::Float(f) => *f == n as f64,
-        _ => false,
-    }
-}
-
 
 
 impl Dialect for Lines {
@@ -733,8 +723,9 @@ impl Dialect for Lines {
                 self.call_attr("name", json)
             }
             S::Index => {
-                // Go writes the call's position: nothing to carry when it is that
-                if py_equals_int(&value, self.tools - 1) {
+                // Go writes the call's position: nothing to carry when it is that (an integer, as
+                // a request's: `index_at`; `true` or `1.0` says more)
+                if usize::try_from(self.tools - 1).is_ok_and(|position| crate::decoding::index_at(&value, position)) {
                     return Ok(());
                 }
                 let position = self.call()?.position;

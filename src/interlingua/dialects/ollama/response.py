@@ -55,7 +55,7 @@ from ...canonical import (
     Usage,
     escape_raw_json,
 )
-from ...decoding import Members, ResponseDecoderBase
+from ...decoding import Members, ResponseDecoderBase, index_at
 from ...encoding import Encoder, MessageAssembler, HeldArguments
 from ...errors import SchemaError, TruncatedInputError
 from ...framing import FrameEnd, ndjson_line, ndjson_safe, one_line
@@ -325,7 +325,8 @@ class _Decoder(ResponseDecoderBase):
                     else:
                         self.stream_raw(kind, value, offset, lambda d, i, f: block.fragment(escape_raw_json(d)))
                 elif key == "index":  # Go writes the call's position: nothing to carry when it is that
-                    self.read_value(kind, value, offset, lambda v: v == self.tools - 1 or self.session.lose_member(
+                    # (an integer, as a request's: ``decoding.index_at``; ``true`` or ``1.0`` says more)
+                    self.read_value(kind, value, offset, lambda v: index_at(v, self.tools - 1) or self.session.lose_member(
                         f"$.message.tool_calls[{call['position']}].function.index",
                         f"tool-call index other than its position ({v!r})"))
                 else:
