@@ -1429,11 +1429,20 @@ pub fn carries_nothing(raw: &[u8]) -> bool {
 /// written back beside the function by their own dialect, a loss at their own path in another).
 pub fn beside_function<'a, D: Data<'a>>(members: &[(Key<'a>, D)], attrs: &mut Vec<Attr>, extra_attr: &'static str,
                                         carried: &[&'static str]) {
+    keep_members(members, attrs, extra_attr, carried, &["type", "function"]);
+}
+
+/// `keep_members`: an object's members into a block's `attrs`: one of `carried` is the
+/// attribute of its name, one of `skipped` the reader's own (read apart), the others
+/// `extra_attr` -- their JSON text (`"k":v,...`), written back by their own dialect, a loss at
+/// their own path in another.
+pub fn keep_members<'a, D: Data<'a>>(members: &[(Key<'a>, D)], attrs: &mut Vec<Attr>, extra_attr: &'static str,
+                                     carried: &[&'static str], skipped: &[&str]) {
     let mut extra = Vec::new();
     for &(key, value) in members {
         if let Some(&name) = carried.iter().find(|name| key.is(name)) {
             set_attr(attrs, Cow::Borrowed(name), value.to_json());
-        } else if !key.is("type") && !key.is("function") {
+        } else if !skipped.iter().any(|name| key.is(name)) {
             push_member(&mut extra, key, value);
         }
     }

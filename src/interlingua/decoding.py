@@ -54,19 +54,26 @@ def index_at(value: Any, position: int) -> bool:
     return type(value) is int and value == position
 
 
-def beside_function(tool: dict, attrs: dict, extra_attr: str, carried: tuple[str, ...] = ()) -> None:
-    """The members beside a wrapped tool's ``type`` and ``function`` (openai, ollama) into
-    ``attrs``: one of ``carried`` is the tool's attribute of its name (openai ``cache_control``,
-    as an anthropic tool's), the others ``extra_attr`` (their JSON members, written back beside
-    the function by their own dialect, a loss at their own path in another)."""
+def keep_members(obj: dict, attrs: dict, extra_attr: str, carried=(), skipped=()) -> None:
+    """An object's members into a block's ``attrs``: one of ``carried`` is the attribute of its
+    name, one of ``skipped`` the reader's own (read apart), the others ``extra_attr`` -- their
+    JSON text (``"k":v,...``), written back by their own dialect, a loss at their own path in
+    another (a tool's members, those beside its function, a thinking block's)."""
     extra = []
-    for key, value in tool.items():
+    for key, value in obj.items():
         if key in carried:
             attrs[key] = value
-        elif key not in ("type", "function"):
+        elif key not in skipped:
             extra.append(dumps(key) + b":" + dumps(value))
     if extra:
         attrs[extra_attr] = b",".join(extra).decode()
+
+
+def beside_function(tool: dict, attrs: dict, extra_attr: str, carried: tuple[str, ...] = ()) -> None:
+    """The members beside a wrapped tool's ``type`` and ``function`` (openai, ollama) into
+    ``attrs`` (``keep_members``): one of ``carried`` is the tool's attribute of its name (openai
+    ``cache_control``, as an anthropic tool's)."""
+    keep_members(tool, attrs, extra_attr, carried, ("type", "function"))
 
 
 class Expect:

@@ -27,7 +27,7 @@ mod decoder {
     use crate::canonical::{Block, Event, Section, REQUEST_LEVEL};
     use crate::compact::{Data, Raw};
     use crate::decoding::{
-        carries_nothing, dumps, dumps_key, get_attr, index_at, member_path, loads, set_attr, Attr, BlockBuilder, Cx, Dialect, Frame, Machine, MachineDecoder,
+        carries_nothing, dumps, dumps_key, get_attr, index_at, keep_members, member_path, loads, set_attr, Attr, BlockBuilder, Cx, Dialect, Frame, Machine, MachineDecoder,
         Expect, MessageBase, Read, RequestBody, OPT_STRING, STRING,
     };
     use crate::dialects::fields::{self, OPENAI_REASONING_EFFORTS as EFFORTS};
@@ -402,7 +402,7 @@ mod decoder {
     /// `_thinking_block`: one element of `thinking_blocks` (anthropic's thinking or
     /// redacted_thinking block, read whole) as a reasoning block, past every gate.
     fn thinking_block(msg: &mut MessageReader, data: &Value, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
-        let Value::Object(members) = data else {
+        let Value::Object(_) = data else {
             return Err(cx.error("expected an object for a thinking block", offset));
         };
         let kind = data.get("type");
@@ -427,20 +427,10 @@ mod decoder {
                 Some(_) => return Err(cx.error("expected a string for signature", offset)),
             }
         }
-        let own = |key: &[u8]| key == b"type" || key == payload_key.as_bytes() || (!redacted && key == b"signature");
-        let mut extra = Vec::new();
-        for (key, value) in members.iter().filter(|(key, _)| !own(key)) {
-            if !extra.is_empty() {
-                extra.push(b',');
-            }
-            extra.extend_from_slice(&str_json(key));
-            extra.push(b':');
-            dumps(value, &mut extra);
-        }
-        if !extra.is_empty() {
-            // (LiteLLM's cache_control, any other: the block's, back into openai only)
-            attrs.push((Cow::Borrowed(EXTRA_ATTR), Cow::Owned(str_json(&extra))));
-        }
+        let own: &[&str] = if redacted { &["type", payload_key] } else { &["type", payload_key, "signature"] };
+        // (LiteLLM's cache_control, any other: the block's, back into openai only)
+        let members: Vec<_> = data.members().collect();
+        keep_members(&members, &mut attrs, EXTRA_ATTR, &[], own);
         msg.base.emitted = true;
         msg.thinking_blocks_read += 1;
         let json = str_json(text);

@@ -470,19 +470,15 @@ _TOOL_ATTRS = ("description", "strict", "cache_control")
 
 def tool_to_canonical(tool: dict) -> tuple[dict, Any] | None:
     """``(attrs, input_schema)`` of a custom tool; None for server tools (carried raw)."""
+    from ...decoding import keep_members
+
     if tool.get("type") not in (None, "custom") or not isinstance(tool.get("name"), str):
         return None
     if "input_schema" not in tool:
         return None
     attrs: dict[str, Any] = {"name": tool["name"]}
-    extra = []
-    for key, value in tool.items():
-        if key in _TOOL_ATTRS:
-            attrs[key] = value
-        elif key not in ("name", "input_schema", "type"):  # (type: "custom" or null, absent's meaning)
-            extra.append(dumps(key) + b":" + dumps(value))
-    if extra:
-        attrs["anthropic_extra"] = b",".join(extra).decode()
+    # (type: "custom" or null, absent's meaning)
+    keep_members(tool, attrs, "anthropic_extra", _TOOL_ATTRS, ("name", "input_schema", "type"))
     return attrs, tool["input_schema"]
 
 

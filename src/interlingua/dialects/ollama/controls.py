@@ -271,8 +271,7 @@ def tool_to_canonical(tool: dict) -> tuple[dict, Any] | None:
     beside the function, ``ollama_tool_extra`` (spliced back beside it).
     A tool without ``type`` (the client always writes it) gets ``ollama_no_type``.
     """
-    from ...decoding import beside_function
-    from ...jsonwriter import dumps
+    from ...decoding import beside_function, keep_members
 
     if tool.get("type", "function") != "function":
         return None
@@ -280,14 +279,7 @@ def tool_to_canonical(tool: dict) -> tuple[dict, Any] | None:
     if not isinstance(function, dict) or not isinstance(function.get("name"), str):
         return None
     attrs: dict[str, Any] = {"name": function["name"]}
-    extra = []
-    for key, value in function.items():
-        if key == "description":
-            attrs[key] = value
-        elif key not in ("name", "parameters"):
-            extra.append(dumps(key) + b":" + dumps(value))
-    if extra:
-        attrs["ollama_extra"] = b",".join(extra).decode()
+    keep_members(function, attrs, "ollama_extra", ("description",), ("name", "parameters"))
     beside_function(tool, attrs, "ollama_tool_extra")
     if "type" not in tool:
         attrs["ollama_no_type"] = True

@@ -267,8 +267,7 @@ def tool_to_canonical(tool: dict, legacy: bool) -> tuple[dict, Any] | None:
     function, ``cache_control`` (an anthropic tool's attribute) and ``openai_tool_extra``
     (the other members, spliced back beside it).
     """
-    from ...decoding import beside_function
-    from ...jsonwriter import dumps
+    from ...decoding import beside_function, keep_members
 
     if legacy:
         function = tool
@@ -279,14 +278,7 @@ def tool_to_canonical(tool: dict, legacy: bool) -> tuple[dict, Any] | None:
     if not isinstance(function.get("name"), str):
         return None
     attrs: dict[str, Any] = {"name": function["name"]}
-    extra = []
-    for key, value in function.items():
-        if key in ("description", "strict"):
-            attrs[key] = value
-        elif key not in ("name", "parameters"):
-            extra.append(dumps(key) + b":" + dumps(value))
-    if extra:
-        attrs["openai_extra"] = b",".join(extra).decode()
+    keep_members(function, attrs, "openai_extra", ("description", "strict"), ("name", "parameters"))
     if legacy:
         attrs["legacy"] = True
     else:

@@ -40,7 +40,9 @@ from ...canonical import (
     Block, Control, End, Event, Extension, MessagesEnd, Section, SystemEnd, decode_escaped,
 )
 from ...decoding import OPT_STRING, STRING  # (types of members)
-from ...decoding import BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder, carries_nothing, index_at
+from ...decoding import (
+    BlockBuilder, Gate, MessageReaderBase, RequestBodyDecoder, carries_nothing, index_at, keep_members,
+)
 from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, TextCallOrder, ignore, late_only,
     lose_unknown_members, merged_reasoning, message_member, choice_fate,
@@ -407,9 +409,8 @@ class MessageReader(MessageReaderBase):
                 raise self.d.error("expected a string for signature", offset)
             if signature is not None:
                 attrs["signature"] = signature
-        extra = [dumps(key) + b":" + dumps(v) for key, v in data.items() if key not in own]
-        if extra:  # (LiteLLM's cache_control, any other: the block's, back into openai only)
-            attrs[EXTRA_ATTR] = b",".join(extra).decode()
+        # (LiteLLM's cache_control, any other: the block's, back into openai only)
+        keep_members(data, attrs, EXTRA_ATTR, skipped=own)
         self._emitted = True
         self._thinking_blocks_read += 1
         # past every gate, the role's too: the thinking goes ahead of the blocks held (a role
