@@ -12,26 +12,12 @@ dialect (openai, anthropic) x target (openai, anthropic, ollama) x where the mem
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from interlingua import Transcoder
+from test_message_cache_control import CC, _run  # (the same runner: (output, losses), cut in size-byte pieces)
 
-CC = {"type": "ephemeral"}
 TTL = {"type": "ephemeral", "ttl": "1h"}
 SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}}
-
-
-def _run(source: str, target: str, body: dict, size: int | None = None):
-    data = json.dumps(body).encode()
-    size = size or len(data)
-    t = Transcoder(source, target, kind="request")
-    out = b""
-    for at in range(0, len(data), size):
-        out += t.feed(data[at:at + size])
-    out += t.close()
-    return json.loads(out), [(loss.path, loss.reason) for loss in t.losses]
 
 
 def _openai_tool(name: str, cc, where: str) -> dict:
