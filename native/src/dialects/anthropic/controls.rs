@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::{Control, RawJson};
-use crate::compact::{lookup, push_member, Data, Raw};
+use crate::compact::{lookup, Data, Raw};
 use crate::error::{Error, ErrorClass, Result};
 use crate::dialects::fields::{check_members, member_fields};
 use crate::value::Value;
@@ -236,20 +236,8 @@ pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D) -> Option<(Attrs, D)> {
     let name = lookup(&members, "name").filter(|name| name.is_str())?;
     let schema = lookup(&members, "input_schema")?;
     let mut attrs: Attrs = vec![(Cow::Borrowed("name"), Cow::Owned(name.to_json()))];
-    let mut extra: Vec<u8> = Vec::new();
-    for &(key, value) in &members {
-        if let Some(attr) = TOOL_ATTRS.iter().find(|a| key.is(a)) {
-            attrs.push((Cow::Borrowed(attr), Cow::Owned(value.to_json())));
-        } else if !key.is("name") && !key.is("input_schema") && !key.is("type") {
-            // (type: "custom" or null, absent's meaning)
-            push_member(&mut extra, key, value);
-        }
-    }
-    if !extra.is_empty() {
-        let mut json = Vec::with_capacity(extra.len() + 8);
-        crate::jsonwriter::dumps_str(&extra, &mut json);
-        attrs.push((Cow::Borrowed("anthropic_extra"), Cow::Owned(json)));
-    }
+    // (type: "custom" or null, absent's meaning)
+    crate::decoding::keep_members(&members, &mut attrs, "anthropic_extra", &TOOL_ATTRS, &["name", "input_schema", "type"]);
     Some((attrs, schema))
 }
 

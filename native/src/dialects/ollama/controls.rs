@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::Control;
-use crate::compact::{lookup, push_member, Data};
+use crate::compact::{lookup, Data};
 use crate::encoding::lose_uncarried;
 use crate::dialects::fields::check_members;
 use crate::error::{Error, ErrorClass, Result};
@@ -164,19 +164,7 @@ pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D) -> Option<(Vec<(Cow<'static, 
     let function_members = function.member_list();
     let name = lookup(&function_members, "name").filter(|name| name.is_str())?;
     let mut attrs: Vec<(Cow<'static, str>, Cow<'static, [u8]>)> = vec![(Cow::Borrowed("name"), Cow::Owned(name.to_json()))];
-    let mut extra: Vec<u8> = Vec::new();
-    for &(key, value) in &function_members {
-        if key.is("description") {
-            attrs.push((Cow::Borrowed("description"), Cow::Owned(value.to_json())));
-        } else if !key.is("name") && !key.is("parameters") {
-            push_member(&mut extra, key, value);
-        }
-    }
-    if !extra.is_empty() {
-        let mut json = Vec::with_capacity(extra.len() + 8);
-        crate::value::dumps_str(&extra, &mut json);
-        attrs.push((Cow::Borrowed("ollama_extra"), Cow::Owned(json)));
-    }
+    crate::decoding::keep_members(&function_members, &mut attrs, "ollama_extra", &["description"], &["name", "parameters"]);
     crate::decoding::beside_function(&members, &mut attrs, "ollama_tool_extra", &[]);
     if kind.is_none() {
         attrs.push((Cow::Borrowed("ollama_no_type"), Cow::Borrowed(b"true")));

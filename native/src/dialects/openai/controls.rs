@@ -12,7 +12,7 @@ mod decoding {
     use std::borrow::Cow;
 
     use crate::canonical::Control;
-    use crate::compact::{lookup, push_member, Data, Raw};
+    use crate::compact::{lookup, Data, Raw};
     use crate::decoding::{dumps, loads, Attr};
     use crate::error::{Error, ErrorClass, Result};
     use crate::dialects::fields;
@@ -209,20 +209,7 @@ mod decoding {
         let name = lookup(&members, "name").filter(|name| name.is_str())?;
         let mut attrs: Vec<Attr> = Vec::new();
         attrs.push((Cow::Borrowed("name"), name.to_json().into()));
-        let mut extra: Vec<u8> = Vec::new();
-        for &(key, value) in &members {
-            if key.is("description") || key.is("strict") {
-                let name = if key.is("description") { "description" } else { "strict" };
-                crate::decoding::set_attr(&mut attrs, Cow::Borrowed(name), value.to_json());
-            } else if !key.is("name") && !key.is("parameters") {
-                push_member(&mut extra, key, value);
-            }
-        }
-        if !extra.is_empty() {
-            let mut json = Vec::new();
-            crate::decoding::dumps_key(&extra, &mut json);
-            attrs.push((Cow::Borrowed("openai_extra"), json.into()));
-        }
+        crate::decoding::keep_members(&members, &mut attrs, "openai_extra", &["description", "strict"], &["name", "parameters"]);
         if legacy {
             attrs.push((Cow::Borrowed("legacy"), Cow::Borrowed(b"true")));
         } else {
