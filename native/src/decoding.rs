@@ -107,6 +107,11 @@ pub trait Decode {
         self.token(Token::Key(key), key_offset, path, session, out)?;
         self.token(value, offset, path, session, out)
     }
+    /// `json::Sink::whole_text`: the text buffer of the value the container just opened
+    /// belongs to, if it is read only as text (`Machine::whole_text`).
+    fn whole_text(&mut self, _max_value_bytes: usize) -> Option<(&mut Vec<u8>, usize)> {
+        None
+    }
     /// After each fed chunk: hand on raw text gathered so far (`flush`).
     fn flush(&mut self, _session: &mut Session, _out: &mut dyn EventSink) -> Result<()> {
         Ok(())
@@ -829,6 +834,20 @@ impl<S: Copy + std::fmt::Debug> Machine<S> {
         }
     }
 
+    /// `json::Sink::whole_text`: the container just opened belongs to a value whose tokens
+    /// only the copier reads -- one read whole as text (`Read::Raw`), skipped, or streamed
+    /// raw: the text's buffer, and how many bytes more it may take (a streamed value's
+    /// are not counted). The closing bracket then comes as a token, the text before it
+    /// already in the buffer (the tokenizer's `skim`), and is read as any token is.
+    pub fn whole_text(&mut self, max_value_bytes: usize) -> Option<(&mut Vec<u8>, usize)> {
+        let room = match self.stack.last()? {
+            Frame::Whole { data: false, .. } | Frame::Skip { .. } => max_value_bytes.saturating_sub(self.whole.len()),
+            Frame::RawStream(_) => usize::MAX,
+            _ => return None,
+        };
+        Some((&mut self.whole, room))
+    }
+
     /// `Decoder.flush`: raw text of a streamed value gathered in this chunk goes on.
     pub fn flush<D: Dialect<State = S>>(&mut self, dialect: &mut D, cx: &mut Cx<'_>) -> Result<()> {
         self.feed_start = true;
@@ -1357,6 +1376,10 @@ impl<D: Dialect> Decode for MachineDecoder<D> {
     fn member(&mut self, key: &[u8], key_offset: u64, value: Token<'_>, offset: u64, path: &Frames,
               session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
         self.m.feed_member(&mut self.d, key, key_offset, value, offset, &mut Cx::new(path, session, out))
+    }
+
+    fn whole_text(&mut self, max_value_bytes: usize) -> Option<(&mut Vec<u8>, usize)> {
+        self.m.whole_text(max_value_bytes)
     }
 
     fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {

@@ -96,6 +96,17 @@ pub trait Sink {
         self.token(Token::Key(key), key_offset, path)?;
         self.token(value, offset, path)
     }
+
+    /// Asked after a container's opening bracket: when the sink reads it only as compact
+    /// text (a value read whole, skipped or streamed raw), the buffer that text goes to and
+    /// how many bytes more it may take. The tokenizer may then append the rest of the
+    /// container's text but its closing bracket there itself (`skim`: where its tokens are
+    /// plain and whole in the chunk) and deliver that bracket next, standing for the
+    /// tokens between, which would have written just that text.
+    #[inline]
+    fn whole_text(&mut self) -> Option<(&mut Vec<u8>, usize)> {
+        None
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -897,6 +908,220 @@ struct Number {
     began_in: State,
 }
 
+// -- skimming a container read whole --------------------------------------------------
+
+/// Keys of the open objects a skim compares for duplicates, and containers it opens inside
+/// the one it reads: past either it leaves the container to the tokens.
+const SKIM_KEYS: usize = 64;
+const SKIM_DEPTH: usize = 32;
+
+/// What a skim holds to, so that no limit of the tokenizer or the reader could be met.
+struct SkimBounds {
+    /// containers it may open inside (`max_depth` less the open ones)
+    open_room: usize,
+    max_key: usize,
+    max_number: usize,
+    /// key characters the open objects may still take (`max_seen_key_bytes`)
+    keys_room: usize,
+    /// text the reader may still take (`max_value_bytes`)
+    text_room: usize,
+}
+
+/// The rest of a container whose opening bracket is `data[from - 1]`, when its tokens
+/// would all be plain and it ends in `data`: keys with no escape and no control character
+/// (`dumps_str` writes such a key as it came), unique in their object; strings whose
+/// escapes are valid and name no surrogate; numbers in JSON's grammar; no limit near. Its
+/// compact text -- what `RawValue` writes of its tokens: its bytes but the whitespace
+/// between them -- but the closing bracket is appended to `out`; returns the bracket's
+/// index. None for anything else, errors among it: the tokens then say what is wrong, one
+/// by one (`out` may have grown: the caller truncates it).
+fn skim(data: &[u8], from: usize, array: bool, bounds: &SkimBounds, out: &mut Vec<u8>) -> Option<usize> {
+    let start_len = out.len();
+    let mut skim = Skim { data, out, run: from, bounds, keys: [(0, 0, 0); SKIM_KEYS], key_count: 0, key_chars: 0 };
+    let close = if array { skim.array(from, 0)? } else { skim.object(from, 0)? };
+    skim.out.extend_from_slice(&data[skim.run..close]);
+    (skim.out.len() - start_len < bounds.text_room).then_some(close) // (room for the bracket)
+}
+
+/// A skim under way: a descent over the container, one function per kind of value (the
+/// nesting is bounded by `SKIM_DEPTH`).
+struct Skim<'a> {
+    data: &'a [u8],
+    out: &'a mut Vec<u8>,
+    /// the bytes from here are not in `out` yet
+    run: usize,
+    bounds: &'a SkimBounds,
+    /// the open objects' keys, for the duplicate test: fingerprint, start, length
+    keys: [(u64, u32, u32); SKIM_KEYS],
+    key_count: usize,
+    key_chars: usize,
+}
+
+impl Skim<'_> {
+    /// Past any whitespace at `data[i]` (the text before it into `out`): the index of the
+    /// next byte, which is in `data`.
+    #[inline(always)]
+    fn space(&mut self, mut i: usize) -> Option<usize> {
+        let is_space = |b: u8| matches!(b, b' ' | b'\n' | b'\r' | b'\t');
+        if !is_space(*self.data.get(i)?) {
+            return Some(i);
+        }
+        self.out.extend_from_slice(&self.data[self.run..i]);
+        i += 1;
+        while is_space(*self.data.get(i)?) {
+            i += 1;
+        }
+        self.run = i;
+        Some(i)
+    }
+
+    /// An object's members from `data[i]` (past its `{`); `level`: containers open inside
+    /// the skimmed one. The index of its `}`.
+    fn object(&mut self, i: usize, level: usize) -> Option<usize> {
+        let keys_from = self.key_count;
+        let mut i = self.space(i)?;
+        if self.data[i] == b'}' {
+            return Some(i);
+        }
+        loop {
+            i = self.key(i, keys_from)?;
+            i = self.space(i)?;
+            if self.data[i] != b':' {
+                return None;
+            }
+            i = self.space(i + 1)?;
+            i = self.value(i, level)?;
+            i = self.space(i)?;
+            match self.data[i] {
+                b',' => i = self.space(i + 1)?,
+                b'}' => {
+                    self.key_count = keys_from;
+                    return Some(i);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// An array's elements from `data[i]` (past its `[`): the index of its `]`.
+    fn array(&mut self, i: usize, level: usize) -> Option<usize> {
+        let mut i = self.space(i)?;
+        if self.data[i] == b']' {
+            return Some(i);
+        }
+        loop {
+            i = self.value(i, level)?;
+            i = self.space(i)?;
+            match self.data[i] {
+                b',' => i = self.space(i + 1)?,
+                b']' => return Some(i),
+                _ => return None,
+            }
+        }
+    }
+
+    /// A key at `data[i]`, new in its object (whose keys begin at `keys_from`): the index past its quote.
+    fn key(&mut self, i: usize, keys_from: usize) -> Option<usize> {
+        let data = self.data;
+        if data[i] != b'"' {
+            return None;
+        }
+        let end = short_plain_string(data, i + 1, usize::MAX)
+            .or_else(|| find_special(data, i + 1).filter(|&end| data[end] == b'"'))?;
+        let key = &data[i + 1..end];
+        self.key_chars += key.len(); // (bytes: at least its characters)
+        if key.len() > self.bounds.max_key || self.key_chars > self.bounds.keys_room || self.key_count == SKIM_KEYS {
+            return None;
+        }
+        let print = KeyPrint::of(key, &data[i + 1..]).print;
+        let same = |&(p, at, len): &(u64, u32, u32)| p == print && data[at as usize..(at + len) as usize] == *key;
+        if self.keys[keys_from..self.key_count].iter().any(same) {
+            return None;
+        }
+        self.keys[self.key_count] = (print, (i + 1) as u32, key.len() as u32);
+        self.key_count += 1;
+        Some(end + 1)
+    }
+
+    /// A value at `data[i]`: the index past it.
+    fn value(&mut self, i: usize, level: usize) -> Option<usize> {
+        let data = self.data;
+        match data[i] {
+            b'"' => skim_string(data, i + 1),
+            b'{' | b'[' => {
+                if level + 1 >= SKIM_DEPTH || level >= self.bounds.open_room {
+                    return None;
+                }
+                let close = if data[i] == b'[' { self.array(i + 1, level + 1)? } else { self.object(i + 1, level + 1)? };
+                Some(close + 1)
+            }
+            b'-' | b'0'..=b'9' => skim_number(data, i).filter(|&end| end - i <= self.bounds.max_number),
+            b't' if data[i..].starts_with(b"true") => Some(i + 4),
+            b'f' if data[i..].starts_with(b"false") => Some(i + 5),
+            b'n' if data[i..].starts_with(b"null") => Some(i + 4),
+            _ => None,
+        }
+    }
+}
+
+/// The index after the closing quote of a string whose content begins at `data[i]`, if
+/// its escapes are valid and none names a surrogate (a lone one has rules of its own).
+fn skim_string(data: &[u8], mut i: usize) -> Option<usize> {
+    loop {
+        let j = find_special_near(data, i)?;
+        match data[j] {
+            b'"' => return Some(j + 1),
+            b'\\' => match *data.get(j + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i = j + 2,
+                b'u' => {
+                    let hex = data.get(j + 2..j + 6)?;
+                    let code = hex.iter().try_fold(0u16, |code, &h| Some(code << 4 | hex_value(h)?))?;
+                    if (0xD800..=0xDFFF).contains(&code) {
+                        return None;
+                    }
+                    i = j + 6;
+                }
+                _ => return None,
+            },
+            _ => return None, // a control character
+        }
+    }
+}
+
+/// The end of a number in JSON's grammar beginning at `data[i]` (what follows it is the
+/// skim's to check: a number the chunk's end cuts is not skimmed).
+fn skim_number(data: &[u8], mut i: usize) -> Option<usize> {
+    fn digits(data: &[u8], mut i: usize) -> usize {
+        while i < data.len() && data[i].is_ascii_digit() {
+            i += 1;
+        }
+        i
+    }
+    i += usize::from(data[i] == b'-');
+    match *data.get(i)? {
+        b'0' => i += 1,
+        b'1'..=b'9' => i = digits(data, i + 1),
+        _ => return None,
+    }
+    if data.get(i) == Some(&b'.') {
+        let end = digits(data, i + 1);
+        if end == i + 1 {
+            return None;
+        }
+        i = end;
+    }
+    if matches!(data.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        i += usize::from(matches!(data.get(i), Some(b'+' | b'-')));
+        let end = digits(data, i);
+        if end == i {
+            return None;
+        }
+        i = end;
+    }
+    Some(i)
+}
+
 // -- the tokenizer ----------------------------------------------------------
 
 const LITERALS: [(&[u8], &str); 3] = [(b"true", "true"), (b"false", "false"), (b"null", "null")];
@@ -1355,6 +1580,7 @@ impl Tokenizer {
             };
             sink.member(key, self.key_start, token, self.base + next as u64, &self.frames)?;
             self.after_whole_value(&token);
+            let end = self.skim_whole(data, end, &token, sink)?;
             if self.state != State::CommaOrEnd || data.get(end) != Some(&b',') {
                 return Ok(end);
             }
@@ -1403,6 +1629,40 @@ impl Tokenizer {
             }
             _ => self.after_value(),
         }
+    }
+
+    /// After a value's first token (the scan goes on at `data[end]`): a container the sink
+    /// reads whole as text (`Sink::whole_text`) is skimmed into its buffer when it can be
+    /// (`skim`), and only its closing bracket delivered. Where the scan goes on.
+    #[inline(always)]
+    fn skim_whole<S: Sink>(&mut self, data: &[u8], end: usize, token: &Token<'_>, sink: &mut S) -> Result<usize> {
+        let array = match token {
+            Token::ObjectStart => false,
+            Token::ArrayStart => true,
+            _ => return Ok(end),
+        };
+        if self.in_head {
+            return Ok(end); // (the head is a copy: its end is not the chunk's)
+        }
+        let Some((out, text_room)) = sink.whole_text() else { return Ok(end) };
+        let limits = &self.limits;
+        let bounds = SkimBounds {
+            open_room: limits.max_depth.saturating_sub(self.frames.depth()),
+            max_key: limits.max_key_bytes,
+            max_number: limits.max_number_bytes,
+            keys_room: limits.max_seen_key_bytes.saturating_sub(self.frames.size),
+            text_room,
+        };
+        let mark = out.len();
+        let Some(close) = skim(data, end, array, &bounds, out) else {
+            out.truncate(mark);
+            return Ok(end);
+        };
+        self.frames.pop();
+        let closing = if array { Token::ArrayEnd } else { Token::ObjectEnd };
+        sink.token(closing, self.base + close as u64, &self.frames)?;
+        self.after_value();
+        Ok(close + 1)
     }
 
     fn after_value(&mut self) {
@@ -1607,7 +1867,7 @@ impl Tokenizer {
                         self.frames.count_value();
                         sink.token(token, at, &self.frames)?;
                         self.after_whole_value(&token);
-                        i = end;
+                        i = self.skim_whole(data, end, &token, sink)?;
                         continue;
                     }
                     self.value_start(c, state, at, sink)?
@@ -2053,5 +2313,107 @@ mod tests {
         let mut path = Vec::new();
         render_key(&mut path, b"a b\"\x01");
         assert_eq!(path, b"[\"a b\\\"\\u0001\"]");
+    }
+
+    /// The compact text a `RawValue` writes of a document's tokens.
+    fn compact_by_tokens(doc: &[u8]) -> Vec<u8> {
+        struct Copy(crate::jsonwriter::RawValue, Vec<u8>);
+        impl Sink for Copy {
+            fn token(&mut self, token: Token<'_>, _offset: u64, _path: &Frames) -> Result<()> {
+                self.0.feed(&token, &mut self.1);
+                Ok(())
+            }
+        }
+        let mut copy = Copy(crate::jsonwriter::RawValue::new(), Vec::new());
+        let mut tokenizer = Tokenizer::default();
+        tokenizer.feed(doc, &mut copy).and_then(|()| tokenizer.close(&mut copy)).expect("a valid document");
+        copy.1
+    }
+
+    fn skimmed(doc: &[u8], bounds: &SkimBounds) -> Option<Vec<u8>> {
+        let mut out = b"~".to_vec(); // (a skim appends)
+        let close = skim(doc, 1, doc[0] == b'[', bounds, &mut out)?;
+        assert_eq!(close, doc.len() - 1, "{}", String::from_utf8_lossy(doc));
+        out.remove(0);
+        out.insert(0, doc[0]);
+        out.push(doc[close]);
+        Some(out)
+    }
+
+    const ROOMY: SkimBounds = SkimBounds { open_room: 8, max_key: 16, max_number: 12, keys_room: 100, text_room: 1000 };
+
+    #[test]
+    fn a_skim_writes_the_text_the_tokens_would() {
+        let docs: &[&str] = &[
+            "{}",
+            "[]",
+            " [ ] ".trim(),
+            r#"{"a": 1, "b": [true, false, null, -0.5e+3, 0, 10E2, "x\"y\\\/\b\f\n\r\t\u00e9\uFFFF"], "c": {}}"#,
+            "{\n  \"usage\": {\n    \"input_tokens\": 3,\t\"output_tokens\": 5\r\n  },\n  \"t\": \"caf\u{e9} \u{1f600}\"\n}",
+            r#"[{"a": 1}, {"a": 2}, [[[]]], {"b": {"a": {"b": 1}}, "a": 0}]"#,
+            r#"{"a": {"x": 1}, "b": {"x": 2}, "x": 3}"#,
+            r#"{"k\u00e9y": 1}"#.split('\\').next().unwrap_or_default(), // (cut: not a document)
+        ];
+        for doc in docs.iter().filter(|doc| doc.ends_with(['}', ']'])) {
+            let expected = compact_by_tokens(doc.as_bytes());
+            assert_eq!(skimmed(doc.as_bytes(), &ROOMY).as_deref(), Some(&expected[..]), "{doc}");
+        }
+    }
+
+    #[test]
+    fn a_skim_leaves_to_the_tokens_what_is_not_plain_or_whole() {
+        let refused: &[(&str, &str)] = &[
+            (r#"{"a": 1, "a": 2}"#, "a duplicate key"),
+            (r#"{"a": {"b": 1, "b": 2}}"#, "a duplicate key inside"),
+            (r#"{"k\u0041": 1}"#, "an escaped key"),
+            ("{\"a\u{1}\": 1}", "a control character in a key"),
+            ("[\"a\tb\"]", "a control character in a string"),
+            (r#"["\ud83d\ude00"]"#, "a surrogate escape"),
+            (r#"["\x"]"#, "an unknown escape"),
+            (r#"["\u12G4"]"#, "a bad \\u escape"),
+            ("[01]", "a leading zero"),
+            ("[1.]", "no fraction digits"),
+            ("[1e]", "no exponent digits"),
+            ("[-]", "a sign alone"),
+            ("[NaN]", "not JSON"),
+            ("[tru]", "a cut literal"),
+            ("[truex]", "a literal run on"),
+            ("[1,]", "a trailing comma"),
+            (r#"{"a" 1}"#, "no colon"),
+            (r#"{"a": 1,}"#, "a trailing comma in an object"),
+            ("[1 2]", "no comma"),
+            ("[1}", "the wrong bracket"),
+            ("[\u{c}1]", "not JSON whitespace"),
+            (r#"{"abcdefghijklmnopq": 1}"#, "a key over max_key"),
+            ("[1234567890123]", "a number over max_number"),
+            ("[[[[[[[[[[]]]]]]]]]]", "nesting over open_room"),
+        ];
+        for (doc, why) in refused {
+            assert_eq!(skimmed(doc.as_bytes(), &ROOMY), None, "{why}: {doc}");
+        }
+        // the end not in the data: every cut of a document is left to the tokens
+        let doc = br#"{"a": [1, "two", {"b": null}], "c": 3.5}"#;
+        for cut in 1..doc.len() {
+            let mut out = Vec::new();
+            assert_eq!(skim(&doc[..cut], 1, false, &ROOMY, &mut out), None, "cut at {cut}");
+        }
+        // the budgets: exactly at each is skimmed, one less is not
+        let doc = br#"{"ab": {"cd": 1}, "ef": [12345]}"#; // keys: 6 bytes; text: `{"ab":{"cd":1},"ef":[12345]}`
+        let text = compact_by_tokens(doc).len() - 1; // (the opening bracket is the reader's already)
+        for (bounds, fits) in [
+            (SkimBounds { keys_room: 6, ..ROOMY }, true),
+            (SkimBounds { keys_room: 5, ..ROOMY }, false),
+            (SkimBounds { text_room: text, ..ROOMY }, true),
+            (SkimBounds { text_room: text - 1, ..ROOMY }, false),
+            (SkimBounds { max_number: 5, ..ROOMY }, true),
+            (SkimBounds { max_number: 4, ..ROOMY }, false),
+            (SkimBounds { max_key: 2, ..ROOMY }, true),
+            (SkimBounds { max_key: 1, ..ROOMY }, false),
+            (SkimBounds { open_room: 1, ..ROOMY }, true),
+            (SkimBounds { open_room: 0, ..ROOMY }, false),
+        ] {
+            assert_eq!(skimmed(doc, &bounds).is_some(), fits, "keys {} text {} number {} key {} open {}",
+                       bounds.keys_room, bounds.text_room, bounds.max_number, bounds.max_key, bounds.open_room);
+        }
     }
 }

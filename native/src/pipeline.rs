@@ -110,6 +110,11 @@ impl Sink for Tokens<'_> {
     fn member(&mut self, key: &[u8], key_offset: u64, value: Token<'_>, offset: u64, path: &Frames) -> Result<()> {
         self.decoder.member(key, key_offset, value, offset, path, self.session, self.out)
     }
+
+    #[inline]
+    fn whole_text(&mut self) -> Option<(&mut Vec<u8>, usize)> {
+        self.decoder.whole_text(self.session.options.max_value_bytes)
+    }
 }
 
 fn tokenizer(session: &Session) -> Tokenizer {

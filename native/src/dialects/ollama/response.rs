@@ -821,6 +821,10 @@ macro_rules! decode_common {
             self.0.m.feed_member(&mut self.0.d, key, key_offset, value, offset, cx)
         }
 
+        fn whole_text(&mut self, max_value_bytes: usize) -> Option<(&mut Vec<u8>, usize)> {
+            self.0.m.whole_text(max_value_bytes)
+        }
+
         fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
             self.0.m.flush(&mut self.0.d, &mut Cx::outside(session, out))
         }

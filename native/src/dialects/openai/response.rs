@@ -1336,6 +1336,10 @@ mod decoder {
             self.m.feed_member(&mut self.d, key, key_offset, value, offset, &mut Cx::new(path, session, out))
         }
 
+        fn whole_text(&mut self, max_value_bytes: usize) -> Option<(&mut Vec<u8>, usize)> {
+            self.m.whole_text(max_value_bytes)
+        }
+
         fn flush(&mut self, session: &mut Session, out: &mut dyn EventSink) -> Result<()> {
             self.m.flush(&mut self.d, &mut Cx::outside(session, out))
         }
