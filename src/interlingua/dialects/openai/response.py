@@ -21,7 +21,9 @@ Decoding
   -> ``End``; an ``error`` chunk -> ``Error``, its kind named by its code or type
   (``error_kind``). A stream that ends without a
   finish (or error) raises ``TruncatedInputError``; one that ends after its
-  finish but without ``[DONE]`` ends normally.
+  finish but without ``[DONE]`` ends normally; ``[DONE]`` ends a choice that had
+  no ``finish_reason`` with none (a finish chunk's ``null``: what a source
+  without a stop reason gives, and the openai client takes).
 * ``created``, ``system_fingerprint``, ``service_tier`` are extensions (openai
   writes them back; other dialects record a loss).
 
@@ -633,6 +635,9 @@ class StreamDecoder(_Base):
             if not c.finished:
                 if self.errored:  # (an answer after the error opened a block: it gets its last fragment)
                     self.close_block(c)
+                    continue
+                if self.terminated:  # [DONE] ended it without a finish_reason: no reason given
+                    self.finish_choice(c, None)
                     continue
                 raise TruncatedInputError(f"stream ended before choice {c.index} finished", dialect=DIALECT)
         self.emit(End())
