@@ -636,14 +636,14 @@ mod decoder {
             self.block_fragment(c, data, cx)
         }
 
-        fn finish_choice(&mut self, c: usize, reason: &str, cx: &mut Cx<'_>) -> Result<()> {
+        fn finish_choice(&mut self, c: usize, reason: Option<&str>, cx: &mut Cx<'_>) -> Result<()> {
             if self.choices[c].block_is_tool() {
                 self.close_block(c, cx)?;
             }
             self.close_block(c, cx)?;
             self.flush_held_tools(c, cx)?;
             self.choices[c].finished = true;
-            let reason = finish_from(DIALECT, Some(reason));
+            let reason = finish_from(DIALECT, reason);
             let choice = self.choices[c].index;
             self.out(Event::Finish { reason, stop_sequence: None, choice }, cx)
         }
@@ -706,7 +706,7 @@ mod decoder {
         fn choice_end(&mut self, cx: &mut Cx<'_>) -> Result<()> {
             if self.choice.has_finish {
                 if let Some(reason) = self.choice.finish.take() {
-                    return self.finish_choice(self.choice.c, &reason, cx);
+                    return self.finish_choice(self.choice.c, Some(&reason), cx);
                 }
             }
             Ok(())
@@ -1109,6 +1109,10 @@ mod decoder {
                     if self.base.errored {
                         // (an answer after the error opened a block: it gets its last fragment)
                         self.close_block(c, cx)?;
+                        continue;
+                    }
+                    if self.terminated {
+                        self.finish_choice(c, None, cx)?; // [DONE] ended it without a finish_reason: no reason given
                         continue;
                     }
                     return Err(Error::new(ErrorClass::TruncatedInput,
