@@ -153,6 +153,70 @@ def conversation(dialect: str, size: int = 10_000) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+_AGENT_TOOLS = [  # (name, description, properties, required): an agent framework's usual tool belt
+    ("read_file", "Read a UTF-8 text file from the workspace and return its contents.",
+     {"path": {"type": "string", "description": "Path relative to the workspace root."},
+      "offset": {"type": "integer", "description": "First line to return (0-based)."},
+      "limit": {"type": "integer", "description": "How many lines to return at most."}}, ["path"]),
+    ("write_file", "Create or overwrite a file in the workspace with the given content.",
+     {"path": {"type": "string", "description": "Path relative to the workspace root."},
+      "content": {"type": "string", "description": "The whole new content of the file."}}, ["path", "content"]),
+    ("edit_file", "Replace one exact occurrence of a string in a file.",
+     {"path": {"type": "string"}, "old": {"type": "string", "description": "The text to replace; must be unique."},
+      "new": {"type": "string", "description": "The replacement text."}}, ["path", "old", "new"]),
+    ("list_dir", "List the entries of a directory, with their sizes.",
+     {"path": {"type": "string"}, "recursive": {"type": "boolean", "description": "Descend into subdirectories."}}, ["path"]),
+    ("grep", "Search files for a regular expression and return the matching lines with their paths.",
+     {"pattern": {"type": "string"}, "glob": {"type": "string", "description": "Only files matching this glob."},
+      "case": {"type": "string", "enum": ["sensitive", "insensitive", "smart"]}}, ["pattern"]),
+    ("run_shell", "Run a shell command in the workspace and return its exit status, stdout and stderr.",
+     {"command": {"type": "string"}, "timeout_s": {"type": "number", "description": "Seconds before it is killed."},
+      "env": {"type": "object", "additionalProperties": {"type": "string"}}}, ["command"]),
+    ("web_search", "Search the web and return the top results with titles, URLs and snippets.",
+     {"query": {"type": "string"}, "max_results": {"type": "integer", "minimum": 1, "maximum": 20},
+      "recency": {"type": "string", "enum": ["day", "week", "month", "any"]}}, ["query"]),
+    ("fetch_url", "Fetch a web page and return its main text, converted to Markdown.",
+     {"url": {"type": "string", "format": "uri"}, "max_chars": {"type": "integer"}}, ["url"]),
+    ("get_weather", "Current weather and a three-day forecast for a place.",
+     {"location": {"type": "string", "description": "City and country, e.g. Zürich, CH"},
+      "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, ["location"]),
+    ("send_email", "Send an e-mail on the user's behalf after they confirmed it.",
+     {"to": {"type": "array", "items": {"type": "string", "format": "email"}}, "subject": {"type": "string"},
+      "body": {"type": "string"}, "cc": {"type": "array", "items": {"type": "string"}}}, ["to", "subject", "body"]),
+    ("create_event", "Add an event to the user's calendar.",
+     {"title": {"type": "string"}, "start": {"type": "string", "format": "date-time"},
+      "end": {"type": "string", "format": "date-time"},
+      "attendees": {"type": "array", "items": {"type": "object", "properties": {"email": {"type": "string"},
+                                                                                "optional": {"type": "boolean"}}}}},
+     ["title", "start"]),
+    ("remember", "Store a fact about the user for later conversations.",
+     {"fact": {"type": "string"}, "importance": {"type": "integer", "minimum": 1, "maximum": 5}}, ["fact"]),
+]
+
+
+@cache
+def agent_tools(dialect: str) -> bytes:
+    """An agent's request: a system prompt, a short exchange, and twelve tool definitions
+    (~5 kB, most of it JSON schemas: many small strings and objects) -- what agent
+    frameworks send on every turn. Written as the clients' ``json.dumps`` writes it (its
+    default separators, with spaces), in that dialect's client order."""
+    system = "You are a coding agent. Use the tools to inspect and change the workspace; ask before sending anything."
+    exchange = [{"role": "user", "content": "The build fails on main since this morning. Can you find out why?"},
+                {"role": "assistant", "content": "I'll look at the build log and the recent changes first."},
+                {"role": "user", "content": "Go ahead, and fix it if it is small."}]
+    schemas = [(name, description, {"type": "object", "properties": properties, "required": required})
+               for name, description, properties, required in _AGENT_TOOLS]
+    if dialect == "anthropic":
+        value = {"max_tokens": 4096, "messages": exchange, "model": "claude-sonnet-4-6", "system": system,
+                 "tools": [{"name": n, "description": d, "input_schema": s} for n, d, s in schemas]}
+    else:
+        tools = [{"type": "function", "function": {"name": n, "description": d, "parameters": s}} for n, d, s in schemas]
+        messages = [{"role": "system", "content": system}, *exchange]
+        value = ({"model": "llama3", "stream": False, "messages": messages, "tools": tools} if dialect == "ollama"
+                 else {"messages": messages, "model": "gpt-4o", "tools": tools})
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
 def request_bodies() -> list[Body]:
     bodies = []
     for dialect in DIALECTS:

@@ -10,7 +10,8 @@ frames, ``orjson loads+dumps`` / ``json loads+dumps`` the whole body at once (th
 baseline and the stdlib), and in the anthropic -> openai groups ``litellm
 anthropic->openai`` (LiteLLM's adapter, json in and out: ``contenders.litellm_run``).
 The bodies: the 10 kB conversation (several messages, a tool definition, a tool call and
-its result: the per-token cost), rpt large-10k / large-100k (one long text), 1 MB of
+its result: the per-token cost), an agent's request with twelve tool definitions
+(agent-tools-5k: JSON schemas, many small strings and objects), rpt large-10k / large-100k (one long text), 1 MB of
 ~1,250 messages -- at 8 KiB frames, and at 64-byte frames for the cost per ``feed``
 (printed after the table, ``bench/conftest.py``, with tokens/s counted in the Python
 tokenizer's tokens). The 10 MB body's memory and first byte: test_memory.py; import
@@ -23,7 +24,7 @@ import json
 
 import pytest
 
-from bodies import Body, conversation, many_messages, rpt_bodies
+from bodies import Body, agent_tools, conversation, many_messages, rpt_bodies
 from contenders import litellm_run, transcoder_class
 
 from interlingua import TranscodeError
@@ -43,6 +44,7 @@ def ported(source: str, target: str) -> bool:
 
 def _bodies(dialect: str) -> list[Body]:
     bodies = [Body("conversation-10k", dialect, "request", conversation(dialect), frame) for frame in (8192, 64)]
+    bodies.append(Body("agent-tools-5k", dialect, "request", agent_tools(dialect), 8192))
     for scenario in ("large-10k", "large-100k"):
         data = rpt_bodies(scenario).get((dialect, "request"))
         if data:
