@@ -88,7 +88,7 @@ impl Value {
     /// (the caller locates it at the value's first byte, as `Decoder._at`).
     pub fn parse(raw: &[u8]) -> Result<Value> {
         let value = Value::loads(raw)?;
-        if memchr::memmem::find(raw, b"\\u").is_some() && value.has_lone_surrogate() {
+        if has_u_escape(raw) && value.has_lone_surrogate() {
             return Err(lone_surrogate());
         }
         Ok(value)
@@ -380,7 +380,7 @@ fn string_value(escaped: &[u8]) -> Result<Value> {
     }
     let mut text = Vec::with_capacity(escaped.len());
     unescape_into(escaped, &mut text)?;
-    if memchr::memmem::find(escaped, b"\\u").is_some() && has_lone_surrogate(&text) {
+    if has_u_escape(escaped) && has_lone_surrogate(&text) {
         return Err(lone_surrogate());
     }
     Ok(Value::Str(text))
@@ -708,6 +708,12 @@ pub(crate) fn is_plain(text: &[u8]) -> bool {
 fn word_is_plain(x: u64) -> bool {
     use crate::json::{special_mask, zero_bytes, HIGHS, ONES};
     (special_mask(x) | (x & HIGHS) | (zero_bytes(x ^ (ONES * 0x7f)) & HIGHS)) == 0
+}
+
+/// Whether JSON text holds a `\\u` escape (or a backslash before a `u`: only an escape has
+/// one). memchr's search for the backslash: no searcher to build per call, as memmem's is.
+fn has_u_escape(text: &[u8]) -> bool {
+    memchr::memchr_iter(b'\\', text).any(|at| text.get(at + 1) == Some(&b'u'))
 }
 
 /// `jsonwriter.dumps(text)` of a string (WTF-8) appended to `out`: `key_bytes`, roles, names.
