@@ -1641,8 +1641,10 @@ impl Tokenizer {
             Token::ArrayStart => true,
             _ => return Ok(end),
         };
-        if self.in_head {
-            return Ok(end); // (the head is a copy: its end is not the chunk's)
+        // (not in the head, a copy whose end is not the chunk's; not a document's own object,
+        // which no reader takes whole: a stream frame asks one question less)
+        if self.in_head || self.frames.depth() == 1 {
+            return Ok(end);
         }
         let Some((out, text_room)) = sink.whole_text() else { return Ok(end) };
         let limits = &self.limits;
