@@ -1064,8 +1064,17 @@ impl Skim<'_> {
     }
 }
 
+/// The code unit of the `\\uXXXX` escape at `data[j]` (None: not one).
+fn skim_escape(data: &[u8], j: usize) -> Option<u16> {
+    let escape = data.get(j..j + 6)?;
+    if escape[..2] != *b"\\u" {
+        return None;
+    }
+    escape[2..].iter().try_fold(0u16, |code, &h| Some(code << 4 | hex_value(h)?))
+}
+
 /// The index after the closing quote of a string whose content begins at `data[i]`, if
-/// its escapes are valid and none names a surrogate (a lone one has rules of its own).
+/// its escapes are valid and every surrogate is in a pair (a lone one has rules of its own).
 fn skim_string(data: &[u8], mut i: usize) -> Option<usize> {
     loop {
         let j = find_special_near(data, i)?;
@@ -1074,12 +1083,18 @@ fn skim_string(data: &[u8], mut i: usize) -> Option<usize> {
             b'\\' => match *data.get(j + 1)? {
                 b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i = j + 2,
                 b'u' => {
-                    let hex = data.get(j + 2..j + 6)?;
-                    let code = hex.iter().try_fold(0u16, |code, &h| Some(code << 4 | hex_value(h)?))?;
-                    if (0xD800..=0xDFFF).contains(&code) {
-                        return None;
-                    }
+                    let code = skim_escape(data, j)?;
                     i = j + 6;
+                    if (0xDC00..=0xDFFF).contains(&code) {
+                        return None; // (a lone low surrogate)
+                    }
+                    if (0xD800..=0xDBFF).contains(&code) {
+                        // a high surrogate is read only with its low one (a lone one has rules of its own)
+                        if !(0xDC00..=0xDFFF).contains(&skim_escape(data, i)?) {
+                            return None;
+                        }
+                        i += 6;
+                    }
                 }
                 _ => return None,
             },
@@ -1163,6 +1178,9 @@ pub struct Tokenizer {
     deferred_at: u64,
     closed: bool,
     failed: Option<Error>,
+    /// no skim for a container opened before this offset: one failed here, and the ones
+    /// around it would scan the same bytes to fail again (the end of the data it had)
+    skim_blocked_until: u64,
 }
 
 impl Default for Tokenizer {
@@ -1202,6 +1220,7 @@ impl Tokenizer {
             deferred_at: 0,
             closed: false,
             failed: None,
+            skim_blocked_until: 0,
         }
     }
 
@@ -1219,6 +1238,7 @@ impl Tokenizer {
         self.deferred.clear();
         self.closed = false;
         self.failed = None;
+        self.skim_blocked_until = 0;
     }
 
     /// Bytes consumed so far (absolute).
@@ -1643,7 +1663,7 @@ impl Tokenizer {
         };
         // (not in the head, a copy whose end is not the chunk's; not a document's own object,
         // which no reader takes whole: a stream frame asks one question less)
-        if self.in_head || self.frames.depth() == 1 {
+        if self.in_head || self.frames.depth() == 1 || self.base + (end as u64) <= self.skim_blocked_until {
             return Ok(end);
         }
         let Some((out, text_room)) = sink.whole_text() else { return Ok(end) };
@@ -1658,6 +1678,9 @@ impl Tokenizer {
         let mark = out.len();
         let Some(close) = skim(data, end, array, &bounds, out) else {
             out.truncate(mark);
+            // (the containers around this one would fail the same way, or end before: none is
+            // skimmed in the rest of the data, so no byte is scanned twice by failing skims)
+            self.skim_blocked_until = self.base + data.len() as u64;
             return Ok(end);
         };
         self.frames.pop();
@@ -2354,6 +2377,7 @@ mod tests {
             "{\n  \"usage\": {\n    \"input_tokens\": 3,\t\"output_tokens\": 5\r\n  },\n  \"t\": \"caf\u{e9} \u{1f600}\"\n}",
             r#"[{"a": 1}, {"a": 2}, [[[]]], {"b": {"a": {"b": 1}}, "a": 0}]"#,
             r#"{"a": {"x": 1}, "b": {"x": 2}, "x": 3}"#,
+            r#"["\ud83d\ude00 \uD83D\uDE00", "\u00e9"]"#,
             r#"{"k\u00e9y": 1}"#.split('\\').next().unwrap_or_default(), // (cut: not a document)
         ];
         for doc in docs.iter().filter(|doc| doc.ends_with(['}', ']'])) {
@@ -2370,7 +2394,10 @@ mod tests {
             (r#"{"k\u0041": 1}"#, "an escaped key"),
             ("{\"a\u{1}\": 1}", "a control character in a key"),
             ("[\"a\tb\"]", "a control character in a string"),
-            (r#"["\ud83d\ude00"]"#, "a surrogate escape"),
+            (r#"["\ud83d"]"#, "a lone high surrogate"),
+            (r#"["\ud83d\u0041"]"#, "a high surrogate before another escape"),
+            (r#"["\ud83dx"]"#, "a high surrogate before a character"),
+            (r#"["\ude00"]"#, "a lone low surrogate"),
             (r#"["\x"]"#, "an unknown escape"),
             (r#"["\u12G4"]"#, "a bad \\u escape"),
             ("[01]", "a leading zero"),
@@ -2416,6 +2443,50 @@ mod tests {
         ] {
             assert_eq!(skimmed(doc, &bounds).is_some(), fits, "keys {} text {} number {} key {} open {}",
                        bounds.keys_room, bounds.text_room, bounds.max_number, bounds.max_key, bounds.open_room);
+        }
+    }
+
+    /// A sink that reads every value of a document whole as text, as the machine's `Read::Raw`
+    /// does: its tokens into a `RawValue`, and its buffer offered to the skim.
+    #[derive(Default)]
+    struct WholeText {
+        copier: crate::jsonwriter::RawValue,
+        text: Vec<u8>,
+        asked: usize,
+    }
+
+    impl Sink for WholeText {
+        fn token(&mut self, token: Token<'_>, _offset: u64, _path: &Frames) -> Result<()> {
+            self.copier.feed(&token, &mut self.text);
+            Ok(())
+        }
+
+        fn whole_text(&mut self) -> Option<(&mut Vec<u8>, usize)> {
+            self.asked += 1;
+            Some((&mut self.text, usize::MAX))
+        }
+    }
+
+    #[test]
+    fn a_document_read_whole_gives_the_tokens_text_however_cut() {
+        // (skimmed containers beside ones that are not: an escaped key, a lone surrogate, a
+        // value the cut ends, each making the skims around it fail)
+        let docs: &[&[u8]] = &[
+            br#"{"a": [1, {"b": "x"}, [true, null]], "c": {"d": {"e": -1.5e3}}}"#,
+            br#"{"a": [{"k\u0041": 1}, {"b": 2}], "c": [[1], [2]], "d": {"e": 3}}"#,
+            br#"{"t": ["\ud800", {"x": "\ud83d\ude00"}], "u": {"v": [1, 2, {"w": {}}]}}"#,
+            br#"[{"a": 1}, [{"b": [{"c": [{"d": 2}]}]}], {"e": "f\"g"}]"#,
+        ];
+        for doc in docs {
+            let expected = compact_by_tokens(doc);
+            for cut in 0..=doc.len() {
+                let mut tokenizer = Tokenizer::default();
+                let mut sink = WholeText::default();
+                tokenizer.feed(&doc[..cut], &mut sink).and_then(|()| tokenizer.feed(&doc[cut..], &mut sink))
+                    .and_then(|()| tokenizer.close(&mut sink)).expect("a valid document");
+                assert_eq!(sink.text, expected, "{} cut at {cut}", String::from_utf8_lossy(doc));
+                assert!(sink.asked > 0);
+            }
         }
     }
 }
