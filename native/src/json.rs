@@ -930,7 +930,7 @@ struct SkimBounds {
 /// The rest of a container whose opening bracket is `data[from - 1]`, when its tokens
 /// would all be plain and it ends in `data`: keys with no escape and no control character
 /// (`dumps_str` writes such a key as it came), unique in their object; strings whose
-/// escapes are valid and name no surrogate; numbers in JSON's grammar; no limit near. Its
+/// escapes are valid, a surrogate only in a pair; numbers in JSON's grammar; no limit near. Its
 /// compact text -- what `RawValue` writes of its tokens: its bytes but the whitespace
 /// between them -- but the closing bracket is appended to `out`; returns the bracket's
 /// index. None for anything else, errors among it: the tokens then say what is wrong, one
@@ -938,13 +938,13 @@ struct SkimBounds {
 fn skim(data: &[u8], from: usize, array: bool, bounds: &SkimBounds, out: &mut Vec<u8>) -> Option<usize> {
     let start_len = out.len();
     let mut skim = Skim { data, out, run: from, bounds, keys: [(0, 0, 0); SKIM_KEYS], key_count: 0, key_chars: 0 };
-    let close = if array { skim.array(from, 0)? } else { skim.object(from, 0)? };
+    let close = skim.container(from, 0, array)?;
     skim.out.extend_from_slice(&data[skim.run..close]);
     (skim.out.len() - start_len < bounds.text_room).then_some(close) // (room for the bracket)
 }
 
-/// A skim under way: a descent over the container, one function per kind of value (the
-/// nesting is bounded by `SKIM_DEPTH`).
+/// A skim under way: a descent over the container, `container` and `value` calling each
+/// other (the nesting is bounded by `SKIM_DEPTH`).
 struct Skim<'a> {
     data: &'a [u8],
     out: &'a mut Vec<u8>,
@@ -975,46 +975,32 @@ impl Skim<'_> {
         Some(i)
     }
 
-    /// An object's members from `data[i]` (past its `{`); `level`: containers open inside
-    /// the skimmed one. The index of its `}`.
-    fn object(&mut self, i: usize, level: usize) -> Option<usize> {
+    /// A container's members or elements from `data[i]` (past its opening bracket);
+    /// `level`: containers open inside the skimmed one. The index of its closing bracket.
+    fn container(&mut self, i: usize, level: usize, array: bool) -> Option<usize> {
+        let close = if array { b']' } else { b'}' };
         let keys_from = self.key_count;
         let mut i = self.space(i)?;
-        if self.data[i] == b'}' {
+        if self.data[i] == close {
             return Some(i);
         }
         loop {
-            i = self.key(i, keys_from)?;
-            i = self.space(i)?;
-            if self.data[i] != b':' {
-                return None;
+            if !array {
+                i = self.key(i, keys_from)?;
+                i = self.space(i)?;
+                if self.data[i] != b':' {
+                    return None;
+                }
+                i = self.space(i + 1)?;
             }
-            i = self.space(i + 1)?;
             i = self.value(i, level)?;
             i = self.space(i)?;
             match self.data[i] {
                 b',' => i = self.space(i + 1)?,
-                b'}' => {
-                    self.key_count = keys_from;
+                c if c == close => {
+                    self.key_count = keys_from; // (an object's keys are compared within it only)
                     return Some(i);
                 }
-                _ => return None,
-            }
-        }
-    }
-
-    /// An array's elements from `data[i]` (past its `[`): the index of its `]`.
-    fn array(&mut self, i: usize, level: usize) -> Option<usize> {
-        let mut i = self.space(i)?;
-        if self.data[i] == b']' {
-            return Some(i);
-        }
-        loop {
-            i = self.value(i, level)?;
-            i = self.space(i)?;
-            match self.data[i] {
-                b',' => i = self.space(i + 1)?,
-                b']' => return Some(i),
                 _ => return None,
             }
         }
@@ -1052,8 +1038,7 @@ impl Skim<'_> {
                 if level + 1 >= SKIM_DEPTH || level >= self.bounds.open_room {
                     return None;
                 }
-                let close = if data[i] == b'[' { self.array(i + 1, level + 1)? } else { self.object(i + 1, level + 1)? };
-                Some(close + 1)
+                Some(self.container(i + 1, level + 1, data[i] == b'[')? + 1)
             }
             b'-' | b'0'..=b'9' => skim_number(data, i).filter(|&end| end - i <= self.bounds.max_number),
             b't' if data[i..].starts_with(b"true") => Some(i + 4),
@@ -1064,7 +1049,7 @@ impl Skim<'_> {
     }
 }
 
-/// The code unit of the `\\uXXXX` escape at `data[j]` (None: not one).
+/// The code unit of the `\uXXXX` escape at `data[j]` (None: not one).
 fn skim_escape(data: &[u8], j: usize) -> Option<u16> {
     let escape = data.get(j..j + 6)?;
     if escape[..2] != *b"\\u" {

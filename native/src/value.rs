@@ -710,7 +710,7 @@ fn word_is_plain(x: u64) -> bool {
     (special_mask(x) | (x & HIGHS) | (zero_bytes(x ^ (ONES * 0x7f)) & HIGHS)) == 0
 }
 
-/// Whether JSON text holds a `\\u` escape (or a backslash before a `u`: only an escape has
+/// Whether JSON text holds a `\u` escape (or a backslash before a `u`: only an escape has
 /// one). memchr's search for the backslash: no searcher to build per call, as memmem's is.
 fn has_u_escape(text: &[u8]) -> bool {
     memchr::memchr_iter(b'\\', text).any(|at| text.get(at + 1) == Some(&b'u'))
