@@ -2123,5 +2123,23 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     add_leaves(m)?;
+    forget_the_process_id_after_fork(m)
+}
+
+/// `os.register_at_fork(after_in_child=...)`: a forked worker's generated ids are keyed
+/// with its own process id (`session::forked`; no such hook where there is no fork).
+fn forget_the_process_id_after_fork(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let os = m.py().import("os")?;
+    if !os.hasattr("register_at_fork")? {
+        return Ok(());
+    }
+    let kwargs = PyDict::new(m.py());
+    kwargs.set_item("after_in_child", wrap_pyfunction!(_forked, m)?)?;
+    os.getattr("register_at_fork")?.call((), Some(&kwargs))?;
     Ok(())
+}
+
+#[pyfunction]
+fn _forked() {
+    crate::session::forked();
 }

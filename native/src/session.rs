@@ -127,11 +127,36 @@ pub fn fresh_nonce() -> [u8; NONCE_BYTES] {
     static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> = std::sync::OnceLock::new();
     static COUNT: AtomicU64 = AtomicU64::new(0);
     let keys = KEYS.get_or_init(std::collections::hash_map::RandomState::new);
-    let (pid, n) = (std::process::id(), COUNT.fetch_add(1, Ordering::Relaxed));
+    let n = COUNT.fetch_add(1, Ordering::Relaxed);
+    // one hash for 8 bytes, the count's low 4 bytes for the rest: two counts of a process
+    // that share those differ by 2^32 and hash apart
     let mut nonce = [0u8; NONCE_BYTES];
-    nonce[..8].copy_from_slice(&keys.hash_one((pid, n, 0u8)).to_le_bytes());
-    nonce[8..].copy_from_slice(&keys.hash_one((pid, n, 1u8)).to_le_bytes()[..NONCE_BYTES - 8]);
+    nonce[..8].copy_from_slice(&keys.hash_one((process_id(), n)).to_le_bytes());
+    nonce[8..].copy_from_slice(&n.to_le_bytes()[..NONCE_BYTES - 8]);
     nonce
+}
+
+/// The process id, read once: `getpid` is a system call (glibc does not cache it), a
+/// quarter of a small response's constructor under a hypervisor. A process that forks
+/// calls `forked()` in the child (the binding registers it with `os.register_at_fork`),
+/// so the child's nonces are keyed with its own id.
+fn process_id() -> u32 {
+    use std::sync::atomic::Ordering;
+    match PROCESS_ID.load(Ordering::Relaxed) {
+        0 => {
+            let id = std::process::id();
+            PROCESS_ID.store(id, Ordering::Relaxed);
+            id
+        }
+        id => id,
+    }
+}
+
+static PROCESS_ID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// After `fork`, in the child: forget the parent's process id (`fresh_nonce`).
+pub fn forked() {
+    PROCESS_ID.store(0, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// `"request"`, `"response"` or `"stream"`.
