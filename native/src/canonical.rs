@@ -316,14 +316,11 @@ pub fn unescape_into(payload: &[u8], out: &mut Vec<u8>) -> Result<()> {
 /// The `\uXXXX` escape at `at` (and its low half, when it is a high surrogate
 /// followed by one: Python joins exactly those); returns where the text goes on.
 fn unescape_unit(payload: &[u8], at: usize, out: &mut Vec<u8>) -> Result<usize> {
-    let hex4 = |from: usize| -> Option<u32> {
-        let digits = payload.get(from..from + 4)?;
-        digits.iter().try_fold(0u32, |v, &h| Some(v << 4 | (h as char).to_digit(16)?))
-    };
-    let mut code = hex4(at + 2).ok_or_else(|| not_a_string(at))?;
+    let unit = |at: usize| crate::json::u_escape(payload, at).map(u32::from);
+    let mut code = unit(at).ok_or_else(|| not_a_string(at))?;
     let mut next = at + 6;
-    if (0xD800..0xDC00).contains(&code) && payload.get(next..next + 2) == Some(b"\\u") {
-        if let Some(low) = hex4(next + 2).filter(|low| (0xDC00..0xE000).contains(low)) {
+    if (0xD800..0xDC00).contains(&code) {
+        if let Some(low) = unit(next).filter(|low| (0xDC00..0xE000).contains(low)) {
             code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
             next += 6;
         }

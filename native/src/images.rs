@@ -83,15 +83,12 @@ pub fn keep_head(head: &mut Vec<u8>, payload: &[u8]) {
 
 /// Length of the escape at `at`: `\x` 2, `\uXXXX` 6, a surrogate pair 12 (`_escape_len`).
 fn escape_len(payload: &[u8], at: usize) -> usize {
-    let hex4 = |from: usize| -> Option<u32> {
-        let digits = payload.get(from..from + 4)?;
-        digits.iter().try_fold(0u32, |v, &h| Some(v << 4 | (h as char).to_digit(16)?))
-    };
     if payload.get(at + 1) != Some(&b'u') {
         return 2;
     }
-    let high = hex4(at + 2).is_some_and(|code| (0xD800..0xDC00).contains(&code));
-    let low = payload.get(at + 6..at + 8) == Some(b"\\u") && hex4(at + 8).is_some_and(|code| (0xDC00..0xE000).contains(&code));
+    let unit = |at: usize| crate::json::u_escape(payload, at);
+    let high = unit(at).is_some_and(|code| (0xD800..0xDC00).contains(&code));
+    let low = unit(at + 6).is_some_and(|code| (0xDC00..0xE000).contains(&code));
     if high && low { 12 } else { 6 }
 }
 

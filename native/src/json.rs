@@ -1049,8 +1049,8 @@ impl Skim<'_> {
     }
 }
 
-/// The code unit of the `\uXXXX` escape at `data[j]` (None: not one).
-fn skim_escape(data: &[u8], j: usize) -> Option<u16> {
+/// The code unit of the `\uXXXX` escape at `data[j]` (None: not one, or cut).
+pub fn u_escape(data: &[u8], j: usize) -> Option<u16> {
     let escape = data.get(j..j + 6)?;
     if escape[..2] != *b"\\u" {
         return None;
@@ -1068,14 +1068,14 @@ fn skim_string(data: &[u8], mut i: usize) -> Option<usize> {
             b'\\' => match *data.get(j + 1)? {
                 b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i = j + 2,
                 b'u' => {
-                    let code = skim_escape(data, j)?;
+                    let code = u_escape(data, j)?;
                     i = j + 6;
                     if (0xDC00..=0xDFFF).contains(&code) {
                         return None; // (a lone low surrogate)
                     }
                     if (0xD800..=0xDBFF).contains(&code) {
                         // a high surrogate is read only with its low one (a lone one has rules of its own)
-                        if !(0xDC00..=0xDFFF).contains(&skim_escape(data, i)?) {
+                        if !(0xDC00..=0xDFFF).contains(&u_escape(data, i)?) {
                             return None;
                         }
                         i += 6;
