@@ -194,6 +194,41 @@ def test_a_raw_base64_files_type_is_its_first_bytes_at_every_cut(raw, media_type
             assert coalesce(decode([body[:at], body[at:]], source="openai")) == whole, at
 
 
+#: data URL labels: those that name no type (``images.UNNAMED_TYPES``, any case, escaped or not) and
+#: some that name one (kept whatever the bytes are: the sender said what it is)
+_UNNAMED_LABELS = ["application/octet-stream", "binary/octet-stream", "Application/Octet-Stream",
+                   "application\\/octet-stream"]
+_NAMED_LABELS = ["application/pdf", "text/plain", "", "application/x-octet-stream"]
+
+
+@pytest.mark.parametrize("label", _UNNAMED_LABELS + _NAMED_LABELS)
+@pytest.mark.parametrize("raw,media_type", _FILES)
+def test_a_file_data_url_labelled_with_no_type_is_named_by_its_bytes_at_every_cut(label, raw, media_type):
+    """A file's data URL labelled ``application/octet-stream`` (or ``binary/octet-stream``) has the type
+    its first 16 characters show, read past the comma wherever the string is cut, and keeps its label
+    as ``data_url_type`` (openai gets the URL back as it came); a label that names a type stays the
+    type; an image_url is not named so (its targets read the bytes themselves). What anthropic gets
+    of each: rpt/request-openai-octet-stream-files."""
+    text = base64.b64encode(raw).decode()
+    decoded_label = label.replace("\\/", "/")
+    unnamed = label in _UNNAMED_LABELS and media_type is not None
+    for written in (text, text.replace("/", "\\/")):
+        url = f"data:{label};base64,{written}"
+        for part in ({"type": "file", "file": {"file_data": "URL", "filename": "f"}},
+                     {"type": "image_url", "image_url": {"url": "URL"}}):
+            body = json.dumps({"model": "m", "messages": [{"role": "user", "content": [part]}]}).encode()
+            body = body.replace(b"URL", url.encode())
+            whole = coalesce(decode([body], source="openai"))
+            [media] = [e for e in whole if getattr(e, "attrs", None) and "source" in e.attrs]
+            named = unnamed and "file" in part
+            assert media.attrs["media_type"] == (media_type if named else decoded_label)
+            assert media.attrs.get("data_url_type") == (decoded_label if named else None)
+            for at in range(body.index(b"data:"), len(body)):
+                assert coalesce(decode([body[:at], body[at:]], source="openai")) == whole, at
+            t = Transcoder("openai", "openai")
+            assert json.loads(t.feed(body) + t.close()) == json.loads(body)  # (the URL as it came)
+
+
 def test_a_file_type_is_a_pdf_or_an_image():
     from interlingua.images import sniff_file_type, sniff_media_type
     for raw, media_type in _FILES:

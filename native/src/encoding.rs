@@ -158,7 +158,7 @@ pub fn tool_name_out(session: &mut Session, name: Option<&[u8]>, path: &str) -> 
 
 /// The attribute names the codecs give blocks (sorted: `owned_attr` looks them up).
 const ATTR_NAMES: &[&str] = &[
-    "anthropic_extra", "cache_control", "citations", "data_url", "description", "dialect", "empty", "id", "in_messages",
+    "anthropic_extra", "cache_control", "citations", "data_url", "data_url_type", "description", "dialect", "empty", "id", "in_messages",
     "in_parts", "in_result", "index", "is_error", "key", "legacy", "media_type", "name", "ollama_extra",
     "ollama_no_arguments", "ollama_no_tool_call_id", "ollama_no_tool_name", "ollama_tool_extra", "openai_extra",
     "openai_function_extra", "openai_tool_extra", "path", "redacted", "role", "signature", "source", "source_extra",

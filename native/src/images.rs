@@ -1,6 +1,6 @@
 //! `images.py`: what the dialects read of an image's or file's own bytes -- its format, from
 //! the first base64 characters (ollama carries no media type; anthropic takes four only; an
-//! openai file as raw base64 has none).
+//! openai file as raw base64 has none, one labelled `UNNAMED_TYPES` names none).
 #![forbid(unsafe_code)]
 
 /// base64 characters enough to recognise the formats of `sniff_media_type`
@@ -8,6 +8,17 @@ pub const SNIFF_BYTES: usize = 16;
 
 /// `IMAGE_TYPES`: the image formats `sniff_media_type` names (anthropic's base64 images are these four).
 pub const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// `UNNAMED_TYPES`: data URL labels that name no type (`application/octet-stream`: what a
+/// browser's FileReader, `mimetypes` and S3 give a file they do not know): an openai file so
+/// labelled is named by its bytes, as raw base64 is.
+pub const UNNAMED_TYPES: [&str; 2] = ["application/octet-stream", "binary/octet-stream"];
+
+/// `type_named(label) in UNNAMED_TYPES` of a label's text (their letters are ASCII: no other
+/// character lower-cases to one of them).
+pub fn names_no_type(label: &[u8]) -> bool {
+    UNNAMED_TYPES.iter().any(|unnamed| label.eq_ignore_ascii_case(unnamed.as_bytes()))
+}
 
 /// `type_named(label)`: the media type a label names -- lower case (media types are
 /// case-insensitive), an alias as its type (`image/jpg` is `image/jpeg`: OpenAI takes it).

@@ -22,7 +22,7 @@ pub const INTERNAL_ATTRS: &[&str] = &[
     "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
     "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
     "path", "call_type", "ollama_call_type", "ollama_no_type", "ollama_null_parameters", CALL_INDEX,
-    THINKING_BLOCK,
+    THINKING_BLOCK, DATA_URL_TYPE,
 ];
 
 /// `CALL_INDEX`: a tool call's `index` member (openai `tool_calls[i].index`, ollama
@@ -34,6 +34,11 @@ pub const CALL_INDEX: &str = "call_index";
 /// `THINKING_BLOCK`: a reasoning block read from openai's `thinking_blocks` (LiteLLM's signed
 /// thinking), which an openai target writes back into them.
 pub const THINKING_BLOCK: &str = "in_thinking_blocks";
+
+/// `DATA_URL_TYPE`: an openai file's data URL label that named no type (`images::UNNAMED_TYPES`)
+/// where its bytes named one (the block's `media_type`): the label an openai target writes the URL
+/// back with.
+pub const DATA_URL_TYPE: &str = "data_url_type";
 
 /// An anthropic `tool_result`'s own members and its content's share the result's blocks, so
 /// they are named apart: the result's `cache_control` that came after its content began rides

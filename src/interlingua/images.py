@@ -2,7 +2,8 @@
 base64 characters. ollama carries images without a media type (its decoder names one
 from the bytes, its encoder checks a declared one against them); anthropic takes four
 types only, so a foreign image labelled otherwise is named by its bytes; an openai file
-given as raw base64 (no data URL) is named by its bytes (a PDF or an image).
+given as raw base64 (no data URL), or as a data URL labelled with no type of its own
+(``UNNAMED_TYPES``), is named by its bytes (a PDF or an image).
 
 The payloads are JSON string text, escapes as written, and a writer may escape any
 base64 character (PHP's ``json_encode`` writes ``/`` as ``\\/``): what is sniffed is
@@ -19,6 +20,11 @@ SNIFF_BYTES = 16  # base64 characters enough to recognise the formats below
 
 #: the image formats ``sniff_media_type`` names (anthropic's base64 images are these four)
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
+#: data URL labels that name no type (``application/octet-stream``: what a browser's FileReader,
+#: ``mimetypes`` and S3 give a file they do not know): an openai file so labelled is named by its
+#: bytes, as raw base64 is; anthropic takes a base64 document only as a PDF
+UNNAMED_TYPES = frozenset({"application/octet-stream", "binary/octet-stream"})
 
 #: labels senders write for a format, by the format's own name (OpenAI takes ``image/jpg``)
 _TYPE_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}

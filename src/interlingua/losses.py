@@ -37,13 +37,17 @@ CALL_INDEX = "call_index"
 #: an openai target writes back into them
 THINKING_BLOCK = "in_thinking_blocks"
 
+#: an openai file's data URL label that named no type (``images.UNNAMED_TYPES``) where its bytes
+#: named one (the block's ``media_type``): the label an openai target writes the URL back with
+DATA_URL_TYPE = "data_url_type"
+
 #: block attributes that shape canonical events (where a block goes, how it was
 #: written) rather than being a field of any dialect: never reported as a loss
 INTERNAL_ATTRS = frozenset({
     "in_parts", "in_result", "in_messages", "role", "dialect", "where", "empty", "legacy", "key",
     "data_url", "ollama_no_tool_name", "ollama_no_tool_call_id", "ollama_no_arguments",
     "path", "call_type", "ollama_call_type", "ollama_no_type", "ollama_null_parameters", CALL_INDEX,
-    THINKING_BLOCK,
+    THINKING_BLOCK, DATA_URL_TYPE,
 })
 
 #: An anthropic ``tool_result``'s own members and its content's share the result's blocks, so

@@ -12,7 +12,8 @@
 // an unknown role makes `unknown` blocks, an unknown part type an `unknown` block
 // holding the raw part; data URLs become base64 payloads with `media_type` and
 // `data_url: true`; a raw base64 `file_data` has `data_url: false` and the media type its
-// first bytes show (`images::sniff_file_type`).
+// first bytes show (`images::sniff_file_type`); so has a data URL labelled with no type
+// (`images::UNNAMED_TYPES`), its label kept as `data_url_type` for openai.
 //
 // The Python readers (MessageReader, ToolCallReader, PartReader, MediaReader) are
 // fields of `Openai`: one of each is open at a time (the schema fixes the nesting),
@@ -35,7 +36,7 @@ mod decoder {
     use crate::json::{py_str_repr, Token};
     use crate::losses::{MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL};
     use crate::session::Session;
-    use crate::losses::{CALL_INDEX, THINKING_BLOCK};
+    use crate::losses::{CALL_INDEX, DATA_URL_TYPE, THINKING_BLOCK};
     use crate::value::{str_json, Value};
 
     const DIALECT: &str = "openai";
@@ -1090,30 +1091,67 @@ mod decoder {
                 return self.msg.fragment(data, fin, cx);
             }
             self.media.prefix.extend_from_slice(data);
-            let prefix = &self.media.prefix;
-            if prefix.contains(&b',') || prefix.len() > DATA_URL_PREFIX_LIMIT || fin {
+            if fin || self.prefix_complete()? {
                 self.flush_prefix(fin, cx)?;
             }
             Ok(())
+        }
+
+        /// `MediaReader._prefix_complete`: whether the held start of the payload says what it
+        /// is -- a data URL's header ends at its comma (past the limit there is none); a file's
+        /// data URL labelled with no type is held on until its first `SNIFF_BYTES` characters.
+        fn prefix_complete(&self) -> Result<bool> {
+            let prefix = &self.media.prefix;
+            let Some(comma) = prefix.iter().position(|&b| b == b',') else {
+                return Ok(prefix.len() > DATA_URL_PREFIX_LIMIT);
+            };
+            if !self.unnamed(&prefix[..comma])? {
+                return Ok(true);
+            }
+            let mut sniffed = Vec::new();
+            crate::images::keep_head(&mut sniffed, &prefix[comma + 1..]); // (a comma is never inside an escape)
+            Ok(sniffed.len() >= crate::images::SNIFF_BYTES)
+        }
+
+        /// `MediaReader._unnamed`: whether `head` (the text before the comma) is a file's data
+        /// URL header whose label names no type.
+        fn unnamed(&self, head: &[u8]) -> Result<bool> {
+            if self.media.part != Part::File || head.len() > DATA_URL_PREFIX_LIMIT {
+                return Ok(false);
+            }
+            let meta = crate::canonical::decode_escaped(head)?;
+            Ok(meta.starts_with(b"data:") && meta.ends_with(b";base64") && crate::images::names_no_type(&meta[5..meta.len() - 7]))
         }
 
         /// `MediaReader._flush_prefix`.
         fn flush_prefix(&mut self, last: bool, cx: &mut Cx<'_>) -> Result<()> {
             let data = std::mem::take(&mut self.media.prefix);
             self.media.prefix_done = true;
-            let builder = self.msg.current()?;
             // (a comma past the limit is one a cut body never waits for: not a data URL either way)
             if let Some(comma) = data.iter().position(|&b| b == b',').filter(|&at| at <= DATA_URL_PREFIX_LIMIT) {
                 let meta = crate::canonical::decode_escaped(&data[..comma])?;
                 if meta.starts_with(b"data:") && meta.ends_with(b";base64") {
+                    let (label, rest) = (&meta[5..meta.len() - 7], &data[comma + 1..]);
+                    let mut shown = None;
+                    if self.unnamed(&data[..comma])? {
+                        // its type is the one its first bytes show, if any
+                        let mut sniffed = Vec::new();
+                        crate::images::keep_head(&mut sniffed, rest);
+                        shown = crate::images::sniff_file_type(&sniffed);
+                    }
+                    let builder = self.msg.current()?;
                     builder.set("source", str_json("base64"));
-                    let mut media_type = Vec::new();
-                    dumps_key(&meta[5..meta.len() - 7], &mut media_type);
-                    builder.set("media_type", media_type);
+                    let mut label_json = Vec::new();
+                    dumps_key(label, &mut label_json);
+                    builder.set("media_type", shown.map_or_else(|| label_json.clone(), str_json));
                     builder.set("data_url", b"true".to_vec());
-                    return self.msg.fragment(&data[comma + 1..], last, cx);
+                    if shown.is_some() {
+                        builder.set(DATA_URL_TYPE, label_json); // (written back as it came)
+                    }
+                    return self.msg.fragment(rest, last, cx);
                 }
             }
+            let builder = self.msg.current()?;
             if self.media.part == Part::ImageUrl {
                 builder.set("source", str_json("url"));
             } else {
@@ -1439,7 +1477,7 @@ use crate::encoding::{
 };
 use crate::error::{Error, ErrorClass, Result};
 use crate::jsonwriter::dumps_str;
-use crate::losses::{is_internal_attr, CALL_INDEX, MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL, THINKING_BLOCK};
+use crate::losses::{is_internal_attr, CALL_INDEX, DATA_URL_TYPE, MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL, THINKING_BLOCK};
 use crate::naming::openai_id;
 use crate::reorder::Hold;
 use crate::session::Session;
@@ -2379,7 +2417,9 @@ impl Messages {
         if source_text.as_deref() == Some("base64") && attr(attrs, "data_url").is_none_or(crate::encoding::truthy) && s != Section::UserAudio {
             // openai takes inline images and files only as data URLs
             data_prefix.extend_from_slice(b"data:");
-            data_prefix.extend_from_slice(in_string(attr(attrs, "media_type").unwrap_or(b"\"application/octet-stream\"")));
+            // (a label that named no type, where the bytes named one: the URL as it came)
+            let label = attr(attrs, DATA_URL_TYPE).or_else(|| attr(attrs, "media_type"));
+            data_prefix.extend_from_slice(in_string(label.unwrap_or(b"\"application/octet-stream\"")));
             data_prefix.extend_from_slice(b";base64,");
         } else if (source.is_some() && !matches!(source_text.as_deref(), Some("url" | "base64")))
             || (s == Section::UserDocument && source_text.as_deref() == Some("url"))

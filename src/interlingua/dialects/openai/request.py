@@ -24,6 +24,11 @@ Decoder decisions (documented here and pinned by rpt scenarios):
   ``media_type`` its first bytes show (``images.sniff_file_type``: a PDF, png,
   jpeg, gif or webp; none otherwise), read from the first 16 characters of the
   hold that looks for a data URL's comma.
+* A ``file_data`` data URL labelled with no type (``images.UNNAMED_TYPES``:
+  ``application/octet-stream``) is named by its bytes too: the hold goes on past
+  the comma for the payload's first 16 characters; when they show a type it is
+  the ``media_type`` (a PDF is a document into anthropic) and the label rides
+  along as ``data_url_type``, which openai writes the URL back with.
 """
 
 from __future__ import annotations
@@ -47,10 +52,11 @@ from ...encoding import (
     PARTS_CONTENT, STRING_CONTENT, Encoder, MessageAssembler, MessageListBody, TextCallOrder, ignore, late_only,
     lose_unknown_members, merged_reasoning, message_member, choice_fate,
 )
-from ...images import keep_head, sniff_file_type
+from ...images import SNIFF_BYTES, UNNAMED_TYPES, keep_head, sniff_file_type, type_named
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import (
-    CALL_INDEX, INTERNAL_ATTRS, MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL, THINKING_BLOCK, lacks, path_subject,
+    CALL_INDEX, DATA_URL_TYPE, INTERNAL_ATTRS, MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL, THINKING_BLOCK, lacks,
+    path_subject,
 )
 from ...naming import openai_id
 from ...session import Session
@@ -723,8 +729,29 @@ class MediaReader:
             self.block.fragment(data, init, fin)
             return
         self._prefix += data
-        if b"," in self._prefix or len(self._prefix) > _DATA_URL_PREFIX_LIMIT or fin:
+        if fin or self._prefix_complete():
             self._flush_prefix(final=fin)
+
+    def _prefix_complete(self) -> bool:
+        """Whether the held start of the payload says what it is: a data URL's header ends
+        at its comma (past the limit there is none); a file's data URL labelled with no type
+        is held on until its first ``SNIFF_BYTES`` characters, which name one."""
+        head, comma, rest = self._prefix.partition(b",")
+        if not comma:
+            return len(self._prefix) > _DATA_URL_PREFIX_LIMIT
+        if not self._unnamed(head):
+            return True
+        sniffed = bytearray()
+        keep_head(sniffed, rest)  # (a comma is never inside an escape: rest starts at a character)
+        return len(sniffed) >= SNIFF_BYTES
+
+    def _unnamed(self, head: bytes) -> bool:
+        """Whether ``head`` (the text before the comma) is a file's data URL header whose
+        label names no type."""
+        if self.key != "file" or len(head) > _DATA_URL_PREFIX_LIMIT:
+            return False
+        meta = decode_escaped(head)
+        return meta.startswith("data:") and meta.endswith(";base64") and type_named(meta[5:-7]) in UNNAMED_TYPES
 
     def _flush_prefix(self, final: bool) -> None:
         data, self._prefix = self._prefix, b""
@@ -734,9 +761,17 @@ class MediaReader:
         if comma and len(head) <= _DATA_URL_PREFIX_LIMIT:
             meta = decode_escaped(head)
             if meta.startswith("data:") and meta.endswith(";base64"):
+                label = meta[5:-7]
+                shown = None
+                if self._unnamed(head):  # its type is the one its first bytes show, if any
+                    sniffed = bytearray()
+                    keep_head(sniffed, rest)
+                    shown = sniff_file_type(bytes(sniffed))
                 self.block.set("source", "base64")
-                self.block.set("media_type", meta[5:-7])
+                self.block.set("media_type", shown or label)
                 self.block.set("data_url", True)
+                if shown is not None:
+                    self.block.set(DATA_URL_TYPE, label)  # (written back as it came)
                 self.block.fragment(rest, True, final)
                 return
         if self.key == "image_url":
@@ -1293,7 +1328,9 @@ class RequestEncoder(Encoder):
         data_prefix = b""
         if attrs.get("source") == "base64" and attrs.get("data_url", True) and s is not USER_AUDIO:
             # openai takes inline images and files only as data URLs
-            data_prefix = b"data:" + _in_string(attrs.get("media_type", "application/octet-stream")) + b";base64,"
+            # (a label that named no type, where the bytes named one: the URL as it came)
+            label = attrs.get(DATA_URL_TYPE, attrs.get("media_type", "application/octet-stream"))
+            data_prefix = b"data:" + _in_string(label) + b";base64,"
         elif attrs.get("source") not in (None, "url", "base64") or (
                 s is USER_DOCUMENT and attrs.get("source") == "url"):  # a file has no URL form
             self._lose_block(block, f"{attrs.get('source')} source for it", attrs=attrs)
