@@ -78,7 +78,12 @@ pub struct Key<'a> {
     escaped: bool,
 }
 
-impl Key<'_> {
+impl<'a> Key<'a> {
+    /// A key as canonical text writes it (its escapes `dumps`'s own: `Raw::canonical_members`'s keys).
+    pub fn written(text: &'a [u8]) -> Self {
+        Key { text, escaped: true }
+    }
+
     /// The key is `word` (a word without `"`, `\` or control characters).
     pub fn is(self, word: &str) -> bool {
         self.text == word.as_bytes()
@@ -140,8 +145,23 @@ pub struct Raw<'a>(&'a [u8]);
 impl<'a> Raw<'a> {
     /// `text` as `Raw` when it is one value exactly as `dumps` writes it (see the module doc).
     pub fn canonical(text: &'a [u8]) -> Option<Raw<'a>> {
+        Raw::canonical_members(text, |_, _| ())
+    }
+
+    /// `canonical`, telling `member` each member of a top object in order as the check
+    /// passes it: its key as written (canonical: `"type"` is `type`) and its value. A caller
+    /// that wants a member or two of a large object (a schema's `type`) reads the text once.
+    pub fn canonical_members(text: &'a [u8], member: impl FnMut(&'a [u8], Raw<'a>)) -> Option<Raw<'a>> {
         // (SIMD UTF-8 validation: std's is several times slower on a tool's few hundred bytes)
-        (simdutf8::basic::from_utf8(text).is_ok() && check(text).is_some()).then_some(Raw(text))
+        (simdutf8::basic::from_utf8(text).is_ok() && check(text, member).is_some()).then_some(Raw(text))
+    }
+
+    /// `canonical` with the top object's `member_list`, read in the same pass (a tool: its
+    /// members beside a function or schema that is most of its text, not read again to skip it).
+    pub fn canonical_with_members(text: &'a [u8]) -> Option<(Raw<'a>, Vec<(Key<'a>, Raw<'a>)>)> {
+        let mut members = Vec::new();
+        let raw = Raw::canonical_members(text, |key, value| members.push((Key::written(key), value)))?;
+        Some((raw, members))
     }
 
     pub fn text(self) -> &'a [u8] {
@@ -299,8 +319,10 @@ fn value_end(text: &[u8], at: usize) -> usize {
 // -- the canonical check ------------------------------------------------------------------
 
 /// Some(()) when `text` is one canonical value (UTF-8 is checked by the caller).
-fn check(text: &[u8]) -> Option<()> {
+fn check<'a>(text: &'a [u8], mut member: impl FnMut(&'a [u8], Raw<'a>)) -> Option<()> {
     let mut i = 0;
+    // the key and value starts of the top object's member being read
+    let (mut key_at, mut value_at) = (0, 0);
     // bit d: the container at depth d is an object
     let mut objects: u128 = 0;
     let mut depth: u32 = 0;
@@ -320,7 +342,7 @@ fn check(text: &[u8]) -> Option<()> {
                     i += 1;
                 } else {
                     if object {
-                        i = key(text, i)?;
+                        i = top_key(text, i, depth, &mut key_at, &mut value_at)?;
                     }
                     continue 'value;
                 }
@@ -338,11 +360,17 @@ fn check(text: &[u8]) -> Option<()> {
                 return (i == text.len()).then_some(());
             }
             let object = objects & 1 << (depth - 1) != 0;
+            if depth == 1 && object {
+                // a member of the top object ended (`"key":` before its value: the key's quotes and colon)
+                if let (Some(key), Some(value)) = (text.get(key_at + 1..value_at.saturating_sub(2)), text.get(value_at..i)) {
+                    member(key, Raw(value));
+                }
+            }
             match *text.get(i)? {
                 b',' => {
                     i += 1;
                     if object {
-                        i = key(text, i)?;
+                        i = top_key(text, i, depth, &mut key_at, &mut value_at)?;
                     }
                     continue 'value;
                 }
@@ -354,6 +382,16 @@ fn check(text: &[u8]) -> Option<()> {
             i += 1;
         }
     }
+}
+
+/// `key`, noting where a member of the top object (`depth` 1) begins and its value starts.
+#[inline(always)]
+fn top_key(text: &[u8], i: usize, depth: u32, key_at: &mut usize, value_at: &mut usize) -> Option<usize> {
+    let after = key(text, i)?;
+    if depth == 1 {
+        (*key_at, *value_at) = (i, after);
+    }
+    Some(after)
 }
 
 /// A member's key and colon at `i`: the index after the colon.
@@ -441,6 +479,19 @@ mod tests {
         assert!(Raw::canonical(deep.as_bytes()).is_none());
         let deepest = "[".repeat(MAX_DEPTH as usize) + &"]".repeat(MAX_DEPTH as usize);
         assert!(Raw::canonical(deepest.as_bytes()).is_some());
+    }
+
+    #[test]
+    fn canonical_members_are_the_top_objects_members() {
+        for text in CANONICAL.iter().chain(NOT) {
+            let mut seen: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            let raw = Raw::canonical_members(text.as_bytes(), |key, value| seen.push((key.to_vec(), value.text().to_vec())));
+            assert_eq!(raw, Raw::canonical(text.as_bytes()), "{text}");
+            if let Some(raw) = raw {
+                let members: Vec<(Vec<u8>, Vec<u8>)> = raw.members().map(|(k, v)| (k.text.to_vec(), v.text().to_vec())).collect();
+                assert_eq!(seen, members, "{text}");
+            }
+        }
     }
 
     #[test]

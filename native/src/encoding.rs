@@ -1320,9 +1320,18 @@ fn schema_without_nulls(schema_raw: &[u8]) -> Result<Option<Vec<u8>>> {
 pub fn object_schema(schema_raw: &[u8], session: &mut Session, name: Option<&[u8]>, out: &mut Vec<u8>) -> Result<()> {
     let cleaned = schema_without_nulls(schema_raw)?;
     let schema_raw = cleaned.as_deref().unwrap_or(schema_raw);
-    // a decoder's schema is dumps output: read in place (compact.rs); other text is parsed
-    let kind = match Raw::canonical(schema_raw) {
-        Some(schema) => SchemaKind::of(schema),
+    // a decoder's schema is dumps output: read in place (compact.rs), its `type` found as the
+    // check passes it (one pass over a schema that may be most of a request); other text is parsed
+    let (mut members, mut kind_value) = (0usize, None);
+    let canonical = Raw::canonical_members(schema_raw, |key, value| {
+        members += 1;
+        if key == b"type" {
+            kind_value = Some(value); // (the last of a repeated key, as `get` reads it)
+        }
+    });
+    let kind = match canonical {
+        Some(schema) if schema.is_object() => SchemaKind::of_object(kind_value, members == 0),
+        Some(_) => SchemaKind::Other,
         None => SchemaKind::of(&Value::loads(schema_raw)?),
     };
     match kind {
@@ -1366,10 +1375,15 @@ impl SchemaKind {
         if !schema.is_object() {
             return SchemaKind::Other;
         }
-        match schema.get("type") {
+        SchemaKind::of_object(schema.get("type"), schema.members().next().is_none())
+    }
+
+    /// An object schema's kind by its `type` member (None: absent) and whether it has none.
+    fn of_object<'a, D: Data<'a>>(kind: Option<D>, empty: bool) -> SchemaKind {
+        match kind {
             Some(kind) if kind.str_is("object") => SchemaKind::Object,
             Some(_) => SchemaKind::Other,
-            None => SchemaKind::Untyped { empty: schema.members().next().is_none() },
+            None => SchemaKind::Untyped { empty },
         }
     }
 }

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::{Control, RawJson};
-use crate::compact::{lookup, Data, Raw};
+use crate::compact::{lookup, Data, Key, Raw};
 use crate::error::{Error, ErrorClass, Result};
 use crate::dialects::fields::{check_members, member_fields};
 use crate::value::Value;
@@ -222,12 +222,13 @@ pub type Attrs = Vec<(Cow<'static, str>, RawJson<'static>)>;
 
 /// `tool_to_canonical`: `(attrs, input_schema)` of a custom tool; None for server
 /// tools (carried raw). `tool` is an object: a `&Value`, or its canonical text
-/// (`compact::Raw`, read without a tree).
-pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D) -> Option<(Attrs, D)> {
+/// (`compact::Raw`, read without a tree). `members`: the tool's, when the caller read them
+/// already (`Raw::canonical_with_members`).
+pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D, members: Option<Vec<(Key<'a>, D)>>) -> Option<(Attrs, D)> {
     if !tool.is_object() {
         return None;
     }
-    let members = tool.member_list();
+    let members = members.unwrap_or_else(|| tool.member_list());
     match lookup(&members, "type") {
         None => {}
         Some(t) if t.is_null() || t.str_is("custom") => {}
@@ -312,14 +313,14 @@ mod decoding_tests {
     #[test]
     fn custom_tools_and_server_tools() {
         let tool = Value::loads(br#"{"name":"f","input_schema":{"type":"object"},"x":[1],"strict":true}"#).unwrap();
-        let (attrs, schema) = tool_to_canonical(&tool).unwrap();
+        let (attrs, schema) = tool_to_canonical(&tool, None).unwrap();
         let attrs: Vec<(String, String)> =
             attrs.into_iter().map(|(k, v)| (k.into_owned(), String::from_utf8(v.into_owned()).unwrap())).collect();
         assert_eq!(attrs, [("name".into(), r#""f""#.into()), ("strict".into(), "true".into()),
                            ("anthropic_extra".into(), r#""\"x\":[1]""#.into())]);
         assert_eq!(schema.to_json(), br#"{"type":"object"}"#);
-        assert!(tool_to_canonical(&Value::loads(br#"{"type":"web_search_20250305","name":"w"}"#).unwrap()).is_none());
-        assert!(tool_to_canonical(&Value::loads(br#"{"name":"f"}"#).unwrap()).is_none());
+        assert!(tool_to_canonical(&Value::loads(br#"{"type":"web_search_20250305","name":"w"}"#).unwrap(), None).is_none());
+        assert!(tool_to_canonical(&Value::loads(br#"{"name":"f"}"#).unwrap(), None).is_none());
     }
 }
 

@@ -683,8 +683,8 @@ impl Readers {
     /// A tool whose text is canonical (compact.rs) is read in place, without a value tree.
     fn tool(&mut self, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         let path = self.body.next_element_path("tools");
-        if let Some(tool) = Raw::canonical(raw).filter(|tool| tool.is_object()) {
-            let mut canonical = controls::tool_to_canonical(tool).map(|(attrs, schema)| (attrs, Cow::Borrowed(schema.text())));
+        if let Some((tool, members)) = Raw::canonical_with_members(raw).filter(|(tool, _)| tool.is_object()) {
+            let mut canonical = controls::tool_to_canonical(tool, Some(members)).map(|(attrs, schema)| (attrs, Cow::Borrowed(schema.text())));
             if let Some((attrs, _)) = canonical.as_mut() {
                 cx.refuse_overflow(tool.text(), offset)?;
                 cx.check_tool_attrs(attrs, &path, offset)?;
@@ -695,7 +695,7 @@ impl Readers {
         if !matches!(tool, Value::Object(_)) {
             return Err(cx.error("expected an object for a tool", offset));
         }
-        let mut canonical = controls::tool_to_canonical(&tool).map(|(attrs, schema)| (attrs, Cow::Owned(json_of(schema))));
+        let mut canonical = controls::tool_to_canonical(&tool, None).map(|(attrs, schema)| (attrs, Cow::Owned(json_of(schema))));
         // (a server tool is carried as its raw text: only a tool written from its value is refused)
         if let Some((attrs, _)) = canonical.as_mut() {
             cx.refuse_overflow(&json_of(&tool), offset)?;

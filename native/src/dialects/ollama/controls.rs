@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::Control;
-use crate::compact::{lookup, Data};
+use crate::compact::{lookup, Data, Key};
 use crate::encoding::lose_uncarried;
 use crate::dialects::fields::check_members;
 use crate::error::{Error, ErrorClass, Result};
@@ -150,12 +150,14 @@ pub fn think_to_canonical(value: Value) -> Value {
 }
 
 /// `tool_to_canonical`: `(attrs, parameters schema)` of a function tool; None for
-/// other shapes. attrs are `(name, compact JSON)` in the Python dict's order.
-pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D) -> Option<(Vec<(Cow<'static, str>, Cow<'static, [u8]>)>, Option<D>)> {
+/// other shapes. attrs are `(name, compact JSON)` in the Python dict's order. `members`: the
+/// tool's, when the caller read them already (`Raw::canonical_with_members`).
+pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D, members: Option<Vec<(Key<'a>, D)>>)
+                                          -> Option<(Vec<(Cow<'static, str>, Cow<'static, [u8]>)>, Option<D>)> {
     if !tool.is_object() {
         return None;
     }
-    let members = tool.member_list();
+    let members = members.unwrap_or_else(|| tool.member_list());
     let kind = lookup(&members, "type");
     if kind.is_some_and(|kind| !kind.str_is("function")) {
         return None;

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use super::controls;
 use crate::canonical::{escape_raw_json, Block, Control, Event, Section, REQUEST_LEVEL};
-use crate::compact::{Data, Raw};
+use crate::compact::{Data, Key, Raw};
 use crate::decoding::{
     carries_nothing, get_attr, index_at, member_path, set_attr, Attr, BlockBuilder, Counted, Cx, Dialect, Frame, Gate, Machine, MachineDecoder, MessageBase,
     Read, RequestBody, OPT_STRING,
@@ -654,7 +654,7 @@ impl Dialect for Ollama {
 
     fn value(&mut self, _m: &mut Machine<S>, s: S, value: Value, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         match s {
-            S::Tool => self.tool(&value, offset, cx),
+            S::Tool => self.tool(&value, None, offset, cx),
             S::Role => {
                 let msg = self.msg()?;
                 msg.base.set_role(value, offset, cx, resolve)?;
@@ -764,23 +764,23 @@ impl Ollama {
 
     /// `_tool` of a tool object's text: read in place when canonical (compact.rs), else parsed.
     fn tool_text(&mut self, raw: &[u8], offset: u64, cx: &mut Cx<'_>) -> Result<()> {
-        match Raw::canonical(raw) {
-            Some(tool) => self.tool(tool, offset, cx),
+        match Raw::canonical_with_members(raw) {
+            Some((tool, members)) => self.tool(tool, Some(members), offset, cx),
             None => {
                 let tool = cx.data(raw, offset)?;
-                self.tool(&tool, offset, cx)
+                self.tool(&tool, None, offset, cx)
             }
         }
     }
 
-    /// `_tool`: a tool definition read whole.
-    fn tool<'a, D: Data<'a>>(&mut self, tool: D, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+    /// `_tool`: a tool definition read whole (`members`: its members, when read already).
+    fn tool<'a, D: Data<'a>>(&mut self, tool: D, members: Option<Vec<(Key<'a>, D)>>, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
         let path = self.body.next_element_path("tools");
         if !tool.is_object() {
             return Err(cx.error("expected an object for a tool", offset));
         }
         cx.refuse_overflow(&tool.json(), offset)?;
-        let block = match controls::tool_to_canonical(tool) {
+        let block = match controls::tool_to_canonical(tool, members) {
             None => Block {
                 section: Section::Unknown,
                 message: REQUEST_LEVEL,

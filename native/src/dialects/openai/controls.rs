@@ -12,7 +12,7 @@ mod decoding {
     use std::borrow::Cow;
 
     use crate::canonical::Control;
-    use crate::compact::{lookup, Data, Raw};
+    use crate::compact::{lookup, Data, Key, Raw};
     use crate::decoding::{dumps, loads, Attr};
     use crate::error::{Error, ErrorClass, Result};
     use crate::dialects::fields;
@@ -192,8 +192,15 @@ mod decoding {
     /// openai targets), `legacy`; beside the function, `cache_control` (an anthropic tool's
     /// attribute) and `openai_tool_extra` (the other members, spliced back beside it). The
     /// schema: `None` when absent (Python's `function.get("parameters")`, so an explicit null too).
-    pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D, legacy: bool) -> Option<(Vec<Attr>, Option<D>)> {
-        let tool_members = if legacy { Vec::new() } else { tool.member_list() };
+    /// `tool_members`: the tool's members when the caller has them already (`Raw::canonical_with_members`
+    /// passed them: the function object, most of a tool's text, is not read again to skip it).
+    pub fn tool_to_canonical<'a, D: Data<'a>>(tool: D, tool_members: Option<Vec<(Key<'a>, D)>>, legacy: bool)
+                                              -> Option<(Vec<Attr>, Option<D>)> {
+        let tool_members = match tool_members {
+            _ if legacy => Vec::new(),
+            Some(members) => members,
+            None => tool.member_list(),
+        };
         let function = if legacy {
             tool
         } else {

@@ -26,7 +26,7 @@ mod decoder {
 
     use super::super::controls;
     use crate::canonical::{Block, Event, Section, REQUEST_LEVEL};
-    use crate::compact::{Data, Raw};
+    use crate::compact::{Data, Key, Raw};
     use crate::decoding::{
         carries_nothing, dumps, dumps_key, get_attr, index_at, keep_members, member_path, loads, set_attr, Attr, BlockBuilder, Cx, Dialect, Frame, Machine, MachineDecoder,
         Expect, MessageBase, Read, RequestBody, OPT_STRING, STRING,
@@ -716,23 +716,24 @@ mod decoder {
 
         /// `_tool` of a tool object's text: read in place when canonical (compact.rs), else parsed.
         fn tool_text(&mut self, raw: &[u8], legacy: bool, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
-            match Raw::canonical(raw) {
-                Some(tool) => self.tool(tool, legacy, offset, cx),
+            match Raw::canonical_with_members(raw) {
+                Some((tool, members)) => self.tool(tool, Some(members), legacy, offset, cx),
                 None => {
                     let tool = cx.data(raw, offset)?;
-                    self.tool(&tool, legacy, offset, cx)
+                    self.tool(&tool, None, legacy, offset, cx)
                 }
             }
         }
 
         /// `_tool`: one element of `tools` / `functions`.
-        fn tool<'a, D: Data<'a>>(&mut self, tool: D, legacy: bool, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
+        fn tool<'a, D: Data<'a>>(&mut self, tool: D, members: Option<Vec<(Key<'a>, D)>>, legacy: bool, offset: u64,
+                                 cx: &mut Cx<'_>) -> Result<()> {
             let path = self.body.next_element_path(if legacy { "functions" } else { "tools" });
             if !tool.is_object() {
                 return Err(cx.error("expected an object for a tool", offset));
             }
             cx.refuse_overflow(&tool.json(), offset)?;
-            let block = match controls::tool_to_canonical(tool, legacy) {
+            let block = match controls::tool_to_canonical(tool, members, legacy) {
                 None => {
                     let attrs = vec![
                         (Cow::Borrowed("dialect"), Cow::Owned(str_json(DIALECT))),
@@ -1402,7 +1403,7 @@ mod decoder {
 
         fn value(&mut self, _m: &mut Machine<S>, s: S, value: Value, offset: u64, cx: &mut Cx<'_>) -> Result<()> {
             match s {
-                S::Tool { legacy } => self.tool(&value, legacy, offset, cx),
+                S::Tool { legacy } => self.tool(&value, None, legacy, offset, cx),
                 S::Role => self.msg.set_role(value, offset, self.thinking_first, cx),
                 S::ThinkingBlock => thinking_block(&mut self.msg, &value, offset, cx),
                 S::ToolCallId => {
