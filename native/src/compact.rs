@@ -151,6 +151,8 @@ impl<'a> Raw<'a> {
     /// `canonical`, telling `member` each member of a top object in order as the check
     /// passes it: its key as written (canonical: `"type"` is `type`) and its value. A caller
     /// that wants a member or two of a large object (a schema's `type`) reads the text once.
+    /// What it was told counts only when this returns `Some`: a fault after a member (a
+    /// wrong bracket, trailing bytes) is found once the member was told.
     pub fn canonical_members(text: &'a [u8], member: impl FnMut(&'a [u8], Raw<'a>)) -> Option<Raw<'a>> {
         // (SIMD UTF-8 validation: std's is several times slower on a tool's few hundred bytes)
         (simdutf8::basic::from_utf8(text).is_ok() && check(text, member).is_some()).then_some(Raw(text))
