@@ -45,6 +45,10 @@ BAD = {
     ("anthropic", "message-roles"): _a(messages=[{"role": "developer", "content": "x"}, _USER]),
     ("anthropic", "content-non-empty"): _a(messages=[{"role": "user", "content": ""}, _USER]),
     ("anthropic", "text-block-non-empty"): _a(system=[{"type": "text", "text": ""}]),
+    ("anthropic", "text-block-not-blank"): _a(messages=[
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": [
+            {"type": "text", "text": "\n\n"}, {"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+        _result()]),
     ("anthropic", "input-schema-object"): _a(tools=[{"name": "f", "input_schema": {"type": "string"}}]),
     ("anthropic", "input-schema-no-null"): _a(tools=[{"name": "f", "input_schema": {
         "type": "object", "properties": {"a": {"anyOf": [{"type": "string", "enum": None}]}}}}]),

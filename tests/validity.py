@@ -150,6 +150,26 @@ def _a_text_non_empty(body):
             yield f"{where} is an empty text block"
 
 
+def _blank(text) -> bool:
+    """Whitespace only (spaces, newlines, tabs, carriage returns: what users report refused;
+    the API does not say which other spaces it counts -- ``encoding.blank``'s set)."""
+    return isinstance(text, str) and text != "" and not text.strip(" \n\t\r")
+
+
+@rule("anthropic", "request", "text-block-not-blank",
+      "a text block of whitespace only is refused unless its message (or the system prompt) has "
+      "other text with a non-whitespace character",
+      "Anthropic API error 'messages: text content blocks must contain non-whitespace text' "
+      "(users' probes: [' '] and ['\\n'] refused, [' ', 'real'] taken)")
+def _a_text_not_blank(body):
+    contents = [("system", body.get("system"))]
+    contents += [(f"messages[{i}]", m.get("content")) for i, m in enumerate(_messages(body))]
+    for where, content in contents:
+        texts = [content] if isinstance(content, str) else [b.get("text") for b in _blocks(content) if b.get("type") == "text"]
+        if any(_blank(t) for t in texts) and not any(isinstance(t, str) and t.strip(" \n\t\r") for t in texts):
+            yield f"{where} has text of whitespace only and no other text"
+
+
 def _custom_tools(body) -> Iterator[tuple[int, dict]]:
     tools = body.get("tools")
     for i, t in enumerate(tools if isinstance(tools, list) else []):

@@ -762,9 +762,29 @@ pub fn require_a_message(listed: bool, carried: bool, target: &str, session: &Se
     Ok(())
 }
 
-/// `Encoder._on_block`: the fragment protocol. A first fragment that is empty and not the
-/// last waits when `defers` says so: with the next fragment it is placed as it came, or -- that
-/// one the last and empty too -- the block is placed whole, every attribute with it.
+/// `BLANK_HELD`: the most bytes of blank text a deferred first fragment gathers (`on_block`);
+/// a longer blank text is placed as it came (a bound on what waits, the same at every cut).
+pub const BLANK_HELD: usize = 4096;
+
+/// `blank(payload)`: escaped JSON string text that is empty or whitespace only -- spaces and the
+/// escapes `\n`, `\t`, `\r` (a fragment never ends inside an escape). Other spaces (`\u0020`,
+/// U+00A0) count as text: which of them an API refuses is not said.
+pub fn blank(payload: &[u8]) -> bool {
+    let mut at = 0;
+    while at < payload.len() {
+        match payload[at] {
+            b' ' => at += 1,
+            b'\\' if matches!(payload.get(at + 1), Some(b'n' | b't' | b'r')) => at += 2,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// `Encoder._on_block`: the fragment protocol. A first fragment that is blank (`blank`) and not
+/// the last waits when `defers` says so: blank fragments join it (at most `BLANK_HELD` bytes);
+/// the first other fragment places it as it came, with what joined it; if the last is blank too,
+/// the block is placed whole, every attribute with it.
 pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mut Io<'_>) -> Result<()> {
     let deferred = match std::mem::take(enc.in_block()) {
         InBlock::Deferred(first) => Some(first),
@@ -773,17 +793,32 @@ pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mu
             None
         }
     };
+    let rest; // the fragment after a deferred one, its payload joined to it
+    let mut block = block;
     if let Some(first) = deferred {
-        if !block.init && block.fin && block.payload.is_empty() {
-            // it stayed empty: one whole block
-            let late = block.attrs.as_deref().unwrap_or(&[]);
-            let attrs = merged(first.attrs.as_deref().unwrap_or(&[]), late).into_owned();
-            let whole = Block { section: first.section, message: first.message, payload: Cow::Borrowed(b""),
-                                init: true, fin: true, attrs: (!attrs.is_empty()).then_some(attrs) };
-            return on_block(enc, &whole, io);
+        if block.init {
+            // (another block: none came for it, placed as it came)
+            on_block(enc, &first, io)?;
+        } else {
+            let mut payload = first.payload.into_owned();
+            payload.extend_from_slice(&block.payload);
+            if blank(&block.payload) && payload.len() <= BLANK_HELD {
+                if block.fin {
+                    // it stayed blank: one whole block
+                    let late = block.attrs.as_deref().unwrap_or(&[]);
+                    let attrs = merged(first.attrs.as_deref().unwrap_or(&[]), late).into_owned();
+                    let whole = Block { section: first.section, message: first.message, payload: Cow::Owned(payload),
+                                        init: true, fin: true, attrs: (!attrs.is_empty()).then_some(attrs) };
+                    return on_block(enc, &whole, io);
+                }
+                *enc.in_block() = InBlock::Deferred(Block { payload: Cow::Owned(payload), ..first });
+                return Ok(());
+            }
+            on_block(enc, &Block { payload: Cow::Owned(payload), init: true, fin: false, ..first }, io)?;
+            rest = Block { section: block.section, message: block.message, payload: Cow::Borrowed(&b""[..]),
+                           init: false, fin: block.fin, attrs: block.attrs.clone() };
+            block = &rest;
         }
-        // (the next fragment, or -- none came for it -- another block: placed as it came)
-        on_block(enc, &first, io)?;
     }
     if !block.init {
         match std::mem::take(enc.in_block()) {
@@ -805,7 +840,7 @@ pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mu
         }
         return Ok(());
     }
-    if !block.fin && block.payload.is_empty() && enc.defers(block, io.session) {
+    if !block.fin && enc.defers(block, io.session) && block.payload.len() <= BLANK_HELD && blank(&block.payload) {
         *enc.in_block() = InBlock::Deferred(block.clone().into_owned());
         return Ok(());
     }
@@ -2111,6 +2146,16 @@ mod tests {
             }
             let (data, ok) = args.result(&mut session);
             assert_eq!((String::from_utf8(data).unwrap().as_str(), ok), (want, faithful));
+        }
+    }
+
+    #[test]
+    fn blank_is_spaces_and_whitespace_escapes_only() {
+        for (payload, want) in [
+            (&b""[..], true), (b" ", true), (br"\n\t \r", true), (br"\\nt", false), (br"\\n", false),
+            (b" a", false), (br"\u0020", false), (b"\xc2\xa0", false), (br"\", false),
+        ] {
+            assert_eq!(blank(payload), want, "{:?}", String::from_utf8_lossy(payload));
         }
     }
 

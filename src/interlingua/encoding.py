@@ -68,6 +68,28 @@ _NO_MESSAGE = "takes no request without a message"
 _NO_MESSAGE_MEANS = {"ollama": "reads a request without a message as loading the model, not as a question"}
 
 
+
+#: the most bytes of blank text a deferred first fragment gathers (``Encoder._on_block``);
+#: a longer blank text is placed as it came (a bound on what waits, the same at every cut)
+BLANK_HELD = 4096
+_BLANK_ESCAPES = (b"n", b"t", b"r")
+
+
+def blank(payload: bytes) -> bool:
+    """Whether escaped JSON string text is empty or whitespace only: spaces and the escapes
+    ``\\n``, ``\\t``, ``\\r`` (a fragment never ends inside an escape). Other spaces
+    (``\\u0020``, U+00A0) count as text: which of them an API refuses is not said."""
+    at = 0
+    while at < len(payload):
+        if payload[at] == 0x20:  # " "
+            at += 1
+        elif payload[at] == 0x5C and payload[at + 1:at + 2] in _BLANK_ESCAPES:  # "\\n" ...
+            at += 2
+        else:
+            return False
+    return True
+
+
 class Encoder:
     """Base of every dialect encoder."""
 
@@ -102,11 +124,13 @@ class Encoder:
     # for every fragment, ``close(late_attrs)`` after the last. None means the
     # block is not carried (the loss is recorded by ``_place``).
     #
-    # A first fragment that is empty and not the last (a decoder's block whose late
-    # attributes ride on a last fragment of their own: ``BlockBuilder.close``) waits when
-    # ``_defers`` says its placing depends on whether a payload comes: with the next
-    # fragment it is placed as it came, or -- that one the last and empty too -- the block
-    # is placed whole, every attribute with it (an empty text anthropic does not write).
+    # A first fragment that is blank (empty, or whitespace only: ``blank``) and not the last
+    # (a decoder's block whose late attributes ride on a last fragment of their own:
+    # ``BlockBuilder.close``; a text cut by the chunks) waits when ``_defers`` says its placing
+    # depends on what comes: blank fragments join it (at most ``BLANK_HELD`` bytes); the
+    # first other fragment places it as it came, with what joined it; if the last is blank
+    # too, the block is placed whole, every attribute with it (an empty or whitespace-only
+    # text anthropic does not write). So the placing reads the same however the text is cut.
 
     _block = None  # (write, close) of the block in progress
     _deferred: Block | None = None  # a first fragment whose placing waits (``_defers``)
@@ -123,11 +147,16 @@ class Encoder:
             first = self._deferred
             if first is not None:
                 self._deferred = None
-                if block.fin and not block.payload:  # it stayed empty: one whole block
-                    self._on_block(Block(first.section, first.message, b"", True, True,
-                                         {**(first.attrs or {}), **(block.attrs or {})} or None))
+                payload = first.payload + block.payload
+                if blank(block.payload) and len(payload) <= BLANK_HELD:
+                    if block.fin:  # it stayed blank: one whole block
+                        self._on_block(Block(first.section, first.message, payload, True, True,
+                                             {**(first.attrs or {}), **(block.attrs or {})} or None))
+                    else:
+                        self._deferred = Block(first.section, first.message, payload, True, False, first.attrs)
                     return
-                self._on_block(first)
+                self._on_block(Block(first.section, first.message, payload, True, False, first.attrs))
+                block = Block(block.section, block.message, b"", False, block.fin, block.attrs)
             if self._block is not None:
                 write, close = self._block
                 write(block.payload)
@@ -139,7 +168,7 @@ class Encoder:
         if self._deferred is not None:  # (no last fragment came for it: placed as it came)
             first, self._deferred = self._deferred, None
             self._on_block(first)
-        if not block.fin and not block.payload and self._defers(block):
+        if not block.fin and self._defers(block) and len(block.payload) <= BLANK_HELD and blank(block.payload):
             self._deferred = block
             return
         if block.message == REQUEST_LEVEL:

@@ -1431,9 +1431,9 @@ mod encoder {
     use crate::canonical::{unescape_json_text, Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
     use crate::encoding::{
         require_a_message,
-        attr, attr_is, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_moved, lose_unplaced, merged, on_block,
+        attr, attr_is, blank, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_moved, lose_unplaced, merged, on_block,
         subject, tool_definition, where_, Attr, Head, BlockRef, Encode, HeldArguments, InBlock, Io,
-        MessageAssembler, PlaceBlocks, ToolDefinitions, WriterId, PARTS_CONTENT, STRING_CONTENT, call_key, CallBatch,
+        MessageAssembler, PlaceBlocks, ToolDefinitions, WriterId, BLANK_HELD, PARTS_CONTENT, STRING_CONTENT, call_key, CallBatch,
     };
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
@@ -2174,7 +2174,6 @@ mod encoder {
         fn place_block<'b>(&mut self, block: &'b Block<'_>, io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             let s = block.section;
             let attrs: &[Attr<'_>] = block.attrs.as_deref().unwrap_or(&[]);
-            let empty_fin = block.fin && block.payload.is_empty();
             let tool_image = self.in_tool_message(block, attrs, io.session);
             if self.held.is_some() && !self.keeps_held(block, attrs, tool_image) {
                 self.flush_held(io)?;
@@ -2187,9 +2186,8 @@ mod encoder {
             }
             match s {
                 Section::SystemInstruction => {
-                    if self.foreign && empty_fin {
-                        lose_attrs(BlockRef::of(block), attrs, &[], io)?;
-                        return Ok(None); // an empty system text: absent means the same, and anthropic rejects it
+                    if self.drops_blank(block, attrs, io)? {
+                        return Ok(None);
                     }
                     if attr_truthy(attrs, "in_messages") {
                         let w = self.message_for(block, "system", attr_truthy(attrs, "in_parts"), true, io)?;
@@ -2218,9 +2216,8 @@ mod encoder {
                         lose_block(io.session, DIALECT, BlockRef::of(block), "refusal block",
                                    Some("written as assistant text"), None)?;
                     }
-                    if self.foreign && empty_fin {
-                        lose_attrs(BlockRef::of(block), attrs, &[], io)?;
-                        self.empty_text = Some(role); // absent means the same, and anthropic rejects it
+                    if self.drops_blank(block, attrs, io)? {
+                        self.empty_text = Some(role);
                         return Ok(None);
                     }
                     let w = self.message_for(block, role, attr_truthy(attrs, "in_parts"), true, io)?;
@@ -2253,6 +2250,24 @@ mod encoder {
         }
 
         /// `_text`: a text block into `w` (the message's string content: its fragments alone).
+        /// `_drops_blank`: another dialect's text that is empty or whitespace only (`blank`),
+        /// whole (its fragments joined: `encoding::on_block`), is not written -- anthropic refuses
+        /// an empty text block and one of whitespace only (it takes one beside other text, but
+        /// whether other text follows is not known when the block is placed). An empty one means
+        /// what absent means; a blank one is recorded. Its attributes are lost.
+        fn drops_blank(&self, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<bool> {
+            if !(self.foreign && block.fin && blank(&block.payload) && block.payload.len() <= BLANK_HELD) {
+                return Ok(false);
+            }
+            if !block.payload.is_empty() {
+                lose_block(io.session, DIALECT, BlockRef::of(block),
+                           "text of whitespace only (it refuses a text block without other characters)",
+                           Some("not sent"), Some(attrs))?;
+            }
+            lose_attrs(BlockRef::of(block), attrs, &[], io)?;
+            Ok(true)
+        }
+
         fn text<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], w: WriterId, io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             if w == OUT && self.msg.is_some() && self.msg_string {
                 return Ok(Some(Placed::StringText(Head::borrowed(block))));

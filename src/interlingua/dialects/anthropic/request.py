@@ -45,7 +45,8 @@ from ...canonical import (
 from ...decoding import BOOLEAN, NULL, OBJECT, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder, carries_nothing
 from ...encoding import (
-    PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, ignore, lose_unknown_members, message_member,
+    BLANK_HELD, PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, blank, ignore,
+    lose_unknown_members, message_member,
 )
 from ...errors import TranscodeError
 from ...images import IMAGE_TYPES, keep_head, sniff_media_type  # (IMAGE_TYPES: the four anthropic takes)
@@ -714,8 +715,9 @@ class RequestEncoder(Encoder):
       message that follows them, merge into one user message (anthropic wants
       every tool_result of a turn in the next user message). Other consecutive
       same-role messages are kept apart (the API merges them itself).
-    * an empty text of another dialect (openai ``content: ""`` next to
-      tool_calls) is not written (anthropic rejects empty text blocks). A message
+    * an empty or blank (whitespace only) text of another dialect (openai
+      ``content: ""`` or ``"\\n\\n"`` next to tool_calls) is not written (anthropic
+      rejects empty text blocks and blank ones; a blank one is recorded). A message
       of another dialect with nothing in it (ollama ``{"role": "assistant"}``,
       openai ``content: null`` without tool calls) is not written either, a
       recorded loss: anthropic rejects a message without content (``content: []``,
@@ -1090,10 +1092,10 @@ class RequestEncoder(Encoder):
             self._turn_calls = True
 
     def _defers(self, block: Block) -> bool:
-        """An empty first fragment of another dialect's text waits: it may stay empty (its
-        member after the text came on a last fragment of its own), and an empty text is not
-        written (``_place_block``). Was placed at once: anthropic got an empty text block,
-        which it rejects."""
+        """A blank first fragment of another dialect's text waits: it may stay empty (its
+        member after the text came on a last fragment of its own) or blank, and such a text
+        is not written (``_drops_blank``). Was placed at once: anthropic got an empty text
+        block, which it rejects."""
         return self.foreign and block.section in _DROPPED_WHEN_EMPTY
 
     def _lose_attrs(self, block: Block, attrs: dict, written: frozenset = frozenset()) -> None:
@@ -1115,9 +1117,8 @@ class RequestEncoder(Encoder):
         if self._drops_typed_call(block, attrs):
             return None
         if s is SYSTEM_INSTRUCTION:
-            if self.foreign and block.fin and not block.payload:
-                self._lose_attrs(block, attrs)
-                return None  # an empty system text: absent means the same, and anthropic rejects it
+            if self._drops_blank(block, attrs):
+                return None
             if attrs.get("in_messages"):
                 return self._text(block, attrs, self._message_for(block, "system", attrs, True))
             target = self._system_target(block, attrs)
@@ -1136,9 +1137,8 @@ class RequestEncoder(Encoder):
             role = "user" if s is USER_TEXT else "assistant"
             if s is ASSISTANT_REFUSAL:
                 self._lose_block(block, "refusal block", "written as assistant text")
-            if self.foreign and block.fin and not block.payload:
-                self._lose_attrs(block, attrs)
-                return _EMPTY_TEXT  # absent means the same, and anthropic rejects it
+            if self._drops_blank(block, attrs):
+                return _EMPTY_TEXT
             return self._text(block, attrs, self._message_for(block, role, attrs, True))
         if s is USER_IMAGE or s is USER_DOCUMENT:
             return self._media(block, attrs, None)
@@ -1155,6 +1155,21 @@ class RequestEncoder(Encoder):
             return w.write, (lambda late: None)
         self._lose_unplaced(block)
         return None
+
+    def _drops_blank(self, block: Block, attrs: dict) -> bool:
+        """Another dialect's text that is empty or whitespace only (``encoding.blank``), whole
+        (its fragments joined: ``Encoder._on_block``), is not written: anthropic refuses an
+        empty text block ("text content blocks must be non-empty") and one of whitespace only
+        ("text content blocks must contain non-whitespace text"; it takes one beside other
+        text, but whether other text follows is not known when the block is placed). An
+        empty one means what absent means; a blank one is recorded. Its attributes are lost."""
+        if not (self.foreign and block.fin and blank(block.payload) and len(block.payload) <= BLANK_HELD):
+            return False
+        if block.payload:
+            self._lose_block(block, "text of whitespace only (it refuses a text block without other characters)",
+                             "not sent", attrs=attrs)
+        self._lose_attrs(block, attrs)
+        return True
 
     def _text(self, block: Block, attrs: dict, w: JsonWriter | None):
         if w is self._content and self._msg_string:
