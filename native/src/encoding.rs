@@ -781,6 +781,12 @@ pub fn blank(payload: &[u8]) -> bool {
     true
 }
 
+/// `held_blank(payload)`: `blank`, and short enough to be held whole (`BLANK_HELD`): what waits,
+/// and what a dialect may then leave out, is decided by this one test.
+pub fn held_blank(payload: &[u8]) -> bool {
+    payload.len() <= BLANK_HELD && blank(payload)
+}
+
 /// `Encoder._on_block`: the fragment protocol. A first fragment that is blank (`blank`) and not
 /// the last waits when `defers` says so: blank fragments join it (at most `BLANK_HELD` bytes);
 /// the first other fragment places it as it came, with what joined it; if the last is blank too,
@@ -802,7 +808,7 @@ pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mu
         } else {
             let mut payload = first.payload.into_owned();
             payload.extend_from_slice(&block.payload);
-            if blank(&block.payload) && payload.len() <= BLANK_HELD {
+            if held_blank(&payload) { // (the first was blank: the joined text is, when this is)
                 if block.fin {
                     // it stayed blank: one whole block
                     let late = block.attrs.as_deref().unwrap_or(&[]);
@@ -840,7 +846,7 @@ pub fn on_block<E: PlaceBlocks + ?Sized>(enc: &mut E, block: &Block<'_>, io: &mu
         }
         return Ok(());
     }
-    if !block.fin && enc.defers(block, io.session) && block.payload.len() <= BLANK_HELD && blank(&block.payload) {
+    if !block.fin && enc.defers(block, io.session) && held_blank(&block.payload) {
         *enc.in_block() = InBlock::Deferred(block.clone().into_owned());
         return Ok(());
     }

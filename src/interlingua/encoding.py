@@ -68,7 +68,6 @@ _NO_MESSAGE = "takes no request without a message"
 _NO_MESSAGE_MEANS = {"ollama": "reads a request without a message as loading the model, not as a question"}
 
 
-
 #: the most bytes of blank text a deferred first fragment gathers (``Encoder._on_block``);
 #: a longer blank text is placed as it came (a bound on what waits, the same at every cut)
 BLANK_HELD = 4096
@@ -88,6 +87,12 @@ def blank(payload: bytes) -> bool:
         else:
             return False
     return True
+
+
+def held_blank(payload: bytes) -> bool:
+    """``blank``, and short enough to be held whole (``BLANK_HELD``): what waits, and what a
+    dialect may then leave out, is decided by this one test."""
+    return len(payload) <= BLANK_HELD and blank(payload)
 
 
 class Encoder:
@@ -148,7 +153,7 @@ class Encoder:
             if first is not None:
                 self._deferred = None
                 payload = first.payload + block.payload
-                if blank(block.payload) and len(payload) <= BLANK_HELD:
+                if held_blank(payload):  # (the first was blank: the joined text is, when this is)
                     if block.fin:  # it stayed blank: one whole block
                         self._on_block(Block(first.section, first.message, payload, True, True,
                                              {**(first.attrs or {}), **(block.attrs or {})} or None))
@@ -168,7 +173,7 @@ class Encoder:
         if self._deferred is not None:  # (no last fragment came for it: placed as it came)
             first, self._deferred = self._deferred, None
             self._on_block(first)
-        if not block.fin and self._defers(block) and len(block.payload) <= BLANK_HELD and blank(block.payload):
+        if not block.fin and self._defers(block) and held_blank(block.payload):
             self._deferred = block
             return
         if block.message == REQUEST_LEVEL:

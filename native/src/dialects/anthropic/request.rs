@@ -1431,9 +1431,9 @@ mod encoder {
     use crate::canonical::{unescape_json_text, Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
     use crate::encoding::{
         require_a_message,
-        attr, attr_is, blank, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_moved, lose_unplaced, merged, on_block,
+        attr, attr_is, held_blank, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_moved, lose_unplaced, merged, on_block,
         subject, tool_definition, where_, Attr, Head, BlockRef, Encode, HeldArguments, InBlock, Io,
-        MessageAssembler, PlaceBlocks, ToolDefinitions, WriterId, BLANK_HELD, PARTS_CONTENT, STRING_CONTENT, call_key, CallBatch,
+        MessageAssembler, PlaceBlocks, ToolDefinitions, WriterId, PARTS_CONTENT, STRING_CONTENT, call_key, CallBatch,
     };
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
@@ -2249,14 +2249,13 @@ mod encoder {
             }
         }
 
-        /// `_text`: a text block into `w` (the message's string content: its fragments alone).
-        /// `_drops_blank`: another dialect's text that is empty or whitespace only (`blank`),
+        /// `_drops_blank`: another dialect's text that is empty or whitespace only (`held_blank`),
         /// whole (its fragments joined: `encoding::on_block`), is not written -- anthropic refuses
         /// an empty text block and one of whitespace only (it takes one beside other text, but
         /// whether other text follows is not known when the block is placed). An empty one means
         /// what absent means; a blank one is recorded. Its attributes are lost.
         fn drops_blank(&self, block: &Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<bool> {
-            if !(self.foreign && block.fin && blank(&block.payload) && block.payload.len() <= BLANK_HELD) {
+            if !(self.foreign && block.fin && held_blank(&block.payload)) {
                 return Ok(false);
             }
             if !block.payload.is_empty() {
@@ -2268,6 +2267,7 @@ mod encoder {
             Ok(true)
         }
 
+        /// `_text`: a text block into `w` (the message's string content: its fragments alone).
         fn text<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], w: WriterId, io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
             if w == OUT && self.msg.is_some() && self.msg_string {
                 return Ok(Some(Placed::StringText(Head::borrowed(block))));

@@ -1106,7 +1106,7 @@ mod decoder {
             let Some(comma) = prefix.iter().position(|&b| b == b',') else {
                 return Ok(prefix.len() > DATA_URL_PREFIX_LIMIT);
             };
-            if !self.unnamed(&prefix[..comma])? {
+            if !self.unnamed(data_url_label(&prefix[..comma])?.as_deref()) {
                 return Ok(true);
             }
             let mut sniffed = Vec::new();
@@ -1114,43 +1114,37 @@ mod decoder {
             Ok(sniffed.len() >= crate::images::SNIFF_BYTES)
         }
 
-        /// `MediaReader._unnamed`: whether `head` (the text before the comma) is a file's data
-        /// URL header whose label names no type.
-        fn unnamed(&self, head: &[u8]) -> Result<bool> {
-            if self.media.part != Part::File || head.len() > DATA_URL_PREFIX_LIMIT {
-                return Ok(false);
-            }
-            let meta = crate::canonical::decode_escaped(head)?;
-            Ok(meta.starts_with(b"data:") && meta.ends_with(b";base64") && crate::images::names_no_type(&meta[5..meta.len() - 7]))
+        /// `MediaReader._unnamed`: whether a data URL's `label` (None: not a data URL) is a
+        /// file's that names no type.
+        fn unnamed(&self, label: Option<&[u8]>) -> bool {
+            self.media.part == Part::File && label.is_some_and(crate::images::names_no_type)
         }
 
         /// `MediaReader._flush_prefix`.
         fn flush_prefix(&mut self, last: bool, cx: &mut Cx<'_>) -> Result<()> {
             let data = std::mem::take(&mut self.media.prefix);
             self.media.prefix_done = true;
-            // (a comma past the limit is one a cut body never waits for: not a data URL either way)
-            if let Some(comma) = data.iter().position(|&b| b == b',').filter(|&at| at <= DATA_URL_PREFIX_LIMIT) {
-                let meta = crate::canonical::decode_escaped(&data[..comma])?;
-                if meta.starts_with(b"data:") && meta.ends_with(b";base64") {
-                    let (label, rest) = (&meta[5..meta.len() - 7], &data[comma + 1..]);
-                    let mut shown = None;
-                    if self.unnamed(&data[..comma])? {
-                        // its type is the one its first bytes show, if any
-                        let mut sniffed = Vec::new();
-                        crate::images::keep_head(&mut sniffed, rest);
-                        shown = crate::images::sniff_file_type(&sniffed);
-                    }
-                    let builder = self.msg.current()?;
-                    builder.set("source", str_json("base64"));
-                    let mut label_json = Vec::new();
-                    dumps_key(label, &mut label_json);
-                    builder.set("media_type", shown.map_or_else(|| label_json.clone(), str_json));
-                    builder.set("data_url", b"true".to_vec());
-                    if shown.is_some() {
-                        builder.set(DATA_URL_TYPE, label_json); // (written back as it came)
-                    }
-                    return self.msg.fragment(rest, last, cx);
+            let comma = data.iter().position(|&b| b == b',');
+            let label = comma.map(|comma| data_url_label(&data[..comma])).transpose()?.flatten();
+            if let (Some(comma), Some(label)) = (comma, label) {
+                let rest = &data[comma + 1..];
+                let mut shown = None;
+                if self.unnamed(Some(&label)) {
+                    // its type is the one its first bytes show, if any
+                    let mut sniffed = Vec::new();
+                    crate::images::keep_head(&mut sniffed, rest);
+                    shown = crate::images::sniff_file_type(&sniffed);
                 }
+                let builder = self.msg.current()?;
+                builder.set("source", str_json("base64"));
+                let mut label_json = Vec::new();
+                dumps_key(&label, &mut label_json);
+                builder.set("media_type", shown.map_or_else(|| label_json.clone(), str_json));
+                builder.set("data_url", b"true".to_vec());
+                if shown.is_some() {
+                    builder.set(DATA_URL_TYPE, label_json); // (written back as it came)
+                }
+                return self.msg.fragment(rest, last, cx);
             }
             let builder = self.msg.current()?;
             if self.media.part == Part::ImageUrl {
@@ -1170,6 +1164,24 @@ mod decoder {
             }
             self.msg.fragment(&data, last, cx)
         }
+    }
+
+    /// `_data_url_label`: the label of a data URL's header -- `head`, the text before its comma,
+    /// is `data:<label>;base64` -- or None: not one. (A comma past the limit is one a cut body
+    /// never waits for: not a data URL either way.)
+    fn data_url_label(head: &[u8]) -> Result<Option<Cow<'_, [u8]>>> {
+        if head.len() > DATA_URL_PREFIX_LIMIT {
+            return Ok(None);
+        }
+        let meta = crate::canonical::decode_escaped(head)?;
+        if !(meta.starts_with(b"data:") && meta.ends_with(b";base64")) {
+            return Ok(None);
+        }
+        let label = 5..meta.len() - 7;
+        Ok(Some(match meta {
+            Cow::Borrowed(meta) => Cow::Borrowed(&meta[label]),
+            Cow::Owned(meta) => Cow::Owned(meta[label].to_vec()),
+        }))
     }
 
     /// `add_extra(block, key, raw)` for members already written as `"k":v,...`:

@@ -45,7 +45,7 @@ from ...canonical import (
 from ...decoding import BOOLEAN, NULL, OBJECT, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder, carries_nothing
 from ...encoding import (
-    BLANK_HELD, PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, blank, ignore,
+    PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, held_blank, ignore,
     lose_unknown_members, message_member,
 )
 from ...errors import TranscodeError
@@ -1157,13 +1157,13 @@ class RequestEncoder(Encoder):
         return None
 
     def _drops_blank(self, block: Block, attrs: dict) -> bool:
-        """Another dialect's text that is empty or whitespace only (``encoding.blank``), whole
+        """Another dialect's text that is empty or whitespace only (``encoding.held_blank``), whole
         (its fragments joined: ``Encoder._on_block``), is not written: anthropic refuses an
         empty text block ("text content blocks must be non-empty") and one of whitespace only
         ("text content blocks must contain non-whitespace text"; it takes one beside other
         text, but whether other text follows is not known when the block is placed). An
         empty one means what absent means; a blank one is recorded. Its attributes are lost."""
-        if not (self.foreign and block.fin and blank(block.payload) and len(block.payload) <= BLANK_HELD):
+        if not (self.foreign and block.fin and held_blank(block.payload)):
             return False
         if block.payload:
             self._lose_block(block, "text of whitespace only (it refuses a text block without other characters)",

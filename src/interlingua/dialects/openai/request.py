@@ -692,6 +692,16 @@ def add_extra(block: BlockBuilder, key: str, raw: bytes, attr: str = EXTRA_ATTR)
 _MEDIA_PAYLOAD_KEY = {"image_url": "url", "file": "file_data", "input_audio": "data"}
 
 
+def _data_url_label(head: bytes) -> str | None:
+    """The label of a data URL's header -- ``head``, the text before its comma, is
+    ``data:<label>;base64`` -- or None: not one. (A comma past the limit is one a cut body
+    never waits for: not a data URL either way.)"""
+    if len(head) > _DATA_URL_PREFIX_LIMIT:
+        return None
+    meta = decode_escaped(head)
+    return meta[5:-7] if meta.startswith("data:") and meta.endswith(";base64") else None
+
+
 class MediaReader:
     """The object of an ``image_url`` / ``file`` / ``input_audio`` part.
 
@@ -739,41 +749,34 @@ class MediaReader:
         head, comma, rest = self._prefix.partition(b",")
         if not comma:
             return len(self._prefix) > _DATA_URL_PREFIX_LIMIT
-        if not self._unnamed(head):
+        if not self._unnamed(_data_url_label(head)):
             return True
         sniffed = bytearray()
         keep_head(sniffed, rest)  # (a comma is never inside an escape: rest starts at a character)
         return len(sniffed) >= SNIFF_BYTES
 
-    def _unnamed(self, head: bytes) -> bool:
-        """Whether ``head`` (the text before the comma) is a file's data URL header whose
-        label names no type."""
-        if self.key != "file" or len(head) > _DATA_URL_PREFIX_LIMIT:
-            return False
-        meta = decode_escaped(head)
-        return meta.startswith("data:") and meta.endswith(";base64") and type_named(meta[5:-7]) in UNNAMED_TYPES
+    def _unnamed(self, label: str | None) -> bool:
+        """Whether a data URL's ``label`` (None: not a data URL) is a file's that names no type."""
+        return self.key == "file" and label is not None and type_named(label) in UNNAMED_TYPES
 
     def _flush_prefix(self, final: bool) -> None:
         data, self._prefix = self._prefix, b""
         self._prefix_done = True
         head, comma, rest = data.partition(b",")
-        # (a comma past the limit is one a cut body never waits for: not a data URL either way)
-        if comma and len(head) <= _DATA_URL_PREFIX_LIMIT:
-            meta = decode_escaped(head)
-            if meta.startswith("data:") and meta.endswith(";base64"):
-                label = meta[5:-7]
-                shown = None
-                if self._unnamed(head):  # its type is the one its first bytes show, if any
-                    sniffed = bytearray()
-                    keep_head(sniffed, rest)
-                    shown = sniff_file_type(bytes(sniffed))
-                self.block.set("source", "base64")
-                self.block.set("media_type", shown or label)
-                self.block.set("data_url", True)
-                if shown is not None:
-                    self.block.set(DATA_URL_TYPE, label)  # (written back as it came)
-                self.block.fragment(rest, True, final)
-                return
+        label = _data_url_label(head) if comma else None
+        if label is not None:
+            shown = None
+            if self._unnamed(label):  # its type is the one its first bytes show, if any
+                sniffed = bytearray()
+                keep_head(sniffed, rest)
+                shown = sniff_file_type(bytes(sniffed))
+            self.block.set("source", "base64")
+            self.block.set("media_type", shown or label)
+            self.block.set("data_url", True)
+            if shown is not None:
+                self.block.set(DATA_URL_TYPE, label)  # (written back as it came)
+            self.block.fragment(rest, True, final)
+            return
         if self.key == "image_url":
             self.block.set("source", "url")
         else:  # file_data that is not a data URL: base64 as given, written back without a prefix
