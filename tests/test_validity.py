@@ -49,6 +49,8 @@ BAD = {
         {"role": "user", "content": "hi"}, {"role": "assistant", "content": [
             {"type": "text", "text": "\n\n"}, {"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
         _result()]),
+    ("anthropic", "final-assistant-no-trailing-whitespace"): _a(messages=[
+        _USER, {"role": "assistant", "content": [{"type": "text", "text": "The answer is "}]}]),
     ("anthropic", "input-schema-object"): _a(tools=[{"name": "f", "input_schema": {"type": "string"}}]),
     ("anthropic", "input-schema-no-null"): _a(tools=[{"name": "f", "input_schema": {
         "type": "object", "properties": {"a": {"anyOf": [{"type": "string", "enum": None}]}}}}]),

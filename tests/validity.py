@@ -170,6 +170,22 @@ def _a_text_not_blank(body):
             yield f"{where} has text of whitespace only and no other text"
 
 
+@rule("anthropic", "request", "final-assistant-no-trailing-whitespace",
+      "the final assistant message's content does not end in whitespace (its last block, when a text)",
+      "Anthropic API error 'messages: final assistant content cannot end with trailing whitespace' "
+      "(a prefill ending in a newline or a space)")
+def _a_final_assistant_trailing(body):
+    messages = _messages(body)
+    if not messages or not isinstance(messages[-1], dict) or messages[-1].get("role") != "assistant":
+        return
+    content = messages[-1].get("content")
+    blocks = _blocks(content)
+    text = content if isinstance(content, str) else (
+        blocks[-1].get("text") if blocks and blocks[-1].get("type") == "text" else None)
+    if isinstance(text, str) and text != text.rstrip(" \n\t\r"):
+        yield f"messages[{len(messages) - 1}] (the final assistant message) ends in whitespace"
+
+
 def _custom_tools(body) -> Iterator[tuple[int, dict]]:
     tools = body.get("tools")
     for i, t in enumerate(tools if isinstance(tools, list) else []):

@@ -296,6 +296,33 @@ pub struct Writers {
     free: Vec<u32>,
     /// a held writer's bytes of one write, before they go into its hold
     scratch: Vec<u8>,
+    /// bytes held back from the output, written before its next write that is not empty:
+    /// the end of anthropic's last assistant text (Python's `RequestEncoder._emit`)
+    pub held_back: HeldBack,
+}
+
+/// The end of the last assistant text an anthropic request encoder wrote, held back until what
+/// follows it is known (`_trailing_text`): its trailing blank run and, once the text ended, the
+/// bytes that close it. Written before anything else is; or the encoder drops the run.
+#[derive(Default)]
+pub struct HeldBack {
+    pub run: Vec<u8>,
+    pub close: Option<Vec<u8>>,
+}
+
+impl HeldBack {
+    pub fn is_empty(&self) -> bool {
+        self.run.is_empty() && self.close.is_none()
+    }
+
+    /// Into `out` (`_emit`'s `self.write(held)`), and gone.
+    fn release(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.run);
+        self.run.clear();
+        if let Some(close) = self.close.take() {
+            out.extend_from_slice(&close);
+        }
+    }
 }
 
 /// Where writer `id` writes: its `JsonWriter` and its hold (`None`: the output).
@@ -372,10 +399,19 @@ impl Io<'_> {
     /// One JSON-writer call on writer `w` (one Python `write`): `f` writes into the
     /// output, or into a buffer that then goes into `w`'s hold.
     pub fn json<R>(&mut self, w: WriterId, f: impl FnOnce(&mut JsonWriter, &mut Vec<u8>) -> R) -> Result<R> {
-        let Writers { out, slots, scratch, .. } = &mut *self.writers;
+        let Writers { out, slots, scratch, held_back, .. } = &mut *self.writers;
         let (json, hold) = slot_in(out, slots, w).ok_or_else(stale)?;
         match hold {
-            None => Ok(f(json, self.out)),
+            None if held_back.is_empty() => Ok(f(json, self.out)),
+            None => {
+                scratch.clear();
+                let r = f(json, scratch);
+                if !scratch.is_empty() {
+                    held_back.release(self.out);
+                    self.out.extend_from_slice(scratch);
+                }
+                Ok(r)
+            }
             Some(hold) => {
                 scratch.clear();
                 let r = f(json, scratch);
@@ -390,6 +426,9 @@ impl Io<'_> {
         let (_, hold) = self.writers.slot(w).ok_or_else(stale)?;
         match hold {
             None => {
+                if !data.is_empty() && !self.writers.held_back.is_empty() {
+                    self.writers.held_back.release(self.out);
+                }
                 self.out.extend_from_slice(data);
                 Ok(())
             }
@@ -785,6 +824,31 @@ pub fn blank(payload: &[u8]) -> bool {
 /// and what a dialect may then leave out, is decided by this one test.
 pub fn held_blank(payload: &[u8]) -> bool {
     payload.len() <= BLANK_HELD && blank(payload)
+}
+
+/// `blank_tail(payload)`: where the blank run that ends escaped JSON string text begins
+/// (`blank`'s characters; `payload.len()`: it ends in none), or `None` when the run is longer
+/// than `BLANK_HELD`. Read from the end: a `\n` there is an escape when the backslashes before
+/// it are even in number (`\\n` is a backslash and an `n`).
+pub fn blank_tail(payload: &[u8]) -> Option<usize> {
+    let mut at = payload.len();
+    while at > 0 {
+        if payload[at - 1] == b' ' {
+            at -= 1;
+        } else if at >= 2 && payload[at - 2] == b'\\' && matches!(payload[at - 1], b'n' | b't' | b'r') {
+            let backslashes = payload[..at - 2].iter().rev().take_while(|&&b| b == b'\\').count();
+            if backslashes % 2 == 1 {
+                break; // (the backslash is escaped: a text character follows it)
+            }
+            at -= 2;
+        } else {
+            break;
+        }
+        if payload.len() - at > BLANK_HELD {
+            return None;
+        }
+    }
+    Some(at)
 }
 
 /// `Encoder._on_block`: the fragment protocol. A first fragment that is blank (`blank`) and not
@@ -2163,6 +2227,21 @@ mod tests {
         ] {
             assert_eq!(blank(payload), want, "{:?}", String::from_utf8_lossy(payload));
         }
+    }
+
+    #[test]
+    fn blank_tail_is_where_the_closing_run_of_whitespace_begins() {
+        for (payload, want) in [
+            (&b""[..], Some(0)), (b"a", Some(1)), (b"a ", Some(1)), (br"a\n \t\r", Some(1)), (br"\n", Some(0)),
+            (br"a\\n", Some(4)), (br"a\\\n", Some(3)), (br"a\\\\n ", Some(6)), (br"\u0020 ", Some(6)),
+            (b"a\xc2\xa0", Some(3)),
+        ] {
+            assert_eq!(blank_tail(payload), want, "{:?}", String::from_utf8_lossy(payload));
+        }
+        let long = [b' '; BLANK_HELD + 1];
+        assert_eq!(blank_tail(&long), None);
+        assert_eq!(blank_tail(&long[1..]), Some(0));
+        assert_eq!(blank_tail(&[b"x".as_slice(), &long].concat()), None);
     }
 
     #[test]

@@ -95,6 +95,33 @@ def held_blank(payload: bytes) -> bool:
     return len(payload) <= BLANK_HELD and blank(payload)
 
 
+def blank_tail(payload: bytes) -> int | None:
+    """Where the blank run that ends escaped JSON string text begins (``blank``'s characters;
+    ``len(payload)``: it ends in none), or None when the run is longer than ``BLANK_HELD``
+    (too long to hold). Read from the end, so a long text costs its run only: a ``\\n``
+    there is an escape when the backslashes before it are even in number (``\\\\n`` is a
+    backslash and an ``n``)."""
+    at = len(payload)
+    while at:
+        if payload[at - 1] == 0x20:
+            at -= 1
+        elif at >= 2 and payload[at - 2] == 0x5C and payload[at - 1] in _BLANK_ESCAPE_LETTERS:
+            before = at - 2
+            while before and payload[before - 1] == 0x5C:
+                before -= 1
+            if (at - 2 - before) % 2:  # (the backslash is escaped: a text character follows it)
+                break
+            at -= 2
+        else:
+            break
+        if len(payload) - at > BLANK_HELD:
+            return None
+    return at
+
+
+_BLANK_ESCAPE_LETTERS = b"ntr"
+
+
 class Encoder:
     """Base of every dialect encoder."""
 

@@ -1431,9 +1431,9 @@ mod encoder {
     use crate::canonical::{unescape_json_text, Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
     use crate::encoding::{
         require_a_message,
-        attr, attr_is, held_blank, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_moved, lose_unplaced, merged, on_block,
+        attr, attr_is, blank_tail, held_blank, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_moved, lose_unplaced, merged, on_block,
         subject, tool_definition, where_, Attr, Head, BlockRef, Encode, HeldArguments, InBlock, Io,
-        MessageAssembler, PlaceBlocks, ToolDefinitions, WriterId, PARTS_CONTENT, STRING_CONTENT, call_key, CallBatch,
+        MessageAssembler, PlaceBlocks, ToolDefinitions, WriterId, BLANK_HELD, PARTS_CONTENT, STRING_CONTENT, call_key, CallBatch,
     };
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
@@ -1568,6 +1568,9 @@ mod encoder {
         ResultCopy(u64),
         /// a text / thinking / redacted_thinking object: close `"` + members + `}`
         Object { to: WriterId, kind: &'static str, head: Head<'a> },
+        /// another dialect's assistant text (`_trailing_text`): an `Object` into the output whose
+        /// trailing blank run, and then its close, are held back (`Writers::held_back`)
+        TrailingText(Head<'a>),
         /// a tool_use into `w`: `input` copied (same dialect) or held (`HeldArguments`);
         /// `ids`: the id list (`CallBatch`) its id goes to at the close
         ToolUse { w: WriterId, head: Head<'a>, args: Option<Box<HeldArguments>>, ids: u64 },
@@ -1593,6 +1596,7 @@ mod encoder {
                 Placed::ResultCopy(result) => Placed::ResultCopy(result),
                 Placed::Drop => Placed::Drop,
                 Placed::Object { to, kind, head } => Placed::Object { to, kind, head: head.into_owned() },
+                Placed::TrailingText(head) => Placed::TrailingText(head.into_owned()),
                 Placed::ToolUse { w, head, args, ids } => Placed::ToolUse { w, head: head.into_owned(), args, ids },
                 Placed::ResultHead { content, result, head } => {
                     Placed::ResultHead { content, result, head: head.into_owned() }
@@ -1690,6 +1694,10 @@ mod encoder {
         /// the source message of the first of them (the message it opens)
         held_message: i64,
         ended: bool,
+        /// the last assistant text whose end is held back (`_run_block`): its head, for the loss
+        /// when the run is dropped; `run_long`: its run so far is over `BLANK_HELD` (written)
+        run_head: Option<Head<'static>>,
+        run_long: bool,
         block: InBlock<Placed<'static>>,
         /// the bytes of one write being put together (a block's head or tail): one buffer
         /// for them all, not a Vec per block (`take_scratch`)
@@ -1735,6 +1743,8 @@ mod encoder {
                 held: None,
                 held_message: 0,
                 ended: false,
+                run_head: None,
+                run_long: false,
                 block: InBlock::None,
                 scratch: Vec::new(),
             };
@@ -1802,6 +1812,10 @@ mod encoder {
             let Some(top) = self.top else { return Ok(()) };
             if top == "messages" {
                 self.flush_held(io)?;
+                if self.held_calls.is_none() {
+                    // the last thing written is the last message's
+                    self.drop_trailing_run(io)?;
+                }
                 self.close_message(io)?;
                 if self.held_calls.is_some() {
                     // calls pending at the end: after the last message
@@ -2279,7 +2293,74 @@ mod encoder {
             // refuses it whole (two writes held the comma first: a high-water mark one byte more)
             let head = if io.sep(w).is_empty() { TEXT_HEAD } else { SEP_TEXT_HEAD };
             io.write(w, head)?;
+            if self.foreign && w == OUT && self.msg_role == "assistant" {
+                self.run_long = false;
+                return Ok(Some(Placed::TrailingText(Head::borrowed(block))));
+            }
             Ok(Some(Placed::Object { to: w, kind: "text", head: Head::borrowed(block) }))
+        }
+
+        // -- the final assistant content ----------------------------------------------------
+        //
+        // Whether an assistant text is the request's final content is known only when the
+        // message list ends after it. So another dialect's assistant text holds its trailing
+        // blank run (`blank_tail`: spaces, newlines, tabs; at most `BLANK_HELD` bytes, the same at
+        // every cut) back from the output, and at its end the bytes that close it too: the next
+        // write to the output puts them first (`Io::write`); the list's end (`close_top`) drops
+        // the run.
+
+        /// `_trailing_text`'s `write`.
+        fn trailing_write(&mut self, data: &[u8], io: &mut Io<'_>) -> Result<()> {
+            match blank_tail(data) {
+                None => {
+                    // a run too long to hold: the text keeps it
+                    io.write(OUT, data)?;
+                    self.run_long = true;
+                }
+                Some(0) => {
+                    let held = &mut io.writers.held_back.run;
+                    if self.run_long || held.len() + data.len() > BLANK_HELD {
+                        io.write(OUT, data)?; // (after what was held)
+                        self.run_long = true;
+                    } else {
+                        held.extend_from_slice(data);
+                    }
+                }
+                Some(cut) => {
+                    io.write(OUT, &data[..cut])?;
+                    io.writers.held_back.run.extend_from_slice(&data[cut..]);
+                    self.run_long = false;
+                }
+            }
+            Ok(())
+        }
+
+        /// `_trailing_text`'s `close`.
+        fn trailing_close(&mut self, head: Head<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
+            let every = merged(&head.attrs, late);
+            let mut closing = Vec::new();
+            closing.push(b'"');
+            self.members(head.as_ref(), "text", &every, io, &mut closing)?;
+            closing.push(b'}');
+            if io.writers.held_back.run.is_empty() {
+                return io.write(OUT, &closing);
+            }
+            io.writers.held_back.close = Some(closing);
+            self.run_head = Some(head.into_owned());
+            Ok(())
+        }
+
+        /// `_drop_trailing_run`: the message list ends: an assistant text whose end was held back
+        /// is the final content, and its trailing whitespace is not sent (recorded).
+        fn drop_trailing_run(&mut self, io: &mut Io<'_>) -> Result<()> {
+            let head = self.run_head.take();
+            let Some(closing) = io.writers.held_back.close.take() else { return Ok(()) };
+            io.writers.held_back.run.clear();
+            if let Some(head) = head {
+                lose_block(io.session, DIALECT, head.as_ref(), "final assistant text that ends in whitespace (it refuses one)",
+                           Some("its trailing whitespace is not sent"), None)?;
+            }
+            io.write(OUT, &closing)
         }
 
         fn reasoning<'b>(&mut self, block: &'b Block<'_>, attrs: &[Attr<'_>], io: &mut Io<'_>) -> Result<Option<Placed<'b>>> {
@@ -2872,6 +2953,7 @@ mod encoder {
         fn write(&mut self, placed: &mut Placed<'_>, payload: &[u8], io: &mut Io<'_>) -> Result<()> {
             match placed {
                 Placed::Copy(w) | Placed::Object { to: w, .. } => io.write(*w, payload),
+                Placed::TrailingText(_) => self.trailing_write(payload, io),
                 Placed::ResultCopy(_) | Placed::StringText(_) => io.write(OUT, payload),
                 Placed::Drop | Placed::ResultHead { content: HeadContent::Empty, .. } => Ok(()),
                 Placed::ResultHead { .. } => io.write(OUT, payload),
@@ -2925,6 +3007,7 @@ mod encoder {
                     self.scratch = tail;
                     Ok(())
                 }
+                Placed::TrailingText(head) => self.trailing_close(head, late, io),
                 Placed::ToolUse { w, head, args, ids } => self.close_tool_use(w, head, args, ids, late, io),
                 Placed::ResultHead { content, result, head } => {
                     match content {

@@ -45,8 +45,8 @@ from ...canonical import (
 from ...decoding import BOOLEAN, NULL, OBJECT, OPT_OBJECT, OPT_STRING, STRING  # (types of members)
 from ...decoding import BlockBuilder, MessageReaderBase, RequestBodyDecoder, carries_nothing
 from ...encoding import (
-    PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, held_blank, ignore,
-    lose_unknown_members, message_member,
+    BLANK_HELD, PARTS_CONTENT, STRING_CONTENT, Encoder, HeldArguments, MessageAssembler, blank_tail, held_blank,
+    ignore, lose_unknown_members, message_member,
 )
 from ...errors import TranscodeError
 from ...images import IMAGE_TYPES, keep_head, sniff_media_type  # (IMAGE_TYPES: the four anthropic takes)
@@ -723,6 +723,12 @@ class RequestEncoder(Encoder):
       recorded loss: anthropic rejects a message without content (``content: []``,
       ``""``), and filling it would put words in a turn that had none; the
       messages around it stay (the API joins consecutive same-role turns).
+    * the final assistant content of another dialect does not end in whitespace:
+      anthropic refuses it ("final assistant content cannot end with trailing
+      whitespace": a prefill that came with a newline or a space). An assistant text's
+      trailing blank run is held back (``_trailing_text``) until what follows it is
+      known; at the end of the message list it is not sent, recorded. Earlier texts,
+      and a final one whose run is over ``BLANK_HELD`` bytes, keep their whitespace.
     * an ollama tool message's images go inside its ``tool_result`` (content
       blocks), not in a user message between results (anthropic wants every
       tool_result of a user message first); its text streams before they are
@@ -760,7 +766,7 @@ class RequestEncoder(Encoder):
 
     def __init__(self, write, session: Session) -> None:
         super().__init__(write, session)
-        self.out = JsonWriter(write)
+        self.out = JsonWriter(self._emit)
         self.foreign = session.source != DIALECT
         self._top: str | None = None
         self._msg: MessageAssembler | None = None
@@ -800,7 +806,25 @@ class RequestEncoder(Encoder):
         self._calls_writer: JsonWriter | None = None  # (not ``_held_writer``: the user hold's)
         self._held_ids: list = []
         self._ended = False
+        # the end of the last assistant text written (``_trailing_text``): its trailing blank
+        # run, and once it ended, the bytes that close it and the block, held back from the output
+        self._run = b""
+        self._run_close: bytes | None = None
+        self._run_block: Block | None = None
+        self._run_long = False  # the text's run so far is over BLANK_HELD: written as it comes
         self.out.begin_object()
+
+    def _emit(self, data: bytes) -> None:
+        """Every write to the output: what was held back at the last assistant text's end goes
+        first (something follows the text: it is not the final content). An empty write is
+        nothing that follows."""
+        if not data:
+            return
+        if self._run or self._run_close is not None:
+            held = self._run + (self._run_close or b"")
+            self._run, self._run_close, self._run_block = b"", None, None
+            self.write(held)
+        self.write(data)
 
     # -- top level ---------------------------------------------------------------
 
@@ -819,6 +843,8 @@ class RequestEncoder(Encoder):
         if self._top is not None:
             if self._top == "messages":
                 self._flush_held()
+                if self._held_calls is None:  # the last thing written is the last message's
+                    self._drop_trailing_run()
                 self._close_message()
                 if self._held_calls is not None:  # calls pending at the end: after the last message
                     self._flush_held_calls()
@@ -1177,10 +1203,57 @@ class RequestEncoder(Encoder):
         if attrs.get("empty"):
             return (lambda data: None), (lambda late: None)
         w.write(w._sep() + _TEXT_HEAD)
+        if self.foreign and w is self.out and self._msg_role == "assistant":
+            return self._trailing_text(block, attrs)
 
         def close(late: dict) -> None:
             w.write(b'"' + self._members(block, "text", {**attrs, **late}) + b"}")
         return w.write, close
+
+    # -- the final assistant content ---------------------------------------------------
+    #
+    # Whether an assistant text is the request's final content is known only when the message
+    # list ends after it. So another dialect's assistant text holds its trailing blank run
+    # (``blank_tail``: spaces, newlines, tabs; at most ``BLANK_HELD`` bytes, the same at every
+    # cut) back from the output, and at its end the bytes that close it too: the next write to
+    # the output (``_emit``) puts them first; the list's end (``_close_top``) drops the run.
+
+    def _trailing_text(self, block: Block, attrs: dict):
+        self._run_long = False
+
+        def write(data: bytes) -> None:
+            cut = blank_tail(data)
+            if cut is None:  # a run too long to hold: the text keeps it
+                self.out.write(data)
+                self._run_long = True
+            elif cut == 0:  # blank: the run goes on
+                if self._run_long or len(self._run) + len(data) > BLANK_HELD:
+                    self.out.write(data)  # (after what was held: ``_emit``)
+                    self._run_long = True
+                else:
+                    self._run += data
+            else:
+                self.out.write(data[:cut])
+                self._run, self._run_long = data[cut:], False
+
+        def close(late: dict) -> None:
+            closing = b'"' + self._members(block, "text", {**attrs, **late}) + b"}"
+            if self._run:
+                self._run_close, self._run_block = closing, block
+            else:
+                self.out.write(closing)
+        return write, close
+
+    def _drop_trailing_run(self) -> None:
+        """The message list ends: an assistant text whose end was held back is the final content,
+        and its trailing whitespace is not sent (recorded)."""
+        if self._run_close is None:
+            return
+        closing, block = self._run_close, self._run_block
+        self._run, self._run_close, self._run_block = b"", None, None
+        self._lose_block(block, "final assistant text that ends in whitespace (it refuses one)",
+                         "its trailing whitespace is not sent")
+        self.write(closing)
 
     def _lose_string_cache(self, block: Block, late: dict) -> None:
         """An openai message's breakpoint that came after its string content (written as
