@@ -51,6 +51,7 @@ BAD = {
         _result()]),
     ("anthropic", "final-assistant-no-trailing-whitespace"): _a(messages=[
         _USER, {"role": "assistant", "content": [{"type": "text", "text": "The answer is "}]}]),
+    ("anthropic", "stop-sequences-not-blank"): _a(stop_sequences=["END", "\n"]),
     ("anthropic", "input-schema-object"): _a(tools=[{"name": "f", "input_schema": {"type": "string"}}]),
     ("anthropic", "input-schema-no-null"): _a(tools=[{"name": "f", "input_schema": {
         "type": "object", "properties": {"a": {"anyOf": [{"type": "string", "enum": None}]}}}}]),

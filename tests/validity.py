@@ -186,6 +186,17 @@ def _a_final_assistant_trailing(body):
         yield f"messages[{len(messages) - 1}] (the final assistant message) ends in whitespace"
 
 
+@rule("anthropic", "request", "stop-sequences-not-blank",
+      "every stop sequence has a non-whitespace character (an empty one neither)",
+      "Anthropic API errors 'stop_sequences: each stop sequence must contain non-whitespace' and "
+      "'... must be non-empty' (LiteLLM #3286: openai stop ['\\n'])")
+def _a_stop_sequences(body):
+    stops = body.get("stop_sequences")
+    for i, stop in enumerate(stops if isinstance(stops, list) else []):
+        if isinstance(stop, str) and not stop.strip(" \n\t\r"):
+            yield f"stop_sequences[{i}] is {stop!r}"
+
+
 def _custom_tools(body) -> Iterator[tuple[int, dict]]:
     tools = body.get("tools")
     for i, t in enumerate(tools if isinstance(tools, list) else []):

@@ -359,6 +359,8 @@ mod to_anthropic {
         pub value: Value,
         pub dialect: Option<String>,
         pub key: Option<String>,
+        /// its source value was a list (`control.raw[:1] == b"["`; no raw: the value is one)
+        pub listed: bool,
     }
 
     /// `_SAME` but `max_output_tokens` (written first, by `_max_tokens` / `_reasoning`).
@@ -396,10 +398,7 @@ mod to_anthropic {
             }
         }
         if let Some(stop) = find("stop") {
-            out.push(("stop_sequences", match &stop.value {
-                Value::Str(_) => Value::Array(vec![stop.value.clone()]).to_json(),
-                other => other.to_json(),
-            }));
+            stop_sequences(stop, session, &mut out)?;
         }
         let forced = tool_choice(find("tool_choice"), find("parallel_tool_calls"), tools_sent, session, &mut out)?;
         let reasoning: &[Foreign] = controls.iter().find(|(n, _)| n == "reasoning").map_or(&[], |(_, v)| v);
@@ -471,6 +470,36 @@ mod to_anthropic {
     }
 
     /// `_lose`: `control` (or its member `sub`) has no anthropic form, named by its source path.
+    /// `_stop_sequences`: `stop_sequences` of the canonical stop list; a sequence without a
+    /// non-whitespace character (anthropic refuses one) is not sent, recorded at its element (the
+    /// field when it came as a string); none left, no field.
+    fn stop_sequences(control: &Foreign, session: &mut Session, out: &mut Vec<(&'static str, Vec<u8>)>) -> Result<()> {
+        let stops = match &control.value {
+            Value::Str(_) => std::slice::from_ref(&control.value),
+            Value::Array(items) => items.as_slice(),
+            other => {
+                out.push(("stop_sequences", other.to_json()));
+                return Ok(());
+            }
+        };
+        let mut kept = Vec::with_capacity(stops.len());
+        for (i, sequence) in stops.iter().enumerate() {
+            match sequence {
+                Value::Str(text) if text.iter().all(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\r')) => {
+                    let what = format!("stop sequence {} without a non-whitespace character (it refuses one)",
+                                       py_repr(sequence));
+                    let sub = if control.listed { format!("[{i}]") } else { String::new() };
+                    lose(session, control, &what, Some("not sent"), &sub)?;
+                }
+                _ => kept.push(sequence.clone()),
+            }
+        }
+        if !kept.is_empty() || stops.is_empty() {
+            out.push(("stop_sequences", Value::Array(kept).to_json()));
+        }
+        Ok(())
+    }
+
     fn lose(session: &mut Session, control: &Foreign, what: &str, done: Option<&str>, sub: &str) -> Result<()> {
         let mut path = match control.key.as_deref() {
             Some(key) if !key.is_empty() => format!("$.{key}"),
@@ -967,6 +996,8 @@ mod to_anthropic {
             ("openai", vec![("reasoning", r#"{"budget_tokens":true}"#, "x")], r#"{}"#, r#"{"max_tokens":5120,"thinking":{"type":"enabled","budget_tokens":1024}}"#, r#"[["openai", "$.x", "x: anthropic has no thinking budget below 1024 (True); raised to 1024"]]"#),
             ("openai", vec![("reasoning", r#""weird""#, "reasoning_effort")], r#"{}"#, r#"{"max_tokens":4096}"#, r#"[["openai", "$.reasoning_effort", "reasoning_effort: anthropic has no such reasoning setting"]]"#),
             ("openai", vec![("tool_choice", r#"{"type":"tool","name":"a.b"}"#, "tool_choice")], r#"{}"#, r#"{"max_tokens":4096,"tool_choice":{"type":"tool","name":"a_b_2e7336dc"}}"#, r#"[["openai", "$.tool_choice", "tool name 'a.b': anthropic has no such tool name (^[a-zA-Z0-9_-]{1,128}$); sent as 'a_b_2e7336dc'"]]"#),
+            ("openai", vec![("stop", r#"["\n","END"," ",""]"#, "stop")], r#"{}"#, r#"{"max_tokens":4096,"stop_sequences":["END"]}"#, r#"[["openai", "$.stop[0]", "stop[0]: anthropic has no stop sequence '\\n' without a non-whitespace character (it refuses one); not sent"], ["openai", "$.stop[2]", "stop[2]: anthropic has no stop sequence ' ' without a non-whitespace character (it refuses one); not sent"], ["openai", "$.stop[3]", "stop[3]: anthropic has no stop sequence '' without a non-whitespace character (it refuses one); not sent"]]"#),
+            ("ollama", vec![("stop", r#"" \t""#, "options.stop")], r#"{}"#, r#"{"max_tokens":4096}"#, r#"[["ollama", "$.options.stop", "options.stop: anthropic has no stop sequence ' \\t' without a non-whitespace character (it refuses one); not sent"]]"#),
             ("openai", vec![("model", r#""m""#, "model"), ("model", r#""m2""#, "model"), ("stop", r#"["a","b"]"#, "stop"), ("metadata", r#"{"k":"v"}"#, "metadata")], r#"{"strict": false}"#, r#"{"max_tokens":4096,"model":"m","stop_sequences":["a","b"]}"#, r#"[["openai", "$.model", "model: anthropic has no second value for model; the first is kept"], ["openai", "$.metadata", "metadata: anthropic has no such parameter"]]"#),
             ];
             for (source, items, opts, want, want_losses) in table {
@@ -979,6 +1010,7 @@ mod to_anthropic {
                         value: Value::loads(value.as_bytes()).unwrap(),
                         dialect: Some(source.to_string()),
                         key: Some(key.to_string()),
+                        listed: value.starts_with('['),
                     };
                     match gathered.iter_mut().find(|(n, _)| n == name) {
                         Some((_, list)) => list.push(control),

@@ -1923,11 +1923,17 @@ mod encoder {
             if let Some(hold) = self.controls.as_mut() {
                 let held: Vec<Control<'static>> = hold.drain(&mut io.session.reorder).collect();
                 for control in held {
+                    let value = Value::loads(&control.value)?;
+                    let listed = match control.raw.as_deref() {
+                        Some(raw) => raw.first() == Some(&b'['),
+                        None => matches!(value, Value::Array(_)),
+                    };
                     let foreign = Foreign {
                         name: control.name.to_string(),
-                        value: Value::loads(&control.value)?,
+                        value,
                         dialect: control.dialect.map(Cow::into_owned),
                         key: control.key.map(Cow::into_owned),
+                        listed,
                     };
                     match gathered.iter_mut().find(|(name, _)| *name == foreign.name) {
                         Some((_, items)) => items.push(foreign),

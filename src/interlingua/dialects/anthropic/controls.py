@@ -193,7 +193,8 @@ def encode(controls: dict[str, list[Control]], session, unthought_tool_turn: boo
     """All foreign controls at once (they merge): ``[(anthropic key, raw JSON)]``.
 
     Mapping decisions:
-    * ``stop`` -> ``stop_sequences`` (a string becomes a one-element list);
+    * ``stop`` -> ``stop_sequences`` (a string becomes a one-element list); a sequence
+      without a non-whitespace character is not sent, recorded (``_stop_sequences``);
     * ``tool_choice`` ``required`` -> ``any``; ``parallel_tool_calls: false`` ->
       ``disable_parallel_tool_use: true`` on the tool choice (``auto`` if none);
     * ``reasoning``: ``{"effort": e}`` -> ``output_config.effort`` (``minimal`` ->
@@ -221,8 +222,7 @@ def encode(controls: dict[str, list[Control]], session, unthought_tool_turn: boo
             continue
         out.append((key, dumps(control.value)))
     if "stop" in given:
-        stop = given["stop"].value
-        out.append(("stop_sequences", dumps([stop] if isinstance(stop, str) else stop)))
+        _stop_sequences(given["stop"], session, out)
     forced = _tool_choice(given, session, out, tools_sent)
     max_tokens = _reasoning(controls.get("reasoning", []), given, session, out, max_tokens, forced,
                             unthought_tool_turn)
@@ -249,6 +249,29 @@ def encode(controls: dict[str, list[Control]], session, unthought_tool_turn: boo
             continue  # anthropic streams always report usage
         _lose(session, control, "such parameter")
     return out
+
+
+def _stop_sequences(control: Control, session, out: list) -> None:
+    """``stop_sequences`` of the canonical stop list. anthropic refuses a stop sequence that is
+    empty or whitespace only ("stop_sequences: each stop sequence must contain non-whitespace";
+    openai's ``stop: ["\\n"]`` is common): such a one is not sent, recorded at its element
+    (``$.stop[1]``; the field itself when it came as a string); none left, no field.
+    Whitespace is ``encoding.blank``'s: spaces, newlines, tabs, carriage returns."""
+    stop = control.value
+    stops = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stops, list):
+        out.append(("stop_sequences", dumps(stops)))
+        return
+    listed = control.raw[:1] == b"[" if control.raw is not None else isinstance(stop, list)
+    kept = []
+    for i, sequence in enumerate(stops):
+        if isinstance(sequence, str) and not sequence.strip(" \n\t\r"):
+            _lose(session, control, f"stop sequence {sequence!r} without a non-whitespace character (it refuses one)",
+                  "not sent", sub=f"[{i}]" if listed else "")
+        else:
+            kept.append(sequence)
+    if kept or not stops:
+        out.append(("stop_sequences", dumps(kept)))
 
 
 def _first(items: list[Control], session) -> Control:
