@@ -52,6 +52,8 @@ BAD = {
     ("anthropic", "final-assistant-no-trailing-whitespace"): _a(messages=[
         _USER, {"role": "assistant", "content": [{"type": "text", "text": "The answer is "}]}]),
     ("anthropic", "stop-sequences-not-blank"): _a(stop_sequences=["END", "\n"]),
+    ("anthropic", "input-schema-no-top-combinator"): _a(tools=[{"name": "f", "input_schema": {
+        "type": "object", "oneOf": [{"properties": {"a": {"type": "string"}}}]}}]),
     ("anthropic", "input-schema-object"): _a(tools=[{"name": "f", "input_schema": {"type": "string"}}]),
     ("anthropic", "input-schema-no-null"): _a(tools=[{"name": "f", "input_schema": {
         "type": "object", "properties": {"a": {"anyOf": [{"type": "string", "enum": None}]}}}}]),

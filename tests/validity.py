@@ -214,6 +214,18 @@ def _a_input_schema(body):
             yield f"tools[{i}].input_schema {schema!r}"
 
 
+@rule("anthropic", "request", "input-schema-no-top-combinator",
+      "a custom tool's input_schema has no allOf, anyOf or oneOf at its top",
+      "Anthropic API error 'tools.N.custom.input_schema: input_schema does not support oneOf, allOf, "
+      "or anyOf at the top level' (MCP tools whose parameters are a union)")
+def _a_input_schema_combinators(body):
+    for i, t in _custom_tools(body):
+        schema = t.get("input_schema")
+        for key in ("allOf", "anyOf", "oneOf"):
+            if isinstance(schema, dict) and key in schema:
+                yield f"tools[{i}].input_schema has {key} at its top"
+
+
 def _null_keywords(schema, where: str) -> Iterator[str]:
     """Where a JSON Schema has a keyword whose value is null (``const`` / ``default`` may:
     it is their value), in it and in the schemas it holds -- read by the JSON Schema

@@ -1421,28 +1421,34 @@ fn schema_without_nulls(schema_raw: &[u8]) -> Result<Option<Vec<u8>>> {
 /// dialect's schema without `type` gets `"type":"object"` with no loss; one of another type,
 /// or not an object, is replaced by an empty object schema (recorded). `name`: the tool's
 /// `name` attribute (JSON text), for the loss. The schema is appended to `out` (the tool
-/// being written).
-pub fn object_schema(schema_raw: &[u8], session: &mut Session, name: Option<&[u8]>, out: &mut Vec<u8>) -> Result<()> {
+/// being written). Whether the schema written has `allOf`, `anyOf` or `oneOf` at its top (anthropic
+/// refuses it: `flat_schema`), read as the check passes its members.
+pub fn object_schema(schema_raw: &[u8], session: &mut Session, name: Option<&[u8]>, out: &mut Vec<u8>) -> Result<bool> {
     let cleaned = schema_without_nulls(schema_raw)?;
     let schema_raw = cleaned.as_deref().unwrap_or(schema_raw);
     // a decoder's schema is dumps output: read in place (compact.rs), its `type` found as the
     // check passes it (one pass over a schema that may be most of a request); other text is parsed
-    let (mut members, mut kind_value) = (0usize, None);
+    let (mut members, mut kind_value, mut combined) = (0usize, None, false);
     let canonical = Raw::canonical_members(schema_raw, |key, value| {
         members += 1;
         if key == b"type" {
             kind_value = Some(value); // (the last of a repeated key, as `get` reads it)
         }
+        combined |= COMBINATORS.contains(&key);
     });
     let kind = match canonical {
         Some(schema) if schema.is_object() => SchemaKind::of_object(kind_value, members == 0),
         Some(_) => SchemaKind::Other,
-        None => SchemaKind::of(&Value::loads(schema_raw)?),
+        None => {
+            let schema = Value::loads(schema_raw)?;
+            combined = schema.as_object().is_some_and(|m| m.iter().any(|(k, _)| COMBINATORS.contains(&k.as_slice())));
+            SchemaKind::of(&schema)
+        }
     };
     match kind {
         SchemaKind::Object => {
             out.extend_from_slice(schema_raw);
-            return Ok(());
+            return Ok(combined);
         }
         SchemaKind::Untyped { empty } => {
             out.extend_from_slice(b"{\"type\":\"object\"");
@@ -1452,16 +1458,19 @@ pub fn object_schema(schema_raw: &[u8], session: &mut Session, name: Option<&[u8
                 out.push(b',');
                 out.extend_from_slice(&schema_raw[1..]);
             }
-            return Ok(());
+            return Ok(combined);
         }
         SchemaKind::Other => {}
     }
-    let subject = format!("parameters of tool {}, not an object schema", py_repr(name)?);
+    let subject = format!("parameters of tool {}, not an object schema", tool_name_repr(name)?);
     let reason = lacks(&subject, session.target, "tool parameters other than an object schema", Some("an empty object schema is written"));
     session.lose("$.tools", &reason, None)?;
     out.extend_from_slice(EMPTY_OBJECT_SCHEMA);
-    Ok(())
+    Ok(false)
 }
+
+/// `COMBINATORS`: the combining keywords anthropic refuses at the top of a tool schema.
+pub const COMBINATORS: [&[u8]; 3] = [b"allOf", b"anyOf", b"oneOf"];
 
 /// A capacity for a tool's JSON made of `attrs` and `schema`: one allocation, not a growth series.
 pub fn tool_capacity(attrs: &[Attr<'_>], schema: &[u8]) -> usize {
@@ -1494,7 +1503,7 @@ impl SchemaKind {
 }
 
 /// `repr(name)` of a tool's name attribute (its JSON text; absent: None).
-fn py_repr(name: Option<&[u8]>) -> Result<String> {
+pub fn tool_name_repr(name: Option<&[u8]>) -> Result<String> {
     Ok(match name.map(Value::loads).transpose()? {
         None | Some(Value::Null) => "None".to_string(),
         Some(Value::Str(text)) => crate::json::py_str_repr(&text),

@@ -339,7 +339,7 @@ mod decoding_tests {
 pub use self::to_anthropic::{encode, string_text, tool_from_canonical, Foreign, THINKING_BUDGETS};
 
 mod to_anthropic {
-    use crate::encoding::{attr, lose_tool_attr, object_schema, tool_capacity, Attr};
+    use crate::encoding::{attr, lose_tool_attr, object_schema, tool_capacity, tool_name_repr, Attr, COMBINATORS};
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
     use crate::losses::{lacks, path_subject};
@@ -917,12 +917,75 @@ mod to_anthropic {
         if schema_raw.is_empty() {
             body.extend_from_slice(b"{\"type\":\"object\",\"properties\":{}}");
         } else if session.source != DIALECT {
-            object_schema(schema_raw, session, name_raw, &mut body)?;
+            let start = body.len();
+            if object_schema(schema_raw, session, name_raw, &mut body)? {
+                let flat = flat_schema(&body[start..], session, name_raw)?;
+                body.truncate(start);
+                body.extend_from_slice(&flat);
+            }
         } else {
             body.extend_from_slice(schema_raw);
         }
         body.push(b'}');
         Ok(body)
+    }
+
+    /// `flat_schema`: another dialect's object schema (`schema`, with `allOf` / `anyOf` / `oneOf`
+    /// at its top: `object_schema` said so) as one object schema anthropic takes: the branches'
+    /// `properties` merged into the schema's (a name it has keeps its own; keywords and branches
+    /// in order), an `allOf` branch's `required` names required, the rest recorded. A
+    /// `properties` or `required` that is not an object / list is left as it is.
+    fn flat_schema(schema: &[u8], session: &mut Session, name: Option<&[u8]>) -> Result<Vec<u8>> {
+        let Value::Object(members) = Value::loads(schema)? else { return Ok(schema.to_vec()) };
+        let found: Vec<&[u8]> = members.iter().map(|(k, _)| k.as_slice()).filter(|k| COMBINATORS.contains(k)).collect();
+        let get = |key: &[u8]| members.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        let mut merged = match get(b"properties") {
+            None => Some(Vec::new()),
+            Some(Value::Object(props)) => Some(props.clone()),
+            Some(_) => None,
+        };
+        let mut needed = match get(b"required") {
+            None => Some(Vec::new()),
+            Some(Value::Array(names)) => Some(names.clone()),
+            Some(_) => None,
+        };
+        for &key in &found {
+            let Some(Value::Array(branches)) = get(key) else { continue };
+            for branch in branches {
+                if let (Some(merged), Some(Value::Object(props))) = (merged.as_mut(), branch.get("properties")) {
+                    for (prop, value) in props {
+                        if !merged.iter().any(|(k, _)| k == prop) {
+                            merged.push((prop.clone(), value.clone()));
+                        }
+                    }
+                }
+                if let (true, Some(needed), Some(Value::Array(names))) = (key == b"allOf", needed.as_mut(), branch.get("required")) {
+                    for n in names {
+                        if !needed.iter().any(|have| py_eq(have, n)) {
+                            needed.push(n.clone());
+                        }
+                    }
+                }
+            }
+        }
+        let mut flat: Vec<(Vec<u8>, Value)> =
+            members.iter().filter(|(k, _)| !COMBINATORS.contains(&k.as_slice())).cloned().collect();
+        let mut set = |key: &[u8], value: Value| match flat.iter_mut().find(|(k, _)| k == key) {
+            Some((_, slot)) => *slot = value,
+            None => flat.push((key.to_vec(), value)),
+        };
+        if let Some(merged) = merged.filter(|m| !m.is_empty() || get(b"properties").is_some()) {
+            set(b"properties", Value::Object(merged));
+        }
+        if let Some(needed) = needed.filter(|n| !n.is_empty() || get(b"required").is_some()) {
+            set(b"required", Value::Array(needed));
+        }
+        let keywords: Vec<String> = found.iter().map(|k| String::from_utf8_lossy(k).into_owned()).collect();
+        let subject = format!("parameters of tool {}, with {} at the top level", tool_name_repr(name)?, keywords.join(" and "));
+        let reason = lacks(&subject, DIALECT, "tool schema with allOf, anyOf or oneOf at its top (it refuses one)",
+                           Some("their branches' properties are merged into the object schema, the rest is not sent"));
+        session.lose("$.tools", &reason, None)?;
+        Ok(Value::Object(flat).to_json())
     }
 
     /// `value.encode()` of an attribute holding JSON members as a string (`anthropic_extra`).

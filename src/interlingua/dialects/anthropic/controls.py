@@ -519,6 +519,52 @@ def tool_from_canonical(attrs: dict, schema_raw: bytes, session) -> bytes:
         elif key != "name" and key not in INTERNAL_ATTRS:  # (ollama's tool shape: nothing lost)
             lose_tool_attr(key, value, attrs, DIALECT, session)
     if schema_raw and session.source != DIALECT:
-        schema_raw = object_schema(schema_raw, session, attrs.get("name"))
+        schema_raw = flat_schema(object_schema(schema_raw, session, attrs.get("name")), session, attrs.get("name"))
     body += b',"input_schema":' + (schema_raw or b'{"type":"object","properties":{}}')
     return body + b"}"
+
+
+#: the combining keywords anthropic refuses at the top of a tool schema
+COMBINATORS = ("allOf", "anyOf", "oneOf")
+
+
+def flat_schema(schema_raw: bytes, session, name: object) -> bytes:
+    """Another dialect's object schema without ``allOf`` / ``anyOf`` / ``oneOf`` at its top:
+    anthropic refuses such a tool ("input_schema does not support oneOf, allOf, or anyOf at
+    the top level"), and with it the whole request -- what an MCP tool whose parameters are a
+    union (zod's ``z.union``) gets through an openai client. Their branches' ``properties`` are
+    merged into the schema's (a name it has already keeps its own; keywords and branches in
+    the schema's order); an
+    ``allOf`` branch's ``required`` names are required (an ``anyOf`` / ``oneOf`` branch's are
+    not: the others' would not hold); the rest of the branches (their own constraints, the
+    choice among them) is lost, recorded. A ``properties`` or ``required`` that is not an
+    object / list is left as it is, and nothing merged into it."""
+    if not any(b'"' + key.encode() + b'"' in schema_raw for key in COMBINATORS):
+        return schema_raw  # (the usual schema: no need to parse it)
+    schema = json.loads(schema_raw)
+    found = [key for key in schema if key in COMBINATORS]
+    if not found:
+        return schema_raw
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    merged = dict(properties) if isinstance(properties, dict) else None
+    needed = list(required) if isinstance(required, list) else None
+    for key in found:
+        branches = schema[key]
+        for branch in branches if isinstance(branches, list) else []:
+            if not isinstance(branch, dict):
+                continue
+            if merged is not None and isinstance(branch.get("properties"), dict):
+                for prop, value in branch["properties"].items():
+                    merged.setdefault(prop, value)
+            if key == "allOf" and needed is not None and isinstance(branch.get("required"), list):
+                needed += [n for n in branch["required"] if n not in needed]
+    flat = {key: value for key, value in schema.items() if key not in COMBINATORS}
+    if merged is not None and (merged or "properties" in schema):
+        flat["properties"] = merged
+    if needed is not None and (needed or "required" in schema):
+        flat["required"] = needed
+    session.lose("$.tools", lacks(f"parameters of tool {name!r}, with {' and '.join(found)} at the top level",
+                                  DIALECT, "tool schema with allOf, anyOf or oneOf at its top (it refuses one)",
+                                  "their branches' properties are merged into the object schema, the rest is not sent"))
+    return dumps(flat)
