@@ -229,6 +229,24 @@ def test_a_file_data_url_labelled_with_no_type_is_named_by_its_bytes_at_every_cu
             assert json.loads(t.feed(body) + t.close()) == json.loads(body)  # (the URL as it came)
 
 
+@pytest.mark.parametrize("label", _UNNAMED_LABELS + ["image/png", "image/jpeg", "image/gif"])
+def test_an_image_url_label_that_names_no_type_is_no_loss_into_ollama(label):
+    """ollama reads an image's bytes (it has no media type field): a declared type other than what
+    the bytes show is a recorded loss, but a label that names no type (``application/octet-stream``)
+    declared nothing to lose -- as a file so labelled, which is named by its bytes."""
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(16)).decode()
+    url = f"data:{label};base64,{png}"
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "URL"}}]}]}).encode().replace(b"URL", url.encode())
+    t = Transcoder("openai", "ollama")
+    out = json.loads(t.feed(body) + t.close())
+    assert out["messages"][0]["images"] == [png]
+    media = [loss.reason for loss in t.losses if "media type" in loss.reason]
+    declared = label.replace("\\/", "/").lower()
+    names_another = declared != "image/png" and declared not in ("application/octet-stream", "binary/octet-stream")
+    assert len(media) == names_another, t.losses
+
+
 def test_a_file_type_is_a_pdf_or_an_image():
     from interlingua.images import sniff_file_type, sniff_media_type
     for raw, media_type in _FILES:

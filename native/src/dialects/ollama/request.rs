@@ -1927,7 +1927,9 @@ impl Messages {
         let shown = sniff_media_type(sniffed).map_or_else(|| UNNAMED.to_vec(), |t| str_json(t.as_bytes()));
         // ("image/jpg" of JPEG bytes: nothing lost)
         let named = json_str(declared).map_or_else(|| declared.to_vec(), |label| str_json(crate::images::type_named(&label).as_bytes()));
-        if named != shown {
+        // (nor a label that names no type: application/octet-stream)
+        let names_none = json_str(declared).is_some_and(|label| crate::images::names_no_type(label.as_bytes()));
+        if named != shown && !names_none {
             let subject = subject(io.session, head.as_ref(), Some(&head.attrs));
             let what = format!("media type {} of {} {subject}", repr_json(declared), article(&subject));
             let done = format!("the bytes show {}", repr_json(&shown));

@@ -91,7 +91,7 @@ from ...encoding import (
     lose_unknown_members, merged_reasoning, message_member,
 )
 from ...errors import SchemaError, TranscodeError
-from ...images import IMAGE_TYPES, SNIFF_BYTES, keep_head, sniff_media_type, type_named
+from ...images import IMAGE_TYPES, SNIFF_BYTES, UNNAMED_TYPES, keep_head, sniff_media_type, type_named
 from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...losses import CALL_INDEX, INTERNAL_ATTRS, article, lacks, path_subject, several_subject
 from ...session import Session
@@ -1079,7 +1079,9 @@ class RequestEncoder(Encoder):
                 self._lose_is_error(block, late_only(attrs, late))
             declared = {**attrs, **late}.get("media_type", _UNNAMED)
             shown = sniff_media_type(bytes(head)) or _UNNAMED
-            if type_named(declared) != shown:  # ("image/jpg" of JPEG bytes: nothing lost)
+            # ("image/jpg" of JPEG bytes: nothing lost; nor a label that names no type --
+            # application/octet-stream, what a browser gives a file it does not know)
+            if type_named(declared) != shown and type_named(declared) not in UNNAMED_TYPES:
                 self._lose(block, f"media type {declared!r} of {article(self._subject(block, attrs))} "
                                   f"{self._subject(block, attrs)}", "media type field",
                            f"the bytes show {shown!r}")
