@@ -36,6 +36,8 @@ SCHEMAS = [
      {"type": "object", "description": "d", "additionalProperties": False, "required": ["y"]}),
     ({"type": "object", "properties": ["not", "an object"], "required": "no", "anyOf": [{"properties": {"a": _S}}]},
      {"type": "object", "properties": ["not", "an object"], "required": "no"}),
+    ({"type": "object", "required": ["a", "a"], "allOf": [{"required": ["b", "b", "a"]}, {"required": [1, 1.0, True]}]},
+     {"type": "object", "required": ["a", "a", "b", 1]}),  # (a name once, as Python's == has it; the schema's own as it is)
     ({"type": "object", "anyOf": "not a list", "properties": {}},
      {"type": "object", "properties": {}}),
 ]

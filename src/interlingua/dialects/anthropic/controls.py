@@ -558,7 +558,9 @@ def flat_schema(schema_raw: bytes, session, name: object) -> bytes:
                 for prop, value in branch["properties"].items():
                     merged.setdefault(prop, value)
             if key == "allOf" and needed is not None and isinstance(branch.get("required"), list):
-                needed += [n for n in branch["required"] if n not in needed]
+                for required_name in branch["required"]:
+                    if required_name not in needed:  # (each once: a branch may name one twice)
+                        needed.append(required_name)
     flat = {key: value for key, value in schema.items() if key not in COMBINATORS}
     if merged is not None and (merged or "properties" in schema):
         flat["properties"] = merged
