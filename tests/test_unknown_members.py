@@ -156,3 +156,31 @@ if __name__ == "__main__":  # every case (minutes): the failures, one a line
             failed += 1
             print(exc)
     print(f"{len(_cases())} cases, {failed} failures", file=sys.stderr)
+
+
+#: (source, target, member): a request's top-level member of the source's body that the source
+#: does not define but the target does under the same name -- LiteLLM's ``thinking`` (anthropic's
+#: value) in an openai body, a ``system`` there, ollama's ``think`` sent to an anthropic endpoint
+SAME_NAME = [("openai", "anthropic", "thinking", {"type": "enabled", "budget_tokens": 2048}),
+             ("openai", "anthropic", "system", "Be brief."),
+             ("anthropic", "ollama", "think", True),
+             ("anthropic", "ollama", "options", {"num_ctx": 4096}),
+             ("ollama", "openai", "reasoning_effort", "low")]
+
+
+def test_a_member_named_as_the_targets_own_field_is_said_not_to_be_it():
+    """It is recorded as any unknown member is, and the reason does not say the target has no such
+    field (it has one): it says the target's own is not read from another dialect's body. A member
+    the target has not either keeps the plain wording."""
+    import json
+    for source, target, member, value in SAME_NAME:
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], member: value, "zz_extra": 1}
+        if source == "anthropic":
+            body["max_tokens"] = 5
+        t = Transcoder(source, target)
+        t.feed(json.dumps(body).encode())
+        t.close()
+        reasons = {loss.path: loss.reason for loss in t.losses}
+        assert reasons[f"$.{member}"] == (f"{member}: {target} has no such field of {source}'s (its own {member} "
+                                          f"is not read from another dialect's body)"), reasons
+        assert reasons["$.zz_extra"] == f"zz_extra: {target} has no such field"

@@ -1254,7 +1254,21 @@ pub fn foreign_extension(session: &mut Session, dialect: &str, ext: &Extension<'
     if ext.lossless {
         return Ok(());
     }
-    session.lose_lacking(&[&ext.path], dialect, "such field", None, Some(&ext.dialect))
+    let own = match ext.path.strip_prefix(b"$.") {
+        Some(name) if ext.message.is_none() && session.kind == crate::session::Kind::Request => {
+            crate::dialects::fields::request_fields(dialect).and_then(|fields| crate::dialects::fields::field(fields, name)).map(|_| name)
+        }
+        _ => None,
+    };
+    match own {
+        // `foreign_field`: a request's top-level field the target has under that name is not its field
+        Some(name) => {
+            let what = format!("such field of {}'s (its own {} is not read from another dialect's body)", ext.dialect,
+                               String::from_utf8_lossy(name));
+            session.lose_lacking(&[&ext.path], dialect, &what, None, Some(&ext.dialect))
+        }
+        None => session.lose_lacking(&[&ext.path], dialect, "such field", None, Some(&ext.dialect)),
+    }
 }
 
 // -- tool arguments ---------------------------------------------------------------------------

@@ -432,8 +432,21 @@ class Encoder:
     def foreign_extension(self, ext: Extension) -> None:
         """An extension of another dialect: lossless ones vanish, others are recorded losses."""
         if not ext.lossless:
-            self.session.lose(ext.path, lacks(path_subject(ext.path), self.dialect, "such field"),
+            self.session.lose(ext.path, lacks(path_subject(ext.path), self.dialect,
+                                              foreign_field(ext, self.dialect, self.session.kind)),
                               dialect=ext.dialect)
+
+
+def foreign_field(ext: Extension, target: str, kind: str) -> str:
+    """What the target lacks of another dialect's field: "such field"; a request's top-level field
+    that the target has under the same name -- LiteLLM's ``thinking`` (anthropic's value) in an
+    openai body, a ``system`` member there -- is not its field either, and the reason says so
+    (was "anthropic has no such field": it has one)."""
+    from .dialects.fields import REQUEST_FIELDS  # (the dialects import this module)
+    name = ext.path[2:] if ext.message is None and ext.path.startswith("$.") else None
+    if kind == "request" and name in REQUEST_FIELDS.get(target, {}):
+        return f"such field of {ext.dialect}'s (its own {name} is not read from another dialect's body)"
+    return "such field"
 
 
 def choice_fate(choice: Any, tools_sent: set) -> tuple[bool, str | None]:
