@@ -203,6 +203,14 @@ def decode_all(script: WireScript, frame: str) -> list:
     return events
 
 
+def transcode_cut(source: str, target: str, body: bytes, cuts: list[int]) -> tuple[bytes, list[tuple[str, str]]]:
+    """A request body fed in pieces cut at ``cuts``: the output and the losses as (path, reason)."""
+    transcoder = Transcoder(source, target)
+    pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)])]
+    out = b"".join(transcoder.feed(piece) for piece in pieces) + transcoder.close()
+    return out, [(loss.path, loss.reason) for loss in transcoder.losses]
+
+
 def transcode_all(source: WireScript, target: str, frame: str, options: Options | None = None,
                   hooks: dict | None = None):
     transcoder = Transcoder(source.dialect, target, kind=source.kind,

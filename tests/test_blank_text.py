@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from interlingua import Transcoder
 from interlingua.encoding import BLANK_HELD
+from rpt import transcode_cut
 
 #: texts as a source writes them: blank ones (spaces, newlines, tabs, carriage returns), and ones
 #: with other characters (kept, whitespace and all), U+00A0 among them (not counted as blank)
@@ -41,10 +41,8 @@ def _bodies(source: str, text: str) -> list[tuple[bytes, bool]]:
 
 
 def _run(source: str, body: bytes, cuts: list[int]):
-    transcoder = Transcoder(source, "anthropic")
-    pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)])]
-    out = b"".join(transcoder.feed(piece) for piece in pieces) + transcoder.close()
-    return json.loads(out), [(loss.path, loss.reason) for loss in transcoder.losses]
+    out, losses = transcode_cut(source, "anthropic", body, cuts)
+    return json.loads(out), losses
 
 
 def _texts(request: dict) -> list[str]:

@@ -14,8 +14,8 @@ import json
 
 import pytest
 
-from interlingua import Transcoder
 from interlingua.encoding import BLANK_HELD
+from rpt import transcode_cut
 
 #: how a text ends: blank runs (stripped when the text is the final content) and endings that
 #: are text (kept): a literal backslash and n, U+00A0 (not counted as whitespace: ``encoding.blank``)
@@ -55,10 +55,8 @@ def _shapes(source: str, text: str) -> list[tuple[list, bool]]:
 
 
 def _run(source: str, body: bytes, cuts: list[int]):
-    transcoder = Transcoder(source, "anthropic")
-    pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)])]
-    out = b"".join(transcoder.feed(piece) for piece in pieces) + transcoder.close()
-    return json.loads(out), [(loss.path, loss.reason) for loss in transcoder.losses]
+    out, losses = transcode_cut(source, "anthropic", body, cuts)
+    return json.loads(out), losses
 
 
 def _assistant_texts(request: dict) -> list[str]:

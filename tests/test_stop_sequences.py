@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from interlingua import Transcoder
+from rpt import transcode_cut
 
 BLANK = [" ", "\n", "\r\n", "\t", "", "  \n  "]
 TEXT = ["END", "  END", "\u00a0", "\\n", "\n\nHuman:"]
@@ -29,10 +29,8 @@ def _body(source: str, stop) -> bytes:
 
 
 def _run(source: str, body: bytes, cuts: list[int]):
-    transcoder = Transcoder(source, "anthropic")
-    pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)])]
-    out = b"".join(transcoder.feed(piece) for piece in pieces) + transcoder.close()
-    return json.loads(out), [(loss.path, loss.reason) for loss in transcoder.losses]
+    out, losses = transcode_cut(source, "anthropic", body, cuts)
+    return json.loads(out), losses
 
 
 @pytest.mark.parametrize("source", ["openai", "ollama"])

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from interlingua import Transcoder
+from rpt import transcode_cut
 
 _S = {"type": "string"}
 
@@ -50,10 +50,7 @@ def _body(source: str, parameters: dict) -> bytes:
 
 
 def _run(source: str, body: bytes, cuts: list[int]):
-    transcoder = Transcoder(source, "anthropic")
-    pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)])]
-    out = b"".join(transcoder.feed(piece) for piece in pieces) + transcoder.close()
-    return out, [(loss.path, loss.reason) for loss in transcoder.losses]
+    return transcode_cut(source, "anthropic", body, cuts)
 
 
 @pytest.mark.parametrize("source", ["openai", "ollama"])
