@@ -297,8 +297,9 @@ pub struct Writers {
     /// a held writer's bytes of one write, before they go into its hold
     scratch: Vec<u8>,
     /// bytes held back from the output, written before its next write that is not empty:
-    /// the end of anthropic's last assistant text (Python's `RequestEncoder._emit`)
-    pub held_back: HeldBack,
+    /// the end of anthropic's last assistant text (Python's `RequestEncoder._emit`). Boxed: a
+    /// response encoder's `Writers` stays within the allocator's thread cache (lib.rs `box_sizes`)
+    pub held_back: Option<Box<HeldBack>>,
 }
 
 /// The end of the last assistant text an anthropic request encoder wrote, held back until what
@@ -313,6 +314,11 @@ pub struct HeldBack {
 impl HeldBack {
     pub fn is_empty(&self) -> bool {
         self.run.is_empty() && self.close.is_none()
+    }
+
+    /// Whether a writer set holds bytes back (`None`: it never did).
+    fn holds(held_back: &Option<Box<HeldBack>>) -> bool {
+        held_back.as_deref().is_some_and(|held| !held.is_empty())
     }
 
     /// Into `out` (`_emit`'s `self.write(held)`), and gone.
@@ -402,16 +408,18 @@ impl Io<'_> {
         let Writers { out, slots, scratch, held_back, .. } = &mut *self.writers;
         let (json, hold) = slot_in(out, slots, w).ok_or_else(stale)?;
         match hold {
-            None if held_back.is_empty() => Ok(f(json, self.out)),
-            None => {
-                scratch.clear();
-                let r = f(json, scratch);
-                if !scratch.is_empty() {
-                    held_back.release(self.out);
-                    self.out.extend_from_slice(scratch);
+            None => match held_back.as_deref_mut().filter(|held| !held.is_empty()) {
+                None => Ok(f(json, self.out)),
+                Some(held) => {
+                    scratch.clear();
+                    let r = f(json, scratch);
+                    if !scratch.is_empty() {
+                        held.release(self.out);
+                        self.out.extend_from_slice(scratch);
+                    }
+                    Ok(r)
                 }
-                Ok(r)
-            }
+            },
             Some(hold) => {
                 scratch.clear();
                 let r = f(json, scratch);
@@ -426,8 +434,10 @@ impl Io<'_> {
         let (_, hold) = self.writers.slot(w).ok_or_else(stale)?;
         match hold {
             None => {
-                if !data.is_empty() && !self.writers.held_back.is_empty() {
-                    self.writers.held_back.release(self.out);
+                if !data.is_empty() && HeldBack::holds(&self.writers.held_back) {
+                    if let Some(held) = self.writers.held_back.as_deref_mut() {
+                        held.release(self.out);
+                    }
                 }
                 self.out.extend_from_slice(data);
                 Ok(())

@@ -2324,17 +2324,19 @@ mod encoder {
                     self.run_long = true;
                 }
                 Some(0) => {
-                    let held = &mut io.writers.held_back.run;
-                    if self.run_long || held.len() + data.len() > BLANK_HELD {
+                    let held = io.writers.held_back.get_or_insert_with(Default::default);
+                    if self.run_long || held.run.len() + data.len() > BLANK_HELD {
                         io.write(OUT, data)?; // (after what was held)
                         self.run_long = true;
                     } else {
-                        held.extend_from_slice(data);
+                        held.run.extend_from_slice(data);
                     }
                 }
                 Some(cut) => {
                     io.write(OUT, &data[..cut])?;
-                    io.writers.held_back.run.extend_from_slice(&data[cut..]);
+                    if cut < data.len() {
+                        io.writers.held_back.get_or_insert_with(Default::default).run.extend_from_slice(&data[cut..]);
+                    }
                     self.run_long = false;
                 }
             }
@@ -2348,10 +2350,10 @@ mod encoder {
             closing.push(b'"');
             self.members(head.as_ref(), "text", &every, io, &mut closing)?;
             closing.push(b'}');
-            if io.writers.held_back.run.is_empty() {
+            let Some(held) = io.writers.held_back.as_deref_mut().filter(|held| !held.run.is_empty()) else {
                 return io.write(OUT, &closing);
-            }
-            io.writers.held_back.close = Some(closing);
+            };
+            held.close = Some(closing);
             self.run_head = Some(head.into_owned());
             Ok(())
         }
@@ -2360,8 +2362,9 @@ mod encoder {
         /// is the final content, and its trailing whitespace is not sent (recorded).
         fn drop_trailing_run(&mut self, io: &mut Io<'_>) -> Result<()> {
             let head = self.run_head.take();
-            let Some(closing) = io.writers.held_back.close.take() else { return Ok(()) };
-            io.writers.held_back.run.clear();
+            let Some(held) = io.writers.held_back.as_deref_mut() else { return Ok(()) };
+            let Some(closing) = held.close.take() else { return Ok(()) };
+            held.run.clear();
             if let Some(head) = head {
                 lose_block(io.session, DIALECT, head.as_ref(), "final assistant text that ends in whitespace (it refuses one)",
                            Some("its trailing whitespace is not sent"), None)?;
