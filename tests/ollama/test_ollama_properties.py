@@ -19,7 +19,7 @@ import re
 from hypothesis import assume, given, strategies as st
 
 from interlingua import Decoder, Options, Transcoder, decode
-from interlingua.images import SNIFF_BYTES, sniff_media_type
+from interlingua.images import SNIFF_BYTES, UNNAMED_TYPES, sniff_media_type, type_named
 from ollama_helpers import JPEG_HEAD, PNG_1PX
 from rpt import coalesce, events_as_builtins
 
@@ -384,6 +384,8 @@ def normalise_openai(body: dict) -> dict:
     * a stream asks for usage (``stream_options.include_usage``), as every request into openai does.
     * ``n: 1``, ``parallel_tool_calls: true``, ``tool_choice: "auto"`` ask for what ollama does
       anyway: absent (no loss; ``dialects/ollama/controls.py`` ``_OLLAMAS_OWN``).
+    * an image's data URL labelled with no type (``application/octet-stream``) is labelled with
+      the type its bytes show: ollama reads the bytes, and the label declared nothing to lose.
     """
     body = copy.deepcopy(body)
     for key, default in (("n", 1), ("parallel_tool_calls", True), ("tool_choice", "auto")):
@@ -407,6 +409,11 @@ def normalise_openai(body: dict) -> dict:
         if not isinstance(message, dict):
             continue
         content = message.get("content")
+        for part in content if isinstance(content, list) else []:
+            url = part.get("image_url", {}).get("url", "") if part.get("type") == "image_url" else ""
+            label, _, data = url[5:].partition(";base64,") if url.startswith("data:") else ("", "", "")
+            if type_named(label) in UNNAMED_TYPES and sniff_media_type(data[:SNIFF_BYTES].encode()):
+                part["image_url"]["url"] = f"data:{sniff_media_type(data[:SNIFF_BYTES].encode())};base64,{data}"
         if isinstance(content, list) and len(content) == 1 and content[0].get("type") == "text":
             message["content"] = content[0]["text"]
         if message.get("content", 0) is None:
