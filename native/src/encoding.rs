@@ -836,6 +836,12 @@ pub fn held_blank(payload: &[u8]) -> bool {
     payload.len() <= BLANK_HELD && blank(payload)
 }
 
+/// `blank_text(text)`: `blank` of decoded text (a control's string): empty or spaces, `\n`,
+/// `\t`, `\r` only.
+pub fn blank_text(text: &[u8]) -> bool {
+    text.iter().all(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\r'))
+}
+
 /// `blank_tail(payload)`: where the blank run that ends escaped JSON string text begins
 /// (`blank`'s characters; `payload.len()`: it ends in none), or `None` when the run is longer
 /// than `BLANK_HELD`. Read from the end: a `\n` there is an escape when the backslashes before

@@ -71,7 +71,9 @@ _NO_MESSAGE_MEANS = {"ollama": "reads a request without a message as loading the
 #: the most bytes of blank text a deferred first fragment gathers (``Encoder._on_block``);
 #: a longer blank text is placed as it came (a bound on what waits, the same at every cut)
 BLANK_HELD = 4096
-_BLANK_ESCAPES = (b"n", b"t", b"r")
+#: the whitespace ``blank`` counts, as text and as the letters of its escapes (``\\n``...)
+BLANK_CHARACTERS = " \n\t\r"
+_BLANK_ESCAPE_LETTERS = b"ntr"
 
 
 def blank(payload: bytes) -> bool:
@@ -82,7 +84,7 @@ def blank(payload: bytes) -> bool:
     while at < len(payload):
         if payload[at] == 0x20:  # " "
             at += 1
-        elif payload[at] == 0x5C and payload[at + 1:at + 2] in _BLANK_ESCAPES:  # "\\n" ...
+        elif payload[at] == 0x5C and at + 1 < len(payload) and payload[at + 1] in _BLANK_ESCAPE_LETTERS:  # "\\n"
             at += 2
         else:
             return False
@@ -119,7 +121,9 @@ def blank_tail(payload: bytes) -> int | None:
     return at
 
 
-_BLANK_ESCAPE_LETTERS = b"ntr"
+def blank_text(text: str) -> bool:
+    """``blank`` of decoded text (a control's string): empty or ``BLANK_CHARACTERS`` only."""
+    return not text.strip(BLANK_CHARACTERS)
 
 
 class Encoder:

@@ -340,6 +340,7 @@ pub use self::to_anthropic::{encode, string_text, tool_from_canonical, Foreign, 
 
 mod to_anthropic {
     use crate::encoding::{attr, lose_tool_attr, object_schema, tool_capacity, tool_name_repr, Attr, COMBINATORS};
+    use crate::encoding::blank_text;
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
     use crate::losses::{lacks, path_subject};
@@ -469,7 +470,6 @@ mod to_anthropic {
         Ok(head)
     }
 
-    /// `_lose`: `control` (or its member `sub`) has no anthropic form, named by its source path.
     /// `_stop_sequences`: `stop_sequences` of the canonical stop list; a sequence without a
     /// non-whitespace character (anthropic refuses one) is not sent, recorded at its element (the
     /// field when it came as a string); none left, no field.
@@ -485,7 +485,7 @@ mod to_anthropic {
         let mut kept = Vec::with_capacity(stops.len());
         for (i, sequence) in stops.iter().enumerate() {
             match sequence {
-                Value::Str(text) if text.iter().all(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\r')) => {
+                Value::Str(text) if blank_text(text) => {
                     let what = format!("stop sequence {} without a non-whitespace character (it refuses one)",
                                        py_repr(sequence));
                     let sub = if control.listed { format!("[{i}]") } else { String::new() };
@@ -500,6 +500,7 @@ mod to_anthropic {
         Ok(())
     }
 
+    /// `_lose`: `control` (or its member `sub`) has no anthropic form, named by its source path.
     fn lose(session: &mut Session, control: &Foreign, what: &str, done: Option<&str>, sub: &str) -> Result<()> {
         let mut path = match control.key.as_deref() {
             Some(key) if !key.is_empty() => format!("$.{key}"),

@@ -2345,16 +2345,22 @@ mod encoder {
 
         /// `_trailing_text`'s `close`.
         fn trailing_close(&mut self, head: Head<'_>, late: &[Attr<'_>], io: &mut Io<'_>) -> Result<()> {
-            let every = merged(&head.attrs, late);
             let mut closing = Vec::new();
-            closing.push(b'"');
-            self.members(head.as_ref(), "text", &every, io, &mut closing)?;
-            closing.push(b'}');
+            self.closing(&head, "text", late, io, &mut closing)?;
             let Some(held) = io.writers.held_back.as_deref_mut().filter(|held| !held.run.is_empty()) else {
                 return io.write(OUT, &closing);
             };
             held.close = Some(closing);
             self.run_head = Some(head.into_owned());
+            Ok(())
+        }
+
+        /// A text / thinking object's closing bytes (`"` + members + `}`) into `out`.
+        fn closing(&self, head: &Head<'_>, kind: &str, late: &[Attr<'_>], io: &mut Io<'_>, out: &mut Vec<u8>) -> Result<()> {
+            let every = merged(&head.attrs, late);
+            out.push(b'"');
+            self.members(head.as_ref(), kind, &every, io, out)?;
+            out.push(b'}');
             Ok(())
         }
 
@@ -3007,11 +3013,8 @@ mod encoder {
                     Ok(())
                 }
                 Placed::Object { to, kind, head } => {
-                    let every = merged(&head.attrs, late);
                     let mut tail = self.take_scratch();
-                    tail.push(b'"');
-                    self.members(head.as_ref(), kind, &every, io, &mut tail)?;
-                    tail.push(b'}');
+                    self.closing(&head, kind, late, io, &mut tail)?;
                     io.write(to, &tail)?;
                     self.scratch = tail;
                     Ok(())

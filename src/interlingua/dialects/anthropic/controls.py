@@ -35,7 +35,7 @@ from typing import Any
 from ...canonical import Control
 from ..fields import check_members
 from ...errors import SchemaError
-from ...encoding import choice_fate, lose_tool_attr, object_schema
+from ...encoding import blank_text, choice_fate, lose_tool_attr, object_schema
 from ...jsonwriter import dumps
 from ...losses import INTERNAL_ATTRS, lacks, path_subject
 from ...numbers import INT64_MAX, INT64_MIN, RANGES, clamp, no_limit
@@ -265,7 +265,7 @@ def _stop_sequences(control: Control, session, out: list) -> None:
     listed = control.raw[:1] == b"[" if control.raw is not None else isinstance(stop, list)
     kept = []
     for i, sequence in enumerate(stops):
-        if isinstance(sequence, str) and not sequence.strip(" \n\t\r"):
+        if isinstance(sequence, str) and blank_text(sequence):
             _lose(session, control, f"stop sequence {sequence!r} without a non-whitespace character (it refuses one)",
                   "not sent", sub=f"[{i}]" if listed else "")
         else:
@@ -534,10 +534,9 @@ def flat_schema(schema_raw: bytes, session, name: object) -> bytes:
     the top level"), and with it the whole request -- what an MCP tool whose parameters are a
     union (zod's ``z.union``) gets through an openai client. Their branches' ``properties`` are
     merged into the schema's (a name it has already keeps its own; keywords and branches in
-    the schema's order); an
-    ``allOf`` branch's ``required`` names are required (an ``anyOf`` / ``oneOf`` branch's are
-    not: the others' would not hold); the rest of the branches (their own constraints, the
-    choice among them) is lost, recorded. A ``properties`` or ``required`` that is not an
+    the schema's order); an ``allOf`` branch's ``required`` names are required (an ``anyOf`` /
+    ``oneOf`` branch's are not: the others' would not hold); the rest of the branches (their
+    own constraints, the choice among them) is lost, recorded. A ``properties`` or ``required`` that is not an
     object / list is left as it is, and nothing merged into it."""
     if not any(b'"' + key.encode() + b'"' in schema_raw for key in COMBINATORS):
         return schema_raw  # (the usual schema: no need to parse it)

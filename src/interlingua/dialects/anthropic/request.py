@@ -1203,12 +1203,12 @@ class RequestEncoder(Encoder):
         if attrs.get("empty"):
             return (lambda data: None), (lambda late: None)
         w.write(w._sep() + _TEXT_HEAD)
-        if self.foreign and w is self.out and self._msg_role == "assistant":
-            return self._trailing_text(block, attrs)
 
-        def close(late: dict) -> None:
-            w.write(b'"' + self._members(block, "text", {**attrs, **late}) + b"}")
-        return w.write, close
+        def closing(late: dict) -> bytes:
+            return b'"' + self._members(block, "text", {**attrs, **late}) + b"}"
+        if self.foreign and w is self.out and self._msg_role == "assistant":
+            return self._trailing_text(block, closing)
+        return w.write, lambda late: w.write(closing(late))
 
     # -- the final assistant content ---------------------------------------------------
     #
@@ -1218,7 +1218,7 @@ class RequestEncoder(Encoder):
     # cut) back from the output, and at its end the bytes that close it too: the next write to
     # the output (``_emit``) puts them first; the list's end (``_close_top``) drops the run.
 
-    def _trailing_text(self, block: Block, attrs: dict):
+    def _trailing_text(self, block: Block, closing: Callable[[dict], bytes]):
         self._run_long = False
 
         def write(data: bytes) -> None:
@@ -1237,11 +1237,10 @@ class RequestEncoder(Encoder):
                 self._run, self._run_long = data[cut:], False
 
         def close(late: dict) -> None:
-            closing = b'"' + self._members(block, "text", {**attrs, **late}) + b"}"
             if self._run:
-                self._run_close, self._run_block = closing, block
+                self._run_close, self._run_block = closing(late), block
             else:
-                self.out.write(closing)
+                self.out.write(closing(late))
         return write, close
 
     def _drop_trailing_run(self) -> None:

@@ -1079,9 +1079,10 @@ class RequestEncoder(Encoder):
                 self._lose_is_error(block, late_only(attrs, late))
             declared = {**attrs, **late}.get("media_type", _UNNAMED)
             shown = sniff_media_type(bytes(head)) or _UNNAMED
+            named = type_named(declared)
             # ("image/jpg" of JPEG bytes: nothing lost; nor a label that names no type --
             # application/octet-stream, what a browser gives a file it does not know)
-            if type_named(declared) != shown and type_named(declared) not in UNNAMED_TYPES:
+            if named != shown and named not in UNNAMED_TYPES:
                 self._lose(block, f"media type {declared!r} of {article(self._subject(block, attrs))} "
                                   f"{self._subject(block, attrs)}", "media type field",
                            f"the bytes show {shown!r}")
