@@ -468,6 +468,28 @@ def _o_stop(body):
         yield f"stop has {len(stop)} sequences"
 
 
+def _message_texts(body) -> Iterator[str]:
+    """Every text of an openai request's messages: string contents and text parts."""
+    for m in _messages(body):
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, str):
+            yield content
+        for part in content if isinstance(content, list) else []:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                yield part["text"]
+
+
+@rule("openai", "request", "json-object-says-json",
+      "a json_object response_format only when some message says 'json' (any case)",
+      "OpenAI API error \"'messages' must contain the word 'json' in some form, to use "
+      "'response_format' of type 'json_object'\"")
+def _o_json_object_word(body):
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_object" and not any(
+            "json" in text.lower() for text in _message_texts(body)):
+        yield "response_format json_object, and no message says json"
+
+
 def _openai_functions(body) -> Iterator[tuple[str, dict]]:
     tools = body.get("tools")
     for i, t in enumerate(tools if isinstance(tools, list) else []):

@@ -239,6 +239,9 @@ def normalise_ollama(body: dict) -> dict:
     * a tool result's ``tool_name`` is what its linked call names (openai links by id, and the
       ollama encoder writes the name of the call the id points to).
     * ``options: {}``, ``tools: []`` and ``images: []`` mean what their absence means.
+    * ``format: "json"`` and ``format: {"type": "object"}`` ask the same (JSON mode goes to openai
+      as ``json_object`` only when a message says "json", else as a json_schema of any object,
+      which comes back as that schema, its name a recorded loss: tests/test_json_mode.py).
     * a tool result without content comes back with ``content: ""`` (openai requires content);
       so does an assistant message with neither content nor tool calls (openai rejects an
       assistant message with nothing in it), and a user or system message with nothing in it.
@@ -247,6 +250,8 @@ def normalise_ollama(body: dict) -> dict:
     body.setdefault("stream", True)
     if body.get("format") == "":
         del body["format"]
+    if body.get("format") == {"type": "object"}:
+        body["format"] = "json"
     if body.get("think") is True:
         body["think"] = "medium"
     for key, empty in (("options", {}), ("tools", [])):  # empty = absent (lossless extensions)
@@ -386,8 +391,13 @@ def normalise_openai(body: dict) -> dict:
       anyway: absent (no loss; ``dialects/ollama/controls.py`` ``_OLLAMAS_OWN``).
     * an image's data URL labelled with no type (``application/octet-stream``) is labelled with
       the type its bytes show: ollama reads the bytes, and the label declared nothing to lose.
+    * ``json_object`` and a json_schema of any object named ``response`` ask the same: ollama's
+      ``"json"`` comes back as ``json_object`` only when a message says "json"
+      (tests/test_json_mode.py).
     """
     body = copy.deepcopy(body)
+    if body.get("response_format") == {"type": "json_schema", "json_schema": {"name": "response", "schema": {"type": "object"}}}:
+        body["response_format"] = {"type": "json_object"}
     for key, default in (("n", 1), ("parallel_tool_calls", True), ("tool_choice", "auto")):
         if key in body and body[key] == default and type(body[key]) is type(default):
             del body[key]

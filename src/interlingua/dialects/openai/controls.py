@@ -132,6 +132,16 @@ def response_format_to_canonical(value: Any) -> Any:
     return {"type": "other", "value": value}
 
 
+#: the canonical JSON mode openai has no rule for the messages of: a ``json_schema`` of any
+#: object (``RequestEncoder``: sent for a ``json_object`` no message says "json" for)
+JSON_OBJECT_SCHEMA = {"type": "json_schema", "schema": {"type": "object"}}
+
+
+def json_mode(fmt: Any) -> bool:
+    """A canonical response format that is openai's ``json_object``."""
+    return isinstance(fmt, dict) and fmt.get("type") == "json_object"
+
+
 def response_format_from_canonical(fmt: Any) -> Any:
     kind = fmt.get("type") if isinstance(fmt, dict) else None
     if kind in ("text", "json_object"):

@@ -36,7 +36,10 @@ from __future__ import annotations
 from ..fields import OPENAI_REASONING_EFFORTS as EFFORTS, REQUEST_FIELDS, REQUIRED, sets_nothing
 
 import json
+import re
 from typing import Any, Callable
+
+import msgspec
 
 from ... import json as tok
 from ...canonical import (
@@ -76,6 +79,23 @@ _DATA_URL_PREFIX_LIMIT = 256  # the most of a media URL held to find a data URL'
 
 
 _FIELDS = REQUEST_FIELDS[DIALECT]
+
+#: the sections whose text openai writes into a message's content: where a message "says json"
+_SAYING_SECTIONS = frozenset({SYSTEM_INSTRUCTION, USER_TEXT, ASSISTANT_TEXT, TOOL_RESULT})
+_JSON_WORD = re.compile(rb"json", re.IGNORECASE)  # (a bytes pattern: ASCII letters only)
+_WORD_TAIL = len(b"json") - 1
+
+
+def says_json(tail: bytes, payload: bytes) -> tuple[bool, bytes]:
+    """Whether a text fragment says "json" (any case), with the last bytes of the block's
+    fragments before it (``tail``); and the tail for the next fragment. Read in the escaped
+    text: no escape holds these letters (nor a hex digit), so the word found is in the text;
+    one written with ``\\u`` escapes is not seen -- the JSON mode is then sent in the form that
+    needs no word (``RequestEncoder``), a valid request either way."""
+    said = _JSON_WORD.search(payload) is not None or (
+        bool(tail) and _JSON_WORD.search(tail + payload[:_WORD_TAIL]) is not None)
+    return said, (tail + payload[-_WORD_TAIL:])[-_WORD_TAIL:]
+
 
 #: the types of message members carried as extensions (the client's): a wrong one is a
 #: SchemaError at the value (was: ``"name": 5`` copied into openai, a loss elsewhere)
@@ -846,6 +866,13 @@ class RequestEncoder(Encoder):
       message (its images). A user or system message between the run's tool messages while
       the batch is open does not end the run (the ollama decoder's rule): it waits in the run
       hold, after the batch's tool messages, then the calls.
+    * another dialect's JSON mode (canonical ``json_object``: ollama ``format: "json"``) waits
+      for the end of the messages (``openai:json-mode-after-messages``; it is not held when it
+      comes after them, as ollama's clients send it): openai refuses ``json_object`` unless a
+      message says "json" ("'messages' must contain the word 'json' in some form"), so it is
+      sent as ``json_object`` when a message's text says it (``says_json``) and otherwise as
+      the same request in the form that has no such rule, a ``json_schema`` of any object
+      (``JSON_OBJECT_SCHEMA``) -- nothing is lost: both ask for one JSON object.
     """
 
     dialect = DIALECT
@@ -892,6 +919,11 @@ class RequestEncoder(Encoder):
         # another dialect's tool choice waits for the tools: one with no tool sent to choose is
         # not written (openai refuses it), a forced one a recorded loss
         self._tool_controls = session.reorder.hold("openai:tool-choice-after-tools")
+        # another dialect's json_object response format waits for the messages: sent as is only
+        # when a message says "json"
+        self._json_mode = session.reorder.hold("openai:json-mode-after-messages")
+        self._said_json = False
+        self._text_tail = b""  # the open text block's last bytes (a word cut between fragments)
 
     def on_event(self, event: Event) -> None:
         if type(event) is Block:
@@ -904,9 +936,11 @@ class RequestEncoder(Encoder):
             self.body.system_end()
         elif type(event) is MessagesEnd:
             self.body.messages_end()
+            self._write_json_mode()
         elif type(event) is End:
             self.body.end()
             self.require_a_message(self._carried)
+            self._write_json_mode()
             self._write_tool_controls()
             self._write_reasoning()
             self.body.finish()
@@ -914,6 +948,8 @@ class RequestEncoder(Encoder):
     def _on_block(self, block: Block) -> None:
         """An openai message's ``cache_control`` rides on its last block (``message_cache_control``,
         ``result_cache_control`` in a tool message): written back as the message's member."""
+        if not self._said_json and block.section in _SAYING_SECTIONS:
+            self._said_json, self._text_tail = says_json(b"" if block.init else self._text_tail, block.payload)
         attrs = block.attrs
         if self.foreign or not block.fin or not attrs or (
                 MESSAGE_CACHE_CONTROL not in attrs and RESULT_CACHE_CONTROL not in attrs):
@@ -937,6 +973,12 @@ class RequestEncoder(Encoder):
             return
         if control.name in ("tool_choice", "parallel_tool_calls"):
             self._tool_controls.append(control, len(dumps(control.value)) + len(control.name))
+            return
+        if control.name == "response_format" and controls.json_mode(control.value):
+            if self.body.messages_ended:
+                self._write_json_object(control)
+            else:
+                self._json_mode.append(control, len(dumps(control.value)) + len(control.name))
             return
         self._write_control(control)
 
@@ -970,6 +1012,18 @@ class RequestEncoder(Encoder):
                 self.session.lose(where, lacks(path_subject(where), DIALECT, loss, "not sent"), dialect=control.dialect)
             elif goes:
                 self._write_control(control)
+
+    def _write_json_mode(self) -> None:
+        """The JSON mode held for the end of the messages."""
+        for control in self._json_mode.drain():
+            self._write_json_object(control)
+
+    def _write_json_object(self, control: Control) -> None:
+        """Another dialect's JSON mode, the messages known: ``json_object`` when a message says
+        "json", else a ``json_schema`` of any object (openai refuses the first)."""
+        if not self._said_json:
+            control = msgspec.structs.replace(control, value=controls.JSON_OBJECT_SCHEMA)
+        self._write_control(control)
 
     def _write_reasoning(self) -> None:
         """One ``reasoning_effort`` from every reasoning control: an effort wins over a budget."""
