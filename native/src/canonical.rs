@@ -157,6 +157,19 @@ pub struct Control<'a> {
     pub raw: Option<RawJson<'a>>,
 }
 
+impl Control<'_> {
+    /// The same control owning its bytes (an encoder holds it past the event).
+    pub fn into_owned(self) -> Control<'static> {
+        Control {
+            name: Cow::Owned(self.name.into_owned()),
+            value: Cow::Owned(self.value.into_owned()),
+            dialect: self.dialect.map(|d| Cow::Owned(d.into_owned())),
+            key: self.key.map(|k| Cow::Owned(k.into_owned())),
+            raw: self.raw.map(|r| Cow::Owned(r.into_owned())),
+        }
+    }
+}
+
 /// A dialect field without canonical meaning, kept with where it was found.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Extension<'a> {
@@ -172,6 +185,17 @@ pub struct Extension<'a> {
 }
 
 impl Extension<'_> {
+    /// The same extension owning its bytes (an encoder holds it past the event).
+    pub fn into_owned(self) -> Extension<'static> {
+        Extension {
+            dialect: Cow::Owned(self.dialect.into_owned()),
+            path: Cow::Owned(self.path.into_owned()),
+            raw: Cow::Owned(self.raw.into_owned()),
+            message: self.message,
+            lossless: self.lossless,
+        }
+    }
+
     /// `Extension.value()`: `json.loads(raw)`.
     pub fn value(&self) -> Result<crate::value::Value> {
         crate::value::Value::loads(&self.raw)

@@ -1903,7 +1903,7 @@ mod encoder {
             crate::encoding::lose_unknown_members(&control, DIALECT, io.session)?;
             let size = control.value.len() as u64 + control.name.chars().count() as u64;
             let hold = self.controls.get_or_insert_with(|| io.session.reorder.hold("anthropic:foreign-controls"));
-            hold.append(&mut io.session.reorder, owned_control(control), size)
+            hold.append(&mut io.session.reorder, control.into_owned(), size)
         }
 
         /// `_note_turn`: an assistant block written.
@@ -1966,7 +1966,7 @@ mod encoder {
                     msg.trailing(io, key, &ext.raw) // chunking-invariant place
                 }
                 Some(_) => {
-                    self.pending_ext.push(owned_extension(ext));
+                    self.pending_ext.push(ext.into_owned());
                     Ok(())
                 }
             }
@@ -3097,26 +3097,6 @@ mod encoder {
 
     fn not_a_role() -> Error {
         Error::new(ErrorClass::Transcode, "a block's role attribute that is not a string")
-    }
-
-    fn owned_control(control: Control<'_>) -> Control<'static> {
-        Control {
-            name: Cow::Owned(control.name.into_owned()),
-            value: Cow::Owned(control.value.into_owned()),
-            dialect: control.dialect.map(|d| Cow::Owned(d.into_owned())),
-            key: control.key.map(|k| Cow::Owned(k.into_owned())),
-            raw: control.raw.map(|r| Cow::Owned(r.into_owned())),
-        }
-    }
-
-    fn owned_extension(ext: Extension<'_>) -> Extension<'static> {
-        Extension {
-            dialect: Cow::Owned(ext.dialect.into_owned()),
-            path: Cow::Owned(ext.path.into_owned()),
-            raw: Cow::Owned(ext.raw.into_owned()),
-            message: ext.message,
-            lossless: ext.lossless,
-        }
     }
 
     #[cfg(test)]

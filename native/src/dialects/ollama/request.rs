@@ -1343,26 +1343,6 @@ impl MessageCloser for Messages {
     }
 }
 
-fn owned_extension(ext: Extension<'_>) -> Extension<'static> {
-    Extension {
-        dialect: Cow::Owned(ext.dialect.into_owned()),
-        path: Cow::Owned(ext.path.into_owned()),
-        raw: Cow::Owned(ext.raw.into_owned()),
-        message: ext.message,
-        lossless: ext.lossless,
-    }
-}
-
-fn owned_control(control: Control<'_>) -> Control<'static> {
-    Control {
-        name: Cow::Owned(control.name.into_owned()),
-        value: Cow::Owned(control.value.into_owned()),
-        dialect: control.dialect.map(|d| Cow::Owned(d.into_owned())),
-        key: control.key.map(|k| Cow::Owned(k.into_owned())),
-        raw: control.raw.map(|r| Cow::Owned(r.into_owned())),
-    }
-}
-
 /// `dumps(value)` of a value given as JSON text (an extension's raw JSON keeps the
 /// escapes it came with; written as a value it is canonical).
 fn canonical_json(raw: &[u8]) -> Result<Vec<u8>> {
@@ -1424,7 +1404,7 @@ impl Messages {
         if control.name == "reasoning" {
             // merged with its siblings at the end (one think)
             let size = control.value.len() as u64;
-            return self.reasoning.append(&mut io.session.reorder, owned_control(control), size);
+            return self.reasoning.append(&mut io.session.reorder, control.into_owned(), size);
         }
         self.write_control(body, &control, io)
     }
@@ -1474,7 +1454,7 @@ impl Messages {
             }
             _ => {
                 // a field of a message whose first block has not come yet
-                self.pending_ext.push(owned_extension(ext));
+                self.pending_ext.push(ext.into_owned());
                 Ok(())
             }
         }
@@ -1495,7 +1475,7 @@ impl Messages {
             }
             _ => {
                 // its message comes later
-                let ext = owned_extension(ext);
+                let ext = ext.into_owned();
                 match self.openai_names.iter_mut().find(|(i, _)| *i == index) {
                     Some(slot) => slot.1 = ext,
                     None => self.openai_names.push((index, ext)),

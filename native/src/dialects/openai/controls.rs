@@ -332,6 +332,16 @@ fn tool_choice_from_canonical(choice: &Value) -> Option<Choice> {
     }
 }
 
+/// `JSON_OBJECT_SCHEMA`: the canonical JSON mode openai has no rule for the messages of: a
+/// `json_schema` of any object (the request encoder sends it for a `json_object` no message
+/// says "json" for)
+pub const JSON_OBJECT_SCHEMA: &[u8] = br#"{"type":"json_schema","schema":{"type":"object"}}"#;
+
+/// `json_mode(fmt)`: a canonical response format that is openai's `json_object`.
+pub fn json_mode(fmt: &[u8]) -> bool {
+    Value::loads(fmt).is_ok_and(|fmt| type_of(&fmt) == Some(&b"json_object"[..]))
+}
+
 /// `response_format_from_canonical`.
 pub fn response_format_from_canonical(fmt: &Value) -> Option<Value> {
     let kind = type_of(fmt)?;

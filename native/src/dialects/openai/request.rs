@@ -1499,6 +1499,56 @@ use super::controls;
 
 const DIALECT: &str = "openai";
 
+/// `_SAYING_SECTIONS`: the sections whose text openai writes into a message's content: where a
+/// message "says json"
+const SAYING_SECTIONS: [Section; 4] = [Section::SystemInstruction, Section::UserText, Section::AssistantText, Section::ToolResult];
+/// `len(b"json") - 1`: the bytes of a text block's fragments kept for the word cut after them
+const WORD_TAIL: usize = 3;
+
+/// The last bytes of a text block's fragments (at most `WORD_TAIL`).
+#[derive(Clone, Copy, Default)]
+struct WordTail {
+    bytes: [u8; WORD_TAIL],
+    len: usize,
+}
+
+impl WordTail {
+    /// The tail's bytes, then `more`'s first `WORD_TAIL` (`tail + more[:3]`), and their length.
+    fn joined(self, more: &[u8]) -> ([u8; 2 * WORD_TAIL], usize) {
+        let more = &more[..more.len().min(WORD_TAIL)];
+        let mut joined = [0u8; 2 * WORD_TAIL];
+        joined[..self.len].copy_from_slice(&self.bytes[..self.len]);
+        joined[self.len..self.len + more.len()].copy_from_slice(more);
+        (joined, self.len + more.len())
+    }
+
+    /// The tail after `more` came (`(tail + more[-3:])[-3:]`).
+    fn after(self, more: &[u8]) -> WordTail {
+        let (joined, len) = self.joined(&more[more.len().saturating_sub(WORD_TAIL)..]);
+        let start = len.saturating_sub(WORD_TAIL);
+        let mut tail = WordTail { bytes: [0; WORD_TAIL], len: len - start };
+        tail.bytes[..tail.len].copy_from_slice(&joined[start..len]);
+        tail
+    }
+}
+
+/// Whether `text` holds "json", in any case of its ASCII letters.
+fn has_json_word(text: &[u8]) -> bool {
+    memchr::memchr2_iter(b'j', b'J', text)
+        .any(|at| text.get(at + 1..at + 4).is_some_and(|rest| rest.eq_ignore_ascii_case(b"son")))
+}
+
+/// `says_json(tail, payload)`: whether a text fragment says "json" (any case), with the last
+/// bytes of the block's fragments before it (`tail`); and the tail for the next fragment. Read in
+/// the escaped text: no escape holds these letters (nor a hex digit), so the word found is in the
+/// text; one written with `\u` escapes is not seen -- the JSON mode is then sent in the form that
+/// needs no word, a valid request either way.
+fn says_json(tail: WordTail, payload: &[u8]) -> (bool, WordTail) {
+    let (window, len) = tail.joined(payload);
+    let said = has_json_word(payload) || (tail.len > 0 && has_json_word(&window[..len]));
+    (said, tail.after(payload))
+}
+
 /// `_filename`: a file part's name where the source gave none (anthropic's document): its title
 /// (carried so: not a loss; true), else `document.pdf` (a PDF) or `document`, as JSON.
 fn file_name(early: &[Attr<'_>], late: &[Attr<'_>], out: &mut Vec<u8>) -> bool {
@@ -1628,6 +1678,11 @@ struct Messages {
     /// another dialect's tool choice and `parallel_tool_calls`, written at the end, once the
     /// tools sent are known (`_tool_controls`)
     tool_controls: Hold<Control<'static>>,
+    /// another dialect's json_object response format, held until the messages end (`_json_mode`)
+    json_mode: Hold<Control<'static>>,
+    /// a message's text said "json" (`_said_json`), and the open text block's last bytes
+    said_json: bool,
+    text_tail: WordTail,
     /// the names of the tools sent (`tools_sent`)
     tools_sent: crate::encoding::ToolsSent,
     /// a block of the source's message list came / a message was opened in the output
@@ -1673,6 +1728,7 @@ impl RequestEncoder {
             let body = MessageListBody::new(io, DIALECT)?;
             let reasoning = io.hold("openai:merge-reasoning");
             let tool_controls = io.hold("openai:tool-choice-after-tools");
+            let json_mode = io.hold("openai:json-mode-after-messages");
             let m = Messages {
                 foreign: io.session.source != DIALECT,
                 reasoning_key,
@@ -1694,6 +1750,9 @@ impl RequestEncoder {
                 pending_ext: Vec::new(),
                 reasoning,
                 tool_controls,
+                json_mode,
+                said_json: false,
+                text_tail: WordTail::default(),
                 tools_sent: Vec::new(),
                 listed: false,
                 carried: false,
@@ -1710,6 +1769,10 @@ impl Encode for RequestEncoder {
         let e = Self::started(&mut self.state, self.reasoning_key, &mut io)?;
         match event {
             Event::Block(block) => {
+                if !e.m.said_json && SAYING_SECTIONS.contains(&block.section) {
+                    let tail = if block.init { WordTail::default() } else { e.m.text_tail };
+                    (e.m.said_json, e.m.text_tail) = says_json(tail, &block.payload);
+                }
                 // `_on_block`: an openai message's `cache_control` rides on its last block
                 // (`message_cache_control`, `result_cache_control` in a tool message): written
                 // back as the message's member
@@ -1735,10 +1798,14 @@ impl Encode for RequestEncoder {
             Event::Control(control) => e.m.on_control(&mut e.body, control, &mut io),
             Event::Extension(ext) => e.m.on_extension(&mut e.body, ext, &mut io),
             Event::SystemEnd => e.body.system_end(&mut e.m, &mut io),
-            Event::MessagesEnd => e.body.messages_end(&mut e.m, &mut io),
+            Event::MessagesEnd => {
+                e.body.messages_end(&mut e.m, &mut io)?;
+                e.m.write_json_mode(&mut e.body, &mut io)
+            }
             Event::End => {
                 e.body.end(&mut e.m, &mut io)?;
                 require_a_message(e.m.listed, e.m.carried, DIALECT, io.session)?;
+                e.m.write_json_mode(&mut e.body, &mut io)?;
                 e.m.write_tool_controls(&mut e.body, &mut io)?;
                 e.m.write_reasoning(&mut e.body, &mut io)?;
                 e.body.finish(&mut io)
@@ -1877,20 +1944,18 @@ impl Messages {
             }
         }
         crate::encoding::lose_unknown_members(&control, DIALECT, io.session)?;
-        if control.name == "reasoning" || control.name == "tool_choice" || control.name == "parallel_tool_calls" {
-            let reasoning = control.name == "reasoning";
-            let size = (control.value.len() + if reasoning { 0 } else { control.name.len() }) as u64;
-            let held = Control {
-                name: Cow::Owned(control.name.into_owned()),
-                value: Cow::Owned(control.value.into_owned()),
-                dialect: control.dialect.map(|d| Cow::Owned(d.into_owned())),
-                key: control.key.map(|k| Cow::Owned(k.into_owned())),
-                raw: control.raw.map(|r| Cow::Owned(r.into_owned())),
-            };
-            let hold = if reasoning { &mut self.reasoning } else { &mut self.tool_controls };
-            return hold.append(&mut io.session.reorder, held, size);
+        let json_mode = control.name == "response_format" && controls::json_mode(&control.value);
+        if json_mode && body.messages_ended {
+            return self.write_json_object(body, control, io);
         }
-        self.write_control(body, &control, io)
+        let hold = match control.name.as_ref() {
+            "reasoning" => &mut self.reasoning,
+            "tool_choice" | "parallel_tool_calls" => &mut self.tool_controls,
+            _ if json_mode => &mut self.json_mode,
+            _ => return self.write_control(body, &control, io),
+        };
+        let size = (control.value.len() + if control.name == "reasoning" { 0 } else { control.name.len() }) as u64;
+        hold.append(&mut io.session.reorder, control.into_owned(), size)
     }
 
     /// `_write_control`: another dialect's control as openai's member (or a recorded loss).
@@ -1918,19 +1983,33 @@ impl Messages {
             }
             // a field of a message whose first block has not come yet
             Some(_) => {
-                self.pending_ext.push(Extension {
-                    dialect: Cow::Owned(ext.dialect.into_owned()),
-                    path: Cow::Owned(ext.path.into_owned()),
-                    raw: Cow::Owned(ext.raw.into_owned()),
-                    message: ext.message,
-                    lossless: ext.lossless,
-                });
+                self.pending_ext.push(ext.into_owned());
                 Ok(())
             }
         }
     }
 
-    /// One `reasoning_effort` from every reasoning control: an effort wins over a budget.
+    /// `_write_json_mode`: the JSON mode held for the end of the messages.
+    fn write_json_mode(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
+        if self.json_mode.is_empty() {
+            return Ok(());
+        }
+        let items: Vec<Control<'static>> = self.json_mode.drain(&mut io.session.reorder).collect();
+        for control in items {
+            self.write_json_object(body, control, io)?;
+        }
+        Ok(())
+    }
+
+    /// `_write_json_object`: another dialect's JSON mode, the messages known: `json_object` when a
+    /// message says "json", else a `json_schema` of any object (openai refuses the first).
+    fn write_json_object(&mut self, body: &mut MessageListBody, mut control: Control<'_>, io: &mut Io<'_>) -> Result<()> {
+        if !self.said_json {
+            control.value = Cow::Borrowed(controls::JSON_OBJECT_SCHEMA);
+        }
+        self.write_control(body, &control, io)
+    }
+
     /// `_write_tool_controls`: the tool choice and `parallel_tool_calls`, now that the tools sent
     /// are known: with no tool sent they are not written (openai refuses them without tools; a
     /// forced choice is a recorded loss), nor a choice naming a tool that is not sent (recorded).
@@ -1959,6 +2038,7 @@ impl Messages {
         Ok(())
     }
 
+    /// One `reasoning_effort` from every reasoning control: an effort wins over a budget.
     fn write_reasoning(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
         if self.reasoning.is_empty() {
             return Ok(());
@@ -2746,6 +2826,34 @@ mod encoder_tests {
     use super::*;
     use crate::canonical::REQUEST_LEVEL;
     use crate::session::{Kind, Options};
+
+    /// `says_json` read across fragments: the word whole, cut at each place, or not there.
+    #[test]
+    fn says_json_reads_the_word_across_fragments() {
+        let said = |pieces: &[&[u8]]| {
+            let (mut any, mut tail) = (false, WordTail::default());
+            for piece in pieces {
+                let (now, next) = says_json(tail, piece);
+                (any, tail) = (any || now, next);
+            }
+            any
+        };
+        for text in [&b"json"[..], b"JSON", b"a Json b", b"jsonl", b"xjSoNx"] {
+            assert!(said(&[text]), "{text:?}");
+            for cut in 0..=text.len() {
+                assert!(said(&[&text[..cut], &text[cut..]]), "{text:?} cut at {cut}");
+            }
+            let bytes: Vec<&[u8]> = text.chunks(1).collect();
+            assert!(said(&bytes), "{text:?} a byte at a time");
+        }
+        for text in [&b""[..], b"js on", b"jso\\nn", b"\\u006ason", b"jso", b"son"] {
+            assert!(!said(&[text]), "{text:?}");
+            let bytes: Vec<&[u8]> = text.chunks(1).collect();
+            assert!(!said(&bytes), "{text:?} a byte at a time");
+        }
+        assert!(said(&[b"x", b"", b"js", b"o", b"", b"n"]));
+        assert!(!said(&[b"js", b"xon"]));
+    }
 
     fn options() -> Options {
         Options::default()
