@@ -6,7 +6,9 @@ each request it
 
 * reads the body and checks it with its own dialect's official request type
   (openai ``CompletionCreateParams*``, anthropic ``MessageCreateParams``,
-  ollama ``ChatRequest``); a body they refuse gets 422 and is recorded;
+  ollama ``ChatRequest``) and with the rules its API enforces beyond them
+  (tests/validity.py: a ``json_object`` no message says "json" for, a blank stop
+  sequence...); a body either refuses gets 422 and is recorded;
 * picks what to answer from the model name ``<anything>/<scenario>``: an rpt
   response scenario (``rpt/<scenario>/<dialect>.<stream|response>.rpt``),
   streamed frame by frame with ``pace`` seconds between frames, or a fault:
@@ -44,6 +46,7 @@ from dataclasses import dataclass, field
 import anyio
 import uvicorn
 
+import validity
 from rpt import RPT_ROOT, parse_wire, split_frames
 
 PATHS = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic", "/api/chat": "ollama"}
@@ -187,6 +190,9 @@ class Upstream:
         try:
             body = json.loads(raw)
             _official_check(dialect)(body)
+            broken = validity.check(dialect, "request", raw, enforced_only=True)
+            if broken:
+                raise ValueError(f"the {dialect} API refuses it: {broken}")
         except Exception as exc:  # noqa: BLE001 -- reported to the test through the status and the record
             record.valid, record.problem = False, repr(exc)[:2000]
             await self._plain(send, 422, error_body(dialect, 422))
