@@ -83,6 +83,7 @@ BAD = {
     ("openai", "integer-fields"): _o(max_completion_tokens=10.0),
     ("openai", "stop-at-most-4"): _o(stop=["a", "b", "c", "d", "e"]),
     ("openai", "json-object-says-json"): _o(response_format={"type": "json_object"}),
+    ("openai", "top-logprobs-with-logprobs"): _o(top_logprobs=3),
     ("openai", "tool-choice-has-tools"): _o(tool_choice="required"),
     ("openai", "number-ranges"): _o(temperature=3),
     ("openai", "function-name-pattern"): _o(messages=[_USER, _calls(name="x" * 65),
@@ -143,7 +144,7 @@ GOOD = {
                               {"role": "system", "content": [{"type": "text", "text": "y"}]},
                               _tool_use(), _result(), {"role": "assistant", "content": ""}]),
     "openai": _o(tools=[{"type": "function", "function": {"name": "f", "parameters": _SCHEMA}}], tool_choice="auto",
-                 max_completion_tokens=10, response_format={"type": "json_object"},
+                 max_completion_tokens=10, response_format={"type": "json_object"}, logprobs=True, top_logprobs=3,
                  messages=[_USER, _calls(), {"role": "tool", "tool_call_id": "c1",
                                              "content": [{"type": "text", "text": "a JSON object"}]}]),
     "ollama": {**_L, "think": "max", "options": {"num_predict": 10}, "messages": [

@@ -468,6 +468,15 @@ def _o_stop(body):
         yield f"stop has {len(stop)} sequences"
 
 
+@rule("openai", "request", "top-logprobs-with-logprobs",
+      "top_logprobs only with logprobs: true",
+      "OpenAI API reference, top_logprobs: 'logprobs must be set to true if this parameter is used' "
+      "(DeepSeek's API, llama.cpp's server and gateways refuse it so too)")
+def _o_top_logprobs(body):
+    if body.get("top_logprobs") is not None and body.get("logprobs") is not True:
+        yield f"top_logprobs {body['top_logprobs']!r} with logprobs {body.get('logprobs')!r}"
+
+
 def _message_texts(body) -> Iterator[str]:
     """Every text of an openai request's messages: string contents and text parts."""
     for m in _messages(body):

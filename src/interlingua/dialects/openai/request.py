@@ -873,6 +873,10 @@ class RequestEncoder(Encoder):
       sent as ``json_object`` when a message's text says it (``says_json``) and otherwise as
       the same request in the form that has no such rule, a ``json_schema`` of any object
       (``JSON_OBJECT_SCHEMA``) -- nothing is lost: both ask for one JSON object.
+    * another dialect's ``top_logprobs`` (ollama's) goes only with ``logprobs: true``: openai refuses
+      it otherwise ("logprobs must be set to true if top_logprobs is used"). One that comes before
+      its ``logprobs`` waits for it (``openai:top-logprobs-after-logprobs``); with none true by the
+      end it is not sent, recorded (ollama returns no log probabilities without ``logprobs``).
     """
 
     dialect = DIALECT
@@ -924,6 +928,9 @@ class RequestEncoder(Encoder):
         self._json_mode = session.reorder.hold("openai:json-mode-after-messages")
         self._said_json = False
         self._text_tail = b""  # the open text block's last bytes (a word cut between fragments)
+        # another dialect's top_logprobs waits for logprobs: true (openai refuses it without)
+        self._top_logprobs = session.reorder.hold("openai:top-logprobs-after-logprobs")
+        self._asks_logprobs = False
 
     def on_event(self, event: Event) -> None:
         if type(event) is Block:
@@ -941,6 +948,7 @@ class RequestEncoder(Encoder):
             self.body.end()
             self.require_a_message(self._carried)
             self._write_json_mode()
+            self._write_top_logprobs()
             self._write_tool_controls()
             self._write_reasoning()
             self.body.finish()
@@ -980,7 +988,13 @@ class RequestEncoder(Encoder):
             else:
                 self._json_mode.append(control, len(dumps(control.value)) + len(control.name))
             return
+        if control.name == "top_logprobs" and not self._asks_logprobs:
+            self._top_logprobs.append(control, len(dumps(control.value)) + len(control.name))
+            return
         self._write_control(control)
+        if control.name == "logprobs" and control.value is True and not self._asks_logprobs:
+            self._asks_logprobs = True
+            self._write_top_logprobs()
 
     def _write_control(self, control: Control) -> None:
         key, value = controls.encode_control(control, self.session)
@@ -1008,10 +1022,23 @@ class RequestEncoder(Encoder):
         for control in (self._tool_controls.drain() if self._tool_controls else ()):
             goes, loss = choice_fate(control.value if control.name == "tool_choice" else None, self.tools_sent)
             if loss is not None:
-                where = f"$.{control.key}" if control.key else control.name
-                self.session.lose(where, lacks(path_subject(where), DIALECT, loss, "not sent"), dialect=control.dialect)
+                self._lose_control(control, loss)
             elif goes:
                 self._write_control(control)
+
+    def _write_top_logprobs(self) -> None:
+        """The held ``top_logprobs``: written once ``logprobs: true`` came; at the end without it,
+        not sent, recorded."""
+        for control in self._top_logprobs.drain():
+            if self._asks_logprobs:
+                self._write_control(control)
+            else:
+                self._lose_control(control, "top_logprobs without logprobs: true")
+
+    def _lose_control(self, control: Control, what: str) -> None:
+        """A control of another dialect not sent: recorded at its key (or its name)."""
+        where = f"$.{control.key}" if control.key else control.name
+        self.session.lose(where, lacks(path_subject(where), DIALECT, what, "not sent"), dialect=control.dialect)
 
     def _write_json_mode(self) -> None:
         """The JSON mode held for the end of the messages."""
