@@ -1549,6 +1549,17 @@ fn says_json(tail: WordTail, payload: &[u8]) -> (bool, WordTail) {
     (said, tail.after(payload))
 }
 
+/// `_lose_control`: a control of another dialect not sent, recorded at its key (or its name).
+fn lose_control(control: &Control<'_>, what: &str, io: &mut Io<'_>) -> Result<()> {
+    use crate::losses::{lacks, path_subject};
+    let path = match control.key.as_deref() {
+        Some(key) => format!("$.{key}"),
+        None => control.name.to_string(),
+    };
+    let reason = lacks(path_subject(&path), DIALECT, what, Some("not sent"));
+    io.session.lose(&path, reason, control.dialect.as_deref())
+}
+
 /// `_filename`: a file part's name where the source gave none (anthropic's document): its title
 /// (carried so: not a loss; true), else `document.pdf` (a PDF) or `document`, as JSON.
 fn file_name(early: &[Attr<'_>], late: &[Attr<'_>], out: &mut Vec<u8>) -> bool {
@@ -1683,6 +1694,10 @@ struct Messages {
     /// a message's text said "json" (`_said_json`), and the open text block's last bytes
     said_json: bool,
     text_tail: WordTail,
+    /// another dialect's `top_logprobs`, held until `logprobs: true` comes (`_top_logprobs`), and
+    /// whether it came (`_asks_logprobs`)
+    top_logprobs: Hold<Control<'static>>,
+    asks_logprobs: bool,
     /// the names of the tools sent (`tools_sent`)
     tools_sent: crate::encoding::ToolsSent,
     /// a block of the source's message list came / a message was opened in the output
@@ -1729,6 +1744,7 @@ impl RequestEncoder {
             let reasoning = io.hold("openai:merge-reasoning");
             let tool_controls = io.hold("openai:tool-choice-after-tools");
             let json_mode = io.hold("openai:json-mode-after-messages");
+            let top_logprobs = io.hold("openai:top-logprobs-after-logprobs");
             let m = Messages {
                 foreign: io.session.source != DIALECT,
                 reasoning_key,
@@ -1753,6 +1769,8 @@ impl RequestEncoder {
                 json_mode,
                 said_json: false,
                 text_tail: WordTail::default(),
+                top_logprobs,
+                asks_logprobs: false,
                 tools_sent: Vec::new(),
                 listed: false,
                 carried: false,
@@ -1806,6 +1824,7 @@ impl Encode for RequestEncoder {
                 e.body.end(&mut e.m, &mut io)?;
                 require_a_message(e.m.listed, e.m.carried, DIALECT, io.session)?;
                 e.m.write_json_mode(&mut e.body, &mut io)?;
+                e.m.write_top_logprobs(&mut e.body, &mut io)?;
                 e.m.write_tool_controls(&mut e.body, &mut io)?;
                 e.m.write_reasoning(&mut e.body, &mut io)?;
                 e.body.finish(&mut io)
@@ -1952,7 +1971,15 @@ impl Messages {
             "reasoning" => &mut self.reasoning,
             "tool_choice" | "parallel_tool_calls" => &mut self.tool_controls,
             _ if json_mode => &mut self.json_mode,
-            _ => return self.write_control(body, &control, io),
+            "top_logprobs" if !self.asks_logprobs => &mut self.top_logprobs,
+            _ => {
+                self.write_control(body, &control, io)?;
+                if control.name == "logprobs" && control.value.as_ref() == b"true" && !self.asks_logprobs {
+                    self.asks_logprobs = true;
+                    self.write_top_logprobs(body, io)?;
+                }
+                return Ok(());
+            }
         };
         let size = (control.value.len() + if control.name == "reasoning" { 0 } else { control.name.len() }) as u64;
         hold.append(&mut io.session.reorder, control.into_owned(), size)
@@ -1989,6 +2016,23 @@ impl Messages {
         }
     }
 
+    /// `_write_top_logprobs`: the held `top_logprobs`: written once `logprobs: true` came; at the
+    /// end without it, not sent, recorded.
+    fn write_top_logprobs(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
+        if self.top_logprobs.is_empty() {
+            return Ok(());
+        }
+        let items: Vec<Control<'static>> = self.top_logprobs.drain(&mut io.session.reorder).collect();
+        for control in items {
+            if self.asks_logprobs {
+                self.write_control(body, &control, io)?;
+            } else {
+                lose_control(&control, "top_logprobs without logprobs: true", io)?;
+            }
+        }
+        Ok(())
+    }
+
     /// `_write_json_mode`: the JSON mode held for the end of the messages.
     fn write_json_mode(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
         if self.json_mode.is_empty() {
@@ -2014,7 +2058,6 @@ impl Messages {
     /// are known: with no tool sent they are not written (openai refuses them without tools; a
     /// forced choice is a recorded loss), nor a choice naming a tool that is not sent (recorded).
     fn write_tool_controls(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
-        use crate::losses::{lacks, path_subject};
         use crate::value::Value;
         if self.tool_controls.is_empty() {
             return Ok(());
@@ -2023,14 +2066,7 @@ impl Messages {
         for control in items {
             let choice = (control.name == "tool_choice").then(|| Value::loads(&control.value).ok()).flatten();
             match crate::encoding::choice_fate(choice.as_ref(), &self.tools_sent) {
-                (_, Some(loss)) => {
-                    let path = match control.key.as_deref() {
-                        Some(key) => format!("$.{key}"),
-                        None => control.name.to_string(),
-                    };
-                    let reason = lacks(path_subject(&path), DIALECT, loss, Some("not sent"));
-                    io.session.lose(&path, reason, control.dialect.as_deref())?;
-                }
+                (_, Some(loss)) => lose_control(&control, loss, io)?,
                 (false, None) => {} // (no tool sent: auto, none and parallel_tool_calls say nothing)
                 (true, None) => self.write_control(body, &control, io)?,
             }
