@@ -51,6 +51,9 @@ BAD = {
         _result()]),
     ("anthropic", "final-assistant-no-trailing-whitespace"): _a(messages=[
         _USER, {"role": "assistant", "content": [{"type": "text", "text": "The answer is "}]}]),
+    ("anthropic", "cache-breakpoints-at-most-4"): _a(messages=[
+        {"role": "user", "content": [{"type": "text", "text": str(i), "cache_control": {"type": "ephemeral"}}
+                                     for i in range(5)]}]),
     ("anthropic", "stop-sequences-not-blank"): _a(stop_sequences=["END", "\n"]),
     ("anthropic", "input-schema-no-top-combinator"): _a(tools=[{"name": "f", "input_schema": {
         "type": "object", "oneOf": [{"properties": {"a": {"type": "string"}}}]}}]),

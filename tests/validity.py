@@ -186,6 +186,28 @@ def _a_final_assistant_trailing(body):
         yield f"messages[{len(messages) - 1}] (the final assistant message) ends in whitespace"
 
 
+def _breakpoints(body) -> int:
+    """The cache_control breakpoints of an anthropic request: tools, system blocks, message
+    content blocks and the blocks inside tool results (a null one is none)."""
+    places = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    places += _blocks(body.get("system"))
+    for _, _, block in _parts(body):
+        places.append(block)
+        if block.get("type") == "tool_result":
+            places += _blocks(block.get("content"))
+    return sum(1 for place in places if place.get("cache_control") is not None)
+
+
+@rule("anthropic", "request", "cache-breakpoints-at-most-4",
+      "at most 4 cache_control breakpoints in one request",
+      "Anthropic API error 'A maximum of 4 blocks with cache_control may be provided. Found 5.' "
+      "(sub2api #176, avante.nvim #425, opencode-claude-auth #121)")
+def _a_breakpoints(body):
+    found = _breakpoints(body)
+    if found > 4:
+        yield f"{found} cache breakpoints"
+
+
 @rule("anthropic", "request", "stop-sequences-not-blank",
       "every stop sequence has a non-whitespace character (an empty one neither)",
       "Anthropic API errors 'stop_sequences: each stop sequence must contain non-whitespace' and "

@@ -304,9 +304,10 @@ class Encoder:
 
     _lost_message: int | None = None  # the source message of an unknown role last lost whole
 
-    def _lose_field(self, block: Block, key: str, attrs: dict | None = None, done: str | None = None) -> None:
-        """A block attribute the target has no member for (``cache_control`` of a text block),
-        at the field's own path where the block has one (``$.content[0].signature``). A null
+    def _lose_field(self, block: Block, key: str, attrs: dict | None = None, done: str | None = None,
+                    what: str = "field for it") -> None:
+        """A block attribute the target has no member for (``cache_control`` of a text block; or,
+        ``what``, no more of), at the field's own path where the block has one (``$.content[0].signature``). A null
         one is nothing lost (``citations: null``, as a response's ``model_dump()`` has it), nor
         one at its default (``citations: []``, ``losses.attr_says_nothing``), nor an extras
         member that says nothing (``losses.extras_said``)."""
@@ -320,7 +321,7 @@ class Encoder:
         path = (attrs or {}).get("path") or (block.attrs or {}).get("path")
         if key == MESSAGE_CACHE_CONTROL:  # (named by its message's role: the block's first attributes)
             attrs = {**(block.attrs or {}), **(attrs or {})}
-        self._lose(block, field_subject(self.session.source, key, block.section, attrs), "field for it", done,
+        self._lose(block, field_subject(self.session.source, key, block.section, attrs), what, done,
                    field_path(path, key) if path else None)
 
     def _drops_typed_call(self, block: Block, attrs: dict) -> bool:

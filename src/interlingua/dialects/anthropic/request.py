@@ -54,10 +54,15 @@ from ...jsonwriter import JsonWriter, dumps, key_bytes
 from ...naming import anthropic_id, canonical_id
 from ...losses import (
     INTERNAL_ATTRS, MESSAGE_CACHE_CONTROL, PART_ATTRS, PART_PREFIX, RESULT_CACHE_CONTROL, article, block_path,
-    block_subject, field_subject, lacks,
+    block_subject, field_subject, lacks, path_subject,
 )
 from ...session import Session
 from . import controls
+
+#: the most cache breakpoints (``cache_control``) anthropic takes in one request
+MAX_BREAKPOINTS = 4
+BREAKPOINT_LACK = f"cache breakpoint beyond the {MAX_BREAKPOINTS}th"
+BREAKPOINT_DONE = f"not sent (it takes at most {MAX_BREAKPOINTS})"
 
 DIALECT = "anthropic"
 EXTRA_ATTR = "anthropic_extra"
@@ -782,6 +787,7 @@ class RequestEncoder(Encoder):
         self._system_count = 0
         self._system_plain = True
         self._controls = session.reorder.hold("anthropic:foreign-controls")
+        self._breakpoints = 0  # the cache breakpoints of another dialect written (``_breakpoint``)
         # the last assistant message written: its source index, whether it began with thinking,
         # whether it calls tools (``controls.encode``: thinking in a tool loop)
         self._turn: int | None = None
@@ -1061,9 +1067,14 @@ class RequestEncoder(Encoder):
                 # same one adds nothing; another is a recorded loss)
                 own = attrs.get("cache_control")
                 if own is None:
-                    out += b',"cache_control":' + dumps(value)
+                    if self._breakpoint(value):
+                        out += b',"cache_control":' + dumps(value)
+                    else:
+                        self._lose_field(block, key, attrs, BREAKPOINT_DONE, BREAKPOINT_LACK)
                 elif own != value:
                     self._lose_field(block, key, attrs, "the block's own cache_control is kept")
+            elif key == "cache_control" and key in allowed and not self._breakpoint(value):
+                self._lose_field(block, key, attrs, BREAKPOINT_DONE, BREAKPOINT_LACK)
             elif key in allowed:
                 out += b"," + dumps(key) + b":" + dumps(value)
             elif key == EXTRA_ATTR:
@@ -1394,12 +1405,15 @@ class RequestEncoder(Encoder):
                 "tool_result without a tool_use_id", "a placeholder id is written"))
         if not result.id_written:
             tail += b',"tool_use_id":' + dumps(self._id(result.id))
-        w.write(tail + self._members_result(attrs) + b"}")
+        w.write(tail + self._members_result(attrs, result.index) + b"}")
 
-    def _members_result(self, attrs: dict) -> bytes:
+    def _members_result(self, attrs: dict, index: int) -> bytes:
         out = b""
         for key in ("is_error", "cache_control"):
-            if key in attrs:
+            if key == "cache_control" and key in attrs and not self._breakpoint(attrs[key]):
+                where = f"$.messages[{index}].cache_control"
+                self.session.lose(where, lacks(path_subject(where), DIALECT, BREAKPOINT_LACK, BREAKPOINT_DONE))
+            elif key in attrs:
                 out += b"," + dumps(key) + b":" + dumps(attrs[key])
         if EXTRA_ATTR in attrs:
             out += b"," + attrs[EXTRA_ATTR].encode()
@@ -1632,7 +1646,22 @@ class RequestEncoder(Encoder):
     # -- tools ------------------------------------------------------------------------------------
 
     def _tool_json(self, attrs: dict, schema: bytes) -> bytes:
+        if "cache_control" in attrs and not self._breakpoint(attrs["cache_control"]):
+            where = f"{attrs['path']}.cache_control" if attrs.get("path") else "$.tools"
+            self.session.lose(where, lacks("cache_control of a tool", DIALECT, BREAKPOINT_LACK, BREAKPOINT_DONE))
+            attrs = {k: v for k, v in attrs.items() if k != "cache_control"}
         return controls.tool_from_canonical(attrs, schema, self.session)
+
+    def _breakpoint(self, value: Any) -> bool:
+        """Whether a cache breakpoint goes: anthropic refuses a request with more than
+        ``MAX_BREAKPOINTS`` ("A maximum of 4 blocks with cache_control may be provided"), so
+        another dialect's are counted as they are written and the fifth and later are not
+        (the first ones are out when a later one comes). A null one is none; an anthropic
+        client's own go as they came."""
+        if value is None or not self.foreign:
+            return True
+        self._breakpoints += 1
+        return self._breakpoints <= MAX_BREAKPOINTS
 
     def _tool_element(self, key: str, raw: bytes) -> None:
         self._open_top(key)
