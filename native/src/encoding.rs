@@ -1187,6 +1187,12 @@ pub fn lose_is_error(session: &mut Session, dialect: &str, block: BlockRef<'_>, 
 /// path where the block has one. `attrs`: None for the block's own.
 pub fn lose_field(session: &mut Session, dialect: &str, block: BlockRef<'_>, key: &str, attrs: Option<&[Attr<'_>]>,
                   done: Option<&str>) -> Result<()> {
+    lose_field_as(session, dialect, block, key, attrs, "field for it", done)
+}
+
+/// `lose_field` with what the target lacks (`_lose_field(..., what=)`: no more of it, say).
+pub fn lose_field_as(session: &mut Session, dialect: &str, block: BlockRef<'_>, key: &str, attrs: Option<&[Attr<'_>]>,
+                     what: &str, done: Option<&str>) -> Result<()> {
     let attrs = attrs.unwrap_or(block.attrs);
     if attr(attrs, key).is_some_and(|raw| raw == b"null" || crate::losses::attr_says_nothing(key, raw)) {
         return Ok(()); // a null one is nothing lost, nor one at its default (`citations: []`)
@@ -1211,7 +1217,7 @@ pub fn lose_field(session: &mut Session, dialect: &str, block: BlockRef<'_>, key
         field_subject(session.source, key, block.section, Some(attrs))
     };
     let field = path.map(|p| field_path(&p, key));
-    lose(session, dialect, block, &subject, "field for it", done, field.as_deref())
+    lose(session, dialect, block, &subject, what, done, field.as_deref())
 }
 
 /// `Encoder._ARGS_LACK`.

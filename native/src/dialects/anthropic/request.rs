@@ -1431,7 +1431,7 @@ mod encoder {
     use crate::canonical::{unescape_json_text, Block, Control, Event, Extension, Section, TOP_LEVEL_SYSTEM};
     use crate::encoding::{
         require_a_message,
-        attr, attr_is, blank_tail, held_blank, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_moved, lose_unplaced, merged, on_block,
+        attr, attr_is, blank_tail, held_blank, role_head, role_json, skip_chars, attr_truthy, has_attr, json_str, lose, lose_block, lose_field, lose_field_as, lose_moved, lose_unplaced, merged, on_block,
         subject, tool_definition, where_, Attr, Head, BlockRef, Encode, HeldArguments, InBlock, Io,
         MessageAssembler, PlaceBlocks, ToolDefinitions, WriterId, BLANK_HELD, PARTS_CONTENT, STRING_CONTENT, call_key, CallBatch,
     };
@@ -1449,6 +1449,13 @@ mod encoder {
     use super::super::controls::{self, Foreign};
     use super::{DIALECT, EXTRA_ATTR};
     const OUT: WriterId = WriterId::OUT;
+    /// `MAX_BREAKPOINTS`: the most cache breakpoints (`cache_control`) anthropic takes in one request
+    const MAX_BREAKPOINTS: usize = 4;
+    /// `BREAKPOINT_LACK` / `BREAKPOINT_DONE` (`breakpoint_done`): what a fifth breakpoint's loss says
+    const BREAKPOINT_LACK: &str = "cache breakpoint beyond the 4th";
+    fn breakpoint_done() -> String {
+        format!("not sent (it takes at most {MAX_BREAKPOINTS})")
+    }
     const TEXT_HEAD: &[u8] = b"{\"type\":\"text\",\"text\":\"";
     const SEP_TEXT_HEAD: &[u8] = b",{\"type\":\"text\",\"text\":\"";
     const TEXT_TAIL: &[u8] = b"\"}";
@@ -1637,6 +1644,10 @@ mod encoder {
 
     struct State {
         foreign: bool,
+        /// the cache breakpoints of another dialect written (`_breakpoints`; counted where a
+        /// block's members are written, which borrows the state shared: an atomic, as the
+        /// encoder is `Sync`)
+        breakpoints: std::sync::atomic::AtomicUsize,
         /// the body's `{` is written (Python's constructor writes it)
         opened: bool,
         top: Option<Top>,
@@ -1708,6 +1719,7 @@ mod encoder {
         pub fn new(session: &Session) -> Self {
             let state = State {
                 foreign: session.source != DIALECT,
+                breakpoints: std::sync::atomic::AtomicUsize::new(0),
                 opened: false,
                 top: None,
                 messages_written: false,
@@ -1785,6 +1797,16 @@ mod encoder {
     }
 
     impl State {
+        /// `_breakpoint(value)`: whether a cache breakpoint goes -- anthropic refuses a request with
+        /// more than `MAX_BREAKPOINTS`, so another dialect's are counted as they are written and the
+        /// fifth and later are not. A null one is none; an anthropic client's own go as they came.
+        fn breakpoint(&self, value: &[u8]) -> bool {
+            if value == b"null" || !self.foreign {
+                return true;
+            }
+            self.breakpoints.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < MAX_BREAKPOINTS
+        }
+
         fn open(&mut self, io: &mut Io<'_>) -> Result<()> {
             if !self.opened {
                 self.opened = true;
@@ -2158,6 +2180,9 @@ mod encoder {
                     // an openai message's breakpoint, on its last block: the block's own wins
                     // (the same one adds nothing; another is a recorded loss)
                     match attr(attrs, "cache_control") {
+                        None | Some(b"null") if !self.breakpoint(value) => {
+                            lose_field_as(io.session, DIALECT, head, key, Some(attrs), BREAKPOINT_LACK, Some(&breakpoint_done()))?;
+                        }
                         None | Some(b"null") => {
                             out.extend_from_slice(b",\"cache_control\":");
                             out.extend_from_slice(value);
@@ -2169,6 +2194,8 @@ mod encoder {
                         }
                         Some(_) => {}
                     }
+                } else if key == "cache_control" && allowed.contains(&"cache_control") && !self.breakpoint(value) {
+                    lose_field_as(io.session, DIALECT, head, key, Some(attrs), BREAKPOINT_LACK, Some(&breakpoint_done()))?;
                 } else if allowed.contains(&key.as_ref()) {
                     out.push(b',');
                     key_bytes(key.as_bytes(), out);
@@ -2569,12 +2596,17 @@ mod encoder {
             }
             // `_members_result`
             for (key, value) in [("is_error", &result.is_error), ("cache_control", &result.cache_control)] {
-                if let Some(value) = value {
-                    tail.push(b',');
-                    key_bytes(key.as_bytes(), &mut tail);
-                    tail.push(b':');
-                    tail.extend_from_slice(value);
+                let Some(value) = value else { continue };
+                if key == "cache_control" && !self.breakpoint(value) {
+                    let path = format!("$.messages[{}].cache_control", result.index);
+                    let reason = lacks(&crate::losses::path_subject(&path), DIALECT, BREAKPOINT_LACK, Some(&breakpoint_done()));
+                    io.session.lose(&path, &reason, None)?;
+                    continue;
                 }
+                tail.push(b',');
+                key_bytes(key.as_bytes(), &mut tail);
+                tail.push(b':');
+                tail.extend_from_slice(value);
             }
             if let Some(extra) = &result.extra {
                 tail.push(b',');
@@ -3068,7 +3100,17 @@ mod encoder {
         }
 
         fn tool_json(&mut self, attrs: &[Attr<'_>], schema: &[u8], io: &mut Io<'_>) -> Result<Vec<u8>> {
-            controls::tool_from_canonical(attrs, schema, io.session)
+            match attr(attrs, "cache_control") {
+                Some(value) if !self.breakpoint(value) => {
+                    let path = attr(attrs, "path").filter(|raw| crate::encoding::truthy(raw)).and_then(json_str)
+                        .map_or_else(|| "$.tools".to_string(), |path| format!("{path}.cache_control"));
+                    let reason = lacks("cache_control of a tool", DIALECT, BREAKPOINT_LACK, Some(&breakpoint_done()));
+                    io.session.lose(&path, &reason, None)?;
+                    let kept: Vec<Attr<'_>> = attrs.iter().filter(|(key, _)| key != "cache_control").cloned().collect();
+                    controls::tool_from_canonical(&kept, schema, io.session)
+                }
+                _ => controls::tool_from_canonical(attrs, schema, io.session),
+            }
         }
 
         fn tool_element(&mut self, key: &'static str, raw: &[u8], io: &mut Io<'_>) -> Result<()> {
