@@ -1549,6 +1549,14 @@ fn says_json(tail: WordTail, payload: &[u8]) -> (bool, WordTail) {
     (said, tail.after(payload))
 }
 
+/// A hold's controls, given back and released (`hold.drain()`; none: no allocation).
+fn drained(hold: &mut Hold<Control<'static>>, io: &mut Io<'_>) -> Vec<Control<'static>> {
+    if hold.is_empty() {
+        return Vec::new();
+    }
+    hold.drain(&mut io.session.reorder).collect()
+}
+
 /// `_lose_control`: a control of another dialect not sent, recorded at its key (or its name).
 fn lose_control(control: &Control<'_>, what: &str, io: &mut Io<'_>) -> Result<()> {
     use crate::losses::{lacks, path_subject};
@@ -2019,11 +2027,7 @@ impl Messages {
     /// `_write_top_logprobs`: the held `top_logprobs`: written once `logprobs: true` came; at the
     /// end without it, not sent, recorded.
     fn write_top_logprobs(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
-        if self.top_logprobs.is_empty() {
-            return Ok(());
-        }
-        let items: Vec<Control<'static>> = self.top_logprobs.drain(&mut io.session.reorder).collect();
-        for control in items {
+        for control in drained(&mut self.top_logprobs, io) {
             if self.asks_logprobs {
                 self.write_control(body, &control, io)?;
             } else {
@@ -2035,11 +2039,7 @@ impl Messages {
 
     /// `_write_json_mode`: the JSON mode held for the end of the messages.
     fn write_json_mode(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
-        if self.json_mode.is_empty() {
-            return Ok(());
-        }
-        let items: Vec<Control<'static>> = self.json_mode.drain(&mut io.session.reorder).collect();
-        for control in items {
+        for control in drained(&mut self.json_mode, io) {
             self.write_json_object(body, control, io)?;
         }
         Ok(())
@@ -2059,11 +2059,7 @@ impl Messages {
     /// forced choice is a recorded loss), nor a choice naming a tool that is not sent (recorded).
     fn write_tool_controls(&mut self, body: &mut MessageListBody, io: &mut Io<'_>) -> Result<()> {
         use crate::value::Value;
-        if self.tool_controls.is_empty() {
-            return Ok(());
-        }
-        let items: Vec<Control<'static>> = self.tool_controls.drain(&mut io.session.reorder).collect();
-        for control in items {
+        for control in drained(&mut self.tool_controls, io) {
             let choice = (control.name == "tool_choice").then(|| Value::loads(&control.value).ok()).flatten();
             match crate::encoding::choice_fate(choice.as_ref(), &self.tools_sent) {
                 (_, Some(loss)) => lose_control(&control, loss, io)?,
