@@ -2599,7 +2599,7 @@ mod encoder {
                 let Some(value) = value else { continue };
                 if key == "cache_control" && !self.breakpoint(value) {
                     let path = format!("$.messages[{}].cache_control", result.index);
-                    let reason = lacks(&crate::losses::path_subject(&path), DIALECT, BREAKPOINT_LACK, Some(&breakpoint_done()));
+                    let reason = lacks(crate::losses::path_subject(&path), DIALECT, BREAKPOINT_LACK, Some(&breakpoint_done()));
                     io.session.lose(&path, &reason, None)?;
                     continue;
                 }
