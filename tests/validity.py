@@ -129,7 +129,8 @@ def _a_content_non_empty(body):
             yield f"messages[{i}] has empty content"
 
 
-def _anthropic_text_blocks(body) -> Iterator[tuple[str, dict]]:
+def _anthropic_blocks(body) -> Iterator[tuple[str, dict]]:
+    """(where, block) of every content block: system, messages, and inside tool results."""
     system = body.get("system")
     for j, b in enumerate(_blocks(system)):
         yield f"system[{j}]", b
@@ -145,7 +146,7 @@ def _anthropic_text_blocks(body) -> Iterator[tuple[str, dict]]:
       "a text block's text is not empty (system, messages, tool_result content)",
       "Anthropic API error 'messages: text content blocks must be non-empty'")
 def _a_text_non_empty(body):
-    for where, b in _anthropic_text_blocks(body):
+    for where, b in _anthropic_blocks(body):
         if b.get("type") == "text" and b.get("text") == "":
             yield f"{where} is an empty text block"
 
@@ -187,14 +188,10 @@ def _a_final_assistant_trailing(body):
 
 
 def _breakpoints(body) -> int:
-    """The cache_control breakpoints of an anthropic request: tools, system blocks, message
-    content blocks and the blocks inside tool results (a null one is none)."""
+    """The cache_control breakpoints of an anthropic request: tools and every content block (a
+    null one is none)."""
     places = [t for t in body.get("tools") or [] if isinstance(t, dict)]
-    places += _blocks(body.get("system"))
-    for _, _, block in _parts(body):
-        places.append(block)
-        if block.get("type") == "tool_result":
-            places += _blocks(block.get("content"))
+    places += [block for _, block in _anthropic_blocks(body)]
     return sum(1 for place in places if place.get("cache_control") is not None)
 
 
@@ -431,7 +428,7 @@ def _a_thinking_tool_loop(body):
       "a base64 image's media_type is image/jpeg, image/png, image/gif or image/webp",
       f"{_ANTHROPIC_REF}: Base64ImageSource.media_type enum")
 def _a_image_types(body):
-    for where, b in _anthropic_text_blocks(body):
+    for where, b in _anthropic_blocks(body):
         source = b.get("source") if b.get("type") == "image" else None
         if isinstance(source, dict) and source.get("type") == "base64" and \
                 source.get("media_type") not in ANTHROPIC_IMAGE_TYPES:
@@ -502,12 +499,11 @@ def _o_top_logprobs(body):
 def _message_texts(body) -> Iterator[str]:
     """Every text of an openai request's messages: string contents and text parts."""
     for m in _messages(body):
-        content = m.get("content") if isinstance(m, dict) else None
-        if isinstance(content, str):
-            yield content
-        for part in content if isinstance(content, list) else []:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                yield part["text"]
+        if isinstance(m.get("content"), str):
+            yield m["content"]
+    for _, _, part in _parts(body):
+        if isinstance(part.get("text"), str):
+            yield part["text"]
 
 
 @rule("openai", "request", "json-object-says-json",

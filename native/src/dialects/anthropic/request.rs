@@ -1451,11 +1451,9 @@ mod encoder {
     const OUT: WriterId = WriterId::OUT;
     /// `MAX_BREAKPOINTS`: the most cache breakpoints (`cache_control`) anthropic takes in one request
     const MAX_BREAKPOINTS: usize = 4;
-    /// `BREAKPOINT_LACK` / `BREAKPOINT_DONE` (`breakpoint_done`): what a fifth breakpoint's loss says
+    /// `BREAKPOINT_LACK` / `BREAKPOINT_DONE`: what a fifth breakpoint's loss says
     const BREAKPOINT_LACK: &str = "cache breakpoint beyond the 4th";
-    fn breakpoint_done() -> String {
-        format!("not sent (it takes at most {MAX_BREAKPOINTS})")
-    }
+    const BREAKPOINT_DONE: &str = "not sent (it takes at most 4)";
     const TEXT_HEAD: &[u8] = b"{\"type\":\"text\",\"text\":\"";
     const SEP_TEXT_HEAD: &[u8] = b",{\"type\":\"text\",\"text\":\"";
     const TEXT_TAIL: &[u8] = b"\"}";
@@ -2181,7 +2179,7 @@ mod encoder {
                     // (the same one adds nothing; another is a recorded loss)
                     match attr(attrs, "cache_control") {
                         None | Some(b"null") if !self.breakpoint(value) => {
-                            lose_field_as(io.session, DIALECT, head, key, Some(attrs), BREAKPOINT_LACK, Some(&breakpoint_done()))?;
+                            lose_field_as(io.session, DIALECT, head, key, Some(attrs), BREAKPOINT_LACK, Some(BREAKPOINT_DONE))?;
                         }
                         None | Some(b"null") => {
                             out.extend_from_slice(b",\"cache_control\":");
@@ -2195,7 +2193,7 @@ mod encoder {
                         Some(_) => {}
                     }
                 } else if key == "cache_control" && allowed.contains(&"cache_control") && !self.breakpoint(value) {
-                    lose_field_as(io.session, DIALECT, head, key, Some(attrs), BREAKPOINT_LACK, Some(&breakpoint_done()))?;
+                    lose_field_as(io.session, DIALECT, head, key, Some(attrs), BREAKPOINT_LACK, Some(BREAKPOINT_DONE))?;
                 } else if allowed.contains(&key.as_ref()) {
                     out.push(b',');
                     key_bytes(key.as_bytes(), out);
@@ -2599,7 +2597,7 @@ mod encoder {
                 let Some(value) = value else { continue };
                 if key == "cache_control" && !self.breakpoint(value) {
                     let path = format!("$.messages[{}].cache_control", result.index);
-                    let reason = lacks(crate::losses::path_subject(&path), DIALECT, BREAKPOINT_LACK, Some(&breakpoint_done()));
+                    let reason = lacks(crate::losses::path_subject(&path), DIALECT, BREAKPOINT_LACK, Some(BREAKPOINT_DONE));
                     io.session.lose(&path, &reason, None)?;
                     continue;
                 }
@@ -3104,7 +3102,7 @@ mod encoder {
                 Some(value) if !self.breakpoint(value) => {
                     let path = attr(attrs, "path").filter(|raw| crate::encoding::truthy(raw)).and_then(json_str)
                         .map_or_else(|| "$.tools".to_string(), |path| format!("{path}.cache_control"));
-                    let reason = lacks("cache_control of a tool", DIALECT, BREAKPOINT_LACK, Some(&breakpoint_done()));
+                    let reason = lacks("cache_control of a tool", DIALECT, BREAKPOINT_LACK, Some(BREAKPOINT_DONE));
                     io.session.lose(&path, &reason, None)?;
                     let kept: Vec<Attr<'_>> = attrs.iter().filter(|(key, _)| key != "cache_control").cloned().collect();
                     controls::tool_from_canonical(&kept, schema, io.session)

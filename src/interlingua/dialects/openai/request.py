@@ -979,22 +979,28 @@ class RequestEncoder(Encoder):
         if control.name == "reasoning":
             self._reasoning.append(control, len(dumps(control.value)))
             return
-        if control.name in ("tool_choice", "parallel_tool_calls"):
-            self._tool_controls.append(control, len(dumps(control.value)) + len(control.name))
+        json_mode = control.name == "response_format" and controls.json_mode(control.value)
+        if json_mode and self.body.messages_ended:
+            self._write_json_object(control)
             return
-        if control.name == "response_format" and controls.json_mode(control.value):
-            if self.body.messages_ended:
-                self._write_json_object(control)
-            else:
-                self._json_mode.append(control, len(dumps(control.value)) + len(control.name))
-            return
-        if control.name == "top_logprobs" and not self._asks_logprobs:
-            self._top_logprobs.append(control, len(dumps(control.value)) + len(control.name))
+        hold = self._hold_for(control, json_mode)
+        if hold is not None:
+            hold.append(control, len(dumps(control.value)) + len(control.name))
             return
         self._write_control(control)
         if control.name == "logprobs" and control.value is True and not self._asks_logprobs:
             self._asks_logprobs = True
             self._write_top_logprobs()
+
+    def _hold_for(self, control: Control, json_mode: bool):
+        """The hold another dialect's control waits in until what decides it is known, or None."""
+        if control.name in ("tool_choice", "parallel_tool_calls"):
+            return self._tool_controls  # the tools sent
+        if json_mode:
+            return self._json_mode  # the messages' words
+        if control.name == "top_logprobs" and not self._asks_logprobs:
+            return self._top_logprobs  # logprobs: true
+        return None
 
     def _write_control(self, control: Control) -> None:
         key, value = controls.encode_control(control, self.session)
