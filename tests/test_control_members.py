@@ -30,6 +30,7 @@ VALID = {
         "function_call": {"name": "f"},
         "response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": {"type": "object"},
                                                                    "strict": True, "description": "d"}},
+        "thinking": {"type": "enabled", "budget_tokens": 2048, "display": "summarized"},  # LiteLLM's
     },
     "anthropic": {
         "stop_sequences": ["a", "b"],

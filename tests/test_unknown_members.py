@@ -159,10 +159,10 @@ if __name__ == "__main__":  # every case (minutes): the failures, one a line
 
 
 #: (source, target, member): a request's top-level member of the source's body that the source
-#: does not define but the target does under the same name -- LiteLLM's ``thinking`` (anthropic's
-#: value) in an openai body, a ``system`` there, ollama's ``think`` sent to an anthropic endpoint
-SAME_NAME = [("openai", "anthropic", "thinking", {"type": "enabled", "budget_tokens": 2048}),
-             ("openai", "anthropic", "system", "Be brief."),
+#: does not define but the target does under the same name -- a ``system`` in an openai body,
+#: ollama's ``think`` sent to an anthropic endpoint (LiteLLM's ``thinking`` in an openai body was
+#: one; it is read now, as anthropic's is: rpt request-openai-thinking)
+SAME_NAME = [("openai", "anthropic", "system", "Be brief."),
              ("anthropic", "ollama", "think", True),
              ("anthropic", "ollama", "options", {"num_ctx": 4096}),
              ("ollama", "openai", "reasoning_effort", "low")]

@@ -516,11 +516,16 @@ class HeldArguments:
 def merged_reasoning(items: list[Control]) -> Control:
     """One ``reasoning`` control from several: a source may say it in two fields
     (anthropic ``thinking`` and ``output_config.effort``). Their values merge; each
-    target's mapping then decides (an effort wins over a budget)."""
+    target's mapping then decides (an effort wins over a budget). The merged control is
+    named by the last one's key; the members one did not carry (``uncarried``) are its own,
+    so ``uncarried_at`` keeps its key (they were recorded under the last one's:
+    ``$.output_config.display`` for anthropic's ``thinking.display``)."""
     merged: dict = {}
     for control in items:
         if isinstance(control.value, dict):
             merged.update(control.value)
+            if "uncarried" in control.value:
+                merged["uncarried_at"] = control.key
     return Control("reasoning", merged, dialect=items[-1].dialect, key=items[-1].key)
 
 
@@ -880,11 +885,21 @@ class MessageListBody:
 
 def lose_uncarried(control: Control, target: str, session) -> None:
     """A loss for each source member of a reasoning setting its canonical value did not carry
-    (anthropic ``thinking.display``), at its own path."""
+    (anthropic ``thinking.display``), at its own path. Into anthropic (LiteLLM's ``thinking`` of
+    an openai body) a member anthropic's thinking has is not its field either, and the reason
+    says so, as ``foreign_field``'s does."""
     value = control.value
+    key = value.get("uncarried_at", control.key) if isinstance(value, dict) else control.key
     for member in value.get("uncarried", ()) if isinstance(value, dict) else ():
-        where = f"$.{control.key}.{member}"
-        session.lose(where, lacks(path_subject(where), target, "field for it"), dialect=control.dialect)
+        where = f"$.{key}.{member}"
+        what = "field for it"
+        if target == "anthropic" and member in _ANTHROPIC_THINKING_MEMBERS:
+            what = f"such field of {control.dialect}'s (its own {member} is not read from another dialect's body)"
+        session.lose(where, lacks(path_subject(where), target, what), dialect=control.dialect)
+
+
+#: the members of anthropic's ``thinking`` (``fields.MEMBER_FIELDS``)
+_ANTHROPIC_THINKING_MEMBERS = ("type", "budget_tokens", "display")
 
 
 def lose_unknown_members(control: Control, target: str, session) -> None:

@@ -35,6 +35,8 @@ REQUEST_FIELDS = {
         "reasoning_effort": _STR, "user": _STR, "seed": _INT, "n": _INT, "frequency_penalty": _NUM,
         "presence_penalty": _NUM, "logprobs": _BOOL, "top_logprobs": _INT, "service_tier": _STR,
         "stream_options": _OBJ, "metadata": _OBJ,
+        # LiteLLM's (and other gateways'): anthropic's thinking setting in an openai body
+        "thinking": _OBJ,
     },
     "anthropic": {
         "model": STRING, "max_tokens": INTEGER, "messages": ARRAY, "system": STRING | ARRAY,
@@ -98,6 +100,7 @@ MEMBER_FIELDS = {
         "function_call": {"name": STRING},
         "response_format": {"type": STRING, "json_schema.name": STRING, "json_schema.strict": _BOOL,
                             "json_schema.description": _STR},
+        "thinking": {"type": STRING, "budget_tokens": INTEGER, "display": _STR},
     },
     "anthropic": {
         "stop_sequences": {"[]": STRING},

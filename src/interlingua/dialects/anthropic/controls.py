@@ -35,7 +35,7 @@ from typing import Any
 from ...canonical import Control
 from ..fields import check_members
 from ...errors import SchemaError
-from ...encoding import blank_text, choice_fate, lose_tool_attr, object_schema
+from ...encoding import blank_text, choice_fate, lose_tool_attr, lose_uncarried, object_schema
 from ...jsonwriter import dumps
 from ...losses import INTERNAL_ATTRS, lacks, path_subject
 from ...numbers import INT64_MAX, INT64_MIN, RANGES, clamp, no_limit
@@ -131,14 +131,17 @@ def tool_choice_to_canonical(value: Any) -> list[tuple[str, Any]]:
 _THINKING_CARRIED = {"enabled": ("type", "budget_tokens"), "disabled": ("type",), "adaptive": ("type",)}
 
 
-def thinking_to_canonical(value: Any) -> Any:
+def thinking_to_canonical(value: Any, least_budget: bool = True) -> Any:
     """``thinking`` as canonical reasoning. Members it does not carry (``display``, any
-    other) are named in ``uncarried``, so another target records each as a loss."""
+    other) are named in ``uncarried``, so another target records each as a loss.
+    ``least_budget``: a budget below anthropic's least is the input's fault (anthropic's own
+    body); LiteLLM's ``thinking`` in an openai body passes ``False`` -- openai has no such
+    rule, and an anthropic target raises the budget to its least, a recorded loss."""
     kind = value.get("type") if isinstance(value, dict) else None
     if kind == "enabled":
         out = {"enabled": True}
         if "budget_tokens" in value:
-            out["budget_tokens"] = _budget(value["budget_tokens"])
+            out["budget_tokens"] = _budget(value["budget_tokens"], least_budget)
     elif kind == "disabled":
         out = {"enabled": False}
     elif kind == "adaptive":
@@ -155,7 +158,7 @@ def thinking_to_canonical(value: Any) -> Any:
 _BUDGET_PATH = "$.thinking.budget_tokens"
 
 
-def _budget(budget: Any) -> Any:
+def _budget(budget: Any, least_budget: bool = True) -> Any:
     """``thinking.budget_tokens`` as anthropic takes it: an integer (an integral float is
     that integer, ``2048.0``), at least 1024; a fraction or a smaller one is the input's
     fault (a ``SchemaError`` at its path, located by the pipeline at the field's first byte).
@@ -167,8 +170,11 @@ def _budget(budget: Any) -> Any:
             raise SchemaError("number out of range for thinking.budget_tokens: beyond a 64-bit integer",
                               path=_BUDGET_PATH)
         budget = int(budget)
+    elif not least_budget and not INT64_MIN <= budget <= INT64_MAX:
+        # (openai's: beyond 64 bits no API takes it -- as a float one is for anthropic's own)
+        raise SchemaError("number out of range for thinking.budget_tokens: beyond a 64-bit integer", path=_BUDGET_PATH)
     least = RANGES[DIALECT]["thinking.budget_tokens"][0]
-    if budget < least:
+    if least_budget and budget < least:
         raise SchemaError(f"number out of range for thinking.budget_tokens: {budget} (anthropic takes {least} or more)",
                           path=_BUDGET_PATH)
     return budget
@@ -406,6 +412,7 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
     """
     merged: dict = {}
     for control in items:
+        lose_uncarried(control, DIALECT, session)  # (LiteLLM's thinking.display of an openai body)
         if isinstance(control.value, dict):
             merged.update(control.value)
     model = given["model"].value if "model" in given else None

@@ -246,7 +246,7 @@ def _effort_path(where: str, dialect: str | None) -> str:
 
 
 def _budget_path(where: str, dialect: str | None) -> str:
-    return where + ".budget_tokens" if dialect == "anthropic" and where == "$.thinking" else where
+    return where + ".budget_tokens" if where == "$.thinking" else where  # (anthropic's or LiteLLM's in openai)
 
 
 def _think_level(effort: Any, where: str, dialect: str | None, session) -> Any:

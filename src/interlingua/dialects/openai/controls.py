@@ -20,6 +20,7 @@ import json
 from typing import Any
 
 from ...canonical import Control
+from ..anthropic.controls import thinking_to_canonical
 from ..fields import check_members
 from ...errors import SchemaError
 from ...losses import INTERNAL_ATTRS, lacks, path_subject
@@ -41,6 +42,9 @@ CONTROLS = {
     "parallel_tool_calls": "parallel_tool_calls",
     "response_format": "response_format",
     "reasoning_effort": "reasoning",
+    # LiteLLM's thinking: anthropic's setting, read as anthropic's is (an openai target gets
+    # it back as it came; another takes its budget as it takes anthropic's)
+    "thinking": "reasoning",
     "user": "user",
     "seed": "seed",
     "n": "n",
@@ -89,6 +93,8 @@ def _to_canonical(key: str, value: Any) -> Any:
         return tool_choice_to_canonical(value)
     if key == "reasoning_effort":
         return {"effort": value}
+    if key == "thinking":
+        return thinking_to_canonical(value, least_budget=False)
     if key == "response_format":
         return response_format_to_canonical(value)
     return value
@@ -235,7 +241,7 @@ def _lose_reasoning_detail(control: Control, effort: str, session) -> None:
 def budget_path(control: Control) -> str:
     """Where a reasoning control's budget sat in the source (anthropic ``thinking.budget_tokens``)."""
     where = f"$.{control.key}" if control.key else control.name
-    return where + ".budget_tokens" if control.dialect == "anthropic" and where == "$.thinking" else where
+    return where + ".budget_tokens" if where == "$.thinking" else where  # (anthropic's or LiteLLM's in openai)
 
 
 def encode_control(control: Control, session) -> tuple[str | None, Any]:
