@@ -1377,11 +1377,14 @@ pub fn merged_reasoning(items: &[Control<'_>]) -> Control<'static> {
     for control in items {
         // (a control's value is JSON text its decoder wrote: it parses)
         if let Ok(Value::Object(more)) = Value::loads(&control.value) {
+            let uncarried = more.iter().any(|(key, _)| key == b"uncarried");
             for (key, value) in more {
-                match members.iter_mut().find(|(k, _)| *k == key) {
-                    Some(slot) => slot.1 = value,
-                    None => members.push((key, value)),
-                }
+                merge_member(&mut members, key, value);
+            }
+            if uncarried {
+                // (the members one did not carry are its own: recorded under its key)
+                let at = control.key.as_ref().map_or(Value::Null, |key| Value::Str(key.as_bytes().to_vec()));
+                merge_member(&mut members, b"uncarried_at".to_vec(), at);
             }
         }
     }
@@ -1392,6 +1395,14 @@ pub fn merged_reasoning(items: &[Control<'_>]) -> Control<'static> {
         dialect: last.and_then(|c| c.dialect.as_ref()).map(|d| Cow::Owned(d.to_string())),
         key: last.and_then(|c| c.key.as_ref()).map(|k| Cow::Owned(k.to_string())),
         raw: None,
+    }
+}
+
+/// `merged[key] = value` (dict order: a key met again keeps its place).
+fn merge_member(members: &mut Vec<(Vec<u8>, Value)>, key: Vec<u8>, value: Value) {
+    match members.iter_mut().find(|(k, _)| *k == key) {
+        Some(slot) => slot.1 = value,
+        None => members.push((key, value)),
     }
 }
 
@@ -2053,21 +2064,45 @@ pub fn lose_unknown_members(control: &Control<'_>, target: &str, session: &mut S
 
 /// `lose_uncarried`: a loss for each source member of a reasoning setting its canonical value
 /// did not carry (anthropic `thinking.display`), at its own path (member names as they came).
+/// Into anthropic (LiteLLM's `thinking` of an openai body) a member anthropic's thinking has is
+/// not its field either, and the reason says so, as `foreign_field`'s does.
 pub fn lose_uncarried(control: &Control<'_>, value: &Value, target: &str, session: &mut Session) -> Result<()> {
+    lose_uncarried_of(control.key.as_deref(), control.dialect.as_deref(), value, target, session)
+}
+
+/// `lose_uncarried` of a control given by its key and dialect (an encoder's own copy of it).
+pub fn lose_uncarried_of(key: Option<&str>, dialect: Option<&str>, value: &Value, target: &str,
+                         session: &mut Session) -> Result<()> {
     let Some(Value::Array(members)) = value.get("uncarried") else {
         return Ok(());
     };
-    let key = control.key.as_deref().unwrap_or("None");
+    // (a merged control's: the key of the one that did not carry them, `merged_reasoning`)
+    let at = match value.get("uncarried_at") {
+        Some(Value::Str(at)) => Some(String::from_utf8_lossy(at).into_owned()),
+        Some(_) => Some("None".to_string()),
+        None => key.map(str::to_string),
+    };
+    let key = at.as_deref().unwrap_or("None");
     let tail = lacks("", target, "field for it", None);
     for member in members {
         if let Value::Str(name) = member {
             let subject = [key.as_bytes(), b".", name].concat();
             let place = [b"$.".as_slice(), &subject].concat();
-            session.lose(place, [subject.as_slice(), tail.as_bytes()].concat(), control.dialect.as_deref())?;
+            let reason = if target == "anthropic" && ANTHROPIC_THINKING_MEMBERS.iter().any(|m| m.as_bytes() == name.as_slice()) {
+                let what = format!("such field of {}'s (its own {} is not read from another dialect's body)",
+                                   dialect.unwrap_or("None"), String::from_utf8_lossy(name));
+                [subject.as_slice(), lacks("", target, &what, None).as_bytes()].concat()
+            } else {
+                [subject.as_slice(), tail.as_bytes()].concat()
+            };
+            session.lose(place, reason, dialect)?;
         }
     }
     Ok(())
 }
+
+/// `_ANTHROPIC_THINKING_MEMBERS`: the members of anthropic's `thinking` (`fields::member_fields`).
+const ANTHROPIC_THINKING_MEMBERS: [&str; 3] = ["type", "budget_tokens", "display"];
 
 /// `TOOL_EXTRAS`: a tool definition's attributes that keep its source members as JSON text.
 const TOOL_EXTRAS: [&str; 5] = ["anthropic_extra", "openai_extra", "ollama_extra", "openai_tool_extra", "ollama_tool_extra"];
@@ -2294,5 +2329,20 @@ mod tests {
         let c = |v: &'static str| Control { name: "reasoning".into(), value: Cow::Borrowed(v.as_bytes()), dialect: Some("anthropic".into()), key: Some("thinking".into()), raw: None };
         let merged = merged_reasoning(&[c("{\"enabled\":true,\"budget_tokens\":10}"), c("{\"effort\":\"low\",\"enabled\":false}")]);
         assert_eq!(merged.value.as_ref(), b"{\"enabled\":false,\"budget_tokens\":10,\"effort\":\"low\"}");
+    }
+
+    /// The members one of them did not carry are recorded under its key, not the merged one's (the last).
+    #[test]
+    fn uncarried_members_keep_their_controls_key() {
+        let c = |v: &'static str, key: &'static str| Control { name: "reasoning".into(), value: Cow::Borrowed(v.as_bytes()),
+                                                             dialect: Some("anthropic".into()), key: Some(key.into()), raw: None };
+        let merged = merged_reasoning(&[c("{\"enabled\":true,\"adaptive\":true,\"uncarried\":[\"display\"]}", "thinking"),
+                                        c("{\"effort\":\"low\"}", "output_config")]);
+        assert_eq!(merged.key.as_deref(), Some("output_config"));
+        let value = Value::loads(&merged.value).unwrap();
+        let mut session = Session::new(crate::session::Options::default(), "anthropic", "ollama", crate::session::Kind::Request);
+        lose_uncarried(&merged, &value, "ollama", &mut session).unwrap();
+        let losses: Vec<_> = session.losses.iter().map(|l| (l.path().to_vec(), l.reason().to_vec())).collect();
+        assert_eq!(losses, [(b"$.thinking.display".to_vec(), b"thinking.display: ollama has no field for it".to_vec())]);
     }
 }

@@ -47,6 +47,7 @@ pub const OPENAI: Fields = &[
     ("service_tier", STR),
     ("stream_options", OBJ),
     ("metadata", OBJ),
+    ("thinking", OBJ), // LiteLLM's (and other gateways'): anthropic's thinking setting in an openai body
 ];
 
 pub const ANTHROPIC: Fields = &[
@@ -159,9 +160,9 @@ pub fn member_fields(dialect: &str, key: &str) -> Option<Members> {
             ("json_schema.strict", BOOL),
             ("json_schema.description", STR),
         ],
+        ("openai" | "anthropic", "thinking") => &[("type", STRING), ("budget_tokens", INTEGER), ("display", STR)],
         ("anthropic", "stop_sequences") => &[("[]", STRING)],
         ("anthropic", "tool_choice") => &[("type", STRING), ("name", STRING), ("disable_parallel_tool_use", BOOL)],
-        ("anthropic", "thinking") => &[("type", STRING), ("budget_tokens", INTEGER), ("display", STR)],
         ("anthropic", "metadata") => &[("user_id", STR)],
         ("anthropic", "output_config") => &[("effort", STR), ("format", OBJ), ("format.type", STRING), ("format.schema", OBJECT)],
         ("ollama", "options.stop") => &[("[]", STRING)],

@@ -100,7 +100,7 @@ fn to_canonical(key: &str, name: &'static str, value: &Value) -> Result<Vec<(&'s
     Ok(match key {
         "stop_sequences" => vec![("stop", value.clone())],
         "tool_choice" => tool_choice_to_canonical(value),
-        "thinking" => vec![("reasoning", thinking_to_canonical(value)?)],
+        "thinking" => vec![("reasoning", thinking_to_canonical(value, true)?)],
         "output_config" => output_config_to_canonical(value)?,
         "metadata" => match value.get("user_id") {
             Some(user) if *user != Value::Null => vec![("user", user.clone())],
@@ -152,8 +152,10 @@ pub fn tool_choice_to_canonical(value: &Value) -> Vec<(&'static str, Value)> {
     pairs
 }
 
-/// `thinking_to_canonical`.
-pub fn thinking_to_canonical(value: &Value) -> Result<Value> {
+/// `thinking_to_canonical`. `least_budget`: a budget below anthropic's least is the input's
+/// fault (anthropic's own body); LiteLLM's thinking in an openai body passes `false` (openai
+/// has no such rule; an anthropic target raises the budget to its least, recorded).
+pub fn thinking_to_canonical(value: &Value, least_budget: bool) -> Result<Value> {
     let kind = match value.get("type") {
         Some(Value::Str(kind)) => kind.as_slice(),
         _ => b"",
@@ -162,7 +164,7 @@ pub fn thinking_to_canonical(value: &Value) -> Result<Value> {
         b"enabled" => {
             let mut out = vec![("enabled", Value::Bool(true))];
             if let Some(budget) = value.get("budget_tokens") {
-                out.push(("budget_tokens", checked_budget(budget)?));
+                out.push(("budget_tokens", checked_budget(budget, least_budget)?));
             }
             (out, &["type", "budget_tokens"])
         }
@@ -190,7 +192,7 @@ const BUDGET_PATH: &[u8] = b"$.thinking.budget_tokens";
 /// is that integer), at least 1024; a fraction or a smaller one is a SchemaError at its path
 /// (no offset: the pipeline locates it at the field's first byte). Its type was checked
 /// before (`fields::check_members`: an integer, or an integral float).
-fn checked_budget(budget: &Value) -> Result<Value> {
+fn checked_budget(budget: &Value, least_budget: bool) -> Result<Value> {
     let refused = |message: String| Err(Error::new(ErrorClass::Schema, message).with_path(BUDGET_PATH.to_vec()));
     let digits = match budget {
         Value::Float(f) if f.fract() != 0.0 => {
@@ -203,9 +205,13 @@ fn checked_budget(budget: &Value) -> Result<Value> {
         Value::Int(digits) => digits.clone(),
         _ => return Ok(budget.clone()), // (not a number: refused by check_members before)
     };
+    if !least_budget && digits.parse::<i64>().is_err() {
+        // (openai's: beyond 64 bits no API takes it -- as a float one is for anthropic's own)
+        return refused("number out of range for thinking.budget_tokens: beyond a 64-bit integer".into());
+    }
     let least = crate::numbers::range(DIALECT, "thinking.budget_tokens").map_or(1024, |(least, _)| least);
     // (digits beyond i64: the sign decides)
-    if digits.parse::<i64>().map_or(digits.starts_with('-'), |n| n < least) {
+    if least_budget && digits.parse::<i64>().map_or(digits.starts_with('-'), |n| n < least) {
         return refused(format!("number out of range for thinking.budget_tokens: {digits} (anthropic takes {least} or more)"));
     }
     Ok(Value::Int(digits))
@@ -340,7 +346,7 @@ pub use self::to_anthropic::{encode, string_text, tool_from_canonical, Foreign, 
 
 mod to_anthropic {
     use crate::encoding::{attr, lose_tool_attr, object_schema, tool_capacity, tool_name_repr, Attr, COMBINATORS};
-    use crate::encoding::blank_text;
+    use crate::encoding::{blank_text, lose_uncarried_of};
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
     use crate::losses::{lacks, path_subject};
@@ -723,6 +729,10 @@ mod to_anthropic {
     fn reasoning_fields(items: &[Foreign], model: Option<&Foreign>, response_format: Option<&Foreign>,
                         session: &mut Session, out: &mut Vec<(&'static str, Vec<u8>)>, mut max_tokens: Option<i128>,
                         forced: bool, unthought_tool_turn: bool) -> Result<i128> {
+        for control in items {
+            // (LiteLLM's thinking.display of an openai body)
+            lose_uncarried_of(control.key.as_deref(), control.dialect.as_deref(), &control.value, DIALECT, session)?;
+        }
         // the values merged (dict.update): a later member replaces an earlier one in place
         let mut merged: Vec<(&[u8], &Value)> = Vec::new();
         for control in items {

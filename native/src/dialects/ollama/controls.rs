@@ -348,12 +348,12 @@ pub fn reasoning_to_think(value: &Value, where_: &str, dialect: Option<&str>, se
     let budget = value.get("budget_tokens").is_some();
     if let Some(enabled) = value.get("enabled") {
         if budget {
-            lose(session, &budget_path(where_, dialect), "thinking budget", Some("think is on or off"), dialect)?;
+            lose(session, &budget_path(where_), "thinking budget", Some("think is on or off"), dialect)?;
         }
         return Ok(Some(if enabled.truthy() { b"true".to_vec() } else { b"false".to_vec() }));
     }
     if budget {
-        lose(session, &budget_path(where_, dialect), "thinking budget", Some("think is on"), dialect)?;
+        lose(session, &budget_path(where_), "thinking budget", Some("think is on"), dialect)?;
         return Ok(Some(b"true".to_vec()));
     }
     lose(session, where_, "such reasoning setting", None, dialect)?;
@@ -368,8 +368,9 @@ fn effort_path(where_: &str, dialect: Option<&str>) -> String {
     }
 }
 
-fn budget_path(where_: &str, dialect: Option<&str>) -> String {
-    if dialect == Some("anthropic") && where_ == "$.thinking" {
+fn budget_path(where_: &str) -> String {
+    if where_ == "$.thinking" {
+        // (anthropic's, or LiteLLM's in an openai body)
         format!("{where_}.budget_tokens")
     } else {
         where_.to_string()

@@ -35,6 +35,9 @@ mod decoding {
         ("parallel_tool_calls", "parallel_tool_calls"),
         ("response_format", "response_format"),
         ("reasoning_effort", "reasoning"),
+        // LiteLLM's thinking: anthropic's setting, read as anthropic's is (an openai target
+        // gets it back as it came; another takes its budget as it takes anthropic's)
+        ("thinking", "reasoning"),
         ("user", "user"),
         ("seed", "seed"),
         ("n", "n"),
@@ -128,6 +131,7 @@ mod decoding {
             "stop" if matches!(value, Value::Str(_)) => Value::Array(vec![value]),
             "tool_choice" | "function_call" => tool_choice_to_canonical(value),
             "reasoning_effort" => object(vec![("effort", value)]),
+            "thinking" => crate::dialects::anthropic::controls::thinking_to_canonical(&value, false)?,
             "response_format" => response_format_to_canonical(value)?,
             _ => value,
         })
@@ -397,7 +401,8 @@ fn budget_path(control: &Control<'_>) -> String {
         Some(key) if !key.is_empty() => format!("$.{key}"),
         _ => control.name.to_string(),
     };
-    if control.dialect.as_deref() == Some("anthropic") && place == "$.thinking" {
+    if place == "$.thinking" {
+        // (anthropic's, or LiteLLM's in an openai body)
         return place + ".budget_tokens";
     }
     place
