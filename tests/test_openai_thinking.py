@@ -31,9 +31,9 @@ CASES = [
     ({"type": "enabled", "budget_tokens": 2048.0}, 8192,
      {"type": "enabled", "budget_tokens": 2048}, 8192, True, [], ["$.thinking.budget_tokens"]),
     ({"type": "enabled", "budget_tokens": 500}, 8192,
-     {"type": "enabled", "budget_tokens": 1024}, 8192, True, ["$.thinking"], ["$.thinking.budget_tokens"]),
+     {"type": "enabled", "budget_tokens": 1024}, 8192, True, ["$.thinking.budget_tokens"], ["$.thinking.budget_tokens"]),
     ({"type": "enabled", "budget_tokens": 9000}, 8192,
-     {"type": "enabled", "budget_tokens": 8191}, 8192, True, ["$.thinking"], ["$.thinking.budget_tokens"]),
+     {"type": "enabled", "budget_tokens": 8191}, 8192, True, ["$.thinking.budget_tokens"], ["$.thinking.budget_tokens"]),
     ({"type": "enabled", "budget_tokens": 2048}, None,
      {"type": "enabled", "budget_tokens": 2048}, 4096 + 2048, True, [], ["$.thinking.budget_tokens"]),
     ({"type": "enabled"}, 8192,
@@ -102,13 +102,31 @@ def test_a_budget_no_api_takes_is_the_inputs_fault(budget, message, target):
     assert (raised.value.dialect, raised.value.path) == ("openai", "$.thinking.budget_tokens")
 
 
-def test_beside_reasoning_effort_the_effort_wins_and_the_display_is_recorded_where_it_was():
-    request = {"model": "m", "max_tokens": 9000, "thinking": {"type": "enabled", "budget_tokens": 2048,
-                                                            "display": "summarized"},
-               "reasoning_effort": "low", "messages": _MESSAGES}
+#: the reasoning settings of an openai body with both fields, in either order, into each target:
+#: the effort wins (a budget beside it recorded at its own field), thinking off wins over an
+#: effort (never turn reasoning on: the effort recorded), whatever the order of the fields
+BOTH = [
+    ({"type": "enabled", "budget_tokens": 2048, "display": "summarized"}, "high",
+     {"anthropic": ({"type": "enabled", "budget_tokens": 8999}, ["$.thinking.display", "$.thinking.budget_tokens",
+                                                                 "$.reasoning_effort"]),
+      "ollama": ("high", ["$.thinking.budget_tokens", "$.thinking.display"])}),
+    ({"type": "disabled"}, "high",
+     {"anthropic": ({"type": "disabled"}, ["$.reasoning_effort"]),
+      "ollama": (False, ["$.reasoning_effort"])}),
+    ({"type": "adaptive"}, "low",
+     {"anthropic": ({"type": "enabled", "budget_tokens": 1024}, []), "ollama": ("low", [])}),
+]
+
+
+@pytest.mark.parametrize("effort_first", [False, True], ids=["thinking-first", "effort-first"])
+@pytest.mark.parametrize("thinking,effort,want", BOTH, ids=[json.dumps(case[:2]) for case in BOTH])
+def test_beside_reasoning_effort_each_loss_is_at_its_own_field(thinking, effort, want, effort_first):
+    fields = [("reasoning_effort", effort), ("thinking", thinking)]
+    request = {"model": "m", "max_tokens": 9000, "messages": _MESSAGES,
+               **dict(fields if effort_first else fields[::-1])}
     body = json.dumps(request).encode()
-    whole, losses = transcode_cut("openai", "ollama", body, [])
-    assert json.loads(whole)["think"] == "low"
-    # (the budget beside the effort is not recorded yet: the merged setting does not say which field
-    # a member came from but for the uncarried ones -- noted on issue 12)
-    assert "$.thinking.display" in [path for path, _ in losses]
+    for target, (setting, paths) in want.items():
+        whole, losses = transcode_cut("openai", target, body, [])
+        out = json.loads(whole)
+        assert out.get("thinking" if target == "anthropic" else "think") == setting, (target, out)
+        assert sorted(path for path, _ in losses) == sorted(paths), (target, losses)

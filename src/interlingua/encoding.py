@@ -517,16 +517,31 @@ def merged_reasoning(items: list[Control]) -> Control:
     """One ``reasoning`` control from several: a source may say it in two fields
     (anthropic ``thinking`` and ``output_config.effort``). Their values merge; each
     target's mapping then decides (an effort wins over a budget). The merged control is
-    named by the last one's key; the members one did not carry (``uncarried``) are its own,
-    so ``uncarried_at`` keeps its key (they were recorded under the last one's:
-    ``$.output_config.display`` for anthropic's ``thinking.display``)."""
+    named by the last one's key; ``at`` names, for each member, the key of the field it came
+    from, so that a loss about it is recorded at that field (``reasoning_place``): they were
+    recorded at the last one's (a budget at ``$.output_config``, anthropic's
+    ``thinking.display`` at ``$.output_config.display``)."""
     merged: dict = {}
+    at: dict = {}
     for control in items:
         if isinstance(control.value, dict):
             merged.update(control.value)
-            if "uncarried" in control.value:
-                merged["uncarried_at"] = control.key
+            at.update(dict.fromkeys(control.value, control.key))
+    merged["at"] = at
     return Control("reasoning", merged, dialect=items[-1].dialect, key=items[-1].key)
+
+
+def reasoning_place(value: Any, member: str, where: str) -> str:
+    """Where ``member`` of a reasoning value was in the source. ``where``: the control's place
+    (its field, ``$.reasoning_effort``; a merged one's is its last field's, and its ``at`` names
+    the field each member came from). anthropic's budget and effort are members of their
+    fields: ``$.thinking.budget_tokens``, ``$.output_config.effort``."""
+    at = value.get("at") if isinstance(value, dict) else None
+    if isinstance(at, dict) and at.get(member) is not None:
+        where = f"$.{at[member]}"
+    if (where, member) in (("$.thinking", "budget_tokens"), ("$.output_config", "effort")):
+        return f"{where}.{member}"
+    return where
 
 
 _EMPTY_OBJECT_SCHEMA = b'{"type":"object","properties":{}}'
@@ -889,7 +904,8 @@ def lose_uncarried(control: Control, target: str, session) -> None:
     an openai body) a member anthropic's thinking has is not its field either, and the reason
     says so, as ``foreign_field``'s does."""
     value = control.value
-    key = value.get("uncarried_at", control.key) if isinstance(value, dict) else control.key
+    at = value.get("at") if isinstance(value, dict) else None
+    key = at["uncarried"] if isinstance(at, dict) and at.get("uncarried") is not None else control.key
     for member in value.get("uncarried", ()) if isinstance(value, dict) else ():
         where = f"$.{key}.{member}"
         what = "field for it"

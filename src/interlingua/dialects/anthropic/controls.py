@@ -35,7 +35,7 @@ from typing import Any
 from ...canonical import Control
 from ..fields import check_members
 from ...errors import SchemaError
-from ...encoding import blank_text, choice_fate, lose_tool_attr, lose_uncarried, object_schema
+from ...encoding import blank_text, choice_fate, lose_tool_attr, lose_uncarried, object_schema, reasoning_place
 from ...jsonwriter import dumps
 from ...losses import INTERNAL_ATTRS, lacks, path_subject
 from ...numbers import INT64_MAX, INT64_MIN, RANGES, clamp, no_limit
@@ -294,6 +294,14 @@ def _lose(session, control: Control, what: str, done: str | None = None, sub: st
     session.lose(where, lacks(path_subject(where), DIALECT, what, done), dialect=control.dialect)
 
 
+def _lose_member(session, items: list[Control], member: str, what: str, done: str | None = None) -> None:
+    """A loss about ``member`` of the reasoning settings merged: at the field it came from (the
+    last that has it; ``encoding.reasoning_place``), the last field when none has it."""
+    control = next((c for c in reversed(items) if isinstance(c.value, dict) and member in c.value), items[-1])
+    where = reasoning_place(control.value, member, f"$.{control.key}" if control.key else control.name)
+    session.lose(where, lacks(path_subject(where), DIALECT, what, done), dialect=control.dialect)
+
+
 def _max_tokens(given: dict, session) -> int | None:
     """anthropic's required ``max_tokens`` (an integer): the source's, an integral float
     as its integer, another number rounded down (recorded); ``None``: the source gave
@@ -421,18 +429,27 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
     output_config: dict = {}
     thinking = None
     effort = merged.get("effort")
+    decided_by = "enabled"  # the member the thinking is made of: its losses are at its field
+    if merged.get("enabled") is False and effort not in (None, "none"):
+        # never turn reasoning on (as ollama's think and openai's effort do)
+        _lose_member(session, items, "effort", f"effort with thinking off (effort {effort!r})", "thinking is off")
+        effort = None
     if effort is not None:
+        decided_by = "effort"
         if effort == "none":
             thinking = {"type": "disabled"}
         else:
             if effort not in _EFFORTS:
-                _lose(session, items[-1], f"effort level {effort!r}", "approximated as 'low'")
+                _lose_member(session, items, "effort", f"effort level {effort!r}", "approximated as 'low'")
                 effort = "low"
             if mode == "adaptive":
                 output_config["effort"] = effort
                 thinking = {"type": "adaptive"}
             else:
                 thinking = {"type": "enabled", "budget_tokens": budgets.get(effort, THINKING_BUDGETS[effort])}
+            if "budget_tokens" in merged:  # (beside it: LiteLLM's thinking + reasoning_effort)
+                _lose_member(session, items, "budget_tokens", "thinking budget beside an effort",
+                             "the effort decides the thinking")
     elif merged.get("enabled") is False:
         thinking = {"type": "disabled"}
     elif merged.get("adaptive") or (merged.get("enabled") is True and "budget_tokens" not in merged):
@@ -441,6 +458,7 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
             "type": "enabled", "budget_tokens": budgets.get("medium", THINKING_BUDGETS["medium"])}
     elif isinstance(merged.get("budget_tokens"), int):
         thinking = {"type": "enabled", "budget_tokens": merged["budget_tokens"]}
+        decided_by = "budget_tokens"
     elif items:
         _lose(session, items[-1], "such reasoning setting")
     if forced and thinking is not None and thinking["type"] != "disabled":
@@ -452,7 +470,8 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
               "thinking is off")
         thinking = None
     if thinking is not None and thinking["type"] == "enabled":
-        thinking, max_tokens = _fit_budget(thinking, max_tokens, items[-1], session)
+        thinking, max_tokens = _fit_budget(thinking, max_tokens, lambda what, done: _lose_member(
+            session, items, decided_by, what, done), session)
     if max_tokens is None:
         max_tokens = session.options.default_max_tokens
     if "response_format" in given:
@@ -474,21 +493,21 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
     return max_tokens
 
 
-def _fit_budget(thinking: dict, max_tokens: int | None, control: Control, session):
-    """``(thinking or None, max_tokens)`` with ``1024 <= budget_tokens < max_tokens``."""
+def _fit_budget(thinking: dict, max_tokens: int | None, lose, session):
+    """``(thinking or None, max_tokens)`` with ``1024 <= budget_tokens < max_tokens``; ``lose(what,
+    done)`` records a loss at the field the budget came from."""
     budget = thinking["budget_tokens"]
     if budget < _MIN_BUDGET:
-        _lose(session, control, f"thinking budget below {_MIN_BUDGET} ({budget})", f"raised to {_MIN_BUDGET}")
+        lose(f"thinking budget below {_MIN_BUDGET} ({budget})", f"raised to {_MIN_BUDGET}")
         budget = _MIN_BUDGET
     if max_tokens is None:
         return {"type": "enabled", "budget_tokens": budget}, session.options.default_max_tokens + budget
     if budget < max_tokens:
         return {"type": "enabled", "budget_tokens": budget}, max_tokens
     if max_tokens - 1 >= _MIN_BUDGET:
-        _lose(session, control, f"thinking budget of max_tokens or more ({budget})", f"cut to {max_tokens - 1}")
+        lose(f"thinking budget of max_tokens or more ({budget})", f"cut to {max_tokens - 1}")
         return {"type": "enabled", "budget_tokens": max_tokens - 1}, max_tokens
-    _lose(session, control, f"room below max_tokens {max_tokens} for the least thinking budget ({_MIN_BUDGET})",
-          "thinking is off")
+    lose(f"room below max_tokens {max_tokens} for the least thinking budget ({_MIN_BUDGET})", "thinking is off")
     return None, max_tokens
 
 

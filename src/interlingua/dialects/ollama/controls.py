@@ -49,6 +49,7 @@ from ...canonical import Control
 from ...errors import SchemaError
 from ...jsonwriter import dumps
 from ..fields import check_members
+from ...encoding import reasoning_place
 from ...losses import lacks, path_subject
 
 DIALECT = "ollama"
@@ -225,41 +226,38 @@ def reasoning_to_think(value: Any, where: str, dialect: str | None, session) -> 
         # thinking disabled wins over an effort given beside it (anthropic
         # thinking.type disabled + output_config.effort): never turn reasoning on
         if value.get("effort") not in (None, "none"):
-            _lose(session, where, f"effort with thinking off (effort {value['effort']!r})", "think is false",
-                  dialect=dialect)
+            _lose(session, reasoning_place(value, "effort", where), f"effort with thinking off (effort {value['effort']!r})",
+                  "think is false", dialect=dialect)
         return False
     if "effort" in value:
-        return _think_level(value["effort"], where, dialect, session)
+        think = _think_level(value["effort"], reasoning_place(value, "effort", where), dialect, session)
+        if "budget_tokens" in value:  # (beside it: anthropic thinking + output_config.effort)
+            _lose(session, reasoning_place(value, "budget_tokens", where), "thinking budget beside an effort",
+                  "the effort decides think", dialect=dialect)
+        return think
     if "enabled" in value:
         if "budget_tokens" in value:
-            _lose(session, _budget_path(where, dialect), "thinking budget", "think is on or off", dialect=dialect)
+            _lose(session, reasoning_place(value, "budget_tokens", where), "thinking budget", "think is on or off",
+                  dialect=dialect)
         return bool(value["enabled"])
     if "budget_tokens" in value:
-        _lose(session, _budget_path(where, dialect), "thinking budget", "think is on", dialect=dialect)
+        _lose(session, reasoning_place(value, "budget_tokens", where), "thinking budget", "think is on", dialect=dialect)
         return True
     _lose(session, where, "such reasoning setting", dialect=dialect)
     return None
 
 
-def _effort_path(where: str, dialect: str | None) -> str:
-    return where + ".effort" if dialect == "anthropic" and where == "$.output_config" else where
-
-
-def _budget_path(where: str, dialect: str | None) -> str:
-    return where + ".budget_tokens" if where == "$.thinking" else where  # (anthropic's or LiteLLM's in openai)
-
-
 def _think_level(effort: Any, where: str, dialect: str | None, session) -> Any:
+    """An effort as a think level; ``where``: the effort's place."""
     if effort in _THINK_LEVELS:
         return effort
     if effort == "none":
         return False
     nearest = _NEAREST_LEVEL.get(dialect or "", _NEAREST_LEVEL["openai"]).get(effort)
     if nearest is not None:
-        _lose(session, _effort_path(where, dialect), f"think level for effort {effort!r}",
-              f"sent as think {nearest!r}", dialect=dialect)
+        _lose(session, where, f"think level for effort {effort!r}", f"sent as think {nearest!r}", dialect=dialect)
         return nearest
-    _lose(session, _effort_path(where, dialect), f"think level for effort {effort!r}", dialect=dialect)
+    _lose(session, where, f"think level for effort {effort!r}", dialect=dialect)
     return None
 
 

@@ -186,15 +186,16 @@ def reasoning_loss(attrs: dict, reasoning_key: str | None) -> tuple[str, str | N
 
 def reasoning_effort(reasoning: Any) -> str | None:
     """Canonical reasoning -> an openai effort. A token budget maps by a documented
-    table: < 2048 low, < 8192 medium, else high; ``enabled: false`` -> none;
+    table: < 2048 low, < 8192 medium, else high; ``enabled: false`` -> none, an effort
+    beside it too (never turn reasoning on: anthropic thinking disabled + output_config.effort);
     ``enabled: true`` without a budget (ollama ``think: true``: "think, at the
     model's default depth") -> ``medium``, openai's own default effort."""
     if not isinstance(reasoning, dict):
         return None
-    if "effort" in reasoning:
-        return reasoning["effort"]
     if reasoning.get("enabled") is False:
         return "none"
+    if "effort" in reasoning:
+        return reasoning["effort"]
     budget = reasoning.get("budget_tokens")
     if isinstance(budget, int):
         return "low" if budget < 2048 else "medium" if budget < 8192 else "high"
@@ -221,27 +222,27 @@ def capped_stop(control: Control, session) -> Any:
 
 
 def _lose_reasoning_detail(control: Control, effort: str, session) -> None:
-    """What an effort level cannot say: a token budget, unless the effort's budget
-    (``Options.anthropic_thinking_budgets``, which an anthropic target reads back) is that
-    very budget, and the source members canonical reasoning did not carry."""
-    from ...encoding import lose_uncarried
+    """What an effort level cannot say: an effort beside thinking off (``none`` is sent), a
+    token budget, unless the effort's budget (``Options.anthropic_thinking_budgets``, which an
+    anthropic target reads back) is that very budget, and the source members canonical
+    reasoning did not carry. Each at its own field (``encoding.reasoning_place``)."""
+    from ...encoding import lose_uncarried, reasoning_place
     from ..anthropic.controls import THINKING_BUDGETS
 
     value = control.value
+    place = f"$.{control.key}" if control.key else control.name
+    if value.get("enabled") is False and value.get("effort") not in (None, "none"):
+        where = reasoning_place(value, "effort", place)
+        session.lose(where, lacks(path_subject(where), "openai", f"effort with thinking off (effort {value['effort']!r})",
+                                  "reasoning_effort is 'none'"), dialect=control.dialect)
     budget = value.get("budget_tokens")
     budgets = session.options.anthropic_thinking_budgets or THINKING_BUDGETS
     exact = isinstance(effort, str) and budgets.get(effort, THINKING_BUDGETS.get(effort)) == budget
     if isinstance(budget, int) and not exact:
-        where = budget_path(control)
+        where = reasoning_place(value, "budget_tokens", place)
         session.lose(where, lacks(path_subject(where), "openai", "thinking budget",
                                   f"sent as reasoning_effort {effort!r}"), dialect=control.dialect)
     lose_uncarried(control, "openai", session)
-
-
-def budget_path(control: Control) -> str:
-    """Where a reasoning control's budget sat in the source (anthropic ``thinking.budget_tokens``)."""
-    where = f"$.{control.key}" if control.key else control.name
-    return where + ".budget_tokens" if where == "$.thinking" else where  # (anthropic's or LiteLLM's in openai)
 
 
 def encode_control(control: Control, session) -> tuple[str | None, Any]:
