@@ -1374,20 +1374,19 @@ impl HeldArguments {
 /// takes its last value); each target's mapping then decides.
 pub fn merged_reasoning(items: &[Control<'_>]) -> Control<'static> {
     let mut members: Vec<(Vec<u8>, Value)> = Vec::new();
+    // `at`: the key of the field each member came from (`reasoning_place`)
+    let mut at: Vec<(Vec<u8>, Value)> = Vec::new();
     for control in items {
         // (a control's value is JSON text its decoder wrote: it parses)
         if let Ok(Value::Object(more)) = Value::loads(&control.value) {
-            let uncarried = more.iter().any(|(key, _)| key == b"uncarried");
-            for (key, value) in more {
-                merge_member(&mut members, key, value);
-            }
-            if uncarried {
-                // (the members one did not carry are its own: recorded under its key)
-                let at = control.key.as_ref().map_or(Value::Null, |key| Value::Str(key.as_bytes().to_vec()));
-                merge_member(&mut members, b"uncarried_at".to_vec(), at);
+            let key = control.key.as_ref().map_or(Value::Null, |key| Value::Str(key.as_bytes().to_vec()));
+            for (member, value) in more {
+                merge_member(&mut at, member.clone(), key.clone());
+                merge_member(&mut members, member, value);
             }
         }
     }
+    merge_member(&mut members, b"at".to_vec(), Value::Object(at));
     let last = items.last();
     Control {
         name: Cow::Borrowed("reasoning"),
@@ -1395,6 +1394,22 @@ pub fn merged_reasoning(items: &[Control<'_>]) -> Control<'static> {
         dialect: last.and_then(|c| c.dialect.as_ref()).map(|d| Cow::Owned(d.to_string())),
         key: last.and_then(|c| c.key.as_ref()).map(|k| Cow::Owned(k.to_string())),
         raw: None,
+    }
+}
+
+/// `reasoning_place(value, member, where)`: where `member` of a reasoning value was in the
+/// source. `where_`: the control's place (its field; a merged one's is its last field's, and
+/// its `at` names the field each member came from). anthropic's budget and effort are members
+/// of their fields: `$.thinking.budget_tokens`, `$.output_config.effort`.
+pub fn reasoning_place(value: &Value, member: &str, where_: &str) -> String {
+    let place = match value.get("at").and_then(|at| at.get(member)) {
+        Some(Value::Str(key)) => format!("$.{}", String::from_utf8_lossy(key)),
+        _ => where_.to_string(),
+    };
+    if (place == "$.thinking" && member == "budget_tokens") || (place == "$.output_config" && member == "effort") {
+        format!("{place}.{member}")
+    } else {
+        place
     }
 }
 
@@ -2076,11 +2091,10 @@ pub fn lose_uncarried_of(key: Option<&str>, dialect: Option<&str>, value: &Value
     let Some(Value::Array(members)) = value.get("uncarried") else {
         return Ok(());
     };
-    // (a merged control's: the key of the one that did not carry them, `merged_reasoning`)
-    let at = match value.get("uncarried_at") {
+    // (a merged control's: the key of the field that did not carry them, `merged_reasoning`)
+    let at = match value.get("at").and_then(|at| at.get("uncarried")) {
         Some(Value::Str(at)) => Some(String::from_utf8_lossy(at).into_owned()),
-        Some(_) => Some("None".to_string()),
-        None => key.map(str::to_string),
+        _ => key.map(str::to_string),
     };
     let key = at.as_deref().unwrap_or("None");
     let tail = lacks("", target, "field for it", None);
@@ -2328,7 +2342,7 @@ mod tests {
     fn reasoning_controls_merge() {
         let c = |v: &'static str| Control { name: "reasoning".into(), value: Cow::Borrowed(v.as_bytes()), dialect: Some("anthropic".into()), key: Some("thinking".into()), raw: None };
         let merged = merged_reasoning(&[c("{\"enabled\":true,\"budget_tokens\":10}"), c("{\"effort\":\"low\",\"enabled\":false}")]);
-        assert_eq!(merged.value.as_ref(), b"{\"enabled\":false,\"budget_tokens\":10,\"effort\":\"low\"}");
+        assert_eq!(merged.value.as_ref(), &br#"{"enabled":false,"budget_tokens":10,"effort":"low","at":{"enabled":"thinking","budget_tokens":"thinking","effort":"thinking"}}"#[..]);
     }
 
     /// The members one of them did not carry are recorded under its key, not the merged one's (the last).

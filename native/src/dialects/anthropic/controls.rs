@@ -346,7 +346,7 @@ pub use self::to_anthropic::{encode, string_text, tool_from_canonical, Foreign, 
 
 mod to_anthropic {
     use crate::encoding::{attr, lose_tool_attr, object_schema, tool_capacity, tool_name_repr, Attr, COMBINATORS};
-    use crate::encoding::{blank_text, lose_uncarried_of};
+    use crate::encoding::{blank_text, lose_uncarried_of, reasoning_place};
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
     use crate::losses::{lacks, path_subject};
@@ -513,6 +513,20 @@ mod to_anthropic {
             _ => control.name.clone(),
         };
         path.push_str(sub);
+        let reason = lacks(path_subject(&path), DIALECT, what, done);
+        session.lose(&path, &reason, control.dialect.as_deref())
+    }
+
+    /// `_lose_member`: a loss about `member` of the reasoning settings merged, at the field it came
+    /// from (the last that has it; `encoding::reasoning_place`), the last field when none has it.
+    fn lose_member(session: &mut Session, items: &[Foreign], member: &str, what: &str, done: Option<&str>) -> Result<()> {
+        let has = |c: &&Foreign| matches!(&c.value, Value::Object(m) if m.iter().any(|(k, _)| k == member.as_bytes()));
+        let Some(control) = items.iter().rev().find(has).or(items.last()) else { return Ok(()) };
+        let place = match control.key.as_deref() {
+            Some(key) if !key.is_empty() => format!("$.{key}"),
+            _ => control.name.clone(),
+        };
+        let path = reasoning_place(&control.value, member, &place);
         let reason = lacks(path_subject(&path), DIALECT, what, done);
         session.lose(&path, &reason, control.dialect.as_deref())
     }
@@ -750,8 +764,19 @@ mod to_anthropic {
         let mut effort_out: Option<Vec<u8>> = None;
         let mut thinking: Option<Thinking> = None;
         let last = items.last();
-        match get("effort") {
+        let mut decided_by = "enabled"; // the member the thinking is made of: its losses are at its field
+        let mut effort = get("effort");
+        if get("enabled") == Some(&Value::Bool(false))
+            && effort.is_some_and(|e| !matches!(e, Value::Null) && !matches!(e, Value::Str(s) if s == b"none"))
+        {
+            // never turn reasoning on (as ollama's think and openai's effort do)
+            let what = format!("effort with thinking off (effort {})", py_repr(effort.unwrap_or(&Value::Null)));
+            lose_member(session, items, "effort", &what, Some("thinking is off"))?;
+            effort = None;
+        }
+        match effort {
             Some(effort) if *effort != Value::Null => {
+                decided_by = "effort";
                 if matches!(effort, Value::Str(s) if s == b"none") {
                     thinking = Some(Thinking::Disabled);
                 } else {
@@ -760,10 +785,8 @@ mod to_anthropic {
                         _ => None,
                     };
                     if level.is_none() {
-                        if let Some(control) = last {
-                            lose(session, control, &format!("effort level {}", py_repr(effort)),
-                                 Some("approximated as 'low'"), "")?;
-                        }
+                        lose_member(session, items, "effort", &format!("effort level {}", py_repr(effort)),
+                                    Some("approximated as 'low'"))?;
                         level = Some("low");
                     }
                     let level = level.unwrap_or("low");
@@ -772,6 +795,11 @@ mod to_anthropic {
                         thinking = Some(Thinking::Adaptive);
                     } else {
                         thinking = Some(Thinking::Enabled(effort_budget(session, level), false));
+                    }
+                    if get("budget_tokens").is_some() {
+                        // (beside it: LiteLLM's thinking + reasoning_effort)
+                        lose_member(session, items, "budget_tokens", "thinking budget beside an effort",
+                                    Some("the effort decides the thinking"))?;
                     }
                 }
             }
@@ -789,6 +817,7 @@ mod to_anthropic {
                 } else if let Some(budget) = get("budget_tokens").and_then(int_value) {
                     let (budget, boolean) = budget?;
                     thinking = Some(Thinking::Enabled(budget, boolean));
+                    decided_by = "budget_tokens";
                 } else if let Some(control) = last {
                     lose(session, control, "such reasoning setting", None, "")?;
                 }
@@ -809,8 +838,8 @@ mod to_anthropic {
             }
             thinking = None;
         }
-        if let (Some(Thinking::Enabled(budget, boolean)), Some(control)) = (thinking, last) {
-            let (fitted, max) = fit_budget(budget, boolean, max_tokens, control, session)?;
+        if let (Some(Thinking::Enabled(budget, boolean)), Some(_)) = (thinking, last) {
+            let (fitted, max) = fit_budget(budget, boolean, max_tokens, items, decided_by, session)?;
             thinking = fitted.map(|b| Thinking::Enabled(b, false));
             max_tokens = Some(max);
         }
@@ -870,13 +899,14 @@ mod to_anthropic {
     }
 
     /// `_fit_budget`: `(budget or None: thinking off, max_tokens)` with `1024 <= budget < max_tokens`.
-    fn fit_budget(budget: i128, boolean: bool, max_tokens: Option<i128>, control: &Foreign, session: &mut Session)
-                  -> Result<(Option<i128>, i128)> {
+    /// `_fit_budget`; its losses are at the field of `decided_by`, the member the budget came from.
+    fn fit_budget(budget: i128, boolean: bool, max_tokens: Option<i128>, items: &[Foreign], decided_by: &str,
+                  session: &mut Session) -> Result<(Option<i128>, i128)> {
         let mut budget = budget;
         if budget < MIN_BUDGET {
             let shown = if boolean { (if budget == 1 { "True" } else { "False" }).to_string() } else { budget.to_string() };
-            lose(session, control, &format!("thinking budget below {MIN_BUDGET} ({shown})"),
-                 Some(&format!("raised to {MIN_BUDGET}")), "")?;
+            lose_member(session, items, decided_by, &format!("thinking budget below {MIN_BUDGET} ({shown})"),
+                        Some(&format!("raised to {MIN_BUDGET}")))?;
             budget = MIN_BUDGET;
         }
         let Some(max_tokens) = max_tokens else {
@@ -887,13 +917,13 @@ mod to_anthropic {
         }
         if max_tokens > MIN_BUDGET {
             // (`max_tokens - 1 >= 1024`)
-            lose(session, control, &format!("thinking budget of max_tokens or more ({budget})"),
-                 Some(&format!("cut to {}", max_tokens - 1)), "")?;
+            lose_member(session, items, decided_by, &format!("thinking budget of max_tokens or more ({budget})"),
+                        Some(&format!("cut to {}", max_tokens - 1)))?;
             return Ok((Some(max_tokens - 1), max_tokens));
         }
-        lose(session, control,
-             &format!("room below max_tokens {max_tokens} for the least thinking budget ({MIN_BUDGET})"),
-             Some("thinking is off"), "")?;
+        lose_member(session, items, decided_by,
+                    &format!("room below max_tokens {max_tokens} for the least thinking budget ({MIN_BUDGET})"),
+                    Some("thinking is off"))?;
         Ok((None, max_tokens))
     }
 

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use crate::canonical::Control;
 use crate::compact::{lookup, Data, Key};
-use crate::encoding::lose_uncarried;
+use crate::encoding::{lose_uncarried, reasoning_place};
 use crate::dialects::fields::check_members;
 use crate::error::{Error, ErrorClass, Result};
 use crate::losses::{json_truthy, lacks, path_subject};
@@ -338,45 +338,36 @@ pub fn reasoning_to_think(value: &Value, where_: &str, dialect: Option<&str>, se
         // thinking disabled wins over an effort given beside it: never turn reasoning on
         if let Some(effort) = effort.filter(|e| !matches!(e, Value::Null) && !is_str(e, "none")) {
             let what = format!("effort with thinking off (effort {})", py_repr(effort));
-            lose(session, where_, &what, Some("think is false"), dialect)?;
+            lose(session, &reasoning_place(value, "effort", where_), &what, Some("think is false"), dialect)?;
         }
         return Ok(Some(b"false".to_vec()));
     }
-    if let Some(effort) = effort {
-        return think_level(effort, where_, dialect, session);
-    }
     let budget = value.get("budget_tokens").is_some();
+    if let Some(effort) = effort {
+        let think = think_level(effort, &reasoning_place(value, "effort", where_), dialect, session)?;
+        if budget {
+            // (beside it: anthropic thinking + output_config.effort)
+            lose(session, &reasoning_place(value, "budget_tokens", where_), "thinking budget beside an effort",
+                 Some("the effort decides think"), dialect)?;
+        }
+        return Ok(think);
+    }
     if let Some(enabled) = value.get("enabled") {
         if budget {
-            lose(session, &budget_path(where_), "thinking budget", Some("think is on or off"), dialect)?;
+            lose(session, &reasoning_place(value, "budget_tokens", where_), "thinking budget", Some("think is on or off"),
+                 dialect)?;
         }
         return Ok(Some(if enabled.truthy() { b"true".to_vec() } else { b"false".to_vec() }));
     }
     if budget {
-        lose(session, &budget_path(where_), "thinking budget", Some("think is on"), dialect)?;
+        lose(session, &reasoning_place(value, "budget_tokens", where_), "thinking budget", Some("think is on"), dialect)?;
         return Ok(Some(b"true".to_vec()));
     }
     lose(session, where_, "such reasoning setting", None, dialect)?;
     Ok(None)
 }
 
-fn effort_path(where_: &str, dialect: Option<&str>) -> String {
-    if dialect == Some("anthropic") && where_ == "$.output_config" {
-        format!("{where_}.effort")
-    } else {
-        where_.to_string()
-    }
-}
-
-fn budget_path(where_: &str) -> String {
-    if where_ == "$.thinking" {
-        // (anthropic's, or LiteLLM's in an openai body)
-        format!("{where_}.budget_tokens")
-    } else {
-        where_.to_string()
-    }
-}
-
+/// An effort as a think level; `where_`: the effort's place.
 fn think_level(effort: &Value, where_: &str, dialect: Option<&str>, session: &mut Session) -> Result<Option<Vec<u8>>> {
     if let Value::Str(level) = effort {
         if THINK_LEVELS.iter().any(|l| l.as_bytes() == level.as_slice()) {
@@ -393,12 +384,11 @@ fn think_level(effort: &Value, where_: &str, dialect: Option<&str>, session: &mu
         Value::Str(level) => nearest_level(dialect, level),
         _ => None,
     };
-    let path = effort_path(where_, dialect);
     if let Some(nearest) = nearest {
-        lose(session, &path, &what, Some(&format!("sent as think '{nearest}'")), dialect)?;
+        lose(session, where_, &what, Some(&format!("sent as think '{nearest}'")), dialect)?;
         return Ok(Some(text(nearest).to_json()));
     }
-    lose(session, &path, &what, None, dialect)?;
+    lose(session, where_, &what, None, dialect)?;
     Ok(None)
 }
 

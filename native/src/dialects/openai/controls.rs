@@ -236,7 +236,7 @@ use std::borrow::Cow;
 
 use crate::canonical::Control;
 use crate::dialects::anthropic::controls::THINKING_BUDGETS;
-use crate::encoding::{attr, attr_truthy, lose_tool_attr, lose_uncarried, object_schema, tool_capacity, tool_name_out, Attr};
+use crate::encoding::{attr, attr_truthy, lose_tool_attr, lose_uncarried, object_schema, reasoning_place, tool_capacity, tool_name_out, Attr};
 use crate::unicode::py_value_repr;
 use crate::error::Result;
 use crate::jsonwriter::dumps_str;
@@ -294,12 +294,13 @@ pub fn reasoning_effort(reasoning: &Value) -> Option<Value> {
     if !reasoning.is_object() {
         return None;
     }
-    if let Some(effort) = reasoning.get("effort") {
-        return (!effort.is_null()).then(|| effort.clone());
-    }
     let enabled = reasoning.get("enabled");
     if enabled == Some(&Value::Bool(false)) {
+        // an effort beside it too: never turn reasoning on (anthropic thinking disabled + output_config.effort)
         return Some(Value::str("none"));
+    }
+    if let Some(effort) = reasoning.get("effort") {
+        return (!effort.is_null()).then(|| effort.clone());
     }
     if let Some(budget) = reasoning.get("budget_tokens").and_then(py_int) {
         return Some(Value::str(if budget < 2048 { "low" } else if budget < 8192 { "medium" } else { "high" }));
@@ -370,10 +371,22 @@ pub fn response_format_from_canonical(fmt: &Value) -> Option<Value> {
 /// effort's budget (`Options.anthropic_thinking_budgets`, which an anthropic target reads
 /// back) is that very budget -- and the source members canonical reasoning did not carry.
 fn lose_reasoning_detail(control: &Control<'_>, value: &Value, effort: &Value, session: &mut Session) -> Result<()> {
+    let place = match control.key.as_deref() {
+        Some(key) if !key.is_empty() => format!("$.{key}"),
+        _ => control.name.to_string(),
+    };
+    if value.get("enabled") == Some(&Value::Bool(false)) {
+        if let Some(given) = value.get("effort").filter(|e| !e.is_null() && !matches!(e, Value::Str(s) if s == b"none")) {
+            let where_ = reasoning_place(value, "effort", &place);
+            let what = format!("effort with thinking off (effort {})", py_value_repr(given));
+            let reason = lacks(path_subject(&where_), "openai", &what, Some("reasoning_effort is 'none'"));
+            session.lose(where_.as_bytes(), &reason, control.dialect.as_deref())?;
+        }
+    }
     if let Some(budget) = value.get("budget_tokens").and_then(py_int) {
         let exact = effort.as_str().and_then(|e| effort_budget(session, e)) == Some(budget);
         if !exact {
-            let place = budget_path(control);
+            let place = reasoning_place(value, "budget_tokens", &place);
             let done = format!("sent as reasoning_effort {}", py_value_repr(effort));
             let reason = lacks(path_subject(&place), "openai", "thinking budget", Some(&done));
             session.lose(place.as_bytes(), &reason, control.dialect.as_deref())?;
@@ -392,20 +405,6 @@ fn effort_budget(session: &Session, effort: &str) -> Option<i128> {
         None => default(),
     }
     .map(i128::from)
-}
-
-/// `budget_path`: where a reasoning control's budget sat in the source (anthropic
-/// `thinking.budget_tokens`).
-fn budget_path(control: &Control<'_>) -> String {
-    let place = match control.key.as_deref() {
-        Some(key) if !key.is_empty() => format!("$.{key}"),
-        _ => control.name.to_string(),
-    };
-    if place == "$.thinking" {
-        // (anthropic's, or LiteLLM's in an openai body)
-        return place + ".budget_tokens";
-    }
-    place
 }
 
 /// "Up to 4 sequences" (the client's `stop` docstring; the API rejects more): `STOP_MAX`.
