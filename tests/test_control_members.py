@@ -31,6 +31,7 @@ VALID = {
         "response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": {"type": "object"},
                                                                    "strict": True, "description": "d"}},
         "thinking": {"type": "enabled", "budget_tokens": 2048, "display": "summarized"},  # LiteLLM's
+        "reasoning": {"effort": "high", "max_tokens": 2048, "enabled": True, "exclude": False},  # OpenRouter's
     },
     "anthropic": {
         "stop_sequences": ["a", "b"],

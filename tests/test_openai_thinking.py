@@ -9,7 +9,13 @@ anthropic it is raised to 1024 (recorded), as another dialect's budget is; a bud
 fraction or a member of the wrong type is a ``SchemaError`` at its path for every target, as for
 anthropic's own field. Members the canonical value does not carry (``display``) are recorded at their
 own path. rpt/request-openai-thinking pins one request (every cut); this table runs the class on
-whichever backend the suite runs."""
+whichever backend the suite runs.
+
+OpenRouter's ``reasoning`` (effort, max_tokens, enabled, exclude) is canonical reasoning the same way
+(rpt/request-openrouter-reasoning); and where one body has two reasoning fields, they merge into one
+setting the same for every target whatever their order: thinking off wins (an effort or budget beside
+it recorded), an effort wins over a budget (the budget recorded), a member two fields set is the later
+field's (the earlier recorded), each loss at its own field."""
 
 from __future__ import annotations
 
@@ -130,3 +136,83 @@ def test_beside_reasoning_effort_each_loss_is_at_its_own_field(thinking, effort,
         out = json.loads(whole)
         assert out.get("thinking" if target == "anthropic" else "think") == setting, (target, out)
         assert sorted(path for path, _ in losses) == sorted(paths), (target, losses)
+
+
+# -- OpenRouter's reasoning ---------------------------------------------------------------------
+
+#: OpenRouter's reasoning -> (anthropic thinking, ollama think, loss paths into anthropic, into ollama)
+#: (model "m": anthropic's budget mode; max_tokens 20000)
+OPENROUTER = [
+    ({"effort": "high"}, {"type": "enabled", "budget_tokens": 16384}, "high", [], []),
+    ({"effort": "xhigh"}, {"type": "enabled", "budget_tokens": 19999}, "max", ["$.reasoning.effort"], ["$.reasoning.effort"]),
+    ({"max_tokens": 3000}, {"type": "enabled", "budget_tokens": 3000}, True, [], ["$.reasoning.max_tokens"]),
+    ({"max_tokens": 3000.0}, {"type": "enabled", "budget_tokens": 3000}, True, [], ["$.reasoning.max_tokens"]),
+    ({"max_tokens": 500}, {"type": "enabled", "budget_tokens": 1024}, True, ["$.reasoning.max_tokens"],
+     ["$.reasoning.max_tokens"]),
+    ({"enabled": True}, {"type": "enabled", "budget_tokens": 4096}, True, [], []),
+    ({"enabled": False}, {"type": "disabled"}, False, [], []),
+    ({"enabled": False, "effort": "high"}, {"type": "disabled"}, False, ["$.reasoning.effort"], ["$.reasoning.effort"]),
+    ({"enabled": False, "max_tokens": 3000}, {"type": "disabled"}, False, ["$.reasoning.max_tokens"],
+     ["$.reasoning.max_tokens"]),
+    ({"max_tokens": 3000, "effort": "low"}, {"type": "enabled", "budget_tokens": 1024}, "low",
+     ["$.reasoning.max_tokens"], ["$.reasoning.max_tokens"]),
+    ({"effort": "low", "exclude": True}, {"type": "enabled", "budget_tokens": 1024}, "low", ["$.reasoning.exclude"],
+     ["$.reasoning.exclude"]),
+    ({"effort": "medium", "exclude": False, "enabled": None}, {"type": "enabled", "budget_tokens": 4096}, "medium", [], []),
+    ({"effort": "high", "summary": "auto"}, {"type": "enabled", "budget_tokens": 16384}, "high", ["$.reasoning.summary"],
+     ["$.reasoning.summary"]),
+    ({}, None, None, ["$.reasoning"], ["$.reasoning"]),
+]
+
+
+def _openrouter_body(reasoning, **more) -> bytes:
+    return json.dumps({"model": "m", "max_tokens": 20000, "reasoning": reasoning, **more,
+                       "messages": _MESSAGES}).encode()
+
+
+@pytest.mark.parametrize("case", OPENROUTER, ids=[json.dumps(case[0]) for case in OPENROUTER])
+def test_openrouter_reasoning_is_canonical_reasoning(case):
+    reasoning, thinking, think, anthropic_losses, ollama_losses = case
+    body = _openrouter_body(reasoning)
+    for target, want_losses in (("anthropic", anthropic_losses), ("ollama", ollama_losses), ("openai", [])):
+        whole, losses = transcode_cut("openai", target, body, [])
+        assert transcode_cut("openai", target, body, list(range(1, len(body)))) == (whole, losses)
+        assert sorted(path for path, _ in losses) == sorted(want_losses), (target, losses)
+        out = json.loads(whole)
+        if target == "openai":
+            assert out == json.loads(body)
+            continue
+        assert validity.check(target, "request", whole, enforced_only=True) == [], whole
+        assert out.get("thinking" if target == "anthropic" else "think") == (thinking if target == "anthropic" else think)
+
+
+@pytest.mark.parametrize("budget,message", [
+    ("3000", "got string"), (3000.5, "expected an integer"), (2**63, "beyond a 64-bit integer"),
+    (-2**63 - 1, "beyond a 64-bit integer"), (1e300, "beyond a 64-bit integer"),
+])
+@pytest.mark.parametrize("target", ["anthropic", "ollama", "openai"])
+def test_an_openrouter_budget_no_api_takes_is_the_inputs_fault(budget, message, target):
+    with pytest.raises(SchemaError, match=message) as raised:
+        transcode_cut("openai", target, _openrouter_body({"max_tokens": budget}), [])
+    assert (raised.value.dialect, raised.value.path) == ("openai", "$.reasoning.max_tokens")
+
+
+#: two fields setting one member: the later field's value is sent, the earlier one recorded at itself
+OVERRIDDEN = [
+    ({"reasoning": {"effort": "high"}, "reasoning_effort": "low"}, "low", ["$.reasoning.effort"]),
+    ({"reasoning_effort": "low", "reasoning": {"effort": "high"}}, "high", ["$.reasoning_effort"]),
+    ({"reasoning_effort": "low", "reasoning": {"effort": "low"}}, "low", []),
+    ({"thinking": {"type": "enabled", "budget_tokens": 2048, "display": "omitted"},
+      "reasoning": {"max_tokens": 3000, "exclude": True}}, True,
+     ["$.thinking.budget_tokens", "$.thinking.display", "$.reasoning.max_tokens", "$.reasoning.exclude"]),
+]
+
+
+@pytest.mark.parametrize("fields,think,paths", OVERRIDDEN, ids=[json.dumps(case[0]) for case in OVERRIDDEN])
+def test_a_member_two_fields_set_is_the_later_ones_the_earlier_recorded(fields, think, paths):
+    body = json.dumps({"model": "m", "max_tokens": 20000, "messages": _MESSAGES, **fields}).encode()
+    whole, losses = transcode_cut("openai", "ollama", body, [])
+    assert json.loads(whole)["think"] == think
+    assert sorted(path for path, _ in losses) == sorted(paths), losses
+    whole, losses = transcode_cut("openai", "anthropic", body, [])
+    assert validity.check("anthropic", "request", whole, enforced_only=True) == [], whole

@@ -513,14 +513,17 @@ class HeldArguments:
         return b'{"_raw_arguments":' + dumps(text.decode("utf-8")) + b"}", False
 
 
-def merged_reasoning(items: list[Control]) -> Control:
+def merged_reasoning(items: list[Control], target: str, session) -> Control:
     """One ``reasoning`` control from several: a source may say it in two fields
     (anthropic ``thinking`` and ``output_config.effort``). Their values merge; each
     target's mapping then decides (an effort wins over a budget). The merged control is
     named by the last one's key; ``at`` names, for each member, the key of the field it came
     from, so that a loss about it is recorded at that field (``reasoning_place``): they were
     recorded at the last one's (a budget at ``$.output_config``, anthropic's
-    ``thinking.display`` at ``$.output_config.display``)."""
+    ``thinking.display`` at ``$.output_config.display``). A member two fields set differently
+    (openai ``reasoning_effort`` and OpenRouter's ``reasoning.effort``) is the later one's, the
+    earlier recorded (``lose_overridden``)."""
+    lose_overridden(items, target, session)
     merged: dict = {}
     at: dict = {}
     for control in items:
@@ -531,17 +534,45 @@ def merged_reasoning(items: list[Control]) -> Control:
     return Control("reasoning", merged, dialect=items[-1].dialect, key=items[-1].key)
 
 
+def lose_overridden(items: list[Control], target: str, session, uncarried: bool = True) -> None:
+    """Each member of a reasoning field that a later field sets too, to another value (openai
+    ``reasoning_effort`` and OpenRouter's ``reasoning.effort``): the later one is sent, this one
+    recorded at its own field. ``uncarried``: an earlier field's uncarried members are recorded
+    as its own (the merged value keeps the later field's); the anthropic encoder, which records
+    every field's, passes False."""
+    for i, control in enumerate(items):
+        if not isinstance(control.value, dict):
+            continue
+        for member, value in control.value.items():
+            later = [c.value[member] for c in items[i + 1:] if isinstance(c.value, dict) and member in c.value]
+            if not later:
+                continue
+            if member == "uncarried":
+                if uncarried:
+                    lose_uncarried(control, target, session)
+            elif dumps(later[-1]) != dumps(value):
+                where = reasoning_place(control.value, member, f"$.{control.key}" if control.key else control.name)
+                session.lose(where, lacks(path_subject(where), target, f"second {member} for the reasoning ({value!r})",
+                                          "the later field's is sent"), dialect=control.dialect)
+
+
+#: the member of its source field a canonical reasoning member is, where the field is an
+#: object: anthropic's thinking and output_config, OpenRouter's reasoning
+_REASONING_MEMBERS = {("$.thinking", "budget_tokens"): "budget_tokens", ("$.output_config", "effort"): "effort",
+                      ("$.reasoning", "budget_tokens"): "max_tokens", ("$.reasoning", "effort"): "effort",
+                      ("$.reasoning", "enabled"): "enabled"}
+
+
 def reasoning_place(value: Any, member: str, where: str) -> str:
     """Where ``member`` of a reasoning value was in the source. ``where``: the control's place
     (its field, ``$.reasoning_effort``; a merged one's is its last field's, and its ``at`` names
-    the field each member came from). anthropic's budget and effort are members of their
-    fields: ``$.thinking.budget_tokens``, ``$.output_config.effort``."""
+    the field each member came from). A member of an object field is its own path there:
+    ``$.thinking.budget_tokens``, ``$.output_config.effort``, ``$.reasoning.max_tokens``."""
     at = value.get("at") if isinstance(value, dict) else None
     if isinstance(at, dict) and at.get(member) is not None:
         where = f"$.{at[member]}"
-    if (where, member) in (("$.thinking", "budget_tokens"), ("$.output_config", "effort")):
-        return f"{where}.{member}"
-    return where
+    own = _REASONING_MEMBERS.get((where, member))
+    return f"{where}.{own}" if own else where
 
 
 _EMPTY_OBJECT_SCHEMA = b'{"type":"object","properties":{}}'

@@ -37,6 +37,8 @@ REQUEST_FIELDS = {
         "stream_options": _OBJ, "metadata": _OBJ,
         # LiteLLM's (and other gateways'): anthropic's thinking setting in an openai body
         "thinking": _OBJ,
+        # OpenRouter's (and other gateways'): one reasoning setting for every model
+        "reasoning": _OBJ,
     },
     "anthropic": {
         "model": STRING, "max_tokens": INTEGER, "messages": ARRAY, "system": STRING | ARRAY,
@@ -101,6 +103,7 @@ MEMBER_FIELDS = {
         "response_format": {"type": STRING, "json_schema.name": STRING, "json_schema.strict": _BOOL,
                             "json_schema.description": _STR},
         "thinking": {"type": STRING, "budget_tokens": INTEGER, "display": _STR},
+        "reasoning": {"effort": _STR, "max_tokens": _INT, "enabled": _BOOL, "exclude": _BOOL},
     },
     "anthropic": {
         "stop_sequences": {"[]": STRING},

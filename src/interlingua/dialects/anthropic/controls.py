@@ -35,7 +35,8 @@ from typing import Any
 from ...canonical import Control
 from ..fields import check_members
 from ...errors import SchemaError
-from ...encoding import blank_text, choice_fate, lose_tool_attr, lose_uncarried, object_schema, reasoning_place
+from ...encoding import (blank_text, choice_fate, lose_overridden, lose_tool_attr, lose_uncarried, object_schema,
+                         reasoning_place)
 from ...jsonwriter import dumps
 from ...losses import INTERNAL_ATTRS, lacks, path_subject
 from ...numbers import INT64_MAX, INT64_MIN, RANGES, clamp, no_limit
@@ -419,6 +420,7 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
       thinking block"), so thinking is a recorded loss, as with a forced tool choice.
     """
     merged: dict = {}
+    lose_overridden(items, DIALECT, session, uncarried=False)
     for control in items:
         lose_uncarried(control, DIALECT, session)  # (LiteLLM's thinking.display of an openai body)
         if isinstance(control.value, dict):
@@ -452,6 +454,8 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
                              "the effort decides the thinking")
     elif merged.get("enabled") is False:
         thinking = {"type": "disabled"}
+        if "budget_tokens" in merged:  # (OpenRouter's reasoning: enabled false beside a max_tokens)
+            _lose_member(session, items, "budget_tokens", "thinking budget with thinking off", "thinking is off")
     elif merged.get("adaptive") or (merged.get("enabled") is True and "budget_tokens" not in merged):
         # on, no budget given (ollama think: true): the model decides, or openai's default depth
         thinking = {"type": "adaptive"} if mode == "adaptive" else {

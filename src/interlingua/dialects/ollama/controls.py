@@ -228,6 +228,9 @@ def reasoning_to_think(value: Any, where: str, dialect: str | None, session) -> 
         if value.get("effort") not in (None, "none"):
             _lose(session, reasoning_place(value, "effort", where), f"effort with thinking off (effort {value['effort']!r})",
                   "think is false", dialect=dialect)
+        if "budget_tokens" in value:  # (OpenRouter's reasoning: enabled false beside a max_tokens)
+            _lose(session, reasoning_place(value, "budget_tokens", where), "thinking budget with thinking off",
+                  "think is false", dialect=dialect)
         return False
     if "effort" in value:
         think = _think_level(value["effort"], reasoning_place(value, "effort", where), dialect, session)

@@ -743,7 +743,7 @@ class RequestEncoder(Encoder):
             # from a source that listed messages)
             self.require_a_message(self._carried)
             if self._reasoning:
-                self._write_control(merged_reasoning(list(self._reasoning.drain())))
+                self._write_control(merged_reasoning(list(self._reasoning.drain()), DIALECT, self.session))
             if self.session.options.ollama_sampling_defaults:
                 self._source_sampling_defaults()
             if self._options is not None or self._options_empty:

@@ -45,6 +45,8 @@ CONTROLS = {
     # LiteLLM's thinking: anthropic's setting, read as anthropic's is (an openai target gets
     # it back as it came; another takes its budget as it takes anthropic's)
     "thinking": "reasoning",
+    # OpenRouter's reasoning: {effort | max_tokens, enabled, exclude}
+    "reasoning": "reasoning",
     "user": "user",
     "seed": "seed",
     "n": "n",
@@ -95,9 +97,39 @@ def _to_canonical(key: str, value: Any) -> Any:
         return {"effort": value}
     if key == "thinking":
         return thinking_to_canonical(value, least_budget=False)
+    if key == "reasoning":
+        return openrouter_reasoning_to_canonical(value)
     if key == "response_format":
         return response_format_to_canonical(value)
     return value
+
+
+def openrouter_reasoning_to_canonical(value: Any) -> Any:
+    """OpenRouter's ``reasoning`` as canonical reasoning: ``effort`` an effort, ``max_tokens`` a
+    budget (reasoning on unless ``enabled`` says otherwise), ``enabled`` itself. ``exclude: true``
+    (the reasoning left out of the response) and any other member are named in ``uncarried``
+    (recorded by another target); ``exclude: false`` and nulls say the defaults. Its members'
+    types were checked (``fields.MEMBER_FIELDS``); an integral float budget is its integer, one
+    beyond 64 bits a ``SchemaError`` (as LiteLLM's ``thinking.budget_tokens``)."""
+    if not isinstance(value, dict):
+        return {"other": value}
+    out: dict[str, Any] = {}
+    if value.get("enabled") is not None:
+        out["enabled"] = value["enabled"]
+    if value.get("effort") is not None:
+        out["effort"] = value["effort"]
+    if value.get("max_tokens") is not None:
+        budget = value["max_tokens"]
+        if not -(2.0**63) <= budget < 2.0**63:
+            raise SchemaError("number out of range for reasoning.max_tokens: beyond a 64-bit integer",
+                              path="$.reasoning.max_tokens")
+        out.setdefault("enabled", True)
+        out["budget_tokens"] = int(budget)
+    rest = [k for k, v in value.items() if k not in ("enabled", "effort", "max_tokens")
+            and v is not None and not (k == "exclude" and v is False)]
+    if rest:
+        out["uncarried"] = rest
+    return out
 
 
 def tool_choice_to_canonical(value: Any) -> Any:

@@ -1062,7 +1062,8 @@ class RequestEncoder(Encoder):
         """One ``reasoning_effort`` from every reasoning control: an effort wins over a budget."""
         if not self._reasoning:
             return
-        key, value = controls.encode_control(merged_reasoning(list(self._reasoning.drain())), self.session)
+        items = list(self._reasoning.drain())
+        key, value = controls.encode_control(merged_reasoning(items, DIALECT, self.session), self.session)
         if key is not None:
             self.body.member(key, dumps(value))
 
