@@ -55,7 +55,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
 use crate::jsonwriter::{dumps_str, key_bytes, JsonWriter};
 use crate::losses::{
-    article, block_path, block_subject, field_path, field_subject, lacks, no_place, raw_tool_member, unknown_role,
+    article, block_path, block_subject, field_path, field_subject, lacks, no_place, path_subject, raw_tool_member, unknown_role,
     MESSAGE_CACHE_CONTROL, RESULT_CACHE_CONTROL,
 };
 use crate::reorder::{ByteHold, Hold, ReorderBuffer};
@@ -1372,7 +1372,8 @@ impl HeldArguments {
 /// `merged_reasoning`: one `reasoning` control from several (anthropic `thinking` and
 /// `output_config.effort`): their values merge (`dict.update`: a key keeps its first place,
 /// takes its last value); each target's mapping then decides.
-pub fn merged_reasoning(items: &[Control<'_>]) -> Control<'static> {
+pub fn merged_reasoning(items: &[Control<'_>], target: &str, session: &mut Session) -> Result<Control<'static>> {
+    lose_overridden(items, target, session, true)?;
     let mut members: Vec<(Vec<u8>, Value)> = Vec::new();
     // `at`: the key of the field each member came from (`reasoning_place`)
     let mut at: Vec<(Vec<u8>, Value)> = Vec::new();
@@ -1388,28 +1389,81 @@ pub fn merged_reasoning(items: &[Control<'_>]) -> Control<'static> {
     }
     merge_member(&mut members, b"at".to_vec(), Value::Object(at));
     let last = items.last();
-    Control {
+    Ok(Control {
         name: Cow::Borrowed("reasoning"),
         value: Cow::Owned(Value::Object(members).to_json()),
         dialect: last.and_then(|c| c.dialect.as_ref()).map(|d| Cow::Owned(d.to_string())),
         key: last.and_then(|c| c.key.as_ref()).map(|k| Cow::Owned(k.to_string())),
         raw: None,
-    }
+    })
 }
+
+/// `lose_overridden`: each member of a reasoning field that a later field sets too, to another
+/// value (openai `reasoning_effort` and OpenRouter's `reasoning.effort`): the later one is sent,
+/// this one recorded at its own field. `uncarried`: an earlier field's uncarried members are
+/// recorded as its own (the anthropic encoder, which records every field's, passes false).
+pub fn lose_overridden(items: &[Control<'_>], target: &str, session: &mut Session, uncarried: bool) -> Result<()> {
+    // (a control's value is JSON text its decoder wrote: it parses)
+    let values: Vec<Value> = items.iter().map(|c| Value::loads(&c.value).unwrap_or(Value::Null)).collect();
+    let fields: Vec<ReasoningField<'_>> = items.iter().zip(&values)
+        .map(|(c, value)| ReasoningField { key: c.key.as_deref(), dialect: c.dialect.as_deref(), name: &c.name, value })
+        .collect();
+    lose_overridden_of(&fields, target, session, uncarried)
+}
+
+/// A reasoning field as `lose_overridden_of` reads it (a control, or an encoder's copy of one).
+pub struct ReasoningField<'a> {
+    pub key: Option<&'a str>,
+    pub dialect: Option<&'a str>,
+    pub name: &'a str,
+    pub value: &'a Value,
+}
+
+/// `lose_overridden` of fields given by their parts.
+pub fn lose_overridden_of(fields: &[ReasoningField<'_>], target: &str, session: &mut Session, uncarried: bool) -> Result<()> {
+    for (i, field) in fields.iter().enumerate() {
+        let Value::Object(members) = field.value else { continue };
+        for (member, given) in members {
+            let name = String::from_utf8_lossy(member);
+            let Some(later) = fields[i + 1..].iter().rev().find_map(|f| f.value.get(&name)) else { continue };
+            if member == b"uncarried" {
+                if uncarried {
+                    lose_uncarried_of(field.key, field.dialect, field.value, target, session)?;
+                }
+            } else if later.to_json() != given.to_json() {
+                let place = match field.key {
+                    Some(key) if !key.is_empty() => format!("$.{key}"),
+                    _ => field.name.to_string(),
+                };
+                let where_ = reasoning_place(field.value, &name, &place);
+                let what = format!("second {name} for the reasoning ({})", crate::unicode::py_value_repr(given));
+                let reason = lacks(path_subject(&where_), target, &what, Some("the later field's is sent"));
+                session.lose(where_.as_bytes(), reason.as_bytes(), field.dialect)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `_REASONING_MEMBERS`: the member of its source field a canonical reasoning member is, where
+/// the field is an object (anthropic's thinking and output_config, OpenRouter's reasoning).
+const REASONING_MEMBERS: [(&str, &str, &str); 5] = [
+    ("$.thinking", "budget_tokens", "budget_tokens"), ("$.output_config", "effort", "effort"),
+    ("$.reasoning", "budget_tokens", "max_tokens"), ("$.reasoning", "effort", "effort"), ("$.reasoning", "enabled", "enabled"),
+];
 
 /// `reasoning_place(value, member, where)`: where `member` of a reasoning value was in the
 /// source. `where_`: the control's place (its field; a merged one's is its last field's, and
-/// its `at` names the field each member came from). anthropic's budget and effort are members
-/// of their fields: `$.thinking.budget_tokens`, `$.output_config.effort`.
+/// its `at` names the field each member came from). A member of an object field is its own
+/// path there: `$.thinking.budget_tokens`, `$.output_config.effort`, `$.reasoning.max_tokens`.
 pub fn reasoning_place(value: &Value, member: &str, where_: &str) -> String {
     let place = match value.get("at").and_then(|at| at.get(member)) {
         Some(Value::Str(key)) => format!("$.{}", String::from_utf8_lossy(key)),
         _ => where_.to_string(),
     };
-    if (place == "$.thinking" && member == "budget_tokens") || (place == "$.output_config" && member == "effort") {
-        format!("{place}.{member}")
-    } else {
-        place
+    match REASONING_MEMBERS.iter().find(|(field, canonical, _)| *field == place && *canonical == member) {
+        Some((_, _, own)) => format!("{place}.{own}"),
+        None => place,
     }
 }
 
@@ -2341,7 +2395,11 @@ mod tests {
     #[test]
     fn reasoning_controls_merge() {
         let c = |v: &'static str| Control { name: "reasoning".into(), value: Cow::Borrowed(v.as_bytes()), dialect: Some("anthropic".into()), key: Some("thinking".into()), raw: None };
-        let merged = merged_reasoning(&[c("{\"enabled\":true,\"budget_tokens\":10}"), c("{\"effort\":\"low\",\"enabled\":false}")]);
+        let mut session = Session::new(crate::session::Options::default(), "anthropic", "openai", crate::session::Kind::Request);
+        let merged = merged_reasoning(&[c("{\"enabled\":true,\"budget_tokens\":10}"), c("{\"effort\":\"low\",\"enabled\":false}")],
+                                      "openai", &mut session).unwrap();
+        // (the first field's enabled, set again to another value, is recorded at it)
+        assert_eq!(session.losses.iter().map(|l| l.path().to_vec()).collect::<Vec<_>>(), [b"$.thinking".to_vec()]);
         assert_eq!(merged.value.as_ref(), &br#"{"enabled":false,"budget_tokens":10,"effort":"low","at":{"enabled":"thinking","budget_tokens":"thinking","effort":"thinking"}}"#[..]);
     }
 
@@ -2350,11 +2408,11 @@ mod tests {
     fn uncarried_members_keep_their_controls_key() {
         let c = |v: &'static str, key: &'static str| Control { name: "reasoning".into(), value: Cow::Borrowed(v.as_bytes()),
                                                              dialect: Some("anthropic".into()), key: Some(key.into()), raw: None };
+        let mut session = Session::new(crate::session::Options::default(), "anthropic", "ollama", crate::session::Kind::Request);
         let merged = merged_reasoning(&[c("{\"enabled\":true,\"adaptive\":true,\"uncarried\":[\"display\"]}", "thinking"),
-                                        c("{\"effort\":\"low\"}", "output_config")]);
+                                        c("{\"effort\":\"low\"}", "output_config")], "ollama", &mut session).unwrap();
         assert_eq!(merged.key.as_deref(), Some("output_config"));
         let value = Value::loads(&merged.value).unwrap();
-        let mut session = Session::new(crate::session::Options::default(), "anthropic", "ollama", crate::session::Kind::Request);
         lose_uncarried(&merged, &value, "ollama", &mut session).unwrap();
         let losses: Vec<_> = session.losses.iter().map(|l| (l.path().to_vec(), l.reason().to_vec())).collect();
         assert_eq!(losses, [(b"$.thinking.display".to_vec(), b"thinking.display: ollama has no field for it".to_vec())]);

@@ -48,6 +48,7 @@ pub const OPENAI: Fields = &[
     ("stream_options", OBJ),
     ("metadata", OBJ),
     ("thinking", OBJ), // LiteLLM's (and other gateways'): anthropic's thinking setting in an openai body
+    ("reasoning", OBJ), // OpenRouter's (and other gateways'): one reasoning setting for every model
 ];
 
 pub const ANTHROPIC: Fields = &[
@@ -161,6 +162,7 @@ pub fn member_fields(dialect: &str, key: &str) -> Option<Members> {
             ("json_schema.description", STR),
         ],
         ("openai" | "anthropic", "thinking") => &[("type", STRING), ("budget_tokens", INTEGER), ("display", STR)],
+        ("openai", "reasoning") => &[("effort", STR), ("max_tokens", INT), ("enabled", BOOL), ("exclude", BOOL)],
         ("anthropic", "stop_sequences") => &[("[]", STRING)],
         ("anthropic", "tool_choice") => &[("type", STRING), ("name", STRING), ("disable_parallel_tool_use", BOOL)],
         ("anthropic", "metadata") => &[("user_id", STR)],

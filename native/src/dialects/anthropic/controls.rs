@@ -346,7 +346,7 @@ pub use self::to_anthropic::{encode, string_text, tool_from_canonical, Foreign, 
 
 mod to_anthropic {
     use crate::encoding::{attr, lose_tool_attr, object_schema, tool_capacity, tool_name_repr, Attr, COMBINATORS};
-    use crate::encoding::{blank_text, lose_uncarried_of, reasoning_place};
+    use crate::encoding::{blank_text, lose_overridden_of, lose_uncarried_of, reasoning_place, ReasoningField};
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
     use crate::losses::{lacks, path_subject};
@@ -743,6 +743,10 @@ mod to_anthropic {
     fn reasoning_fields(items: &[Foreign], model: Option<&Foreign>, response_format: Option<&Foreign>,
                         session: &mut Session, out: &mut Vec<(&'static str, Vec<u8>)>, mut max_tokens: Option<i128>,
                         forced: bool, unthought_tool_turn: bool) -> Result<i128> {
+        let fields: Vec<ReasoningField<'_>> = items.iter()
+            .map(|c| ReasoningField { key: c.key.as_deref(), dialect: c.dialect.as_deref(), name: &c.name, value: &c.value })
+            .collect();
+        lose_overridden_of(&fields, DIALECT, session, false)?;
         for control in items {
             // (LiteLLM's thinking.display of an openai body)
             lose_uncarried_of(control.key.as_deref(), control.dialect.as_deref(), &control.value, DIALECT, session)?;
@@ -807,6 +811,11 @@ mod to_anthropic {
                 let enabled = get("enabled");
                 if enabled == Some(&Value::Bool(false)) {
                     thinking = Some(Thinking::Disabled);
+                    if get("budget_tokens").is_some() {
+                        // (OpenRouter's reasoning: enabled false beside a max_tokens)
+                        lose_member(session, items, "budget_tokens", "thinking budget with thinking off",
+                                    Some("thinking is off"))?;
+                    }
                 } else if get("adaptive").is_some_and(Value::truthy)
                     || (enabled == Some(&Value::Bool(true)) && get("budget_tokens").is_none())
                 {

@@ -340,6 +340,11 @@ pub fn reasoning_to_think(value: &Value, where_: &str, dialect: Option<&str>, se
             let what = format!("effort with thinking off (effort {})", py_repr(effort));
             lose(session, &reasoning_place(value, "effort", where_), &what, Some("think is false"), dialect)?;
         }
+        if value.get("budget_tokens").is_some() {
+            // (OpenRouter's reasoning: enabled false beside a max_tokens)
+            lose(session, &reasoning_place(value, "budget_tokens", where_), "thinking budget with thinking off",
+                 Some("think is false"), dialect)?;
+        }
         return Ok(Some(b"false".to_vec()));
     }
     let budget = value.get("budget_tokens").is_some();

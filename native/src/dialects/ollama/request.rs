@@ -1501,7 +1501,8 @@ impl Messages {
         crate::encoding::require_a_message(self.listed, self.carried, DIALECT, io.session)?;
         if !self.reasoning.is_empty() {
             let items: Vec<Control<'static>> = self.reasoning.drain(&mut io.session.reorder).collect();
-            self.write_control(body, &merged_reasoning(&items), io)?;
+            let merged = merged_reasoning(&items, DIALECT, io.session)?;
+            self.write_control(body, &merged, io)?;
         }
         if io.session.options.ollama_sampling_defaults {
             // what the source left unset samples as its own API would

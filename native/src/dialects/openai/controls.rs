@@ -38,6 +38,8 @@ mod decoding {
         // LiteLLM's thinking: anthropic's setting, read as anthropic's is (an openai target
         // gets it back as it came; another takes its budget as it takes anthropic's)
         ("thinking", "reasoning"),
+        // OpenRouter's reasoning: {effort | max_tokens, enabled, exclude}
+        ("reasoning", "reasoning"),
         ("user", "user"),
         ("seed", "seed"),
         ("n", "n"),
@@ -132,10 +134,57 @@ mod decoding {
             "tool_choice" | "function_call" => tool_choice_to_canonical(value),
             "reasoning_effort" => object(vec![("effort", value)]),
             "thinking" => crate::dialects::anthropic::controls::thinking_to_canonical(&value, false)?,
+            "reasoning" => openrouter_reasoning_to_canonical(&value)?,
             "response_format" => response_format_to_canonical(value)?,
             _ => value,
         })
     }
+
+    /// `openrouter_reasoning_to_canonical`: OpenRouter's `reasoning` as canonical reasoning --
+    /// `effort` an effort, `max_tokens` a budget (reasoning on unless `enabled` says otherwise),
+    /// `enabled` itself; `exclude: true` and any other member named in `uncarried`, `exclude:
+    /// false` and nulls the defaults. Its members' types were checked (`fields::check_members`);
+    /// an integral float budget is its integer, one beyond 64 bits a SchemaError.
+    fn openrouter_reasoning_to_canonical(value: &Value) -> Result<Value> {
+        let Value::Object(members) = value else {
+            return Ok(object(vec![("other", value.clone())]));
+        };
+        let given = |key: &str| value.get(key).filter(|v| !v.is_null());
+        let mut out: Vec<(&str, Value)> = Vec::new();
+        if let Some(enabled) = given("enabled") {
+            out.push(("enabled", enabled.clone()));
+        }
+        if let Some(effort) = given("effort") {
+            out.push(("effort", effort.clone()));
+        }
+        if let Some(budget) = given("max_tokens") {
+            let digits = match budget {
+                Value::Float(f) if (-TWO_63..TWO_63).contains(f) => Some((*f as i64).to_string()),
+                Value::Int(digits) => digits.parse::<i64>().ok().map(|_| digits.clone()),
+                _ => None,
+            };
+            let Some(digits) = digits else {
+                return Err(Error::new(ErrorClass::Schema, "number out of range for reasoning.max_tokens: beyond a 64-bit integer")
+                    .with_path(b"$.reasoning.max_tokens".to_vec()));
+            };
+            if !out.iter().any(|(k, _)| *k == "enabled") {
+                out.push(("enabled", Value::Bool(true)));
+            }
+            out.push(("budget_tokens", Value::Int(digits)));
+        }
+        let rest: Vec<Value> = members.iter()
+            .filter(|(key, v)| !v.is_null() && !matches!(key.as_slice(), b"enabled" | b"effort" | b"max_tokens")
+                    && (key != b"exclude" || *v != Value::Bool(false)))
+            .map(|(key, _)| Value::Str(key.clone()))
+            .collect();
+        if !rest.is_empty() {
+            out.push(("uncarried", Value::Array(rest)));
+        }
+        Ok(object(out))
+    }
+
+    /// 2^63 as a float (`-2^63 <= f < 2^63` fits in an i64)
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
 
     /// `tool_choice_to_canonical`: `{"type": "auto" | "none" | "required" | "tool", "name"?}`;
     /// other shapes kept as given (`{"type": "other", "value": ...}`).

@@ -2076,7 +2076,8 @@ impl Messages {
             return Ok(());
         }
         let items: Vec<Control<'static>> = self.reasoning.drain(&mut io.session.reorder).collect();
-        if let Some((key, value)) = controls::encode_control(&merged_reasoning(&items), io.session)? {
+        let merged = merged_reasoning(&items, DIALECT, io.session)?;
+        if let Some((key, value)) = controls::encode_control(&merged, io.session)? {
             body.member(key, &value, self, io)?;
         }
         Ok(())
