@@ -474,8 +474,7 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
               "thinking is off")
         thinking = None
     if thinking is not None and thinking["type"] == "enabled":
-        thinking, max_tokens = _fit_budget(thinking, max_tokens, lambda what, done: _lose_member(
-            session, items, decided_by, what, done), session)
+        thinking, max_tokens = _fit_budget(thinking, max_tokens, items, decided_by, session)
     if max_tokens is None:
         max_tokens = session.options.default_max_tokens
     if "response_format" in given:
@@ -497,9 +496,12 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
     return max_tokens
 
 
-def _fit_budget(thinking: dict, max_tokens: int | None, lose, session):
-    """``(thinking or None, max_tokens)`` with ``1024 <= budget_tokens < max_tokens``; ``lose(what,
-    done)`` records a loss at the field the budget came from."""
+def _fit_budget(thinking: dict, max_tokens: int | None, items: list[Control], decided_by: str, session):
+    """``(thinking or None, max_tokens)`` with ``1024 <= budget_tokens < max_tokens``; its losses
+    are at the field of ``decided_by``, the member the budget came from."""
+    def lose(what: str, done: str) -> None:
+        _lose_member(session, items, decided_by, what, done)
+
     budget = thinking["budget_tokens"]
     if budget < _MIN_BUDGET:
         lose(f"thinking budget below {_MIN_BUDGET} ({budget})", f"raised to {_MIN_BUDGET}")
