@@ -161,7 +161,10 @@ OPENROUTER = [
     ({"effort": "medium", "exclude": False, "enabled": None}, {"type": "enabled", "budget_tokens": 4096}, "medium", [], []),
     ({"effort": "high", "summary": "auto"}, {"type": "enabled", "budget_tokens": 16384}, "high", ["$.reasoning.summary"],
      ["$.reasoning.summary"]),
-    ({}, None, None, ["$.reasoning"], ["$.reasoning"]),
+    # (a settings map: {} or every member null sets nothing -- README "null means absent")
+    ({}, None, None, [], []),
+    ({"effort": None, "max_tokens": None}, None, None, [], []),
+    ({"exclude": False}, None, None, ["$.reasoning"], ["$.reasoning"]),
 ]
 
 

@@ -56,7 +56,8 @@ def _run(source: str, target: str, body: dict):
 CASES = [(source, field, None) for source in DIALECTS for field in _fields(source)]
 CASES += [(source, field, value) for source, maps in SETTING_MAPS.items() for field in maps
           for value in ({}, {"x": None})]
-CASES += [("anthropic", "metadata", {"user_id": None}), ("anthropic", "output_config", {"effort": None, "format": None})]
+CASES += [("anthropic", "metadata", {"user_id": None}), ("anthropic", "output_config", {"effort": None, "format": None}),
+          ("openai", "reasoning", {"effort": None, "max_tokens": None, "enabled": None, "exclude": None})]
 
 
 @pytest.mark.parametrize("source,field,value", CASES, ids=[f"{s}:{f}={json.dumps(v)}" for s, f, v in CASES])

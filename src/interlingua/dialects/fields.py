@@ -152,7 +152,7 @@ KNOWN_MEMBERS = {
 
 #: control fields that are maps of settings: ``{}``, or every member null, sets nothing
 #: (``web_search_options`` is not one: ``{}`` turns search on)
-SETTING_MAPS = {"openai": ("metadata", "logit_bias"), "anthropic": ("metadata", "output_config")}
+SETTING_MAPS = {"openai": ("metadata", "logit_bias", "reasoning"), "anthropic": ("metadata", "output_config")}
 
 
 def sets_nothing(dialect: str, key: str, raw: bytes) -> bool:
