@@ -264,7 +264,7 @@ fn known_members(dialect: &str, key: &str) -> Option<&'static [Known]> {
 
 /// `SETTING_MAPS`: control fields that are maps of settings: `{}`, or every member null,
 /// sets nothing (`web_search_options` is not one: `{}` turns search on).
-const SETTING_MAPS: &[(&str, &[u8])] = &[("openai", b"metadata"), ("openai", b"logit_bias"),
+const SETTING_MAPS: &[(&str, &[u8])] = &[("openai", b"metadata"), ("openai", b"logit_bias"), ("openai", b"reasoning"),
                                          ("anthropic", b"metadata"), ("anthropic", b"output_config")];
 
 /// `sets_nothing(dialect, key, raw)`: a top-level field's raw JSON that means the same as the
