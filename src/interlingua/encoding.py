@@ -534,12 +534,11 @@ def merged_reasoning(items: list[Control], target: str, session) -> Control:
     return Control("reasoning", merged, dialect=items[-1].dialect, key=items[-1].key)
 
 
-def lose_overridden(items: list[Control], target: str, session, uncarried: bool = True) -> None:
+def lose_overridden(items: list[Control], target: str, session) -> None:
     """Each member of a reasoning field that a later field sets too, to another value (openai
     ``reasoning_effort`` and OpenRouter's ``reasoning.effort``): the later one is sent, this one
-    recorded at its own field. ``uncarried``: an earlier field's uncarried members are recorded
-    as its own (the merged value keeps the later field's); the anthropic encoder, which records
-    every field's, passes False."""
+    recorded at its own field; an earlier field's uncarried members are recorded as its own (the
+    merged value keeps the later field's)."""
     for i, control in enumerate(items):
         if not isinstance(control.value, dict):
             continue
@@ -548,8 +547,7 @@ def lose_overridden(items: list[Control], target: str, session, uncarried: bool 
             if not later:
                 continue
             if member == "uncarried":
-                if uncarried:
-                    lose_uncarried(control, target, session)
+                lose_uncarried(control, target, session)
             elif dumps(later[-1]) != dumps(value):
                 where = reasoning_place(control.value, member, f"$.{control.key}" if control.key else control.name)
                 session.lose(where, lacks(path_subject(where), target, f"second {member} for the reasoning ({value!r})",

@@ -35,7 +35,7 @@ from typing import Any
 from ...canonical import Control
 from ..fields import check_members
 from ...errors import SchemaError
-from ...encoding import (blank_text, choice_fate, lose_overridden, lose_tool_attr, lose_uncarried, object_schema,
+from ...encoding import (blank_text, choice_fate, lose_tool_attr, lose_uncarried, merged_reasoning, object_schema,
                          reasoning_place)
 from ...jsonwriter import dumps
 from ...losses import INTERNAL_ATTRS, lacks, path_subject
@@ -295,12 +295,12 @@ def _lose(session, control: Control, what: str, done: str | None = None, sub: st
     session.lose(where, lacks(path_subject(where), DIALECT, what, done), dialect=control.dialect)
 
 
-def _lose_member(session, items: list[Control], member: str, what: str, done: str | None = None) -> None:
-    """A loss about ``member`` of the reasoning settings merged: at the field it came from (the
-    last that has it; ``encoding.reasoning_place``), the last field when none has it."""
-    control = next((c for c in reversed(items) if isinstance(c.value, dict) and member in c.value), items[-1])
-    where = reasoning_place(control.value, member, f"$.{control.key}" if control.key else control.name)
-    session.lose(where, lacks(path_subject(where), DIALECT, what, done), dialect=control.dialect)
+def _lose_member(session, items: list[Control], merged: dict, member: str, what: str, done: str | None = None) -> None:
+    """A loss about ``member`` of the reasoning settings merged (``merged_reasoning``'s value): at
+    the field it came from (``encoding.reasoning_place``), the last field when none has it."""
+    last = items[-1]
+    where = reasoning_place(merged, member, f"$.{last.key}" if last.key else last.name)
+    session.lose(where, lacks(path_subject(where), DIALECT, what, done), dialect=last.dialect)
 
 
 def _max_tokens(given: dict, session) -> int | None:
@@ -420,11 +420,10 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
       thinking block"), so thinking is a recorded loss, as with a forced tool choice.
     """
     merged: dict = {}
-    lose_overridden(items, DIALECT, session, uncarried=False)
-    for control in items:
-        lose_uncarried(control, DIALECT, session)  # (LiteLLM's thinking.display of an openai body)
-        if isinstance(control.value, dict):
-            merged.update(control.value)
+    if items:  # one setting, as every target merges it (each member's field in its ``at``)
+        merged_control = merged_reasoning(items, DIALECT, session)
+        lose_uncarried(merged_control, DIALECT, session)  # (LiteLLM's thinking.display of an openai body)
+        merged = merged_control.value
     model = given["model"].value if "model" in given else None
     mode = thinking_mode(session, model)
     budgets = session.options.anthropic_thinking_budgets or THINKING_BUDGETS
@@ -434,7 +433,7 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
     decided_by = "enabled"  # the member the thinking is made of: its losses are at its field
     if merged.get("enabled") is False and effort not in (None, "none"):
         # never turn reasoning on (as ollama's think and openai's effort do)
-        _lose_member(session, items, "effort", f"effort with thinking off (effort {effort!r})", "thinking is off")
+        _lose_member(session, items, merged, "effort", f"effort with thinking off (effort {effort!r})", "thinking is off")
         effort = None
     if effort is not None:
         decided_by = "effort"
@@ -442,7 +441,7 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
             thinking = {"type": "disabled"}
         else:
             if effort not in _EFFORTS:
-                _lose_member(session, items, "effort", f"effort level {effort!r}", "approximated as 'low'")
+                _lose_member(session, items, merged, "effort", f"effort level {effort!r}", "approximated as 'low'")
                 effort = "low"
             if mode == "adaptive":
                 output_config["effort"] = effort
@@ -450,12 +449,12 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
             else:
                 thinking = {"type": "enabled", "budget_tokens": budgets.get(effort, THINKING_BUDGETS[effort])}
             if "budget_tokens" in merged:  # (beside it: LiteLLM's thinking + reasoning_effort)
-                _lose_member(session, items, "budget_tokens", "thinking budget beside an effort",
+                _lose_member(session, items, merged, "budget_tokens", "thinking budget beside an effort",
                              "the effort decides the thinking")
     elif merged.get("enabled") is False:
         thinking = {"type": "disabled"}
         if "budget_tokens" in merged:  # (OpenRouter's reasoning: enabled false beside a max_tokens)
-            _lose_member(session, items, "budget_tokens", "thinking budget with thinking off", "thinking is off")
+            _lose_member(session, items, merged, "budget_tokens", "thinking budget with thinking off", "thinking is off")
     elif merged.get("adaptive") or (merged.get("enabled") is True and "budget_tokens" not in merged):
         # on, no budget given (ollama think: true): the model decides, or openai's default depth
         thinking = {"type": "adaptive"} if mode == "adaptive" else {
@@ -474,7 +473,7 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
               "thinking is off")
         thinking = None
     if thinking is not None and thinking["type"] == "enabled":
-        thinking, max_tokens = _fit_budget(thinking, max_tokens, items, decided_by, session)
+        thinking, max_tokens = _fit_budget(thinking, max_tokens, items, merged, decided_by, session)
     if max_tokens is None:
         max_tokens = session.options.default_max_tokens
     if "response_format" in given:
@@ -496,11 +495,11 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
     return max_tokens
 
 
-def _fit_budget(thinking: dict, max_tokens: int | None, items: list[Control], decided_by: str, session):
+def _fit_budget(thinking: dict, max_tokens: int | None, items: list[Control], merged: dict, decided_by: str, session):
     """``(thinking or None, max_tokens)`` with ``1024 <= budget_tokens < max_tokens``; its losses
     are at the field of ``decided_by``, the member the budget came from."""
     def lose(what: str, done: str) -> None:
-        _lose_member(session, items, decided_by, what, done)
+        _lose_member(session, items, merged, decided_by, what, done)
 
     budget = thinking["budget_tokens"]
     if budget < _MIN_BUDGET:
