@@ -1373,45 +1373,43 @@ impl HeldArguments {
 /// `output_config.effort`): their values merge (`dict.update`: a key keeps its first place,
 /// takes its last value); each target's mapping then decides.
 pub fn merged_reasoning(items: &[Control<'_>], target: &str, session: &mut Session) -> Result<Control<'static>> {
-    lose_overridden(items, target, session, true)?;
-    let mut members: Vec<(Vec<u8>, Value)> = Vec::new();
-    // `at`: the key of the field each member came from (`reasoning_place`)
-    let mut at: Vec<(Vec<u8>, Value)> = Vec::new();
-    for control in items {
-        // (a control's value is JSON text its decoder wrote: it parses)
-        if let Ok(Value::Object(more)) = Value::loads(&control.value) {
-            let key = control.key.as_ref().map_or(Value::Null, |key| Value::Str(key.as_bytes().to_vec()));
-            for (member, value) in more {
-                merge_member(&mut at, member.clone(), key.clone());
-                merge_member(&mut members, member, value);
-            }
-        }
-    }
-    merge_member(&mut members, b"at".to_vec(), Value::Object(at));
+    // (a control's value is JSON text its decoder wrote: it parses)
+    let values: Vec<Value> = items.iter().map(|c| Value::loads(&c.value).unwrap_or(Value::Null)).collect();
+    let fields: Vec<ReasoningField<'_>> = items.iter().zip(&values)
+        .map(|(c, value)| ReasoningField { key: c.key.as_deref(), dialect: c.dialect.as_deref(), name: &c.name, value })
+        .collect();
+    let merged = merged_fields(&fields, target, session)?;
     let last = items.last();
     Ok(Control {
         name: Cow::Borrowed("reasoning"),
-        value: Cow::Owned(Value::Object(members).to_json()),
+        value: Cow::Owned(merged.to_json()),
         dialect: last.and_then(|c| c.dialect.as_ref()).map(|d| Cow::Owned(d.to_string())),
         key: last.and_then(|c| c.key.as_ref()).map(|k| Cow::Owned(k.to_string())),
         raw: None,
     })
 }
 
-/// `lose_overridden`: each member of a reasoning field that a later field sets too, to another
-/// value (openai `reasoning_effort` and OpenRouter's `reasoning.effort`): the later one is sent,
-/// this one recorded at its own field. `uncarried`: an earlier field's uncarried members are
-/// recorded as its own (the anthropic encoder, which records every field's, passes false).
-pub fn lose_overridden(items: &[Control<'_>], target: &str, session: &mut Session, uncarried: bool) -> Result<()> {
-    // (a control's value is JSON text its decoder wrote: it parses)
-    let values: Vec<Value> = items.iter().map(|c| Value::loads(&c.value).unwrap_or(Value::Null)).collect();
-    let fields: Vec<ReasoningField<'_>> = items.iter().zip(&values)
-        .map(|(c, value)| ReasoningField { key: c.key.as_deref(), dialect: c.dialect.as_deref(), name: &c.name, value })
-        .collect();
-    lose_overridden_of(&fields, target, session, uncarried)
+/// `merged_reasoning`'s value, of fields given by their parts (the anthropic encoder's own
+/// copies of its controls): the members merged, `at` the key of the field each came from
+/// (`reasoning_place`); the members a later field sets again recorded (`lose_overridden_of`).
+pub fn merged_fields(fields: &[ReasoningField<'_>], target: &str, session: &mut Session) -> Result<Value> {
+    lose_overridden_of(fields, target, session)?;
+    let mut members: Vec<(Vec<u8>, Value)> = Vec::new();
+    let mut at: Vec<(Vec<u8>, Value)> = Vec::new();
+    for field in fields {
+        if let Value::Object(more) = field.value {
+            let key = field.key.map_or(Value::Null, |key| Value::Str(key.as_bytes().to_vec()));
+            for (member, value) in more {
+                merge_member(&mut at, member.clone(), key.clone());
+                merge_member(&mut members, member.clone(), value.clone());
+            }
+        }
+    }
+    merge_member(&mut members, b"at".to_vec(), Value::Object(at));
+    Ok(Value::Object(members))
 }
 
-/// A reasoning field as `lose_overridden_of` reads it (a control, or an encoder's copy of one).
+/// A reasoning field as `merged_fields` reads it (a control, or an encoder's copy of one).
 pub struct ReasoningField<'a> {
     pub key: Option<&'a str>,
     pub dialect: Option<&'a str>,
@@ -1419,17 +1417,18 @@ pub struct ReasoningField<'a> {
     pub value: &'a Value,
 }
 
-/// `lose_overridden` of fields given by their parts.
-pub fn lose_overridden_of(fields: &[ReasoningField<'_>], target: &str, session: &mut Session, uncarried: bool) -> Result<()> {
+/// `lose_overridden`: each member of a reasoning field that a later field sets too, to another
+/// value (openai `reasoning_effort` and OpenRouter's `reasoning.effort`): the later one is sent,
+/// this one recorded at its own field; an earlier field's uncarried members are recorded as its
+/// own (the merged value keeps the later field's).
+fn lose_overridden_of(fields: &[ReasoningField<'_>], target: &str, session: &mut Session) -> Result<()> {
     for (i, field) in fields.iter().enumerate() {
         let Value::Object(members) = field.value else { continue };
         for (member, given) in members {
             let name = String::from_utf8_lossy(member);
             let Some(later) = fields[i + 1..].iter().rev().find_map(|f| f.value.get(&name)) else { continue };
             if member == b"uncarried" {
-                if uncarried {
-                    lose_uncarried_of(field.key, field.dialect, field.value, target, session)?;
-                }
+                lose_uncarried_of(field.key, field.dialect, field.value, target, session)?;
             } else if later.to_json() != given.to_json() {
                 let place = match field.key {
                     Some(key) if !key.is_empty() => format!("$.{key}"),

@@ -346,7 +346,7 @@ pub use self::to_anthropic::{encode, string_text, tool_from_canonical, Foreign, 
 
 mod to_anthropic {
     use crate::encoding::{attr, lose_tool_attr, object_schema, tool_capacity, tool_name_repr, Attr, COMBINATORS};
-    use crate::encoding::{blank_text, lose_overridden_of, lose_uncarried_of, reasoning_place, ReasoningField};
+    use crate::encoding::{blank_text, lose_uncarried_of, merged_fields, reasoning_place, ReasoningField};
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
     use crate::losses::{lacks, path_subject};
@@ -519,16 +519,16 @@ mod to_anthropic {
 
     /// `_lose_member`: a loss about `member` of the reasoning settings merged, at the field it came
     /// from (the last that has it; `encoding::reasoning_place`), the last field when none has it.
-    fn lose_member(session: &mut Session, items: &[Foreign], member: &str, what: &str, done: Option<&str>) -> Result<()> {
-        let has = |c: &&Foreign| matches!(&c.value, Value::Object(m) if m.iter().any(|(k, _)| k == member.as_bytes()));
-        let Some(control) = items.iter().rev().find(has).or(items.last()) else { return Ok(()) };
-        let place = match control.key.as_deref() {
+    fn lose_member(session: &mut Session, items: &[Foreign], merged: &Value, member: &str, what: &str,
+                   done: Option<&str>) -> Result<()> {
+        let Some(last) = items.last() else { return Ok(()) };
+        let place = match last.key.as_deref() {
             Some(key) if !key.is_empty() => format!("$.{key}"),
-            _ => control.name.clone(),
+            _ => last.name.clone(),
         };
-        let path = reasoning_place(&control.value, member, &place);
+        let path = reasoning_place(merged, member, &place);
         let reason = lacks(path_subject(&path), DIALECT, what, done);
-        session.lose(&path, &reason, control.dialect.as_deref())
+        session.lose(&path, &reason, last.dialect.as_deref())
     }
 
     /// `_max_tokens`: anthropic's required `max_tokens` from the source's: an integral float as
@@ -746,24 +746,15 @@ mod to_anthropic {
         let fields: Vec<ReasoningField<'_>> = items.iter()
             .map(|c| ReasoningField { key: c.key.as_deref(), dialect: c.dialect.as_deref(), name: &c.name, value: &c.value })
             .collect();
-        lose_overridden_of(&fields, DIALECT, session, false)?;
-        for control in items {
+        // one setting, as every target merges it (each member's field in its `at`)
+        let mut merged = Value::Object(Vec::new());
+        if let Some(last) = items.last() {
+            merged = merged_fields(&fields, DIALECT, session)?;
             // (LiteLLM's thinking.display of an openai body)
-            lose_uncarried_of(control.key.as_deref(), control.dialect.as_deref(), &control.value, DIALECT, session)?;
+            lose_uncarried_of(last.key.as_deref(), last.dialect.as_deref(), &merged, DIALECT, session)?;
         }
-        // the values merged (dict.update): a later member replaces an earlier one in place
-        let mut merged: Vec<(&[u8], &Value)> = Vec::new();
-        for control in items {
-            if let Value::Object(members) = &control.value {
-                for (k, v) in members {
-                    match merged.iter_mut().find(|(key, _)| *key == k.as_slice()) {
-                        Some(slot) => slot.1 = v,
-                        None => merged.push((k, v)),
-                    }
-                }
-            }
-        }
-        let get = |key: &str| merged.iter().find(|(k, _)| *k == key.as_bytes()).map(|(_, v)| *v);
+        let merged = &merged;
+        let get = |key: &str| merged.get(key);
         let adaptive = thinking_mode(session, model.map(|m| &m.value));
         let mut effort_out: Option<Vec<u8>> = None;
         let mut thinking: Option<Thinking> = None;
@@ -775,7 +766,7 @@ mod to_anthropic {
         {
             // never turn reasoning on (as ollama's think and openai's effort do)
             let what = format!("effort with thinking off (effort {})", py_repr(effort.unwrap_or(&Value::Null)));
-            lose_member(session, items, "effort", &what, Some("thinking is off"))?;
+            lose_member(session, items, merged, "effort", &what, Some("thinking is off"))?;
             effort = None;
         }
         match effort {
@@ -789,7 +780,7 @@ mod to_anthropic {
                         _ => None,
                     };
                     if level.is_none() {
-                        lose_member(session, items, "effort", &format!("effort level {}", py_repr(effort)),
+                        lose_member(session, items, merged, "effort", &format!("effort level {}", py_repr(effort)),
                                     Some("approximated as 'low'"))?;
                         level = Some("low");
                     }
@@ -802,7 +793,7 @@ mod to_anthropic {
                     }
                     if get("budget_tokens").is_some() {
                         // (beside it: LiteLLM's thinking + reasoning_effort)
-                        lose_member(session, items, "budget_tokens", "thinking budget beside an effort",
+                        lose_member(session, items, merged, "budget_tokens", "thinking budget beside an effort",
                                     Some("the effort decides the thinking"))?;
                     }
                 }
@@ -813,7 +804,7 @@ mod to_anthropic {
                     thinking = Some(Thinking::Disabled);
                     if get("budget_tokens").is_some() {
                         // (OpenRouter's reasoning: enabled false beside a max_tokens)
-                        lose_member(session, items, "budget_tokens", "thinking budget with thinking off",
+                        lose_member(session, items, merged, "budget_tokens", "thinking budget with thinking off",
                                     Some("thinking is off"))?;
                     }
                 } else if get("adaptive").is_some_and(Value::truthy)
@@ -848,7 +839,7 @@ mod to_anthropic {
             thinking = None;
         }
         if let (Some(Thinking::Enabled(budget, boolean)), Some(_)) = (thinking, last) {
-            let (fitted, max) = fit_budget(budget, boolean, max_tokens, items, decided_by, session)?;
+            let (fitted, max) = fit_budget(budget, boolean, max_tokens, items, merged, decided_by, session)?;
             thinking = fitted.map(|b| Thinking::Enabled(b, false));
             max_tokens = Some(max);
         }
@@ -909,12 +900,12 @@ mod to_anthropic {
 
     /// `_fit_budget`: `(budget or None: thinking off, max_tokens)` with `1024 <= budget < max_tokens`.
     /// `_fit_budget`; its losses are at the field of `decided_by`, the member the budget came from.
-    fn fit_budget(budget: i128, boolean: bool, max_tokens: Option<i128>, items: &[Foreign], decided_by: &str,
+    fn fit_budget(budget: i128, boolean: bool, max_tokens: Option<i128>, items: &[Foreign], merged: &Value, decided_by: &str,
                   session: &mut Session) -> Result<(Option<i128>, i128)> {
         let mut budget = budget;
         if budget < MIN_BUDGET {
             let shown = if boolean { (if budget == 1 { "True" } else { "False" }).to_string() } else { budget.to_string() };
-            lose_member(session, items, decided_by, &format!("thinking budget below {MIN_BUDGET} ({shown})"),
+            lose_member(session, items, merged, decided_by, &format!("thinking budget below {MIN_BUDGET} ({shown})"),
                         Some(&format!("raised to {MIN_BUDGET}")))?;
             budget = MIN_BUDGET;
         }
@@ -926,11 +917,11 @@ mod to_anthropic {
         }
         if max_tokens > MIN_BUDGET {
             // (`max_tokens - 1 >= 1024`)
-            lose_member(session, items, decided_by, &format!("thinking budget of max_tokens or more ({budget})"),
+            lose_member(session, items, merged, decided_by, &format!("thinking budget of max_tokens or more ({budget})"),
                         Some(&format!("cut to {}", max_tokens - 1)))?;
             return Ok((Some(max_tokens - 1), max_tokens));
         }
-        lose_member(session, items, decided_by,
+        lose_member(session, items, merged, decided_by,
                     &format!("room below max_tokens {max_tokens} for the least thinking budget ({MIN_BUDGET})"),
                     Some("thinking is off"))?;
         Ok((None, max_tokens))
