@@ -416,6 +416,7 @@ impl<'a> Cx<'a> {
     }
 
     /// `Decoder.error(message, offset, cls)`.
+    #[cold]
     pub fn error_of(&self, class: ErrorClass, message: impl Into<String>, offset: u64) -> Error {
         Error::new(class, message).at(offset).with_path(self.path())
     }
@@ -446,11 +447,13 @@ impl<'a> Cx<'a> {
         Ok(())
     }
 
+    #[cold]
     pub fn error(&self, message: impl Into<String>, offset: u64) -> Error {
         self.error_of(ErrorClass::Schema, message, offset)
     }
 
     /// `Decoder.wrong_type`: "expected {expected}, got {type}".
+    #[cold]
     pub fn wrong_type(&self, token: &Token<'_>, expected: &str, offset: u64) -> Error {
         self.error(format!("expected {expected}, got {}", type_name(token)), offset)
     }
@@ -479,6 +482,7 @@ impl<'a> Cx<'a> {
     }
 
     /// `Decoder._at`: an error of decoding a value, at its first byte and the current path.
+    #[cold]
     pub(crate) fn located(&self, mut err: Error, offset: u64) -> Error {
         err.offset = Some(offset);
         err.path = Some(self.path());

@@ -77,7 +77,11 @@ pub struct ErrorData {
     pub frame_offset: Option<u64>,
 }
 
+/// Every constructor and locator is `#[cold]`: an error is the rare path, and a block that
+/// makes one is then laid out away from the hot code around it (a small response's code
+/// is fetched from past the instruction cache, once per transcode: its size is its cost).
 impl Error {
+    #[cold]
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
         Error(Box::new(ErrorData {
             class,
@@ -92,6 +96,7 @@ impl Error {
     }
 
     /// An error whose message is WTF-8 (it quotes an input key).
+    #[cold]
     pub fn wtf8(class: ErrorClass, message: Vec<u8>) -> Self {
         match String::from_utf8(message) {
             Ok(text) => Error::new(class, text),
@@ -104,17 +109,20 @@ impl Error {
         }
     }
 
+    #[cold]
     pub fn at(mut self, offset: u64) -> Self {
         self.offset = Some(offset);
         self
     }
 
+    #[cold]
     pub fn with_path(mut self, path: Vec<u8>) -> Self {
         self.path = Some(path);
         self
     }
 
     /// Raised naming a dialect (Python's `SomeError(..., dialect=X)`).
+    #[cold]
     pub fn in_dialect(mut self, dialect: &'static str) -> Self {
         self.dialect = Some(dialect);
         self
@@ -122,12 +130,14 @@ impl Error {
 
     /// `TranscodeError.locate`: fill in what the raising stage did not know
     /// (the path only if it has none: Python's `if path and not self.path`).
+    #[cold]
     pub fn locate(self, dialect: &'static str, path: impl FnOnce() -> Vec<u8>, offset: u64) -> Self {
         self.locate_at(dialect, path, Some(offset))
     }
 
     /// `locate(dialect=, path=, offset=)` where the offset may be absent (Python's
     /// `offset=None`: `_StreamFront.feed` names only the dialect and the path).
+    #[cold]
     pub fn locate_at(mut self, dialect: &'static str, path: impl FnOnce() -> Vec<u8>, offset: Option<u64>) -> Self {
         if self.dialect.is_none() {
             self.dialect = Some(dialect);
@@ -146,6 +156,7 @@ impl Error {
 
     /// `locate(frame_offset=, offset=)`: an error inside a stream's frame (each
     /// filled only where the raising stage left it empty).
+    #[cold]
     pub fn in_frame(mut self, frame_offset: Option<u64>, offset: u64) -> Self {
         if self.offset.is_none() {
             self.offset = Some(offset);

@@ -120,6 +120,7 @@ pub fn beyond_64_bits(key: &str, what: &str) -> String {
 }
 
 /// What `in_64_bits` raises: a `SchemaError` at `path`.
+#[cold]
 fn beyond(key: &str, what: &str, path: impl Into<Vec<u8>>) -> Error {
     Error::new(ErrorClass::Schema, beyond_64_bits(key, what)).with_path(path.into())
 }

@@ -52,6 +52,7 @@ fn errors_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
 }
 
 /// A core error as the Python exception of the same class, message, offset and path.
+#[cold]
 pub(crate) fn to_py_err(py: Python<'_>, err: &Error, dialect: Option<&str>) -> PyErr {
     match build_py_err(py, err, dialect) {
         Ok(e) => e,
@@ -2123,12 +2124,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     add_leaves(m)?;
-    forget_the_process_id_after_fork(m)
+    forget_the_nonce_key_after_fork(m)
 }
 
 /// `os.register_at_fork(after_in_child=...)`: a forked worker's generated ids are keyed
-/// with its own process id (`session::forked`; no such hook where there is no fork).
-fn forget_the_process_id_after_fork(m: &Bound<'_, PyModule>) -> PyResult<()> {
+/// with a nonce key of its own (`session::forked`; no such hook where there is no fork).
+fn forget_the_nonce_key_after_fork(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let os = m.py().import("os")?;
     if !os.hasattr("register_at_fork")? {
         return Ok(());

@@ -117,46 +117,43 @@ pub fn time_us_of_seconds(seconds: f64) -> i64 {
     (seconds * 1_000_000.0).round_ties_even() as i64
 }
 
-/// A nonce no other response of any process draws: std's keyed hash (SipHash, keys from the
-/// OS once per process) of the process id and a process-wide count. Python's default is
-/// `os.urandom(12)`, a system call (~0.4 us) per response; a nonce only has to make a
-/// generated id unique, not secret, and a forked worker differs by its process id.
+/// A nonce no other response of any process draws: the process's key (std's keyed hash --
+/// SipHash, keys from the OS -- of its process id, drawn once) xor a process-wide count for
+/// 8 bytes, the count's low 4 bytes for the rest. Distinct counts give distinct nonces; two
+/// processes' keys differ. Python's default is `os.urandom(12)`, a system call (~0.4 us) per
+/// response, and a hash per response cost a small response 2% more: a nonce only has to
+/// make a generated id unique, not secret.
 pub fn fresh_nonce() -> [u8; NONCE_BYTES] {
-    use std::hash::BuildHasher;
     use std::sync::atomic::{AtomicU64, Ordering};
-    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> = std::sync::OnceLock::new();
     static COUNT: AtomicU64 = AtomicU64::new(0);
-    let keys = KEYS.get_or_init(std::collections::hash_map::RandomState::new);
     let n = COUNT.fetch_add(1, Ordering::Relaxed);
-    // one hash for 8 bytes, the count's low 4 bytes for the rest: two counts of a process
-    // that share those differ by 2^32 and hash apart
     let mut nonce = [0u8; NONCE_BYTES];
-    nonce[..8].copy_from_slice(&keys.hash_one((process_id(), n)).to_le_bytes());
+    nonce[..8].copy_from_slice(&(process_key() ^ n).to_le_bytes());
     nonce[8..].copy_from_slice(&n.to_le_bytes()[..NONCE_BYTES - 8]);
     nonce
 }
 
-/// The process id, read once: `getpid` is a system call (glibc does not cache it), a
-/// quarter of a small response's constructor under a hypervisor. A process that forks
-/// calls `forked()` in the child (the binding registers it with `os.register_at_fork`),
-/// so the child's nonces are keyed with its own id.
-fn process_id() -> u32 {
+/// The process's nonce key, drawn once (0: not drawn yet). A process that forks calls
+/// `forked()` in the child (the binding registers it with `os.register_at_fork`), so the
+/// child draws its own, keyed with its process id.
+fn process_key() -> u64 {
+    use std::hash::BuildHasher;
     use std::sync::atomic::Ordering;
-    match PROCESS_ID.load(Ordering::Relaxed) {
+    match PROCESS_KEY.load(Ordering::Relaxed) {
         0 => {
-            let id = std::process::id();
-            PROCESS_ID.store(id, Ordering::Relaxed);
-            id
+            let key = std::collections::hash_map::RandomState::new().hash_one(std::process::id()) | 1;
+            PROCESS_KEY.store(key, Ordering::Relaxed);
+            key
         }
-        id => id,
+        key => key,
     }
 }
 
-static PROCESS_ID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+static PROCESS_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// After `fork`, in the child: forget the parent's process id (`fresh_nonce`).
+/// After `fork`, in the child: forget the parent's nonce key (`fresh_nonce`).
 pub fn forked() {
-    PROCESS_ID.store(0, std::sync::atomic::Ordering::Relaxed);
+    PROCESS_KEY.store(0, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// `"request"`, `"response"` or `"stream"`.

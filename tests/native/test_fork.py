@@ -1,6 +1,6 @@
-"""A forked worker's generated ids: the native core keys its nonces with the process id,
-read once per process (a system call per response otherwise) and forgotten in a forked
-child (``os.register_at_fork``), so a parent and its child never generate the same id."""
+"""A forked worker's generated ids: the native core's nonces are a per-process key (drawn
+once, keyed with the process id) xor a count the child inherits; the key is forgotten in a
+forked child (``os.register_at_fork``), so a parent and its child never generate the same id."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def generated_id() -> str:
 def test_a_forked_child_generates_ids_its_parent_does_not(monkeypatch):
     # the library's own reading of unset hooks, not the suite's fixed entropy (tests/fixed_clock.py)
     monkeypatch.setattr(session, "response_start", fixed_clock.DEFAULT_START)
-    generated_id()  # the parent has read its process id before the fork
+    generated_id()  # the parent has drawn its nonce key before the fork
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: its next id, then out without the parent's exit handlers

@@ -579,6 +579,7 @@ impl Decode for StreamDecoder {
 }
 
 /// An invariant of the decoder broke (a bug, never the input's fault): an error, not a panic.
+#[cold]
 fn internal(what: &str) -> Error {
     Error::new(ErrorClass::Transcode, format!("internal error in the anthropic response decoder: {what}"))
 }

@@ -1042,6 +1042,7 @@ impl Ollama {
     }
 }
 
+#[cold]
 fn internal(state: S, what: &str) -> Error {
     Error::new(ErrorClass::Transcode,
                format!("internal error in the native core: the ollama request decoder has no {what} in state {state:?}"))

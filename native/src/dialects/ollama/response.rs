@@ -424,6 +424,7 @@ fn extension<'r>(path: &'static str, raw: &'r [u8], lossless: bool) -> Event<'r>
     })
 }
 
+#[cold]
 fn internal(what: &str) -> Error {
     Error::new(ErrorClass::Transcode, format!("internal error in the native core: {what}"))
 }
