@@ -7,6 +7,8 @@
   event carries which count;
 * a tool call without a name gets the request side's name (``_`` + hash), recorded;
 * every lossy finish mapping is recorded (``FINISH_TO``'s rows, every target).
+* anthropic's stop is ``tool_use`` only with a tool_use block written: a turn whose every tool
+  call it could not carry (an openai custom call) is ``end_turn``, recorded at the finish.
 """
 
 from __future__ import annotations
@@ -240,6 +242,8 @@ _FINISHES = [(s, own, c, t, k, cut) for s, own, c in _finish_sources() for t in 
 
 
 def _finish_body(source: str, kind: str, own: str) -> bytes:
+    if source == "openai" and own in ("tool_calls", "function_call"):  # with its call (section 5: none, no tool_use)
+        return _openai_calls(kind, [_FUNCTION], own)
     if source == "openai":
         return openai_body(kind, own, {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5})
     if source == "anthropic":
@@ -262,3 +266,51 @@ def test_lossy_finish_is_recorded(source, own, canonical, target, kind, cut):
         assert finish in (canonical, finish_from(target, SAME_MEANING.get(canonical, {}).get(target)))
     else:
         assert len(recorded) == 1 and f"{own!r}" in recorded[0].reason, recorded
+
+
+# -- 5. a tool_use stop only with a tool_use block ------------------------------------------------
+
+_CUSTOM = {"type": "custom", "custom": {"name": "grep", "input": "foo"}}
+_FUNCTION = {"type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}
+
+#: an openai turn's tool calls and finish -> anthropic's stop_reason and tool_use names, and whether
+#: the stop is recorded. A custom call is never carried (recorded); a tool_use stop with no block
+#: would send an agent loop round with nothing to answer, so it is end_turn, recorded at the finish.
+STOPS = {
+    "custom only": ([_CUSTOM], "tool_calls", "end_turn", [], True),
+    "no call at all": ([], "tool_calls", "end_turn", [], True),
+    "function only": ([_FUNCTION], "tool_calls", "tool_use", ["f"], False),
+    "custom then function": ([_CUSTOM, _FUNCTION], "tool_calls", "tool_use", ["f"], False),
+    "function then custom": ([_FUNCTION, _CUSTOM], "tool_calls", "tool_use", ["f"], False),
+    "custom with a stop": ([_CUSTOM], "stop", "end_turn", [], False),
+}
+_STOPS = [(name, kind, cut) for name in STOPS for kind in ("response", "stream") for cut in CUTS]
+
+
+def _openai_calls(kind: str, calls: list[dict], finish: str) -> bytes:
+    head = {"id": "chatcmpl-1", "created": 1700000000, "model": "m"}
+    ids = [{"id": f"call_{n}", **call} for n, call in enumerate(calls)]
+    if kind == "response":
+        message = {"role": "assistant", "content": None, **({"tool_calls": ids} if ids else {})}
+        return json.dumps({**head, "object": "chat.completion", "choices": [
+            {"index": 0, "message": message, "finish_reason": finish}]}).encode()
+    delta = {"role": "assistant", **({"tool_calls": [{"index": n, **c} for n, c in enumerate(ids)]} if ids else {})}
+    chunks = [{**head, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+              {**head, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}]
+    return ("".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n").encode()
+
+
+@pytest.mark.parametrize("name,kind,cut", _STOPS, ids=[f"{n}-{k}-{c}" for n, k, c in _STOPS])
+def test_anthropic_stops_for_tool_use_only_with_a_tool_use_block(name, kind, cut):
+    calls, finish, stop, names, recorded = STOPS[name]
+    out, t = transcode("openai", "anthropic", kind, _openai_calls(kind, calls, finish), cut)
+    validate("anthropic", kind, out)
+    got = FINALS["anthropic"](kind, out)
+    assert (got.finish, [n for _, n, _ in got.tools]) == (finish_from("anthropic", stop), names)
+    finish_path = "$.choices[0].finish_reason"
+    assert [loss.reason for loss in t.losses if loss.path == finish_path] == (
+        ["finish_reason: anthropic has no tool_use block to stop for (no tool call was carried); sent as 'end_turn'"]
+        if recorded else [])
+    custom_paths = [f"$.choices[0].{'message' if kind == 'response' else 'delta'}.tool_calls[{n}]"
+                    for n, call in enumerate(calls) if call["type"] == "custom"]
+    assert [loss.path for loss in t.losses if loss.path != finish_path] == custom_paths

@@ -91,7 +91,7 @@ from ...lifecycle import (
     usage_from_anthropic,
     usage_to_anthropic,
 )
-from ...losses import lacks
+from ...losses import finish_path, lacks
 from ...session import Session
 
 DIALECT = "anthropic"
@@ -566,6 +566,20 @@ class _EncoderBase(Encoder):
         self.kind: str | None = None  # what the open block is (text, thinking, ...)
         self.thinking_block: Block | None = None  # the open thinking block's first fragment
 
+    def _stop_reason(self, finish: Finish | None) -> str | None:
+        """``finish_to``'s stop reason, but ``tool_use`` only when a tool_use block was written:
+        a turn whose every tool call anthropic could not carry (an openai custom call, each
+        recorded; or a source that said so with none) has nothing for the client to answer --
+        ``tool_use`` with no block sends an agent loop round with no result to give.
+        Recorded, sent as ``end_turn``."""
+        reason = finish_to(DIALECT, finish.reason, self.session) if finish else None
+        if reason == "tool_use" and not self.tool_count:
+            path = finish_path(self.session.source, self.session.kind)
+            self.session.lose(path, lacks(path.rsplit(".", 1)[-1], DIALECT, "tool_use block to stop for (no tool call "
+                                          "was carried)", "sent as 'end_turn'"))
+            return "end_turn"
+        return reason
+
     def _classify(self, block: Block) -> str | None:
         """The anthropic block type for a canonical block (None: lost)."""
         s = block.section
@@ -801,7 +815,7 @@ class StreamEncoder(_EncoderBase):
             for finish in self.finish_hold.drain():
                 pass
             self.finish_hold = None
-        reason = finish_to(DIALECT, finish.reason, self.session) if finish else None
+        reason = self._stop_reason(finish)
         delta = {"stop_reason": reason, "stop_sequence": finish.stop_sequence if finish else None}
         usage = usage_to_anthropic(self.usage or Usage(), self.session, require_input=False)
         self.write(sse_event("message_delta", b'{"type":"message_delta","delta":' + dumps(delta)
@@ -960,7 +974,7 @@ class ResponseEncoder(AnswerOrError, _EncoderBase):
         self._begin()
         self._seal()
         f = self.finish_event
-        reason = finish_to(DIALECT, f.reason, self.session) if f else None
+        reason = self._stop_reason(f)
         usage = usage_to_anthropic(self.usage or Usage(), self.session, require_input=True)
         self.write(b'],"stop_reason":' + dumps(reason) + b',"stop_sequence":'
                    + dumps(f.stop_sequence if f else None) + b',"usage":' + dumps(usage) + b"}")
