@@ -36,7 +36,7 @@ use crate::lifecycle::{
     finish_from, finish_to, generated_tool_id, merge_anthropic_usage, merge_usage, usage_from_anthropic, push_usage_anthropic, BlockStream, UsageObject,
     Deferred, OpenFrame, Stamp,
 };
-use crate::losses::lacks;
+use crate::losses::{finish_path, lacks};
 use crate::unicode::text_of;
 use crate::naming::{anthropic_id, canonical_id};
 use crate::reorder::{ByteHold, Hold};
@@ -1175,6 +1175,22 @@ impl EncoderBase {
                       thinking_block: None, logprobs_lost: false }
     }
 
+    /// `_stop_reason`: `finish_to`'s stop reason, but `tool_use` only when a tool_use block
+    /// was written: a turn whose every tool call anthropic could not carry (an openai custom
+    /// call, each recorded; or a source that said so with none) has nothing for the client to
+    /// answer. Recorded, sent as `end_turn`.
+    fn stop_reason<'r>(&self, reason: Option<&'r str>, session: &mut Session) -> Result<Option<Cow<'r, str>>> {
+        let reason = finish_to(DIALECT, reason, session, None)?;
+        if reason.as_deref() == Some("tool_use") && self.tool_count == 0 {
+            let path = finish_path(session.source, session.kind.name(), 0);
+            let leaf = path.rsplit('.').next().unwrap_or_default();
+            let why = lacks(leaf, DIALECT, "tool_use block to stop for (no tool call was carried)", Some("sent as 'end_turn'"));
+            session.lose(&path, why, None)?;
+            return Ok(Some(Cow::Borrowed("end_turn")));
+        }
+        Ok(reason)
+    }
+
     /// `_classify`: the anthropic block type for a canonical block (None: lost, recorded).
     fn classify(&self, block: &Block<'_>, session: &mut Session) -> Result<Option<Out>> {
         let attrs = block.attrs.as_deref().unwrap_or(&[]);
@@ -1562,7 +1578,7 @@ impl StreamEncoder {
             _ => (None, None),
         };
         let reason = match finish {
-            Some(_) => finish_to(DIALECT, reason, session, None)?,
+            Some(_) => self.base.stop_reason(reason, session)?,
             None => None,
         };
         let mut data = b"{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":".to_vec();
@@ -1843,7 +1859,7 @@ impl ResponseEncoder {
         self.begin(out)?;
         self.seal(out);
         let (reason, stop_sequence) = match &self.finish {
-            Some((reason, seq)) => (finish_to(DIALECT, reason.as_deref(), session, None)?, seq.as_deref()),
+            Some((reason, seq)) => (self.base.stop_reason(reason.as_deref(), session)?, seq.as_deref()),
             None => (None, None),
         };
         out.extend_from_slice(b"],\"stop_reason\":");
