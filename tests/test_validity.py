@@ -139,6 +139,25 @@ RESPONSES_BAD = {
     ("anthropic", "response", "tool-id-pattern"): {
         "id": "m", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use",
         "content": [{"type": "tool_use", "id": "functions.f:0", "name": "f", "input": {}}]},
+    # a tool_use stop with only text (an openai custom call anthropic could not carry had given it)
+    ("anthropic", "response", "tool-use-stop-has-block"): {
+        "id": "m", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use",
+        "content": [{"type": "text", "text": "I'll grep."}]},
+    ("anthropic", "stream", "tool-use-stop-has-block"): (
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant",'
+        b'"model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":0}}}'
+        b'\n\nevent: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"tool_use",'
+        b'"stop_sequence":null},"usage":{"output_tokens":1}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n'),
+    ("openai", "response", "tool-calls-finish-has-calls"): {
+        "id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "tool_calls"}]},
+    # choice 1 has the call, choice 0 the finish
+    ("openai", "stream", "tool-calls-finish-has-calls"): (
+        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":1,"delta":'
+        b'{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f",'
+        b'"arguments":"{}"}}]},"finish_reason":null}]}\n\n'
+        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},'
+        b'"finish_reason":"tool_calls"},{"index":1,"delta":{},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n'),
 }
 GOOD = {
     "anthropic": _a(system=[{"type": "text", "text": "Be brief."}], tools=[{"name": "f", "input_schema": _SCHEMA}],

@@ -863,6 +863,47 @@ def _a_response_ids(value, kind="response"):
             yield f"{where}: tool_use id {b.get('id')!r}"
 
 
+@rule("anthropic", "response stream", "tool-use-stop-has-block",
+      "stop_reason tool_use comes with a tool_use block (the client's agent loop answers each; with "
+      "none it sends back an assistant turn with no content)",
+      "Anthropic API error 'messages.N: all messages must have non-empty content except for the "
+      "optional final assistant message'")
+def _a_tool_use_stop(value, kind="response"):
+    if kind == "response":
+        stops = [value.get("stop_reason")]
+    else:
+        stops = [data["delta"].get("stop_reason") for _event, data in value if isinstance(data, dict)
+                 and data.get("type") == "message_delta" and isinstance(data.get("delta"), dict)]
+    if "tool_use" in stops and not any(b.get("type") == "tool_use" for _, b in _anthropic_response_blocks(value, kind)):
+        yield "stop_reason tool_use, and no tool_use block"
+
+
+def _openai_choices(value, kind: str) -> dict:
+    """Each choice index -> (its finish reasons, whether it has a tool call) of a response or stream."""
+    choices: dict = {}
+    frames = [value] if kind == "response" else [data for _event, data in value if isinstance(data, dict)]
+    for frame in frames:
+        for c in frame.get("choices") or []:
+            if not isinstance(c, dict):
+                continue
+            finishes, calls = choices.setdefault(c.get("index"), ([], [False]))
+            part = c.get("message" if kind == "response" else "delta")
+            if isinstance(part, dict) and (part.get("tool_calls") or part.get("function_call")):
+                calls[0] = True
+            finishes.append(c.get("finish_reason"))
+    return choices
+
+
+@rule("openai", "response stream", "tool-calls-finish-has-calls",
+      "finish_reason tool_calls / function_call comes with a call on that choice (the client answers "
+      "each; with none it sends back an assistant message with neither content nor tool_calls)",
+      "OpenAI API error \"Invalid value for 'content': expected a string, got null\" on the next turn")
+def _o_tool_calls_finish(value, kind="response"):
+    for index, (finishes, calls) in _openai_choices(value, kind).items():
+        if any(f in ("tool_calls", "function_call") for f in finishes) and not calls[0]:
+            yield f"choices[{index}]: finish_reason tool_calls, and no tool call"
+
+
 # =====================================================================================
 # every dialect
 # =====================================================================================
@@ -1012,7 +1053,10 @@ def _wrap(cls) -> None:
 
     def checked_close(self) -> bytes:
         out = close(self)
-        ins, outs = self.__dict__.pop("_validity", ([], []))
+        record = self.__dict__.pop("_validity", None)
+        if record is None:  # nothing fed, or a test dropped the record (a mutant: no promise)
+            return out
+        ins, outs = record
         session = getattr(self, "session", None)
         source, target = getattr(session, "source", None), getattr(session, "target", None)
         kind = getattr(session, "kind", "request")
