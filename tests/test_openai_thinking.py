@@ -164,7 +164,11 @@ OPENROUTER = [
     # (a settings map: {} or every member null sets nothing -- README "null means absent")
     ({}, None, None, [], []),
     ({"effort": None, "max_tokens": None}, None, None, [], []),
-    ({"exclude": False}, None, None, ["$.reasoning"], ["$.reasoning"]),
+    # (nothing set but the defaults, or only members no target carries: those recorded, and no
+    # "such reasoning setting" -- it asks for none)
+    ({"exclude": False}, None, None, [], []),
+    ({"exclude": True}, None, None, ["$.reasoning.exclude"], ["$.reasoning.exclude"]),
+    ({"summary": "auto", "exclude": False}, None, None, ["$.reasoning.summary"], ["$.reasoning.summary"]),
 ]
 
 

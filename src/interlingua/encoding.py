@@ -927,6 +927,14 @@ class MessageListBody:
         self.out.end_object()
 
 
+def sets_no_reasoning(value: Any) -> bool:
+    """Whether a canonical reasoning value sets nothing: no member but those no target carries
+    (``uncarried``) and their places (``at``) -- OpenRouter's ``{"exclude": false}`` (the
+    default), or ``{"exclude": true}`` alone. A target records the uncarried members, and no
+    "such reasoning setting" for a setting that asks for none."""
+    return isinstance(value, dict) and set(value) <= {"uncarried", "at"}
+
+
 def lose_uncarried(control: Control, target: str, session) -> None:
     """A loss for each source member of a reasoning setting its canonical value did not carry
     (anthropic ``thinking.display``), at its own path. Into anthropic (LiteLLM's ``thinking`` of

@@ -36,7 +36,7 @@ from ...canonical import Control
 from ..fields import check_members
 from ...errors import SchemaError
 from ...encoding import (blank_text, choice_fate, lose_tool_attr, lose_uncarried, merged_reasoning, object_schema,
-                         reasoning_place)
+                         reasoning_place, sets_no_reasoning)
 from ...jsonwriter import dumps
 from ...losses import INTERNAL_ATTRS, lacks, path_subject
 from ...numbers import INT64_MAX, INT64_MIN, RANGES, clamp, no_limit
@@ -462,7 +462,7 @@ def _reasoning(items: list[Control], given: dict, session, out: list, max_tokens
     elif isinstance(merged.get("budget_tokens"), int):
         thinking = {"type": "enabled", "budget_tokens": merged["budget_tokens"]}
         decided_by = "budget_tokens"
-    elif items:
+    elif items and not sets_no_reasoning(merged):
         _lose(session, items[-1], "such reasoning setting")
     if forced and thinking is not None and thinking["type"] != "disabled":
         _lose(session, items[-1], "thinking together with a forced tool choice",

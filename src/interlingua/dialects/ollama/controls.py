@@ -180,8 +180,11 @@ def encode_control(control: Control, session) -> list[tuple[str, Any]]:
                           "field for it", dialect=control.dialect)
             return [("format", value.get("schema"))]
     elif name == "reasoning":
-        from ...encoding import lose_uncarried
+        from ...encoding import lose_uncarried, sets_no_reasoning
 
+        if sets_no_reasoning(value):
+            lose_uncarried(control, DIALECT, session)
+            return []
         think = reasoning_to_think(value, where, control.dialect, session)
         if think is not None:
             lose_uncarried(control, DIALECT, session)
