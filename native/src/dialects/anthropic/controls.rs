@@ -346,7 +346,7 @@ pub use self::to_anthropic::{encode, string_text, tool_from_canonical, Foreign, 
 
 mod to_anthropic {
     use crate::encoding::{attr, lose_tool_attr, object_schema, tool_capacity, tool_name_repr, Attr, COMBINATORS};
-    use crate::encoding::{blank_text, lose_uncarried_of, merged_fields, reasoning_place, ReasoningField};
+    use crate::encoding::{blank_text, lose_uncarried_of, merged_fields, reasoning_place, sets_no_reasoning, ReasoningField};
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
     use crate::losses::{lacks, path_subject};
@@ -818,7 +818,7 @@ mod to_anthropic {
                     let (budget, boolean) = budget?;
                     thinking = Some(Thinking::Enabled(budget, boolean));
                     decided_by = "budget_tokens";
-                } else if let Some(control) = last {
+                } else if let Some(control) = last.filter(|_| !sets_no_reasoning(merged)) {
                     lose(session, control, "such reasoning setting", None, "")?;
                 }
             }

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use crate::canonical::Control;
 use crate::compact::{lookup, Data, Key};
-use crate::encoding::{lose_uncarried, reasoning_place};
+use crate::encoding::{lose_uncarried, reasoning_place, sets_no_reasoning};
 use crate::dialects::fields::check_members;
 use crate::error::{Error, ErrorClass, Result};
 use crate::losses::{json_truthy, lacks, path_subject};
@@ -275,6 +275,10 @@ pub fn encode_control<'c>(control: &'c Control<'_>, session: &mut Session)
             return Ok(vec![(Cow::Borrowed("format"), Cow::Owned(schema))]);
         }
     } else if name == "reasoning" {
+        if sets_no_reasoning(value) {
+            lose_uncarried(control, value, DIALECT, session)?;
+            return Ok(Vec::new());
+        }
         return Ok(match reasoning_to_think(value, &where_, dialect, session)? {
             Some(think) => {
                 lose_uncarried(control, value, DIALECT, session)?;
