@@ -928,11 +928,12 @@ class MessageListBody:
 
 
 def sets_no_reasoning(value: Any) -> bool:
-    """Whether a canonical reasoning value sets nothing: no member but those no target carries
-    (``uncarried``) and their places (``at``) -- OpenRouter's ``{"exclude": false}`` (the
-    default), or ``{"exclude": true}`` alone. A target records the uncarried members, and no
-    "such reasoning setting" for a setting that asks for none."""
-    return isinstance(value, dict) and set(value) <= {"uncarried", "at"}
+    """Whether a canonical reasoning value holds only members no target carries (``uncarried``,
+    and their places, ``at``): OpenRouter's ``{"exclude": true}`` alone. A target records those
+    members, and no "such reasoning setting" for a setting that asks for no reasoning. (One
+    that sets nothing at all -- ``{}``, nulls, ``exclude: false`` -- is no control:
+    ``fields.sets_nothing``; a value that is no object is "such reasoning setting".)"""
+    return isinstance(value, dict) and "uncarried" in value and set(value) <= {"uncarried", "at"}
 
 
 def lose_uncarried(control: Control, target: str, session) -> None:

@@ -6,7 +6,8 @@ and nothing is recorded lost.
 * every control and extension field of each dialect (and every ollama option) as ``null``
   (ollama's decoder read a null as a setting: a loss per field, ``"stream": null`` made a
   non-streaming openai request, anthropic got ``"stream": null``);
-* each settings map (``SETTING_MAPS``) as ``{}`` and with every member null.
+* each settings map (``SETTING_MAPS``) as ``{}``, with every member null, and with a member
+  that says its default (``SETTING_DEFAULTS``: OpenRouter's ``reasoning.exclude: false``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 from interlingua import Transcoder
 from interlingua.dialects.anthropic import controls as anthropic_controls
-from interlingua.dialects.fields import REQUIRED, SETTING_MAPS
+from interlingua.dialects.fields import REQUIRED, SETTING_DEFAULTS, SETTING_MAPS
 from interlingua.dialects.ollama import controls as ollama_controls
 from interlingua.dialects.openai import controls as openai_controls
 
@@ -58,6 +59,9 @@ CASES += [(source, field, value) for source, maps in SETTING_MAPS.items() for fi
           for value in ({}, {"x": None})]
 CASES += [("anthropic", "metadata", {"user_id": None}), ("anthropic", "output_config", {"effort": None, "format": None}),
           ("openai", "reasoning", {"effort": None, "max_tokens": None, "enabled": None, "exclude": None})]
+# a member that says its default sets nothing either (``SETTING_DEFAULTS``)
+CASES += [(source, field, {member: value, "x": None}) for (source, field), defaults in SETTING_DEFAULTS.items()
+          for member, value in defaults.items()]
 
 
 @pytest.mark.parametrize("source,field,value", CASES, ids=[f"{s}:{f}={json.dumps(v)}" for s, f, v in CASES])

@@ -155,15 +155,23 @@ KNOWN_MEMBERS = {
 SETTING_MAPS = {"openai": ("metadata", "logit_bias", "reasoning"), "anthropic": ("metadata", "output_config")}
 
 
+#: members of a settings map whose value says the default, as null does: OpenRouter's
+#: ``reasoning.exclude: false`` (the reasoning kept in the response)
+SETTING_DEFAULTS = {("openai", "reasoning"): {"exclude": False}}
+
+
 def sets_nothing(dialect: str, key: str, raw: bytes) -> bool:
     """A top-level field's raw JSON that means the same as the field absent (README "null
-    means absent"): ``null``, or a settings map (``SETTING_MAPS``) with no member but nulls.
-    A decoder makes it a lossless extension: no control, so no target records a loss."""
+    means absent"): ``null``, or a settings map (``SETTING_MAPS``) with no member but nulls
+    and defaults (``SETTING_DEFAULTS``). A decoder makes it a lossless extension: no control,
+    so no target records a loss."""
     if raw == b"null":
         return True
     if key not in SETTING_MAPS.get(dialect, ()) or not raw.startswith(b"{"):
         return False
-    return all(value is None for value in json.loads(raw).values())
+    defaults = SETTING_DEFAULTS.get((dialect, key), {})
+    return all(value is None or (member in defaults and value is defaults[member])
+               for member, value in json.loads(raw).items())
 
 
 def unknown_members(dialect: str, key: str, raw: bytes) -> list[str]:
