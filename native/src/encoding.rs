@@ -2130,12 +2130,13 @@ pub fn lose_unknown_members(control: &Control<'_>, target: &str, session: &mut S
     Ok(())
 }
 
-/// `sets_no_reasoning`: whether a canonical reasoning value sets nothing -- no member but those
-/// no target carries (`uncarried`) and their places (`at`): OpenRouter's `{"exclude": false}`
-/// (the default), or `{"exclude": true}` alone. A target records the uncarried members, and no
-/// "such reasoning setting" for a setting that asks for none.
+/// `sets_no_reasoning`: whether a canonical reasoning value holds only members no target
+/// carries (`uncarried`, and their places, `at`): OpenRouter's `{"exclude": true}` alone. A
+/// target records those members, and no "such reasoning setting" for a setting that asks for no
+/// reasoning. (One that sets nothing at all is no control: `fields::sets_nothing`.)
 pub fn sets_no_reasoning(value: &Value) -> bool {
-    matches!(value, Value::Object(members) if members.iter().all(|(key, _)| key == b"uncarried" || key == b"at"))
+    value.get("uncarried").is_some()
+        && matches!(value, Value::Object(members) if members.iter().all(|(key, _)| key == b"uncarried" || key == b"at"))
 }
 
 /// `lose_uncarried`: a loss for each source member of a reasoning setting its canonical value

@@ -267,9 +267,13 @@ fn known_members(dialect: &str, key: &str) -> Option<&'static [Known]> {
 const SETTING_MAPS: &[(&str, &[u8])] = &[("openai", b"metadata"), ("openai", b"logit_bias"), ("openai", b"reasoning"),
                                          ("anthropic", b"metadata"), ("anthropic", b"output_config")];
 
+/// `SETTING_DEFAULTS`: members of a settings map whose value says the default, as null does
+/// (dialect, field, member, the default): OpenRouter's `reasoning.exclude: false`.
+const SETTING_DEFAULTS: [(&str, &[u8], &[u8], Value); 1] = [("openai", b"reasoning", b"exclude", Value::Bool(false))];
+
 /// `sets_nothing(dialect, key, raw)`: a top-level field's raw JSON that means the same as the
-/// field absent: `null`, or a settings map with no member but nulls. A decoder makes it a
-/// lossless extension: no control, so no target records a loss.
+/// field absent: `null`, or a settings map with no member but nulls and defaults. A decoder
+/// makes it a lossless extension: no control, so no target records a loss.
 pub fn sets_nothing(dialect: &str, key: &[u8], raw: &[u8]) -> Result<bool> {
     if raw == b"null" {
         return Ok(true);
@@ -277,7 +281,12 @@ pub fn sets_nothing(dialect: &str, key: &[u8], raw: &[u8]) -> Result<bool> {
     if !raw.starts_with(b"{") || !SETTING_MAPS.iter().any(|&(d, k)| d == dialect && k == key) {
         return Ok(false);
     }
-    Ok(Value::loads(raw)?.as_object().is_some_and(|members| members.iter().all(|(_, value)| value.is_null())))
+    let is_default = |member: &[u8], value: &Value| {
+        SETTING_DEFAULTS.iter().any(|(d, k, m, default)| *d == dialect && *k == key && *m == member && default == value)
+    };
+    Ok(Value::loads(raw)?.as_object().is_some_and(|members| {
+        members.iter().all(|(member, value)| value.is_null() || is_default(member, value))
+    }))
 }
 
 /// `unknown_members(dialect, key, raw)`: the dotted paths, inside the field, of a control
