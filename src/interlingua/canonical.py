@@ -157,6 +157,12 @@ class Control(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="con
     key: str | None = None
     raw: bytes | None = None
 
+    @property
+    def place(self) -> str:
+        """Where it was in the source, as a loss names it: ``$.<key>``, or its canonical name
+        when it came from no field of its own."""
+        return f"$.{self.key}" if self.key else self.name
+
 
 class Extension(msgspec.Struct, frozen=True, gc=False, tag_field="event", tag="extension"):
     """A dialect field without canonical meaning, kept with where it was found.

@@ -549,7 +549,7 @@ def lose_overridden(items: list[Control], target: str, session) -> None:
             if member == "uncarried":
                 lose_uncarried(control, target, session)
             elif dumps(later[-1]) != dumps(value):
-                where = reasoning_place(control.value, member, f"$.{control.key}" if control.key else control.name)
+                where = reasoning_place(control.value, member, control.place)
                 session.lose(where, lacks(path_subject(where), target, f"second {member} for the reasoning ({value!r})",
                                           "the later field's is sent"), dialect=control.dialect)
 

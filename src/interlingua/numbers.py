@@ -158,7 +158,7 @@ def clamp(control: Any, target: str, target_key: str, session, value: Any = None
         return value
     least, most = bounds
     bound = least if value < least else most
-    where = f"$.{control.key}" if control.key else control.name
+    where = control.place
     session.lose(where, lacks(path_subject(where), target, f"{target_key} of {value!r} (it takes {_takes(bounds)})",
                               f"sent as {bound}"), dialect=control.dialect)
     return bound

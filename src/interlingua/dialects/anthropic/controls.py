@@ -291,7 +291,7 @@ def _first(items: list[Control], session) -> Control:
 
 def _lose(session, control: Control, what: str, done: str | None = None, sub: str = "") -> None:
     """``control`` (or its member ``sub``) has no anthropic form: named by its source path."""
-    where = (f"$.{control.key}" if control.key else control.name) + sub
+    where = control.place + sub
     session.lose(where, lacks(path_subject(where), DIALECT, what, done), dialect=control.dialect)
 
 
@@ -299,7 +299,7 @@ def _lose_member(session, items: list[Control], merged: dict, member: str, what:
     """A loss about ``member`` of the reasoning settings merged (``merged_reasoning``'s value): at
     the field it came from (``encoding.reasoning_place``), the last field when none has it."""
     last = items[-1]
-    where = reasoning_place(merged, member, f"$.{last.key}" if last.key else last.name)
+    where = reasoning_place(merged, member, last.place)
     session.lose(where, lacks(path_subject(where), DIALECT, what, done), dialect=last.dialect)
 
 

@@ -160,7 +160,7 @@ def encode_control(control: Control, session) -> list[tuple[str, Any]]:
     An empty list means nothing is written (a recorded loss where something was meant).
     """
     name, value = control.name, control.value
-    where = f"$.{control.key}" if control.key else name
+    where = control.place
     if name in _CANONICAL_TO_TOP:
         key = _CANONICAL_TO_TOP[name]
         return [(key, _integer(key, value, control, where, session))]

@@ -782,7 +782,7 @@ class RequestEncoder(Encoder):
     def _write_control(self, control: Control) -> None:
         for key, value in controls.encode_control(control, self.session):
             if key in self._control_keys:  # e.g. openai max_tokens beside max_completion_tokens
-                where = f"$.{control.key}" if control.key else control.name
+                where = control.place
                 self.session.lose(where, lacks(path_subject(where), DIALECT, f"second value for {key}",
                                                "the first is kept"), dialect=control.dialect)
                 continue

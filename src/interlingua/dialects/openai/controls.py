@@ -262,7 +262,7 @@ def _lose_reasoning_detail(control: Control, effort: str, session) -> None:
     from ..anthropic.controls import THINKING_BUDGETS
 
     value = control.value
-    place = f"$.{control.key}" if control.key else control.name
+    place = control.place
     if value.get("enabled") is False and value.get("effort") not in (None, "none"):
         where = reasoning_place(value, "effort", place)
         session.lose(where, lacks(path_subject(where), "openai", f"effort with thinking off (effort {value['effort']!r})",
@@ -302,7 +302,7 @@ def encode_control(control: Control, session) -> tuple[str | None, Any]:
     elif key is not None:  # a number the source takes, outside openai's range: its nearest bound
         mapped = clamp(control, "openai", key, session)
     if key is None or mapped is None:
-        where = f"$.{control.key}" if control.key else control.name
+        where = control.place
         session.lose(where, lacks(path_subject(where), "openai", "such parameter"), dialect=control.dialect)
         return None, None
     return key, mapped

@@ -1043,7 +1043,7 @@ class RequestEncoder(Encoder):
 
     def _lose_control(self, control: Control, what: str) -> None:
         """A control of another dialect not sent: recorded at its key (or its name)."""
-        where = f"$.{control.key}" if control.key else control.name
+        where = control.place
         self.session.lose(where, lacks(path_subject(where), DIALECT, what, "not sent"), dialect=control.dialect)
 
     def _write_json_mode(self) -> None:
