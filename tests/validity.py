@@ -878,20 +878,17 @@ def _a_tool_use_stop(value, kind="response"):
         yield "stop_reason tool_use, and no tool_use block"
 
 
-def _openai_choices(value, kind: str) -> dict:
-    """Each choice index -> (its finish reasons, whether it has a tool call) of a response or stream."""
-    choices: dict = {}
+def _openai_choices(value, kind: str) -> tuple[dict, set]:
+    """A response's or stream's finish reasons per choice index, and the indexes with a call."""
+    finishes: dict = {}
+    calls: set = set()
     frames = [value] if kind == "response" else [data for _event, data in value if isinstance(data, dict)]
-    for frame in frames:
-        for c in frame.get("choices") or []:
-            if not isinstance(c, dict):
-                continue
-            finishes, calls = choices.setdefault(c.get("index"), ([], [False]))
-            part = c.get("message" if kind == "response" else "delta")
-            if isinstance(part, dict) and (part.get("tool_calls") or part.get("function_call")):
-                calls[0] = True
-            finishes.append(c.get("finish_reason"))
-    return choices
+    for choice in (c for frame in frames for c in frame.get("choices") or [] if isinstance(c, dict)):
+        finishes.setdefault(choice.get("index"), []).append(choice.get("finish_reason"))
+        part = choice.get("message" if kind == "response" else "delta")
+        if isinstance(part, dict) and (part.get("tool_calls") or part.get("function_call")):
+            calls.add(choice.get("index"))
+    return finishes, calls
 
 
 @rule("openai", "response stream", "tool-calls-finish-has-calls",
@@ -899,8 +896,9 @@ def _openai_choices(value, kind: str) -> dict:
       "each; with none it sends back an assistant message with neither content nor tool_calls)",
       "OpenAI API error \"Invalid value for 'content': expected a string, got null\" on the next turn")
 def _o_tool_calls_finish(value, kind="response"):
-    for index, (finishes, calls) in _openai_choices(value, kind).items():
-        if any(f in ("tool_calls", "function_call") for f in finishes) and not calls[0]:
+    finishes, calls = _openai_choices(value, kind)
+    for index, reasons in finishes.items():
+        if index not in calls and any(f in ("tool_calls", "function_call") for f in reasons):
             yield f"choices[{index}]: finish_reason tool_calls, and no tool call"
 
 
