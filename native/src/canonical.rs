@@ -157,7 +157,22 @@ pub struct Control<'a> {
     pub raw: Option<RawJson<'a>>,
 }
 
+/// `Control.place`: where a control was in the source, as a loss names it -- `$.<key>`, or its
+/// canonical name when it came from no field of its own (`key`, `name`: a control's, or an
+/// encoder's copy of one).
+pub fn control_place(key: Option<&str>, name: &str) -> String {
+    match key {
+        Some(key) if !key.is_empty() => format!("$.{key}"),
+        _ => name.to_string(),
+    }
+}
+
 impl Control<'_> {
+    /// `Control.place` (`control_place`).
+    pub fn place(&self) -> String {
+        control_place(self.key.as_deref(), &self.name)
+    }
+
     /// The same control owning its bytes (an encoder holds it past the event).
     pub fn into_owned(self) -> Control<'static> {
         Control {

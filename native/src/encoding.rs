@@ -49,7 +49,7 @@
 
 use std::borrow::Cow;
 
-use crate::canonical::{unescape_json_text_into, Block, Control, Extension, PayloadForm, RawJson, Section, REQUEST_LEVEL};
+use crate::canonical::{control_place, unescape_json_text_into, Block, Control, Extension, PayloadForm, RawJson, Section, REQUEST_LEVEL};
 use crate::compact::{Data, Raw};
 use crate::error::{Error, ErrorClass, Result};
 use crate::json::{Frames, Limits, Sink, Token, Tokenizer};
@@ -1430,10 +1430,7 @@ fn lose_overridden_of(fields: &[ReasoningField<'_>], target: &str, session: &mut
             if member == b"uncarried" {
                 lose_uncarried_of(field.key, field.dialect, field.value, target, session)?;
             } else if later.to_json() != given.to_json() {
-                let place = match field.key {
-                    Some(key) if !key.is_empty() => format!("$.{key}"),
-                    _ => field.name.to_string(),
-                };
+                let place = control_place(field.key, field.name);
                 let where_ = reasoning_place(field.value, &name, &place);
                 let what = format!("second {name} for the reasoning ({})", crate::unicode::py_value_repr(given));
                 let reason = lacks(path_subject(&where_), target, &what, Some("the later field's is sent"));

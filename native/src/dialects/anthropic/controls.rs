@@ -346,6 +346,7 @@ pub use self::to_anthropic::{encode, string_text, tool_from_canonical, Foreign, 
 
 mod to_anthropic {
     use crate::encoding::{attr, lose_tool_attr, object_schema, tool_capacity, tool_name_repr, Attr, COMBINATORS};
+    use crate::canonical::control_place;
     use crate::encoding::{blank_text, lose_uncarried_of, merged_fields, reasoning_place, sets_no_reasoning, ReasoningField};
     use crate::error::{Error, ErrorClass, Result};
     use crate::jsonwriter::{dumps_str, key_bytes};
@@ -508,10 +509,7 @@ mod to_anthropic {
 
     /// `_lose`: `control` (or its member `sub`) has no anthropic form, named by its source path.
     fn lose(session: &mut Session, control: &Foreign, what: &str, done: Option<&str>, sub: &str) -> Result<()> {
-        let mut path = match control.key.as_deref() {
-            Some(key) if !key.is_empty() => format!("$.{key}"),
-            _ => control.name.clone(),
-        };
+        let mut path = control_place(control.key.as_deref(), &control.name);
         path.push_str(sub);
         let reason = lacks(path_subject(&path), DIALECT, what, done);
         session.lose(&path, &reason, control.dialect.as_deref())
@@ -522,10 +520,7 @@ mod to_anthropic {
     fn lose_member(session: &mut Session, items: &[Foreign], merged: &Value, member: &str, what: &str,
                    done: Option<&str>) -> Result<()> {
         let Some(last) = items.last() else { return Ok(()) };
-        let place = match last.key.as_deref() {
-            Some(key) if !key.is_empty() => format!("$.{key}"),
-            _ => last.name.clone(),
-        };
+        let place = control_place(last.key.as_deref(), &last.name);
         let path = reasoning_place(merged, member, &place);
         let reason = lacks(path_subject(&path), DIALECT, what, done);
         session.lose(&path, &reason, last.dialect.as_deref())
@@ -538,10 +533,7 @@ mod to_anthropic {
         let Some(control) = control else { return Ok(None) };
         let Some(n) = max_tokens_value(control, session)? else { return Ok(None) };
         // (ollama num_predict 0: anthropic takes 1 or more)
-        let place = match control.key.as_deref() {
-            Some(key) if !key.is_empty() => format!("$.{key}"),
-            _ => control.name.clone(),
-        };
+        let place = control_place(control.key.as_deref(), &control.name);
         let value = Value::Int(n.to_string());
         let bound = crate::numbers::clamp(session, &place, control.dialect.as_deref(), DIALECT, "max_tokens", &value)?;
         Ok(Some(bound.map_or(n, i128::from)))

@@ -248,10 +248,7 @@ pub fn encode_control<'c>(control: &'c Control<'_>, session: &mut Session)
         return Ok(vec![(Cow::Borrowed(key), integer(key, control, session)?)]);
     }
     let value = &Value::loads(&control.value)?;
-    let where_ = match control.key.as_deref() {
-        Some(key) if !key.is_empty() => format!("$.{key}"),
-        _ => name.to_string(),
-    };
+    let where_ = control.place();
     if name == "response_format" {
         let kind = if matches!(value, Value::Object(_)) { value.get("type") } else { None };
         if kind.is_some_and(|k| is_str(k, "json_object")) {

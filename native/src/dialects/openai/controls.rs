@@ -281,8 +281,6 @@ mod decoding {
 
 // -- encoding (helper E) ----------------------------------------------------------------
 
-use std::borrow::Cow;
-
 use crate::canonical::Control;
 use crate::dialects::anthropic::controls::THINKING_BUDGETS;
 use crate::encoding::{attr, attr_truthy, lose_tool_attr, lose_uncarried, object_schema, reasoning_place, tool_capacity, tool_name_out, Attr};
@@ -420,10 +418,7 @@ pub fn response_format_from_canonical(fmt: &Value) -> Option<Value> {
 /// effort's budget (`Options.anthropic_thinking_budgets`, which an anthropic target reads
 /// back) is that very budget -- and the source members canonical reasoning did not carry.
 fn lose_reasoning_detail(control: &Control<'_>, value: &Value, effort: &Value, session: &mut Session) -> Result<()> {
-    let place = match control.key.as_deref() {
-        Some(key) if !key.is_empty() => format!("$.{key}"),
-        _ => control.name.to_string(),
-    };
+    let place = control.place();
     if value.get("enabled") == Some(&Value::Bool(false)) {
         if let Some(given) = value.get("effort").filter(|e| !e.is_null() && !matches!(e, Value::Str(s) if s == b"none")) {
             let where_ = reasoning_place(value, "effort", &place);
@@ -520,10 +515,7 @@ pub fn encode_control(control: &Control<'_>, session: &mut Session) -> Result<Op
             // a number the source takes, outside openai's range: its nearest bound
             let bound = match key {
                 Some(key) => {
-                    let place = match control.key.as_deref() {
-                        Some(key) if !key.is_empty() => format!("$.{key}"),
-                        _ => control.name.to_string(),
-                    };
+                    let place = control.place();
                     crate::numbers::clamp(session, &place, control.dialect.as_deref(), "openai", key, &value)?
                 }
                 None => None,
@@ -537,10 +529,7 @@ pub fn encode_control(control: &Control<'_>, session: &mut Session) -> Result<Op
     match (key, mapped) {
         (Some(key), Some(mapped)) => Ok(Some((key, mapped))),
         _ => {
-            let place = match control.key.as_deref() {
-                Some(key) if !key.is_empty() => Cow::Owned(format!("$.{key}")),
-                _ => Cow::Borrowed(control.name.as_ref()),
-            };
+            let place = control.place();
             let reason = lacks(path_subject(&place), "openai", "such parameter", None);
             session.lose(place.as_bytes(), &reason, control.dialect.as_deref())?;
             Ok(None)
